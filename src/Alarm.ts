@@ -1,0 +1,32 @@
+/**
+ * The maintenance subsystem of a Cloudflare Durable Object: the single alarm slot, the
+ * mutation gate that prearms every producer, the idempotent maintenance pass, its host hooks
+ * and its test failpoints. See the README for the alarm invariant it maintains.
+ */
+export { DurableAlarmService } from "./internal/maintenance/alarmService.ts"
+export { DurableAlarmError } from "./internal/maintenance/errors.ts"
+export {
+  ThreadMaintenanceFailpoint,
+  threadMaintenanceFailpointLocations,
+} from "./internal/maintenance/failpoint.ts"
+export type {
+  ThreadMaintenanceFailpointHandler,
+  ThreadMaintenanceFailpointLocation,
+} from "./internal/maintenance/failpoint.ts"
+export { ThreadMutationGate } from "./internal/maintenance/gate.ts"
+export type { MutationOptions } from "./internal/maintenance/gate.ts"
+export {
+  publishCommitted,
+  ThreadHostMaintenance,
+  ThreadMessageDelivery,
+  ThreadPublication,
+} from "./internal/maintenance/hooks.ts"
+export type {
+  AuxiliaryDrain,
+  ThreadHostMaintenanceService,
+  ThreadMessageDeliveryService,
+  ThreadPublicationService,
+} from "./internal/maintenance/hooks.ts"
+export { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
+export type { MaintenancePassFailure } from "./internal/maintenance/pass.ts"
+export { MaintenancePassReport } from "./internal/maintenance/report.ts"

@@ -1,0 +1,2 @@
+/** Placeholder replaced by the runtime helper. */
+export interface AgentContext {}

@@ -1,0 +1,153 @@
+/**
+ * Agent definitions, their contract digests, and binding resolution at claim time.
+ *
+ * A Submission stores the `(agentId, digest)` it was admitted with. Resolution fails closed:
+ * the runtime never runs different code for accepted work.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { AgentContext } from "./AgentContext.ts"
+import { AgentId } from "./Identifiers.ts"
+import { canonicalJson, contentDigest } from "./internal/digest.ts"
+
+/** No agent with this id is registered in the running code. */
+export class BindingUnavailable extends Schema.TaggedError<BindingUnavailable>()("BindingUnavailable", {
+  agentId: AgentId,
+  message: Schema.String,
+}) {}
+
+/** The agent is registered, but its contract digest differs from the admitted one. */
+export class BindingDigestMismatch extends Schema.TaggedError<BindingDigestMismatch>()(
+  "BindingDigestMismatch",
+  { agentId: AgentId, message: Schema.String },
+) {}
+
+/** Why a Submission's binding could not be resolved. */
+export type DurableBindingFailure = BindingUnavailable | BindingDigestMismatch
+
+/** The failure an agent program reports; the Submission settles `failed` with its message. */
+export class AgentFailure extends Schema.TaggedError<AgentFailure>()("AgentFailure", {
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect()),
+}) {}
+
+/** A Schema whose encoded side is JSON: inputs, outputs and step results are stored so. */
+export type JsonCodec<A> = Schema.Codec<A, Schema.Json>
+
+/** A registered agent: its contract, digest and program. */
+export interface AgentDefinition<I, O> {
+  readonly id: AgentId
+  readonly name: string
+  readonly version: string
+  /** Stable hash of id, name, version and the input/output schemas. */
+  readonly digest: string
+  readonly input: JsonCodec<I>
+  readonly output: JsonCodec<O>
+  readonly program: (input: I, context: AgentContext) => Effect.Effect<O, AgentFailure>
+}
+
+/** Any agent definition, as registries hold them. */
+export type AnyAgentDefinition = AgentDefinition<any, any>
+
+const describeSchema = (schema: Schema.Top): unknown => {
+  try {
+    return Schema.toJsonSchemaDocument(schema)
+  } catch {
+    return String(schema.ast)
+  }
+}
+
+/** Computes the digest of an agent contract. */
+export const contractDigest = (contract: {
+  readonly id: string
+  readonly name: string
+  readonly version: string
+  readonly input: Schema.Top
+  readonly output: Schema.Top
+}): string =>
+  contentDigest(
+    canonicalJson({
+      id: contract.id,
+      name: contract.name,
+      version: contract.version,
+      input: describeSchema(contract.input),
+      output: describeSchema(contract.output),
+    }),
+  )
+
+/** Defines an agent; the id is validated and the digest computed from the contract. */
+export const define = <I, O>(definition: {
+  readonly id: string
+  readonly name?: string
+  readonly version: string
+  readonly input: JsonCodec<I>
+  readonly output: JsonCodec<O>
+  readonly program: (input: I, context: AgentContext) => Effect.Effect<O, AgentFailure>
+}): AgentDefinition<I, O> => {
+  const id = Schema.decodeUnknownSync(AgentId)(definition.id)
+  const name = definition.name ?? definition.id
+  return {
+    id,
+    name,
+    version: definition.version,
+    digest: contractDigest({ ...definition, id, name }),
+    input: definition.input,
+    output: definition.output,
+    program: definition.program,
+  }
+}
+
+/** The same agent under another digest (a changed deployment, in tests). */
+export const withDigest = <I, O>(agent: AgentDefinition<I, O>, digest: string): AgentDefinition<I, O> => ({
+  ...agent,
+  digest,
+})
+
+export { contentDigest } from "./internal/digest.ts"
+
+/** The agents registered in the running code. */
+export class AgentRegistry extends Context.Service<
+  AgentRegistry,
+  {
+    readonly lookup: (agentId: AgentId) => Option.Option<AnyAgentDefinition>
+    /** The agent for admitted work: same id and same digest, or a typed binding failure. */
+    readonly resolve: (
+      agentId: AgentId,
+      digest: string,
+    ) => Effect.Effect<AnyAgentDefinition, DurableBindingFailure>
+  }
+>()("@effect-agent/agent-registration/AgentRegistry") {
+  /** A registry of these agents; a repeated id is a defect at construction. */
+  static readonly layer = (registrations: ReadonlyArray<AnyAgentDefinition>) =>
+    Layer.sync(this)(() => make(registrations))
+}
+
+const make = (registrations: ReadonlyArray<AnyAgentDefinition>): AgentRegistry["Service"] => {
+  const byId = new Map<string, AnyAgentDefinition>()
+  for (const agent of registrations) {
+    if (byId.has(agent.id)) throw new Error(`Agent ${agent.id} is registered twice`)
+    byId.set(agent.id, agent)
+  }
+  return {
+    lookup: (agentId) => Option.fromNullishOr(byId.get(agentId)),
+    resolve: (agentId, digest) => {
+      const agent = byId.get(agentId)
+      if (agent === undefined) {
+        return Effect.fail(
+          new BindingUnavailable({
+            agentId,
+            message: `No agent ${agentId} is registered in this deployment`,
+          }),
+        )
+      }
+      if (agent.digest !== digest) {
+        return Effect.fail(
+          new BindingDigestMismatch({
+            agentId,
+            message: `Agent ${agentId} is registered with digest ${agent.digest}, but the work was admitted with ${digest}`,
+          }),
+        )
+      }
+      return Effect.succeed(agent)
+    },
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The Submission Ledger: admission, FIFO lanes, Claims and fencing for the Threads of one
+ * physical Object.
+ *
+ * The ledger is the control plane; the canonical history (`ThreadHistory`) is the evidence.
+ * Every write that an owner makes is fenced by the Submission's producer epoch and the
+ * Attempt's ownership token; recovery writes are fenced by the epoch and the absence of a
+ * live lease. The epoch only grows: each Claim and each forced release advances it.
+ */
+import { Context, Layer } from "effect"
+import type { Effect, Option, Stream } from "effect"
+import type { AttemptId, OwnershipToken, SubmissionId, ThreadId } from "./Identifiers.ts"
+import type {
+  Admission,
+  AdmissionRefused,
+  AdmissionRequest,
+  Claim,
+  Fence,
+  FenceFailure,
+  IdempotencyConflict,
+  InvalidTransition,
+  LedgerError,
+  Settlement,
+  SubmissionNotFound,
+  SubmissionSnapshot,
+} from "./internal/ledgerModel.ts"
+import { makeMemoryLedger } from "./internal/memoryLedger.ts"
+import { makeSqlLedger } from "./internal/sqlLedger.ts"
+import type { SqlClient } from "effect/sql/SqlClient"
+
+export {
+  AdmissionRefused,
+  Claim,
+  FenceRejected,
+  IdempotencyConflict,
+  InvalidTransition,
+  LedgerError,
+  Ownership,
+  OwnershipLost,
+  Settlement,
+  SettlementOutcome,
+  SubmissionLedgerLimits,
+  SubmissionNotFound,
+  SubmissionSnapshot,
+  SubmissionState,
+} from "./internal/ledgerModel.ts"
+export type {
+  Admission,
+  AdmissionRequest,
+  Fence,
+  FenceFailure,
+  LedgerLimits,
+} from "./internal/ledgerModel.ts"
+
+/** The ledger of one physical Object. */
+export class SubmissionLedger extends Context.Service<
+  SubmissionLedger,
+  {
+    /** Admits a new Submission (`admitted`), or returns the original row for a used key. */
+    readonly admit: (
+      request: AdmissionRequest,
+    ) => Effect.Effect<Admission, AdmissionRefused | IdempotencyConflict | LedgerError>
+    /** `admitted` → `ready` once the acceptance record is in the history; a no-op when `ready`. */
+    readonly markReady: (
+      submissionId: SubmissionId,
+      now: number,
+    ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
+    readonly lookup: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
+    /** The first nonterminal Submission of a lane. */
+    readonly head: (threadId: ThreadId) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
+    /** Nonterminal Submissions of one lane (admission limits). */
+    readonly countNonterminal: (threadId: ThreadId) => Effect.Effect<number, LedgerError>
+    /**
+     * Claims the lane head when it is `ready`, or `running` with an expired lease. Advances the
+     * producer epoch. `None` when the head is absent, waiting, or owned by a live lease.
+     */
+    readonly claim: (
+      threadId: ThreadId,
+      grant: {
+        readonly attemptId: AttemptId
+        readonly ownershipToken: OwnershipToken
+        readonly now: number
+        readonly leaseDuration: number
+      },
+    ) => Effect.Effect<Option.Option<Claim>, LedgerError>
+    /** Extends the owner's lease. */
+    readonly renew: (claim: Claim, leaseExpiresAt: number) => Effect.Effect<Claim, FenceFailure>
+    /** Ends the owner's Attempt: `running` → `ready`. */
+    readonly release: (claim: Claim) => Effect.Effect<void, FenceFailure>
+    /** Ends the owner's Attempt in a stable wait: `running` → `suspended` or `unknown`. */
+    readonly park: (claim: Claim, state: "suspended" | "unknown") => Effect.Effect<void, FenceFailure>
+    /**
+     * Recovery transitions of an unowned row: expired-lease release (`running` → `ready` or
+     * `unknown`, clears the ownership and advances the epoch), `ready` → `unknown` marking,
+     * resumption of a resolved wait (`suspended`/`unknown` → `ready`) and readiness repair
+     * (`admitted` → `ready`). Asking for the current state is a no-op.
+     */
+    readonly transition: (
+      fence: Fence,
+      to: "ready" | "unknown",
+    ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /** Records an accepted abort intent; idempotent, and a settled row is returned unchanged. */
+    readonly requestAbort: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<SubmissionSnapshot, SubmissionNotFound | LedgerError>
+    /**
+     * Reserves the settlement: any other nonterminal state → `terminalizing`, clearing the
+     * ownership. Repeating the identical settlement at the same epoch returns the row; a
+     * different one fails with `InvalidTransition`.
+     */
+    readonly reserveSettlement: (
+      fence: Fence,
+      settlement: Settlement,
+    ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /** `terminalizing` → `settled`, once the settlement record is in the history; a no-op when settled. */
+    readonly finalizeSettlement: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
+    /** Checks a fence without writing (history appends run it in their transaction). */
+    readonly checkFence: (fence: Fence) => Effect.Effect<SubmissionSnapshot, FenceFailure>
+    /** Every nonterminal Submission of this Object, ordered by `(threadId, queueSequence)`. */
+    readonly scanNonterminal: Stream.Stream<SubmissionSnapshot, LedgerError>
+  }
+>()("@effect-agent/submission-ledger/SubmissionLedger") {
+  /** The ledger on Durable Object SQLite; runs its migrations when built. */
+  static readonly layer: Layer.Layer<SubmissionLedger, LedgerError, SqlClient> = Layer.effect(
+    this,
+    makeSqlLedger,
+  )
+  /** A faithful in-memory ledger with its own store. */
+  static readonly layerMemory: Layer.Layer<SubmissionLedger> = Layer.effect(this, makeMemoryLedger)
+}

@@ -1,0 +1,62 @@
+/**
+ * The canonical history: an append-only log of records per Thread.
+ *
+ * Appends are fenced by the ledger: a record lands only while the writer's fence holds, in
+ * one storage transaction with the fence check, so a stale owner can never add evidence.
+ */
+import { Context, Layer } from "effect"
+import type { Effect } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import type { DurableWorkerFailure, ThreadStoreError } from "./DurableAgentRuntime.ts"
+import type { SubmissionId, ThreadId } from "./Identifiers.ts"
+import type { HistoryEntry, HistoryPage, HistoryRecord } from "./internal/ledgerHistoryModel.ts"
+import type { Fence, LedgerError, SubmissionNotFound } from "./internal/ledgerModel.ts"
+import { makeMemoryHistory } from "./internal/memoryHistory.ts"
+import { makeSqlHistory } from "./internal/sqlHistory.ts"
+import { SubmissionLedger } from "./SubmissionLedger.ts"
+
+export { HistoryEntry, HistoryRecord } from "./internal/ledgerHistoryModel.ts"
+export type { HistoryPage } from "./internal/ledgerHistoryModel.ts"
+
+/** The canonical history of the Threads of one physical Object. */
+export class ThreadHistory extends Context.Service<
+  ThreadHistory,
+  {
+    /** Appends one record after checking the fence, atomically with the check. */
+    readonly append: (
+      submissionId: SubmissionId,
+      entry: HistoryEntry,
+      fence: Fence,
+      now: number,
+    ) => Effect.Effect<HistoryRecord, SubmissionNotFound | DurableWorkerFailure>
+    /** All records of one Submission, oldest first. */
+    readonly forSubmission: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<ReadonlyArray<HistoryRecord>, ThreadStoreError>
+    /** A page of one Thread's records with `sequence > after`. */
+    readonly page: (
+      threadId: ThreadId,
+      options: { readonly after?: number; readonly limit: number },
+    ) => Effect.Effect<HistoryPage, ThreadStoreError>
+  }
+>()("@effect-agent/thread-history/ThreadHistory") {
+  /** The history on Durable Object SQLite; runs its migrations when built. */
+  static readonly layer: Layer.Layer<ThreadHistory, ThreadStoreError, SqlClient | SubmissionLedger> =
+    Layer.effect(this, makeSqlHistory)
+  /** A faithful in-memory history; needs the in-memory ledger, whose store it shares. */
+  static readonly layerMemory: Layer.Layer<ThreadHistory, ThreadStoreError, SubmissionLedger> = Layer.effect(
+    this,
+    makeMemoryHistory,
+  )
+}
+
+/** The SQLite ledger and history over one `SqlClient`. */
+export const layerWithLedger: Layer.Layer<
+  ThreadHistory | SubmissionLedger,
+  ThreadStoreError | LedgerError,
+  SqlClient
+> = ThreadHistory.layer.pipe(Layer.provideMerge(SubmissionLedger.layer))
+
+/** The in-memory ledger and history over one shared store. */
+export const layerMemoryWithLedger: Layer.Layer<ThreadHistory | SubmissionLedger, ThreadStoreError> =
+  ThreadHistory.layerMemory.pipe(Layer.provideMerge(SubmissionLedger.layerMemory))

@@ -1,0 +1,58 @@
+/**
+ * Schemas of the canonical history, kept apart from the service so that its implementations
+ * can import them without a cycle. Re-exported by `ThreadHistory`.
+ */
+import { Schema } from "effect"
+import { AgentId, SubmissionId, ThreadId } from "../Identifiers.ts"
+import { SettlementOutcome } from "./ledgerModel.ts"
+
+/** The kinds of canonical records. `step` is the 0-based position of a journaled call. */
+export const HistoryEntry = Schema.Union([
+  Schema.TaggedStruct("SubmissionAccepted", {
+    agentId: AgentId,
+    agentDigest: Schema.String,
+    input: Schema.Json,
+  }),
+  Schema.TaggedStruct("InputApplied", {}),
+  Schema.TaggedStruct("StepCompleted", { step: Schema.Int, name: Schema.String, result: Schema.Json }),
+  Schema.TaggedStruct("StepFailed", { step: Schema.Int, name: Schema.String, error: Schema.String }),
+  Schema.TaggedStruct("UncertainStepStarted", { step: Schema.Int, name: Schema.String }),
+  Schema.TaggedStruct("UnknownOutcomeRecorded", { step: Schema.Int, name: Schema.String }),
+  Schema.TaggedStruct("UnknownOutcomeResolved", {
+    step: Schema.Int,
+    resolution: Schema.Union([
+      Schema.TaggedStruct("Succeeded", { value: Schema.Json }),
+      Schema.TaggedStruct("Failed", { message: Schema.String }),
+    ]),
+  }),
+  Schema.TaggedStruct("ApprovalRequested", { step: Schema.Int, payload: Schema.Json }),
+  Schema.TaggedStruct("ApprovalResolved", {
+    step: Schema.Int,
+    approved: Schema.Boolean,
+    note: Schema.optionalKey(Schema.String),
+  }),
+  Schema.TaggedStruct("AbortRequested", {}),
+  Schema.TaggedStruct("SubmissionSettled", {
+    outcome: SettlementOutcome,
+    output: Schema.optionalKey(Schema.Json),
+    error: Schema.optionalKey(Schema.String),
+  }),
+])
+export type HistoryEntry = typeof HistoryEntry.Type
+
+/** One record of a Thread's canonical history. */
+export class HistoryRecord extends Schema.Class<HistoryRecord>("@effect-agent/HistoryRecord")({
+  threadId: ThreadId,
+  /** 1-based, gap-free position within the Thread. */
+  sequence: Schema.Int,
+  submissionId: SubmissionId,
+  recordedAt: Schema.Finite,
+  entry: HistoryEntry,
+}) {}
+
+/** A page of history, oldest first. */
+export interface HistoryPage {
+  readonly records: ReadonlyArray<HistoryRecord>
+  /** The sequence to pass as `after` for the next page, when there is one. */
+  readonly next?: number
+}

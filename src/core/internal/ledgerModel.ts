@@ -1,0 +1,175 @@
+/**
+ * Schemas, errors and request types of the Submission Ledger, kept apart from the service so
+ * that its implementations can import them without a cycle. Re-exported by `SubmissionLedger`.
+ */
+import { Context, Schema } from "effect"
+import {
+  AgentId,
+  AttemptId,
+  IdempotencyKey,
+  OwnershipToken,
+  ReceiptId,
+  SubmissionId,
+  ThreadId,
+} from "../Identifiers.ts"
+
+/** Lifecycle states of a Submission. */
+export const SubmissionState = Schema.Literals([
+  "admitted",
+  "ready",
+  "running",
+  "suspended",
+  "unknown",
+  "terminalizing",
+  "settled",
+])
+export type SubmissionState = typeof SubmissionState.Type
+
+/** How a Submission ended. */
+export const SettlementOutcome = Schema.Literals(["completed", "failed", "aborted"])
+export type SettlementOutcome = typeof SettlementOutcome.Type
+
+/** The one durable ending of a Submission. */
+export class Settlement extends Schema.Class<Settlement>("@effect-agent/Settlement")({
+  submissionId: SubmissionId,
+  threadId: ThreadId,
+  outcome: SettlementOutcome,
+  output: Schema.optionalKey(Schema.Json),
+  error: Schema.optionalKey(Schema.String),
+  settledAt: Schema.Finite,
+}) {}
+
+/** The live owner of a running Submission. */
+export class Ownership extends Schema.Class<Ownership>("@effect-agent/Ownership")({
+  attemptId: AttemptId,
+  ownershipToken: OwnershipToken,
+  leaseExpiresAt: Schema.Finite,
+}) {}
+
+/** A Submission row as the ledger stores it. */
+export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>("@effect-agent/SubmissionSnapshot")({
+  submissionId: SubmissionId,
+  threadId: ThreadId,
+  queueSequence: Schema.Int,
+  idempotencyKey: IdempotencyKey,
+  agentId: AgentId,
+  agentDigest: Schema.String,
+  /** The input, JSON-encoded by the agent's input Schema. */
+  inputPayload: Schema.String,
+  inputDigest: Schema.String,
+  receiptId: ReceiptId,
+  state: SubmissionState,
+  producerEpoch: Schema.Int,
+  ownership: Schema.optionalKey(Ownership),
+  abortRequested: Schema.Boolean,
+  /** Present once settlement is reserved (`terminalizing`) and after it is final. */
+  settlement: Schema.optionalKey(Settlement),
+  createdAt: Schema.Finite,
+  readyAt: Schema.optionalKey(Schema.Finite),
+}) {}
+
+/** Ownership of one Attempt, granted by `claim`. */
+export class Claim extends Schema.Class<Claim>("@effect-agent/Claim")({
+  submissionId: SubmissionId,
+  threadId: ThreadId,
+  attemptId: AttemptId,
+  ownershipToken: OwnershipToken,
+  producerEpoch: Schema.Int,
+  leaseExpiresAt: Schema.Finite,
+  inputPayload: Schema.String,
+}) {}
+
+/**
+ * The authority a write presents: an owner's Claim, or a recovery fence that holds only while
+ * the epoch is unchanged and no lease is live at `now`.
+ */
+export type Fence =
+  | { readonly _tag: "Owner"; readonly claim: Claim }
+  | {
+      readonly _tag: "Unowned"
+      readonly submissionId: SubmissionId
+      readonly producerEpoch: number
+      readonly now: number
+    }
+
+/** What a caller asks the ledger to admit. */
+export interface AdmissionRequest {
+  readonly threadId: ThreadId
+  readonly idempotencyKey: IdempotencyKey
+  readonly agentId: AgentId
+  readonly agentDigest: string
+  readonly inputPayload: string
+  readonly inputDigest: string
+  readonly now: number
+}
+
+/** The result of admission: a new row, or the original row of a replayed key. */
+export type Admission =
+  | { readonly _tag: "Admitted"; readonly snapshot: SubmissionSnapshot }
+  | { readonly _tag: "Replayed"; readonly snapshot: SubmissionSnapshot }
+
+/** A storage failure of the ledger. */
+export class LedgerError extends Schema.TaggedError<LedgerError>()("LedgerError", {
+  operation: Schema.String,
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect()),
+}) {}
+
+/** A write whose epoch is stale, or that needs an unowned row while a lease is live. */
+export class FenceRejected extends Schema.TaggedError<FenceRejected>()("FenceRejected", {
+  submissionId: SubmissionId,
+  expectedEpoch: Schema.Int,
+  actualEpoch: Schema.Int,
+  message: Schema.String,
+}) {}
+
+/** An owner's write after its ownership was taken or ended. */
+export class OwnershipLost extends Schema.TaggedError<OwnershipLost>()("OwnershipLost", {
+  submissionId: SubmissionId,
+  attemptId: AttemptId,
+  message: Schema.String,
+}) {}
+
+/** Admission refused before any row was written. */
+export class AdmissionRefused extends Schema.TaggedError<AdmissionRefused>()("AdmissionRefused", {
+  threadId: ThreadId,
+  reason: Schema.Literals(["queue-depth", "input-bytes", "malformed-input", "unknown-agent"]),
+  message: Schema.String,
+}) {}
+
+/** An idempotency key reused with a different payload or agent. */
+export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()("IdempotencyConflict", {
+  threadId: ThreadId,
+  idempotencyKey: IdempotencyKey,
+  submissionId: SubmissionId,
+  message: Schema.String,
+}) {}
+
+/** A transition asked of a Submission that is not in a state that allows it. */
+export class InvalidTransition extends Schema.TaggedError<InvalidTransition>()("InvalidTransition", {
+  submissionId: SubmissionId,
+  from: SubmissionState,
+  to: SubmissionState,
+  message: Schema.String,
+}) {}
+
+/** No Submission with this id exists in this Object. */
+export class SubmissionNotFound extends Schema.TaggedError<SubmissionNotFound>()("SubmissionNotFound", {
+  submissionId: SubmissionId,
+  message: Schema.String,
+}) {}
+
+/** Limits checked before admission writes anything. */
+export interface LedgerLimits {
+  readonly maxQueueDepthPerLane: number
+  readonly maxInputBytes: number
+}
+
+/** The limits the ledger enforces; override with `Layer.succeed(SubmissionLedgerLimits)(…)`. */
+export const SubmissionLedgerLimits = Context.Reference<LedgerLimits>(
+  "@effect-agent/submission-ledger/SubmissionLedgerLimits",
+  { defaultValue: () => ({ maxQueueDepthPerLane: 256, maxInputBytes: 1_048_576 }) },
+)
+
+/** Why a fenced write was refused. */
+export type FenceFailure = FenceRejected | OwnershipLost | SubmissionNotFound | LedgerError

@@ -1,0 +1,324 @@
+/**
+ * The ledger's transition rules as pure functions of one stored row, shared by the SQLite and
+ * the in-memory ledger so both decide every case the same way.
+ *
+ * The SQLite ledger encodes each rule's happy path in one guarded `UPDATE`; when that touches
+ * no row it reads the row and asks these rules why (or whether the call was an idempotent
+ * repeat). The in-memory ledger applies them directly.
+ */
+import { Result, Schema } from "effect"
+import type { AttemptId, OwnershipToken, SubmissionId } from "../Identifiers.ts"
+import {
+  Claim,
+  FenceRejected,
+  LedgerError,
+  InvalidTransition,
+  Ownership,
+  OwnershipLost,
+  Settlement,
+  SubmissionNotFound,
+  SubmissionSnapshot,
+} from "./ledgerModel.ts"
+import type { Fence, SubmissionState } from "./ledgerModel.ts"
+
+/** The outcome of a rule: keep the row as it is, or replace it. @internal */
+export type Change =
+  | { readonly _tag: "Unchanged"; readonly snapshot: SubmissionSnapshot }
+  | { readonly _tag: "Update"; readonly next: SubmissionSnapshot }
+
+/** @internal */
+export type FenceError = FenceRejected | OwnershipLost | SubmissionNotFound
+
+const unchanged = (snapshot: SubmissionSnapshot): Change => ({ _tag: "Unchanged", snapshot })
+
+/** Builds the next row; `ownership: undefined` clears the ownership. */
+const update = (
+  row: SubmissionSnapshot,
+  patch: Partial<Omit<SubmissionSnapshot, "ownership">> & {
+    readonly ownership?: Ownership | undefined
+  },
+): Change => {
+  const { ownership, settlement, readyAt, ...rest } = { ...row, ...patch }
+  return {
+    _tag: "Update",
+    next: new SubmissionSnapshot({
+      ...rest,
+      ...(ownership === undefined ? {} : { ownership }),
+      ...(settlement === undefined ? {} : { settlement }),
+      ...(readyAt === undefined ? {} : { readyAt }),
+    }),
+  }
+}
+
+/** The Submission a fence speaks for. @internal */
+export const fenceSubmissionId = (fence: Fence): SubmissionId =>
+  fence._tag === "Owner" ? fence.claim.submissionId : fence.submissionId
+
+/** The epoch a fence expects. @internal */
+export const fenceEpoch = (fence: Fence): number =>
+  fence._tag === "Owner" ? fence.claim.producerEpoch : fence.producerEpoch
+
+/** @internal */
+export const notFound = (submissionId: SubmissionId): SubmissionNotFound =>
+  new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in this ledger` })
+
+const invalid = (row: SubmissionSnapshot, to: SubmissionState, message?: string): InvalidTransition =>
+  new InvalidTransition({
+    submissionId: row.submissionId,
+    from: row.state,
+    to,
+    message: message ?? `a ${row.state} submission cannot become ${to}`,
+  })
+
+/** Whether a row has an owner whose lease is still live at `now`. @internal */
+export const hasLiveLease = (row: SubmissionSnapshot, now: number): boolean =>
+  row.ownership !== undefined && row.ownership.leaseExpiresAt > now
+
+/**
+ * Checks a fence against the stored row: the epoch must match; an owner must still hold the
+ * running row by its token (an expired but untaken lease still passes); a recovery fence needs
+ * no live lease at its `now`.
+ * @internal
+ */
+export const verifyFence = (
+  fence: Fence,
+  row: SubmissionSnapshot | undefined,
+): Result.Result<SubmissionSnapshot, FenceError> => {
+  const submissionId = fenceSubmissionId(fence)
+  if (row === undefined) return Result.fail(notFound(submissionId))
+  const expectedEpoch = fenceEpoch(fence)
+  if (row.producerEpoch !== expectedEpoch) {
+    return Result.fail(
+      new FenceRejected({
+        submissionId,
+        expectedEpoch,
+        actualEpoch: row.producerEpoch,
+        message: `producer epoch ${expectedEpoch} is stale; the submission is at epoch ${row.producerEpoch}`,
+      }),
+    )
+  }
+  if (fence._tag === "Owner") {
+    if (row.state !== "running" || row.ownership?.ownershipToken !== fence.claim.ownershipToken) {
+      return Result.fail(
+        new OwnershipLost({
+          submissionId,
+          attemptId: fence.claim.attemptId,
+          message: `attempt ${fence.claim.attemptId} no longer owns the submission (state ${row.state})`,
+        }),
+      )
+    }
+    return Result.succeed(row)
+  }
+  if (hasLiveLease(row, fence.now)) {
+    return Result.fail(
+      new FenceRejected({
+        submissionId,
+        expectedEpoch,
+        actualEpoch: row.producerEpoch,
+        message: `a live owner holds the submission until ${row.ownership?.leaseExpiresAt}`,
+      }),
+    )
+  }
+  return Result.succeed(row)
+}
+
+/** `admitted` → `ready`; a repeat on a ready row is a no-op. @internal */
+export const markReadyRule = (
+  row: SubmissionSnapshot,
+  now: number,
+): Result.Result<Change, InvalidTransition> => {
+  if (row.state === "admitted") return Result.succeed(update(row, { state: "ready", readyAt: now }))
+  if (row.state === "ready") return Result.succeed(unchanged(row))
+  return Result.fail(invalid(row, "ready"))
+}
+
+/** Whether `claim` may take this lane head at `now`. @internal */
+export const isClaimable = (row: SubmissionSnapshot, now: number): boolean =>
+  row.state === "ready" ||
+  (row.state === "running" && row.ownership !== undefined && row.ownership.leaseExpiresAt <= now)
+
+/** The row after a Claim. @internal */
+export const claimRow = (
+  row: SubmissionSnapshot,
+  grant: {
+    readonly attemptId: AttemptId
+    readonly ownershipToken: OwnershipToken
+    readonly now: number
+    readonly leaseDuration: number
+  },
+): SubmissionSnapshot =>
+  new SubmissionSnapshot({
+    ...row,
+    state: "running",
+    producerEpoch: row.producerEpoch + 1,
+    ownership: new Ownership({
+      attemptId: grant.attemptId,
+      ownershipToken: grant.ownershipToken,
+      leaseExpiresAt: grant.now + grant.leaseDuration,
+    }),
+  })
+
+const withFence = <E = never>(
+  fence: Fence,
+  row: SubmissionSnapshot | undefined,
+  rule: (row: SubmissionSnapshot) => Result.Result<Change, E>,
+): Result.Result<Change, FenceError | E> => Result.flatMap(verifyFence(fence, row), rule)
+
+/** The owner extends its lease. @internal */
+export const renewRule = (claim: Claim, row: SubmissionSnapshot | undefined, leaseExpiresAt: number) =>
+  withFence({ _tag: "Owner", claim }, row, (current) =>
+    Result.succeed<Change>(
+      update(current, {
+        ownership: new Ownership({
+          attemptId: claim.attemptId,
+          ownershipToken: claim.ownershipToken,
+          leaseExpiresAt,
+        }),
+      }),
+    ),
+  )
+
+/** The Claim a running row grants. @internal */
+export const claimOf = (row: SubmissionSnapshot, ownership: Ownership): Claim =>
+  new Claim({
+    submissionId: row.submissionId,
+    threadId: row.threadId,
+    attemptId: ownership.attemptId,
+    ownershipToken: ownership.ownershipToken,
+    producerEpoch: row.producerEpoch,
+    leaseExpiresAt: ownership.leaseExpiresAt,
+    inputPayload: row.inputPayload,
+  })
+
+/**
+ * Refuses instants and durations that are not finite numbers before they reach storage
+ * (SQLite would store `NaN` as `NULL`).
+ * @internal
+ */
+export const nonFinite = (
+  operation: string,
+  values: Readonly<Record<string, number>>,
+): LedgerError | undefined => {
+  for (const [name, value] of Object.entries(values)) {
+    if (!Number.isFinite(value)) {
+      return new LedgerError({ operation, message: `${name} must be a finite number, got ${value}` })
+    }
+  }
+  return undefined
+}
+
+/** The instants a fence carries, for `nonFinite`. @internal */
+export const fenceInstants = (fence: Fence): Readonly<Record<string, number>> =>
+  fence._tag === "Unowned" ? { now: fence.now } : {}
+
+/** The owner ends its Attempt, leaving the row `ready`, `suspended` or `unknown`. @internal */
+export const relinquishRule = (
+  fence: Fence,
+  row: SubmissionSnapshot | undefined,
+  to: "ready" | "suspended" | "unknown",
+) =>
+  withFence(fence, row, (current) =>
+    Result.succeed<Change>(update(current, { state: to, ownership: undefined })),
+  )
+
+/**
+ * Recovery transitions. Taking a row away from `running` clears its ownership and advances the
+ * epoch so a slow former owner is fenced out; a repeat of the target state is a no-op.
+ * @internal
+ */
+export const transitionRule = (fence: Fence, row: SubmissionSnapshot | undefined, to: "ready" | "unknown") =>
+  withFence(fence, row, (current): Result.Result<Change, InvalidTransition> => {
+    if (current.state === to) return Result.succeed(unchanged(current))
+    if (current.state === "running") {
+      return Result.succeed(
+        update(current, { state: to, ownership: undefined, producerEpoch: current.producerEpoch + 1 }),
+      )
+    }
+    if (to === "ready") {
+      if (current.state === "suspended" || current.state === "unknown") {
+        return Result.succeed(update(current, { state: "ready" }))
+      }
+      if (current.state === "admitted" && fence._tag === "Unowned") {
+        return Result.succeed(update(current, { state: "ready", readyAt: fence.now }))
+      }
+    } else if (current.state === "ready") {
+      return Result.succeed(update(current, { state: "unknown" }))
+    }
+    return Result.fail(invalid(current, to))
+  })
+
+/** Records the abort intent; settled rows stay as they are. @internal */
+export const requestAbortRule = (row: SubmissionSnapshot): Change =>
+  row.state === "settled" || row.abortRequested ? unchanged(row) : update(row, { abortRequested: true })
+
+const encodeSettlement = Schema.encodeSync(Settlement)
+
+const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
+  }
+  return JSON.stringify(value)
+}
+
+/** Structural equality of two settlements, ignoring key order. @internal */
+export const sameSettlement = (a: Settlement, b: Settlement): boolean =>
+  canonicalJson(encodeSettlement(a)) === canonicalJson(encodeSettlement(b))
+
+/**
+ * Reserves the settlement. A repeat of the identical reservation at the same epoch succeeds
+ * even though the reservation cleared the owner's ownership; a different one is refused.
+ * @internal
+ */
+export const reserveRule = (
+  fence: Fence,
+  row: SubmissionSnapshot | undefined,
+  settlement: Settlement,
+): Result.Result<Change, FenceError | InvalidTransition> => {
+  if (row !== undefined && settlement.submissionId !== row.submissionId) {
+    return Result.fail(
+      invalid(row, "terminalizing", `the settlement names submission ${settlement.submissionId}`),
+    )
+  }
+  if (row !== undefined && settlement.threadId !== row.threadId) {
+    return Result.fail(invalid(row, "terminalizing", `the settlement names thread ${settlement.threadId}`))
+  }
+  if (row?.state === "terminalizing" && row.producerEpoch === fenceEpoch(fence)) {
+    return row.settlement !== undefined && sameSettlement(row.settlement, settlement)
+      ? Result.succeed(unchanged(row))
+      : Result.fail(invalid(row, "terminalizing", "a different settlement is already reserved"))
+  }
+  return withFence(fence, row, (current): Result.Result<Change, InvalidTransition> =>
+    current.state === "terminalizing" || current.state === "settled"
+      ? Result.fail(invalid(current, "terminalizing"))
+      : Result.succeed(update(current, { state: "terminalizing", settlement, ownership: undefined })),
+  )
+}
+
+/** `terminalizing` → `settled`; a repeat on a settled row is a no-op. @internal */
+export const finalizeRule = (row: SubmissionSnapshot): Result.Result<Change, InvalidTransition> => {
+  if (row.state === "terminalizing") return Result.succeed(update(row, { state: "settled" }))
+  if (row.state === "settled") return Result.succeed(unchanged(row))
+  return Result.fail(invalid(row, "settled"))
+}
+
+/** UTF-8 length of a string without allocating its encoding. @internal */
+export const utf8ByteLength = (text: string): number => {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x80) bytes += 1
+    else if (unit < 0x800) bytes += 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4
+        i++
+      } else bytes += 3
+    } else bytes += 3
+  }
+  return bytes
+}

@@ -1,0 +1,117 @@
+/**
+ * The canonical history on Durable Object SQLite. An append runs the ledger's fence check and
+ * the insert in one storage transaction; the insert takes the next sequence from the Thread's
+ * primary-key tail, so sequences stay 1-based and gap-free.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+import { ThreadStoreError } from "../DurableAgentRuntime.ts"
+import type { ThreadHistory } from "../ThreadHistory.ts"
+import { SubmissionLedger } from "../SubmissionLedger.ts"
+import { decodeRecord, encodeEntry, foreignFence, pageOptions, requireInstant } from "./ledgerHistoryCodec.ts"
+import type { Migration } from "./migrations.ts"
+import { runMigrations } from "./migrations.ts"
+
+/** @internal */
+export const historyTable = "effect_agent_history"
+
+const h = historyTable
+
+/** @internal */
+export const historyMigrations: ReadonlyArray<Migration> = [
+  {
+    name: "thread-history/001-create",
+    statements: [
+      `CREATE TABLE IF NOT EXISTS ${h} (
+        thread_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        submission_id TEXT NOT NULL,
+        recorded_at REAL NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (thread_id, sequence)
+      )`,
+      `CREATE INDEX IF NOT EXISTS ${h}_submission ON ${h} (submission_id, sequence)`,
+    ],
+  },
+]
+
+/** @internal */
+export const historyStatements = {
+  // Parameters: thread id, submission id, recorded at, entry JSON, thread id.
+  append: `INSERT INTO ${h} (thread_id, sequence, submission_id, recorded_at, entry)
+    SELECT ?, coalesce(max(sequence), 0) + 1, ?, ?, ? FROM ${h} WHERE thread_id = ?
+    RETURNING *`,
+  forSubmission: `SELECT * FROM ${h} WHERE submission_id = ? ORDER BY sequence`,
+  page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
+} as const
+
+interface RecordRow {
+  readonly thread_id: unknown
+  readonly sequence: unknown
+  readonly submission_id: unknown
+  readonly recorded_at: unknown
+  readonly entry: unknown
+}
+
+const storeError = (operation: string) => (cause: SqlError) =>
+  new ThreadStoreError({ operation, message: `storage failed: ${cause.message}`, cause })
+
+/** Builds the SQLite history and runs its migrations. @internal */
+export const makeSqlHistory = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const ledger = yield* SubmissionLedger
+  yield* runMigrations(historyMigrations).pipe(Effect.mapError(storeError("ThreadHistory.migrate")))
+
+  const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
+    sql.unsafe<RecordRow>(text, params).pipe(Effect.mapError(storeError(operation)))
+
+  const decodeAll = (operation: string, rows: ReadonlyArray<RecordRow>) =>
+    Effect.forEach(rows, (row) => decodeRecord(operation, row))
+
+  const service: typeof ThreadHistory.Service = {
+    append: Effect.fn("ThreadHistory.append")(function* (submissionId, entry, fence, now) {
+      const operation = "ThreadHistory.append"
+      yield* requireInstant("ThreadHistory.append", now)
+      const foreign = foreignFence(submissionId, fence)
+      if (foreign !== undefined) return yield* foreign
+      const { json } = yield* encodeEntry(operation, entry)
+      return yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const snapshot = yield* ledger.checkFence(fence)
+            const [row] = yield* query(operation, historyStatements.append, [
+              snapshot.threadId,
+              submissionId,
+              now,
+              json,
+              snapshot.threadId,
+            ])
+            if (row === undefined) {
+              return yield* new ThreadStoreError({ operation, message: "the insert returned no row" })
+            }
+            return yield* decodeRecord(operation, row)
+          }),
+        )
+        .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storeError(operation)(cause))))
+    }),
+
+    forSubmission: Effect.fn("ThreadHistory.forSubmission")(function* (submissionId) {
+      const operation = "ThreadHistory.forSubmission"
+      return yield* decodeAll(
+        operation,
+        yield* query(operation, historyStatements.forSubmission, [submissionId]),
+      )
+    }),
+
+    page: Effect.fn("ThreadHistory.page")(function* (threadId, options) {
+      const operation = "ThreadHistory.page"
+      const { after, limit } = yield* pageOptions(options)
+      const rows = yield* query(operation, historyStatements.page, [threadId, after, limit + 1])
+      const records = yield* decodeAll(operation, rows.slice(0, limit))
+      const last = records[records.length - 1]
+      return rows.length > limit && last !== undefined ? { records, next: last.sequence } : { records }
+    }),
+  }
+  return service
+})

@@ -1,0 +1,311 @@
+/**
+ * The Submission Ledger on Durable Object SQLite through `SqlClient`.
+ *
+ * Each transition is one `UPDATE … RETURNING` whose `WHERE` carries the fence and the allowed
+ * source states, so the common path is one statement. When it returns no row, the ledger reads
+ * the row and lets the shared rules name the failure (or recognise an idempotent repeat); if
+ * the rules would now allow the write, another fiber changed the row in between and the
+ * operation runs again. Only admission needs several statements, in one transaction.
+ */
+import { Effect, Option, Result, Schema, Stream } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+import type { SubmissionLedger } from "../SubmissionLedger.ts"
+import type { SubmissionId } from "../Identifiers.ts"
+import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./ledgerAdmission.ts"
+import { LedgerError, Settlement, SubmissionLedgerLimits } from "./ledgerModel.ts"
+import type {
+  Claim,
+  Fence,
+  InvalidTransition,
+  SubmissionNotFound,
+  SubmissionSnapshot,
+} from "./ledgerModel.ts"
+import * as Rules from "./ledgerRules.ts"
+import { runMigrations } from "./migrations.ts"
+import { decodeRow, laneKey, ledgerMigrations, statements } from "./sqlLedgerStatements.ts"
+import type { Row } from "./sqlLedgerStatements.ts"
+
+const scanPageSize = 128
+const raceRetries = 3
+
+const encodeSettlementJson = Schema.encodeEffect(Schema.fromJsonString(Settlement))
+
+/** @internal */
+export const storageError = (operation: string) => (cause: SqlError | Schema.SchemaError) =>
+  new LedgerError({ operation, message: `storage failed: ${cause.message}`, cause })
+
+/** The Claim of a row just claimed or renewed; a row without ownership there is corrupt. */
+const claimFrom = (operation: string) => (row: SubmissionSnapshot) =>
+  row.ownership === undefined
+    ? Effect.fail(
+        new LedgerError({
+          operation,
+          message: `submission ${row.submissionId} has no owner after the write`,
+        }),
+      )
+    : Effect.succeed(Rules.claimOf(row, row.ownership))
+
+/** Fails with the first instant that is not finite. */
+const requireFinite = (operation: string, values: Readonly<Record<string, number>>) => {
+  const invalid = Rules.nonFinite(operation, values)
+  return invalid === undefined ? Effect.void : Effect.fail(invalid)
+}
+
+/** The fence parameters in the order `statements.*.Owner|Unowned` expect. */
+const fenceParams = (fence: Fence): ReadonlyArray<unknown> =>
+  fence._tag === "Owner"
+    ? [fence.claim.submissionId, fence.claim.producerEpoch, fence.claim.ownershipToken]
+    : [fence.submissionId, fence.producerEpoch, fence.now]
+
+/** Builds the SQLite ledger and runs its migrations. @internal */
+export const makeSqlLedger = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const limits = yield* SubmissionLedgerLimits
+  yield* runMigrations(ledgerMigrations).pipe(Effect.mapError(storageError("SubmissionLedger.migrate")))
+
+  const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
+    sql.unsafe<Row>(text, params).pipe(Effect.mapError(storageError(operation)))
+
+  const first = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
+    Effect.flatMap(query(operation, text, params), (rows) =>
+      rows[0] === undefined
+        ? Effect.succeed(Option.none<SubmissionSnapshot>())
+        : Effect.map(decodeRow(operation)(rows[0]), Option.some),
+    )
+
+  const byId = (operation: string, submissionId: SubmissionId) =>
+    Effect.map(first(operation, statements.byId, [submissionId]), Option.getOrUndefined)
+
+  /**
+   * Runs a guarded update; on no row, reads the row and applies `rule` to explain it. An
+   * `Update` verdict means the row changed between the two statements: try again.
+   */
+  const guarded = <E>(
+    operation: string,
+    submissionId: SubmissionId,
+    write: Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>,
+    rule: (row: SubmissionSnapshot | undefined) => Result.Result<Rules.Change, E>,
+  ): Effect.Effect<SubmissionSnapshot, E | LedgerError> => {
+    const attempt = (left: number): Effect.Effect<SubmissionSnapshot, E | LedgerError> =>
+      Effect.flatMap(write, (written) => {
+        if (Option.isSome(written)) return Effect.succeed(written.value)
+        return Effect.flatMap(byId(operation, submissionId), (row) => {
+          const verdict = rule(row)
+          if (Result.isFailure(verdict)) return Effect.fail(verdict.failure)
+          if (verdict.success._tag === "Unchanged") return Effect.succeed(verdict.success.snapshot)
+          return left > 0
+            ? attempt(left - 1)
+            : Effect.fail(
+                new LedgerError({
+                  operation,
+                  message: `submission ${submissionId} kept changing under the write`,
+                }),
+              )
+        })
+      })
+    return attempt(raceRetries)
+  }
+
+  const fencedWrite = (
+    operation: string,
+    text: { readonly Owner: string; readonly Unowned: string },
+    set: ReadonlyArray<unknown>,
+    fence: Fence,
+    extra: ReadonlyArray<unknown> = [],
+  ) => first(operation, text[fence._tag], [...set, ...fenceParams(fence), ...extra])
+
+  const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
+
+  const scanPage = (after: readonly [string, number]) =>
+    Effect.flatMap(
+      query("SubmissionLedger.scanNonterminal", statements.scanPage, [...after, scanPageSize]),
+      (rows) =>
+        Effect.map(
+          Effect.forEach(rows, decodeRow("SubmissionLedger.scanNonterminal")),
+          (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<readonly [string, number]>] => {
+            const last = rows[rows.length - 1]
+            return [
+              page,
+              rows.length < scanPageSize || last === undefined
+                ? Option.none()
+                : Option.some([String(last.lane_key), Number(last.queue_sequence)] as const),
+            ]
+          },
+        ),
+    )
+
+  const service: typeof SubmissionLedger.Service = {
+    admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
+      const operation = "SubmissionLedger.admit"
+      yield* requireFinite(operation, { now: request.now })
+      const ids = newAdmissionIds()
+      const lane = laneKey(request.threadId)
+      return yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const used = yield* first(operation, statements.byKey, [lane, request.idempotencyKey])
+            if (Option.isSome(used)) return yield* Effect.fromResult(replayOf(request, used.value))
+            const tooLarge = inputBytesRefusal(request, limits)
+            if (tooLarge !== undefined) return yield* tooLarge
+            const [counters] = yield* query(operation, statements.laneCounters, [lane, lane])
+            const depth = Number(counters?.depth ?? 0)
+            const full = queueDepthRefusal(request, limits, depth)
+            if (full !== undefined) return yield* full
+            const inserted = yield* first(operation, statements.insert, [
+              ids.submissionId,
+              request.threadId,
+              lane,
+              Number(counters?.last_sequence ?? 0) + 1,
+              request.idempotencyKey,
+              request.agentId,
+              request.agentDigest,
+              request.inputPayload,
+              request.inputDigest,
+              ids.receiptId,
+              request.now,
+            ])
+            if (Option.isNone(inserted)) {
+              return yield* new LedgerError({ operation, message: "the insert returned no row" })
+            }
+            return { _tag: "Admitted" as const, snapshot: inserted.value }
+          }),
+        )
+        .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
+    }),
+
+    markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
+      const operation = "SubmissionLedger.markReady"
+      yield* requireFinite(operation, { now })
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.markReady, [now, submissionId]),
+        (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
+          row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.markReadyRule(row, now),
+      )
+    }),
+
+    lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
+      return yield* first("SubmissionLedger.lookup", statements.byId, [submissionId])
+    }),
+
+    head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
+      return yield* first("SubmissionLedger.head", statements.head, [laneKey(threadId)])
+    }),
+
+    countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
+      const [row] = yield* query("SubmissionLedger.countNonterminal", statements.count, [laneKey(threadId)])
+      return Number(row?.depth ?? 0)
+    }),
+
+    claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
+      const operation = "SubmissionLedger.claim"
+      yield* requireFinite(operation, { now: grant.now, leaseDuration: grant.leaseDuration })
+      const claimed = yield* first(operation, statements.claim, [
+        grant.attemptId,
+        grant.ownershipToken,
+        grant.now + grant.leaseDuration,
+        laneKey(threadId),
+        grant.now,
+      ])
+      return Option.isNone(claimed) ? Option.none() : Option.some(yield* claimFrom(operation)(claimed.value))
+    }),
+
+    renew: Effect.fn("SubmissionLedger.renew")(function* (claim, leaseExpiresAt) {
+      const operation = "SubmissionLedger.renew"
+      yield* requireFinite(operation, { leaseExpiresAt })
+      const fence = ownerFence(claim)
+      const row = yield* guarded(
+        operation,
+        claim.submissionId,
+        fencedWrite(operation, statements.renew, [leaseExpiresAt], fence),
+        (current) => Rules.renewRule(claim, current, leaseExpiresAt),
+      )
+      return yield* claimFrom(operation)(row)
+    }),
+
+    release: Effect.fn("SubmissionLedger.release")(function* (claim) {
+      const operation = "SubmissionLedger.release"
+      const fence = ownerFence(claim)
+      yield* guarded(
+        operation,
+        claim.submissionId,
+        fencedWrite(operation, statements.relinquish, ["ready"], fence),
+        (current) => Rules.relinquishRule(fence, current, "ready"),
+      )
+    }),
+
+    park: Effect.fn("SubmissionLedger.park")(function* (claim, state) {
+      const operation = "SubmissionLedger.park"
+      const fence = ownerFence(claim)
+      yield* guarded(
+        operation,
+        claim.submissionId,
+        fencedWrite(operation, statements.relinquish, [state], fence),
+        (current) => Rules.relinquishRule(fence, current, state),
+      )
+    }),
+
+    transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to) {
+      const operation = "SubmissionLedger.transition"
+      yield* requireFinite(operation, Rules.fenceInstants(fence))
+      const write =
+        to === "ready"
+          ? fencedWrite(operation, statements.toReady, [fence._tag === "Unowned" ? fence.now : null], fence)
+          : fencedWrite(operation, statements.toUnknown, [], fence)
+      return yield* guarded(operation, Rules.fenceSubmissionId(fence), write, (current) =>
+        Rules.transitionRule(fence, current, to),
+      )
+    }),
+
+    requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
+      const operation = "SubmissionLedger.requestAbort"
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.requestAbort, [submissionId]),
+        (row): Result.Result<Rules.Change, SubmissionNotFound> =>
+          row === undefined
+            ? Result.fail(Rules.notFound(submissionId))
+            : Result.succeed(Rules.requestAbortRule(row)),
+      )
+    }),
+
+    reserveSettlement: Effect.fn("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
+      const operation = "SubmissionLedger.reserveSettlement"
+      yield* requireFinite(operation, Rules.fenceInstants(fence))
+      const json = yield* encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation)))
+      return yield* guarded(
+        operation,
+        Rules.fenceSubmissionId(fence),
+        fencedWrite(operation, statements.reserve, [json], fence, [
+          settlement.submissionId,
+          settlement.threadId,
+        ]),
+        (current) => Rules.reserveRule(fence, current, settlement),
+      )
+    }),
+
+    finalizeSettlement: Effect.fn("SubmissionLedger.finalizeSettlement")(function* (submissionId) {
+      const operation = "SubmissionLedger.finalizeSettlement"
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.finalize, [submissionId]),
+        (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
+          row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.finalizeRule(row),
+      )
+    }),
+
+    checkFence: Effect.fn("SubmissionLedger.checkFence")(function* (fence) {
+      yield* requireFinite("SubmissionLedger.checkFence", Rules.fenceInstants(fence))
+      const row = yield* byId("SubmissionLedger.checkFence", Rules.fenceSubmissionId(fence))
+      return yield* Effect.fromResult(Rules.verifyFence(fence, row))
+    }),
+
+    // Keyset pages: no cursor stays open while the consumer writes to the ledger.
+    scanNonterminal: Stream.paginate(["", 0] as readonly [string, number], scanPage),
+  }
+  return service
+})

@@ -1,0 +1,109 @@
+/**
+ * Pure timing formulas of the maintenance pass: alarm floor, jittered backoff, binding waits,
+ * failure retries and the round-robin lane choice. No effects, so they are property-tested.
+ */
+import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { BindingRetry, MaintenanceRetry } from "./state.ts"
+
+/** @internal Upper bound of the durable stall count and of binding attempts. */
+export const STALL_CAP = 30
+/** @internal */
+export const BINDING_ATTEMPT_CAP = 30
+/** @internal First binding wait; it doubles per attempt up to `BINDING_MAX_DELAY`. */
+export const BINDING_BASE_DELAY = 5_000
+/** @internal */
+export const BINDING_MAX_DELAY = 60_000
+/** @internal A binding failure is logged at error level at most once per window. */
+export const BINDING_REPORT_WINDOW = 15 * 60_000
+/** @internal The head Attempt is asked to yield after this long. */
+export const YIELD_AFTER_MILLIS = 10 * 60_000
+/** @internal The whole event (and the auxiliary admission horizon) ends after this long. */
+export const EVENT_DEADLINE_MILLIS = 14 * 60_000
+
+/** @internal */
+export interface BackoffConfig {
+  readonly alarmBackoffBase: number
+  readonly alarmBackoffCap: number
+}
+
+/** @internal Floor of every alarm the pass writes, relative to now; workerd needs it > 0. */
+export const minimumAlarmDelay = (base: number): number => Math.max(1, Math.ceil(base / 2))
+
+/** @internal Jittered exponential backoff in `[ceil(b/2), b]`, `b = min(cap, base·2^stalls)`. */
+export const backoffDelay = (config: BackoffConfig, stalls: number, jitter: number): number => {
+  const bound = Math.min(
+    config.alarmBackoffCap,
+    config.alarmBackoffBase * 2 ** Math.min(Math.max(0, stalls), STALL_CAP),
+  )
+  return Math.ceil(bound / 2 + (bound / 2) * jitter)
+}
+
+/** @internal Binding wait after `attempts` consecutive binding failures (1-based). */
+export const bindingRetryDelay = (attempts: number): number =>
+  Math.min(BINDING_MAX_DELAY, BINDING_BASE_DELAY * 2 ** (Math.max(1, attempts) - 1))
+
+/** @internal The binding wait after one more failure, and whether it is reported at error level. */
+export const nextBindingRetry = (
+  head: { readonly threadId: ThreadId; readonly submissionId: SubmissionId },
+  previous: BindingRetry | undefined,
+  now: number,
+): { readonly retry: BindingRetry; readonly report: boolean } => {
+  const attempts = Math.min(BINDING_ATTEMPT_CAP, (previous?.attempts ?? 0) + 1)
+  const report = previous === undefined || now - previous.reportedAt >= BINDING_REPORT_WINDOW
+  return {
+    retry: BindingRetry.make({
+      threadId: head.threadId,
+      submissionId: head.submissionId,
+      attempts,
+      notBefore: now + bindingRetryDelay(attempts),
+      reportedAt: report || previous === undefined ? now : previous.reportedAt,
+    }),
+    report,
+  }
+}
+
+/**
+ * @internal The retry a failed event commits: never earlier than the previous retry of the same
+ * generation, one stall more.
+ */
+export const nextFailureRetry = (
+  config: BackoffConfig,
+  options: {
+    readonly generation: bigint
+    readonly previous: MaintenanceRetry | undefined
+    readonly now: number
+    readonly jitter: number
+    readonly nativeOnly: boolean
+  },
+): MaintenanceRetry => {
+  const previous =
+    options.previous !== undefined && options.previous.generation === options.generation
+      ? options.previous
+      : undefined
+  const stalls = previous?.stalls ?? 0
+  return MaintenanceRetry.make({
+    generation: options.generation,
+    notBefore: Math.max(previous?.notBefore ?? 0, options.now + backoffDelay(config, stalls, options.jitter)),
+    nativeOnly: options.nativeOnly,
+    stalls: Math.min(STALL_CAP, stalls + 1),
+  })
+}
+
+/**
+ * @internal The next lane to serve: the first runnable ThreadId after the cursor (UTF-16 order),
+ * wrapping around. Lanes whose head waits for a binding until after `now` are not runnable.
+ */
+export const selectLane = (
+  eligible: ReadonlyArray<ThreadId>,
+  cursor: ThreadId | undefined,
+  waits: ReadonlyArray<BindingRetry>,
+  now: number,
+): ThreadId | undefined => {
+  const runnable = eligible.filter(
+    (threadId) => !waits.some((wait) => wait.threadId === threadId && wait.notBefore > now),
+  )
+  return runnable.find((threadId) => cursor === undefined || threadId > cursor) ?? runnable[0]
+}
+
+/** @internal Clamps an alarm target to at least `now + floor`. */
+export const clampAlarm = (now: number, floor: number, at: number): number => Math.max(now + floor, at)

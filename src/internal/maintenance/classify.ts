@@ -1,0 +1,71 @@
+/**
+ * Classification of nonterminal Submissions for quiescence: which heads are stable external
+ * waits (only an external actor can move them) and whether any autonomous work remains.
+ */
+import type { RecoveryReport } from "../../core/DurableAgentRuntime.ts"
+import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
+
+/** @internal Pass-start recovery reports by Submission. */
+export type ReportIndex = ReadonlyMap<SubmissionId, RecoveryReport>
+
+type Row = Pick<SubmissionSnapshot, "submissionId" | "threadId" | "state">
+
+/** @internal */
+export const indexReports = (reports: ReadonlyArray<RecoveryReport>): ReportIndex =>
+  new Map(reports.map((report) => [report.submissionId, report]))
+
+/**
+ * @internal A stable external wait: approval-suspended, or an Unknown Outcome awaiting an
+ * authorized resolution. An accepted abort is never a wait: it still owes its settlement.
+ */
+export const isStableExternalWait = (row: Row, reports: ReportIndex): boolean => {
+  const decision = reports.get(row.submissionId)?.decision._tag
+  if (decision === "SettleAborted") return false
+  switch (row.state) {
+    case "suspended":
+      return true
+    case "unknown":
+      return decision === "AwaitUnknownResolution" || decision === "MarkUnknown"
+    case "admitted":
+    case "ready":
+    case "running":
+    case "terminalizing":
+    case "settled":
+      return false
+  }
+}
+
+/** @internal The first row per lane; the scan is ordered by `(threadId, queueSequence)`. */
+export const laneHeads = <R extends Row>(rows: ReadonlyArray<R>): ReadonlyMap<ThreadId, R> => {
+  const heads = new Map<ThreadId, R>()
+  for (const row of rows) if (!heads.has(row.threadId)) heads.set(row.threadId, row)
+  return heads
+}
+
+/** @internal Lanes whose head is not a stable wait, in ascending ThreadId order. */
+export const eligibleLanes = (heads: ReadonlyMap<ThreadId, Row>, reports: ReportIndex): Array<ThreadId> =>
+  [...heads.values()]
+    .filter((head) => !isStableExternalWait(head, reports))
+    .map((head) => head.threadId)
+    .sort()
+
+/**
+ * @internal Whether the residual set holds autonomous work: a row that is neither a stable wait
+ * nor a dormant follower (plain queued input behind a stable-wait head cannot execute).
+ */
+export const hasAutonomousWork = (rows: ReadonlyArray<Row>, reports: ReportIndex): boolean => {
+  const headWaits = new Map<ThreadId, boolean>()
+  return rows.some((row) => {
+    const waiting = isStableExternalWait(row, reports)
+    const laneWaits = headWaits.get(row.threadId)
+    if (laneWaits === undefined) {
+      headWaits.set(row.threadId, waiting)
+      return !waiting
+    }
+    if (waiting) return false
+    const dormant =
+      laneWaits && row.state === "ready" && reports.get(row.submissionId)?.decision._tag === "ApplyInput"
+    return !dormant
+  })
+}

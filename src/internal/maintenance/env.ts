@@ -1,0 +1,30 @@
+/** What every step of the maintenance pass shares, built once per `ThreadMaintenance` layer. */
+import type { Effect, Option } from "effect"
+import type { CloudflareDurableRuntimeConfigValue } from "../../CloudflareConfig.ts"
+import type { DurableAlarmError } from "./errors.ts"
+import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
+import type { ThreadMutationGate } from "./gate.ts"
+import type { StorageOperation } from "./storage.ts"
+
+/** @internal */
+export interface MaintenanceEnv {
+  readonly ctx: DurableObjectState
+  readonly config: CloudflareDurableRuntimeConfigValue
+  /** `minimumAlarmDelay`: the floor of every alarm the pass writes, relative to now. */
+  readonly floor: number
+  readonly hit: ThreadMaintenanceFailpointHandler
+  readonly gate: ThreadMutationGate["Service"]
+  /** Earliest of the publication, message, projection and host deadlines. */
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+  /** One storage transaction through the SQL-reserving wrapper. */
+  readonly transact: <A>(
+    operation: string,
+    body: (txn: DurableObjectTransaction) => Promise<A>,
+  ) => Effect.Effect<A, DurableAlarmError>
+}
+
+/** @internal */
+export const makeTransact =
+  (ctx: DurableObjectState, run: StorageOperation): MaintenanceEnv["transact"] =>
+  (operation, body) =>
+    run(operation, () => ctx.storage.transaction(body))

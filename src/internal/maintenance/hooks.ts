@@ -1,0 +1,93 @@
+/**
+ * Host hooks that share this Object's alarm: the publication gate (required before dependent
+ * native execution), native message delivery and application host maintenance. Hooks never
+ * write the alarm slot; their `pendingDeadline` reads are bounded local operations.
+ */
+import { Cause, Context, Effect, Layer, Option } from "effect"
+import type { DateTime, Scope } from "effect"
+import type { DurableAlarmError } from "./errors.ts"
+
+/** Durable publication of canonical facts that dependent native execution must wait for. */
+export interface ThreadPublicationService {
+  /** Marks publication as owed after a committed source operation (bounded, local). */
+  readonly invalidate: Effect.Effect<void, DurableAlarmError>
+  /** Invalidates a scan only when `generation` changes; repeated calls keep partial progress. */
+  readonly prepareGeneration: (generation: bigint) => Effect.Effect<void, DurableAlarmError>
+  /** Bounded delivery; persists its retries before returning. */
+  readonly drain: Effect.Effect<void, DurableAlarmError>
+  /** A pending deadline defers runtime recovery and Attempts until publication drains. */
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+}
+
+/** The publication gate; the default publishes nothing. */
+export class ThreadPublication extends Context.Service<ThreadPublication, ThreadPublicationService>()(
+  "@effect-agent/platform-cloudflare/ThreadPublication",
+) {
+  /** No publication: every hook is a no-op and nothing is ever pending. */
+  static readonly layer: Layer.Layer<ThreadPublication> = Layer.succeed(this, {
+    invalidate: Effect.void,
+    prepareGeneration: () => Effect.void,
+    drain: Effect.void,
+    pendingDeadline: Effect.succeed(Option.none()),
+  })
+}
+
+/**
+ * @internal Best-effort publication after a committed source operation: a committed operation
+ * never becomes a failed one, so failures are logged; interruption still propagates.
+ */
+export const publishCommitted = (publication: ThreadPublicationService): Effect.Effect<void> =>
+  Effect.andThen(publication.invalidate, publication.drain).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterrupts(cause)
+        ? Effect.failCause(Cause.fromReasons<never>(cause.reasons.filter(Cause.isInterruptReason)))
+        : Effect.logError("Thread publication deferred after source commit", cause),
+    ),
+  )
+
+/** A drain hook that runs beside native work until `sourceFinished`, within `dispatchUntil`. */
+export type AuxiliaryDrain = (
+  sourceFinished: Effect.Effect<void>,
+  dispatchUntil: DateTime.Utc,
+) => Effect.Effect<void, DurableAlarmError, Scope.Scope>
+
+/**
+ * Host-assembled native message recovery. Its driver bounds each actual Claim and persists the
+ * timeout or retry before returning, so maintenance joins it without a second timer.
+ */
+export interface ThreadMessageDeliveryService {
+  readonly drainUntil: AuxiliaryDrain
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+}
+
+/** Native message delivery between Threads; the default delivers nothing. */
+export const ThreadMessageDelivery = Context.Reference<ThreadMessageDeliveryService>(
+  "@effect-agent/platform-cloudflare/ThreadMessageDelivery",
+  { defaultValue: () => ({ drainUntil: () => Effect.void, pendingDeadline: Effect.succeed(Option.none()) }) },
+)
+
+/**
+ * Application obligations sharing this Object's alarm (outboxes, UI relays). One initial wave is
+ * admitted even on a caught-up pass; `sourceFinished` closes admission of new waves only.
+ * Admission and subscriptions live in the supplied event Scope. `dispatchTimeoutMillis` is the
+ * finite whole-wave allowance (integer, 1..300000 ms): the maximum over parallel lanes, the sum
+ * over sequential operations; a wave is admitted only if it fits before `dispatchUntil`.
+ * Host mutations go through `ThreadMutationGate` (`invalidatesRecovery: false` for receipts).
+ */
+export interface ThreadHostMaintenanceService {
+  readonly dispatchTimeoutMillis: number
+  readonly drainUntil: AuxiliaryDrain
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+}
+
+/** Application host maintenance; the default does nothing. */
+export const ThreadHostMaintenance = Context.Reference<ThreadHostMaintenanceService>(
+  "@effect-agent/platform-cloudflare/ThreadHostMaintenance",
+  {
+    defaultValue: () => ({
+      dispatchTimeoutMillis: 1,
+      drainUntil: () => Effect.void,
+      pendingDeadline: Effect.succeed(Option.none()),
+    }),
+  },
+)

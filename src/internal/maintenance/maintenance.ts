@@ -1,0 +1,111 @@
+/**
+ * `ThreadMaintenance`: the idempotent maintenance pass of one physical Object, its O(1)
+ * constructor gate, and the gated mutation with best-effort publication.
+ */
+import { Context, Effect, Layer, Semaphore } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
+import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
+import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
+import { DurableAlarmService } from "./alarmService.ts"
+import { minimumAlarmDelay } from "./backoff.ts"
+import { makeBeginPass } from "./begin.ts"
+import { makePendingDeadline } from "./deadlines.ts"
+import { makeEnsureAlarm } from "./ensure.ts"
+import { makeTransact, type MaintenanceEnv } from "./env.ts"
+import type { DurableAlarmError } from "./errors.ts"
+import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
+import { ThreadMutationGate } from "./gate.ts"
+import { publishCommitted, ThreadHostMaintenance, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
+import { makePass, type MaintenancePassFailure } from "./pass.ts"
+import type { MaintenancePassReport } from "./report.ts"
+import { makeStorageOperation } from "./storage.ts"
+
+/**
+ * Thread maintenance of one physical Object.
+ *
+ * A caught-up event takes an O(1) path with no recovery, ledger scan or history read. Recovery
+ * strictly precedes the one head Attempt of an event. The finish acknowledges only the
+ * generation observed at pass start, so a racing mutation stays dirty with its alarm. Stable
+ * external waits are acknowledged and the alarm cleared; autonomous work keeps a bounded,
+ * durable backoff. Auxiliary host work belongs to the event Scope and never gates native work.
+ */
+export class ThreadMaintenance extends Context.Service<
+  ThreadMaintenance,
+  {
+    /** One idempotent pass; failures propagate after durably scheduling bounded recovery. */
+    readonly pass: Effect.Effect<MaintenancePassReport, MaintenancePassFailure>
+    /** Constructor gate: O(1) record inspection; a dirty generation or host deadline gets an alarm. */
+    readonly ensureAlarm: Effect.Effect<void, MaintenancePassFailure>
+    /** A recovery-invalidating mutation, then best-effort publication inside the mutation window. */
+    readonly withMutation: <A, E, R>(
+      body: Effect.Effect<A, E, R>,
+    ) => Effect.Effect<A, E | DurableAlarmError, R>
+  }
+>()("@effect-agent/platform-cloudflare/ThreadMaintenance") {
+  static readonly layer: Layer.Layer<
+    ThreadMaintenance,
+    never,
+    | ThreadMutationGate
+    | ThreadPublication
+    | ThreadProjectionMaintenance
+    | DurableAgentRuntime
+    | SubmissionLedger
+    | DurableAlarmService
+    | ThreadMaintenanceFailpoint
+    | CloudflareDurableRuntimeConfig
+    | DurableObjectContext
+    | SqlClient
+  > = Layer.effect(
+    this,
+    Effect.gen(function* () {
+      const { ctx } = yield* DurableObjectContext
+      const config = yield* CloudflareDurableRuntimeConfig
+      const failpoint = yield* ThreadMaintenanceFailpoint
+      const gate = yield* ThreadMutationGate
+      const publication = yield* ThreadPublication
+      const projection = yield* ThreadProjectionMaintenance
+      const runtime = yield* DurableAgentRuntime
+      const ledger = yield* SubmissionLedger
+      const alarm = yield* DurableAlarmService
+      // References: whatever is in context when the layer is built is captured.
+      const messages = yield* ThreadMessageDelivery
+      const host = yield* ThreadHostMaintenance
+      const run = yield* makeStorageOperation
+      const permit = yield* Semaphore.make(1)
+
+      const env: MaintenanceEnv = {
+        ctx,
+        config,
+        floor: minimumAlarmDelay(config.alarmBackoffBase),
+        hit: failpoint.hit,
+        gate,
+        pendingDeadline: makePendingDeadline({ publication, messages, projection, host }),
+        transact: makeTransact(ctx, run),
+      }
+      const ensureAlarm = makeEnsureAlarm(env)
+
+      return {
+        pass: makePass({
+          env,
+          alarm,
+          permit,
+          services: { runtime, ledger },
+          publication,
+          auxiliary: {
+            messages,
+            host,
+            projection,
+            projectionDispatchTimeoutMillis: config.projectionDispatchTimeoutMillis,
+          },
+          beginPass: makeBeginPass(env),
+        }),
+        ensureAlarm: gate.withSnapshot(() => ensureAlarm),
+        withMutation: <A, E, R>(body: Effect.Effect<A, E, R>) =>
+          gate.withMutation(Effect.tap(body, () => publishCommitted(publication))),
+      }
+    }),
+  )
+}

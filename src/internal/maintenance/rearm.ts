@@ -1,0 +1,59 @@
+/**
+ * Failure rearming: after any failed event (typed failure, defect, interruption including the
+ * event deadline) that read the generation, commit a jittered, capped retry and an alarm for
+ * it before the failure propagates. Runs after the event Scope closed, under the pass permit.
+ * If this commit itself fails, the begin-time prearm remains the fallback alarm.
+ */
+import { Clock, Effect, Option, Random } from "effect"
+import { clampAlarm, nextFailureRetry } from "./backoff.ts"
+import type { MaintenanceEnv } from "./env.ts"
+import {
+  type MaintenanceObservation,
+  readMaintenanceState,
+  ThreadMaintenanceState,
+  writeMaintenanceState,
+} from "./state.ts"
+
+/** @internal */
+export const rearmFailure = (env: MaintenanceEnv, observed: MaintenanceObservation): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const { generation, nativeOnly } = observed
+    if (generation === undefined) return Effect.void
+    return Effect.gen(function* () {
+      yield* env.hit("maintenance:retry:before")
+      yield* env.gate.withSnapshot((active) =>
+        Effect.gen(function* () {
+          // A broken deadline read must not prevent committing the native retry.
+          const deadline = yield* env.pendingDeadline.pipe(Effect.catchCause(() => Effect.succeedNone))
+          const now = yield* Clock.currentTimeMillis
+          const jitter = yield* Random.next
+          yield* env.transact("back off failed maintenance", async (txn) => {
+            const { state } = await readMaintenanceState(txn)
+            const retry = nextFailureRetry(env.config, {
+              generation,
+              previous: state.retry,
+              now,
+              jitter,
+              nativeOnly,
+            })
+            await writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, retry }))
+            // Never postpone a producer that raced the failed observation.
+            const native = active > 0 || state.dirty !== generation ? now + env.floor : retry.notBefore
+            // An overdue host deadline pulls the alarm in only after a native-phase failure,
+            // so a failing host drain cannot hot-loop at the alarm floor.
+            const pulled =
+              Option.isSome(deadline) && (nativeOnly || deadline.value > now)
+                ? Math.min(native, deadline.value)
+                : native
+            await txn.setAlarm(clampAlarm(now, env.floor, pulled))
+          })
+        }),
+      )
+      yield* env.hit("maintenance:retry:after")
+    }).pipe(
+      Effect.catchCause((cause) =>
+        Effect.logError("Maintenance failure backoff not committed; the prearm remains", cause),
+      ),
+      Effect.withSpan("ThreadMaintenance.rearmFailure"),
+    )
+  })

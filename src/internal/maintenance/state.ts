@@ -1,0 +1,100 @@
+/**
+ * The persisted maintenance record of one physical Object, kept in Durable Object KV (not SQL)
+ * so that the O(1) paths never touch the SQLite tables.
+ *
+ * Records written by older releases lack the optional keys and decode unchanged; a malformed
+ * record throws inside the storage transaction and surfaces as `DurableAlarmError`. There is
+ * no repair path: resetting it could acknowledge work that was never done.
+ */
+import { Schema } from "effect"
+import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+
+/** @internal */
+export const MAINTENANCE_STATE_KEY = "effect-agent:thread-maintenance:v1"
+
+const MaintenanceGeneration = Schema.BigIntFromString.check(Schema.isGreaterThanOrEqualToBigInt(0n))
+
+/** @internal A per-Submission wait for a compatible agent binding. */
+export class BindingRetry extends Schema.Class<BindingRetry>("BindingRetry")({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  attempts: Schema.Natural,
+  notBefore: Schema.Finite,
+  reportedAt: Schema.Finite,
+}) {}
+
+/** @internal The bounded backoff of a generation whose maintenance failed or stalled. */
+export class MaintenanceRetry extends Schema.Class<MaintenanceRetry>("MaintenanceRetry")({
+  generation: MaintenanceGeneration,
+  notBefore: Schema.Finite,
+  nativeOnly: Schema.Boolean,
+  stalls: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(30)),
+}) {}
+
+/** @internal */
+export class ThreadMaintenanceState extends Schema.Class<ThreadMaintenanceState>(
+  "@effect-agent/platform-cloudflare/ThreadMaintenanceState",
+)({
+  schemaVersion: Schema.Literal(1),
+  /** Advanced by every recovery-invalidating mutation. */
+  dirty: MaintenanceGeneration,
+  /** The last generation a pass acknowledged. */
+  processed: MaintenanceGeneration,
+  nonterminal: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
+  /** Round-robin lane cursor. */
+  lastServedThreadId: Schema.optionalKey(ThreadId),
+  bindingRetries: Schema.optionalKey(Schema.Array(BindingRetry)),
+  /** Made obsolete by any newer `dirty`. */
+  retry: Schema.optionalKey(MaintenanceRetry),
+}) {}
+
+/**
+ * @internal What the pass has seen, for failure rearming: the generation read at begin (unset
+ * before) and whether the failure struck inside the native phase.
+ */
+export interface MaintenanceObservation {
+  generation?: bigint
+  nativeOnly: boolean
+}
+
+// Dirty on purpose: an Object older than the generation scheme gets one useful pass that
+// classifies and acknowledges existing work, without a ledger scan in the constructor.
+const bootstrap = ThreadMaintenanceState.make({
+  schemaVersion: 1,
+  dirty: 1n,
+  processed: 0n,
+  nonterminal: 0,
+})
+
+const decodeState = Schema.decodeUnknownSync(ThreadMaintenanceState)
+const encodeState = Schema.encodeSync(ThreadMaintenanceState)
+
+/** @internal */
+export interface StoredState {
+  readonly state: ThreadMaintenanceState
+  readonly initialized: boolean
+}
+
+/** @internal Reads (or synthesizes) the record inside a storage transaction. */
+export const readMaintenanceState = async (txn: DurableObjectTransaction): Promise<StoredState> => {
+  const raw = await txn.get(MAINTENANCE_STATE_KEY)
+  return raw === undefined
+    ? { state: bootstrap, initialized: false }
+    : { state: decodeState(raw), initialized: true }
+}
+
+/** @internal */
+export const writeMaintenanceState = (
+  txn: DurableObjectTransaction,
+  state: ThreadMaintenanceState,
+): Promise<void> => txn.put(MAINTENANCE_STATE_KEY, encodeState(state))
+
+/** @internal Writes the alarm only when none exists or the existing one is later. */
+export const ensureAlarmBy = async (txn: DurableObjectTransaction, at: number): Promise<void> => {
+  const current = await txn.getAlarm()
+  if (current === null || current > at) await txn.setAlarm(at)
+}
+
+/** @internal The retry that applies to the current dirty generation, if any. */
+export const applicableRetry = (state: ThreadMaintenanceState): MaintenanceRetry | undefined =>
+  state.retry !== undefined && state.retry.generation === state.dirty ? state.retry : undefined

@@ -1,0 +1,138 @@
+import { SqlClient } from "effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { DurableAlarmService, ThreadMutationGate } from "../../src/Alarm.ts"
+import { alarmOf, baseLayer, build, dayAhead, generations, inObject, objectName, within } from "./harness.ts"
+
+const probeTable = "alarm_probe"
+
+describe("DurableAlarmService", () => {
+  it.effect("reads, replaces and deletes the slot without caching it", () =>
+    inObject(objectName("slot"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const alarm = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        expect(yield* alarm.scheduled).toEqual(Option.none())
+        yield* alarm.scheduleAt(now + 5_000)
+        expect(yield* alarm.scheduled).toEqual(Option.some(now + 5_000))
+        yield* alarm.scheduleAt(now + 9_000)
+        expect(yield* alarm.scheduled).toEqual(Option.some(now + 9_000))
+        // A write that bypasses the service is visible at once: storage is the truth.
+        yield* Effect.promise(() => ctx.storage.setAlarm(now + 7_000))
+        expect(yield* alarm.scheduled).toEqual(Option.some(now + 7_000))
+        yield* alarm.cancel
+        expect(yield* alarm.scheduled).toEqual(Option.none())
+      }),
+    ),
+  )
+
+  it.effect("ensureScheduledBy keeps the earlier of the existing alarm and the deadline", () =>
+    inObject(objectName("ensure-by"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const alarm = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        yield* alarm.ensureScheduledBy(now + 3_000)
+        expect(yield* alarmOf(ctx)).toBe(now + 3_000)
+        yield* alarm.ensureScheduledBy(now + 8_000)
+        expect(yield* alarmOf(ctx)).toBe(now + 3_000)
+        yield* alarm.ensureScheduledBy(now + 1_000)
+        expect(yield* alarmOf(ctx)).toBe(now + 1_000)
+      }),
+    ),
+  )
+
+  it.effect("drops an immediate wake hint while a pass runs, and honours it otherwise", () =>
+    inObject(objectName("wake"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const alarm = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        yield* alarm.scheduleAt(now + 60_000)
+        yield* alarm.withWakesDeferred(
+          Effect.gen(function* () {
+            yield* alarm.scheduleNow
+            expect(yield* alarmOf(ctx)).toBe(now + 60_000)
+            // Nested passes keep deferring until the outermost one ends.
+            yield* alarm.withWakesDeferred(alarm.scheduleNow)
+            yield* alarm.scheduleNow
+            expect(yield* alarmOf(ctx)).toBe(now + 60_000)
+          }),
+        )
+        const failed = yield* Effect.exit(alarm.withWakesDeferred(Effect.fail("boom")))
+        expect(Exit.isFailure(failed)).toBe(true)
+        yield* alarm.scheduleNow
+        expect(yield* alarmOf(ctx)).toBe(now)
+      }),
+    ),
+  )
+
+  it.effect("a fresh incarnation does not inherit the deferral of an unfinished pass", () =>
+    inObject(objectName("wake-fresh"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const first = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        const running = yield* Deferred.make<void>()
+        yield* Effect.forkChild(
+          first.withWakesDeferred(Effect.andThen(Deferred.succeed(running, undefined), Effect.never)),
+        )
+        yield* Deferred.await(running)
+        yield* first.scheduleNow
+        expect(yield* alarmOf(ctx)).toBeNull()
+        const second = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        yield* second.scheduleNow
+        expect(yield* alarmOf(ctx)).toBe(now)
+      }),
+    ),
+  )
+
+  it.effect("alarm and generation writes persist while a concurrent SQL transaction rolls back", () =>
+    inObject(objectName("sql-txn"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const services = yield* build(baseLayer(ctx))
+        const { alarm, gate, sql } = yield* within(services)(
+          Effect.all({ alarm: DurableAlarmService, gate: ThreadMutationGate, sql: SqlClient }),
+        )
+        yield* sql.unsafe(`CREATE TABLE IF NOT EXISTS ${probeTable} (label TEXT NOT NULL)`)
+        const probeRows = () =>
+          ctx.storage.sql
+            .exec(`SELECT label FROM ${probeTable}`)
+            .toArray()
+            .map((row) => row.label)
+
+        const whileTransactionRollsBack = <A, E>(label: string, operation: Effect.Effect<A, E>) =>
+          Effect.gen(function* () {
+            const inserted = yield* Deferred.make<void>()
+            const transaction = yield* Effect.forkChild(
+              sql.withTransaction(
+                Effect.gen(function* () {
+                  yield* sql`INSERT INTO ${sql(probeTable)} (label) VALUES (${label})`
+                  yield* Deferred.succeed(inserted, undefined)
+                  return yield* Effect.never
+                }),
+              ),
+            )
+            yield* Deferred.await(inserted)
+            const pending = yield* Effect.forkChild(operation)
+            yield* Effect.yieldNow
+            yield* Fiber.interrupt(transaction)
+            return yield* Fiber.join(pending)
+          })
+
+        yield* whileTransactionRollsBack("schedule", alarm.scheduleAt(now + 30_000))
+        expect(yield* alarmOf(ctx)).toBe(now + 30_000)
+        yield* whileTransactionRollsBack("ensure", alarm.ensureScheduledBy(now + 10_000))
+        expect(yield* alarmOf(ctx)).toBe(now + 10_000)
+        yield* whileTransactionRollsBack("cancel", alarm.cancel)
+        expect(yield* alarmOf(ctx)).toBeNull()
+        const before = yield* generations(ctx)
+        yield* whileTransactionRollsBack("mutation", gate.withMutation(Effect.void))
+        const after = yield* generations(ctx)
+        expect(Option.map(after, (state) => state.dirty)).toEqual(
+          Option.some(Option.match(before, { onNone: () => 1n, onSome: (state) => state.dirty }) + 1n),
+        )
+        expect(yield* alarmOf(ctx)).toBe(now + 50)
+        expect(probeRows()).toEqual([])
+      }),
+    ),
+  )
+})

@@ -1,0 +1,42 @@
+/**
+ * Harnesses for the ledger conformance suite: the SQLite ledger and history inside a fresh
+ * SQLite-backed Durable Object per case, and the in-memory pair.
+ */
+import { SqliteClient } from "@effect/sql-sqlite-do"
+import { env, runInDurableObject } from "cloudflare:test"
+import { Effect, Layer } from "effect"
+import { SubmissionLedgerLimits, type LedgerLimits } from "../../src/core/SubmissionLedger.ts"
+import { layerMemoryWithLedger, layerWithLedger } from "../../src/core/ThreadHistory.ts"
+import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
+
+const limitsLayer = (limits: LedgerLimits | undefined) =>
+  limits === undefined ? Layer.empty : Layer.succeed(SubmissionLedgerLimits, limits)
+
+/** The SQL ledger and history over one Object's storage. */
+export const sqlLayer = (storage: DurableObjectStorage, limits?: LedgerLimits) =>
+  layerWithLedger.pipe(Layer.provide(SqliteClient.layer({ storage })), Layer.provide(limitsLayer(limits)))
+
+/** Runs `body` inside the Durable Object named `name` (fresh by default) with its storage. */
+export const inObject = <A, E>(
+  body: (storage: DurableObjectStorage) => Effect.Effect<A, E>,
+  name: string = crypto.randomUUID(),
+): Effect.Effect<A, E> =>
+  Effect.flatMap(
+    Effect.promise(() =>
+      runInDurableObject(env.LEDGER_TEST.getByName(name), (_instance, state) =>
+        Effect.runPromiseExit(body(state.storage)),
+      ),
+    ),
+    (exit) => exit,
+  )
+
+/** Each case in a fresh SQLite-backed Object. */
+export const sqlHarness: LedgerHarness = {
+  run: (body, options) => inObject((storage) => Effect.provide(body, sqlLayer(storage, options?.limits))),
+}
+
+/** Each case over a fresh in-memory store. */
+export const memoryHarness: LedgerHarness = {
+  run: (body, options) =>
+    Effect.provide(body, layerMemoryWithLedger.pipe(Layer.provide(limitsLayer(options?.limits)))),
+}

@@ -1,0 +1,223 @@
+/** The conformance suite of the canonical history, run against every implementation. */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
+import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
+import { ThreadHistory, type HistoryEntry } from "../../src/core/ThreadHistory.ts"
+import {
+  admitNew,
+  admitReady,
+  claimHead,
+  grant,
+  owner,
+  request,
+  rowOf,
+  unowned,
+  type LedgerHarness,
+} from "./SubmissionLedgerFixtures.ts"
+
+/** Registers the canonical history cases for one implementation. */
+export const historyConformance = (name: string, harness: LedgerHarness) =>
+  describe(`ThreadHistory conformance (${name})`, () => {
+    it.effect("appends gap-free, 1-based records per thread and lists them per submission", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          const a = yield* admitNew(request("t", "a"))
+          const b = yield* admitNew(request("t", "b"))
+          const c = yield* admitNew(request("u", "c"))
+          const accepted = {
+            _tag: "SubmissionAccepted",
+            agentId: a.agentId,
+            agentDigest: a.agentDigest,
+            input: { n: 1 },
+          } as const
+          const r1 = yield* history.append(a.submissionId, accepted, unowned(a, 1_100), 1_100)
+          const r2 = yield* history.append(
+            b.submissionId,
+            { ...accepted, input: [1, "x", null] },
+            unowned(b, 1_200),
+            1_200,
+          )
+          const r3 = yield* history.append(
+            c.submissionId,
+            { ...accepted, input: "u" },
+            unowned(c, 1_300),
+            1_300,
+          )
+          const r4 = yield* history.append(a.submissionId, { _tag: "InputApplied" }, unowned(a, 1_400), 1_400)
+          expect([r1.sequence, r2.sequence, r3.sequence, r4.sequence]).toEqual([1, 2, 1, 3])
+          expect([r1.threadId, r3.threadId]).toEqual(["t", "u"])
+          expect(r1.recordedAt).toBe(1_100)
+          expect(r1.entry).toEqual(accepted)
+          expect(yield* history.forSubmission(a.submissionId)).toEqual([r1, r4])
+          expect(yield* history.forSubmission(c.submissionId)).toEqual([r3])
+          expect(yield* history.forSubmission(SubmissionId.make("none"))).toEqual([])
+          const page = yield* history.page(ThreadId.make("t"), { limit: 10 })
+          expect(page).toEqual({ records: [r1, r2, r4] })
+        }),
+      ),
+    )
+
+    it.effect("round-trips every entry kind", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          const row = yield* admitNew(request("t", "a"))
+          const entries: ReadonlyArray<HistoryEntry> = [
+            {
+              _tag: "SubmissionAccepted",
+              agentId: row.agentId,
+              agentDigest: "d",
+              input: { nested: { deep: [true] } },
+            },
+            { _tag: "InputApplied" },
+            { _tag: "StepCompleted", step: 0, name: "fetch", result: { rows: 2 } },
+            { _tag: "StepFailed", step: 1, name: "parse", error: "bad" },
+            { _tag: "UncertainStepStarted", step: 2, name: "charge" },
+            { _tag: "UnknownOutcomeRecorded", step: 2, name: "charge" },
+            { _tag: "UnknownOutcomeResolved", step: 2, resolution: { _tag: "Succeeded", value: 42 } },
+            { _tag: "ApprovalRequested", step: 3, payload: { amount: 10 } },
+            { _tag: "ApprovalResolved", step: 3, approved: false, note: "no" },
+            { _tag: "AbortRequested" },
+            { _tag: "SubmissionSettled", outcome: "failed", error: "denied" },
+          ]
+          for (const [i, entry] of entries.entries()) {
+            yield* history.append(row.submissionId, entry, unowned(row, 2_000), 2_000 + i)
+          }
+          const stored = yield* history.forSubmission(row.submissionId)
+          expect(stored.map((record) => record.entry)).toEqual(entries)
+          expect(stored.map((record) => record.sequence)).toEqual(entries.map((_, i) => i + 1))
+        }),
+      ),
+    )
+
+    it.effect("refuses an append from a stale owner and appends nothing", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const history = yield* ThreadHistory
+          yield* admitReady(request("t", "a"))
+          const stale = yield* claimHead("t", grant(1, 2_000, 100))
+          const step = { _tag: "StepCompleted", step: 0, name: "s", result: 1 } as const
+          const first = yield* history.append(stale.submissionId, step, owner(stale), 2_050)
+          const fresh = yield* claimHead("t", grant(2, 2_100, 100))
+          const before = yield* rowOf(stale.submissionId)
+          const refused = yield* Effect.flip(history.append(stale.submissionId, step, owner(stale), 2_150))
+          expect(refused._tag).toBe("FenceRejected")
+          expect(yield* history.forSubmission(stale.submissionId)).toEqual([first])
+          expect(yield* rowOf(stale.submissionId)).toEqual(before)
+          const next = yield* history.append(fresh.submissionId, step, owner(fresh), 2_160)
+          expect(next.sequence).toBe(2)
+          yield* ledger.park(fresh, "suspended")
+          const parked = yield* Effect.flip(history.append(fresh.submissionId, step, owner(fresh), 2_170))
+          expect(parked._tag).toBe("OwnershipLost")
+          expect((yield* history.page(ThreadId.make("t"), { limit: 10 })).records.length).toBe(2)
+        }),
+      ),
+    )
+
+    it.effect(
+      "refuses a recovery append under a live lease, a foreign fence, an unknown submission or a bad time",
+      () =>
+        harness.run(
+          Effect.gen(function* () {
+            const history = yield* ThreadHistory
+            const a = yield* admitReady(request("t", "a"))
+            const other = yield* admitNew(request("u", "b"))
+            yield* claimHead("t", grant(1, 2_000, 1_000))
+            const running = yield* rowOf(a.submissionId)
+            const entry = { _tag: "AbortRequested" } as const
+            const live = yield* Effect.flip(
+              history.append(a.submissionId, entry, unowned(running, 2_500), 2_500),
+            )
+            expect(live._tag).toBe("FenceRejected")
+            const foreign = yield* Effect.flip(
+              history.append(a.submissionId, entry, unowned(other, 2_500), 2_500),
+            )
+            expect(foreign._tag).toBe("FenceRejected")
+            const missingId = SubmissionId.make("missing")
+            const missing = yield* Effect.flip(
+              history.append(
+                missingId,
+                entry,
+                { _tag: "Unowned", submissionId: missingId, producerEpoch: 0, now: 1 },
+                1,
+              ),
+            )
+            expect(missing._tag).toBe("SubmissionNotFound")
+            expect((yield* history.page(ThreadId.make("t"), { limit: 10 })).records).toEqual([])
+            expect((yield* history.page(ThreadId.make("u"), { limit: 10 })).records).toEqual([])
+            const nan = yield* Effect.flip(
+              history.append(other.submissionId, entry, unowned(other, 1), Number.NaN),
+            )
+            expect(nan._tag).toBe("ThreadStoreError")
+            expect((yield* history.page(ThreadId.make("u"), { limit: 10 })).records).toEqual([])
+          }),
+        ),
+    )
+
+    it.effect("pages a thread's records after a sequence", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          const row = yield* admitNew(request("t", "a"))
+          for (let i = 0; i < 5; i++) {
+            yield* history.append(
+              row.submissionId,
+              { _tag: "StepCompleted", step: i, name: `s${i}`, result: i },
+              unowned(row, 2_000),
+              2_000,
+            )
+          }
+          const t = ThreadId.make("t")
+          const sequences = (page: { readonly records: ReadonlyArray<{ readonly sequence: number }> }) =>
+            page.records.map((record) => record.sequence)
+          const p1 = yield* history.page(t, { limit: 2 })
+          expect([sequences(p1), p1.next]).toEqual([[1, 2], 2])
+          const p2 = yield* history.page(t, { after: 2, limit: 2 })
+          expect([sequences(p2), p2.next]).toEqual([[3, 4], 4])
+          const p3 = yield* history.page(t, { after: 4, limit: 2 })
+          expect(sequences(p3)).toEqual([5])
+          expect("next" in p3).toBe(false)
+          const exact = yield* history.page(t, { after: 3, limit: 2 })
+          expect([sequences(exact), "next" in exact]).toEqual([[4, 5], false])
+          expect(yield* history.page(t, { after: 5, limit: 2 })).toEqual({ records: [] })
+          expect(yield* history.page(ThreadId.make("empty"), { limit: 2 })).toEqual({ records: [] })
+          const bad = yield* Effect.flip(history.page(t, { limit: 0 }))
+          expect(bad._tag).toBe("ThreadStoreError")
+          const negative = yield* Effect.flip(history.page(t, { after: -1, limit: 1 }))
+          expect(negative._tag).toBe("ThreadStoreError")
+        }),
+      ),
+    )
+
+    it.effect("keeps sequences gap-free under concurrent appends", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          const rows = yield* Effect.forEach(["a", "b", "c", "d"], (key) => admitNew(request("t", key)))
+          const records = yield* Effect.forEach(
+            Array.from({ length: 24 }, (_, i) => i),
+            (i) => {
+              const row = rows[i % rows.length]!
+              return history.append(
+                row.submissionId,
+                { _tag: "StepCompleted", step: i, name: "s", result: i },
+                unowned(row, 3_000),
+                3_000,
+              )
+            },
+            { concurrency: "unbounded" },
+          )
+          expect(records.map((record) => record.sequence).sort((x, y) => x - y)).toEqual(
+            Array.from({ length: 24 }, (_, i) => i + 1),
+          )
+          const page = yield* history.page(ThreadId.make("t"), { limit: 100 })
+          expect(page.records.map((record) => record.sequence)).toEqual(
+            Array.from({ length: 24 }, (_, i) => i + 1),
+          )
+        }),
+      ),
+    )
+  })

@@ -1,0 +1,21 @@
+/**
+ * The conformance suite of the Submission Ledger, run against every implementation.
+ *
+ * A harness runs each case against a fresh, empty ledger and history (for SQLite: a fresh
+ * Durable Object), optionally with admission limits. Time is explicit: every operation takes
+ * `now`, so cases state the instants they mean.
+ */
+import { describe } from "@effect/vitest"
+import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
+import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
+import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
+
+export type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
+export { historyConformance } from "./ThreadHistoryConformance.ts"
+
+/** Registers the ledger cases for one implementation. */
+export const ledgerConformance = (name: string, harness: LedgerHarness) =>
+  describe(`SubmissionLedger conformance (${name})`, () => {
+    admissionCases(harness)
+    fencingCases(harness)
+  })

@@ -1,0 +1,11 @@
+import type { LedgerTestObject } from "./worker/ledgerObject.ts"
+import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
+
+declare global {
+  namespace Cloudflare {
+    interface Env {
+      readonly LEDGER_TEST: DurableObjectNamespace<LedgerTestObject>
+      readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
+    }
+  }
+}

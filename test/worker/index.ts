@@ -1,0 +1,7 @@
+/** The test Worker: exports every Durable Object class the workerd suites address. */
+export { LedgerTestObject } from "./ledgerObject.ts"
+export { MaintenanceTestObject } from "./maintenanceObject.ts"
+
+export default {
+  fetch: () => new Response("effect-agent test worker"),
+}
