@@ -1,2 +1,61 @@
-/** Placeholder replaced by the runtime helper. */
-export interface AgentContext {}
+/**
+ * The durable building blocks an agent program receives for one Submission.
+ *
+ * Every call is journaled in the Thread's canonical history at its 0-based call position.
+ * After a crash, a cooperative yield or a resumption, the program runs again from the start
+ * and each journaled call returns its recorded outcome instead of running again; the first
+ * call without a record runs live. A program must therefore make the same calls in the same
+ * order, one at a time (a different step name at a recorded position fails the Attempt with
+ * `RunJournalError`).
+ *
+ * When the Attempt must stop (a yield, a suspension, an accepted abort, an Unknown Outcome or
+ * a storage failure), the call interrupts the program; the runtime then ends the Attempt and
+ * ignores whatever the program does afterwards.
+ */
+import type { Effect, Schema } from "effect"
+import type { AgentFailure, JsonCodec } from "./AgentRegistration.ts"
+import type { ApprovalDecision } from "./internal/runtimeModel.ts"
+import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
+
+/** How a step's result is stored: a Schema whose encoded side is JSON. */
+export interface StepOptions<A> {
+  readonly result: JsonCodec<A>
+}
+
+/** A journaled step; without options its result must be JSON itself. */
+export interface StepFunction {
+  <A extends Schema.Json>(
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+  ): Effect.Effect<A, AgentFailure>
+  <A>(
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    options: StepOptions<A>,
+  ): Effect.Effect<A, AgentFailure>
+}
+
+/** The context of one Attempt of one Submission. */
+export interface AgentContext {
+  readonly submissionId: SubmissionId
+  readonly threadId: ThreadId
+  readonly attemptId: AttemptId
+  /**
+   * Runs `effect` once and journals its encoded result (`StepCompleted`) or its failure
+   * (`StepFailed`); a replay returns the recorded outcome. At least once per step, exactly
+   * one recorded result.
+   */
+  readonly step: StepFunction
+  /**
+   * An external effect that must not run twice: `UncertainStepStarted` is journaled before it
+   * runs. If the Attempt dies before its result is journaled, recovery records an Unknown
+   * Outcome and the lane waits for `resolveUnknown`, whose resolution is then this call's
+   * result (`Failed` fails it with `AgentFailure`). The effect never runs again.
+   */
+  readonly uncertainStep: StepFunction
+  /**
+   * Journals `ApprovalRequested` and suspends the Submission until `resolveApproval`. An
+   * approval resumes the program with the decision; a denial settles the Submission `failed`.
+   */
+  readonly requestApproval: (payload: Schema.Json) => Effect.Effect<ApprovalDecision>
+}

@@ -5,139 +5,76 @@
  * It never touches the alarm slot: wake hints go through `WakeScheduler`, and the host's
  * maintenance pass decides when `runRecovery` and `processThreadHead` run.
  */
-import { Context, Schema } from "effect"
+import { Context, Layer } from "effect"
 import type { DateTime, Effect, Option } from "effect"
-import type { BindingDigestMismatch, BindingUnavailable } from "./AgentRegistration.ts"
-import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "./Identifiers.ts"
+import {
+  type AgentDefinition,
+  AgentRegistry,
+  type AnyAgentDefinition,
+  type BindingDigestMismatch,
+  type BindingUnavailable,
+} from "./AgentRegistration.ts"
+import type { IdempotencyKey, SubmissionId, ThreadId } from "./Identifiers.ts"
+import { makeRuntime } from "./internal/runtimeMake.ts"
+import type {
+  ApprovalDecision,
+  DurableWorkerFailure,
+  NotPending,
+  Receipt,
+  RecoveryReport,
+  SettlementTimeout,
+  SubmitFailure,
+  SubmitRequest,
+  UnknownResolution,
+} from "./internal/runtimeModel.ts"
 import type {
   AdmissionRefused,
-  FenceRejected,
-  IdempotencyConflict,
   LedgerError,
-  OwnershipLost,
   Settlement,
+  SubmissionLedger,
   SubmissionNotFound,
 } from "./SubmissionLedger.ts"
+import type { ThreadHistory } from "./ThreadHistory.ts"
+import type { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
+import type { WakeScheduler } from "./WakeScheduler.ts"
 
-/** One recovery classification of a nonterminal Submission. */
-export const RecoveryDecision = Schema.Union([
-  Schema.TaggedStruct("CompleteMaterialization", {}),
-  Schema.TaggedStruct("RepairReadiness", {}),
-  Schema.TaggedStruct("ReleaseExpiredLease", {}),
-  Schema.TaggedStruct("ApplyInput", {}),
-  Schema.TaggedStruct("ResumeFromTurnBoundary", { completedSteps: Schema.Int }),
-  Schema.TaggedStruct("AppendReservedSettlement", {}),
-  Schema.TaggedStruct("FinalizeLedgerFromHistory", {}),
-  Schema.TaggedStruct("SettleAborted", {}),
-  Schema.TaggedStruct("MarkUnknown", { step: Schema.Int }),
-  Schema.TaggedStruct("AwaitUnknownResolution", { step: Schema.Int }),
-  Schema.TaggedStruct("ApplyUnknownResolutions", {}),
-  Schema.TaggedStruct("AwaitApprovalDecision", {}),
-  Schema.TaggedStruct("ResumeSuspended", {}),
-  Schema.TaggedStruct("NoAction", {}),
-])
-export type RecoveryDecision = typeof RecoveryDecision.Type
-
-/** `repaired`: executed now; `deferred`: a claiming worker finishes it; `none`: nothing owed; `unknown`: blocked on an Unknown Outcome. */
-export const RecoveryDisposition = Schema.Literals(["repaired", "deferred", "none", "unknown"])
-export type RecoveryDisposition = typeof RecoveryDisposition.Type
-
-/** The outcome of recovery for one nonterminal Submission. */
-export class RecoveryReport extends Schema.Class<RecoveryReport>("@effect-agent/RecoveryReport")({
-  submissionId: SubmissionId,
-  threadId: ThreadId,
-  decision: RecoveryDecision,
-  disposition: RecoveryDisposition,
-}) {}
-
-/** The durable identity returned by admission. */
-export class Receipt extends Schema.Class<Receipt>("@effect-agent/Receipt")({
-  receiptId: ReceiptId,
-  submissionId: SubmissionId,
-  threadId: ThreadId,
-  queueSequence: Schema.Int,
-  /** True when the idempotency key had been used and the original receipt is returned. */
-  replayed: Schema.Boolean,
-}) {}
-
-/** A request to admit one input for an agent in a Thread. */
-export class SubmitRequest extends Schema.Class<SubmitRequest>("@effect-agent/SubmitRequest")({
-  threadId: ThreadId,
-  agentId: AgentId,
-  idempotencyKey: IdempotencyKey,
-  /** The input in its encoded (JSON) form; decoded with the agent's input Schema. */
-  input: Schema.Json,
-}) {}
-
-/** An approval decision for a suspended Submission. */
-export class ApprovalDecision extends Schema.Class<ApprovalDecision>("@effect-agent/ApprovalDecision")({
-  approved: Schema.Boolean,
-  note: Schema.optionalKey(Schema.String),
-}) {}
-
-/** The authorized result of an Unknown Outcome. */
-export const UnknownResolution = Schema.Union([
-  Schema.TaggedStruct("Succeeded", { value: Schema.Json }),
-  Schema.TaggedStruct("Failed", { message: Schema.String }),
-])
-export type UnknownResolution = typeof UnknownResolution.Type
-
-/** A storage failure of the canonical history. */
-export class ThreadStoreError extends Schema.TaggedError<ThreadStoreError>()("ThreadStoreError", {
-  operation: Schema.String,
-  message: Schema.String,
-  cause: Schema.optionalKey(Schema.Defect()),
-}) {}
-
-/** A settlement that disagrees with the one already reserved or recorded. */
-export class SettlementConflict extends Schema.TaggedError<SettlementConflict>()("SettlementConflict", {
-  submissionId: SubmissionId,
-  message: Schema.String,
-}) {}
-
-/** A replay that does not match the journal (a step renamed or reordered). */
-export class RunJournalError extends Schema.TaggedError<RunJournalError>()("RunJournalError", {
-  submissionId: SubmissionId,
-  message: Schema.String,
-}) {}
-
-/** A test failpoint that fired as a typed failure. */
-export class DurableRuntimeFailpointError extends Schema.TaggedError<DurableRuntimeFailpointError>()(
-  "DurableRuntimeFailpointError",
-  { location: Schema.String, message: Schema.String },
-) {}
-
-/** A resolution asked of a Submission that is not waiting for it. */
-export class NotPending extends Schema.TaggedError<NotPending>()("NotPending", {
-  submissionId: SubmissionId,
-  expected: Schema.Literals(["approval", "unknown-outcome", "retryable"]),
-  message: Schema.String,
-}) {}
-
-/** `awaitSettlement` gave up before the Submission settled. */
-export class SettlementTimeout extends Schema.TaggedError<SettlementTimeout>()("SettlementTimeout", {
-  submissionId: SubmissionId,
-  message: Schema.String,
-}) {}
-
-/** Failures of the runtime's own durable work; the pass propagates them. */
-export type DurableWorkerFailure =
-  | LedgerError
-  | OwnershipLost
-  | FenceRejected
-  | SettlementConflict
-  | ThreadStoreError
-  | RunJournalError
-  | DurableRuntimeFailpointError
-
-/** Failures of a caller's request at the runtime boundary. */
-export type SubmitFailure = AdmissionRefused | IdempotencyConflict | DurableWorkerFailure
+export {
+  RecoveryDecision,
+  RecoveryDisposition,
+  RecoveryReport,
+  Receipt,
+  SubmitRequest,
+  ApprovalDecision,
+  UnknownResolution,
+  ThreadStoreError,
+  SettlementConflict,
+  RunJournalError,
+  DurableRuntimeFailpointError,
+  NotPending,
+  SettlementTimeout,
+} from "./internal/runtimeModel.ts"
+export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtimeModel.ts"
 
 /** The durable agent runtime of one physical Object. */
 export class DurableAgentRuntime extends Context.Service<
   DurableAgentRuntime,
   {
+    /**
+     * The checks of `submit` that need no storage (registered agent, input decodes, input size),
+     * so a host can refuse bad input before it opens a mutation.
+     */
+    readonly validate: (request: SubmitRequest) => Effect.Effect<void, AdmissionRefused>
+    /** Admits an encoded input for a registered agent; a used idempotency key replays its receipt. */
     readonly submit: (request: SubmitRequest) => Effect.Effect<Receipt, SubmitFailure>
+    /** Admits a typed input for `agent`, which must be registered with the same digest. */
+    readonly submitRegistered: <I, O>(
+      agent: AgentDefinition<I, O>,
+      request: {
+        readonly threadId: ThreadId
+        readonly idempotencyKey: IdempotencyKey
+        readonly input: I
+      },
+    ) => Effect.Effect<Receipt, SubmitFailure>
     /** Records an abort intent; the Submission settles `aborted` once. */
     readonly abort: (
       submissionId: SubmissionId,
@@ -169,4 +106,20 @@ export class DurableAgentRuntime extends Context.Service<
       DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch
     >
   }
->()("@effect-agent/durable-agent-runtime/DurableAgentRuntime") {}
+>()("@effect-agent/durable-agent-runtime/DurableAgentRuntime") {
+  /** The runtime over the Object's ledger, history and registered agents. */
+  static readonly layer: Layer.Layer<
+    DurableAgentRuntime,
+    never,
+    SubmissionLedger | ThreadHistory | AgentRegistry | RuntimeFailpoint | WakeScheduler
+  > = Layer.effect(this, makeRuntime)
+
+  /** The runtime with its own registry of `registrations`. */
+  static readonly layerWithBindings = (
+    registrations: ReadonlyArray<AnyAgentDefinition>,
+  ): Layer.Layer<
+    DurableAgentRuntime,
+    never,
+    SubmissionLedger | ThreadHistory | RuntimeFailpoint | WakeScheduler
+  > => DurableAgentRuntime.layer.pipe(Layer.provide(AgentRegistry.layer(registrations)))
+}

@@ -7,16 +7,16 @@
 import { Context, Layer } from "effect"
 import type { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
-import type { DurableWorkerFailure, ThreadStoreError } from "./DurableAgentRuntime.ts"
+import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtimeModel.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
-import type { HistoryEntry, HistoryPage, HistoryRecord } from "./internal/ledgerHistoryModel.ts"
+import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./internal/ledgerHistoryModel.ts"
 import type { Fence, LedgerError, SubmissionNotFound } from "./internal/ledgerModel.ts"
 import { makeMemoryHistory } from "./internal/memoryHistory.ts"
 import { makeSqlHistory } from "./internal/sqlHistory.ts"
 import { SubmissionLedger } from "./SubmissionLedger.ts"
 
 export { HistoryEntry, HistoryRecord } from "./internal/ledgerHistoryModel.ts"
-export type { HistoryPage } from "./internal/ledgerHistoryModel.ts"
+export type { FeedEntry, FeedPage, HistoryPage } from "./internal/ledgerHistoryModel.ts"
 
 /** The canonical history of the Threads of one physical Object. */
 export class ThreadHistory extends Context.Service<
@@ -38,6 +38,16 @@ export class ThreadHistory extends Context.Service<
       threadId: ThreadId,
       options: { readonly after?: number; readonly limit: number },
     ) => Effect.Effect<HistoryPage, ThreadStoreError>
+    /**
+     * Records of every Thread of this Object committed after feed position `after`, in commit
+     * order: the cursor of outboxes and projections that follow the canonical history.
+     */
+    readonly feed: (options: {
+      readonly after: number
+      readonly limit: number
+    }) => Effect.Effect<FeedPage, ThreadStoreError>
+    /** The position of the newest record (0 when empty); O(1). */
+    readonly feedEnd: Effect.Effect<number, ThreadStoreError>
   }
 >()("@effect-agent/thread-history/ThreadHistory") {
   /** The history on Durable Object SQLite; runs its migrations when built. */

@@ -104,7 +104,9 @@ const mustNotRun = (operation: string) =>
 
 /** A runtime that dies on any use: for paths that must do no native work. */
 export const idleRuntimeLayer = Layer.succeed(DurableAgentRuntime, {
+  validate: () => mustNotRun("validate"),
   submit: () => mustNotRun("submit"),
+  submitRegistered: () => mustNotRun("submitRegistered"),
   abort: () => mustNotRun("abort"),
   resolveApproval: () => mustNotRun("resolveApproval"),
   resolveUnknown: () => mustNotRun("resolveUnknown"),

@@ -3,7 +3,7 @@
  * that each returns exactly what survives a round trip through storage.
  */
 import { Effect, Schema } from "effect"
-import { ThreadStoreError } from "../DurableAgentRuntime.ts"
+import { ThreadStoreError } from "./runtimeModel.ts"
 import { FenceRejected } from "./ledgerModel.ts"
 import type { Fence } from "./ledgerModel.ts"
 import { HistoryEntry, HistoryRecord } from "./ledgerHistoryModel.ts"

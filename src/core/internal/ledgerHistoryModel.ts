@@ -56,3 +56,17 @@ export interface HistoryPage {
   /** The sequence to pass as `after` for the next page, when there is one. */
   readonly next?: number
 }
+
+/** A record with its position in the Object's commit-ordered feed. */
+export interface FeedEntry {
+  /** Increases with every append across all Threads of the Object; never reused. */
+  readonly position: number
+  readonly record: HistoryRecord
+}
+
+/** A page of the feed, in commit order. */
+export interface FeedPage {
+  readonly entries: ReadonlyArray<FeedEntry>
+  /** The position to pass as `after` next: the last entry's, or `after` itself when empty. */
+  readonly last: number
+}

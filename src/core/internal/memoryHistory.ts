@@ -3,7 +3,7 @@
  * the fence and adds the record in one synchronous block that no fiber can interleave with.
  */
 import { Effect, Result } from "effect"
-import { ThreadStoreError } from "../DurableAgentRuntime.ts"
+import { ThreadStoreError } from "./runtimeModel.ts"
 import type { ThreadHistory } from "../ThreadHistory.ts"
 import { SubmissionLedger } from "../SubmissionLedger.ts"
 import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./ledgerHistoryCodec.ts"
@@ -43,6 +43,7 @@ export const makeMemoryHistory = Effect.gen(function* () {
             const own = store.historyBySubmission.get(submissionId) ?? []
             own.push(record)
             store.historyBySubmission.set(submissionId, own)
+            store.historyFeed.push(record)
             return record
           }),
         ),
@@ -63,6 +64,16 @@ export const makeMemoryHistory = Effect.gen(function* () {
         ? { records: slice, next: last.sequence }
         : { records: slice }
     }),
+
+    feed: Effect.fn("ThreadHistory.feed")(function* (options) {
+      const { after, limit } = yield* pageOptions(options)
+      const entries = store.historyFeed
+        .slice(after, after + limit)
+        .map((record, index) => ({ position: after + index + 1, record }))
+      return { entries, last: entries[entries.length - 1]?.position ?? after }
+    }),
+
+    feedEnd: Effect.sync(() => store.historyFeed.length),
   }
   return service
 })

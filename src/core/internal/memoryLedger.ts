@@ -35,6 +35,8 @@ export interface MemoryStore {
   readonly lanes: Map<ThreadId, Lane>
   readonly history: Map<ThreadId, Array<HistoryRecord>>
   readonly historyBySubmission: Map<SubmissionId, Array<HistoryRecord>>
+  /** Every record of the Object in commit order; a record's feed position is its index + 1. */
+  readonly historyFeed: Array<HistoryRecord>
 }
 
 const stores = new WeakMap<object, MemoryStore>()
@@ -84,6 +86,7 @@ export const makeMemoryStore = (): MemoryStore => ({
   lanes: new Map(),
   history: new Map(),
   historyBySubmission: new Map(),
+  historyFeed: [],
 })
 
 /**

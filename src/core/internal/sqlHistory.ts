@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
-import { ThreadStoreError } from "../DurableAgentRuntime.ts"
+import { ThreadStoreError } from "./runtimeModel.ts"
 import type { ThreadHistory } from "../ThreadHistory.ts"
 import { SubmissionLedger } from "../SubmissionLedger.ts"
 import { decodeRecord, encodeEntry, foreignFence, pageOptions, requireInstant } from "./ledgerHistoryCodec.ts"
@@ -44,9 +44,13 @@ export const historyStatements = {
     RETURNING *`,
   forSubmission: `SELECT * FROM ${h} WHERE submission_id = ? ORDER BY sequence`,
   page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
+  // The implicit rowid only grows (no row is ever deleted), so it orders commits.
+  feed: `SELECT rowid AS position, * FROM ${h} WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+  feedEnd: `SELECT coalesce(max(rowid), 0) AS position FROM ${h}`,
 } as const
 
 interface RecordRow {
+  readonly position?: unknown
   readonly thread_id: unknown
   readonly sequence: unknown
   readonly submission_id: unknown
@@ -112,6 +116,20 @@ export const makeSqlHistory = Effect.gen(function* () {
       const last = records[records.length - 1]
       return rows.length > limit && last !== undefined ? { records, next: last.sequence } : { records }
     }),
+
+    feed: Effect.fn("ThreadHistory.feed")(function* (options) {
+      const operation = "ThreadHistory.feed"
+      const { after, limit } = yield* pageOptions(options)
+      const rows = yield* query(operation, historyStatements.feed, [after, limit])
+      const entries = yield* Effect.forEach(rows, (row) =>
+        Effect.map(decodeRecord(operation, row), (record) => ({ position: Number(row.position), record })),
+      )
+      return { entries, last: entries[entries.length - 1]?.position ?? after }
+    }),
+
+    feedEnd: Effect.map(query("ThreadHistory.feedEnd", historyStatements.feedEnd, []), (rows) =>
+      Number(rows[0]?.position ?? 0),
+    ),
   }
   return service
 })

@@ -1,0 +1,187 @@
+/**
+ * One bounded Attempt at a lane head: claim it, resolve its binding, apply its input, run the
+ * program with its context, and end the Attempt by settling, parking or releasing. Ownership
+ * ends however the Attempt stops: an interrupted or failed Attempt releases its Claim, so the
+ * row is left `ready` rather than held by a lease nobody renews.
+ */
+import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
+import type { AnyAgentDefinition } from "../AgentRegistration.ts"
+import { AttemptId, OwnershipToken, type ThreadId } from "../Identifiers.ts"
+import type { SettlementConflict } from "./runtimeModel.ts"
+import {
+  InvalidTransition,
+  LedgerError,
+  type Settlement,
+  SubmissionNotFound,
+  type SubmissionSnapshot,
+} from "./ledgerModel.ts"
+import { type AttemptState, type AttemptStop, ownerFence } from "./attemptState.ts"
+import { makeAgentContext } from "./contextAgent.ts"
+import { type RuntimeEnv, vanished } from "./runtimeEnv.ts"
+import { type Journal, readJournal } from "./runtimeJournal.ts"
+import { asConflict, makeSettlement, settle, settleAborted } from "./settleSubmission.ts"
+
+const operation = "DurableAgentRuntime.processThreadHead"
+
+/** Marks the end of the Attempt's ownership once its settlement is reserved. */
+const ended = (attempt: AttemptState) => () => {
+  attempt.ended = true
+}
+
+/** Maps the ledger's refusals of a write this Attempt was entitled to make. */
+const entitled = <A, E>(
+  effect: Effect.Effect<A, E>,
+): Effect.Effect<A, Exclude<E, InvalidTransition | SubmissionNotFound> | SettlementConflict | LedgerError> =>
+  Effect.mapError(effect, (error: E) => {
+    const refused: unknown = error
+    if (refused instanceof InvalidTransition) return asConflict(refused)
+    if (refused instanceof SubmissionNotFound) return vanished(operation)(refused)
+    return error as Exclude<E, InvalidTransition | SubmissionNotFound>
+  })
+
+const finish = (attempt: AttemptState, ending: Parameters<typeof makeSettlement>[1]) =>
+  Effect.gen(function* () {
+    const settlement = yield* makeSettlement(attempt.claim, ending)
+    return Option.some(yield* entitled(settle(attempt.env, ownerFence(attempt), settlement, ended(attempt))))
+  })
+
+const abortOwned = (attempt: AttemptState, journal: Journal) =>
+  Effect.map(
+    entitled(
+      settleAborted(attempt.env, ownerFence(attempt), attempt.claim, journal.abortRecorded, ended(attempt)),
+    ),
+    Option.some,
+  )
+
+/** Ends the Attempt for the reason the program was stopped. */
+const endStopped = (attempt: AttemptState, journal: Journal, stop: AttemptStop) =>
+  Effect.gen(function* () {
+    const { ledger } = attempt.env
+    switch (stop._tag) {
+      case "Yield":
+        yield* entitled(ledger.release(attempt.claim))
+        attempt.ended = true
+        return Option.none<Settlement>()
+      case "Suspend":
+      case "Unknown":
+        yield* entitled(ledger.park(attempt.claim, stop._tag === "Suspend" ? "suspended" : "unknown"))
+        attempt.ended = true
+        return Option.none<Settlement>()
+      case "Abort":
+        return yield* abortOwned(attempt, journal)
+      case "Denied":
+        return yield* finish(attempt, {
+          outcome: "failed",
+          error: stop.note === undefined ? "approval denied" : `approval denied: ${stop.note}`,
+        })
+      case "Failure":
+        return yield* stop.error
+    }
+  })
+
+/** Runs the program and settles by its exit, unless a context call stopped it. */
+const runProgram = (
+  attempt: AttemptState,
+  agent: AnyAgentDefinition,
+  journal: Journal,
+  row: SubmissionSnapshot,
+) =>
+  Effect.gen(function* () {
+    const decoded = yield* Effect.result(
+      Effect.flatMap(
+        Effect.try({ try: () => JSON.parse(row.inputPayload) as unknown, catch: (cause) => String(cause) }),
+        (json) => Effect.mapError(Schema.decodeUnknownEffect(agent.input)(json), (error) => error.message),
+      ),
+    )
+    if (decoded._tag === "Failure") {
+      return yield* finish(attempt, {
+        outcome: "failed",
+        error: `the stored input does not decode: ${decoded.failure}`,
+      })
+    }
+    const exit = yield* Effect.exit(agent.program(decoded.success, makeAgentContext(attempt, journal)))
+    if (attempt.stop !== undefined) return yield* endStopped(attempt, journal, attempt.stop)
+    if (Exit.isSuccess(exit)) {
+      const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
+      return yield* output._tag === "Success"
+        ? finish(attempt, { outcome: "completed", output: output.success })
+        : finish(attempt, {
+            outcome: "failed",
+            error: `the output does not encode: ${output.failure.message}`,
+          })
+    }
+    const failure = Cause.findErrorOption(exit.cause)
+    if (failure._tag === "Some")
+      return yield* finish(attempt, { outcome: "failed", error: failure.value.message })
+    // An interruption without a stop reason came from outside: leave the work for a later Attempt.
+    if (Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+    return yield* finish(attempt, {
+      outcome: "failed",
+      error: `the program died: ${Cause.pretty(exit.cause)}`,
+    })
+  })
+
+/** The body of an Attempt that holds `claim`. */
+const runAttempt = (attempt: AttemptState) =>
+  Effect.gen(function* () {
+    const { env, claim } = attempt
+    yield* env.hit("ledger:claim:after")
+    yield* env.hit("claim:after-claim")
+    const found = yield* env.ledger.lookup(claim.submissionId)
+    if (Option.isNone(found)) {
+      return yield* new LedgerError({ operation, message: `submission ${claim.submissionId} vanished` })
+    }
+    const row = found.value
+    const records = yield* env.history.forSubmission(claim.submissionId)
+    let journal = readJournal(records.map((record) => record.entry))
+    // An accepted abort needs no binding: aborting work whose code is gone still settles it.
+    if (row.abortRequested) return yield* abortOwned(attempt, journal)
+    const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)
+    if (!journal.inputApplied) {
+      const now = yield* Clock.currentTimeMillis
+      yield* entitled(
+        env.history.append(claim.submissionId, { _tag: "InputApplied" }, ownerFence(attempt), now),
+      )
+      yield* env.hit("input:after-canonical-append")
+      journal = { ...journal, inputApplied: true }
+    }
+    return yield* runProgram(attempt, agent, journal, row)
+  })
+
+/** `processThreadHead`. @internal */
+export const makeProcessThreadHead = (env: RuntimeEnv) =>
+  Effect.fn("DurableAgentRuntime.processThreadHead")(function* (
+    threadId: ThreadId,
+    options: { readonly yieldAfter: DateTime.Utc },
+  ) {
+    return yield* Effect.acquireUseRelease(
+      Effect.gen(function* () {
+        yield* env.hit("ledger:claim:before")
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* env.claimUnhooked(threadId, {
+          attemptId: AttemptId.make(crypto.randomUUID()),
+          ownershipToken: OwnershipToken.make(crypto.randomUUID()),
+          now,
+          leaseDuration: env.settings.ownershipLeaseDuration,
+        })
+        return Option.map(claimed, (claim): AttemptState => ({
+          env,
+          claim,
+          lastRenewal: now,
+          liveSteps: 0,
+          yieldAfter: DateTime.toEpochMillis(options.yieldAfter),
+          stop: undefined,
+          ended: false,
+        }))
+      }),
+      (attempt) =>
+        Option.isNone(attempt)
+          ? Effect.as(env.hit("ledger:claim:after"), Option.none<Settlement>())
+          : runAttempt(attempt.value),
+      // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
+      (attempt) =>
+        Option.isNone(attempt) || attempt.value.ended
+          ? Effect.void
+          : Effect.ignore(env.ledger.release(attempt.value.claim)),
+    )
+  })

@@ -1,0 +1,187 @@
+/**
+ * The `AgentContext` of one Attempt: journaled calls that replay from the Submission's
+ * canonical records and run live past them. See `AgentContext` for the contract.
+ */
+import { Cause, Clock, Effect, Exit, Schema } from "effect"
+import type { AgentContext, StepFunction, StepOptions } from "../AgentContext.ts"
+import { AgentFailure, type JsonCodec } from "../AgentRegistration.ts"
+import { ApprovalDecision } from "./runtimeModel.ts"
+import type { HistoryEntry } from "./ledgerHistoryModel.ts"
+import {
+  type AttemptState,
+  boundary,
+  guard,
+  halt,
+  journalMismatch,
+  ownerFence,
+  runWatched,
+} from "./attemptState.ts"
+import type { Journal, JournalPosition } from "./runtimeJournal.ts"
+
+type Kind = "step" | "uncertain step" | "approval request"
+
+const kindOf = (position: JournalPosition): Kind | undefined =>
+  position.approvalRequested !== undefined
+    ? "approval request"
+    : position.uncertainStarted !== undefined
+      ? "uncertain step"
+      : position.completed !== undefined || position.failed !== undefined
+        ? "step"
+        : undefined
+
+/** Builds the context of an Attempt over the journal read when it started. @internal */
+export const makeAgentContext = (attempt: AttemptState, journal: Journal): AgentContext => {
+  const { submissionId, threadId, attemptId } = attempt.claim
+  let cursor = 0
+
+  const append = (entry: HistoryEntry) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      guard(attempt, attempt.env.history.append(submissionId, entry, ownerFence(attempt), now)),
+    )
+
+  const hit = (location: Parameters<typeof attempt.env.hit>[0]) => guard(attempt, attempt.env.hit(location))
+
+  /** The recorded call at `step`, checked against what the program asks for now. */
+  const recorded = (step: number, kind: Kind, name: string | undefined) =>
+    Effect.suspend(() => {
+      const position = journal.positions.get(step)
+      if (position === undefined) return Effect.succeed(undefined)
+      const found = kindOf(position)
+      const recordedName =
+        position.completed?.name ?? position.failed?.name ?? position.uncertainStarted?.name
+      // An uncertain step's result is a `StepCompleted`, so both kinds of step share it.
+      const sameKind = found === kind || (kind === "uncertain step" && found === "step")
+      if (found !== undefined && (!sameKind || (name !== undefined && recordedName !== name))) {
+        return journalMismatch(
+          attempt,
+          `call ${step} is journaled as ${found} "${recordedName ?? ""}", but the program asked for ${kind}${name === undefined ? "" : ` "${name}"`}`,
+        )
+      }
+      return Effect.succeed(found === undefined ? undefined : position)
+    })
+
+  const decodeRecorded = <A>(codec: JsonCodec<A>, step: number, name: string, value: Schema.Json) =>
+    Schema.decodeUnknownEffect(codec)(value).pipe(
+      Effect.catch((cause) =>
+        journalMismatch(
+          attempt,
+          `the recorded result of step ${step} "${name}" does not decode: ${cause.message}`,
+        ),
+      ),
+    )
+
+  /** The recorded outcome of a completed step. */
+  const replayResult = <A>(position: JournalPosition, codec: JsonCodec<A>, step: number, name: string) =>
+    position.completed !== undefined
+      ? decodeRecorded(codec, step, name, position.completed.result)
+      : Effect.fail(new AgentFailure({ message: position.failed?.error ?? `step ${name} failed` }))
+
+  /** Runs a call live and journals its result or its failure. */
+  const runLive = <A>(
+    step: number,
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    codec: JsonCodec<A>,
+    interruptible: boolean,
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      const exit = yield* runWatched(attempt, effect, interruptible)
+      let outcome: Exit.Exit<A, AgentFailure> = exit
+      let entry: HistoryEntry
+      if (Exit.isSuccess(exit)) {
+        const encoded = yield* Effect.result(Schema.encodeEffect(codec)(exit.value))
+        if (encoded._tag === "Success") {
+          entry = { _tag: "StepCompleted", step, name, result: encoded.success }
+        } else {
+          const message = `the result of step "${name}" does not encode: ${encoded.failure.message}`
+          outcome = Exit.fail(new AgentFailure({ message }))
+          entry = { _tag: "StepFailed", step, name, error: message }
+        }
+      } else {
+        const failure = Cause.findErrorOption(exit.cause)
+        // Defects and interruptions are not outcomes of the step: they are not journaled.
+        if (failure._tag === "None") return yield* Effect.failCause(exit.cause)
+        entry = { _tag: "StepFailed", step, name, error: failure.value.message }
+      }
+      yield* append(entry)
+      attempt.liveSteps++
+      // A plain step is at-least-once: a crash here replays it; an uncertain one has no such point.
+      if (interruptible) yield* hit("step:after-step-append")
+      return yield* outcome
+    })
+
+  const step = <A>(
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    options?: StepOptions<A>,
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      const position = cursor++
+      const codec = options?.result ?? (Schema.Json as unknown as JsonCodec<A>)
+      const found = yield* recorded(position, "step", name)
+      if (found !== undefined) return yield* replayResult(found, codec, position, name)
+      yield* boundary(attempt)
+      return yield* runLive(position, name, effect, codec, true)
+    })
+
+  const uncertainStep = <A>(
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    options?: StepOptions<A>,
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      const position = cursor++
+      const codec = options?.result ?? (Schema.Json as unknown as JsonCodec<A>)
+      const found = yield* recorded(position, "uncertain step", name)
+      if (found !== undefined) {
+        if (found.completed !== undefined || found.failed !== undefined) {
+          return yield* replayResult(found, codec, position, name)
+        }
+        const resolution = found.unknownResolved?.resolution
+        if (resolution?._tag === "Succeeded")
+          return yield* decodeRecorded(codec, position, name, resolution.value)
+        if (resolution?._tag === "Failed") return yield* new AgentFailure({ message: resolution.message })
+        // Started, never finished, not resolved: its outcome is unknown and it never runs again.
+        if (found.unknownRecorded === undefined)
+          yield* append({ _tag: "UnknownOutcomeRecorded", step: position, name })
+        return yield* halt(attempt, { _tag: "Unknown" })
+      }
+      yield* boundary(attempt)
+      yield* append({ _tag: "UncertainStepStarted", step: position, name })
+      yield* hit("uncertain:after-start-append")
+      return yield* runLive(position, name, effect, codec, false)
+    })
+
+  const requestApproval = (payload: Schema.Json): Effect.Effect<ApprovalDecision> =>
+    Effect.gen(function* () {
+      const position = cursor++
+      const found = yield* recorded(position, "approval request", undefined)
+      if (found !== undefined) {
+        const decision = found.approvalResolved
+        if (decision === undefined) return yield* halt(attempt, { _tag: "Suspend" })
+        if (!decision.approved) {
+          return yield* halt(attempt, {
+            _tag: "Denied",
+            ...(decision.note === undefined ? {} : { note: decision.note }),
+          })
+        }
+        return new ApprovalDecision({
+          approved: true,
+          ...(decision.note === undefined ? {} : { note: decision.note }),
+        })
+      }
+      yield* boundary(attempt)
+      yield* append({ _tag: "ApprovalRequested", step: position, payload })
+      yield* hit("approval:after-request-append")
+      return yield* halt(attempt, { _tag: "Suspend" })
+    })
+
+  return {
+    submissionId,
+    threadId,
+    attemptId,
+    step: step as StepFunction,
+    uncertainStep: uncertainStep as StepFunction,
+    requestApproval,
+  }
+}

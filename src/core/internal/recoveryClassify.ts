@@ -1,0 +1,90 @@
+/**
+ * Recovery classification: one decision per nonterminal Submission from its ledger row and,
+ * only when the row's state needs it, its canonical records. Pure, so every case is unit-tested
+ * without storage.
+ */
+import type { RecoveryDecision, RecoveryDisposition } from "./runtimeModel.ts"
+import type { SubmissionSnapshot } from "./ledgerModel.ts"
+import type { Journal } from "./runtimeJournal.ts"
+
+type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
+
+const hasLiveLease = (row: Row, now: number) =>
+  row.ownership !== undefined && row.ownership.leaseExpiresAt > now
+
+/**
+ * Whether classifying the row reads its history. A `ready` row, a live owner and an accepted
+ * abort are decided by the row alone.
+ * @internal
+ */
+export const recoveryNeedsHistory = (row: Row, now: number): boolean => {
+  switch (row.state) {
+    case "terminalizing":
+      return true
+    case "ready":
+    case "settled":
+      return false
+    case "running":
+      return !hasLiveLease(row, now) && !row.abortRequested
+    case "admitted":
+    case "suspended":
+    case "unknown":
+      return !row.abortRequested
+  }
+}
+
+/** Classifies one nonterminal row; `journal` is read only where `recoveryNeedsHistory` says so. @internal */
+export const classifyRecovery = (row: Row, now: number, journal: Journal): RecoveryDecision => {
+  if (row.state === "terminalizing") {
+    return journal.settled ? { _tag: "FinalizeLedgerFromHistory" } : { _tag: "AppendReservedSettlement" }
+  }
+  if (row.state === "settled") return { _tag: "NoAction" }
+  if (row.state === "running" && hasLiveLease(row, now)) return { _tag: "NoAction" }
+  // An accepted abort settles without waiting for the lane head or an external decision.
+  if (row.abortRequested) return { _tag: "SettleAborted" }
+  switch (row.state) {
+    case "admitted":
+      return journal.accepted ? { _tag: "RepairReadiness" } : { _tag: "CompleteMaterialization" }
+    case "ready":
+      return row.producerEpoch === 0 ? { _tag: "ApplyInput" } : { _tag: "ResumeFromTurnBoundary" }
+    case "running":
+      return journal.openUncertain === undefined
+        ? { _tag: "ReleaseExpiredLease" }
+        : { _tag: "MarkUnknown", step: journal.openUncertain.step }
+    case "suspended":
+      return journal.openApproval === undefined
+        ? { _tag: "ResumeSuspended" }
+        : { _tag: "AwaitApprovalDecision" }
+    case "unknown": {
+      const open = journal.openUncertain
+      if (open === undefined) return { _tag: "ApplyUnknownResolutions" }
+      return open.recorded
+        ? { _tag: "AwaitUnknownResolution", step: open.step }
+        : { _tag: "MarkUnknown", step: open.step }
+    }
+  }
+}
+
+/** What executing (or deferring) a decision means for the pass. @internal */
+export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition => {
+  switch (decision._tag) {
+    case "CompleteMaterialization":
+    case "RepairReadiness":
+    case "ReleaseExpiredLease":
+    case "AppendReservedSettlement":
+    case "FinalizeLedgerFromHistory":
+    case "SettleAborted":
+    case "ApplyUnknownResolutions":
+    case "ResumeSuspended":
+      return "repaired"
+    case "ApplyInput":
+    case "ResumeFromTurnBoundary":
+      return "deferred"
+    case "MarkUnknown":
+    case "AwaitUnknownResolution":
+      return "unknown"
+    case "AwaitApprovalDecision":
+    case "NoAction":
+      return "none"
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Recovery execution: classify every nonterminal Submission and execute its decision now or
+ * leave it to a claiming Attempt. Recovery writes are fenced by the row's epoch and the absence
+ * of a live lease; a row that changed since it was read is reported `deferred` and looked at
+ * again by the next pass.
+ */
+import { Clock, Effect, Option, Stream } from "effect"
+import { type RecoveryDecision, RecoveryReport } from "./runtimeModel.ts"
+import type { Fence, SubmissionSnapshot } from "./ledgerModel.ts"
+import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
+import { type RuntimeEnv, vanished } from "./runtimeEnv.ts"
+import { emptyJournal, type Journal, readJournal } from "./runtimeJournal.ts"
+import { finishReserved, settleAborted } from "./settleSubmission.ts"
+import { materialize } from "./submitAdmission.ts"
+
+const operation = "DurableAgentRuntime.runRecovery"
+
+const journalOf = (env: RuntimeEnv, row: SubmissionSnapshot) =>
+  Effect.map(env.history.forSubmission(row.submissionId), (records) =>
+    readJournal(records.map((record) => record.entry)),
+  )
+
+/** Executes one decision; `false` when there was nothing to execute. */
+const execute = (
+  env: RuntimeEnv,
+  row: SubmissionSnapshot,
+  decision: RecoveryDecision,
+  journal: Journal,
+  now: number,
+) =>
+  Effect.gen(function* () {
+    const fence: Fence = {
+      _tag: "Unowned",
+      submissionId: row.submissionId,
+      producerEpoch: row.producerEpoch,
+      now,
+    }
+    switch (decision._tag) {
+      case "CompleteMaterialization":
+      case "RepairReadiness":
+        return yield* materialize(env, row)
+      case "ReleaseExpiredLease":
+        yield* env.ledger.transition(fence, "ready")
+        return
+      case "MarkUnknown": {
+        const open = journal.openUncertain
+        if (open !== undefined && !open.recorded) {
+          yield* env.history.append(
+            row.submissionId,
+            { _tag: "UnknownOutcomeRecorded", step: open.step, name: open.name },
+            fence,
+            now,
+          )
+        }
+        if (row.state === "running") yield* env.ledger.transition(fence, "unknown")
+        return
+      }
+      case "AppendReservedSettlement":
+      case "FinalizeLedgerFromHistory":
+        yield* finishReserved(env, row, decision._tag === "FinalizeLedgerFromHistory")
+        return
+      case "SettleAborted": {
+        const recorded = yield* journalOf(env, row)
+        yield* settleAborted(env, fence, row, recorded.abortRecorded)
+        return
+      }
+      case "ApplyUnknownResolutions":
+      case "ResumeSuspended":
+        yield* env.ledger.transition(fence, "ready")
+        yield* env.wake.notify(row.threadId)
+        return
+      case "ApplyInput":
+      case "ResumeFromTurnBoundary":
+      case "AwaitUnknownResolution":
+      case "AwaitApprovalDecision":
+      case "NoAction":
+        return
+    }
+  })
+
+const report = (
+  row: SubmissionSnapshot,
+  decision: RecoveryDecision,
+  disposition: RecoveryReport["disposition"],
+) => new RecoveryReport({ submissionId: row.submissionId, threadId: row.threadId, decision, disposition })
+
+/** Classifies and recovers one row under the runtime's lock. */
+const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
+  env.exclusive(
+    Effect.gen(function* () {
+      // The scan may be stale by the time the lock is held: decide on the current row.
+      const current = yield* env.ledger.lookup(scanned.submissionId)
+      if (Option.isNone(current) || current.value.state === "settled") {
+        return report(scanned, { _tag: "NoAction" }, "none")
+      }
+      const row = current.value
+      const now = yield* Clock.currentTimeMillis
+      const journal = recoveryNeedsHistory(row, now) ? yield* journalOf(env, row) : emptyJournal
+      const decision = classifyRecovery(row, now, journal)
+      return yield* execute(env, row, decision, journal, now).pipe(
+        Effect.as(report(row, decision, dispositionOf(decision))),
+        // Another writer moved the row first (a claim, a racing resolution): nothing is lost,
+        // the next pass classifies it again.
+        Effect.catchTags({
+          FenceRejected: () => Effect.succeed(report(row, decision, "deferred")),
+          OwnershipLost: () => Effect.succeed(report(row, decision, "deferred")),
+          InvalidTransition: () => Effect.succeed(report(row, decision, "deferred")),
+          SubmissionNotFound: (missing) => Effect.fail(vanished(operation)(missing)),
+        }),
+      )
+    }),
+  )
+
+/** `runRecovery`. @internal */
+export const makeRunRecovery = (env: RuntimeEnv) =>
+  Effect.gen(function* () {
+    const rows = yield* Stream.runCollect(env.ledger.scanNonterminal)
+    return yield* Effect.forEach(rows, (row) => recoverOne(env, row))
+  }).pipe(Effect.withSpan("DurableAgentRuntime.runRecovery"))

@@ -1,0 +1,126 @@
+/**
+ * What the runtime's parts share: the ledger and the history with a failpoint around every
+ * write, the registry, wake hints, timing, and the lock that serializes unowned writes.
+ */
+import { Effect, Semaphore } from "effect"
+import type { AgentRegistry } from "../AgentRegistration.ts"
+import type { DurableRuntimeFailpointError } from "./runtimeModel.ts"
+import type { DurableRuntimeSettings } from "../DurableRuntimeConfig.ts"
+import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../RuntimeFailpoint.ts"
+import type { SubmissionLedger } from "../SubmissionLedger.ts"
+import type { ThreadHistory } from "../ThreadHistory.ts"
+import type { WakeScheduler } from "../WakeScheduler.ts"
+import { LedgerError, type SubmissionNotFound } from "./ledgerModel.ts"
+
+type Ledger = SubmissionLedger["Service"]
+type History = ThreadHistory["Service"]
+
+const ledgerWrites = {
+  admit: "admit",
+  markReady: "mark-ready",
+  claim: "claim",
+  renew: "renew",
+  release: "release",
+  park: "park",
+  transition: "transition",
+  requestAbort: "request-abort",
+  reserveSettlement: "reserve-settlement",
+  finalizeSettlement: "finalize-settlement",
+} as const satisfies Record<string, RuntimeLedgerWrite>
+
+type WriteKey = keyof typeof ledgerWrites
+
+type WithFailpoint<F> = F extends (...args: infer Args) => Effect.Effect<infer A, infer E, infer R>
+  ? (...args: Args) => Effect.Effect<A, E | DurableRuntimeFailpointError, R>
+  : never
+
+/** The ledger as the runtime sees it: every write may stop at a failpoint. @internal */
+export type RuntimeLedger = Omit<Ledger, WriteKey> & { readonly [K in WriteKey]: WithFailpoint<Ledger[K]> }
+
+/** The history as the runtime sees it. @internal */
+export type RuntimeHistory = Omit<History, "append"> & { readonly append: WithFailpoint<History["append"]> }
+
+/** @internal */
+export type Hit = (location: RuntimeFailpointLocation) => Effect.Effect<void, DurableRuntimeFailpointError>
+
+/** The runtime's shared services. @internal */
+export interface RuntimeEnv {
+  readonly ledger: RuntimeLedger
+  /**
+   * `claim` without its failpoints: an Attempt hits them itself, the `after` one once it holds
+   * the Claim, so that a failure there still releases it.
+   */
+  readonly claimUnhooked: Ledger["claim"]
+  readonly history: RuntimeHistory
+  readonly hit: Hit
+  readonly registry: AgentRegistry["Service"]
+  readonly wake: WakeScheduler["Service"]
+  readonly settings: DurableRuntimeSettings
+  /**
+   * Serializes the runtime's unowned writes (admission materialization, recovery, external
+   * resolutions) within this incarnation, so a check and the writes it licenses are not
+   * interleaved with another unowned writer. Owners need no lock: their writes are fenced.
+   */
+  readonly exclusive: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+}
+
+const bracket =
+  (hit: Hit, before: RuntimeFailpointLocation, after: RuntimeFailpointLocation) =>
+  <Args extends ReadonlyArray<unknown>, A, E, R>(f: (...args: Args) => Effect.Effect<A, E, R>) =>
+  (...args: Args): Effect.Effect<A, E | DurableRuntimeFailpointError, R> =>
+    hit(before).pipe(
+      Effect.andThen(Effect.suspend(() => f(...args))),
+      Effect.tap(() => hit(after)),
+    )
+
+const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
+  const wrap = <K extends WriteKey>(key: K) =>
+    bracket(
+      hit,
+      `ledger:${ledgerWrites[key]}:before`,
+      `ledger:${ledgerWrites[key]}:after`,
+    )(
+      ledger[key] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>,
+    ) as unknown as RuntimeLedger[K]
+  return {
+    ...ledger,
+    admit: wrap("admit"),
+    markReady: wrap("markReady"),
+    claim: wrap("claim"),
+    renew: wrap("renew"),
+    release: wrap("release"),
+    park: wrap("park"),
+    transition: wrap("transition"),
+    requestAbort: wrap("requestAbort"),
+    reserveSettlement: wrap("reserveSettlement"),
+    finalizeSettlement: wrap("finalizeSettlement"),
+  }
+}
+
+/** Builds the shared services. @internal */
+export const makeRuntimeEnv = (services: {
+  readonly ledger: Ledger
+  readonly history: History
+  readonly hit: Hit
+  readonly registry: AgentRegistry["Service"]
+  readonly wake: WakeScheduler["Service"]
+  readonly settings: DurableRuntimeSettings
+}): RuntimeEnv => {
+  const lock = Semaphore.makeUnsafe(1)
+  return {
+    ...services,
+    ledger: instrumentLedger(services.ledger, services.hit),
+    claimUnhooked: services.ledger.claim,
+    history: {
+      ...services.history,
+      append: bracket(services.hit, "history:append:before", "history:append:after")(services.history.append),
+    },
+    exclusive: (effect) => Semaphore.withPermit(lock, effect),
+  }
+}
+
+/** A row that vanished under a write the runtime just licensed: storage is inconsistent. @internal */
+export const vanished =
+  (operation: string) =>
+  (missing: SubmissionNotFound): LedgerError =>
+    new LedgerError({ operation, message: missing.message })

@@ -1,0 +1,35 @@
+/** Assembles the durable agent runtime from its parts. @internal */
+import { Effect } from "effect"
+import { AgentRegistry } from "../AgentRegistration.ts"
+import type { DurableAgentRuntime } from "../DurableAgentRuntime.ts"
+import { DurableRuntimeConfig } from "../DurableRuntimeConfig.ts"
+import { RuntimeFailpoint } from "../RuntimeFailpoint.ts"
+import { SubmissionLedger } from "../SubmissionLedger.ts"
+import { ThreadHistory } from "../ThreadHistory.ts"
+import { WakeScheduler } from "../WakeScheduler.ts"
+import { makeProcessThreadHead } from "./attemptRun.ts"
+import { makeRunRecovery } from "./recoveryExecute.ts"
+import { makeRuntimeEnv } from "./runtimeEnv.ts"
+import { makeResolutions } from "./runtimeResolve.ts"
+import { makeSubmit, makeSubmitRegistered, makeValidate } from "./submitAdmission.ts"
+
+/** @internal */
+export const makeRuntime = Effect.gen(function* () {
+  const env = makeRuntimeEnv({
+    ledger: yield* SubmissionLedger,
+    history: yield* ThreadHistory,
+    hit: (yield* RuntimeFailpoint).hit,
+    registry: yield* AgentRegistry,
+    wake: yield* WakeScheduler,
+    settings: yield* DurableRuntimeConfig,
+  })
+  const service: DurableAgentRuntime["Service"] = {
+    validate: makeValidate(env),
+    submit: makeSubmit(env),
+    submitRegistered: makeSubmitRegistered(env),
+    ...makeResolutions(env),
+    runRecovery: makeRunRecovery(env),
+    processThreadHead: makeProcessThreadHead(env),
+  }
+  return service
+})

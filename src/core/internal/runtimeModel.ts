@@ -1,0 +1,128 @@
+/**
+ * Schemas and errors of the durable runtime, kept apart from the service so that the ledger,
+ * the history and the runtime's own parts can import them without a cycle. Re-exported by
+ * `DurableAgentRuntime`.
+ */
+import { Schema } from "effect"
+import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../Identifiers.ts"
+import type {
+  AdmissionRefused,
+  FenceRejected,
+  IdempotencyConflict,
+  LedgerError,
+  OwnershipLost,
+} from "./ledgerModel.ts"
+
+/** One recovery classification of a nonterminal Submission. */
+export const RecoveryDecision = Schema.Union([
+  Schema.TaggedStruct("CompleteMaterialization", {}),
+  Schema.TaggedStruct("RepairReadiness", {}),
+  Schema.TaggedStruct("ReleaseExpiredLease", {}),
+  Schema.TaggedStruct("ApplyInput", {}),
+  Schema.TaggedStruct("ResumeFromTurnBoundary", {}),
+  Schema.TaggedStruct("AppendReservedSettlement", {}),
+  Schema.TaggedStruct("FinalizeLedgerFromHistory", {}),
+  Schema.TaggedStruct("SettleAborted", {}),
+  Schema.TaggedStruct("MarkUnknown", { step: Schema.Int }),
+  Schema.TaggedStruct("AwaitUnknownResolution", { step: Schema.Int }),
+  Schema.TaggedStruct("ApplyUnknownResolutions", {}),
+  Schema.TaggedStruct("AwaitApprovalDecision", {}),
+  Schema.TaggedStruct("ResumeSuspended", {}),
+  Schema.TaggedStruct("NoAction", {}),
+])
+export type RecoveryDecision = typeof RecoveryDecision.Type
+
+/** `repaired`: executed now; `deferred`: a claiming worker finishes it; `none`: nothing owed; `unknown`: blocked on an Unknown Outcome. */
+export const RecoveryDisposition = Schema.Literals(["repaired", "deferred", "none", "unknown"])
+export type RecoveryDisposition = typeof RecoveryDisposition.Type
+
+/** The outcome of recovery for one nonterminal Submission. */
+export class RecoveryReport extends Schema.Class<RecoveryReport>("@effect-agent/RecoveryReport")({
+  submissionId: SubmissionId,
+  threadId: ThreadId,
+  decision: RecoveryDecision,
+  disposition: RecoveryDisposition,
+}) {}
+
+/** The durable identity returned by admission. */
+export class Receipt extends Schema.Class<Receipt>("@effect-agent/Receipt")({
+  receiptId: ReceiptId,
+  submissionId: SubmissionId,
+  threadId: ThreadId,
+  queueSequence: Schema.Int,
+  /** True when the idempotency key had been used and the original receipt is returned. */
+  replayed: Schema.Boolean,
+}) {}
+
+/** A request to admit one input for an agent in a Thread. */
+export class SubmitRequest extends Schema.Class<SubmitRequest>("@effect-agent/SubmitRequest")({
+  threadId: ThreadId,
+  agentId: AgentId,
+  idempotencyKey: IdempotencyKey,
+  /** The input in its encoded (JSON) form; decoded with the agent's input Schema. */
+  input: Schema.Json,
+}) {}
+
+/** An approval decision for a suspended Submission. */
+export class ApprovalDecision extends Schema.Class<ApprovalDecision>("@effect-agent/ApprovalDecision")({
+  approved: Schema.Boolean,
+  note: Schema.optionalKey(Schema.String),
+}) {}
+
+/** The authorized result of an Unknown Outcome. */
+export const UnknownResolution = Schema.Union([
+  Schema.TaggedStruct("Succeeded", { value: Schema.Json }),
+  Schema.TaggedStruct("Failed", { message: Schema.String }),
+])
+export type UnknownResolution = typeof UnknownResolution.Type
+
+/** A storage failure of the canonical history. */
+export class ThreadStoreError extends Schema.TaggedError<ThreadStoreError>()("ThreadStoreError", {
+  operation: Schema.String,
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect()),
+}) {}
+
+/** A settlement that disagrees with the one already reserved or recorded. */
+export class SettlementConflict extends Schema.TaggedError<SettlementConflict>()("SettlementConflict", {
+  submissionId: SubmissionId,
+  message: Schema.String,
+}) {}
+
+/** A replay that does not match the journal (a step renamed or reordered). */
+export class RunJournalError extends Schema.TaggedError<RunJournalError>()("RunJournalError", {
+  submissionId: SubmissionId,
+  message: Schema.String,
+}) {}
+
+/** A test failpoint that fired as a typed failure. */
+export class DurableRuntimeFailpointError extends Schema.TaggedError<DurableRuntimeFailpointError>()(
+  "DurableRuntimeFailpointError",
+  { location: Schema.String, message: Schema.String },
+) {}
+
+/** A resolution asked of a Submission that is not waiting for it. */
+export class NotPending extends Schema.TaggedError<NotPending>()("NotPending", {
+  submissionId: SubmissionId,
+  expected: Schema.Literals(["approval", "unknown-outcome", "retryable"]),
+  message: Schema.String,
+}) {}
+
+/** `awaitSettlement` gave up before the Submission settled. */
+export class SettlementTimeout extends Schema.TaggedError<SettlementTimeout>()("SettlementTimeout", {
+  submissionId: SubmissionId,
+  message: Schema.String,
+}) {}
+
+/** Failures of the runtime's own durable work; the pass propagates them. */
+export type DurableWorkerFailure =
+  | LedgerError
+  | OwnershipLost
+  | FenceRejected
+  | SettlementConflict
+  | ThreadStoreError
+  | RunJournalError
+  | DurableRuntimeFailpointError
+
+/** Failures of a caller's request at the runtime boundary. */
+export type SubmitFailure = AdmissionRefused | IdempotencyConflict | DurableWorkerFailure

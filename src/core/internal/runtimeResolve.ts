@@ -1,0 +1,188 @@
+/**
+ * External actions on one Submission: abort, approval and Unknown Outcome resolutions, admin
+ * retry, and waiting for the settlement. Each checks and writes under the runtime's lock, so
+ * two resolutions of the same wait cannot both pass the check.
+ */
+import { Clock, Effect, Option } from "effect"
+import {
+  type ApprovalDecision,
+  NotPending,
+  SettlementTimeout,
+  type UnknownResolution,
+} from "./runtimeModel.ts"
+import type { SubmissionId } from "../Identifiers.ts"
+import { type Fence, InvalidTransition, SubmissionNotFound, type SubmissionSnapshot } from "./ledgerModel.ts"
+import type { RuntimeEnv } from "./runtimeEnv.ts"
+import { readJournal } from "./runtimeJournal.ts"
+import { finishReserved, makeSettlement } from "./settleSubmission.ts"
+
+const rowOf = (env: RuntimeEnv, submissionId: SubmissionId) =>
+  Effect.flatMap(env.ledger.lookup(submissionId), (row) =>
+    Option.isSome(row)
+      ? Effect.succeed(row.value)
+      : Effect.fail(
+          new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in this ledger` }),
+        ),
+  )
+
+const journalOf = (env: RuntimeEnv, submissionId: SubmissionId) =>
+  Effect.map(env.history.forSubmission(submissionId), (records) =>
+    readJournal(records.map((record) => record.entry)),
+  )
+
+const unowned = (row: SubmissionSnapshot, now: number): Fence => ({
+  _tag: "Unowned",
+  submissionId: row.submissionId,
+  producerEpoch: row.producerEpoch,
+  now,
+})
+
+const notPending = (row: SubmissionSnapshot, expected: NotPending["expected"], message: string) =>
+  new NotPending({ submissionId: row.submissionId, expected, message })
+
+/** A state change that lost a race with another writer: the wait is no longer pending. */
+const lostRace =
+  (row: SubmissionSnapshot, expected: NotPending["expected"]) =>
+  <A, E, R>(
+    effect: Effect.Effect<A, E, R>,
+  ): Effect.Effect<A, Exclude<E, InvalidTransition> | NotPending, R> =>
+    Effect.mapError(effect, (error: E) => {
+      const refused: unknown = error
+      return refused instanceof InvalidTransition
+        ? notPending(row, expected, `submission ${row.submissionId} changed while it was being resolved`)
+        : (error as Exclude<E, InvalidTransition>)
+    })
+
+/** @internal */
+export const makeResolutions = (env: RuntimeEnv) => ({
+  abort: Effect.fn("DurableAgentRuntime.abort")(function* (submissionId: SubmissionId) {
+    const row = yield* env.exclusive(
+      Effect.gen(function* () {
+        const row = yield* rowOf(env, submissionId)
+        if (row.state === "settled" || row.state === "terminalizing") return row
+        const marked = yield* env.ledger.requestAbort(submissionId)
+        yield* env.hit("abort:after-intent")
+        return marked
+      }),
+    )
+    yield* env.wake.notify(row.threadId)
+  }),
+
+  resolveApproval: Effect.fn("DurableAgentRuntime.resolveApproval")(function* (
+    submissionId: SubmissionId,
+    decision: ApprovalDecision,
+  ) {
+    const row = yield* env.exclusive(
+      Effect.gen(function* () {
+        const row = yield* rowOf(env, submissionId)
+        const step =
+          row.state === "suspended" ? (yield* journalOf(env, submissionId)).openApproval : undefined
+        if (step === undefined) {
+          return yield* notPending(
+            row,
+            "approval",
+            `submission ${submissionId} is ${row.state}, not awaiting an approval`,
+          )
+        }
+        const now = yield* Clock.currentTimeMillis
+        const resolved = {
+          _tag: "ApprovalResolved",
+          step,
+          approved: decision.approved,
+          ...(decision.note === undefined ? {} : { note: decision.note }),
+        } as const
+        if (decision.approved) {
+          yield* env.history.append(submissionId, resolved, unowned(row, now), now)
+          yield* env.hit("resolve:after-intent")
+          return yield* env.ledger.transition(unowned(row, now), "ready").pipe(lostRace(row, "approval"))
+        }
+        // A denial settles directly: reserve first, so a crash leaves recovery a settlement to finish.
+        const settlement = yield* makeSettlement(row, {
+          outcome: "failed",
+          error: decision.note === undefined ? "approval denied" : `approval denied: ${decision.note}`,
+        })
+        const reserved = yield* env.ledger
+          .reserveSettlement(unowned(row, now), settlement)
+          .pipe(lostRace(row, "approval"))
+        yield* env.hit("terminalize:after-reserve")
+        yield* env.history.append(submissionId, resolved, unowned(reserved, now), now)
+        yield* env.hit("resolve:after-intent")
+        yield* finishReserved(env, reserved, false).pipe(lostRace(row, "approval"))
+        return reserved
+      }),
+    )
+    // An approval leaves work for an Attempt; a denial lets the lane's next Submission run.
+    yield* env.wake.notify(row.threadId)
+  }),
+
+  resolveUnknown: Effect.fn("DurableAgentRuntime.resolveUnknown")(function* (
+    submissionId: SubmissionId,
+    resolution: UnknownResolution,
+  ) {
+    const row = yield* env.exclusive(
+      Effect.gen(function* () {
+        const row = yield* rowOf(env, submissionId)
+        const open = row.state === "unknown" ? (yield* journalOf(env, submissionId)).openUncertain : undefined
+        if (open === undefined) {
+          return yield* notPending(
+            row,
+            "unknown-outcome",
+            `submission ${submissionId} is ${row.state}, not awaiting an Unknown Outcome resolution`,
+          )
+        }
+        const now = yield* Clock.currentTimeMillis
+        yield* env.history.append(
+          submissionId,
+          { _tag: "UnknownOutcomeResolved", step: open.step, resolution },
+          unowned(row, now),
+          now,
+        )
+        yield* env.hit("resolve:after-intent")
+        return yield* env.ledger.transition(unowned(row, now), "ready").pipe(lostRace(row, "unknown-outcome"))
+      }),
+    )
+    yield* env.wake.notify(row.threadId)
+  }),
+
+  retry: Effect.fn("DurableAgentRuntime.retry")(function* (submissionId: SubmissionId) {
+    const row = yield* env.exclusive(
+      Effect.gen(function* () {
+        const row = yield* rowOf(env, submissionId)
+        if (row.state !== "running") {
+          return yield* notPending(
+            row,
+            "retryable",
+            `submission ${submissionId} is ${row.state}, not running`,
+          )
+        }
+        const now = yield* Clock.currentTimeMillis
+        // Revocation ends the lease now: the fence treats it as expired, and the epoch advance
+        // fences out the revoked owner's later writes.
+        const revokeAt = Math.max(now, row.ownership?.leaseExpiresAt ?? now)
+        return yield* env.ledger.transition(unowned(row, revokeAt), "ready").pipe(lostRace(row, "retryable"))
+      }),
+    )
+    yield* env.wake.notify(row.threadId)
+  }),
+
+  awaitSettlement: Effect.fn("DurableAgentRuntime.awaitSettlement")(function* (
+    submissionId: SubmissionId,
+    options?: { readonly timeoutMillis?: number },
+  ) {
+    const start = yield* Clock.currentTimeMillis
+    const timeout = options?.timeoutMillis
+    while (true) {
+      const row = yield* rowOf(env, submissionId)
+      if (row.state === "settled" && row.settlement !== undefined) return row.settlement
+      const elapsed = (yield* Clock.currentTimeMillis) - start
+      if (timeout !== undefined && elapsed >= timeout) {
+        return yield* new SettlementTimeout({
+          submissionId,
+          message: `submission ${submissionId} did not settle within ${timeout} ms (it is ${row.state})`,
+        })
+      }
+      const poll = env.settings.settlementPollInterval
+      yield* Effect.sleep(timeout === undefined ? poll : Math.min(poll, timeout - elapsed))
+    }
+  }),
+})

@@ -1,0 +1,147 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import type { ThreadId } from "../../src/core/Identifiers.ts"
+import { makeRuns, reviewed, runsOf } from "./runtimeAgents.ts"
+import { processHead, processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
+import { freezeAt, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+
+/** A review suspended on its approval request. */
+const suspendedReview = (world: RuntimeWorld) =>
+  Effect.gen(function* () {
+    const runs = yield* makeRuns
+    const wakes = yield* Ref.make<ReadonlyArray<ThreadId>>([])
+    const incarnation = yield* world.incarnation({ agents: [reviewed(runs)], wakes })
+    const receipt = yield* submitTo(incarnation, "lane", "reviewed", "k", { n: 1 })
+    expect(yield* processHead(incarnation, "lane")).toEqual(Option.none())
+    yield* Ref.set(wakes, [])
+    return { runs, wakes, incarnation, receipt }
+  })
+
+for (const harness of runtimeHarnesses) {
+  describe(`AgentContext approvals (${harness.label})`, () => {
+    it.effect("suspends with no work owed and resumes after an approval", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { runs, wakes, incarnation, receipt } = yield* suspendedReview(world)
+          const runtime = runtimeOf(incarnation)
+          const row = yield* rowOf(incarnation, receipt.submissionId)
+          expect(row.state).toBe("suspended")
+          expect(row.ownership).toBeUndefined()
+          expect(yield* tagsOf(incarnation, receipt.submissionId)).toEqual([
+            "SubmissionAccepted",
+            "InputApplied",
+            "StepCompleted",
+            "ApprovalRequested",
+          ])
+          expect(yield* recover(incarnation)).toEqual({
+            [receipt.submissionId]: ["AwaitApprovalDecision", "none"],
+          })
+          expect(yield* processHead(incarnation, "lane")).toEqual(Option.none())
+          const wrongWait = yield* Effect.flip(
+            runtime.resolveUnknown(receipt.submissionId, { _tag: "Succeeded", value: null }),
+          )
+          expect(wrongWait._tag).toBe("NotPending")
+
+          yield* runtime.resolveApproval(receipt.submissionId, { approved: true, note: "ship it" })
+          expect(yield* Ref.get(wakes)).toEqual([receipt.threadId])
+          expect((yield* rowOf(incarnation, receipt.submissionId)).state).toBe("ready")
+          const settlement = yield* processToSettlement(incarnation, "lane")
+          expect(settlement.outcome).toBe("completed")
+          expect(settlement.output).toBe("draft-1 published (ship it)")
+          expect(yield* runsOf(runs)).toEqual({ draft: 1, publish: 1 })
+        }),
+      ),
+    )
+
+    it.effect("a denial settles the Submission failed at once", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { runs, wakes, incarnation, receipt } = yield* suspendedReview(world)
+          const runtime = runtimeOf(incarnation)
+          yield* runtime.resolveApproval(receipt.submissionId, { approved: false, note: "too long" })
+          expect(yield* Ref.get(wakes)).toEqual([receipt.threadId])
+          const settlement = yield* runtime.awaitSettlement(receipt.submissionId, { timeoutMillis: 0 })
+          expect(settlement.outcome).toBe("failed")
+          expect(settlement.error).toBe("approval denied: too long")
+          expect(yield* tagsOf(incarnation, receipt.submissionId)).toEqual([
+            "SubmissionAccepted",
+            "InputApplied",
+            "StepCompleted",
+            "ApprovalRequested",
+            "ApprovalResolved",
+            "SubmissionSettled",
+          ])
+          const again = yield* Effect.flip(runtime.resolveApproval(receipt.submissionId, { approved: true }))
+          expect(again._tag).toBe("NotPending")
+          expect(yield* runsOf(runs)).toEqual({ draft: 1 })
+        }),
+      ),
+    )
+
+    it.effect("recovery finishes a denial interrupted after its reservation", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { runs, incarnation, receipt } = yield* suspendedReview(world)
+          const crash = yield* freezeAt("terminalize:after-reserve")
+          const dying = yield* world.incarnation({ agents: [reviewed(runs)], failpoint: crash.handler })
+          yield* Effect.forkDetach(
+            runtimeOf(dying).resolveApproval(receipt.submissionId, { approved: false }),
+          )
+          yield* crash.reached
+          expect((yield* rowOf(incarnation, receipt.submissionId)).state).toBe("terminalizing")
+          const fresh = yield* world.incarnation({ agents: [reviewed(runs)] })
+          expect(yield* recover(fresh)).toEqual({
+            [receipt.submissionId]: ["AppendReservedSettlement", "repaired"],
+          })
+          const tags = yield* tagsOf(fresh, receipt.submissionId)
+          expect(tags.filter((tag) => tag === "SubmissionSettled")).toHaveLength(1)
+          const settlement = yield* runtimeOf(fresh).awaitSettlement(receipt.submissionId, {
+            timeoutMillis: 0,
+          })
+          expect(settlement.error).toBe("approval denied")
+          expect(yield* recover(fresh)).toEqual({})
+        }),
+      ),
+    )
+
+    it.effect("recovery resumes an approval recorded before its row moved", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { runs, receipt } = yield* suspendedReview(world)
+          const crash = yield* freezeAt("resolve:after-intent")
+          const dying = yield* world.incarnation({ agents: [reviewed(runs)], failpoint: crash.handler })
+          yield* Effect.forkDetach(runtimeOf(dying).resolveApproval(receipt.submissionId, { approved: true }))
+          yield* crash.reached
+          const fresh = yield* world.incarnation({ agents: [reviewed(runs)] })
+          expect(yield* recover(fresh)).toEqual({ [receipt.submissionId]: ["ResumeSuspended", "repaired"] })
+          expect((yield* processToSettlement(fresh, "lane")).output).toBe("draft-1 published (no note)")
+          expect(yield* runsOf(runs)).toEqual({ draft: 1, publish: 1 })
+        }),
+      ),
+    )
+
+    it.effect("an Attempt killed before parking suspends again without a second request", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const crash = yield* freezeAt("approval:after-request-append")
+          const dying = yield* world.incarnation({ agents: [reviewed(runs)], failpoint: crash.handler })
+          const receipt = yield* submitTo(dying, "lane", "reviewed", "k", { n: 2 })
+          yield* Effect.forkDetach(processHead(dying, "lane"))
+          yield* crash.reached
+          yield* TestClock.adjust(30_001)
+          const fresh = yield* world.incarnation({ agents: [reviewed(runs)] })
+          expect(yield* recover(fresh)).toEqual({
+            [receipt.submissionId]: ["ReleaseExpiredLease", "repaired"],
+          })
+          expect(yield* processHead(fresh, "lane")).toEqual(Option.none())
+          expect((yield* rowOf(fresh, receipt.submissionId)).state).toBe("suspended")
+          const tags = yield* tagsOf(fresh, receipt.submissionId)
+          expect(tags.filter((tag) => tag === "ApprovalRequested")).toHaveLength(1)
+          expect(yield* runsOf(runs)).toEqual({ draft: 1 })
+        }),
+      ),
+    )
+  })
+}

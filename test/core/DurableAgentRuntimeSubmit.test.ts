@@ -1,0 +1,175 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Option, Ref, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
+import { echo, failing, makeRuns, runsOf, threeSteps } from "./runtimeAgents.ts"
+import { processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
+import {
+  freezeAt,
+  historyOf,
+  ledgerOf,
+  runtimeHarnesses,
+  runtimeOf,
+  type Incarnation,
+} from "./runtimeHarness.ts"
+
+const nothingWritten = (incarnation: Incarnation, thread: string) =>
+  Effect.gen(function* () {
+    expect(yield* Stream.runCollect(ledgerOf(incarnation).scanNonterminal)).toEqual([])
+    const page = yield* historyOf(incarnation).page(ThreadId.make(thread), { limit: 10 })
+    expect(page.records).toEqual([])
+  })
+
+for (const harness of runtimeHarnesses) {
+  describe(`DurableAgentRuntime admission (${harness.label})`, () => {
+    it.effect("refuses an unknown agent and a malformed input before writing anything", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const incarnation = yield* world.incarnation({ agents: [echo] })
+          const unknown = yield* Effect.flip(submitTo(incarnation, "lane", "nobody", "a", { text: "x" }))
+          expect(unknown).toMatchObject({ _tag: "AdmissionRefused", reason: "unknown-agent" })
+          const malformed = yield* Effect.flip(submitTo(incarnation, "lane", "echo", "b", { text: 42 }))
+          expect(malformed).toMatchObject({ _tag: "AdmissionRefused", reason: "malformed-input" })
+          expect(malformed.message).toContain("text")
+          yield* nothingWritten(incarnation, "lane")
+        }),
+      ),
+    )
+
+    it.effect("refuses a full lane and an oversized input before writing anything", () =>
+      harness.run(
+        (world) =>
+          Effect.gen(function* () {
+            const incarnation = yield* world.incarnation({ agents: [echo] })
+            const large = yield* Effect.flip(
+              submitTo(incarnation, "lane", "echo", "big", { text: "x".repeat(100) }),
+            )
+            expect(large).toMatchObject({ _tag: "AdmissionRefused", reason: "input-bytes" })
+            yield* nothingWritten(incarnation, "lane")
+            const first = yield* submitTo(incarnation, "lane", "echo", "a", { text: "one" })
+            const full = yield* Effect.flip(submitTo(incarnation, "lane", "echo", "b", { text: "two" }))
+            expect(full).toMatchObject({ _tag: "AdmissionRefused", reason: "queue-depth" })
+            const rows = yield* Stream.runCollect(ledgerOf(incarnation).scanNonterminal)
+            expect(rows.map((row) => row.submissionId)).toEqual([first.submissionId])
+          }),
+        { limits: { maxQueueDepthPerLane: 1, maxInputBytes: 64 } },
+      ),
+    )
+
+    it.effect("returns the original receipt for a used key and refuses it for another input", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const wakes = yield* Ref.make<ReadonlyArray<ThreadId>>([])
+          const incarnation = yield* world.incarnation({ agents: [echo], wakes })
+          const first = yield* submitTo(incarnation, "lane", "echo", "a", { text: "hello" })
+          expect(first.replayed).toBe(false)
+          const again = yield* submitTo(incarnation, "lane", "echo", "a", { text: "hello" })
+          expect(again).toEqual({ ...first, replayed: true })
+          const conflict = yield* Effect.flip(submitTo(incarnation, "lane", "echo", "a", { text: "other" }))
+          expect(conflict._tag).toBe("IdempotencyConflict")
+          expect(yield* Ref.get(wakes)).toEqual([first.threadId])
+          expect(yield* tagsOf(incarnation, first.submissionId)).toEqual(["SubmissionAccepted"])
+          expect((yield* rowOf(incarnation, first.submissionId)).state).toBe("ready")
+        }),
+      ),
+    )
+
+    it.effect("admits a typed input for a registered agent", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const incarnation = yield* world.incarnation({ agents: [echo] })
+          const receipt = yield* runtimeOf(incarnation).submitRegistered(echo, {
+            threadId: ThreadId.make("lane"),
+            idempotencyKey: IdempotencyKey.make("typed"),
+            input: { text: "typed" },
+          })
+          expect((yield* processToSettlement(incarnation, "lane")).output).toBe("typed")
+          expect(receipt.queueSequence).toBe(1)
+        }),
+      ),
+    )
+
+    it.effect("recovery completes an admission killed before its acceptance record", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const crash = yield* freezeAt("submit:after-admit")
+          const dying = yield* world.incarnation({ agents: [echo], failpoint: crash.handler })
+          yield* Effect.forkDetach(submitTo(dying, "lane", "echo", "a", { text: "hi" }))
+          yield* crash.reached
+          const fresh = yield* world.incarnation({ agents: [echo] })
+          const [row] = yield* Stream.runCollect(ledgerOf(fresh).scanNonterminal)
+          expect(row?.state).toBe("admitted")
+          const submissionId = Option.getOrThrow(Option.fromNullishOr(row)).submissionId
+          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["CompleteMaterialization", "repaired"] })
+          expect(yield* tagsOf(fresh, submissionId)).toEqual(["SubmissionAccepted"])
+          expect((yield* rowOf(fresh, submissionId)).state).toBe("ready")
+          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["ApplyInput", "deferred"] })
+          expect((yield* processToSettlement(fresh, "lane")).output).toBe("hi")
+        }),
+      ),
+    )
+
+    it.effect("repairs readiness, or lets a replayed submit finish a half-admitted row", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const crash = yield* freezeAt("ledger:mark-ready:before")
+          const dying = yield* world.incarnation({ agents: [echo], failpoint: crash.handler })
+          yield* Effect.forkDetach(submitTo(dying, "lane", "echo", "a", { text: "one" }))
+          yield* crash.reached
+          const fresh = yield* world.incarnation({ agents: [echo] })
+          const replayed = yield* submitTo(fresh, "lane", "echo", "a", { text: "one" })
+          expect(replayed.replayed).toBe(true)
+          expect((yield* rowOf(fresh, replayed.submissionId)).state).toBe("ready")
+          expect(yield* tagsOf(fresh, replayed.submissionId)).toEqual(["SubmissionAccepted"])
+
+          const again = yield* freezeAt("ledger:mark-ready:before")
+          const dyingAgain = yield* world.incarnation({ agents: [echo], failpoint: again.handler })
+          yield* Effect.forkDetach(submitTo(dyingAgain, "other", "echo", "b", { text: "two" }))
+          yield* again.reached
+          const last = yield* world.incarnation({ agents: [echo] })
+          const reports = Object.values(yield* recover(last))
+          expect(reports).toContainEqual(["RepairReadiness", "repaired"])
+        }),
+      ),
+    )
+  })
+
+  describe(`DurableAgentRuntime settlement (${harness.label})`, () => {
+    it.effect("settles failed with the program's AgentFailure", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const incarnation = yield* world.incarnation({ agents: [failing(runs)] })
+          yield* submitTo(incarnation, "lane", "failing", "a", { n: 1 })
+          const settlement = yield* processToSettlement(incarnation, "lane")
+          expect(settlement).toMatchObject({ outcome: "failed", error: "the agent gave up" })
+          expect(yield* runsOf(runs)).toEqual({ try: 1 })
+        }),
+      ),
+    )
+
+    it.effect("awaitSettlement polls until the settlement and times out on virtual time", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const incarnation = yield* world.incarnation({ agents: [threeSteps(runs)] })
+          const runtime = runtimeOf(incarnation)
+          const receipt = yield* submitTo(incarnation, "lane", "three-steps", "a", { n: 1 })
+          const timedOut = yield* Effect.forkChild(
+            Effect.flip(runtime.awaitSettlement(receipt.submissionId, { timeoutMillis: 1_200 })),
+          )
+          yield* TestClock.adjust(1_200)
+          expect((yield* Fiber.join(timedOut))._tag).toBe("SettlementTimeout")
+          const waiting = yield* Effect.forkChild(runtime.awaitSettlement(receipt.submissionId))
+          const settlement = yield* processToSettlement(incarnation, "lane")
+          yield* TestClock.adjust(500)
+          expect(yield* Fiber.join(waiting)).toEqual(settlement)
+          const missing = yield* Effect.flip(
+            runtime.awaitSettlement(SubmissionId.make("nope"), { timeoutMillis: 0 }),
+          )
+          expect(missing._tag).toBe("SubmissionNotFound")
+        }),
+      ),
+    )
+  })
+}

@@ -1,0 +1,29 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { decodeThreadId, maxIdentifierLength } from "../../src/core/Identifiers.ts"
+
+describe("Identifiers", () => {
+  it.effect("accepts non-empty identifiers up to the length limit", () =>
+    Effect.gen(function* () {
+      expect(yield* decodeThreadId("thread-1")).toBe("thread-1")
+      expect(yield* decodeThreadId("é🙂")).toBe("é🙂")
+      expect(yield* decodeThreadId("x".repeat(maxIdentifierLength))).toHaveLength(maxIdentifierLength)
+    }),
+  )
+
+  it.effect("refuses empty, overlong and control-character identifiers with a named check", () =>
+    Effect.gen(function* () {
+      for (const [value, expected] of [
+        ["", "non-empty"],
+        ["x".repeat(maxIdentifierLength + 1), `at most ${maxIdentifierLength}`],
+        ["bad\u0007id", "without control characters"],
+        ["bad\u0085id", "without control characters"],
+      ] as const) {
+        const error = yield* Effect.flip(decodeThreadId(value))
+        expect(error._tag).toBe("SchemaError")
+        expect(error.message).toContain(expected)
+      }
+      expect((yield* Effect.flip(decodeThreadId(42))).message).toContain("string")
+    }),
+  )
+})

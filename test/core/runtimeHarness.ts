@@ -1,0 +1,202 @@
+/**
+ * Harness of the runtime suites. A test body gets a world: one storage (a SQLite-backed Durable
+ * Object, or an in-memory store) on which it builds incarnations, i.e. fresh runtime layers
+ * over the same storage. Abandoning an incarnation whose fiber is frozen at a failpoint
+ * simulates a kill: no finalizer runs and its memory is lost. Bodies run with the calling
+ * test's services, so `TestClock` drives every lease, yield and poll.
+ */
+import { SqliteClient } from "@effect/sql-sqlite-do"
+import { env, runInDurableObject } from "cloudflare:test"
+import { Context, Deferred, Effect, Layer, Ref } from "effect"
+import type { Scope } from "effect"
+import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
+import { DurableAgentRuntime, DurableRuntimeFailpointError } from "../../src/core/DurableAgentRuntime.ts"
+import { DurableRuntimeConfig, type DurableRuntimeSettings } from "../../src/core/DurableRuntimeConfig.ts"
+import type { ThreadId } from "../../src/core/Identifiers.ts"
+import {
+  RuntimeFailpoint,
+  type RuntimeFailpointHandler,
+  type RuntimeFailpointLocation,
+} from "../../src/core/RuntimeFailpoint.ts"
+import {
+  SubmissionLedger,
+  SubmissionLedgerLimits,
+  type LedgerLimits,
+} from "../../src/core/SubmissionLedger.ts"
+import { layerMemoryWithLedger, layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { WakeScheduler } from "../../src/core/WakeScheduler.ts"
+
+/** The services of one incarnation. */
+export type Incarnation = Context.Context<DurableAgentRuntime | SubmissionLedger | ThreadHistory>
+
+/** What one incarnation runs with. */
+export interface IncarnationOptions {
+  readonly agents: ReadonlyArray<AnyAgentDefinition>
+  readonly failpoint?: RuntimeFailpointHandler
+  readonly config?: Partial<DurableRuntimeSettings>
+  /** Records wake hints. */
+  readonly wakes?: Ref.Ref<ReadonlyArray<ThreadId>>
+}
+
+/** One storage and the incarnations built over it. */
+export interface RuntimeWorld {
+  readonly incarnation: (options: IncarnationOptions) => Effect.Effect<Incarnation, never, Scope.Scope>
+}
+
+/** Runs bodies against one kind of storage. */
+export interface RuntimeHarness {
+  readonly label: string
+  readonly run: <A, E>(
+    body: (world: RuntimeWorld) => Effect.Effect<A, E, Scope.Scope>,
+    options?: { readonly limits?: LedgerLimits },
+  ) => Effect.Effect<A, E>
+}
+
+const limitsLayer = (limits: LedgerLimits | undefined) =>
+  limits === undefined ? Layer.empty : Layer.succeed(SubmissionLedgerLimits, limits)
+
+const runtimeLayer = (options: IncarnationOptions) =>
+  DurableAgentRuntime.layerWithBindings(options.agents).pipe(
+    Layer.provide(
+      Layer.mergeAll(
+        options.failpoint === undefined
+          ? RuntimeFailpoint.layer
+          : RuntimeFailpoint.layerTest(options.failpoint),
+        options.wakes === undefined
+          ? WakeScheduler.layer
+          : Layer.succeed(WakeScheduler, {
+              notify: (threadId) =>
+                Ref.update(options.wakes as Ref.Ref<ReadonlyArray<ThreadId>>, (all) => [...all, threadId]),
+            }),
+        DurableRuntimeConfig.layer(options.config),
+      ),
+    ),
+    Layer.orDie,
+  )
+
+const buildOver = <R>(
+  storage: Layer.Layer<R | SubmissionLedger | ThreadHistory>,
+  options: IncarnationOptions,
+) =>
+  Layer.build(Layer.fresh(runtimeLayer(options).pipe(Layer.provideMerge(storage)))) as Effect.Effect<
+    Incarnation,
+    never,
+    Scope.Scope
+  >
+
+/** A fresh SQLite-backed Durable Object per body; every incarnation opens its storage anew. */
+export const sqlRuntimeHarness: RuntimeHarness = {
+  label: "SQLite in a Durable Object",
+  run: (body, options) =>
+    Effect.gen(function* () {
+      const context = yield* Effect.context<never>()
+      const exit = yield* Effect.promise(() =>
+        runInDurableObject(env.LEDGER_TEST.getByName(`runtime-${crypto.randomUUID()}`), (_instance, state) =>
+          Effect.runPromiseExit(
+            Effect.provideContext(
+              Effect.scoped(
+                body({
+                  incarnation: (incarnation) =>
+                    buildOver(
+                      layerWithLedger.pipe(
+                        Layer.provide(SqliteClient.layer({ storage: state.storage })),
+                        Layer.provide(limitsLayer(options?.limits)),
+                        Layer.orDie,
+                      ),
+                      incarnation,
+                    ),
+                }),
+              ),
+              context,
+            ),
+          ),
+        ),
+      )
+      return yield* exit
+    }),
+}
+
+/** A fresh in-memory store per body, shared by its incarnations. */
+export const memoryRuntimeHarness: RuntimeHarness = {
+  label: "in memory",
+  run: (body, options) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* Layer.build(
+          layerMemoryWithLedger.pipe(Layer.provide(limitsLayer(options?.limits)), Layer.orDie),
+        )
+        return yield* body({
+          incarnation: (incarnation) => buildOver(Layer.succeedContext(store), incarnation),
+        })
+      }),
+    ),
+}
+
+/** Both storages, for suites that run the same scenarios on each. */
+export const runtimeHarnesses: ReadonlyArray<RuntimeHarness> = [sqlRuntimeHarness, memoryRuntimeHarness]
+
+/** Runs `effect` with the services of an incarnation. */
+export const within =
+  (incarnation: Incarnation) =>
+  <A, E>(
+    effect: Effect.Effect<A, E, DurableAgentRuntime | SubmissionLedger | ThreadHistory>,
+  ): Effect.Effect<A, E> =>
+    Effect.provideContext(effect, incarnation)
+
+/** The runtime of an incarnation. */
+export const runtimeOf = (incarnation: Incarnation) => Context.get(incarnation, DurableAgentRuntime)
+
+/** The ledger of an incarnation. */
+export const ledgerOf = (incarnation: Incarnation) => Context.get(incarnation, SubmissionLedger)
+
+/** The history of an incarnation. */
+export const historyOf = (incarnation: Incarnation) => Context.get(incarnation, ThreadHistory)
+
+/** Counts hits of one location and acts on the `nth` (1-based). */
+const onNth =
+  (location: RuntimeFailpointLocation, nth: number, act: Effect.Effect<void, DurableRuntimeFailpointError>) =>
+  (hits: Ref.Ref<number>): RuntimeFailpointHandler =>
+  (at) =>
+    at !== location
+      ? Effect.void
+      : Effect.flatMap(
+          Ref.updateAndGet(hits, (n) => n + 1),
+          (n) => (n === nth ? act : Effect.void),
+        )
+
+/** A failpoint that freezes the `nth` hit of `location` forever (a kill) and signals `reached`. */
+export const freezeAt = (location: RuntimeFailpointLocation, nth = 1) =>
+  Effect.gen(function* () {
+    const reached = yield* Deferred.make<void>()
+    const hits = yield* Ref.make(0)
+    const handler = onNth(
+      location,
+      nth,
+      Effect.andThen(Deferred.succeed(reached, undefined), Effect.never),
+    )(hits)
+    return { handler, reached: Deferred.await(reached) }
+  })
+
+/** A failpoint that fails the `nth` hit of `location` with a typed error. */
+export const failAt = (location: RuntimeFailpointLocation, nth = 1) =>
+  Effect.map(Ref.make(0), (hits) =>
+    onNth(
+      location,
+      nth,
+      Effect.fail(new DurableRuntimeFailpointError({ location, message: `failpoint ${location} fired` })),
+    )(hits),
+  )
+
+/** A failpoint that holds the `nth` hit of `location` until `resume`, signalling `reached`. */
+export const pauseAt = (location: RuntimeFailpointLocation, nth = 1) =>
+  Effect.gen(function* () {
+    const reached = yield* Deferred.make<void>()
+    const resume = yield* Deferred.make<void>()
+    const hits = yield* Ref.make(0)
+    const handler = onNth(
+      location,
+      nth,
+      Effect.andThen(Deferred.succeed(reached, undefined), Deferred.await(resume)),
+    )(hits)
+    return { handler, reached: Deferred.await(reached), resume: Deferred.succeed(resume, undefined) }
+  })
