@@ -9,7 +9,15 @@ export default defineConfig({
         test: {
           name: "workerd",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/node/**"],
+          exclude: ["test/node/**", "test/example/**"],
+        },
+      },
+      {
+        // The example Worker end to end, under its own wrangler config.
+        plugins: [cloudflareTest({ wrangler: { configPath: "./example/wrangler.jsonc" } })],
+        test: {
+          name: "example",
+          include: ["test/example/**/*.test.ts"],
         },
       },
       {
@@ -17,6 +25,8 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["test/node/**/*.test.ts"],
+          // Each test boots workerd (twice for a restart) and waits on real alarms.
+          testTimeout: 30_000,
         },
       },
     ],

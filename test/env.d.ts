@@ -1,9 +1,11 @@
+import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 
 declare global {
   namespace Cloudflare {
     interface Env {
+      readonly BENCH_TEST: DurableObjectNamespace<BenchTestObject>
       readonly LEDGER_TEST: DurableObjectNamespace<LedgerTestObject>
       readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
     }

@@ -1,4 +1,5 @@
 /** The test Worker: exports every Durable Object class the workerd suites address. */
+export { BenchTestObject } from "./benchObject.ts"
 export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
 

@@ -1,0 +1,152 @@
+/**
+ * A counting view of a Durable Object's storage, for the bench. Wrap `ctx` once in the
+ * constructor and hand the wrapped state to the code under measurement; harness queries keep
+ * using the raw `ctx.storage` so they are not counted.
+ *
+ * SQL rows come from each cursor's `rowsRead`/`rowsWritten`, which are final only once the cursor
+ * is consumed, so cursors are kept and summed when a snapshot is taken. KV and alarm calls are
+ * counted at the call (their row reads are not visible to JavaScript). `total_changes()` counts
+ * every row change on the connection, including workerd's hidden KV and alarm tables.
+ */
+import type { MeterCounts } from "./report.ts"
+
+export type { MeterCounts }
+
+/** The counting view and its controls. */
+export interface StorageMeter {
+  /** `ctx` with `storage` replaced by the counting view; everything else is the real state. */
+  readonly state: DurableObjectState
+  readonly storage: DurableObjectStorage
+  /** Call at the top of `alarm()`. */
+  readonly delivered: () => void
+  readonly reset: () => void
+  readonly snapshot: () => MeterCounts
+}
+
+type Calls = { -readonly [K in Exclude<keyof MeterCounts, `sql${string}` | "totalChanges">]: number }
+
+const zero = (): Calls => ({
+  kvGets: 0,
+  kvPuts: 0,
+  kvDeletes: 0,
+  kvLists: 0,
+  alarmGets: 0,
+  alarmSets: 0,
+  alarmDeletes: 0,
+  alarmDeliveries: 0,
+})
+
+const keyCount = (keys: unknown): number =>
+  Array.isArray(keys) ? keys.length : typeof keys === "object" && keys !== null ? Object.keys(keys).length : 1
+
+/** A view of `target` whose members in `overrides` replace the real ones; methods stay bound. */
+const overlay = <T extends object>(target: T, overrides: Partial<Record<keyof T, unknown>>): T =>
+  new Proxy(target, {
+    get: (raw, key) => {
+      if (Object.hasOwn(overrides, key)) return overrides[key as keyof T]
+      const value: unknown = Reflect.get(raw, key, raw)
+      return typeof value === "function" ? value.bind(raw) : value
+    },
+  })
+
+/** Wraps `ctx` so that every storage call made through the returned state is counted. */
+export const meterState = (ctx: DurableObjectState): StorageMeter => {
+  const raw = ctx.storage
+  let calls = zero()
+  let cursors: Array<SqlStorageCursor<Record<string, SqlStorageValue>>> = []
+  let changesAtReset = 0
+  const totalChanges = (): number => raw.sql.exec<{ n: number }>("SELECT total_changes() AS n").one().n
+
+  // The async KV and alarm surface shared by storage and transactions.
+  const asyncCalls = <T extends DurableObjectStorage | DurableObjectTransaction>(target: T) => ({
+    get: (keys: string | Array<string>, options?: DurableObjectGetOptions) => {
+      calls.kvGets += keyCount(keys)
+      return typeof keys === "string" ? target.get(keys, options) : target.get(keys, options)
+    },
+    put: (
+      keyOrEntries: string | Record<string, unknown>,
+      value?: unknown,
+      options?: DurableObjectPutOptions,
+    ) => {
+      calls.kvPuts += keyCount(keyOrEntries)
+      return typeof keyOrEntries === "string"
+        ? target.put(keyOrEntries, value, options)
+        : target.put(keyOrEntries, value as DurableObjectPutOptions | undefined)
+    },
+    delete: (keys: string | Array<string>, options?: DurableObjectPutOptions) => {
+      calls.kvDeletes += keyCount(keys)
+      return typeof keys === "string" ? target.delete(keys, options) : target.delete(keys, options)
+    },
+    list: (options?: DurableObjectListOptions) => {
+      calls.kvLists += 1
+      return target.list(options)
+    },
+    getAlarm: (options?: DurableObjectGetAlarmOptions) => {
+      calls.alarmGets += 1
+      return target.getAlarm(options)
+    },
+    setAlarm: (time: number | Date, options?: DurableObjectSetAlarmOptions) => {
+      calls.alarmSets += 1
+      return target.setAlarm(time, options)
+    },
+    deleteAlarm: (options?: DurableObjectSetAlarmOptions) => {
+      calls.alarmDeletes += 1
+      return target.deleteAlarm(options)
+    },
+  })
+
+  const sql = overlay(raw.sql, {
+    exec: (query: string, ...bindings: Array<unknown>) => {
+      const cursor = raw.sql.exec(query, ...bindings)
+      cursors.push(cursor)
+      return cursor
+    },
+  })
+  const kv = overlay(raw.kv, {
+    get: (key: string) => {
+      calls.kvGets += 1
+      return raw.kv.get(key)
+    },
+    put: (key: string, value: unknown) => {
+      calls.kvPuts += 1
+      raw.kv.put(key, value)
+    },
+    delete: (key: string) => {
+      calls.kvDeletes += 1
+      return raw.kv.delete(key)
+    },
+    list: (options?: SyncKvListOptions) => {
+      calls.kvLists += 1
+      return raw.kv.list(options)
+    },
+  })
+  const storage = overlay(raw, {
+    ...asyncCalls(raw),
+    sql,
+    kv,
+    transaction: <T>(closure: (txn: DurableObjectTransaction) => Promise<T>) =>
+      raw.transaction((txn) => closure(overlay(txn, asyncCalls(txn)))),
+  })
+
+  const reset = (): void => {
+    calls = zero()
+    cursors = []
+    changesAtReset = totalChanges()
+  }
+  reset()
+  return {
+    state: overlay(ctx, { storage }),
+    storage,
+    delivered: () => {
+      calls.alarmDeliveries += 1
+    },
+    reset,
+    snapshot: () => ({
+      sqlStatements: cursors.length,
+      sqlRowsRead: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0),
+      sqlRowsWritten: cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0),
+      totalChanges: totalChanges() - changesAtReset,
+      ...calls,
+    }),
+  }
+}
