@@ -1,0 +1,163 @@
+/**
+ * A durable settlement outbox: an application `ThreadHostMaintenance` hook that relays every
+ * settled refund to the relay inbox, sharing the Thread Object's alarm.
+ *
+ * - Envelopes are persisted (read from the canonical history feed after a stored cursor)
+ *   before anything is dispatched, in one SQL transaction with the cursor.
+ * - Each dispatch records its receipt after it succeeds, or its retry time after it fails;
+ *   retries fall to later alarms through `pendingDeadline`, never to a sleep here.
+ * - Every write is receipt-only bookkeeping, so it goes through the mutation gate with
+ *   `invalidatesRecovery: false`: it must not create native recovery debt.
+ * - One wave per maintenance event, and only if it fits before `dispatchUntil`. When native
+ *   work finishes, settlements it produced are collected (local bookkeeping, no dispatch), so
+ *   their envelopes are due at the next alarm.
+ */
+import { Clock, DateTime, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import {
+  DurableAlarmError,
+  ThreadHostMaintenance,
+  ThreadMutationGate,
+} from "@effect-agent/platform-cloudflare/Alarm"
+import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
+import { ThreadHistory } from "@effect-agent/platform-cloudflare/thread-history"
+import { Envelope, type RelayInboxRpc } from "./relayInbox.ts"
+
+/** Envelopes dispatched per wave, one after another. */
+const waveSize = 5
+/** The allowance of one dispatch; the wave allowance is their sum. */
+const dispatchMillis = 2_000
+const feedBatch = 100
+
+const migrations = [
+  `CREATE TABLE IF NOT EXISTS refund_outbox (
+    envelope_id TEXT PRIMARY KEY NOT NULL,
+    payload TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at REAL NOT NULL,
+    delivered_at REAL
+  )`,
+  `CREATE INDEX IF NOT EXISTS refund_outbox_due ON refund_outbox (next_attempt_at) WHERE delivered_at IS NULL`,
+  `CREATE TABLE IF NOT EXISTS refund_outbox_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL)`,
+  `INSERT OR IGNORE INTO refund_outbox_cursor (id, position) VALUES (1, 0)`,
+]
+
+const retryDelay = (attempts: number) => Math.min(60_000, 1_000 * 2 ** attempts)
+
+const encodeEnvelope = Schema.encodeSync(Schema.fromJsonString(Envelope))
+
+const outboxError = (operation: string) => (cause: unknown) =>
+  new DurableAlarmError({ operation, message: `the refund outbox could not ${operation}`, cause })
+
+/** The outbox hook, built once per incarnation over the Object's own storage. */
+export const RefundOutbox = Layer.effect(
+  ThreadHostMaintenance,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    const gate = yield* ThreadMutationGate
+    const history = yield* ThreadHistory
+    const { env } = yield* DurableObjectContext
+    yield* Effect.forEach(migrations, (statement) => sql.unsafe(statement), { discard: true })
+    const inbox = () => env.RELAY.getByName("relay") as unknown as RelayInboxRpc
+
+    const receipt = (operation: string, statement: string, params: ReadonlyArray<unknown>) =>
+      gate.withMutation(Effect.mapError(sql.unsafe(statement, params), outboxError(operation)), {
+        invalidatesRecovery: false,
+      })
+
+    // Persist envelopes for new settlements before any dispatch, with the cursor, atomically.
+    const collect = Effect.gen(function* () {
+      const [cursor] = yield* sql<{
+        position: number
+      }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`
+      const feed = yield* history.feed({ after: cursor?.position ?? 0, limit: feedBatch })
+      if (feed.entries.length === 0) return
+      const now = yield* Clock.currentTimeMillis
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          for (const { record } of feed.entries) {
+            if (record.entry._tag !== "SubmissionSettled") continue
+            const envelope = Envelope.make({
+              envelopeId: `settled:${record.submissionId}`,
+              threadId: record.threadId,
+              submissionId: record.submissionId,
+              outcome: record.entry.outcome,
+              settledAt: record.recordedAt,
+              ...(record.entry.output === undefined ? {} : { output: record.entry.output }),
+            })
+            yield* sql`INSERT OR IGNORE INTO refund_outbox (envelope_id, payload, next_attempt_at)
+              VALUES (${envelope.envelopeId}, ${encodeEnvelope(envelope)}, ${now})`
+          }
+          yield* sql`UPDATE refund_outbox_cursor SET position = ${feed.last} WHERE id = 1`
+        }),
+      )
+    }).pipe(Effect.mapError(outboxError("collect settlements")))
+
+    const dispatch = (row: { envelope_id: string; payload: string; attempts: number }) =>
+      // RPC arguments are structured-cloned: send the encoded envelope, not the class instance.
+      Effect.tryPromise(() => inbox().deliver(JSON.parse(row.payload) as typeof Envelope.Encoded)).pipe(
+        Effect.timeout(dispatchMillis),
+        Effect.matchEffect({
+          onSuccess: () =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              receipt(
+                "record a delivery",
+                "UPDATE refund_outbox SET delivered_at = ? WHERE envelope_id = ?",
+                [now, row.envelope_id],
+              ),
+            ),
+          onFailure: (cause) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.andThen(
+                Effect.logWarning(
+                  "Refund relay failed; retrying at a later alarm",
+                  { envelope: row.envelope_id },
+                  cause,
+                ),
+                receipt(
+                  "schedule a retry",
+                  "UPDATE refund_outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE envelope_id = ?",
+                  [now + retryDelay(row.attempts), row.envelope_id],
+                ),
+              ),
+            ),
+        }),
+      )
+
+    const wave = (dispatchUntil: DateTime.Utc) =>
+      Effect.gen(function* () {
+        yield* gate.withMutation(collect, { invalidatesRecovery: false })
+        const now = yield* Clock.currentTimeMillis
+        // Admit the wave only if its whole allowance fits before the horizon.
+        if (now + waveSize * dispatchMillis > DateTime.toEpochMillis(dispatchUntil)) return
+        const due = yield* sql<{ envelope_id: string; payload: string; attempts: number }>`
+          SELECT envelope_id, payload, attempts FROM refund_outbox
+          WHERE delivered_at IS NULL AND next_attempt_at <= ${now}
+          ORDER BY next_attempt_at LIMIT ${waveSize}`.pipe(Effect.mapError(outboxError("read due envelopes")))
+        yield* Effect.forEach(due, dispatch, { discard: true })
+      })
+
+    const pendingDeadline = Effect.gen(function* () {
+      const [due] = yield* sql<{ at: number | null }>`
+        SELECT min(next_attempt_at) AS at FROM refund_outbox WHERE delivered_at IS NULL`
+      const [cursor] = yield* sql<{
+        position: number
+      }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`
+      const end = yield* history.feedEnd
+      // Settlements not yet collected are due now.
+      const uncollected = end > (cursor?.position ?? 0) ? Option.some(0) : Option.none<number>()
+      const retry = due?.at === null || due?.at === undefined ? Option.none<number>() : Option.some(due.at)
+      return Option.isSome(uncollected) ? uncollected : retry
+    }).pipe(Effect.mapError(outboxError("read its deadline")))
+
+    return {
+      dispatchTimeoutMillis: waveSize * dispatchMillis,
+      drainUntil: (sourceFinished, dispatchUntil) =>
+        wave(dispatchUntil).pipe(
+          Effect.andThen(sourceFinished),
+          Effect.andThen(gate.withMutation(collect, { invalidatesRecovery: false })),
+        ),
+      pendingDeadline,
+    }
+  }),
+)

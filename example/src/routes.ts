@@ -1,0 +1,130 @@
+/**
+ * The example's HTTP routes. Each route is one `ThreadClient` call; typed errors become JSON
+ * bodies with an HTTP status that names the kind of problem.
+ */
+import { Effect, Schema } from "effect"
+import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
+
+type Client = ThreadClient.ThreadClient
+type Route = (
+  client: Client,
+  body: unknown,
+  url: URL,
+) => Effect.Effect<unknown, ThreadClient.ThreadClientError>
+
+const statusOf = (error: ThreadClient.ThreadClientError): number => {
+  switch (error._tag) {
+    case "InvalidRequest":
+      return 400
+    case "AdmissionRefused":
+      return error.reason === "queue-depth" ? 429 : error.reason === "input-bytes" ? 413 : 400
+    case "SubmissionNotFound":
+      return 404
+    case "NotPending":
+    case "IdempotencyConflict":
+    case "InvalidTransition":
+      return 409
+    case "SettlementTimeout":
+      return 408
+    case "ThreadObjectUnavailable":
+      return 503
+    default:
+      return 500
+  }
+}
+
+const json = (status: number, value: unknown) =>
+  new Response(
+    JSON.stringify(
+      value,
+      (_key, inner: unknown) => (typeof inner === "bigint" ? inner.toString() : inner),
+      2,
+    ) + "\n",
+    {
+      status,
+      headers: { "content-type": "application/json" },
+    },
+  )
+
+const field = (body: unknown, key: string): unknown =>
+  typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined
+
+const text = (body: unknown, key: string): string | undefined => {
+  const value = field(body, key)
+  return typeof value === "string" ? value : undefined
+}
+
+const submit: Route = (client, body) =>
+  client.submit({
+    agentId: text(body, "agentId") ?? "refund",
+    idempotencyKey: text(body, "idempotencyKey") ?? crypto.randomUUID(),
+    input: (field(body, "input") ?? null) as Schema.Json,
+  })
+
+const decide =
+  (approved: boolean): Route =>
+  (client, body, url) => {
+    const note = text(body, "note")
+    return client.resolveApproval(submissionOf(url), { approved, ...(note === undefined ? {} : { note }) })
+  }
+
+const resolve: Route = (client, body, url) =>
+  client.resolveUnknown(
+    submissionOf(url),
+    field(body, "succeeded") === false
+      ? { _tag: "Failed", message: text(body, "message") ?? "the operator reports the effect did not happen" }
+      : { _tag: "Succeeded", value: (field(body, "value") ?? null) as Schema.Json },
+  )
+
+const submissionOf = (url: URL) => decodeURIComponent(url.pathname.split("/")[4] ?? "")
+
+/** `METHOD /threads/:thread/<rest>` → route. */
+const routes: Record<string, Route> = {
+  "POST submissions": submit,
+  "GET submission": (client, _body, url) => client.status(submissionOf(url)),
+  "GET settlement": (client, _body, url) =>
+    client.awaitSettlement(submissionOf(url), Number(url.searchParams.get("timeoutMillis") ?? 10_000)),
+  "POST approve": decide(true),
+  "POST deny": decide(false),
+  "POST resolve": resolve,
+  "POST abort": (client, _body, url) => client.abort(submissionOf(url)),
+  "POST retry": (client, _body, url) => client.retry(submissionOf(url)),
+  "GET thread": (client) => client.threadStatus,
+  "GET history": (client, _body, url) =>
+    client.history({
+      ...(url.searchParams.has("after") ? { after: Number(url.searchParams.get("after")) } : {}),
+      limit: Number(url.searchParams.get("limit") ?? 50),
+    }),
+  "GET maintenance": (client) => client.inspectMaintenance,
+}
+
+/** The route key of a Thread path: `/threads/t`, `/threads/t/history`, `/threads/t/submissions/s/approve`, … */
+const routeKey = (method: string, parts: ReadonlyArray<string>): string | undefined => {
+  const [, , , collection, , action] = parts
+  if (parts.length === 3) return `${method} thread`
+  if (parts.length === 4) return `${method} ${collection}`
+  if (collection !== "submissions") return undefined
+  return `${method} ${action ?? "submission"}`
+}
+
+/** Serves `/threads/...`; `undefined` when the path is not a Thread route. */
+export const threadRoute = (request: Request, namespace: ThreadClient.ThreadNamespace) =>
+  Effect.gen(function* () {
+    const url = new URL(request.url)
+    const parts = url.pathname.replace(/\/+$/, "").split("/")
+    if (parts[1] !== "threads" || parts[2] === undefined || parts[2] === "") return undefined
+    const key = routeKey(request.method, parts)
+    const route = key === undefined ? undefined : routes[key]
+    if (route === undefined) return json(404, { error: `no route ${request.method} ${url.pathname}` })
+    const body: unknown =
+      request.method === "POST" ? yield* Effect.promise(() => request.json().catch(() => ({}))) : undefined
+    const client = ThreadClient.make(namespace, decodeURIComponent(parts[2]))
+    return yield* route(client, body, url).pipe(
+      Effect.match({
+        onSuccess: (value) => json(200, value ?? { ok: true }),
+        onFailure: (error) => json(statusOf(error), { error: error._tag, message: error.message }),
+      }),
+    )
+  })
+
+export { json }

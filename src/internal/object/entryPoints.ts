@@ -1,0 +1,165 @@
+/**
+ * The entry points of a `ThreadObject` as Effects over its incarnation's services. Every input
+ * is decoded first; a refused input writes nothing. Mutations go through the shared mutation
+ * gate (generation and alarm commit before the body); reads never touch maintenance state.
+ * An addressed Submission must belong to the addressed Thread, or it is not found.
+ */
+import { Effect, Option, Schema } from "effect"
+import { DurableAgentRuntime, SubmitRequest } from "../../core/DurableAgentRuntime.ts"
+import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../core/ThreadHistory.ts"
+import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { alarmErrorFromCause } from "../maintenance/errors.ts"
+import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import { ThreadMaintenanceState, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
+import { makeStorageOperation } from "../maintenance/storage.ts"
+import { readCounters } from "./metrics.ts"
+import {
+  ApprovalInput,
+  AwaitInput,
+  HistoryInput,
+  InvalidRequest,
+  SubmissionAddress,
+  SubmitInput,
+  ThreadAddress,
+  UnknownInput,
+} from "./protocol.ts"
+import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./views.ts"
+
+/** Largest encoded request an entry point accepts before decoding, in UTF-16 units. */
+const requestOverhead = 65_536
+
+/** Decodes a raw RPC input, naming the entry point and the problem. @internal */
+export const decodeInput =
+  <A, I>(entryPoint: string, schema: Schema.Codec<A, I>, maxBytes: number) =>
+  (raw: unknown): Effect.Effect<A, InvalidRequest> =>
+    Effect.suspend(() => {
+      let size: number
+      try {
+        size = JSON.stringify(raw)?.length ?? 0
+      } catch {
+        return Effect.fail(
+          new InvalidRequest({ entryPoint, message: "the request is not JSON-serializable" }),
+        )
+      }
+      if (size > maxBytes + requestOverhead) {
+        return Effect.fail(
+          new InvalidRequest({
+            entryPoint,
+            message: `the request is ${size} characters, over the limit of ${maxBytes + requestOverhead}`,
+          }),
+        )
+      }
+      return Schema.decodeUnknownEffect(schema)(raw).pipe(
+        Effect.mapError((error) => new InvalidRequest({ entryPoint, message: error.message })),
+      )
+    })
+
+const notFound = (submissionId: SubmissionId, threadId: ThreadId) =>
+  new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in thread ${threadId}` })
+
+/** The row of an addressed Submission, refused when it belongs to another Thread. */
+const addressed = (address: { readonly threadId: ThreadId; readonly submissionId: SubmissionId }) =>
+  Effect.gen(function* () {
+    const ledger = yield* SubmissionLedger
+    const row = yield* ledger.lookup(address.submissionId)
+    if (Option.isNone(row) || row.value.threadId !== address.threadId) {
+      return yield* notFound(address.submissionId, address.threadId)
+    }
+    return row.value
+  })
+
+/** @internal */
+export const makeEntryPoints = (maxInputBytes: number) => {
+  const decode = <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
+    decodeInput(entryPoint, schema, maxInputBytes)
+
+  /** Runs `body` for an addressed Submission inside the mutation gate. */
+  const gated = <E>(
+    entryPoint: string,
+    body: (runtime: DurableAgentRuntime["Service"], submissionId: SubmissionId) => Effect.Effect<void, E>,
+  ) =>
+    Effect.fn(`ThreadObject.${entryPoint}`)(function* (raw: unknown) {
+      const request = yield* decode(entryPoint, SubmissionAddress)(raw)
+      yield* addressed(request)
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      yield* maintenance.withMutation(body(runtime, request.submissionId))
+    })
+
+  return {
+    submit: Effect.fn("ThreadObject.submit")(function* (raw: unknown) {
+      const request = SubmitRequest.make(yield* decode("submit", SubmitInput)(raw))
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      // Refused before the gate: a refused input writes nothing, not even a generation.
+      yield* runtime.validate(request)
+      return yield* maintenance.withMutation(runtime.submit(request))
+    }),
+    abort: gated("abort", (runtime, id) => runtime.abort(id)),
+    retry: gated("retry", (runtime, id) => runtime.retry(id)),
+    resolveApproval: Effect.fn("ThreadObject.resolveApproval")(function* (raw: unknown) {
+      const request = yield* decode("resolveApproval", ApprovalInput)(raw)
+      yield* addressed(request)
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      yield* maintenance.withMutation(runtime.resolveApproval(request.submissionId, request.decision))
+    }),
+    resolveUnknown: Effect.fn("ThreadObject.resolveUnknown")(function* (raw: unknown) {
+      const request = yield* decode("resolveUnknown", UnknownInput)(raw)
+      yield* addressed(request)
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      yield* maintenance.withMutation(runtime.resolveUnknown(request.submissionId, request.resolution))
+    }),
+    submissionStatus: Effect.fn("ThreadObject.submissionStatus")(function* (raw: unknown) {
+      const request = yield* decode("submissionStatus", SubmissionAddress)(raw)
+      return submissionStatus(yield* addressed(request))
+    }),
+    threadStatus: Effect.fn("ThreadObject.threadStatus")(function* (raw: unknown) {
+      const { threadId } = yield* decode("threadStatus", ThreadAddress)(raw)
+      const ledger = yield* SubmissionLedger
+      const head = yield* ledger.head(threadId)
+      return ThreadStatus.make({
+        threadId,
+        nonterminal: yield* ledger.countNonterminal(threadId),
+        ...(Option.isSome(head) ? { head: submissionStatus(head.value) } : {}),
+      })
+    }),
+    history: Effect.fn("ThreadObject.history")(function* (raw: unknown) {
+      const request = yield* decode("history", HistoryInput)(raw)
+      const history = yield* ThreadHistory
+      const page = yield* history.page(request.threadId, {
+        ...(request.after === undefined ? {} : { after: request.after }),
+        limit: request.limit ?? 100,
+      })
+      return HistoryPageView.make({
+        records: page.records,
+        ...(page.next === undefined ? {} : { next: page.next }),
+      })
+    }),
+    awaitSettlement: Effect.fn("ThreadObject.awaitSettlement")(function* (raw: unknown) {
+      const request = yield* decode("awaitSettlement", AwaitInput)(raw)
+      yield* addressed(request)
+      const runtime = yield* DurableAgentRuntime
+      return yield* runtime.awaitSettlement(request.submissionId, { timeoutMillis: request.timeoutMillis })
+    }),
+    inspectMaintenance: Effect.fn("ThreadObject.inspectMaintenance")(function* () {
+      const { ctx } = yield* DurableObjectContext
+      const run = yield* makeStorageOperation
+      const raw = yield* run("inspect maintenance", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
+      const record =
+        raw === undefined
+          ? undefined
+          : yield* Schema.decodeUnknownEffect(ThreadMaintenanceState)(raw).pipe(
+              Effect.mapError((cause) => alarmErrorFromCause("inspect maintenance", cause)),
+            )
+      const alarm = yield* run("get alarm", () => ctx.storage.getAlarm())
+      return inspection(record, alarm, yield* readCounters)
+    }),
+  }
+}
+
+/** @internal */
+export type EntryPoints = ReturnType<typeof makeEntryPoints>

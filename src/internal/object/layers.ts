@@ -1,0 +1,145 @@
+/**
+ * The services of one `ThreadObject` incarnation, built once in its constructor gate over the
+ * live `DurableObjectState`: storage and config, the ledger and history (migrations run here),
+ * the runtime, the mutation gate (one per physical Object, shared by everything), the alarm
+ * service and the maintenance pass with the application's hooks.
+ */
+import { SqliteClient } from "@effect/sql-sqlite-do"
+import { Effect, Layer } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import type { AnyAgentDefinition } from "../../core/AgentRegistration.ts"
+import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
+import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../core/RuntimeFailpoint.ts"
+import { SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../core/ThreadHistory.ts"
+import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
+import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import {
+  CloudflareDurableRuntimeConfig,
+  type CloudflareDurableRuntimeConfigOverrides,
+} from "../../CloudflareConfig.ts"
+import { DurableAlarmService } from "../maintenance/alarmService.ts"
+import {
+  ThreadMaintenanceFailpoint,
+  type ThreadMaintenanceFailpointHandler,
+} from "../maintenance/failpoint.ts"
+import { ThreadMutationGate } from "../maintenance/gate.ts"
+import { ThreadPublication } from "../maintenance/hooks.ts"
+import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import { instrumentState, type StorageFailpointHandler } from "./instrumentedStorage.ts"
+import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
+
+/** What application hooks may use when they are built: the Object's own platform services. */
+export type ThreadObjectPlatform =
+  | DurableObjectContext
+  | SqlClient
+  | CloudflareDurableRuntimeConfig
+  | ThreadMutationGate
+  | DurableAlarmService
+  | SubmissionLedger
+  | ThreadHistory
+
+/** Test failpoints, each built per incarnation from the live state so a hit can abort it. */
+export interface ThreadObjectFailpoints {
+  readonly maintenance?: (ctx: DurableObjectState) => ThreadMaintenanceFailpointHandler
+  readonly runtime?: (ctx: DurableObjectState) => RuntimeFailpointHandler
+  readonly storage?: (ctx: DurableObjectState) => StorageFailpointHandler
+}
+
+/** How an application assembles its Threads. */
+export interface ThreadObjectOptions {
+  /** The agents this deployment can run; admitted work is bound to `(id, digest)`. */
+  readonly agents: ReadonlyArray<AnyAgentDefinition>
+  /** Overrides of `CLOUDFLARE_RUNTIME_DEFAULTS`, decoded once per incarnation. */
+  readonly config?: CloudflareDurableRuntimeConfigOverrides
+  /** A `ThreadPublication` gate; none by default. */
+  readonly publication?: Layer.Layer<ThreadPublication, unknown, ThreadObjectPlatform>
+  /** A `ThreadProjectionMaintenance`; none by default. */
+  readonly projection?: Layer.Layer<ThreadProjectionMaintenance, unknown, ThreadObjectPlatform>
+  /**
+   * Application hooks provided as context values, typically `ThreadHostMaintenance` (outboxes,
+   * relays) and `ThreadMessageDelivery`; the maintenance layer captures them when built.
+   */
+  readonly hooks?: Layer.Layer<never, unknown, ThreadObjectPlatform>
+  readonly failpoints?: ThreadObjectFailpoints
+}
+
+/** Everything an incarnation's entry points use. */
+export type ThreadObjectServices =
+  | ThreadObjectPlatform
+  | DurableAgentRuntime
+  | ThreadMaintenance
+  | ThreadPublication
+  | ThreadProjectionMaintenance
+
+const storageSeam = (ctx: DurableObjectState, env: Cloudflare.Env, options: ThreadObjectOptions) => {
+  const observed =
+    options.failpoints?.storage === undefined ? ctx : instrumentState(ctx, options.failpoints.storage(ctx))
+  return Layer.mergeAll(
+    DurableObjectContext.layer(observed, env),
+    SqliteClient.layer({ storage: observed.storage }),
+  )
+}
+
+const configLayers = (options: ThreadObjectOptions) => {
+  const cloudflare = CloudflareDurableRuntimeConfig.layer(options.config)
+  const derived = Layer.unwrap(
+    Effect.gen(function* () {
+      const config = yield* CloudflareDurableRuntimeConfig
+      return Layer.mergeAll(
+        Layer.succeed(DurableRuntimeConfig, {
+          ownershipLeaseDuration: config.ownershipLeaseDuration,
+          leaseRenewalInterval: config.leaseRenewalInterval,
+          settlementPollInterval: config.settlementPollInterval,
+          abortPollInterval: config.abortPollInterval,
+        }),
+        Layer.succeed(SubmissionLedgerLimits, {
+          maxQueueDepthPerLane: config.limits.maxQueueDepthPerLane,
+          maxInputBytes: config.limits.maxInputBytes,
+        }),
+      )
+    }),
+  )
+  return Layer.provideMerge(derived, cloudflare)
+}
+
+const failpointLayers = (ctx: DurableObjectState, failpoints: ThreadObjectFailpoints = {}) =>
+  Layer.mergeAll(
+    failpoints.maintenance === undefined
+      ? ThreadMaintenanceFailpoint.layer
+      : ThreadMaintenanceFailpoint.layerTest(failpoints.maintenance(ctx)),
+    failpoints.runtime === undefined
+      ? RuntimeFailpoint.layer
+      : RuntimeFailpoint.layerTest(failpoints.runtime(ctx)),
+  )
+
+/** @internal The layer of one incarnation. */
+export const incarnationLayer = (
+  ctx: DurableObjectState,
+  env: Cloudflare.Env,
+  options: ThreadObjectOptions,
+) => {
+  const base = Layer.mergeAll(
+    storageSeam(ctx, env, options),
+    configLayers(options),
+    failpointLayers(ctx, options.failpoints),
+  )
+  const platform = Layer.mergeAll(
+    ThreadMutationGate.layer,
+    DurableAlarmService.layer,
+    ThreadHistory.layer.pipe(Layer.provideMerge(SubmissionLedger.layer)),
+  ).pipe(Layer.provideMerge(base))
+  const runtime = DurableAgentRuntime.layerWithBindings(options.agents).pipe(
+    Layer.provide(cloudflareWakeScheduler),
+  )
+  const hooks = Layer.mergeAll(
+    options.publication ?? ThreadPublication.layer,
+    options.projection ?? ThreadProjectionMaintenance.layer,
+    options.hooks ?? Layer.empty,
+  )
+  return ThreadMaintenance.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(runtime, hooks)),
+    Layer.provideMerge(platform),
+  )
+}

@@ -1,0 +1,55 @@
+/**
+ * Effect metrics of one `ThreadObject` incarnation: passes by phase and outcome, settlements,
+ * failure retries and alarm lag. Each incarnation has its own `MetricRegistry`, so the
+ * inspection view reads exactly this Object's figures (they restart with the incarnation).
+ */
+import { Effect, Exit, Layer, Metric } from "effect"
+import type { MaintenancePassReport } from "../maintenance/report.ts"
+import { MaintenanceCounters } from "./views.ts"
+
+const passes = Metric.counter("effect_agent_maintenance_passes", {
+  description: "Maintenance passes run by this incarnation",
+  incremental: true,
+})
+const caughtUp = Metric.counter("effect_agent_maintenance_caught_up", {
+  description: "Passes that found no native work due",
+  incremental: true,
+})
+const failures = Metric.counter("effect_agent_maintenance_failures", {
+  description: "Passes that failed and committed a bounded retry",
+  incremental: true,
+})
+const settlements = Metric.counter("effect_agent_settlements", {
+  description: "Head Attempts that reached their settlement in a pass",
+  incremental: true,
+})
+const alarmLag = Metric.histogram("effect_agent_alarm_lag_millis", {
+  description: "Delay between an alarm's scheduled time and the start of its pass",
+  boundaries: [1, 5, 10, 50, 100, 500, 1_000, 5_000, 30_000],
+})
+
+/** @internal A registry of this incarnation only. */
+export const metricsLayer: Layer.Layer<never> = Layer.sync(Metric.MetricRegistry, () => new Map())
+
+/** @internal Records one pass exit and, when known, how late its alarm was delivered. */
+export const recordPass = (exit: Exit.Exit<MaintenancePassReport, unknown>, lagMillis: number | undefined) =>
+  Effect.gen(function* () {
+    yield* Metric.update(passes, 1)
+    if (lagMillis !== undefined) yield* Metric.update(alarmLag, Math.max(0, lagMillis))
+    if (Exit.isFailure(exit)) return yield* Metric.update(failures, 1)
+    if (exit.value.phase === "caught-up") yield* Metric.update(caughtUp, 1)
+    if (exit.value.settled > 0) yield* Metric.update(settlements, exit.value.settled)
+  })
+
+/** @internal */
+export const readCounters = Effect.gen(function* () {
+  const lag = yield* Metric.value(alarmLag)
+  return MaintenanceCounters.make({
+    passes: (yield* Metric.value(passes)).count,
+    caughtUpPasses: (yield* Metric.value(caughtUp)).count,
+    failedPasses: (yield* Metric.value(failures)).count,
+    settled: (yield* Metric.value(settlements)).count,
+    meanAlarmLagMillis: lag.count === 0 ? 0 : lag.sum / lag.count,
+    maxAlarmLagMillis: lag.count === 0 ? 0 : lag.max,
+  })
+})

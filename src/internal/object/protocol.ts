@@ -1,0 +1,80 @@
+/**
+ * The RPC protocol between a Worker and a `ThreadObject`: request Schemas the Object decodes
+ * before anything runs, and the result envelope that carries a success value or an encoded
+ * tagged error across the boundary (Workers RPC keeps only the message of a thrown error).
+ */
+import { Schema } from "effect"
+import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
+
+/** A request the Object refused before doing anything: malformed, oversized or misaddressed. */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  entryPoint: Schema.String,
+  message: Schema.String,
+}) {}
+
+const Millis = (maximum: number) =>
+  Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 0, maximum },
+      { expected: `an integer number of milliseconds up to ${maximum}` },
+    ),
+  )
+
+/** Longest wait an `awaitSettlement` call may ask for: one RPC must stay well inside limits. */
+export const maxAwaitMillis = 60_000
+/** Largest history page. */
+export const maxHistoryPage = 500
+
+/** @internal */
+export const SubmitInput = Schema.Struct({
+  threadId: ThreadId,
+  agentId: AgentId,
+  idempotencyKey: IdempotencyKey,
+  input: Schema.Json,
+})
+
+/** @internal */
+export const SubmissionAddress = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId })
+
+/** @internal */
+export const ApprovalInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  decision: ApprovalDecision,
+})
+
+/** @internal */
+export const UnknownInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  resolution: UnknownResolution,
+})
+
+/** @internal */
+export const ThreadAddress = Schema.Struct({ threadId: ThreadId })
+
+/** @internal */
+export const HistoryInput = Schema.Struct({
+  threadId: ThreadId,
+  after: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  limit: Schema.optionalKey(
+    Schema.Int.check(
+      Schema.isBetween(
+        { minimum: 1, maximum: maxHistoryPage },
+        { expected: `a page size of 1 to ${maxHistoryPage}` },
+      ),
+    ),
+  ),
+})
+
+/** @internal */
+export const AwaitInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  timeoutMillis: Millis(maxAwaitMillis),
+})
+
+/** The envelope of every RPC result. @internal */
+export type RpcResult =
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown }

@@ -1,0 +1,146 @@
+import { describe, expect, it } from "@effect/vitest"
+import { call, deliverUntil, maintenanceOf, relayedFor, stateOf, threadName } from "./support.ts"
+
+const submit = (thread: string, input: unknown, idempotencyKey?: string) =>
+  call("POST", `/threads/${thread}/submissions`, {
+    input,
+    ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+  })
+
+const history = async (thread: string) =>
+  (
+    (await call("GET", `/threads/${thread}/history?limit=500`)).body["records"] as Array<{
+      entry: { _tag: string }
+    }>
+  ).map((record) => record.entry._tag)
+
+describe("refund desk example", () => {
+  it("settles a small refund, relays it through the outbox and clears the alarm at quiescence", async () => {
+    const thread = threadName("small")
+    const receipt = await submit(thread, { orderId: "A1", amount: 40 })
+    expect(receipt.status).toBe(200)
+    const id = receipt.body["submissionId"] as string
+
+    await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1)
+    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+
+    const status = await call("GET", `/threads/${thread}/submissions/${id}`)
+    expect(status.body["state"]).toBe("settled")
+    expect(status.body["settlement"]).toMatchObject({
+      outcome: "completed",
+      output: { refundId: "refund-A1-4000" },
+    })
+    expect(await history(thread)).toEqual([
+      "SubmissionAccepted",
+      "InputApplied",
+      "StepCompleted",
+      "UncertainStepStarted",
+      "StepCompleted",
+      "StepCompleted",
+      "SubmissionSettled",
+    ])
+    const [relayed] = await relayedFor(thread)
+    expect(relayed).toMatchObject({ deliveries: 1, envelope: { submissionId: id, outcome: "completed" } })
+    const maintenance = await maintenanceOf(thread)
+    expect(maintenance, JSON.stringify(maintenance)).toMatchObject({ owed: false })
+    expect(maintenance["record"]).toMatchObject({ nonterminal: 0 })
+  })
+
+  it("parks a large refund for approval with no alarm, and settles it once approved", async () => {
+    const thread = threadName("approve")
+    const id = (await submit(thread, { orderId: "B2", amount: 140 })).body["submissionId"] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
+    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    // A stable wait keeps nothing awake: the record is acknowledged and the slot empty.
+    const parked = await maintenanceOf(thread)
+    expect(parked).toMatchObject({ owed: false, alarm: null })
+
+    const approved = await call("POST", `/threads/${thread}/submissions/${id}/approve`, { note: "ok by Sam" })
+    expect(approved.status).toBe(200)
+    // The approval advanced the generation before it ran (its alarm may already have fired).
+    const dirty = BigInt((await maintenanceOf(thread))["record"]["dirty"] as string)
+    expect(dirty).toBe(BigInt(parked["record"]["dirty"] as string) + 1n)
+
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "settled")
+    const settlement = await call("GET", `/threads/${thread}/submissions/${id}/settlement?timeoutMillis=1000`)
+    expect(settlement.body).toMatchObject({
+      outcome: "completed",
+      output: { approvedBy: "ok by Sam", amount: 140 },
+    })
+    await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1)
+  })
+
+  it("settles a refund larger than the order failed without asking anyone", async () => {
+    const thread = threadName("too-large")
+    const id = (await submit(thread, { orderId: "H8", amount: 900 })).body["submissionId"] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "settled")
+    const status = await call("GET", `/threads/${thread}/submissions/${id}`)
+    expect(status.body["settlement"]).toMatchObject({
+      outcome: "failed",
+      error: "cannot refund 900: the order paid 250",
+    })
+    expect(await history(thread)).not.toContain("ApprovalRequested")
+  })
+
+  it("settles a denied refund failed and relays the failure", async () => {
+    const thread = threadName("deny")
+    const id = (await submit(thread, { orderId: "C3", amount: 200 })).body["submissionId"] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
+    await call("POST", `/threads/${thread}/submissions/${id}/deny`, { note: "too large" })
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "settled")
+    const status = await call("GET", `/threads/${thread}/submissions/${id}`)
+    expect(status.body["settlement"]).toMatchObject({ outcome: "failed" })
+    await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1)
+    expect((await relayedFor(thread))[0]?.envelope).toMatchObject({ outcome: "failed" })
+  })
+
+  it("aborts a queued follower behind a waiting approval without waiting for the head", async () => {
+    const thread = threadName("abort")
+    const head = (await submit(thread, { orderId: "D4", amount: 200 })).body["submissionId"] as string
+    const follower = (await submit(thread, { orderId: "D5", amount: 10 })).body["submissionId"] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, head)) === "suspended")
+    expect(await stateOf(thread, follower)).toBe("ready")
+
+    await call("POST", `/threads/${thread}/submissions/${follower}/abort`)
+    await deliverUntil(thread, async () => (await stateOf(thread, follower)) === "settled")
+    const status = await call("GET", `/threads/${thread}/submissions/${follower}`)
+    expect(status.body["settlement"]).toMatchObject({ outcome: "aborted" })
+    expect(await stateOf(thread, head)).toBe("suspended")
+  })
+
+  it("returns the original receipt for a repeated idempotency key and never admits twice", async () => {
+    const thread = threadName("idempotent")
+    const first = await submit(thread, { orderId: "E5", amount: 5 }, "order-E5")
+    const again = await submit(thread, { orderId: "E5", amount: 5 }, "order-E5")
+    expect(again.body).toMatchObject({ submissionId: first.body["submissionId"], replayed: true })
+    const conflict = await submit(thread, { orderId: "E5", amount: 6 }, "order-E5")
+    expect(conflict).toMatchObject({ status: 409, body: { error: "IdempotencyConflict" } })
+    expect((await call("GET", `/threads/${thread}`)).body["nonterminal"]).toBeLessThanOrEqual(1)
+  })
+
+  it("refuses malformed input with a typed error and writes nothing", async () => {
+    const thread = threadName("malformed")
+    // Constructing the Object persists its bootstrap maintenance record; nothing after this may write.
+    const before = await maintenanceOf(thread)
+    const refused = await submit(thread, { orderId: "", amount: -3 })
+    expect(refused.status).toBe(400)
+    expect(refused.body["error"]).toBe("AdmissionRefused")
+    const unknownAgent = await call("POST", `/threads/${thread}/submissions`, { agentId: "nope", input: {} })
+    expect(unknownAgent).toMatchObject({ status: 400, body: { error: "AdmissionRefused" } })
+    const badId = await call("POST", `/threads/${encodeURIComponent("bad\u0007thread")}/submissions`, {
+      input: { orderId: "F6", amount: 1 },
+    })
+    expect(badId).toMatchObject({ status: 400, body: { error: "InvalidRequest" } })
+    expect((await call("GET", `/threads/${thread}`)).body).toEqual({ threadId: thread, nonterminal: 0 })
+    // A refused input is refused before the mutation gate: it advances no generation.
+    expect((await maintenanceOf(thread))["record"]["dirty"]).toBe(before["record"]["dirty"])
+  })
+
+  it("retries a refused relay delivery at a later alarm and delivers it once", async () => {
+    const thread = threadName("relay-retry")
+    await call("POST", "/relay/refuse", { count: 1 })
+    await submit(thread, { orderId: "G7", amount: 7 })
+    await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1, 100)
+    expect((await relayedFor(thread))[0]?.deliveries).toBe(1)
+  })
+})

@@ -1,0 +1,45 @@
+/**
+ * Drives the example Worker from inside workerd: HTTP calls through its fetch handler, and
+ * alarm deliveries to a Thread's Object until a condition holds.
+ */
+import { env, runDurableObjectAlarm, SELF } from "cloudflare:test"
+
+/** A unique Thread per test: storage is shared by every test of a file. */
+export const threadName = (label: string) => `desk-${label}-${crypto.randomUUID()}`
+
+/** Calls the example Worker and returns the status and the JSON body. */
+export const call = async (method: "GET" | "POST", path: string, body?: unknown) => {
+  const response = await SELF.fetch(`http://example.test${path}`, {
+    method,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
+  return { status: response.status, body: (await response.json()) as Record<string, any> }
+}
+
+/** Delivers the Thread Object's alarm (when one is set) until `done` holds, at most `rounds` times. */
+export const deliverUntil = async (thread: string, done: () => Promise<boolean>, rounds = 50) => {
+  const stub = env.THREADS.getByName(thread)
+  for (let round = 0; round < rounds; round++) {
+    if (await done()) return
+    // A pass may reject (workerd would redeliver); the next round delivers again.
+    await runDurableObjectAlarm(stub).catch(() => false)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`condition not reached after ${rounds} alarm deliveries`)
+}
+
+/** The state of a Submission. */
+export const stateOf = async (thread: string, submissionId: string) =>
+  (await call("GET", `/threads/${thread}/submissions/${submissionId}`)).body["state"] as string
+
+/** The Thread Object's maintenance inspection view. */
+export const maintenanceOf = async (thread: string) =>
+  (await call("GET", `/threads/${thread}/maintenance`)).body
+
+/** Envelopes the relay inbox received for one Thread. */
+export const relayedFor = async (thread: string) => {
+  const { body } = await call("GET", "/relay")
+  return (body as unknown as Array<{ envelope: Record<string, unknown>; deliveries: number }>).filter(
+    (item) => item.envelope["threadId"] === thread,
+  )
+}
