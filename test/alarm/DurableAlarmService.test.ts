@@ -1,8 +1,21 @@
 import { SqlClient } from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
-import { DurableAlarmService, ThreadMutationGate } from "../../src/Alarm.ts"
-import { alarmOf, baseLayer, build, dayAhead, generations, inObject, objectName, within } from "./harness.ts"
+import { DurableAlarmService, ThreadMaintenance, ThreadMutationGate } from "../../src/Alarm.ts"
+import { caughtUpRecord, isDone } from "./fixtures.ts"
+import {
+  alarmOf,
+  baseLayer,
+  build,
+  dayAhead,
+  generations,
+  idleIncarnation,
+  inObject,
+  objectName,
+  putRawState,
+  rawState,
+  within,
+} from "./harness.ts"
 
 const probeTable = "alarm_probe"
 
@@ -92,31 +105,7 @@ describe("DurableAlarmService", () => {
         const { alarm, gate, sql } = yield* within(services)(
           Effect.all({ alarm: DurableAlarmService, gate: ThreadMutationGate, sql: SqlClient }),
         )
-        yield* sql.unsafe(`CREATE TABLE IF NOT EXISTS ${probeTable} (label TEXT NOT NULL)`)
-        const probeRows = () =>
-          ctx.storage.sql
-            .exec(`SELECT label FROM ${probeTable}`)
-            .toArray()
-            .map((row) => row.label)
-
-        const whileTransactionRollsBack = <A, E>(label: string, operation: Effect.Effect<A, E>) =>
-          Effect.gen(function* () {
-            const inserted = yield* Deferred.make<void>()
-            const transaction = yield* Effect.forkChild(
-              sql.withTransaction(
-                Effect.gen(function* () {
-                  yield* sql`INSERT INTO ${sql(probeTable)} (label) VALUES (${label})`
-                  yield* Deferred.succeed(inserted, undefined)
-                  return yield* Effect.never
-                }),
-              ),
-            )
-            yield* Deferred.await(inserted)
-            const pending = yield* Effect.forkChild(operation)
-            yield* Effect.yieldNow
-            yield* Fiber.interrupt(transaction)
-            return yield* Fiber.join(pending)
-          })
+        const { whileTransactionRollsBack, probeRows } = yield* rollingBack(ctx, sql)
 
         yield* whileTransactionRollsBack("schedule", alarm.scheduleAt(now + 30_000))
         expect(yield* alarmOf(ctx)).toBe(now + 30_000)
@@ -135,4 +124,69 @@ describe("DurableAlarmService", () => {
       }),
     ),
   )
+
+  it.effect("maintenance commits persist while a concurrent SQL transaction rolls back", () =>
+    inObject(objectName("sql-txn-maintenance"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const services = yield* build(idleIncarnation(ctx))
+        const { maintenance, gate, sql } = yield* within(services)(
+          Effect.all({ maintenance: ThreadMaintenance, gate: ThreadMutationGate, sql: SqlClient }),
+        )
+        const { whileTransactionRollsBack, probeRows } = yield* rollingBack(ctx, sql)
+
+        yield* whileTransactionRollsBack("ensure", maintenance.ensureAlarm)
+        expect(yield* rawState(ctx)).toEqual({ schemaVersion: 1, dirty: "1", processed: "0", nonterminal: 0 })
+        expect(yield* alarmOf(ctx)).toBe(now + 1_000)
+
+        yield* putRawState(ctx, caughtUpRecord(2n))
+        yield* whileTransactionRollsBack(
+          "receipt",
+          gate.withMutation(Effect.void, { invalidatesRecovery: false }),
+        )
+        expect(yield* rawState(ctx)).toEqual(caughtUpRecord(2n))
+        expect(yield* alarmOf(ctx)).toBe(now + 50)
+
+        const report = yield* whileTransactionRollsBack("pass", maintenance.pass)
+        expect([report.phase, report.alarm]).toEqual(["caught-up", "cleared"])
+        expect(yield* alarmOf(ctx)).toBeNull()
+        expect(probeRows()).toEqual([])
+      }),
+    ),
+  )
 })
+
+/**
+ * Runs operations while another fiber holds an open SQL transaction (a probe row inserted),
+ * which is then interrupted and rolled back. The operation must wait for the connection rather
+ * than land inside that transaction.
+ */
+const rollingBack = (ctx: DurableObjectState, sql: SqlClient) =>
+  Effect.gen(function* () {
+    yield* sql.unsafe(`CREATE TABLE IF NOT EXISTS ${probeTable} (label TEXT NOT NULL)`)
+    const probeRows = () =>
+      ctx.storage.sql
+        .exec(`SELECT label FROM ${probeTable}`)
+        .toArray()
+        .map((row) => row.label)
+
+    const whileTransactionRollsBack = <A, E>(label: string, operation: Effect.Effect<A, E>) =>
+      Effect.gen(function* () {
+        const inserted = yield* Deferred.make<void>()
+        const transaction = yield* Effect.forkChild(
+          sql.withTransaction(
+            Effect.gen(function* () {
+              yield* sql`INSERT INTO ${sql(probeTable)} (label) VALUES (${label})`
+              yield* Deferred.succeed(inserted, undefined)
+              return yield* Effect.never
+            }),
+          ),
+        )
+        yield* Deferred.await(inserted)
+        const pending = yield* Effect.forkChild(operation)
+        expect(yield* isDone(pending)).toBe(false)
+        yield* Fiber.interrupt(transaction)
+        return yield* Fiber.join(pending)
+      })
+    return { whileTransactionRollsBack, probeRows }
+  })

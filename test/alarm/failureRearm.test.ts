@@ -1,0 +1,266 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import { DurableAlarmError } from "../../src/Alarm.ts"
+import { backoffDelay } from "../../src/internal/maintenance/backoff.ts"
+import {
+  advance,
+  caughtUpRecord,
+  deadlineAt,
+  encodedRetry,
+  failureOf,
+  hostHooks,
+  incarnation,
+  makeFailpoints,
+  makeResources,
+  storedRetry,
+  withJitter,
+} from "./fixtures.ts"
+import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+
+const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+const failingHost = (overrides: Parameters<typeof hostHooks>[0] = {}) =>
+  hostHooks({ drainUntil: () => Effect.fail(refused), ...overrides })
+const defaults = { alarmBackoffBase: 100, alarmBackoffCap: 5_000 }
+
+describe("failure rearming", () => {
+  it.effect("never moves the retry earlier across repeated failures and caps stalls at 30", () =>
+    inObject(objectName("repeated"), (ctx) =>
+      Effect.gen(function* () {
+        let now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const { maintenance } = yield* incarnation(ctx, { host: failingHost() })
+        let previous = { notBefore: 0, stalls: 0 }
+        for (let failure = 1; failure <= 34; failure++) {
+          const jitter = (failure * 0.377) % 1
+          const exit = yield* Effect.exit(withJitter(jitter)(maintenance.pass))
+          expect(failureOf(exit)).toBe(refused)
+          const retry = yield* storedRetry(ctx)
+          expect(retry).toEqual(
+            encodedRetry({
+              generation: 5n,
+              notBefore: Math.max(previous.notBefore, now + backoffDelay(defaults, previous.stalls, jitter)),
+              nativeOnly: false,
+              stalls: Math.min(30, failure),
+            }),
+          )
+          expect(yield* alarmOf(ctx)).toBe(retry?.notBefore)
+          previous = { notBefore: retry!.notBefore, stalls: retry!.stalls }
+          // Deliveries may come early (0 ms) or late; the wait never shrinks either way.
+          const step = [0, 30, 2_000][failure % 3]!
+          yield* TestClock.adjust(step)
+          now += step
+        }
+      }),
+    ),
+  )
+
+  it.effect("restarts the backoff for a newer generation", () =>
+    inObject(objectName("newer-generation"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const old = encodedRetry({ generation: 4n, notBefore: now + 100_000, nativeOnly: true, stalls: 12 })
+        yield* putRawState(ctx, caughtUpRecord(3n, { dirty: "4", retry: old }))
+        const { maintenance, gate } = yield* incarnation(ctx, { host: failingHost() })
+        // Early delivery: caught up, the host fails, the pending wait only grows a stall.
+        expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(refused)
+        expect(yield* storedRetry(ctx)).toEqual({ ...old, nativeOnly: false, stalls: 13 })
+        expect(yield* alarmOf(ctx)).toBe(now + 100_000)
+
+        yield* gate.withMutation(Effect.void)
+        // The idle runtime dies in recovery: a failure inside the native phase.
+        const exit = yield* Effect.exit(withJitter(0.5)(maintenance.pass))
+        expect(String(exit)).toContain("the runtime must not be called: runRecovery")
+        expect(yield* storedRetry(ctx)).toEqual(
+          encodedRetry({ generation: 5n, notBefore: now + 75, nativeOnly: true, stalls: 1 }),
+        )
+        expect(yield* alarmOf(ctx)).toBe(now + 75)
+      }),
+    ),
+  )
+
+  it.effect("honours an overdue host deadline only after a native-phase failure", () =>
+    Effect.gen(function* () {
+      const now = yield* dayAhead
+      const overdue = deadlineAt(now - 10)
+      yield* inObject(objectName("overdue-after-host"), (ctx) =>
+        Effect.gen(function* () {
+          yield* putRawState(ctx, caughtUpRecord(5n))
+          const { maintenance } = yield* incarnation(ctx, { host: failingHost({ pendingDeadline: overdue }) })
+          yield* Effect.exit(withJitter(0.5)(maintenance.pass))
+          expect(yield* alarmOf(ctx)).toBe(now + 75)
+        }),
+      )
+      yield* inObject(objectName("overdue-after-native"), (ctx) =>
+        Effect.gen(function* () {
+          yield* putRawState(ctx, caughtUpRecord(4n, { dirty: "5" }))
+          const { maintenance } = yield* incarnation(ctx, { host: hostHooks({ pendingDeadline: overdue }) })
+          yield* Effect.exit(withJitter(0.5)(maintenance.pass))
+          expect((yield* storedRetry(ctx))?.notBefore).toBe(now + 75)
+          expect(yield* alarmOf(ctx)).toBe(now + 50)
+        }),
+      )
+      yield* inObject(objectName("future-after-host"), (ctx) =>
+        Effect.gen(function* () {
+          yield* putRawState(ctx, caughtUpRecord(5n))
+          const soon = deadlineAt(now + 60)
+          const { maintenance } = yield* incarnation(ctx, { host: failingHost({ pendingDeadline: soon }) })
+          yield* Effect.exit(withJitter(0.5)(maintenance.pass))
+          expect(yield* alarmOf(ctx)).toBe(now + 60)
+        }),
+      )
+    }),
+  )
+
+  it.effect("commits the retry even when the deadline read fails", () =>
+    inObject(objectName("deadline-read-fails"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const unreadable = new DurableAlarmError({
+          operation: "read host deadline",
+          message: "index unavailable",
+        })
+        const { maintenance } = yield* incarnation(ctx, {
+          host: hostHooks({ pendingDeadline: Effect.fail(unreadable) }),
+        })
+        expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(unreadable)
+        expect((yield* storedRetry(ctx))?.notBefore).toBe(now + 75)
+        expect(yield* alarmOf(ctx)).toBe(now + 75)
+      }),
+    ),
+  )
+
+  it.effect("never postpones a producer that raced or overlapped the failed pass", () =>
+    Effect.gen(function* () {
+      const now = yield* dayAhead
+      yield* inObject(objectName("raced"), (ctx) =>
+        Effect.gen(function* () {
+          yield* putRawState(ctx, caughtUpRecord(5n))
+          const { gate } = yield* incarnation(ctx)
+          // A host mutation commits a newer generation during the event, then the host fails.
+          const { maintenance } = yield* incarnation(ctx, {
+            host: failingHost({
+              drainUntil: () => Effect.andThen(gate.withMutation(Effect.void), Effect.fail(refused)),
+            }),
+          })
+          yield* Effect.exit(withJitter(0.99)(maintenance.pass))
+          expect(yield* storedRetry(ctx)).toEqual(
+            encodedRetry({ generation: 5n, notBefore: now + 100, nativeOnly: false, stalls: 1 }),
+          )
+          expect(yield* alarmOf(ctx)).toBe(now + 50)
+        }),
+      )
+      yield* inObject(objectName("overlapped"), (ctx) =>
+        Effect.gen(function* () {
+          yield* putRawState(ctx, caughtUpRecord(5n))
+          const { maintenance, gate } = yield* incarnation(ctx, { host: failingHost() })
+          const inBody = yield* Deferred.make<void>()
+          const receipt = yield* Effect.forkChild(
+            gate.withMutation(Effect.andThen(Deferred.succeed(inBody, undefined), Effect.never), {
+              invalidatesRecovery: false,
+            }),
+          )
+          yield* Deferred.await(inBody)
+          yield* Effect.exit(withJitter(0.99)(maintenance.pass))
+          expect((yield* storedRetry(ctx))?.notBefore).toBe(now + 100)
+          expect(yield* alarmOf(ctx)).toBe(now + 50)
+          yield* Fiber.interrupt(receipt)
+        }),
+      )
+    }),
+  )
+
+  it.effect("leaves the begin prearm as the alarm when the backoff commit itself fails", () =>
+    inObject(objectName("backoff-commit-fails"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const failpoints = yield* makeFailpoints
+        const corrupt = caughtUpRecord(5n, { dirty: "corrupt" })
+        yield* failpoints.once(
+          "maintenance:retry:before",
+          Effect.promise(() => ctx.storage.put("effect-agent:thread-maintenance:v1", corrupt)),
+        )
+        const { maintenance } = yield* incarnation(ctx, {
+          failpoint: failpoints.handler,
+          host: failingHost(),
+        })
+        // The original failure still propagates.
+        expect(failureOf(yield* Effect.exit(maintenance.pass))).toBe(refused)
+        expect(yield* rawState(ctx)).toEqual(corrupt)
+        expect(yield* alarmOf(ctx)).toBe(now + 50)
+        expect(failpoints.hits).not.toContain("maintenance:retry:after")
+      }),
+    ),
+  )
+
+  it.effect("skips rearming when the failure struck before the generation was read", () =>
+    inObject(objectName("before-begin"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const failpoints = yield* makeFailpoints
+        yield* failpoints.once("maintenance:begin:before", Effect.die("evicted"))
+        const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        yield* Effect.exit(maintenance.pass)
+        expect(failpoints.hits).toEqual(["maintenance:begin:before"])
+        expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n))
+        expect(yield* alarmOf(ctx)).toBeNull()
+      }),
+    ),
+  )
+
+  it.effect.each(["a delivery that never returns", "a paused failpoint"] as const)(
+    "interrupts the event held by %s at its 14 minute deadline and commits the backoff",
+    (holder) =>
+      inObject(objectName(`deadline-${holder.replaceAll(" ", "-")}`), (ctx) =>
+        Effect.gen(function* () {
+          const now = yield* dayAhead
+          yield* putRawState(ctx, caughtUpRecord(5n))
+          const resources = makeResources()
+          const held = yield* Deferred.make<void>()
+          const failpoints = yield* makeFailpoints
+          const liveAtRetry: Array<number> = []
+          yield* failpoints.once(
+            "maintenance:retry:before",
+            Effect.sync(() => liveAtRetry.push(resources.live)),
+          )
+          if (holder === "a paused failpoint") {
+            yield* failpoints.once(
+              "maintenance:finish:before",
+              Effect.andThen(Deferred.succeed(held, undefined), Effect.never),
+            )
+          }
+          const { maintenance } = yield* incarnation(ctx, {
+            failpoint: failpoints.handler,
+            messages: {
+              drainUntil: () =>
+                holder === "a delivery that never returns"
+                  ? Effect.andThen(
+                      resources.acquire,
+                      Effect.andThen(Deferred.succeed(held, undefined), Effect.never),
+                    )
+                  : Effect.void,
+              pendingDeadline: deadlineAt(undefined),
+            },
+          })
+          const pass = yield* Effect.forkChild(withJitter(0.5)(maintenance.pass))
+          yield* Deferred.await(held)
+          yield* advance(14 * 60_000 - 1)
+          expect(pass.pollUnsafe()).toBeUndefined()
+          yield* advance(1)
+          const error = failureOf(yield* Fiber.await(pass))
+          expect(error).toBeInstanceOf(DurableAlarmError)
+          expect(error).toMatchObject({ operation: "maintenance pass deadline" })
+          expect(error?.message).toContain("14 minute deadline")
+          const end = now + 14 * 60_000
+          expect(yield* storedRetry(ctx)).toEqual(
+            encodedRetry({ generation: 5n, notBefore: end + 75, nativeOnly: false, stalls: 1 }),
+          )
+          expect(yield* alarmOf(ctx)).toBe(end + 75)
+          expect(liveAtRetry).toEqual([0])
+        }),
+      ),
+  )
+})

@@ -1,0 +1,159 @@
+/**
+ * Shared fixtures of the maintenance suites: incarnation services, recorded and pausable
+ * failpoints, a fixed jitter, resource counters for auxiliary hooks, a SQL tripwire and raw
+ * records. Everything runs against the Object's real storage.
+ */
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Random } from "effect"
+import type { Scope } from "effect"
+import { TestClock } from "effect/testing"
+import {
+  DurableAlarmService,
+  type ThreadHostMaintenanceService,
+  ThreadMaintenance,
+  type ThreadMaintenanceFailpointHandler,
+  type ThreadMaintenanceFailpointLocation,
+  ThreadMutationGate,
+} from "../../src/Alarm.ts"
+import { build, idleIncarnation, type IncarnationOptions, rawState } from "./harness.ts"
+
+/** The services of an incarnation without native work. */
+export const incarnation = (ctx: DurableObjectState, options: IncarnationOptions = {}) =>
+  Effect.map(build(idleIncarnation(ctx, options)), (services) => ({
+    maintenance: Context.get(services, ThreadMaintenance),
+    gate: Context.get(services, ThreadMutationGate),
+    alarm: Context.get(services, DurableAlarmService),
+  }))
+
+/** Runs `effect` with `Random.next` fixed at `jitter`. */
+export const withJitter =
+  (jitter: number) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.provideService(effect, Random.Random, {
+      nextDoubleUnsafe: () => jitter,
+      nextIntUnsafe: () => 0,
+    })
+
+/** Lets other fibers and pending storage promises run (real time, not the TestClock). */
+export const settle = TestClock.withLive(Effect.sleep("15 millis"))
+
+/** Advances virtual time after letting timers register. */
+export const advance = (millis: number) => Effect.andThen(settle, TestClock.adjust(millis))
+
+/** Whether a forked fiber has finished. */
+export const isDone = <A, E>(fiber: Fiber.Fiber<A, E>) =>
+  Effect.map(
+    Effect.andThen(
+      settle,
+      Effect.sync(() => fiber.pollUnsafe()),
+    ),
+    (exit) => exit !== undefined,
+  )
+
+/** The typed failure of an exit, if it failed with one. */
+export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
+  Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause).pipe(Option.getOrUndefined) : undefined
+
+/** A one-shot pause at a failpoint location. */
+export interface Pause {
+  readonly reached: Effect.Effect<void>
+  readonly release: Effect.Effect<void>
+}
+
+/** Failpoints that record every hit, and can pause or act once at a location. */
+export const makeFailpoints = Effect.sync(() => {
+  // Tests may interleave their own markers with the hits.
+  const hits: Array<string> = []
+  const actions = new Map<ThreadMaintenanceFailpointLocation, Array<Effect.Effect<void>>>()
+  const handler: ThreadMaintenanceFailpointHandler = (location) =>
+    Effect.suspend(() => {
+      hits.push(location)
+      return actions.get(location)?.shift() ?? Effect.void
+    })
+  const once = (location: ThreadMaintenanceFailpointLocation, action: Effect.Effect<void>) =>
+    Effect.sync(() => {
+      actions.set(location, [...(actions.get(location) ?? []), action])
+    })
+  const pause = (location: ThreadMaintenanceFailpointLocation) =>
+    Effect.gen(function* () {
+      const reached = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      yield* once(location, Effect.andThen(Deferred.succeed(reached, undefined), Deferred.await(release)))
+      return {
+        reached: Deferred.await(reached),
+        release: Effect.asVoid(Deferred.succeed(release, undefined)),
+      } satisfies Pause
+    })
+  return { hits, handler, once, pause }
+})
+
+/** Counts resources a hook acquires in the Scope it was given. */
+export const makeResources = () => {
+  const counts = { acquired: 0, released: 0 }
+  const acquire: Effect.Effect<void, never, Scope.Scope> = Effect.acquireRelease(
+    Effect.sync(() => {
+      counts.acquired += 1
+    }),
+    () =>
+      Effect.sync(() => {
+        counts.released += 1
+      }),
+  )
+  return {
+    acquire,
+    counts,
+    get live() {
+      return counts.acquired - counts.released
+    },
+  }
+}
+
+/** A host hook; every field defaults to an idle, valid host. */
+export const hostHooks = (
+  overrides: Partial<ThreadHostMaintenanceService> = {},
+): ThreadHostMaintenanceService => ({
+  dispatchTimeoutMillis: 1_000,
+  drainUntil: () => Effect.void,
+  pendingDeadline: Effect.succeed(Option.none()),
+  ...overrides,
+})
+
+/** A deadline read for hooks. */
+export const deadlineAt = (at: number | undefined): Effect.Effect<Option.Option<number>> =>
+  Effect.succeed(Option.fromNullishOr(at))
+
+/** Makes every SQL statement on the Object throw for the current scope, counting attempts. */
+export const forbidSql = (ctx: DurableObjectState) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const sql = ctx.storage.sql
+      const original = sql.exec
+      const attempts: Array<string> = []
+      sql.exec = ((query: string) => {
+        attempts.push(query)
+        throw new Error(`SQL is forbidden here: ${query}`)
+      }) as typeof sql.exec
+      return { attempts, restore: () => (sql.exec = original) }
+    }),
+    (spy) => Effect.sync(spy.restore),
+  )
+
+/** An encoded record with `processed` caught up to `generation`. */
+export const caughtUpRecord = (generation: bigint, extra: Record<string, unknown> = {}) => ({
+  schemaVersion: 1,
+  dirty: String(generation),
+  processed: String(generation),
+  nonterminal: 0,
+  ...extra,
+})
+
+/** An encoded failure retry. */
+export const encodedRetry = (retry: {
+  readonly generation: bigint
+  readonly notBefore: number
+  readonly nativeOnly: boolean
+  readonly stalls: number
+}) => ({ ...retry, generation: String(retry.generation) })
+
+/** The stored `retry` key, encoded, if any. */
+export const storedRetry = (ctx: DurableObjectState) =>
+  Effect.map(rawState(ctx), (raw) => raw?.["retry"] as ReturnType<typeof encodedRetry> | undefined)
