@@ -92,22 +92,30 @@ export const make = (options: ThreadObjectOptions): ThreadObjectClass => {
             const maintenance = yield* ThreadMaintenance
             yield* maintenance.ensureAlarm
           }),
-        ),
+        ).then(() => this.#noteAlarm()),
       )
     }
 
+    /** The alarm this incarnation last saw scheduled, to measure delivery lag. */
+    #expectedAlarm: number | null = null
+
+    async #noteAlarm(): Promise<void> {
+      // Outside a handler (and inside one once re-set) workerd answers from memory.
+      this.#expectedAlarm = await this.ctx.storage.getAlarm()
+    }
+
     override async alarm(): Promise<void> {
-      const ctx = this.ctx
+      const expected = this.#expectedAlarm
       const exit = await this.#runtime.runPromiseExit(
         Effect.gen(function* () {
-          const scheduled = yield* Effect.promise(() => ctx.storage.getAlarm())
           const startedAt = yield* Clock.currentTimeMillis
           const maintenance = yield* ThreadMaintenance
           const exit = yield* Effect.exit(maintenance.pass)
-          yield* recordPass(exit, scheduled === null ? undefined : startedAt - scheduled)
+          yield* recordPass(exit, expected === null ? undefined : startedAt - expected)
           return yield* exit
         }),
       )
+      await this.#noteAlarm()
       if (Exit.isFailure(exit)) {
         // Rejecting makes workerd redeliver; the pass already committed its bounded retry.
         throw new Error(`Thread maintenance pass failed: ${safeCauseMessage(exit.cause, "unknown failure")}`)
@@ -120,6 +128,7 @@ export const make = (options: ThreadObjectOptions): ThreadObjectClass => {
       effect: Effect.Effect<A, ThreadObjectError, ThreadObjectServices>,
     ): Promise<RpcResult> {
       const exit = await this.#runtime.runPromiseExit(effect)
+      await this.#noteAlarm()
       if (Exit.isFailure(exit) && !exit.cause.reasons.some(Cause.isFailReason)) {
         await this.#runtime.runPromise(
           Effect.logError(`ThreadObject.${entryPoint} failed unexpectedly`, exit.cause),

@@ -1,0 +1,56 @@
+/**
+ * Helpers of the `ThreadObject` suites: a typed client per test Thread, alarm delivery until a
+ * condition holds, and raw reads of the Object's maintenance record and alarm.
+ */
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
+import { Effect } from "effect"
+import * as ThreadClient from "../../src/ThreadClient.ts"
+import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
+
+/** A unique Thread per test (storage is shared by the tests of a file). */
+export const threadName = (label: string) => `thread-${label}-${crypto.randomUUID()}`
+
+/** A client of `thread`, hosted in the Object `objectName` (the Thread's own by default). */
+export const clientOf = (thread: string, objectName?: string) =>
+  ThreadClient.make(env.THREADS_TEST, thread, objectName === undefined ? {} : { objectName })
+
+/** The stub of the Object that hosts `name`. */
+export const stubOf = (name: string) => env.THREADS_TEST.getByName(name)
+
+/** Delivers the Object's alarm until `done` holds (a rejected delivery counts as delivered). */
+export const deliverUntil = (objectName: string, done: Effect.Effect<boolean, unknown>, rounds = 60) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < rounds; round++) {
+      if (yield* done) return round
+      yield* Effect.promise(() => runDurableObjectAlarm(stubOf(objectName)).catch(() => false))
+      yield* Effect.sleep(5)
+    }
+    return yield* Effect.die(new Error(`condition not reached after ${rounds} alarm deliveries`))
+  })
+
+/** The raw stored maintenance record and alarm of an Object. */
+export const storedMaintenance = (objectName: string) =>
+  Effect.promise(() =>
+    runInDurableObject(stubOf(objectName), async (_instance, state) => ({
+      record: await state.storage.get(MAINTENANCE_STATE_KEY),
+      alarm: await state.storage.getAlarm(),
+    })),
+  )
+
+/** Overwrites the stored maintenance record of an Object. */
+export const putMaintenanceRecord = (objectName: string, value: unknown) =>
+  Effect.promise(() =>
+    runInDurableObject(stubOf(objectName), (_instance, state) =>
+      state.storage.put(MAINTENANCE_STATE_KEY, value),
+    ),
+  )
+
+/** Rows of the Object's ledger. */
+export const ledgerRows = (objectName: string) =>
+  Effect.promise(() =>
+    runInDurableObject(stubOf(objectName), (_instance, state) =>
+      state.storage.sql
+        .exec("SELECT submission_id, thread_id, state FROM effect_agent_submissions")
+        .toArray(),
+    ),
+  )

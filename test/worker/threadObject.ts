@@ -1,0 +1,63 @@
+/**
+ * A `ThreadObject` for the entry-point suites: small agents, and failpoints a test installs
+ * per Object id (module state of the test isolate, so it survives `abortAllDurableObjects`).
+ */
+import { Effect, Schema } from "effect"
+import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
+import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
+import type { ThreadMaintenanceFailpointHandler } from "../../src/Alarm.ts"
+import * as ThreadObject from "../../src/ThreadObject.ts"
+
+/** How many times each agent effect ran, by Object id and effect name. */
+export const effectRuns = new Map<string, number>()
+const ran = (key: string) => Effect.sync(() => effectRuns.set(key, (effectRuns.get(key) ?? 0) + 1))
+
+/** Echoes its text after one journaled step. */
+export const echoAgent = define({
+  id: "echo",
+  version: "1",
+  input: Schema.Struct({ text: Schema.String, fail: Schema.optionalKey(Schema.Boolean) }),
+  output: Schema.String,
+  program: ({ text, fail }, ctx) =>
+    Effect.gen(function* () {
+      const echoed = yield* ctx.step("echo", Effect.as(ran(`${ctx.submissionId}:echo`), `echo: ${text}`))
+      if (fail === true) return yield* new AgentFailure({ message: `refused ${text}` })
+      return echoed
+    }),
+})
+
+/** Waits for an approval, then reports the reviewer's note. */
+export const reviewAgent = define({
+  id: "review",
+  version: "1",
+  input: Schema.Struct({ draft: Schema.String }),
+  output: Schema.String,
+  program: ({ draft }, ctx) =>
+    Effect.gen(function* () {
+      const decision = yield* ctx.requestApproval({ draft })
+      return `${draft} approved (${decision.note ?? "no note"})`
+    }),
+})
+
+/** Failpoints of one Object. */
+export interface TestFailpoints {
+  maintenance?: ThreadMaintenanceFailpointHandler
+  runtime?: RuntimeFailpointHandler
+}
+
+const installed = new Map<string, TestFailpoints>()
+
+/** Installs (or with `{}` removes) the failpoints of the Object `id`. */
+export const installFailpoints = (id: DurableObjectId, failpoints: TestFailpoints): void => {
+  installed.set(id.toString(), failpoints)
+}
+
+export class TestThreadObject extends ThreadObject.make({
+  agents: [echoAgent, reviewAgent],
+  config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
+  failpoints: {
+    maintenance: (ctx) => (location) =>
+      installed.get(ctx.id.toString())?.maintenance?.(location) ?? Effect.void,
+    runtime: (ctx) => (location) => installed.get(ctx.id.toString())?.runtime?.(location) ?? Effect.void,
+  },
+}) {}
