@@ -7,7 +7,6 @@ import {
   ledgerRows,
   putMaintenanceRecord,
   storedMaintenance,
-  stubOf,
   threadName,
 } from "./support.ts"
 
