@@ -87,12 +87,14 @@ export const make = (options: ThreadObjectOptions): ThreadObjectClass => {
       )
       // A failure here resets the Object; the next request builds a fresh incarnation.
       void ctx.blockConcurrencyWhile(() =>
-        this.#runtime.runPromise(
-          Effect.gen(function* () {
-            const maintenance = yield* ThreadMaintenance
-            yield* maintenance.ensureAlarm
-          }),
-        ).then(() => this.#noteAlarm()),
+        this.#runtime
+          .runPromise(
+            Effect.gen(function* () {
+              const maintenance = yield* ThreadMaintenance
+              yield* maintenance.ensureAlarm
+            }),
+          )
+          .then(() => this.#noteAlarm()),
       )
     }
 
