@@ -30,3 +30,9 @@ export type {
 export { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
 export type { MaintenancePassFailure } from "./internal/maintenance/pass.ts"
 export { MaintenancePassReport } from "./internal/maintenance/report.ts"
+export {
+  BindingRetry,
+  MAINTENANCE_STATE_KEY,
+  MaintenanceRetry,
+  ThreadMaintenanceState,
+} from "./internal/maintenance/state.ts"

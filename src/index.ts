@@ -1,0 +1,19 @@
+/**
+ * `@effect-agent/platform-cloudflare`: durable agent Threads inside Cloudflare Durable Objects.
+ * Each public module is also a subpath export of the package.
+ */
+export * as AgentContext from "./core/AgentContext.ts"
+export * as AgentRegistration from "./core/AgentRegistration.ts"
+export * as Alarm from "./Alarm.ts"
+export * as CloudflareBindings from "./CloudflareBindings.ts"
+export * as CloudflareConfig from "./CloudflareConfig.ts"
+export * as DurableAgentRuntime from "./core/DurableAgentRuntime.ts"
+export * as DurableRuntimeConfig from "./core/DurableRuntimeConfig.ts"
+export * as Identifiers from "./core/Identifiers.ts"
+export * as RuntimeFailpoint from "./core/RuntimeFailpoint.ts"
+export * as SubmissionLedger from "./core/SubmissionLedger.ts"
+export * as ThreadClient from "./ThreadClient.ts"
+export * as ThreadHistory from "./core/ThreadHistory.ts"
+export * as ThreadObject from "./ThreadObject.ts"
+export * as ThreadProjectionMaintenance from "./core/ThreadProjectionMaintenance.ts"
+export * as WakeScheduler from "./core/WakeScheduler.ts"
