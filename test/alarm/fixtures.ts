@@ -41,12 +41,9 @@ export const advance = (millis: number) => Effect.andThen(settle, TestClock.adju
 
 /** Whether a forked fiber has finished. */
 export const isDone = <A, E>(fiber: Fiber.Fiber<A, E>) =>
-  Effect.map(
-    Effect.andThen(
-      settle,
-      Effect.sync(() => fiber.pollUnsafe()),
-    ),
-    (exit) => exit !== undefined,
+  Effect.andThen(
+    settle,
+    Effect.sync(() => fiber.pollUnsafe() !== undefined),
   )
 
 /** The typed failure of an exit, if it failed with one. */
