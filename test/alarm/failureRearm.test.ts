@@ -3,6 +3,7 @@ import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { DurableAlarmError } from "../../src/Alarm.ts"
 import { backoffDelay } from "../../src/internal/maintenance/backoff.ts"
+import { REARM_DEADLINE_READ_MILLIS } from "../../src/internal/maintenance/rearm.ts"
 import {
   advance,
   caughtUpRecord,
@@ -130,6 +131,27 @@ describe("failure rearming", () => {
         expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(unreadable)
         expect((yield* storedRetry(ctx))?.notBefore).toBe(now + 75)
         expect(yield* alarmOf(ctx)).toBe(now + 75)
+      }),
+    ),
+  )
+
+  it.effect("commits the retry when the deadline read never answers, after a bounded wait", () =>
+    inObject(objectName("deadline-read-stuck"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const { maintenance } = yield* incarnation(ctx, {
+          host: failingHost({ pendingDeadline: Effect.never }),
+        })
+        const fiber = yield* Effect.forkChild(withJitter(0.5)(maintenance.pass))
+        expect(yield* isDone(fiber)).toBe(false)
+        yield* advance(REARM_DEADLINE_READ_MILLIS)
+        expect(yield* isDone(fiber)).toBe(true)
+        expect(failureOf(yield* Fiber.await(fiber))).toBe(refused)
+        // The backoff is measured from when the commit ran, after the bounded read.
+        const retry = yield* storedRetry(ctx)
+        expect(retry?.notBefore).toBe(now + REARM_DEADLINE_READ_MILLIS + 75)
+        expect(yield* alarmOf(ctx)).toBe(retry?.notBefore)
       }),
     ),
   )

@@ -14,6 +14,9 @@ import {
   writeMaintenanceState,
 } from "./state.ts"
 
+/** @internal How long failure rearming waits for the host deadlines before ignoring them. */
+export const REARM_DEADLINE_READ_MILLIS = 5_000
+
 /** @internal */
 export const rearmFailure = (env: MaintenanceEnv, observed: MaintenanceObservation): Effect.Effect<void> =>
   Effect.suspend(() => {
@@ -23,8 +26,13 @@ export const rearmFailure = (env: MaintenanceEnv, observed: MaintenanceObservati
       yield* env.hit("maintenance:retry:before")
       yield* env.gate.withSnapshot((active) =>
         Effect.gen(function* () {
-          // A broken deadline read must not prevent committing the native retry.
-          const deadline = yield* env.pendingDeadline.pipe(Effect.catchCause(() => Effect.succeedNone))
+          // A broken or stuck deadline read must not prevent committing the native retry: this
+          // runs uninterruptibly after the event, so a hook that never answers is cut off here.
+          const deadline = yield* env.pendingDeadline.pipe(
+            Effect.timeoutOption(REARM_DEADLINE_READ_MILLIS),
+            Effect.map(Option.flatten),
+            Effect.catchCause(() => Effect.succeedNone),
+          )
           const now = yield* Clock.currentTimeMillis
           const jitter = yield* Random.next
           yield* env.transact("back off failed maintenance", async (txn) => {
