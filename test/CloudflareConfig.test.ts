@@ -1,0 +1,87 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer } from "effect"
+import {
+  CLOUDFLARE_RUNTIME_DEFAULTS,
+  CloudflareDurableRuntimeConfig,
+  type CloudflareDurableRuntimeConfigOverrides,
+  decodeCloudflareRuntimeConfig,
+} from "../src/CloudflareConfig.ts"
+
+const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
+  Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
+
+describe("CloudflareDurableRuntimeConfig", () => {
+  it.effect("takes every default of §6.5 when nothing is overridden", () =>
+    Effect.gen(function* () {
+      const config = yield* decodeCloudflareRuntimeConfig()
+      expect(config).toMatchObject({
+        alarmBackoffBase: 100,
+        alarmBackoffCap: 5_000,
+        wakeScanInterval: 1_000,
+        projectionDispatchTimeoutMillis: 30_000,
+        ownershipLeaseDuration: 30_000,
+        settlementPollInterval: 500,
+        leaseRenewalInterval: 10_000,
+        abortPollInterval: 500,
+        observationPollInterval: 25,
+        limits: { maxQueueDepthPerLane: 256, maxDatabaseBytes: 9_000_000_000 },
+      })
+      const layered = yield* Effect.provide(
+        Effect.gen(function* () {
+          return yield* CloudflareDurableRuntimeConfig
+        }),
+        CloudflareDurableRuntimeConfig.layerDefault,
+      )
+      expect(layered).toEqual(config)
+    }),
+  )
+
+  it.effect("merges partial overrides, limits included, over the defaults", () =>
+    Effect.gen(function* () {
+      const config = yield* decodeCloudflareRuntimeConfig({
+        alarmBackoffBase: 10,
+        limits: { maxQueueDepthPerLane: 3 },
+      })
+      expect(config.alarmBackoffBase).toBe(10)
+      expect(config.alarmBackoffCap).toBe(CLOUDFLARE_RUNTIME_DEFAULTS.alarmBackoffCap)
+      expect(config.limits).toMatchObject({ maxQueueDepthPerLane: 3, maxInputBytes: 1_048_576 })
+    }),
+  )
+
+  const invalid: ReadonlyArray<readonly [string, unknown, string]> = [
+    ["a zero backoff base", { alarmBackoffBase: 0 }, "alarmBackoffBase"],
+    ["a fractional scan interval", { wakeScanInterval: 1.5 }, "wakeScanInterval"],
+    [
+      "a projection allowance over 5 minutes",
+      { projectionDispatchTimeoutMillis: 300_001 },
+      "projectionDispatchTimeoutMillis",
+    ],
+    ["a negative observation interval", { observationPollInterval: -1 }, "observationPollInterval"],
+    ["a string lease", { ownershipLeaseDuration: "30s" }, "ownershipLeaseDuration"],
+    ["an empty deployment id", { deploymentId: "" }, "deploymentId"],
+    ["a zero queue depth", { limits: { maxQueueDepthPerLane: 0 } }, "limits.maxQueueDepthPerLane"],
+    ["limits that are not an object", { limits: 5 }, "limits"],
+    ["an unknown field", { alarmBackofBase: 10 }, "alarmBackofBase"],
+    ["an unknown limit", { limits: { maxQueue: 1 } }, "limits.maxQueue"],
+  ]
+
+  it.effect.each(invalid)(
+    "refuses %s with a CloudflareConfigError naming the field",
+    ([, overrides, field]) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(
+          decodeCloudflareRuntimeConfig(overrides as CloudflareDurableRuntimeConfigOverrides),
+        )
+        const failure = failureOf(exit)
+        expect(failure).toMatchObject({ _tag: "CloudflareConfigError", field })
+        expect(failure?.message).toContain(field)
+        // The layer fails the same way, before any resource opens.
+        const layered = yield* Effect.exit(
+          Layer.build(
+            CloudflareDurableRuntimeConfig.layer(overrides as CloudflareDurableRuntimeConfigOverrides),
+          ).pipe(Effect.scoped),
+        )
+        expect(failureOf(layered)).toMatchObject({ _tag: "CloudflareConfigError", field })
+      }),
+  )
+})
