@@ -59,8 +59,13 @@ export const decodeInput =
 const notFound = (submissionId: SubmissionId, threadId: ThreadId) =>
   new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in thread ${threadId}` })
 
+interface Address {
+  readonly threadId: ThreadId
+  readonly submissionId: SubmissionId
+}
+
 /** The row of an addressed Submission, refused when it belongs to another Thread. */
-const addressed = (address: { readonly threadId: ThreadId; readonly submissionId: SubmissionId }) =>
+const addressed = (address: Address) =>
   Effect.gen(function* () {
     const ledger = yield* SubmissionLedger
     const row = yield* ledger.lookup(address.submissionId)
@@ -75,17 +80,18 @@ export const makeEntryPoints = (maxInputBytes: number) => {
   const decode = <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
     decodeInput(entryPoint, schema, maxInputBytes)
 
-  /** Runs `body` for an addressed Submission inside the mutation gate. */
-  const gated = <E>(
+  /** Decodes an addressed request and runs `body` for it inside the mutation gate. */
+  const gated = <A extends Address, I, E>(
     entryPoint: string,
-    body: (runtime: DurableAgentRuntime["Service"], submissionId: SubmissionId) => Effect.Effect<void, E>,
+    schema: Schema.Codec<A, I>,
+    body: (runtime: DurableAgentRuntime["Service"], request: A) => Effect.Effect<void, E>,
   ) =>
     Effect.fn(`ThreadObject.${entryPoint}`)(function* (raw: unknown) {
-      const request = yield* decode(entryPoint, SubmissionAddress)(raw)
+      const request = yield* decode(entryPoint, schema)(raw)
       yield* addressed(request)
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
-      yield* maintenance.withMutation(body(runtime, request.submissionId))
+      yield* maintenance.withMutation(body(runtime, request))
     })
 
   return {
@@ -97,22 +103,14 @@ export const makeEntryPoints = (maxInputBytes: number) => {
       yield* runtime.validate(request)
       return yield* maintenance.withMutation(runtime.submit(request))
     }),
-    abort: gated("abort", (runtime, id) => runtime.abort(id)),
-    retry: gated("retry", (runtime, id) => runtime.retry(id)),
-    resolveApproval: Effect.fn("ThreadObject.resolveApproval")(function* (raw: unknown) {
-      const request = yield* decode("resolveApproval", ApprovalInput)(raw)
-      yield* addressed(request)
-      const runtime = yield* DurableAgentRuntime
-      const maintenance = yield* ThreadMaintenance
-      yield* maintenance.withMutation(runtime.resolveApproval(request.submissionId, request.decision))
-    }),
-    resolveUnknown: Effect.fn("ThreadObject.resolveUnknown")(function* (raw: unknown) {
-      const request = yield* decode("resolveUnknown", UnknownInput)(raw)
-      yield* addressed(request)
-      const runtime = yield* DurableAgentRuntime
-      const maintenance = yield* ThreadMaintenance
-      yield* maintenance.withMutation(runtime.resolveUnknown(request.submissionId, request.resolution))
-    }),
+    abort: gated("abort", SubmissionAddress, (runtime, request) => runtime.abort(request.submissionId)),
+    retry: gated("retry", SubmissionAddress, (runtime, request) => runtime.retry(request.submissionId)),
+    resolveApproval: gated("resolveApproval", ApprovalInput, (runtime, request) =>
+      runtime.resolveApproval(request.submissionId, request.decision),
+    ),
+    resolveUnknown: gated("resolveUnknown", UnknownInput, (runtime, request) =>
+      runtime.resolveUnknown(request.submissionId, request.resolution),
+    ),
     submissionStatus: Effect.fn("ThreadObject.submissionStatus")(function* (raw: unknown) {
       const request = yield* decode("submissionStatus", SubmissionAddress)(raw)
       return submissionStatus(yield* addressed(request))
