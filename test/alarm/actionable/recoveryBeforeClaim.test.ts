@@ -1,0 +1,51 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
+import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
+import {
+  abandon,
+  deliver,
+  deliverOk,
+  reportOf,
+  rowOf,
+  runtimeIncarnation,
+  runtimeSwitchboard,
+  submit,
+  threadRecords,
+} from "./fixtures.ts"
+
+describe("recovery before claim", () => {
+  it.effect("settles a stranded Submission before the next one's input is applied", () =>
+    inObject(objectName("recovery-first"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const runs = yield* makeRuns
+        const killer = yield* runtimeSwitchboard()
+        const killed = yield* killer.freeze("terminalize:after-reserve")
+        const first = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)], runtime: killer })
+        const stranded = yield* submit(first, "lane", "three-steps", "s1", { n: 1 })
+        yield* abandon(deliver(ctx, first.maintenance))
+        yield* killed
+        expect((yield* rowOf(first, stranded.submissionId)).state).toBe("terminalizing")
+
+        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)] })
+        yield* inc.maintenance.ensureAlarm
+        const next = yield* submit(inc, "lane", "three-steps", "s2", { n: 2 })
+        // One event: recovery finishes S1's reserved settlement, then S2's Attempt runs.
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 2, 1, 0, "cleared"])
+
+        const records = yield* threadRecords(inc, "lane")
+        const position = (submissionId: string, tag: string) =>
+          records.findIndex((record) => record.submissionId === submissionId && record.entry._tag === tag)
+        const settledS1 = position(stranded.submissionId, "SubmissionSettled")
+        const inputS2 = position(next.submissionId, "InputApplied")
+        expect(settledS1).toBeGreaterThan(position(next.submissionId, "SubmissionAccepted"))
+        expect(inputS2).toBeGreaterThan(settledS1)
+        expect((yield* rowOf(inc, stranded.submissionId)).settlement?.output).toBe(9)
+        expect((yield* rowOf(inc, next.submissionId)).settlement?.output).toBe(12)
+        expect(yield* runsOf(runs)).toEqual({ one: 2, two: 2, three: 2 })
+        expect(yield* alarmOf(ctx)).toBeNull()
+      }),
+    ),
+  )
+})
