@@ -75,13 +75,16 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
+        // An accepted abort ends the wait: a later decision would race the aborted settlement.
         const step =
-          row.state === "suspended" ? (yield* journalOf(env, submissionId)).openApproval : undefined
+          row.state === "suspended" && !row.abortRequested
+            ? (yield* journalOf(env, submissionId)).openApproval
+            : undefined
         if (step === undefined) {
           return yield* notPending(
             row,
             "approval",
-            `submission ${submissionId} is ${row.state}, not awaiting an approval`,
+            `submission ${submissionId} is ${row.abortRequested ? "being aborted" : row.state}, not awaiting an approval`,
           )
         }
         const now = yield* Clock.currentTimeMillis
@@ -96,7 +99,10 @@ export const makeResolutions = (env: RuntimeEnv) => ({
           yield* env.hit("resolve:after-intent")
           return yield* env.ledger.transition(unowned(row, now), "ready").pipe(lostRace(row, "approval"))
         }
-        // A denial settles directly: reserve first, so a crash leaves recovery a settlement to finish.
+        // A denial records the decision, then settles directly. A crash before the reservation
+        // leaves a resolved approval that recovery resumes: the replayed program is denied.
+        yield* env.history.append(submissionId, resolved, unowned(row, now), now)
+        yield* env.hit("resolve:after-intent")
         const settlement = yield* makeSettlement(row, {
           outcome: "failed",
           error: decision.note === undefined ? "approval denied" : `approval denied: ${decision.note}`,
@@ -105,8 +111,6 @@ export const makeResolutions = (env: RuntimeEnv) => ({
           .reserveSettlement(unowned(row, now), settlement)
           .pipe(lostRace(row, "approval"))
         yield* env.hit("terminalize:after-reserve")
-        yield* env.history.append(submissionId, resolved, unowned(reserved, now), now)
-        yield* env.hit("resolve:after-intent")
         yield* finishReserved(env, reserved, false).pipe(lostRace(row, "approval"))
         return reserved
       }),
@@ -122,12 +126,15 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
-        const open = row.state === "unknown" ? (yield* journalOf(env, submissionId)).openUncertain : undefined
+        const open =
+          row.state === "unknown" && !row.abortRequested
+            ? (yield* journalOf(env, submissionId)).openUncertain
+            : undefined
         if (open === undefined) {
           return yield* notPending(
             row,
             "unknown-outcome",
-            `submission ${submissionId} is ${row.state}, not awaiting an Unknown Outcome resolution`,
+            `submission ${submissionId} is ${row.abortRequested ? "being aborted" : row.state}, not awaiting an Unknown Outcome resolution`,
           )
         }
         const now = yield* Clock.currentTimeMillis

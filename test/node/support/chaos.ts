@@ -1,0 +1,252 @@
+/**
+ * Seeded chaos over one crash-Worker Object hosting several lanes: rounds of random
+ * {kill the incarnation, wait for an alarm delivery, mutate, let time pass}, then convergence,
+ * then a control Object that replays the same mutations in the same order with no kill.
+ *
+ * Mutations are chosen so that their effect does not depend on timing: approvals, denials and
+ * aborts target only Submissions that cannot move without them (a suspended one without an
+ * accepted abort, or one queued behind such a head), as read-only status reads show. A mutating call that fails (the
+ * kill hit it) is retried by the client until it gets a definite answer.
+ */
+import { Effect } from "effect"
+import type { OrderInput, RawView } from "../fixtures/crashProtocol.ts"
+import { chargeOf } from "../fixtures/crashAgents.ts"
+import type { CrashDriver, Envelope } from "./crashDriver.ts"
+
+/** mulberry32: a small seeded PRNG with a 32-bit state. */
+export const mulberry32 = (seed: number) => {
+  let state = seed >>> 0
+  return (): number => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** A mutation as applied, replayed in order by the control. */
+export type Mutation =
+  | { readonly op: "submit"; readonly lane: string; readonly key: string; readonly input: OrderInput }
+  | { readonly op: "approve"; readonly key: string; readonly approved: boolean; readonly note: string }
+  | { readonly op: "abort"; readonly key: string }
+
+/** What one chaos run did. */
+export interface ChaosRun {
+  readonly seed: number
+  readonly rounds: number
+  readonly kills: number
+  readonly deliveries: number
+  readonly sleeps: number
+  readonly mutations: ReadonlyArray<Mutation>
+  readonly retries: number
+}
+
+interface Known {
+  readonly lane: string
+  readonly input: OrderInput
+  submissionId: string
+}
+
+/** A client of one chaos Object that remembers Submission ids by key. */
+const clientOf = (driver: CrashDriver, name: string) => {
+  const known = new Map<string, Known>()
+  let retries = 0
+
+  /** Calls until the answer is definite: a value or a typed refusal other than unavailability. */
+  const definite = (path: string, body: Record<string, unknown>): Effect.Effect<Envelope> =>
+    Effect.gen(function* () {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const answer = yield* driver.call(path, { name, ...body })
+        if (answer.ok || answer.error._tag !== "ThreadObjectUnavailable") return answer
+        retries += 1
+        yield* Effect.sleep(20)
+      }
+      return yield* Effect.die(new Error(`${name}: ${path} stayed unavailable`))
+    })
+
+  const address = (key: string) => {
+    const entry = known.get(key)
+    return { lane: entry?.lane ?? "", submissionId: entry?.submissionId ?? "" }
+  }
+
+  const apply = (mutation: Mutation): Effect.Effect<Envelope> => {
+    switch (mutation.op) {
+      case "submit":
+        return Effect.tap(
+          definite("/submit", { lane: mutation.lane, key: mutation.key, input: mutation.input }),
+          (answer) =>
+            Effect.sync(() => {
+              if (!answer.ok)
+                throw new Error(`${name}: submit ${mutation.key} refused: ${answer.error.message}`)
+              const receipt = answer.value as { submissionId: string }
+              known.set(mutation.key, {
+                lane: mutation.lane,
+                input: mutation.input,
+                submissionId: receipt.submissionId,
+              })
+            }),
+        )
+      case "approve":
+        return definite("/approve", {
+          ...address(mutation.key),
+          approved: mutation.approved,
+          note: mutation.note,
+        })
+      case "abort":
+        return definite("/abort", address(mutation.key))
+    }
+  }
+
+  /** The state of a Submission and of its lane's head, or undefined when unreadable now. */
+  const observe = (key: string) =>
+    Effect.gen(function* () {
+      const status = yield* driver.call("/status", { name, ...address(key) })
+      const thread = yield* driver.call("/thread", { name, lane: known.get(key)?.lane ?? "" })
+      if (!status.ok || !thread.ok) return undefined
+      const row = status.value as { state: string; abortRequested: boolean }
+      const head = (
+        thread.value as { head?: { submissionId: string; state: string; abortRequested: boolean } }
+      ).head
+      // A suspended row with an accepted abort settles by itself: it is not a stable wait.
+      const waits = (state: string, aborting: boolean) =>
+        state === "suspended" && !aborting ? "waiting" : state
+      return {
+        state: waits(row.state, row.abortRequested),
+        head: head === undefined ? undefined : { ...head, state: waits(head.state, head.abortRequested) },
+      }
+    })
+
+  /** The operator's resolution of an Unknown Outcome, from the supplier's records. */
+  const resolve = (key: string) =>
+    Effect.gen(function* () {
+      const entry = known.get(key)
+      if (entry === undefined) return
+      const reference = `${entry.lane}/${entry.submissionId}`
+      const calls = yield* driver.supplier(name)
+      if (!calls.some((call) => call.operation === "charge" && call.reference === reference))
+        yield* driver.perform(name, "charge", reference)
+      yield* definite("/resolve", { ...address(key), succeeded: true, value: chargeOf(entry.input) })
+    })
+
+  return { known, apply, observe, resolve, retries: () => retries }
+}
+
+/** Waits, reading only, until the Object is quiescent. */
+const quiescent = (driver: CrashDriver, name: string) =>
+  Effect.gen(function* () {
+    const until = Date.now() + 30_000
+    while (Date.now() < until) {
+      const answer = yield* driver.call("/inspect", { name })
+      if (answer.ok) {
+        const view = answer.value as { alarm: number | null; owed: boolean }
+        if (view.alarm === null && !view.owed) return
+      }
+      yield* Effect.sleep(50)
+    }
+    return yield* Effect.die(new Error(`${name} did not reach quiescence within 30 s`))
+  })
+
+/**
+ * Drives the Object to the end: quiescence, then the operator approves every pending approval
+ * and resolves every Unknown Outcome, until every Submission settled. Returns the final storage.
+ */
+const finish = (driver: CrashDriver, name: string, client: ReturnType<typeof clientOf>) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < 12; round++) {
+      yield* quiescent(driver, name)
+      const view = yield* driver.raw(name)
+      const waiting = view.submissions.filter((row) => row.state === "suspended" || row.state === "unknown")
+      if (waiting.length === 0) return view
+      for (const row of waiting) {
+        if (row.state === "suspended")
+          yield* client.apply({ op: "approve", key: row.idempotencyKey, approved: true, note: "final" })
+        else yield* client.resolve(row.idempotencyKey)
+      }
+    }
+    return yield* Effect.die(new Error(`${name} still waits after 12 operator rounds`))
+  })
+
+const lanes = ["a", "b", "c"]
+const amounts = [40, 60, 150, 220]
+
+/** Runs `rounds` of seeded chaos on the Object `name`; returns what it did and the final storage. */
+export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds: number) =>
+  Effect.gen(function* () {
+    const random = mulberry32(seed)
+    const pick = <A>(items: ReadonlyArray<A>): A => items[Math.floor(random() * items.length)] as A
+    const client = clientOf(driver, name)
+    const mutations: Array<Mutation> = []
+    let kills = 0
+    let deliveries = 0
+    let sleeps = 0
+    const id = yield* driver.id(name)
+
+    const mutate = (mutation: Mutation) =>
+      Effect.tap(client.apply(mutation), () => Effect.sync(() => mutations.push(mutation)))
+
+    for (let round = 0; round < rounds; round++) {
+      const roll = random()
+      if (roll < 0.15) {
+        // Half of the kills land while the next rounds run: inside a mutation or a pass.
+        const delay = random() < 0.5 ? 0 : Math.floor(random() * 40)
+        if (delay === 0) yield* driver.kill(name)
+        else yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(name)))
+        kills += 1
+      } else if (roll < 0.45) {
+        // Deliver the alarm: wait for the next delivery to this Object (or give up after 300 ms).
+        const seen = (yield* driver.signals).filter((signal) => signal.name === id).length
+        const until = Date.now() + 300
+        while (Date.now() < until) {
+          if ((yield* driver.signals).filter((signal) => signal.name === id).length > seen) {
+            deliveries += 1
+            break
+          }
+          yield* Effect.sleep(10)
+        }
+      } else if (roll < 0.65 && client.known.size < 30) {
+        const n = client.known.size + 1
+        yield* mutate({
+          op: "submit",
+          lane: pick(lanes),
+          key: `k${n}`,
+          input: { orderId: `o${n}`, amount: pick(amounts) },
+        })
+      } else if (roll < 0.85 && client.known.size > 0) {
+        const key = pick([...client.known.keys()])
+        const seen = yield* client.observe(key)
+        if (seen === undefined) continue
+        const isHead = seen.head?.submissionId === client.known.get(key)?.submissionId
+        const dormant = !isHead && seen.state === "ready" && seen.head?.state === "waiting"
+        const choice = random()
+        if (seen.state === "waiting" && choice < 0.7)
+          yield* mutate({ op: "approve", key, approved: choice < 0.45, note: `round ${round}` })
+        else if (seen.state === "waiting" || dormant) yield* mutate({ op: "abort", key })
+      } else {
+        yield* Effect.sleep(5 + Math.floor(random() * 95))
+        sleeps += 1
+      }
+    }
+    const final = yield* finish(driver, name, client)
+    const run: ChaosRun = {
+      seed,
+      rounds,
+      kills,
+      deliveries,
+      sleeps,
+      mutations,
+      retries: client.retries(),
+    }
+    return { run, final }
+  })
+
+/** Replays `mutations` on a fresh Object with no kill, each after the previous one settled. */
+export const runControl = (driver: CrashDriver, name: string, mutations: ReadonlyArray<Mutation>) =>
+  Effect.gen(function* () {
+    const client = clientOf(driver, name)
+    for (const mutation of mutations) {
+      yield* client.apply(mutation)
+      yield* quiescent(driver, name)
+    }
+    return yield* finish(driver, name, client) as Effect.Effect<RawView>
+  })

@@ -1,0 +1,161 @@
+/**
+ * Evidence checks over a raw storage view: the invariants every quiescent Object must satisfy,
+ * and the normalised canonical history compared with a crash-free control run.
+ *
+ * Normalisation, and why each step is sound:
+ * - Records are grouped per Submission and keyed by idempotency key, dropping Thread ids,
+ *   sequences, Submission ids and timestamps: ids are random and times differ per run.
+ *   Interleaving of different Submissions of one lane is not compared (an accepted abort of a
+ *   queued Submission is recorded whenever a pass reaches it); FIFO order is checked instead.
+ * - `UnknownOutcomeRecorded` is dropped and `UnknownOutcomeResolved` becomes the step result
+ *   it supplies (`StepCompleted`/`StepFailed` under the uncertain step's name): a crash inside
+ *   an uncertain step legitimately adds the Unknown Outcome, and the operator's resolution
+ *   (taken from the supplier's own record) then stands for the result the crash cut off.
+ */
+import type { RawRecord, RawView } from "../fixtures/crashProtocol.ts"
+
+type Entry = Readonly<Record<string, unknown>> & { readonly _tag: string }
+
+const entryOf = (record: RawRecord): Entry => record.entry as Entry
+
+/** Records of each Submission, oldest first. */
+const bySubmission = (view: RawView): Map<string, Array<RawRecord>> => {
+  const groups = new Map<string, Array<RawRecord>>()
+  for (const record of view.history) {
+    const group = groups.get(record.submissionId) ?? []
+    group.push(record)
+    groups.set(record.submissionId, group)
+  }
+  return groups
+}
+
+/** The normalised history of each Submission, by idempotency key. */
+export const normalizedHistory = (view: RawView): Record<string, ReadonlyArray<unknown>> => {
+  const groups = bySubmission(view)
+  const result: Record<string, ReadonlyArray<unknown>> = {}
+  for (const row of view.submissions) {
+    const entries = (groups.get(row.submissionId) ?? []).map(entryOf)
+    const names = new Map<unknown, unknown>()
+    for (const entry of entries)
+      if (entry._tag === "UncertainStepStarted") names.set(entry["step"], entry["name"])
+    result[`${row.threadId}/${row.idempotencyKey}`] = entries.flatMap((entry): Array<unknown> => {
+      if (entry._tag === "UnknownOutcomeRecorded") return []
+      if (entry._tag !== "UnknownOutcomeResolved") return [entry]
+      const resolution = entry["resolution"] as { _tag: string; value?: unknown; message?: string }
+      const step = entry["step"]
+      const name = names.get(step)
+      return resolution._tag === "Succeeded"
+        ? [{ _tag: "StepCompleted", step, name, result: resolution.value }]
+        : [{ _tag: "StepFailed", step, name, error: resolution.message }]
+    })
+  }
+  return result
+}
+
+/** The state of each Submission by `lane/key`; settled ones carry their outcome. */
+export const statesOf = (view: RawView): Record<string, string> =>
+  Object.fromEntries(
+    view.submissions.map((row) => {
+      const outcome = (row.settlement as { outcome?: string } | null)?.outcome
+      return [
+        `${row.threadId}/${row.idempotencyKey}`,
+        outcome === undefined ? row.state : `settled:${outcome}`,
+      ]
+    }),
+  )
+
+/** How often the supplier performed `operation` for each Submission, by `lane/key`. */
+export const supplierCounts = (view: RawView, operation: string): Record<string, number> =>
+  Object.fromEntries(
+    view.submissions.map((row) => [
+      `${row.threadId}/${row.idempotencyKey}`,
+      view.supplier.filter(
+        (call) => call.operation === operation && call.reference === `${row.threadId}/${row.submissionId}`,
+      ).length,
+    ]),
+  )
+
+/** How many `UnknownOutcomeRecorded` records the view holds. */
+export const unknownOutcomes = (view: RawView): number =>
+  view.history.filter((record) => entryOf(record)._tag === "UnknownOutcomeRecorded").length
+
+const stableWait = (state: string) => state === "suspended" || state === "unknown"
+
+/**
+ * Violations of the quiescence invariants: alarm cleared, `dirty == processed`, gap-free
+ * sequences, one settlement per Submission agreeing with its row, no step journaled twice,
+ * no charge performed twice, FIFO per lane, and every nonterminal row a stable external wait
+ * or queued behind one.
+ */
+export const invariantViolations = (view: RawView): Array<string> => {
+  const problems: Array<string> = []
+  if (view.alarm !== null) problems.push(`the alarm is still set (${view.alarm})`)
+  if (view.alarmDelivered) problems.push("an alarm was still pending at inspection")
+  if (view.record === null) problems.push("no maintenance record")
+  else if (view.record.dirty !== view.record.processed)
+    problems.push(`dirty ${view.record.dirty} != processed ${view.record.processed}`)
+
+  const lanes = new Map<string, Array<RawRecord>>()
+  for (const record of view.history)
+    lanes.set(record.threadId, [...(lanes.get(record.threadId) ?? []), record])
+  for (const [lane, records] of lanes) {
+    records.forEach((record, index) => {
+      if (record.sequence !== index + 1)
+        problems.push(`lane ${lane}: sequence ${record.sequence} at ${index + 1}`)
+    })
+  }
+
+  const groups = bySubmission(view)
+  for (const row of view.submissions) {
+    const key = `${row.threadId}/${row.idempotencyKey}`
+    const entries = (groups.get(row.submissionId) ?? []).map(entryOf)
+    const settled = entries.filter((entry) => entry._tag === "SubmissionSettled")
+    if (settled.length > 1) problems.push(`${key}: settled ${settled.length} times`)
+    if (row.state === "settled") {
+      const outcome = (row.settlement as { outcome?: string } | null)?.outcome
+      if (settled.length !== 1) problems.push(`${key}: settled row without one settlement record`)
+      else if (settled[0]?.["outcome"] !== outcome)
+        problems.push(`${key}: row outcome ${outcome} but history ${String(settled[0]?.["outcome"])}`)
+    } else if (settled.length > 0) problems.push(`${key}: settlement recorded but the row is ${row.state}`)
+    if (entries.filter((entry) => entry._tag === "SubmissionAccepted").length !== 1)
+      problems.push(`${key}: not accepted exactly once`)
+    for (const tag of ["StepCompleted", "StepFailed", "UncertainStepStarted", "UnknownOutcomeRecorded"]) {
+      const steps = entries.filter((entry) => entry._tag === tag).map((entry) => entry["step"])
+      if (new Set(steps).size !== steps.length) problems.push(`${key}: ${tag} journaled twice for a step`)
+    }
+    const results = entries
+      .filter((entry) => entry._tag === "StepCompleted" || entry._tag === "StepFailed")
+      .map((entry) => entry["step"])
+    if (new Set(results).size !== results.length) problems.push(`${key}: a step has two results`)
+    const charges = view.supplier.filter(
+      (call) => call.operation === "charge" && call.reference === `${row.threadId}/${row.submissionId}`,
+    ).length
+    if (charges > 1) problems.push(`${key}: charged ${charges} times`)
+  }
+
+  // FIFO: a Submission's input is applied only after every earlier one of its lane settled.
+  const rowsByLane = new Map<string, Array<(typeof view.submissions)[number]>>()
+  for (const row of view.submissions)
+    rowsByLane.set(row.threadId, [...(rowsByLane.get(row.threadId) ?? []), row])
+  for (const [lane, rows] of rowsByLane) {
+    const records = lanes.get(lane) ?? []
+    const position = (submissionId: string, tag: string) =>
+      records.findIndex((record) => record.submissionId === submissionId && entryOf(record)._tag === tag)
+    rows.forEach((row, index) => {
+      const applied = position(row.submissionId, "InputApplied")
+      if (applied < 0) return
+      for (const earlier of rows.slice(0, index)) {
+        const settledAt = position(earlier.submissionId, "SubmissionSettled")
+        if (settledAt < 0 || settledAt > applied)
+          problems.push(`lane ${lane}: ${row.idempotencyKey} ran before ${earlier.idempotencyKey} settled`)
+      }
+    })
+    const head = rows.find((row) => row.state !== "settled")
+    for (const row of rows) {
+      if (row.state === "settled" || stableWait(row.state)) continue
+      if (head === undefined || head === row || !stableWait(head.state) || row.state !== "ready")
+        problems.push(`lane ${lane}: ${row.idempotencyKey} is ${row.state} at quiescence`)
+    }
+  }
+  return problems
+}

@@ -1,0 +1,277 @@
+/**
+ * Scenarios of the crash suite and the crash points that use them. A scenario is a prefix of
+ * client steps (run before anything is armed; it may crash on purpose, e.g. to leave an Unknown
+ * Outcome), failpoints armed ahead of the target, and exactly one final client call: after the
+ * target crash there is no further client call, so convergence is up to alarm delivery alone.
+ */
+import type { ArmEntry, FailpointKind, OrderInput } from "../fixtures/crashProtocol.ts"
+
+/** One client step, addressed by idempotency key. */
+export type Step =
+  | {
+      readonly op: "submit"
+      readonly lane: string
+      readonly key: string
+      readonly input: OrderInput
+      readonly agentId?: string
+    }
+  | { readonly op: "approve"; readonly key: string; readonly approved: boolean; readonly note: string }
+  | { readonly op: "abort"; readonly key: string }
+  /** The operator resolves an Unknown Outcome from the supplier's records (charging if absent). */
+  | { readonly op: "resolve"; readonly key: string }
+  | { readonly op: "arm"; readonly entries: ReadonlyArray<ArmEntry> }
+  /** Waits (reading only) until the Object is quiescent. */
+  | { readonly op: "settle" }
+
+export interface Scenario {
+  readonly name: string
+  readonly prefix: ReadonlyArray<Step>
+  /** Armed together with (ahead of) the target, consumed in order. */
+  readonly before: ReadonlyArray<ArmEntry>
+  readonly final: Step
+}
+
+const small: OrderInput = { orderId: "o1", amount: 40 }
+const large: OrderInput = { orderId: "o2", amount: 150 }
+const follower: OrderInput = { orderId: "o3", amount: 60 }
+
+const crashAt = (kind: FailpointKind, location: string): ArmEntry => ({ kind, location, action: "crash" })
+
+/** The scenarios, by name. */
+export const scenarios = {
+  /** One Submission: quote, charge (uncertain), confirm; completes. */
+  plain: {
+    name: "plain",
+    prefix: [],
+    before: [],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+  /** One Submission above the threshold: it requests an approval and parks. */
+  approval: {
+    name: "approval",
+    prefix: [],
+    before: [],
+    final: { op: "submit", lane: "a", key: "k1", input: large },
+  },
+  approve: {
+    name: "approve",
+    prefix: [{ op: "submit", lane: "a", key: "k1", input: large }, { op: "settle" }],
+    before: [],
+    final: { op: "approve", key: "k1", approved: true, note: "sam" },
+  },
+  deny: {
+    name: "deny",
+    prefix: [{ op: "submit", lane: "a", key: "k1", input: large }, { op: "settle" }],
+    before: [],
+    final: { op: "approve", key: "k1", approved: false, note: "too much" },
+  },
+  /** Aborting the suspended head lets the follower run. */
+  abortHead: {
+    name: "abortHead",
+    prefix: [
+      { op: "submit", lane: "a", key: "k1", input: large },
+      { op: "submit", lane: "a", key: "k2", input: follower },
+      { op: "settle" },
+    ],
+    before: [],
+    final: { op: "abort", key: "k1" },
+  },
+  /** Aborting a queued follower settles it without waiting for the head. */
+  abortQueued: {
+    name: "abortQueued",
+    prefix: [
+      { op: "submit", lane: "a", key: "k1", input: large },
+      { op: "submit", lane: "a", key: "k2", input: follower },
+      { op: "settle" },
+    ],
+    before: [],
+    final: { op: "abort", key: "k2" },
+  },
+  /** A crash right after the charge started leaves an Unknown Outcome; the operator resolves it. */
+  unknown: {
+    name: "unknown",
+    prefix: [
+      { op: "arm", entries: [crashAt("runtime", "uncertain:after-start-append")] },
+      { op: "submit", lane: "a", key: "k1", input: small },
+      { op: "settle" },
+    ],
+    before: [],
+    final: { op: "resolve", key: "k1" },
+  },
+  /**
+   * Work admitted for `versioned`, then a crash at pass begin brings the Object back on code
+   * without it (`legacy`): a binding wait. The Miniflare restart brings the current code back
+   * and the work completes.
+   */
+  binding: {
+    name: "binding",
+    prefix: [],
+    before: [{ ...crashAt("maintenance", "maintenance:begin:before"), redeploy: "legacy" }],
+    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "versioned" },
+  },
+  /** The first pass fails (a typed runtime failure after the claim): failure rearming. */
+  failedPass: {
+    name: "failedPass",
+    prefix: [],
+    before: [{ kind: "runtime", location: "claim:after-claim", action: "fail" }],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+  /** The submit dies after admission; the alarm then opens a new incarnation (its constructor gate). */
+  reopen: {
+    name: "reopen",
+    prefix: [],
+    before: [crashAt("maintenance", "maintenance:mutation:finished")],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+  /** A crash holding the lease: recovery releases it once expired. */
+  expiredLease: {
+    name: "expiredLease",
+    prefix: [],
+    before: [crashAt("runtime", "step:after-step-append")],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+} as const satisfies Record<string, Scenario>
+
+/** One armed crash and the scenario that reaches it. */
+export interface CrashPoint {
+  readonly kind: FailpointKind
+  readonly location: string
+  readonly scenario: Scenario
+  readonly match?: string
+  readonly skip?: number
+  /** The crash cuts the charge after its start was journaled: `k1` must end in an Unknown Outcome. */
+  readonly unknown?: boolean
+}
+
+const point = (
+  kind: FailpointKind,
+  location: string,
+  scenario: Scenario,
+  options: Omit<CrashPoint, "kind" | "location" | "scenario"> = {},
+): CrashPoint => ({ kind, location, scenario, ...options })
+
+/** A unique, readable Object name for a point. */
+export const pointName = (p: CrashPoint): string =>
+  [p.kind, p.location, p.scenario.name, p.match ?? "", p.skip === undefined ? "" : `skip${p.skip}`]
+    .filter((part) => part !== "")
+    .join(" ")
+
+const m = (
+  location: string,
+  scenario: Scenario = scenarios.plain,
+  options?: Omit<CrashPoint, "kind" | "location" | "scenario">,
+) => point("maintenance", `maintenance:${location}`, scenario, options)
+
+/** Every maintenance location, each with a scenario that reaches it, and a few more placements. */
+export const maintenancePoints: ReadonlyArray<CrashPoint> = [
+  m("dirty:before"),
+  m("dirty:after"),
+  m("mutation:armed"),
+  m("mutation:finished"),
+  m("ensure:before", scenarios.reopen),
+  m("ensure:after", scenarios.reopen),
+  m("begin:before"),
+  m("begin:after"),
+  m("select:before"),
+  m("select:after"),
+  m("binding-retry:before", scenarios.binding),
+  m("binding-retry:after", scenarios.binding),
+  m("retry:before", scenarios.failedPass),
+  m("retry:after", scenarios.failedPass),
+  m("finish:before"),
+  m("finish:after"),
+  m("finish:after", scenarios.approval),
+  m("mutation:finished", scenarios.approve),
+  m("dirty:after", scenarios.abortHead),
+  m("begin:after", scenarios.expiredLease),
+]
+
+const r = (
+  location: string,
+  scenario: Scenario = scenarios.plain,
+  options?: Omit<CrashPoint, "kind" | "location" | "scenario">,
+) => point("runtime", location, scenario, options)
+
+/** Every runtime location, and placements that cut the uncertain charge or a resolution. */
+export const runtimePoints: ReadonlyArray<CrashPoint> = [
+  r("ledger:admit:before"),
+  r("ledger:admit:after"),
+  r("submit:after-admit"),
+  r("ledger:mark-ready:before"),
+  r("ledger:mark-ready:after"),
+  r("ledger:claim:before"),
+  r("ledger:claim:after"),
+  r("claim:after-claim"),
+  r("input:after-canonical-append"),
+  r("ledger:renew:before"),
+  r("ledger:renew:after"),
+  r("ledger:release:before", scenarios.binding),
+  r("ledger:release:after", scenarios.binding),
+  r("ledger:park:before", scenarios.approval),
+  r("ledger:park:after", scenarios.approval),
+  r("approval:after-request-append", scenarios.approval),
+  r("ledger:transition:before", scenarios.approve),
+  r("ledger:transition:after", scenarios.approve),
+  r("resolve:after-intent", scenarios.approve),
+  r("ledger:request-abort:before", scenarios.abortHead),
+  r("ledger:request-abort:after", scenarios.abortHead),
+  r("abort:after-intent", scenarios.abortHead),
+  r("ledger:reserve-settlement:before"),
+  r("ledger:reserve-settlement:after"),
+  r("terminalize:after-reserve"),
+  r("terminalize:after-canonical-append"),
+  r("ledger:finalize-settlement:before"),
+  r("ledger:finalize-settlement:after"),
+  r("history:append:before"),
+  r("history:append:after"),
+  r("step:after-step-append"),
+  r("uncertain:after-start-append", scenarios.plain, { unknown: true }),
+  // The charge ran, its result is not journaled: cut mid-effect.
+  r("history:append:before", scenarios.plain, { skip: 4, unknown: true }),
+  r("history:append:after", scenarios.plain, { skip: 3, unknown: true }),
+  r("ledger:transition:before", scenarios.expiredLease),
+  r("ledger:transition:before", scenarios.unknown),
+  r("resolve:after-intent", scenarios.unknown),
+  r("history:append:after", scenarios.unknown),
+  r("terminalize:after-reserve", scenarios.deny),
+  r("resolve:after-intent", scenarios.deny),
+  r("ledger:reserve-settlement:after", scenarios.deny),
+  r("ledger:finalize-settlement:before", scenarios.deny),
+  r("ledger:request-abort:after", scenarios.abortQueued),
+  r("abort:after-intent", scenarios.abortQueued),
+  r("terminalize:after-reserve", scenarios.abortQueued),
+  point("effect", "effect:quote:after-external", scenarios.plain),
+  point("effect", "effect:charge:after-external", scenarios.plain, { unknown: true }),
+  point("effect", "effect:confirm:after-external", scenarios.plain),
+]
+
+const s = (
+  location: string,
+  options?: Omit<CrashPoint, "kind" | "location" | "scenario">,
+  scenario: Scenario = scenarios.plain,
+) => point("storage", `storage:${location}`, scenario, options)
+
+/** Every storage location (the first write of a submit), and writes later in the journey. */
+export const storagePoints: ReadonlyArray<CrashPoint> = [
+  s("transaction:before"),
+  s("kv:before"),
+  s("kv:after"),
+  s("alarm:before"),
+  s("alarm:after"),
+  s("transaction:after"),
+  s("sql:before"),
+  s("sql:after"),
+  s("sql:before", { match: "insert effect_agent_submissions" }),
+  s("sql:after", { match: "insert effect_agent_submissions" }),
+  s("sql:after", { match: "update effect_agent_submissions" }),
+  s("sql:after", { match: "insert effect_agent_history", skip: 2 }),
+  // Before the charge's result is inserted: the charge ran, so this is an Unknown Outcome.
+  s("sql:before", { match: "insert effect_agent_history", skip: 4, unknown: true }),
+  s("kv:after", { skip: 1 }),
+  s("kv:after", { skip: 2 }),
+  s("alarm:after", { match: "delete" }),
+  s("transaction:after", { skip: 2 }),
+  // After the claim that resumes the approved Submission (its first update is the approval's).
+  s("sql:after", { match: "update effect_agent_submissions", skip: 1 }, scenarios.approve),
+  s("alarm:before", { skip: 1 }, scenarios.deny),
+]
