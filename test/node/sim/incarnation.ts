@@ -1,0 +1,185 @@
+/**
+ * One incarnation of the simulated Object: the real platform layers (mutation gate, alarm
+ * service, `ThreadMaintenance`, the durable runtime with the Cloudflare wake scheduler) built
+ * over the storage port's facade, a fresh `SqlClient` stand-in, and the durable in-memory
+ * ledger and history seen through a gate that refuses every operation once the incarnation is
+ * dead. The assembly mirrors `ThreadObject`'s, with in-memory stores in place of SQLite.
+ */
+import { Context, Deferred, Effect, Layer, Scope, Stream } from "effect"
+import {
+  ThreadMaintenance,
+  ThreadMaintenanceFailpoint,
+  type ThreadMaintenanceFailpointHandler,
+} from "../../../src/Alarm.ts"
+import { DurableAlarmService, ThreadMutationGate, ThreadPublication } from "../../../src/Alarm.ts"
+import { DurableObjectContext } from "../../../src/CloudflareBindings.ts"
+import {
+  CloudflareDurableRuntimeConfig,
+  type CloudflareDurableRuntimeConfigOverrides,
+} from "../../../src/CloudflareConfig.ts"
+import type { AnyAgentDefinition } from "../../../src/core/AgentRegistration.ts"
+import { DurableAgentRuntime } from "../../../src/core/DurableAgentRuntime.ts"
+import { DurableRuntimeConfig } from "../../../src/core/DurableRuntimeConfig.ts"
+import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../../src/core/RuntimeFailpoint.ts"
+import { LedgerError, SubmissionLedger, SubmissionLedgerLimits } from "../../../src/core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
+import { ThreadStoreError } from "../../../src/core/DurableAgentRuntime.ts"
+import { ThreadProjectionMaintenance } from "../../../src/core/ThreadProjectionMaintenance.ts"
+import { makeEntryPoints, type EntryPoints } from "../../../src/internal/object/entryPoints.ts"
+import { cloudflareWakeScheduler } from "../../../src/internal/object/wakeScheduler.ts"
+import { simSqlClient } from "./sqlClient.ts"
+import type { Holder } from "./storagePort.ts"
+
+/** The incarnation a fiber belongs to; agents read it so a dead process acts no more. */
+export const SimHolder = Context.Reference<Holder | undefined>("@effect-agent/sim/Holder", {
+  defaultValue: () => undefined,
+})
+
+/** The durable stores: built once per run, shared by every incarnation. */
+export interface DurableStores {
+  readonly ledger: SubmissionLedger["Service"]
+  readonly history: ThreadHistory["Service"]
+}
+
+/** Everything an incarnation's entry points, constructor and alarm handler use. */
+export type IncarnationServices = Layer.Success<ReturnType<typeof incarnationLayer>>
+
+/** A live (or dead) incarnation. */
+export interface Incarnation {
+  readonly id: number
+  readonly holder: Holder
+  readonly state: DurableObjectState
+  readonly scope: Scope.Closeable
+  readonly context: Context.Context<IncarnationServices>
+  readonly entry: EntryPoints
+  /** Completes when the constructor gate (`ensureAlarm`) finished; events wait for it. */
+  readonly ready: Deferred.Deferred<void>
+  readonly deployment: string
+  closed: boolean
+}
+
+type AnyFunction = (...args: ReadonlyArray<never>) => unknown
+
+/**
+ * The service seen through the incarnation's liveness: a call after the reset fails with
+ * `refuse`, as every storage operation of an aborted Durable Object does. Calls are
+ * synchronous blocks in the in-memory stores, so a reset never splits one.
+ */
+const gated = <S extends object>(
+  service: S,
+  alive: () => boolean,
+  refuse: (name: string) => unknown,
+  onActivity: () => void,
+): S => {
+  const out: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(service)) {
+    const check = Effect.suspend(() => {
+      onActivity()
+      return alive() ? Effect.void : Effect.fail(refuse(name))
+    })
+    if (typeof value === "function") {
+      out[name] = (...args: ReadonlyArray<never>) =>
+        Effect.andThen(
+          check,
+          Effect.suspend(() => (value as AnyFunction)(...args) as Effect.Effect<unknown>),
+        )
+    } else if (Stream.isStream(value)) {
+      out[name] = Stream.unwrap(Effect.as(check, value))
+    } else if (Effect.isEffect(value)) {
+      out[name] = Effect.andThen(check, value)
+    } else {
+      out[name] = value
+    }
+  }
+  return out as S
+}
+
+const resetMessage = "the Durable Object was reset"
+
+const configLayer = (overrides: CloudflareDurableRuntimeConfigOverrides) =>
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const config = yield* CloudflareDurableRuntimeConfig
+      return Layer.mergeAll(
+        Layer.succeed(DurableRuntimeConfig, {
+          ownershipLeaseDuration: config.ownershipLeaseDuration,
+          leaseRenewalInterval: config.leaseRenewalInterval,
+          settlementPollInterval: config.settlementPollInterval,
+          abortPollInterval: config.abortPollInterval,
+        }),
+        Layer.succeed(SubmissionLedgerLimits, {
+          maxQueueDepthPerLane: config.limits.maxQueueDepthPerLane,
+          maxInputBytes: config.limits.maxInputBytes,
+        }),
+      )
+    }),
+  ).pipe(Layer.provideMerge(CloudflareDurableRuntimeConfig.layer(overrides)))
+
+/** What an incarnation is built from. */
+export interface IncarnationSpec {
+  readonly state: DurableObjectState
+  readonly holder: Holder
+  readonly stores: DurableStores
+  readonly agents: ReadonlyArray<AnyAgentDefinition>
+  readonly config: CloudflareDurableRuntimeConfigOverrides
+  readonly maintenanceFailpoint: ThreadMaintenanceFailpointHandler
+  readonly runtimeFailpoint: RuntimeFailpointHandler
+  readonly onActivity: () => void
+}
+
+/** @internal The layer of one incarnation. */
+export const incarnationLayer = (spec: IncarnationSpec) => {
+  const alive = spec.holder.alive
+  const ledger = gated(
+    spec.stores.ledger,
+    alive,
+    (name) => new LedgerError({ operation: `SubmissionLedger.${name}`, message: resetMessage }),
+    spec.onActivity,
+  )
+  const history = gated(
+    spec.stores.history,
+    alive,
+    (name) => new ThreadStoreError({ operation: `ThreadHistory.${name}`, message: resetMessage }),
+    spec.onActivity,
+  )
+  const base = Layer.mergeAll(
+    DurableObjectContext.layer(spec.state, {} as Cloudflare.Env),
+    simSqlClient,
+    configLayer(spec.config),
+    ThreadMaintenanceFailpoint.layerTest(spec.maintenanceFailpoint),
+    RuntimeFailpoint.layerTest(spec.runtimeFailpoint),
+    Layer.succeed(SubmissionLedger, ledger),
+    Layer.succeed(ThreadHistory, history),
+  )
+  const platform = Layer.mergeAll(ThreadMutationGate.layer, DurableAlarmService.layer).pipe(
+    Layer.provideMerge(base),
+  )
+  const runtime = DurableAgentRuntime.layerWithBindings(spec.agents).pipe(
+    Layer.provide(cloudflareWakeScheduler),
+  )
+  const hooks = Layer.mergeAll(ThreadPublication.layer, ThreadProjectionMaintenance.layer)
+  return ThreadMaintenance.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(runtime, hooks)),
+    Layer.provideMerge(platform),
+  )
+}
+
+/** Builds an incarnation in its own scope; its constructor is started by the caller. */
+export const buildIncarnation = (
+  spec: IncarnationSpec & { readonly deployment: string; readonly maxInputBytes: number },
+): Effect.Effect<Incarnation> =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(incarnationLayer(spec), scope).pipe(Effect.orDie)
+    return {
+      id: spec.holder.id,
+      holder: spec.holder,
+      state: spec.state,
+      scope,
+      context,
+      entry: makeEntryPoints(spec.maxInputBytes),
+      ready: yield* Deferred.make<void>(),
+      deployment: spec.deployment,
+      closed: false,
+    }
+  })

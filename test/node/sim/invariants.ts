@@ -1,0 +1,383 @@
+/**
+ * The invariants of `maintenance.md` §7, checked on every storage commit, failpoint hit and
+ * handler end, and on the whole durable state after every driver step. Each evaluated
+ * predicate counts as one check; a failed one records a violation (the run fails at the end
+ * of its step, with the trace).
+ */
+import { Schema } from "effect"
+import type { ThreadMaintenanceFailpointLocation } from "../../../src/Alarm.ts"
+import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoint.ts"
+import type { MemoryStore } from "../../../src/core/internal/memoryLedger.ts"
+import type { SubmissionId } from "../../../src/core/Identifiers.ts"
+import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
+import { lanes } from "./oracle.ts"
+import type { AlarmRun, Origin, SimStorage, StorageEvent } from "./storagePort.ts"
+
+/** How a handler run ended. */
+export type RunOutcome = "success" | "failure" | "evicted" | "wall-limit" | "cancelled"
+
+/** What the monitor reads of the world. */
+export interface WorldView {
+  readonly now: () => number
+  readonly storage: SimStorage
+  readonly store: MemoryStore
+  readonly rpcInFlight: () => number
+  /** The platform dropped a failing alarm and no constructor has run since. */
+  readonly platformGaveUp: () => boolean
+  readonly timing: { readonly floor: number; readonly cap: number; readonly wakeScanInterval: number }
+}
+
+const decodeRecord = Schema.decodeUnknownSync(ThreadMaintenanceState)
+const decoded = new WeakMap<object, ThreadMaintenanceState>()
+/** Decodes a stored record once: committed values are replaced, never mutated. */
+const decode = (raw: unknown): ThreadMaintenanceState => {
+  if (typeof raw !== "object" || raw === null) return decodeRecord(raw)
+  let record = decoded.get(raw)
+  if (record === undefined) {
+    record = decodeRecord(raw)
+    decoded.set(raw, record)
+  }
+  return record
+}
+const bootstrap = { dirty: 1n, processed: 0n, lastServedThreadId: undefined } as const
+
+/** The maintenance record in storage, if any. */
+export const readRecord = (storage: SimStorage): ThreadMaintenanceState | undefined => {
+  const raw = storage.kv.get(MAINTENANCE_STATE_KEY)
+  return raw === undefined ? undefined : decode(raw)
+}
+
+interface RunState {
+  /** The record the pass read in its first transaction (`beginPass`). */
+  start?: {
+    readonly dirty: bigint
+    readonly processed: bigint
+    readonly retry?: ThreadMaintenanceState["retry"]
+  }
+  beginAt?: number
+  /** The alarm right after the begin transaction: the pass's crash-fallback prearm. */
+  prearm?: number | null
+  claims: number
+  /** When the pass chose its lane, and the cursor and waits it then left in storage. */
+  selectAt?: number
+  candidate?: { readonly lane: string | undefined; readonly waits: ThreadMaintenanceState["bindingRetries"] }
+}
+
+/** Checks the invariants; `violations` lists every failure seen. */
+export const makeMonitor = (view: WorldView) => {
+  let checks = 0
+  const byKind: Record<string, number> = {}
+  const violations: Array<string> = []
+  /** Evaluates one invariant predicate of `kind`. */
+  const check = (kind: string, ok: boolean, message: () => string) => {
+    checks++
+    byKind[kind] = (byKind[kind] ?? 0) + 1
+    if (!ok) violations.push(message())
+  }
+  const runs = new Map<number, RunState>()
+  const runOf = (origin: Origin | undefined) => {
+    if (origin?.kind !== "alarm") return undefined
+    let state = runs.get(origin.run)
+    if (state === undefined) {
+      state = { claims: 0 }
+      runs.set(origin.run, state)
+    }
+    return state
+  }
+  const retryFloor = new Map<bigint, number>()
+  const settled = new Map<SubmissionId, string>()
+  const seenRows = new Map<SubmissionId, object>()
+  const journaled = new Set<string>()
+  const historySettled = new Set<SubmissionId>()
+  const external = new Map<string, number>()
+  let feedSeen = 0
+
+  const headOf = (threadId: string) => {
+    const id = view.store.lanes.get(threadId as never)?.nonterminal[0]
+    return id === undefined ? undefined : view.store.rows.get(id)
+  }
+
+  const storageEvent = (event: StorageEvent) => {
+    const run = runOf(event.origin)
+    if (run !== undefined && run.start === undefined && event.reads.has(MAINTENANCE_STATE_KEY)) {
+      const raw = event.reads.get(MAINTENANCE_STATE_KEY)
+      run.start = raw === undefined ? bootstrap : decode(raw)
+      run.beginAt = event.at
+      if (event.committed) run.prearm = view.storage.visibleAlarm()
+    }
+    const written = event.alarm?.after
+    if (run !== undefined && event.committed && written !== undefined && written !== null) {
+      // §7.5: the pass never writes an alarm earlier than its begin-time prearm.
+      const prearm = run.prearm
+      check(
+        "prearm-floor",
+        prearm === undefined || prearm === null || written >= prearm,
+        () => `alarm run ${JSON.stringify(event.origin)} wrote ${written}, earlier than its prearm ${prearm}`,
+      )
+    }
+    if (!event.committed || !event.writes.has(MAINTENANCE_STATE_KEY)) return
+    const beforeRaw = event.before.get(MAINTENANCE_STATE_KEY)
+    const before = beforeRaw === undefined ? bootstrap : decode(beforeRaw)
+    const after = decode(event.writes.get(MAINTENANCE_STATE_KEY))
+    const who = JSON.stringify(event.origin ?? null)
+    check(
+      "record",
+      after.processed >= before.processed,
+      () => `processed decreased ${before.processed} -> ${after.processed} by ${who}`,
+    )
+    check(
+      "record",
+      after.dirty >= before.dirty,
+      () => `dirty decreased ${before.dirty} -> ${after.dirty} by ${who}`,
+    )
+    check(
+      "record",
+      after.processed <= after.dirty,
+      () => `processed ${after.processed} beyond dirty ${after.dirty} by ${who}`,
+    )
+    if (after.dirty !== before.dirty) {
+      check(
+        "record",
+        event.origin?.kind === "rpc" && after.dirty === before.dirty + 1n,
+        () => `dirty advanced ${before.dirty} -> ${after.dirty} outside a single prearm (${who})`,
+      )
+    }
+    if (after.processed !== before.processed) {
+      // §7.2: only the generation read at pass start is ever acknowledged.
+      const start = run?.start
+      const expected =
+        start === undefined ? undefined : start.dirty > before.processed ? start.dirty : before.processed
+      check(
+        "ack-pass-start",
+        expected !== undefined && after.processed === expected,
+        () =>
+          `processed set to ${after.processed} by ${who}, but the pass started at generation ${start?.dirty ?? "?"} (dirty now ${after.dirty})`,
+      )
+    }
+    const retry = after.retry
+    if (retry !== undefined && retry.generation === after.dirty && after.dirty > after.processed) {
+      // §7.8: the retry of an unprocessed generation never moves earlier.
+      const floor = retryFloor.get(retry.generation)
+      check(
+        "retry-monotone",
+        floor === undefined || retry.notBefore >= floor,
+        () =>
+          `retry of generation ${retry.generation} moved earlier: ${floor} -> ${retry.notBefore} by ${who}`,
+      )
+      retryFloor.set(retry.generation, Math.max(floor ?? retry.notBefore, retry.notBefore))
+    }
+  }
+
+  const maintenanceHit = (origin: Origin | undefined, location: ThreadMaintenanceFailpointLocation) => {
+    const run = runOf(origin)
+    if (run === undefined) return
+    if (location === "maintenance:select:after") {
+      // The cursor now names the lane served next, if the pass claims one (checked at the claim).
+      const record = readRecord(view.storage)
+      run.candidate = { lane: record?.lastServedThreadId, waits: record?.bindingRetries }
+      return
+    }
+    if (location !== "maintenance:select:before") return
+    run.selectAt = view.now()
+    const start = run.start
+    // §7.8: early deliveries never run native work before the retry of the generation is due.
+    const retry =
+      start?.retry !== undefined && start.retry.generation === start.dirty ? start.retry : undefined
+    check(
+      "retry-not-early",
+      start !== undefined &&
+        start.dirty > start.processed &&
+        (retry === undefined || retry.notBefore <= (run.beginAt ?? -Infinity)),
+      () =>
+        `native work ran at ${run.beginAt} for a record ${JSON.stringify(start, (_k, v) => (typeof v === "bigint" ? String(v) : v))}`,
+    )
+  }
+
+  const runtimeHit = (origin: Origin | undefined, location: RuntimeFailpointLocation) => {
+    const run = runOf(origin)
+    if (run === undefined || location !== "ledger:claim:before") return
+    run.claims++
+    // §7.7: one head Attempt per event.
+    check(
+      "one-head",
+      run.claims <= 1,
+      () => `alarm run ${origin?.kind === "alarm" ? origin.run : "?"} claimed ${run.claims} heads`,
+    )
+    // §7.9: a lane whose head waits for a binding is not served before the wait is due.
+    const lane = run.candidate?.lane
+    if (lane === undefined) return
+    const head = headOf(lane)
+    const wait = run.candidate?.waits?.find(
+      (entry) => entry.threadId === lane && entry.submissionId === head?.submissionId,
+    )
+    const at = run.selectAt ?? view.now()
+    check(
+      "binding-lane",
+      wait === undefined || wait.notBefore <= at,
+      () => `lane ${lane} served at ${at} while its binding wait runs until ${wait?.notBefore}`,
+    )
+  }
+
+  let selfCancellations = 0
+  /** A handler cancelled by an earlier alarm: by its own pass only after its prearm (checked above). */
+  const cancelled = (run: AlarmRun, origin: Origin | undefined) => {
+    if (origin?.kind === "alarm" && origin.run === run.id) selfCancellations++
+  }
+
+  const performed = (key: string, uncertain: boolean) => {
+    const count = (external.get(key) ?? 0) + 1
+    external.set(key, count)
+    if (uncertain) check("uncertain-once", count <= 1, () => `uncertain effect ${key} ran ${count} times`)
+  }
+
+  const runEnded = (run: AlarmRun, outcome: RunOutcome) => {
+    runs.delete(run.id)
+    if (outcome !== "success") return
+    // §7.3: a successful pass that leaves only stable waits, with nothing owed, clears the alarm.
+    const record = readRecord(view.storage)
+    const quiet =
+      record !== undefined &&
+      record.dirty === record.processed &&
+      view.rpcInFlight() === 0 &&
+      !lanes(view.store).some((lane) => lane.autonomous)
+    if (quiet) {
+      check(
+        "quiescence",
+        view.storage.alarm === null,
+        () => `quiescent after run ${run.id} but the alarm is ${view.storage.alarm}`,
+      )
+    }
+  }
+
+  /** The durable state between two driver steps. */
+  const step = () => {
+    const { storage, store, timing } = view
+    const now = view.now()
+    const record = readRecord(storage)
+    const running = storage.run !== undefined
+    if (!running && !view.platformGaveUp()) {
+      // §7.4: owed maintenance has an alarm.
+      // A record is created by the first constructor; before it nothing is owed.
+      const owed = record !== undefined && record.dirty > record.processed
+      check(
+        "owed-alarm",
+        !owed || storage.alarm !== null,
+        () => `generation ${record?.dirty}/${record?.processed} owed with no alarm`,
+      )
+      // Pending autonomous work has an alarm no later than its due time: the bounded backoff,
+      // or later only for a lane whose head waits for compatible code (a binding wait never
+      // delays another lane, and never shortens the backoff either).
+      const backoff = now + Math.max(timing.cap, timing.wakeScanInterval) + timing.floor
+      let due = Infinity
+      for (const lane of lanes(store)) {
+        if (!lane.autonomous) continue
+        const wait = record?.bindingRetries?.find((entry) => entry.submissionId === lane.head.submissionId)
+        due = Math.min(due, Math.max(wait?.notBefore ?? 0, backoff))
+      }
+      if (due !== Infinity) {
+        const bound =
+          storage.platformRetryAt === storage.alarm && storage.alarm !== null
+            ? Math.max(due, storage.alarm)
+            : due
+        check(
+          "due-alarm",
+          storage.alarm !== null && storage.alarm <= bound,
+          () => `autonomous work due by ${bound} but the alarm is ${storage.alarm} (now ${now})`,
+        )
+      }
+    }
+    checkLedger()
+  }
+
+  const checkLedger = () => {
+    const { store } = view
+    for (const row of store.rows.values()) {
+      // Rows are replaced on every write: an unchanged object was checked already.
+      if (seenRows.get(row.submissionId) === row) continue
+      seenRows.set(row.submissionId, row)
+      if (row.state !== "settled") {
+        check(
+          "settlement-immutable",
+          !settled.has(row.submissionId),
+          () => `settled submission ${row.submissionId} is ${row.state} again`,
+        )
+        continue
+      }
+      const settlement = JSON.stringify(row.settlement)
+      const first = settled.get(row.submissionId)
+      check(
+        "settlement-immutable",
+        first === undefined || first === settlement,
+        () => `settlement of ${row.submissionId} changed: ${first} -> ${settlement}`,
+      )
+      settled.set(row.submissionId, settlement)
+    }
+    for (; feedSeen < store.historyFeed.length; feedSeen++) {
+      const record = store.historyFeed[feedSeen]
+      if (record === undefined) continue
+      const { entry, submissionId } = record
+      switch (entry._tag) {
+        case "SubmissionSettled":
+          check(
+            "settled-once",
+            !historySettled.has(submissionId),
+            () => `submission ${submissionId} settled twice in history`,
+          )
+          historySettled.add(submissionId)
+          break
+        case "InputApplied": {
+          // FIFO: a Submission starts only after every earlier one of its lane settled.
+          const row = store.rows.get(submissionId)
+          const earlier = [...store.rows.values()].filter(
+            (other) => other.threadId === row?.threadId && other.queueSequence < (row?.queueSequence ?? 0),
+          )
+          check(
+            "fifo",
+            earlier.every((other) => historySettled.has(other.submissionId)),
+            () => `submission ${submissionId} started before an earlier one of lane ${row?.threadId} settled`,
+          )
+          break
+        }
+        case "StepCompleted":
+        case "StepFailed":
+        case "UncertainStepStarted":
+        case "ApprovalRequested": {
+          const kind = entry._tag === "StepFailed" ? "StepCompleted" : entry._tag
+          const key = `${submissionId}:${kind}:${entry.step}`
+          check(
+            "journal-once",
+            !journaled.has(key),
+            () => `${entry._tag} journaled twice at ${submissionId} step ${entry.step}`,
+          )
+          journaled.add(key)
+          break
+        }
+        default:
+          break
+      }
+    }
+  }
+
+  return {
+    storageEvent,
+    maintenanceHit,
+    runtimeHit,
+    cancelled,
+    performed,
+    runEnded,
+    step,
+    check,
+    get checks() {
+      return checks
+    },
+    /** Checks executed per invariant. */
+    byKind,
+    get selfCancellations() {
+      return selfCancellations
+    },
+    violations,
+  }
+}
+
+/** The monitor of one run. */
+export type Monitor = ReturnType<typeof makeMonitor>
