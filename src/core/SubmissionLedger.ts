@@ -122,6 +122,16 @@ export class SubmissionLedger extends Context.Service<
     readonly checkFence: (fence: Fence) => Effect.Effect<SubmissionSnapshot, FenceFailure>
     /** Every nonterminal Submission of this Object, ordered by `(threadId, queueSequence)`. */
     readonly scanNonterminal: Stream.Stream<SubmissionSnapshot, LedgerError>
+    /**
+     * The nonterminal Submissions whose recovery is not decided by the row alone: every one
+     * except plain queued input (`ready`, never claimed, no abort). Same order as the scan; a
+     * long queue adds nothing to it.
+     */
+    readonly scanRecoveryCandidates: Stream.Stream<SubmissionSnapshot, LedgerError>
+    /** The head of every lane with nonterminal work, in lane order; reads one row per lane. */
+    readonly laneHeads: Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
+    /** The number of nonterminal Submissions of this Object, without reading them. */
+    readonly countAllNonterminal: Effect.Effect<number, LedgerError>
   }
 >()("@effect-agent/submission-ledger/SubmissionLedger") {
   /** The ledger on Durable Object SQLite; runs its migrations when built. */

@@ -1,7 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
-import { statements, submissionsTable } from "../../src/core/internal/sqlLedgerStatements.ts"
+import { SqliteClient } from "@effect/sql-sqlite-do"
+import { runMigrations } from "../../src/core/internal/migrations.ts"
+import {
+  laneKey,
+  ledgerMigrations,
+  statements,
+  submissionsTable,
+} from "../../src/core/internal/sqlLedgerStatements.ts"
 import { historyStatements } from "../../src/core/internal/sqlHistory.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
@@ -28,7 +35,11 @@ describe("SubmissionLedger on SQLite", () => {
             .exec("SELECT name FROM effect_agent_migrations ORDER BY name")
             .toArray()
             .map((row) => row.name)
-        expect(names()).toEqual(["submission-ledger/001-create", "thread-history/001-create"])
+        expect(names()).toEqual([
+          "submission-ledger/001-create",
+          "submission-ledger/002-pass-indexes",
+          "thread-history/001-create",
+        ])
         const second = yield* Effect.provide(
           Effect.gen(function* () {
             const ledger = yield* SubmissionLedger
@@ -37,9 +48,48 @@ describe("SubmissionLedger on SQLite", () => {
           }),
           sqlLayer(storage),
         )
-        expect(names()).toEqual(["submission-ledger/001-create", "thread-history/001-create"])
+        expect(names()).toEqual([
+          "submission-ledger/001-create",
+          "submission-ledger/002-pass-indexes",
+          "thread-history/001-create",
+        ])
         expect(second[0]).toEqual([first, second[1]])
         expect(second[1].queueSequence).toBe(2)
+      }),
+    ),
+  )
+
+  it.effect("upgrades a ledger written before its pass indexes and keeps counting exactly", () =>
+    inObject((storage) =>
+      Effect.gen(function* () {
+        yield* Effect.provide(runMigrations(ledgerMigrations.slice(0, 1)), SqliteClient.layer({ storage }))
+        const insert = (id: string, sequence: number, state: string) =>
+          storage.sql.exec(
+            `INSERT INTO ${submissionsTable} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
+              agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
+              abort_requested, created_at) VALUES (?, 't', ?, ?, ?, 'agent', 'd', '{}', 'i', ?, ?, 1, 0, 0)`,
+            id,
+            laneKey("t"),
+            sequence,
+            `key-${id}`,
+            `receipt-${id}`,
+            state,
+          )
+        insert("s1", 1, "settled")
+        insert("s2", 2, "settled")
+        insert("s3", 3, "ready")
+        const count = yield* Effect.provide(
+          Effect.gen(function* () {
+            return yield* (yield* SubmissionLedger).countAllNonterminal
+          }),
+          sqlLayer(storage),
+        )
+        expect(count).toBe(1)
+        const ordinals = storage.sql
+          .exec(`SELECT settled_ordinal FROM ${submissionsTable} ORDER BY queue_sequence`)
+          .toArray()
+          .map((row) => row.settled_ordinal)
+        expect(ordinals).toEqual([1, 2, null])
       }),
     ),
   )

@@ -8,6 +8,7 @@
 import { describe } from "@effect/vitest"
 import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
+import { passReadCases } from "./SubmissionLedgerPassCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
 export type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
@@ -18,4 +19,5 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
   describe(`SubmissionLedger conformance (${name})`, () => {
     admissionCases(harness)
     fencingCases(harness)
+    passReadCases(harness)
   })

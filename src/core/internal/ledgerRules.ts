@@ -132,6 +132,17 @@ export const markReadyRule = (
   return Result.fail(invalid(row, "ready"))
 }
 
+/**
+ * Whether recovery must look at a nonterminal row: anything but plain queued input, which is a
+ * `ready` row that was never claimed and has no accepted abort (its decision is `ApplyInput`,
+ * and executing it is the claiming Attempt's job).
+ * @internal
+ */
+export const isRecoveryCandidate = (
+  row: Pick<SubmissionSnapshot, "state" | "abortRequested" | "producerEpoch">,
+): boolean =>
+  row.state !== "settled" && (row.state !== "ready" || row.abortRequested || row.producerEpoch !== 0)
+
 /** Whether `claim` may take this lane head at `now`. @internal */
 export const isClaimable = (row: SubmissionSnapshot, now: number): boolean =>
   row.state === "ready" ||

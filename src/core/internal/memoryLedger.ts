@@ -176,6 +176,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
       ),
     )
 
+  // JavaScript string order, which the SQLite ledger's lane key reproduces.
+  const sortedLanes = () => [...store.lanes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+
+  const nonterminalRows = () =>
+    sortedLanes().flatMap(([, lane]) => lane.nonterminal.flatMap((id) => store.rows.get(id) ?? []))
+
   const service: typeof SubmissionLedger.Service = {
     admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
@@ -269,13 +275,21 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    // JavaScript string order, which the SQLite ledger's lane key reproduces.
-    scanNonterminal: Stream.fromIterableEffect(
-      Effect.sync(() =>
-        [...store.lanes.entries()]
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .flatMap(([, lane]) => lane.nonterminal.flatMap((id) => store.rows.get(id) ?? [])),
-      ),
+    scanNonterminal: Stream.fromIterableEffect(Effect.sync(() => nonterminalRows())),
+
+    scanRecoveryCandidates: Stream.fromIterableEffect(
+      Effect.sync(() => nonterminalRows().filter(Rules.isRecoveryCandidate)),
+    ),
+
+    laneHeads: Effect.sync(() =>
+      sortedLanes().flatMap(([, lane]) => {
+        const head = lane.nonterminal[0]
+        return head === undefined ? [] : (store.rows.get(head) ?? [])
+      }),
+    ),
+
+    countAllNonterminal: Effect.sync(() =>
+      [...store.lanes.values()].reduce((sum, lane) => sum + lane.nonterminal.length, 0),
     ),
   }
   stores.set(service, store)

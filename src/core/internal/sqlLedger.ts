@@ -117,12 +117,30 @@ export const makeSqlLedger = Effect.gen(function* () {
 
   const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
-  const scanPage = (after: readonly [string, number]) =>
-    Effect.flatMap(
-      query("SubmissionLedger.scanNonterminal", statements.scanPage, [...after, scanPageSize]),
-      (rows) =>
+  /**
+   * The lane's nonterminal depth as the admission limit needs it: exact once it reaches the
+   * limit (a refusal names it), otherwise some figure below the limit. The head-to-tail span
+   * bounds the depth, so a lane reads rows only when its span reaches the limit (settlements
+   * out of queue order left gaps in it), and then one seek past `limit` rows first.
+   */
+  const laneDepth = (operation: string, lane: string, counters: Row | undefined) =>
+    Effect.gen(function* () {
+      const limit = limits.maxQueueDepthPerLane
+      const head = counters?.head_sequence
+      if (head === null || head === undefined) return 0
+      const span = Number(counters?.last_sequence ?? head) - Number(head) + 1
+      if (span < limit) return span
+      const atLimit = yield* query(operation, statements.laneRowAt, [lane, limit - 1])
+      if (atLimit.length === 0) return limit - 1
+      const [exact] = yield* query(operation, statements.count, [lane])
+      return Number(exact?.depth ?? limit)
+    })
+
+  const pages = (operation: string, text: string): Stream.Stream<SubmissionSnapshot, LedgerError> =>
+    Stream.paginate(["", 0] as readonly [string, number], (after: readonly [string, number]) =>
+      Effect.flatMap(query(operation, text, [...after, scanPageSize]), (rows) =>
         Effect.map(
-          Effect.forEach(rows, decodeRow("SubmissionLedger.scanNonterminal")),
+          Effect.forEach(rows, decodeRow(operation)),
           (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<readonly [string, number]>] => {
             const last = rows[rows.length - 1]
             return [
@@ -133,6 +151,7 @@ export const makeSqlLedger = Effect.gen(function* () {
             ]
           },
         ),
+      ),
     )
 
   const service: typeof SubmissionLedger.Service = {
@@ -149,7 +168,7 @@ export const makeSqlLedger = Effect.gen(function* () {
             const tooLarge = inputBytesRefusal(request, limits)
             if (tooLarge !== undefined) return yield* tooLarge
             const [counters] = yield* query(operation, statements.laneCounters, [lane, lane])
-            const depth = Number(counters?.depth ?? 0)
+            const depth = yield* laneDepth(operation, lane, counters)
             const full = queueDepthRefusal(request, limits, depth)
             if (full !== undefined) return yield* full
             const inserted = yield* first(operation, statements.insert, [
@@ -305,7 +324,27 @@ export const makeSqlLedger = Effect.gen(function* () {
     }),
 
     // Keyset pages: no cursor stays open while the consumer writes to the ledger.
-    scanNonterminal: Stream.paginate(["", 0] as readonly [string, number], scanPage),
+    scanNonterminal: pages("SubmissionLedger.scanNonterminal", statements.scanPage),
+
+    scanRecoveryCandidates: pages("SubmissionLedger.scanRecoveryCandidates", statements.recoveryPage),
+
+    // One seek per lane over the nonterminal index: lanes × O(log n), never the queued rows.
+    laneHeads: Effect.gen(function* () {
+      const operation = "SubmissionLedger.laneHeads"
+      const heads: Array<SubmissionSnapshot> = []
+      let after = ""
+      while (true) {
+        const [row] = yield* query(operation, statements.nextHead, [after])
+        if (row === undefined) return heads
+        heads.push(yield* decodeRow(operation)(row))
+        after = String(row.lane_key)
+      }
+    }).pipe(Effect.withSpan("SubmissionLedger.laneHeads")),
+
+    countAllNonterminal: Effect.map(
+      query("SubmissionLedger.countAllNonterminal", statements.nonterminalTotal, []),
+      (rows) => Number(rows[0]?.total ?? 0),
+    ).pipe(Effect.withSpan("SubmissionLedger.countAllNonterminal")),
   }
   return service
 })

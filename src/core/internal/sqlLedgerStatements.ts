@@ -5,8 +5,14 @@
  * BINARY collation compares UTF-8 bytes, which orders astral characters after U+E000–U+FFFF
  * while JavaScript orders them before; comparing the hex form reproduces JavaScript order,
  * so `scanNonterminal` agrees with the in-memory ledger. One partial index over nonterminal
- * rows serves `head`, `claim`, `countNonterminal` and the scan, so none of them reads settled
- * rows. Statements are plain strings with `?` parameters so tests can ask for their plans.
+ * rows serves `head`, `claim`, `countNonterminal`, the scan and the lane-by-lane seek of
+ * `laneHeads`, so none of them reads settled rows; a second one holds only the rows recovery
+ * must look at (not plain queued input), so a pass over a long queue reads none of it.
+ *
+ * Counting without reading the rows: rows are never deleted, so the largest rowid is the number
+ * of Submissions ever admitted, and finalizing a settlement numbers it (`settled_ordinal`,
+ * 1, 2, …); the nonterminal count is their difference, two index seeks.
+ * Statements are plain strings with `?` parameters so tests can ask for their plans.
  */
 import { Effect, Schema } from "effect"
 import { LedgerError, SubmissionSnapshot } from "./ledgerModel.ts"
@@ -16,6 +22,13 @@ import type { Migration } from "./migrations.ts"
 export const submissionsTable = "effect_agent_submissions"
 
 const t = submissionsTable
+
+/**
+ * Nonterminal rows whose recovery decision is not "plain queued input": any state but `ready`,
+ * or a `ready` row with an accepted abort or a past Claim (see `Rules.isRecoveryCandidate`).
+ * Queries repeat it verbatim so that SQLite uses the partial index.
+ */
+const recoveryCandidate = `state <> 'settled' AND (state <> 'ready' OR abort_requested <> 0 OR producer_epoch <> 0)`
 
 /** @internal */
 export const ledgerMigrations: ReadonlyArray<Migration> = [
@@ -48,6 +61,19 @@ export const ledgerMigrations: ReadonlyArray<Migration> = [
       `CREATE INDEX IF NOT EXISTS ${t}_nonterminal ON ${t} (lane_key, queue_sequence) WHERE state <> 'settled'`,
     ],
   },
+  {
+    // Counting and recovery without reading queued rows (see the module header). Rows settled
+    // before this migration are numbered 1, 2, … here once, so the count stays exact.
+    name: "submission-ledger/002-pass-indexes",
+    statements: [
+      `ALTER TABLE ${t} ADD COLUMN settled_ordinal INTEGER`,
+      `UPDATE ${t} SET settled_ordinal =
+        (SELECT count(*) FROM ${t} AS earlier WHERE earlier.state = 'settled' AND earlier.rowid <= ${t}.rowid)
+        WHERE state = 'settled'`,
+      `CREATE INDEX IF NOT EXISTS ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${recoveryCandidate}`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_settled ON ${t} (settled_ordinal)`,
+    ],
+  },
 ]
 
 /** The Thread id as an order-preserving key (see the module header). @internal */
@@ -72,9 +98,16 @@ const fenced = (set: string, extra: string) => ({
 export const statements = {
   byId: `SELECT * FROM ${t} WHERE submission_id = ?`,
   byKey: `SELECT * FROM ${t} WHERE lane_key = ? AND idempotency_key = ?`,
+  // The span from the lane head to its tail bounds the depth; only a lane whose span reaches
+  // the limit (out-of-order settlements inside it) counts rows. Parameters: lane key ×2.
   laneCounters: `SELECT
-      (SELECT count(*) FROM ${t} WHERE lane_key = ? AND state <> 'settled') AS depth,
+      (SELECT queue_sequence FROM ${t} WHERE lane_key = ? AND state <> 'settled'
+        ORDER BY queue_sequence LIMIT 1) AS head_sequence,
       (SELECT max(queue_sequence) FROM ${t} WHERE lane_key = ?) AS last_sequence`,
+  // The lane's nonterminal row at a 0-based position, if the lane is that deep. Parameters:
+  // lane key, position.
+  laneRowAt: `SELECT queue_sequence FROM ${t} WHERE lane_key = ? AND state <> 'settled'
+    ORDER BY queue_sequence LIMIT 1 OFFSET ?`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
       abort_requested, created_at)
@@ -111,10 +144,20 @@ export const statements = {
   ),
   requestAbort: `UPDATE ${t} SET abort_requested = 1
     WHERE submission_id = ? AND state <> 'settled' AND abort_requested = 0 RETURNING *`,
-  finalize: `UPDATE ${t} SET state = 'settled' WHERE submission_id = ? AND state = 'terminalizing' RETURNING *`,
+  finalize: `UPDATE ${t} SET state = 'settled',
+      settled_ordinal = (SELECT coalesce(max(settled_ordinal), 0) + 1 FROM ${t})
+    WHERE submission_id = ? AND state = 'terminalizing' RETURNING *`,
   // Keyset page of the scan. Parameters: last lane key, last queue sequence, page size.
   scanPage: `SELECT * FROM ${t} WHERE state <> 'settled' AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ?`,
+  // Keyset page of the recovery candidates. Parameters: last lane key, last queue sequence, page size.
+  recoveryPage: `SELECT * FROM ${t} WHERE ${recoveryCandidate} AND (lane_key, queue_sequence) > (?, ?)
+    ORDER BY lane_key, queue_sequence LIMIT ?`,
+  // The head of the first lane after a lane key ('' for the first lane), one index seek.
+  nextHead: `SELECT * FROM ${t} WHERE state <> 'settled' AND lane_key > ?
+    ORDER BY lane_key, queue_sequence LIMIT 1`,
+  nonterminalTotal: `SELECT (SELECT coalesce(max(rowid), 0) FROM ${t})
+      - (SELECT coalesce(max(settled_ordinal), 0) FROM ${t}) AS total`,
 } as const
 
 /** A raw row as the driver returns it. @internal */

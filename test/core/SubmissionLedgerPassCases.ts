@@ -1,0 +1,167 @@
+/**
+ * Conformance cases: what a maintenance pass reads instead of the whole queue, namely lane
+ * heads, the recovery candidates and the nonterminal count. Each agrees with `scanNonterminal`
+ * over the same store, whatever mix of states it holds.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import { ThreadId } from "../../src/core/Identifiers.ts"
+import { isRecoveryCandidate } from "../../src/core/internal/ledgerRules.ts"
+import { SubmissionLedger, type SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
+import {
+  admitNew,
+  admitReady,
+  claimHead,
+  grant,
+  owner,
+  request,
+  scanAll,
+  settleHead,
+  settlementOf,
+  type LedgerHarness,
+} from "./SubmissionLedgerFixtures.ts"
+
+const ids = (rows: ReadonlyArray<SubmissionSnapshot>) => rows.map((row) => row.submissionId)
+
+/** What each pass read must equal, derived from the full scan. */
+const expectAgreesWithScan = Effect.gen(function* () {
+  const ledger = yield* SubmissionLedger
+  const all = yield* scanAll
+  const firstOfLane = all.filter((row, index) => index === 0 || all[index - 1]?.threadId !== row.threadId)
+  expect(ids(yield* ledger.laneHeads)).toEqual(ids(firstOfLane))
+  expect(ids(yield* Stream.runCollect(ledger.scanRecoveryCandidates))).toEqual(
+    ids(all.filter(isRecoveryCandidate)),
+  )
+  expect(yield* ledger.countAllNonterminal).toBe(all.length)
+  return all
+})
+
+/** Registers the cases of the pass reads. */
+export const passReadCases = (harness: LedgerHarness) => {
+  describe("pass reads", () => {
+    it.effect("are empty for an empty ledger", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          expect(yield* ledger.laneHeads).toEqual([])
+          expect(yield* Stream.runCollect(ledger.scanRecoveryCandidates)).toEqual([])
+          expect(yield* ledger.countAllNonterminal).toBe(0)
+        }),
+      ),
+    )
+
+    it.effect("leave plain queued input out of the candidates and keep one head per lane", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          // Lane "a": a claimed head, a queued follower, an admitted (not ready) follower.
+          yield* admitReady(request("a", "1"))
+          yield* admitReady(request("a", "2"))
+          const admitted = yield* admitNew(request("a", "3"))
+          yield* claimHead("a", grant(1, 2_000))
+          // Lane "b": a plain queued head and an aborted follower.
+          const queued = yield* admitReady(request("b", "1"))
+          const aborted = yield* admitReady(request("b", "2"))
+          yield* ledger.requestAbort(aborted.submissionId)
+          // Lane "c": two plain queued rows; lane "d" settles completely.
+          yield* admitReady(request("c", "1"))
+          yield* admitReady(request("c", "2"))
+          yield* admitReady(request("d", "1"))
+          yield* settleHead("d", 3_000)
+
+          const all = yield* expectAgreesWithScan
+          expect(all).toHaveLength(7)
+          const candidates = yield* Stream.runCollect(ledger.scanRecoveryCandidates)
+          expect(candidates.map((row) => [row.threadId, row.queueSequence])).toEqual([
+            ["a", 1],
+            ["a", 3],
+            ["b", 2],
+          ])
+          expect(ids(candidates)).toContain(admitted.submissionId)
+          expect(ids(candidates)).not.toContain(queued.submissionId)
+          expect((yield* ledger.laneHeads).map((row) => row.threadId)).toEqual(["a", "b", "c"])
+        }),
+      ),
+    )
+
+    it.effect("follow released, parked and reserved heads, and count down as settlements finalize", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          for (const lane of ["x", "y", "z"]) {
+            yield* admitReady(request(lane, "1"))
+            yield* admitReady(request(lane, "2"))
+          }
+          yield* expectAgreesWithScan
+          // A released head was claimed once: recovery resumes it from a turn boundary.
+          yield* ledger.release(yield* claimHead("x", grant(1, 2_000)))
+          yield* ledger.park(yield* claimHead("y", grant(2, 2_000)), "suspended")
+          const reserving = yield* claimHead("z", grant(3, 2_000))
+          yield* ledger.reserveSettlement(owner(reserving), settlementOf(reserving))
+          const reserved = yield* expectAgreesWithScan
+          expect(reserved.filter(isRecoveryCandidate).map((row) => row.state)).toEqual([
+            "ready",
+            "suspended",
+            "terminalizing",
+          ])
+          expect(yield* ledger.countAllNonterminal).toBe(6)
+          yield* ledger.finalizeSettlement(reserving.submissionId)
+          expect(yield* ledger.countAllNonterminal).toBe(5)
+          yield* settleHead("x", 4_000)
+          yield* settleHead("z", 4_000)
+          yield* expectAgreesWithScan
+          expect(yield* ledger.countAllNonterminal).toBe(3)
+          // Lane "z" has nothing left, so it has no head.
+          expect((yield* ledger.laneHeads).map((row) => [row.threadId, row.queueSequence])).toEqual([
+            ["x", 2],
+            ["y", 1],
+          ])
+        }),
+      ),
+    )
+
+    it.effect("order lanes as the scan does, astral Thread ids included", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          for (const lane of ["\u{1F600}", "\uFF5E", "b", "a"]) yield* admitReady(request(lane, "1"))
+          yield* expectAgreesWithScan
+          expect((yield* ledger.laneHeads).map((row) => row.threadId)).toEqual([
+            ThreadId.make("a"),
+            ThreadId.make("b"),
+            ThreadId.make("\u{1F600}"),
+            ThreadId.make("\uFF5E"),
+          ])
+        }),
+      ),
+    )
+
+    it.effect("admit up to the queue-depth limit however far apart the nonterminal rows are", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          // Settling an aborted follower out of order leaves a gap inside the lane's span.
+          yield* admitReady(request("t", "1"))
+          const middle = yield* admitReady(request("t", "2"))
+          yield* admitReady(request("t", "3"))
+          yield* ledger.requestAbort(middle.submissionId)
+          yield* ledger.reserveSettlement(
+            { _tag: "Unowned", submissionId: middle.submissionId, producerEpoch: 0, now: 2_000 },
+            settlementOf(middle, "aborted"),
+          )
+          yield* ledger.finalizeSettlement(middle.submissionId)
+          expect(yield* ledger.countAllNonterminal).toBe(2)
+          yield* admitNew(request("t", "4"))
+          const refused = yield* Effect.flip(ledger.admit(request("t", "5")))
+          expect(refused._tag).toBe("AdmissionRefused")
+          if (refused._tag === "AdmissionRefused") {
+            expect(refused.reason).toBe("queue-depth")
+            expect(refused.message).toContain("already has 3 unsettled submissions")
+          }
+          yield* expectAgreesWithScan
+        }),
+        { limits: { maxQueueDepthPerLane: 3, maxInputBytes: 1_024 } },
+      ),
+    )
+  })
+}
