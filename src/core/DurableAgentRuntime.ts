@@ -54,6 +54,7 @@ export {
   SettlementTimeout,
 } from "./internal/runtimeModel.ts"
 export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtimeModel.ts"
+export { RecoveryWorklist } from "./internal/recoveryExecute.ts"
 
 /** The durable agent runtime of one physical Object. */
 export class DurableAgentRuntime extends Context.Service<
@@ -95,7 +96,10 @@ export class DurableAgentRuntime extends Context.Service<
       submissionId: SubmissionId,
       options?: { readonly timeoutMillis?: number },
     ) => Effect.Effect<Settlement, SubmissionNotFound | SettlementTimeout | LedgerError>
-    /** Classifies every nonterminal Submission and executes or defers its decision. */
+    /**
+     * Classifies every nonterminal Submission and executes or defers its decision; with
+     * `RecoveryWorklist` set to `candidates`, every one but plain queued input.
+     */
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */
     readonly processThreadHead: (

@@ -132,7 +132,12 @@ const runAttempt = (attempt: AttemptState) =>
       return yield* new LedgerError({ operation, message: `submission ${claim.submissionId} vanished` })
     }
     const row = found.value
-    const records = yield* env.history.forSubmission(claim.submissionId)
+    // Before its first Claim a Submission's only records are its acceptance and, with an
+    // accepted abort, the abort: a first Attempt without an abort has nothing to replay.
+    const records =
+      row.producerEpoch === 1 && !row.abortRequested
+        ? []
+        : yield* env.history.forSubmission(claim.submissionId)
     let journal = readJournal(records.map((record) => record.entry))
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
     if (row.abortRequested) return yield* abortOwned(attempt, journal)

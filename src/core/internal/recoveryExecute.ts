@@ -4,7 +4,7 @@
  * of a live lease; a row that changed since it was read is reported `deferred` and looked at
  * again by the next pass.
  */
-import { Clock, Effect, Option, Stream } from "effect"
+import { Clock, Context, Effect, Option, Stream } from "effect"
 import { type RecoveryDecision, RecoveryReport } from "./runtimeModel.ts"
 import type { Fence, SubmissionSnapshot } from "./ledgerModel.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
@@ -14,6 +14,18 @@ import { finishReserved, settleAborted } from "./settleSubmission.ts"
 import { materialize } from "./submitAdmission.ts"
 
 const operation = "DurableAgentRuntime.runRecovery"
+
+/**
+ * Which Submissions `runRecovery` classifies. `every-nonterminal` (the default) reports one
+ * decision per nonterminal Submission. `candidates` skips plain queued input (a `ready` row
+ * never claimed and without an accepted abort): its decision is always `ApplyInput`, deferred
+ * to the claiming Attempt, so a caller that classifies such rows by state (the maintenance
+ * pass) gets the same decisions without reading a long queue.
+ */
+export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candidates">(
+  "@effect-agent/durable-agent-runtime/RecoveryWorklist",
+  { defaultValue: () => "every-nonterminal" },
+)
 
 const journalOf = (env: RuntimeEnv, row: SubmissionSnapshot) =>
   Effect.map(env.history.forSubmission(row.submissionId), (records) =>
@@ -38,7 +50,7 @@ const execute = (
     switch (decision._tag) {
       case "CompleteMaterialization":
       case "RepairReadiness":
-        return yield* materialize(env, row)
+        return yield* materialize(env, row, { accepted: journal.accepted })
       case "ReleaseExpiredLease":
         yield* env.ledger.transition(fence, "ready")
         return
@@ -114,6 +126,9 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
 /** `runRecovery`. @internal */
 export const makeRunRecovery = (env: RuntimeEnv) =>
   Effect.gen(function* () {
-    const rows = yield* Stream.runCollect(env.ledger.scanNonterminal)
+    const worklist = yield* RecoveryWorklist
+    const rows = yield* Stream.runCollect(
+      worklist === "candidates" ? env.ledger.scanRecoveryCandidates : env.ledger.scanNonterminal,
+    )
     return yield* Effect.forEach(rows, (row) => recoverOne(env, row))
   }).pipe(Effect.withSpan("DurableAgentRuntime.runRecovery"))

@@ -1,7 +1,8 @@
 /**
  * The canonical history on Durable Object SQLite. An append runs the ledger's fence check and
  * the insert in one storage transaction; the insert takes the next sequence from the Thread's
- * primary-key tail, so sequences stay 1-based and gap-free.
+ * primary-key tail, so sequences stay 1-based and gap-free. The appended record is built from
+ * what was inserted rather than read back: every row read is billed.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -38,10 +39,10 @@ export const historyMigrations: ReadonlyArray<Migration> = [
 
 /** @internal */
 export const historyStatements = {
-  // Parameters: thread id, submission id, recorded at, entry JSON, thread id.
-  append: `INSERT INTO ${h} (thread_id, sequence, submission_id, recorded_at, entry)
-    SELECT ?, coalesce(max(sequence), 0) + 1, ?, ?, ? FROM ${h} WHERE thread_id = ?
-    RETURNING *`,
+  // The next sequence of a Thread, from its primary-key tail.
+  nextSequence: `SELECT coalesce(max(sequence), 0) + 1 AS sequence FROM ${h} WHERE thread_id = ?`,
+  // Parameters: thread id, sequence, submission id, recorded at, entry JSON.
+  append: `INSERT INTO ${h} (thread_id, sequence, submission_id, recorded_at, entry) VALUES (?, ?, ?, ?, ?)`,
   forSubmission: `SELECT * FROM ${h} WHERE submission_id = ? ORDER BY sequence`,
   page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
   // The implicit rowid only grows (no row is ever deleted), so it orders commits.
@@ -84,16 +85,21 @@ export const makeSqlHistory = Effect.gen(function* () {
         .withTransaction(
           Effect.gen(function* () {
             const snapshot = yield* ledger.checkFence(fence)
-            const [row] = yield* query(operation, historyStatements.append, [
-              snapshot.threadId,
-              submissionId,
-              now,
-              json,
-              snapshot.threadId,
-            ])
-            if (row === undefined) {
-              return yield* new ThreadStoreError({ operation, message: "the insert returned no row" })
+            const [next] = yield* query(operation, historyStatements.nextSequence, [snapshot.threadId])
+            const row = {
+              thread_id: snapshot.threadId,
+              sequence: Number(next?.sequence ?? 1),
+              submission_id: submissionId,
+              recorded_at: now,
+              entry: json,
             }
+            yield* query(operation, historyStatements.append, [
+              row.thread_id,
+              row.sequence,
+              row.submission_id,
+              row.recorded_at,
+              row.entry,
+            ])
             return yield* decodeRecord(operation, row)
           }),
         )

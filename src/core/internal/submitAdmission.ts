@@ -32,15 +32,23 @@ const parsePayload = (operation: string, row: SubmissionSnapshot) =>
 
 /**
  * Records `SubmissionAccepted` unless the history holds it, then marks the row ready. Callers
- * hold the runtime's lock, so admission and recovery never both record the acceptance.
+ * hold the runtime's lock, so admission and recovery never both record the acceptance. A
+ * caller that already knows whether the record exists (a row admitted just now has none;
+ * recovery read the journal) passes `accepted` and saves reading the history again.
  * @internal
  */
-export const materialize = (env: RuntimeEnv, row: SubmissionSnapshot) =>
+export const materialize = (
+  env: RuntimeEnv,
+  row: SubmissionSnapshot,
+  known?: { readonly accepted: boolean },
+) =>
   Effect.gen(function* () {
     const operation = "DurableAgentRuntime.materialize"
-    const records = yield* env.history.forSubmission(row.submissionId)
+    const accepted =
+      known?.accepted ??
+      readJournal((yield* env.history.forSubmission(row.submissionId)).map((record) => record.entry)).accepted
     const now = yield* Clock.currentTimeMillis
-    if (!readJournal(records.map((record) => record.entry)).accepted) {
+    if (!accepted) {
       const fence: Fence = {
         _tag: "Unowned",
         submissionId: row.submissionId,
@@ -88,7 +96,10 @@ export const admitEncoded = Effect.fnUntraced(function* (
   yield* env.hit("submit:after-admit")
   const row = admission.snapshot
   if (admission._tag === "Admitted" || row.state === "admitted") {
-    yield* env.exclusive(materialize(env, row))
+    // A new Submission id has no records yet; a replayed half-admitted row may have one.
+    yield* env.exclusive(
+      materialize(env, row, admission._tag === "Admitted" ? { accepted: false } : undefined),
+    )
     yield* env.wake.notify(row.threadId)
   }
   return new Receipt({
