@@ -2,14 +2,20 @@
  * The actionable path of a pass: recovery strictly before the one head Attempt of this event,
  * the durable lane cursor, binding-wait bookkeeping, retirement of auxiliary work, then the
  * residual classification and the finish commit.
+ *
+ * The pass never reads a queue: recovery looks only at rows that can need it, lanes are
+ * known by their heads (one indexed row each), and counts come from the ledger without a
+ * scan. Plain queued input (`ready`, never claimed, no abort) is classified by its state,
+ * `ApplyInput`, exactly as recovery would report it.
  */
 import { Clock, DateTime, Effect, Option, Random, Stream } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
-import type { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
-import type { SubmissionLedger } from "../../core/SubmissionLedger.ts"
+import { type DurableAgentRuntime, RecoveryWorklist } from "../../core/DurableAgentRuntime.ts"
+import type { SubmissionId } from "../../core/Identifiers.ts"
+import type { SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import type { Auxiliary } from "./auxiliary.ts"
 import { backoffDelay } from "./backoff.ts"
-import { eligibleLanes, hasAutonomousWork, indexReports, laneHeads } from "./classify.ts"
+import { eligibleLanes, hasAutonomousWork, indexReports, laneHeads, type ReportIndex } from "./classify.ts"
 import type { MaintenanceEnv } from "./env.ts"
 import { type AlarmDisposition, finishActionable } from "./finish.ts"
 import { recordBindingOutcome, selectMaintenanceLane } from "./select.ts"
@@ -36,6 +42,29 @@ export interface ActionableResult {
   readonly alarm: AlarmDisposition
 }
 
+const laneOrder = (a: SubmissionSnapshot, b: SubmissionSnapshot) =>
+  a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : a.queueSequence - b.queueSequence
+
+/**
+ * The rows the residual autonomy check must see, in scan order: every lane head, every
+ * recovery candidate, and every row recovery reported on at pass start that is still
+ * nonterminal. What is left out is plain queued input behind its head: not a stable wait,
+ * and dormant exactly when its head is one, so it never decides the answer.
+ */
+const residualRows = (ledger: SubmissionLedger["Service"], reports: ReportIndex) =>
+  Effect.gen(function* () {
+    const heads = yield* ledger.laneHeads
+    const candidates = yield* Stream.runCollect(ledger.scanRecoveryCandidates)
+    const rows = new Map<SubmissionId, SubmissionSnapshot>()
+    for (const row of [...heads, ...candidates]) rows.set(row.submissionId, row)
+    for (const submissionId of reports.keys()) {
+      if (rows.has(submissionId)) continue
+      const row = yield* ledger.lookup(submissionId)
+      if (Option.isSome(row) && row.value.state !== "settled") rows.set(submissionId, row.value)
+    }
+    return [...rows.values()].sort(laneOrder)
+  })
+
 const rearmDelay = (env: MaintenanceEnv, progressed: boolean, stalls: number) =>
   (progressed
     ? Effect.succeed(env.config.alarmBackoffBase)
@@ -58,9 +87,12 @@ export const runActionable = (
     const { started, observed } = options
     observed.nativeOnly = true
 
-    const recovered = yield* runtime.runRecovery
+    // One decision per nonterminal Submission: recovery reports the candidates, the rest are
+    // plain queued input (ApplyInput), classified by state.
+    const atStart = yield* ledger.countAllNonterminal
+    const recovered = yield* runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates"))
     const reports = indexReports(recovered)
-    const heads = laneHeads(yield* Stream.runCollect(ledger.scanNonterminal))
+    const heads = laneHeads(yield* ledger.laneHeads)
     const eligible = eligibleLanes(heads, reports)
     const selection = yield* selectMaintenanceLane(env, heads, eligible)
     const selected = selection.selected === undefined ? undefined : heads.get(selection.selected)
@@ -86,8 +118,16 @@ export const runActionable = (
     observed.nativeOnly = false
     yield* options.auxiliary.finish
 
-    const remaining = yield* Stream.runCollect(ledger.scanNonterminal)
-    const autonomous = hasAutonomousWork(remaining, reports)
+    const residual = yield* residualRows(ledger, reports)
+    const autonomous = hasAutonomousWork(residual, reports)
+    const nonterminal = yield* ledger.countAllNonterminal
+    // Binding waits stay while their Submission is nonterminal (the finish drops the others).
+    const live = new Set(residual.map((row) => row.submissionId))
+    for (const wait of [...selection.stored, ...waits]) {
+      if (live.has(wait.submissionId)) continue
+      const row = yield* ledger.lookup(wait.submissionId)
+      if (Option.isSome(row) && row.value.state !== "settled") live.add(wait.submissionId)
+    }
     const progressed =
       Option.isSome(settlement) || recovered.some((report) => report.disposition === "repaired")
     const now = yield* Clock.currentTimeMillis
@@ -107,12 +147,13 @@ export const runActionable = (
       progressed,
       now,
       delay: Math.max(ordinaryDelay, bindingDelay),
-      remaining,
+      nonterminal,
+      live,
     })
     return {
-      recovered: recovered.length,
+      recovered: atStart,
       settled: Option.isSome(settlement) ? 1 : 0,
-      nonterminal: remaining.length,
+      nonterminal,
       alarm,
     } satisfies ActionableResult
   })

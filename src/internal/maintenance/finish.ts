@@ -14,6 +14,7 @@ import {
   ensureAlarmBy,
   MaintenanceRetry,
   readMaintenanceState,
+  sameApartFromCount,
   ThreadMaintenanceState,
   writeMaintenanceState,
 } from "./state.ts"
@@ -70,7 +71,10 @@ export interface ActionableOutcome {
   /** Read once before the finish; the commit reuses it. */
   readonly now: number
   readonly delay: number
-  readonly remaining: ReadonlyArray<{ readonly submissionId: SubmissionId }>
+  /** Nonterminal Submissions after the Attempt. */
+  readonly nonterminal: number
+  /** Submissions known to be nonterminal, covering every stored binding wait's. */
+  readonly live: ReadonlySet<SubmissionId>
 }
 
 /**
@@ -98,12 +102,13 @@ export const finishActionable = (
               : state.processed > outcome.generation
                 ? state.processed
                 : outcome.generation
-          const live = new Set(outcome.remaining.map((row) => row.submissionId))
-          const bindingRetries = (state.bindingRetries ?? []).filter((wait) => live.has(wait.submissionId))
+          const bindingRetries = (state.bindingRetries ?? []).filter((wait) =>
+            outcome.live.has(wait.submissionId),
+          )
           const next = ThreadMaintenanceState.make({
             ...Struct.omit(state, ["retry", "bindingRetries"]),
             processed,
-            nonterminal: outcome.remaining.length,
+            nonterminal: outcome.nonterminal,
             ...(bindingRetries.length > 0 ? { bindingRetries } : {}),
             ...(autonomous && !outcome.progressed
               ? {
@@ -116,7 +121,12 @@ export const finishActionable = (
                 }
               : {}),
           })
-          await writeMaintenanceState(txn, next)
+          // A pass that progressed and leaves work owed changes only the count: the next
+          // delivery is actionable (nothing acknowledged, no retry) and records it again, so a
+          // drain writes the record once per acknowledgement or backoff, not once per head.
+          if (!(autonomous && outcome.progressed && sameApartFromCount(state, next))) {
+            await writeMaintenanceState(txn, next)
+          }
           if (autonomous) {
             // A racing producer is never postponed by this pass's backoff.
             const native = busy || state.dirty !== outcome.generation ? now + env.floor : now + outcome.delay

@@ -25,6 +25,8 @@ export interface LaneSelection {
   readonly selected: ThreadId | undefined
   /** Stored binding waits whose Submission is still the head of its lane. */
   readonly waits: ReadonlyArray<BindingRetry>
+  /** Every stored binding wait, for the finish's garbage collection. */
+  readonly stored: ReadonlyArray<BindingRetry>
 }
 
 /** @internal */
@@ -38,17 +40,17 @@ export const selectMaintenanceLane = (
     yield* env.hit("maintenance:select:before")
     const selection = yield* env.transact("select maintenance lane", async (txn): Promise<LaneSelection> => {
       const { state } = await readMaintenanceState(txn)
-      const waits = (state.bindingRetries ?? []).filter(
-        (wait) => heads.get(wait.threadId)?.submissionId === wait.submissionId,
-      )
+      const stored = state.bindingRetries ?? []
+      const waits = stored.filter((wait) => heads.get(wait.threadId)?.submissionId === wait.submissionId)
       const selected = selectLane(eligible, state.lastServedThreadId, waits, selectionTime)
-      if (selected !== undefined) {
+      // An unchanged cursor is already durable: serving one lane again writes nothing.
+      if (selected !== undefined && selected !== state.lastServedThreadId) {
         await writeMaintenanceState(
           txn,
           ThreadMaintenanceState.make({ ...state, lastServedThreadId: selected }),
         )
       }
-      return { selected, waits }
+      return { selected, waits, stored }
     })
     yield* env.hit("maintenance:select:after")
     return selection
