@@ -7,7 +7,18 @@ import { Effect, Schema } from "effect"
 import { performance } from "node:perf_hooks"
 import { postJson } from "../test/node/support/localWorker.ts"
 import type { LocalWorker } from "../test/node/support/localWorker.ts"
-import { BurstReport, LoopReport } from "./worker/report.ts"
+import {
+  BurstReport,
+  FairnessReport,
+  IdleReport,
+  LoopReport,
+  type MeterCounts,
+  ParkReport,
+  PassReport,
+  ProgressReport,
+  StopReport,
+  ThreadBurstReport,
+} from "./worker/report.ts"
 
 /** Named figures of one measurement; see `figureCatalog` for their meaning. */
 export type Figures = Readonly<Record<string, number>>
@@ -28,6 +39,20 @@ const Submitted = Schema.Struct({ submitted: Schema.Number })
 const Started = Schema.Struct({ started: Schema.Number })
 const post = { method: "POST" }
 
+/** Per-item figures of a burst from the meter's counts. */
+const perItem = (counts: MeterCounts, items: number) => {
+  const per = (value: number) => (items === 0 ? Number.NaN : value / items)
+  return {
+    alarmDeliveriesPerItem: per(counts.alarmDeliveries),
+    alarmCallsPerItem: per(counts.alarmGets + counts.alarmSets + counts.alarmDeletes),
+    sqlStatementsPerItem: per(counts.sqlStatements),
+    sqlRowsReadPerItem: per(counts.sqlRowsRead),
+    sqlRowsWrittenPerItem: per(counts.sqlRowsWritten),
+    totalChangesPerItem: per(counts.totalChanges),
+    kvKeysPerItem: per(counts.kvGets + counts.kvPuts + counts.kvDeletes),
+  }
+}
+
 /** Submits `count` one-step jobs in one request, waits for all, and reports per-item work. */
 export const burstDriver =
   (count: number): Driver =>
@@ -37,16 +62,135 @@ export const burstDriver =
       yield* object.json(Submitted, "burst", postJson({ count }))
       const { items, counts } = yield* object.json(BurstReport, "wait", post)
       const seconds = (performance.now() - started) / 1000
-      const perItem = (value: number) => value / items
+      return { ...perItem(counts, items), itemsPerSecond: items / seconds }
+    })
+
+/**
+ * Queues `count` no-op Submissions over `lanes` lanes in the library's Object, lets it drain
+ * and reports per-item work, totals and time. A run still draining after `capSeconds` is
+ * stopped: its figures cover the items settled by then and `completed` is 0.
+ */
+export const threadBurstDriver =
+  (count: number, lanes: number, capSeconds: number): Driver =>
+  (object) =>
+    Effect.gen(function* () {
+      const started = performance.now()
+      yield* object.json(Submitted, "burst", postJson({ count, lanes }))
+      const submitSeconds = (performance.now() - started) / 1000
+      const deadline = started + capSeconds * 1000
+      while (true) {
+        const { done } = yield* object.json(ProgressReport, "progress", post)
+        if (done >= count) break
+        if (performance.now() > deadline) {
+          const stopped = yield* object.json(StopReport, "stop", post)
+          const seconds = (performance.now() - started) / 1000
+          return {
+            ...perItem(stopped.counts, stopped.done),
+            itemsPerSecond: stopped.done / seconds,
+            settledAtCap: stopped.done,
+            secondsAtCap: seconds,
+            completed: 0,
+          }
+        }
+        yield* Effect.sleep(Math.min(1000, Math.max(20, count / 10)))
+      }
+      const report = yield* object.json(ThreadBurstReport, "wait", post)
+      const seconds = (performance.now() - started) / 1000
+      if (report.settledCounter !== count || report.nonterminal !== 0) {
+        return yield* Effect.die(
+          new Error(
+            `drain incomplete: ${report.settledCounter} settlements counted, ${report.nonterminal} left`,
+          ),
+        )
+      }
       return {
-        alarmDeliveriesPerItem: perItem(counts.alarmDeliveries),
-        alarmCallsPerItem: perItem(counts.alarmGets + counts.alarmSets + counts.alarmDeletes),
-        sqlStatementsPerItem: perItem(counts.sqlStatements),
-        sqlRowsReadPerItem: perItem(counts.sqlRowsRead),
-        sqlRowsWrittenPerItem: perItem(counts.sqlRowsWritten),
-        totalChangesPerItem: perItem(counts.totalChanges),
-        kvKeysPerItem: perItem(counts.kvGets + counts.kvPuts + counts.kvDeletes),
-        itemsPerSecond: items / seconds,
+        ...perItem(report.counts, report.items),
+        itemsPerSecond: report.items / seconds,
+        drainItemsPerSecond: report.drainMs > 0 ? report.items / (report.drainMs / 1000) : Number.NaN,
+        seconds,
+        submitSeconds,
+        totalRowsRead: report.counts.sqlRowsRead,
+        totalRowsWritten: report.counts.sqlRowsWritten,
+        totalChanges: report.counts.totalChanges,
+        completed: 1,
+      }
+    })
+
+const passFigures = (prefix: string, pass: PassReport): Figures => ({
+  [`${prefix}RowsRead`]: pass.counts.sqlRowsRead,
+  [`${prefix}RowsWritten`]: pass.counts.sqlRowsWritten,
+  [`${prefix}Statements`]: pass.counts.sqlStatements,
+  [`${prefix}Changes`]: pass.counts.totalChanges,
+  [`${prefix}KvKeys`]: pass.counts.kvGets + pass.counts.kvPuts + pass.counts.kvDeletes,
+  [`${prefix}AlarmCalls`]: pass.counts.alarmGets + pass.counts.alarmSets + pass.counts.alarmDeletes,
+  [`${prefix}WallMs`]: pass.wallMs,
+})
+
+/**
+ * A forced alarm with nothing owed, with `parked` Submissions in approval waits (0: an Object
+ * that drained one Submission). With parked waits, also the owed pass that classified them.
+ */
+export const caughtUpDriver =
+  (parked: number): Driver =>
+  (object) =>
+    Effect.gen(function* () {
+      let classify: Figures = {}
+      if (parked > 0) {
+        const park = yield* object.json(ParkReport, "park", postJson({ count: parked }))
+        if (park.parked !== parked || park.classify.nonterminal !== parked || park.classify.alarm !== null) {
+          return yield* Effect.die(new Error(`parking failed: ${JSON.stringify(park)}`))
+        }
+        classify = passFigures("classify", park.classify)
+      } else {
+        yield* object.json(Submitted, "burst", postJson({ count: 1, lanes: 1 }))
+        yield* object.json(ThreadBurstReport, "wait", post)
+      }
+      const pass = yield* object.json(PassReport, "pass", postJson({ dirty: 0 }))
+      if (!pass.caughtUp || pass.alarm !== null) {
+        return yield* Effect.die(
+          new Error(`the forced pass was not a quiet caught-up pass: ${JSON.stringify(pass)}`),
+        )
+      }
+      return { ...passFigures("caughtUp", pass), ...classify }
+    })
+
+/** One lane with `hot` queued and `cold` lanes with one each: the most deliveries a cold lane waits. */
+export const fairnessDriver =
+  (hot: number, cold: number): Driver =>
+  (object) =>
+    Effect.gen(function* () {
+      const report = yield* object.json(FairnessReport, "fairness", postJson({ hot, cold }))
+      if (report.coldSettled !== cold) return yield* Effect.die(new Error("a cold lane never settled"))
+      return {
+        lanes: report.lanes,
+        maxColdWait: report.maxColdWait,
+        hotLastDelivery: report.hotLastDelivery,
+        deliveries: report.deliveries,
+      }
+    })
+
+/**
+ * Idle cost: once quiescent after draining (`parked` 0) or with `parked` approval waits, the
+ * alarm slot and the deliveries seen during a real wait of `waitMs`. An empty slot means no
+ * delivery until the next mutation, so the hourly figure is 0 exactly; otherwise the deliveries
+ * seen are scaled to an hour.
+ */
+export const idleDriver =
+  (parked: number, waitMs: number): Driver =>
+  (object) =>
+    Effect.gen(function* () {
+      if (parked > 0) {
+        yield* object.json(ParkReport, "park", postJson({ count: parked }))
+      } else {
+        yield* object.json(Submitted, "burst", postJson({ count: 10, lanes: 2 }))
+        yield* object.json(ThreadBurstReport, "wait", post)
+      }
+      const idle = yield* object.json(IdleReport, "idle", postJson({ ms: waitMs }))
+      return {
+        idleAlarmScheduled: idle.alarm === null ? 0 : 1,
+        idleDeliveriesInWindow: idle.deliveries,
+        idleDeliveriesPerHour:
+          idle.alarm === null && idle.deliveries === 0 ? 0 : (idle.deliveries * 3_600_000) / waitMs,
       }
     })
 
@@ -71,14 +215,38 @@ export const figureCatalog: ReadonlyArray<{
   readonly label: string
   readonly digits: number
 }> = [
-  { key: "alarmDeliveriesPerItem", label: "alarm deliveries / item", digits: 2 },
-  { key: "alarmCallsPerItem", label: "alarm API calls / item", digits: 2 },
-  { key: "sqlStatementsPerItem", label: "SQL statements / item", digits: 2 },
-  { key: "sqlRowsReadPerItem", label: "SQL rows read / item", digits: 2 },
-  { key: "sqlRowsWrittenPerItem", label: "SQL rows written / item", digits: 2 },
-  { key: "totalChangesPerItem", label: "all SQLite row changes / item", digits: 2 },
-  { key: "kvKeysPerItem", label: "KV keys read+written / item", digits: 2 },
-  { key: "itemsPerSecond", label: "items/s (burst)", digits: 0 },
-  { key: "loopDeliveriesPerSecond", label: "alarm loop deliveries/s", digits: 0 },
-  { key: "loopDeliveriesPerWorkerdSecond", label: "  same, by workerd's clock", digits: 0 },
+  { key: "alarmDeliveriesPerItem", label: "alarms/item", digits: 2 },
+  { key: "alarmCallsPerItem", label: "alarm API calls/item", digits: 2 },
+  { key: "sqlStatementsPerItem", label: "SQL stmts/item", digits: 1 },
+  { key: "sqlRowsReadPerItem", label: "rows read/item", digits: 1 },
+  { key: "sqlRowsWrittenPerItem", label: "rows written/item", digits: 1 },
+  { key: "totalChangesPerItem", label: "row changes/item", digits: 2 },
+  { key: "kvKeysPerItem", label: "KV keys/item", digits: 2 },
+  { key: "itemsPerSecond", label: "items/s", digits: 0 },
+  { key: "drainItemsPerSecond", label: "items/s (drain)", digits: 0 },
+  { key: "seconds", label: "seconds", digits: 1 },
+  { key: "totalRowsRead", label: "rows read", digits: 0 },
+  { key: "totalRowsWritten", label: "rows written", digits: 0 },
+  { key: "totalChanges", label: "row changes", digits: 0 },
+  { key: "completed", label: "completed", digits: 0 },
+  { key: "settledAtCap", label: "settled at cap", digits: 0 },
+  { key: "secondsAtCap", label: "seconds at cap", digits: 0 },
+  { key: "caughtUpRowsRead", label: "rows read", digits: 0 },
+  { key: "caughtUpRowsWritten", label: "rows written", digits: 0 },
+  { key: "caughtUpStatements", label: "SQL stmts", digits: 0 },
+  { key: "caughtUpChanges", label: "row changes", digits: 0 },
+  { key: "caughtUpKvKeys", label: "KV keys", digits: 0 },
+  { key: "caughtUpAlarmCalls", label: "alarm calls", digits: 0 },
+  { key: "caughtUpWallMs", label: "wall ms", digits: 1 },
+  { key: "classifyRowsRead", label: "owed pass: rows read", digits: 0 },
+  { key: "classifyRowsWritten", label: "owed pass: rows written", digits: 0 },
+  { key: "classifyWallMs", label: "owed pass: wall ms", digits: 0 },
+  { key: "lanes", label: "lanes", digits: 0 },
+  { key: "maxColdWait", label: "max cold-lane wait (deliveries)", digits: 0 },
+  { key: "hotLastDelivery", label: "hot lane done at delivery", digits: 0 },
+  { key: "idleAlarmScheduled", label: "alarm scheduled", digits: 0 },
+  { key: "idleDeliveriesInWindow", label: "deliveries in window", digits: 0 },
+  { key: "idleDeliveriesPerHour", label: "deliveries/hour", digits: 0 },
+  { key: "loopDeliveriesPerSecond", label: "deliveries/s", digits: 0 },
+  { key: "loopDeliveriesPerWorkerdSecond", label: "deliveries/s (workerd clock)", digits: 0 },
 ]

@@ -1,19 +1,25 @@
 /**
- * `npm run bench`: starts the bench Worker (bench/worker/) in Miniflare, measures every subject
- * on a fresh Object per repetition after one warm-up, writes bench/results.json and prints a
- * table of medians with their min–max. Options: --runs 3 --burst 1000 --warmup 100 --loop-ms 3000.
+ * `npm run bench`: starts the bench Worker (bench/worker/) in Miniflare, warms each subject up
+ * once, runs every case on a fresh Object per repetition, writes bench/results.json and
+ * bench/results.md, and prints one table of medians (min–max) per section plus the ratios.
+ *
+ * Options: --runs 3 --burst 1000 --warmup 100 --loop-ms 3000 --sizes 100,1000,10000
+ * --parked 0,100,10000 --cap 300 (seconds per drain) --idle-ms 2000 --default-burst 100
+ * --only caughtUp,perItem,scaling,fairness,idle,throughput --out bench/results.json;
+ * --from a.json,b.json measures nothing and merges earlier results (later files win per case).
  * Local wall times are not production figures; per-item storage work depends only on the code.
  */
 import { Effect } from "effect"
-import { writeFile } from "node:fs/promises"
+import { readFile, writeFile } from "node:fs/promises"
 import { createRequire } from "node:module"
+import { resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
 import type { Figures, ObjectClient } from "./drivers.ts"
-import { type BenchSettings, subjects } from "./subjects.ts"
-import { formatTable, summarize } from "./summary.ts"
+import { type BenchSettings, sections, subjects } from "./subjects.ts"
+import { derive, formatDerived, formatSection, summarize } from "./summary.ts"
 
 const options = parseArgs({
   options: {
@@ -21,50 +27,106 @@ const options = parseArgs({
     burst: { type: "string", default: "1000" },
     warmup: { type: "string", default: "100" },
     "loop-ms": { type: "string", default: "3000" },
+    sizes: { type: "string", default: "100,1000,10000" },
+    parked: { type: "string", default: "0,100,10000" },
+    cap: { type: "string", default: "300" },
+    "idle-ms": { type: "string", default: "2000" },
+    "default-burst": { type: "string", default: "100" },
+    only: { type: "string" },
+    out: { type: "string" },
+    from: { type: "string" },
   },
 }).values
 
-const positive = (name: string, text: string): number => {
+const integer = (name: string, text: string, minimum = 1): number => {
   const value = Number(text)
-  if (!Number.isInteger(value) || value < 1)
-    throw new Error(`--${name} must be a positive integer, got ${text}`)
+  if (!Number.isInteger(value) || value < minimum)
+    throw new Error(`--${name} must be an integer of at least ${minimum}, got ${text}`)
   return value
 }
+const list = (name: string, text: string, minimum = 1) =>
+  text.split(",").map((part) => integer(name, part.trim(), minimum))
 
-const runs = positive("runs", options.runs)
+const runs = integer("runs", options.runs)
 const settings: BenchSettings = {
-  burst: positive("burst", options.burst),
-  warmup: positive("warmup", options.warmup),
-  loopMs: positive("loop-ms", options["loop-ms"]),
+  burst: integer("burst", options.burst),
+  warmup: integer("warmup", options.warmup),
+  loopMs: integer("loop-ms", options["loop-ms"]),
+  sizes: list("sizes", options.sizes),
+  parked: list("parked", options.parked, 0),
+  capSeconds: integer("cap", options.cap),
+  idleMs: integer("idle-ms", options["idle-ms"]),
+  defaultBurst: integer("default-burst", options["default-burst"]),
 }
-const resultsPath = fileURLToPath(new URL("./results.json", import.meta.url))
+const only = options.only === undefined ? undefined : new Set(options.only.split(","))
+const chosen = sections(settings).filter((section) => only === undefined || only.has(section.id))
+const resultsPath =
+  options.out === undefined ? fileURLToPath(new URL("./results.json", import.meta.url)) : resolve(options.out)
 
-const main = Effect.gen(function* () {
+/** Figures of earlier runs, by case id; each file's runs replace those of the files before it. */
+const earlier = (paths: ReadonlyArray<string>) =>
+  Effect.promise(async () => {
+    const measured: Record<string, Array<Figures>> = {}
+    for (const path of paths) {
+      const stored = JSON.parse(await readFile(resolve(path), "utf8")) as {
+        readonly figures: Record<string, Record<string, { readonly runs: ReadonlyArray<number> }>>
+      }
+      for (const [id, figures] of Object.entries(stored.figures)) {
+        const keys = Object.keys(figures)
+        const count = Math.max(...keys.map((key) => figures[key]?.runs.length ?? 0))
+        measured[id] = Array.from({ length: count }, (_, run) =>
+          Object.fromEntries(keys.map((key) => [key, figures[key]?.runs[run] ?? Number.NaN])),
+        )
+      }
+    }
+    return measured
+  })
+
+const measure = Effect.gen(function* () {
+  const used = [...new Set(chosen.flatMap((section) => section.cases.map((each) => each.subject)))]
   const worker = yield* startLocalWorker({
     entry: new URL("./worker/index.ts", import.meta.url),
-    durableObjects: Object.fromEntries(subjects.map((subject) => [subject.binding, subject.className])),
+    durableObjects: Object.fromEntries(
+      Object.values(subjects).map((subject) => [subject.binding, subject.className]),
+    ),
     persistDir: yield* tempDir("bench"),
   })
   const objectOf = (binding: string, name: string): ObjectClient => ({
     json: (schema, route, init) => worker.json(schema, `/${binding}/${name}/${route}`, init),
   })
 
-  for (const subject of subjects) {
-    yield* subject.drivers(settings).warmup(objectOf(subject.binding, `${subject.id}-warmup`))
+  for (const key of used) {
+    const subject = subjects[key]
+    yield* subject.warmup(settings)(objectOf(subject.binding, `${key}-warmup`))
   }
-  const measured: Array<Record<string, Figures>> = []
-  for (let run = 1; run <= runs; run++) {
-    const figures: Record<string, Figures> = {}
-    for (const subject of subjects) {
-      figures[subject.id] = yield* subject
-        .drivers(settings)
-        .measure(objectOf(subject.binding, `${subject.id}-${run}`))
+  const measured: Record<string, Array<Figures>> = {}
+  for (const section of chosen) {
+    for (const each of section.cases) {
+      const subject = subjects[each.subject]
+      const same = each.sameAs === undefined ? undefined : measured[each.sameAs]
+      if (same !== undefined) {
+        measured[each.id] = same
+        continue
+      }
+      for (let run = 1; run <= runs; run++) {
+        const started = Date.now()
+        const figures = yield* each.driver(objectOf(subject.binding, `${each.id}-${run}`))
+        ;(measured[each.id] ??= []).push(figures)
+        console.error(`${each.id} run ${run}/${runs}: ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      }
     }
-    measured.push(figures)
-    console.error(`run ${run}/${runs} done`)
   }
+  return measured
+})
 
-  const summary = summarize(subjects, measured)
+const main = Effect.gen(function* () {
+  const measured = options.from === undefined ? yield* measure : yield* earlier(options.from.split(","))
+
+  const summary = summarize(measured)
+  const derived = derive(summary, settings.sizes)
+  const text = [...chosen.map((section) => formatSection(section, summary)), formatDerived(derived)].join(
+    "\n\n",
+  )
   const results = {
     createdAt: new Date().toISOString(),
     environment: {
@@ -72,13 +134,19 @@ const main = Effect.gen(function* () {
       miniflare: createRequire(import.meta.url)("miniflare/package.json").version as string,
       compatibilityDate: "2026-04-20",
     },
-    settings: { runs, ...settings },
-    subjects: subjects.map(({ id, label, className }) => ({ id, label, className })),
+    settings: { runs, ...settings, sections: chosen.map((section) => section.id) },
+    cases: chosen.flatMap((section) =>
+      section.cases.map(({ id, label, subject }) => ({ section: section.id, id, label, subject })),
+    ),
     figures: summary,
+    derived,
   }
   yield* Effect.promise(() => writeFile(resultsPath, `${JSON.stringify(results, null, 2)}\n`))
-  console.log(formatTable(subjects, summary))
-  console.log(`\n${runs} repetitions; written to bench/results.json`)
+  yield* Effect.promise(() =>
+    writeFile(resultsPath.replace(/\.json$/, ".md"), `\`\`\`text\n${text}\n\`\`\`\n`),
+  )
+  console.log(text)
+  console.log(`\n${runs} repetitions; written to ${resultsPath}`)
 })
 
 Effect.runPromise(Effect.scoped(main)).catch((error: unknown) => {

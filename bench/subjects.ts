@@ -1,40 +1,211 @@
 /**
- * The bench subjects, one table column each: a Durable Object class exported by
- * bench/worker/index.ts, the binding it gets, and the driver that measures it. A new subject
- * (the library's own Object, say) is one more entry here plus its class export in the Worker.
+ * What the bench measures: the subjects (Durable Object classes exported by
+ * bench/worker/index.ts, one binding each) and the cases, grouped in sections that become one
+ * table each. A case is one driver run on a fresh Object of a subject per repetition.
  */
-import { alarmLoopDriver, burstDriver, type Driver } from "./drivers.ts"
+import {
+  alarmLoopDriver,
+  burstDriver,
+  caughtUpDriver,
+  type Driver,
+  fairnessDriver,
+  idleDriver,
+  threadBurstDriver,
+} from "./drivers.ts"
 
-/** What the run needs to know to set up and measure a subject. */
+/** What the run needs to know to set up and measure the cases. */
 export interface BenchSettings {
   readonly burst: number
   readonly warmup: number
   readonly loopMs: number
+  /** Backlog sizes of the scaling section. */
+  readonly sizes: ReadonlyArray<number>
+  /** A drain still running after this many seconds is stopped and reported as such. */
+  readonly capSeconds: number
+  readonly idleMs: number
+  /** Burst of the throughput case at the default `alarmBackoffBase` (one item per 100 ms). */
+  readonly defaultBurst: number
+  /** Parked stable waits of the caught-up section. */
+  readonly parked: ReadonlyArray<number>
 }
 
-/** One column of the table. */
+/** A Durable Object class of the bench Worker. */
 export interface Subject {
-  readonly id: string
-  readonly label: string
   readonly binding: string
   readonly className: string
-  /** The measured driver, and a short one run once first so no figure pays for a cold start. */
-  readonly drivers: (settings: BenchSettings) => { readonly warmup: Driver; readonly measure: Driver }
+  /** A short run made once first so that no figure pays for a cold start. */
+  readonly warmup: (settings: BenchSettings) => Driver
 }
 
-export const subjects: ReadonlyArray<Subject> = [
-  {
-    id: "baseline",
-    label: "baseline (raw SQL queue)",
+export const subjects = {
+  baseline: {
     binding: "BASELINE",
     className: "BaselineObject",
-    drivers: ({ burst, warmup }) => ({ warmup: burstDriver(warmup), measure: burstDriver(burst) }),
+    warmup: ({ warmup }) => burstDriver(warmup),
   },
-  {
-    id: "alarmLoop",
-    label: "raw alarm loop",
+  alarmLoop: {
     binding: "ALARM_LOOP",
     className: "AlarmLoopObject",
-    drivers: ({ loopMs }) => ({ warmup: alarmLoopDriver(200), measure: alarmLoopDriver(loopMs) }),
+    warmup: () => alarmLoopDriver(200),
+  },
+  thread: {
+    binding: "THREADS",
+    className: "ThreadBenchObject",
+    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
+  },
+  threadDefault: {
+    binding: "THREADS_DEFAULT",
+    className: "ThreadBenchDefaultObject",
+    warmup: () => threadBurstDriver(5, 1, 60),
+  },
+} satisfies Record<string, Subject>
+
+/** One row of a section's table. */
+export interface Case {
+  readonly id: string
+  readonly label: string
+  readonly subject: keyof typeof subjects
+  readonly driver: Driver
+  /** Reuse the figures of that case (the same measurement) instead of measuring again. */
+  readonly sameAs?: string
+}
+
+/** One table: its cases and the figures shown as columns. */
+export interface Section {
+  readonly id: string
+  readonly title: string
+  readonly figures: ReadonlyArray<string>
+  readonly cases: ReadonlyArray<Case>
+}
+
+const perItemFigures = [
+  "alarmDeliveriesPerItem",
+  "sqlRowsReadPerItem",
+  "sqlRowsWrittenPerItem",
+  "totalChangesPerItem",
+  "sqlStatementsPerItem",
+  "kvKeysPerItem",
+  "alarmCallsPerItem",
+  "itemsPerSecond",
+]
+
+const count = (n: number) => n.toLocaleString("en-US")
+
+/** The sections of a run, in order. */
+export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
+  {
+    id: "caughtUp",
+    title: "1. Caught-up pass (a forced alarm with nothing owed)",
+    figures: [
+      "caughtUpStatements",
+      "caughtUpRowsRead",
+      "caughtUpRowsWritten",
+      "caughtUpChanges",
+      "caughtUpKvKeys",
+      "caughtUpAlarmCalls",
+      "caughtUpWallMs",
+      "classifyRowsRead",
+      "classifyRowsWritten",
+      "classifyWallMs",
+    ],
+    cases: settings.parked.map((parked) => ({
+      id: `caughtUp-${parked}`,
+      label: `${count(parked)} parked stable waits`,
+      subject: "thread" as const,
+      driver: caughtUpDriver(parked),
+    })),
+  },
+  {
+    id: "perItem",
+    title: `2. Cost per settled Submission (burst of ${count(settings.burst)}, one lane)`,
+    figures: perItemFigures,
+    cases: [
+      {
+        id: "perItem-baseline",
+        label: "baseline (raw SQL queue)",
+        subject: "baseline",
+        driver: burstDriver(settings.burst),
+      },
+      {
+        id: "perItem-thread",
+        label: "ThreadObject (alarmBackoffBase 1 ms)",
+        subject: "thread",
+        driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
+      },
+    ],
+  },
+  {
+    id: "scaling",
+    title: "3. Backlog scaling (drain N queued Submissions)",
+    figures: [
+      "seconds",
+      "totalRowsRead",
+      "totalRowsWritten",
+      "totalChanges",
+      "sqlRowsReadPerItem",
+      "totalChangesPerItem",
+      "completed",
+      "settledAtCap",
+      "secondsAtCap",
+    ],
+    cases: [1, 100].flatMap((lanes) =>
+      settings.sizes.map((size) => ({
+        id: `scaling-${lanes}-${size}`,
+        label: `N=${count(size)}, ${lanes} lane${lanes === 1 ? "" : "s"}`,
+        subject: "thread" as const,
+        driver: threadBurstDriver(size, lanes, settings.capSeconds),
+      })),
+    ),
+  },
+  {
+    id: "fairness",
+    title: "4. Fairness (one lane with 1,000 queued, 100 lanes with one each)",
+    figures: ["lanes", "maxColdWait", "hotLastDelivery"],
+    cases: [{ id: "fairness", label: "ThreadObject", subject: "thread", driver: fairnessDriver(1000, 100) }],
+  },
+  {
+    id: "idle",
+    title: `5. Idle cost (alarm slot once quiescent, deliveries during ${settings.idleMs} ms)`,
+    figures: ["idleAlarmScheduled", "idleDeliveriesInWindow", "idleDeliveriesPerHour"],
+    cases: [
+      {
+        id: "idle-drained",
+        label: "nothing owed (drained)",
+        subject: "thread",
+        driver: idleDriver(0, settings.idleMs),
+      },
+      {
+        id: "idle-parked",
+        label: "only stable waits (100 parked)",
+        subject: "thread",
+        driver: idleDriver(100, settings.idleMs),
+      },
+    ],
+  },
+  {
+    id: "throughput",
+    title: "6. Throughput ceiling (settled Submissions per second per Object)",
+    figures: ["loopDeliveriesPerSecond", "itemsPerSecond", "drainItemsPerSecond"],
+    cases: [
+      {
+        id: "throughput-loop",
+        label: "raw self-re-arming alarm loop",
+        subject: "alarmLoop",
+        driver: alarmLoopDriver(settings.loopMs),
+      },
+      {
+        id: "throughput-fast",
+        label: `ThreadObject, alarmBackoffBase 1 ms (${count(settings.burst)}, as in 2.)`,
+        subject: "thread",
+        driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
+        sameAs: "perItem-thread",
+      },
+      {
+        id: "throughput-default",
+        label: `ThreadObject, alarmBackoffBase default (${count(settings.defaultBurst)})`,
+        subject: "threadDefault",
+        driver: threadBurstDriver(settings.defaultBurst, 1, settings.capSeconds),
+      },
+    ],
   },
 ]

@@ -1,6 +1,6 @@
-/** Min/median/max over repetitions, and the readable table printed at the end of a run. */
+/** Min/median/max over repetitions, derived ratios, and the readable tables of a run. */
 import { figureCatalog, type Figures } from "./drivers.ts"
-import type { Subject } from "./subjects.ts"
+import type { Section } from "./subjects.ts"
 
 /** One figure over all repetitions. */
 export interface Spread {
@@ -10,48 +10,38 @@ export interface Spread {
   readonly runs: ReadonlyArray<number>
 }
 
-/** Per subject id, per figure key, the spread over repetitions. */
+/** Per case id, per figure key, the spread over repetitions. */
 export type Summary = Readonly<Record<string, Readonly<Record<string, Spread>>>>
 
+// A figure a run could not report (a drain stopped at its cap has no total) is left out.
 const spread = (values: ReadonlyArray<number>): Spread => {
-  const sorted = [...values].sort((a, b) => a - b)
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (sorted.length === 0) return { min: Number.NaN, median: Number.NaN, max: Number.NaN, runs: values }
   const middle = Math.floor(sorted.length / 2)
   const median = sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
   return { min: sorted[0]!, median, max: sorted[sorted.length - 1]!, runs: values }
 }
 
-/** Groups the figures of every repetition (`runs[i][subjectId]`) into spreads. */
-export const summarize = (
-  subjects: ReadonlyArray<Subject>,
-  runs: ReadonlyArray<Readonly<Record<string, Figures>>>,
-): Summary =>
+/** Groups the figures of every repetition of each case into spreads. */
+export const summarize = (measured: Readonly<Record<string, ReadonlyArray<Figures>>>): Summary =>
   Object.fromEntries(
-    subjects.map((subject) => {
-      const keys = [...new Set(runs.flatMap((run) => Object.keys(run[subject.id] ?? {})))]
-      const figures = keys.map((key) => [
-        key,
-        spread(runs.map((run) => run[subject.id]?.[key] ?? Number.NaN)),
-      ])
-      return [subject.id, Object.fromEntries(figures)]
+    Object.entries(measured).map(([id, runs]) => {
+      const keys = [...new Set(runs.flatMap((run) => Object.keys(run)))]
+      return [
+        id,
+        Object.fromEntries(keys.map((key) => [key, spread(runs.map((run) => run[key] ?? Number.NaN))])),
+      ]
     }),
   )
 
 const cell = (value: Spread | undefined, digits: number): string =>
   value === undefined
     ? "—"
-    : value.runs.length === 1
+    : value.runs.length === 1 || value.min === value.max
       ? value.median.toFixed(digits)
       : `${value.median.toFixed(digits)} (${value.min.toFixed(digits)}–${value.max.toFixed(digits)})`
 
-/** A plain-text table: one row per figure any subject reported, one column per subject. */
-export const formatTable = (subjects: ReadonlyArray<Subject>, summary: Summary): string => {
-  const rows = figureCatalog
-    .filter(({ key }) => subjects.some((subject) => summary[subject.id]?.[key] !== undefined))
-    .map(({ key, label, digits }) => [
-      label,
-      ...subjects.map((subject) => cell(summary[subject.id]?.[key], digits)),
-    ])
-  const header = ["median (min–max)", ...subjects.map((subject) => subject.label)]
+const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => row[column]!.length)),
   )
@@ -61,3 +51,118 @@ export const formatTable = (subjects: ReadonlyArray<Subject>, summary: Summary):
       .join("  ")
   return [line(header), widths.map((width) => "-".repeat(width)).join("  "), ...rows.map(line)].join("\n")
 }
+
+/** A plain-text table per section: one row per case, one column per figure any case reported. */
+export const formatSection = (section: Section, summary: Summary): string => {
+  const figures = figureCatalog.filter(
+    ({ key }) =>
+      section.figures.includes(key) && section.cases.some((each) => summary[each.id]?.[key] !== undefined),
+  )
+  const rows = section.cases
+    .filter((each) => summary[each.id] !== undefined)
+    .map((each) => [each.label, ...figures.map(({ key, digits }) => cell(summary[each.id]?.[key], digits))])
+  return `${section.title}\n${table(["median (min–max)", ...figures.map(({ label }) => label)], rows)}`
+}
+
+const median = (summary: Summary, id: string, key: string): number | undefined => summary[id]?.[key]?.median
+
+/** A derived figure: a ratio of medians with what it is compared against. */
+export interface Derived {
+  readonly label: string
+  readonly value: number
+  readonly goal?: string
+}
+
+const ratio = (
+  label: string,
+  numerator: number | undefined,
+  denominator: number | undefined,
+  goal?: string,
+): ReadonlyArray<Derived> =>
+  numerator === undefined || denominator === undefined || denominator === 0
+    ? []
+    : [{ label, value: numerator / denominator, ...(goal === undefined ? {} : { goal }) }]
+
+/** Ratios against the baseline, the raw alarm loop, and between backlog sizes. */
+export const derive = (summary: Summary, sizes: ReadonlyArray<number>): ReadonlyArray<Derived> => {
+  const thread = "perItem-thread"
+  const baseline = "perItem-baseline"
+  const perItem = [
+    ...ratio(
+      "row changes / item, ThreadObject ÷ baseline",
+      median(summary, thread, "totalChangesPerItem"),
+      median(summary, baseline, "totalChangesPerItem"),
+      "≤ 3",
+    ),
+    ...ratio(
+      "rows read / item, ThreadObject ÷ baseline",
+      median(summary, thread, "sqlRowsReadPerItem"),
+      median(summary, baseline, "sqlRowsReadPerItem"),
+    ),
+    ...ratio(
+      "rows read / item, ThreadObject ÷ Agents SDK (26)",
+      median(summary, thread, "sqlRowsReadPerItem"),
+      26,
+      "≤ 1",
+    ),
+    ...ratio(
+      "rows written / item, ThreadObject ÷ baseline",
+      median(summary, thread, "sqlRowsWrittenPerItem"),
+      median(summary, baseline, "sqlRowsWrittenPerItem"),
+    ),
+    ...ratio(
+      "alarms / item, ThreadObject ÷ baseline",
+      median(summary, thread, "alarmDeliveriesPerItem"),
+      median(summary, baseline, "alarmDeliveriesPerItem"),
+    ),
+  ]
+  // A run stopped at its time cap is extrapolated from the items it settled: per-item figures
+  // times N (the label says so).
+  const total = (id: string, size: number, key: "totalRowsRead" | "totalChanges" | "seconds") => {
+    if (median(summary, id, "completed") === 1) return median(summary, id, key)
+    const perItem =
+      key === "seconds"
+        ? 1 / (median(summary, id, "itemsPerSecond") ?? Number.NaN)
+        : median(summary, id, key === "totalRowsRead" ? "sqlRowsReadPerItem" : "totalChangesPerItem")
+    return perItem === undefined || !Number.isFinite(perItem) ? undefined : perItem * size
+  }
+  const scaling = [1, 100].flatMap((lanes) =>
+    sizes.slice(1).flatMap((size, index) => {
+      const smaller = sizes[index]!
+      const big = `scaling-${lanes}-${size}`
+      const small = `scaling-${lanes}-${smaller}`
+      const extrapolated =
+        median(summary, big, "completed") !== 1 || median(summary, small, "completed") !== 1
+      const goal = `≤ ${((size / smaller) * 1.2).toFixed(0)}`
+      return (["totalRowsRead", "totalChanges", "seconds"] as const).flatMap((key) =>
+        ratio(
+          `${lanes} lane${lanes === 1 ? "" : "s"}: ${key} N=${size} ÷ N=${smaller}${extrapolated ? " (extrapolated)" : ""}`,
+          total(big, size, key),
+          total(small, smaller, key),
+          goal,
+        ),
+      )
+    }),
+  )
+  const loop = median(summary, "throughput-loop", "loopDeliveriesPerSecond")
+  const throughput = [
+    ...ratio(
+      "items/s ÷ raw alarm loop deliveries/s, alarmBackoffBase 1 ms",
+      median(summary, "throughput-fast", "drainItemsPerSecond"),
+      loop,
+    ),
+    ...ratio(
+      "items/s ÷ raw alarm loop deliveries/s, alarmBackoffBase default",
+      median(summary, "throughput-default", "drainItemsPerSecond"),
+      loop,
+    ),
+  ]
+  return [...perItem, ...scaling, ...throughput]
+}
+
+/** The derived ratios as a table. */
+export const formatDerived = (derived: ReadonlyArray<Derived>): string =>
+  `Ratios (of medians)\n${table(
+    ["ratio", "value", "goal"],
+    derived.map((each) => [each.label, each.value.toFixed(2), each.goal ?? ""]),
+  )}`

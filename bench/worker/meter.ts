@@ -4,7 +4,9 @@
  * using the raw `ctx.storage` so they are not counted.
  *
  * SQL rows come from each cursor's `rowsRead`/`rowsWritten`, which are final only once the cursor
- * is consumed, so cursors are kept and summed when a snapshot is taken. KV and alarm calls are
+ * is consumed, so cursors are kept and summed when a snapshot is taken; long runs fold all but
+ * the most recent cursors into running sums (the SQL client consumes each cursor at once, so a
+ * cursor thousands of statements old is long finished). KV and alarm calls are
  * counted at the call (their row reads are not visible to JavaScript). `total_changes()` counts
  * every row change on the connection, including workerd's hidden KV and alarm tables.
  */
@@ -22,6 +24,10 @@ export interface StorageMeter {
   readonly reset: () => void
   readonly snapshot: () => MeterCounts
 }
+
+/** Cursors kept unsummed: folding starts at `foldAbove` and keeps the newest `keepUnfolded`. */
+const foldAbove = 8_192
+const keepUnfolded = 256
 
 type Calls = { -readonly [K in Exclude<keyof MeterCounts, `sql${string}` | "totalChanges">]: number }
 
@@ -54,6 +60,7 @@ export const meterState = (ctx: DurableObjectState): StorageMeter => {
   const raw = ctx.storage
   let calls = zero()
   let cursors: Array<SqlStorageCursor<Record<string, SqlStorageValue>>> = []
+  let folded = { statements: 0, rowsRead: 0, rowsWritten: 0 }
   let changesAtReset = 0
   const totalChanges = (): number => raw.sql.exec<{ n: number }>("SELECT total_changes() AS n").one().n
 
@@ -99,6 +106,14 @@ export const meterState = (ctx: DurableObjectState): StorageMeter => {
     exec: (query: string, ...bindings: Array<unknown>) => {
       const cursor = raw.sql.exec(query, ...bindings)
       cursors.push(cursor)
+      if (cursors.length >= foldAbove) {
+        const old = cursors.splice(0, cursors.length - keepUnfolded)
+        folded = {
+          statements: folded.statements + old.length,
+          rowsRead: old.reduce((sum, each) => sum + each.rowsRead, folded.rowsRead),
+          rowsWritten: old.reduce((sum, each) => sum + each.rowsWritten, folded.rowsWritten),
+        }
+      }
       return cursor
     },
   })
@@ -131,6 +146,7 @@ export const meterState = (ctx: DurableObjectState): StorageMeter => {
   const reset = (): void => {
     calls = zero()
     cursors = []
+    folded = { statements: 0, rowsRead: 0, rowsWritten: 0 }
     changesAtReset = totalChanges()
   }
   reset()
@@ -142,9 +158,9 @@ export const meterState = (ctx: DurableObjectState): StorageMeter => {
     },
     reset,
     snapshot: () => ({
-      sqlStatements: cursors.length,
-      sqlRowsRead: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0),
-      sqlRowsWritten: cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0),
+      sqlStatements: folded.statements + cursors.length,
+      sqlRowsRead: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, folded.rowsRead),
+      sqlRowsWritten: cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, folded.rowsWritten),
       totalChanges: totalChanges() - changesAtReset,
       ...calls,
     }),

@@ -25,3 +25,50 @@ export type BurstReport = typeof BurstReport.Type
 /** `POST /wait` of the alarm loop: deliveries and workerd's clock from start to the last one. */
 export const LoopReport = Schema.Struct({ deliveries: Schema.Number, elapsedMs: Schema.Number })
 export type LoopReport = typeof LoopReport.Type
+
+/** `POST /wait` of the library's Object: a burst report with its drain time and checks. */
+export const ThreadBurstReport = Schema.Struct({
+  items: Schema.Number,
+  counts: MeterCounts,
+  /** workerd's clock from the end of submission to the last settlement. */
+  drainMs: Schema.Number,
+  /** The library's own count of settlements reported by its passes. */
+  settledCounter: Schema.Number,
+  /** Nonterminal Submissions left (0 once drained). */
+  nonterminal: Schema.Number,
+})
+export type ThreadBurstReport = typeof ThreadBurstReport.Type
+
+/** `POST /progress`: items settled so far. */
+export const ProgressReport = Schema.Struct({ done: Schema.Number })
+
+/** `POST /stop`: a run cut at its time cap. */
+export const StopReport = Schema.Struct({ stopped: Schema.Boolean, done: Schema.Number, counts: MeterCounts })
+
+/** `POST /pass`: one forced delivery and what its pass did. */
+export const PassReport = Schema.Struct({
+  counts: MeterCounts,
+  wallMs: Schema.Number,
+  caughtUp: Schema.Boolean,
+  /** The record's nonterminal count after the pass. */
+  nonterminal: Schema.Number,
+  /** The alarm left scheduled after the pass, or null. */
+  alarm: Schema.NullOr(Schema.Number),
+})
+export type PassReport = typeof PassReport.Type
+
+/** `POST /park`: Submissions parked and the owed pass that classified them. */
+export const ParkReport = Schema.Struct({ parked: Schema.Number, classify: PassReport })
+export type ParkReport = typeof ParkReport.Type
+
+/** `POST /fairness`: the most deliveries a cold lane waited behind one hot lane. */
+export const FairnessReport = Schema.Struct({
+  lanes: Schema.Number,
+  coldSettled: Schema.Number,
+  maxColdWait: Schema.Number,
+  hotLastDelivery: Schema.Number,
+  deliveries: Schema.Number,
+})
+
+/** `POST /idle`: the alarm slot once quiescent and deliveries during a real wait. */
+export const IdleReport = Schema.Struct({ alarm: Schema.NullOr(Schema.Number), deliveries: Schema.Number })

@@ -1,0 +1,379 @@
+/**
+ * The library's own `ThreadObject` as a bench subject: one agent with one async no-op step,
+ * one that parks on an approval, and routes for every measurement of the bench.
+ *
+ * The subclass hands the library a metered state (bench/worker/meter.ts) and counts alarm
+ * deliveries; harness reads and set-up writes use the raw storage so they are not counted.
+ * A settlement is counted when the pass whose head ran the step has returned: the step itself
+ * only notes it ran, and `/wait` checks the library's own settlement counter at the end.
+ * While a burst is being submitted the alarm handler waits, so the backlog is queued in full
+ * before the first pass (`hold`), as "drain N queued Submissions" asks.
+ */
+import { Effect, Schema } from "effect"
+import { define } from "../../src/core/AgentRegistration.ts"
+import type { CloudflareDurableRuntimeConfigOverrides } from "../../src/CloudflareConfig.ts"
+import * as ThreadObject from "../../src/ThreadObject.ts"
+import { BurstProgress, json } from "./burst.ts"
+import { meterState, type StorageMeter } from "./meter.ts"
+import type { ParkReport, PassReport, ThreadBurstReport } from "./report.ts"
+
+/** What the agents of one Object report, by Object id (module state of the bench isolate). */
+interface Probe {
+  /** Alarm deliveries so far. */
+  deliveries: number
+  /** No-op steps that ran. */
+  steps: number
+  /** The delivery during which each Thread's last step ran. */
+  readonly stepDelivery: Map<string, number>
+}
+
+const probes = new Map<string, Probe>()
+
+const probeOf = (id: string): Probe => {
+  let probe = probes.get(id)
+  if (probe === undefined) {
+    probe = { deliveries: 0, steps: 0, stepDelivery: new Map() }
+    probes.set(id, probe)
+  }
+  return probe
+}
+
+/** One async no-op step, then the Submission settles with its input number. */
+export const noopAgent = define({
+  id: "bench-noop",
+  version: "1",
+  input: Schema.Struct({ probe: Schema.String, n: Schema.Int }),
+  output: Schema.Int,
+  program: ({ probe, n }, ctx) =>
+    ctx
+      .step(
+        "noop",
+        Effect.promise(async () => {
+          await Promise.resolve()
+          return n
+        }),
+      )
+      .pipe(
+        Effect.tap(() =>
+          Effect.sync(() => {
+            const state = probeOf(probe)
+            state.steps += 1
+            state.stepDelivery.set(ctx.threadId, state.deliveries)
+          }),
+        ),
+      ),
+})
+
+/** Parks on an approval: a stable external wait. */
+export const approvalAgent = define({
+  id: "bench-approval",
+  version: "1",
+  input: Schema.Struct({ n: Schema.Int }),
+  output: Schema.Int,
+  program: ({ n }, ctx) => Effect.as(ctx.requestApproval({ n }), n),
+})
+
+const submissionsTable = "effect_agent_submissions"
+const historyTable = "effect_agent_history"
+const maintenanceKey = "effect-agent:thread-maintenance:v1"
+
+/** The Thread id of lane `index` of `lanes`, zero-padded so lanes sort by index. */
+export const laneName = (prefix: string, index: number): string =>
+  `${prefix}-${String(index).padStart(5, "0")}`
+
+/** The lane key the SQLite ledger stores (4 hex digits per UTF-16 unit). */
+const laneKeyOf = (threadId: string): string => {
+  let key = ""
+  for (let i = 0; i < threadId.length; i++) key += threadId.charCodeAt(i).toString(16).padStart(4, "0")
+  return key
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Builds the bench class of the library's Object with these configuration overrides. */
+export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverrides) =>
+  class BenchThreadObject extends ThreadObject.make({ agents: [noopAgent, approvalAgent], config }) {
+    readonly meter: StorageMeter
+    readonly progress = new BurstProgress()
+    readonly #raw: { readonly id: DurableObjectId; readonly storage: DurableObjectStorage }
+    readonly #probe: Probe
+    /** Alarm handlers wait on this while a burst is being submitted. */
+    #held: Promise<void> = Promise.resolve()
+    #release: () => void = () => {}
+    #stopped = false
+    /** Alarm handlers running now: the slot reads empty while one is delivered. */
+    #inFlight = 0
+    #passWaiters: Array<() => void> = []
+    #drainStartedAt = 0
+    #lastSettledAt = 0
+    #accounted = 0
+
+    constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
+      const meter = meterState(ctx)
+      const raw = { id: ctx.id, storage: ctx.storage }
+      // workerd's base class accepts only its own state object, so the metered storage is
+      // installed on it as an own property that shadows the native getter.
+      Object.defineProperty(ctx, "storage", { value: meter.storage, configurable: true })
+      super(ctx, env)
+      this.meter = meter
+      this.#raw = raw
+      this.#probe = probeOf(ctx.id.toString())
+    }
+
+    override async alarm(): Promise<void> {
+      this.#inFlight += 1
+      try {
+        await this.#held
+        if (this.#stopped) return
+        this.meter.delivered()
+        this.#probe.deliveries += 1
+        await this.#pass()
+      } finally {
+        this.#inFlight -= 1
+      }
+    }
+
+    async #pass(): Promise<void> {
+      try {
+        await super.alarm?.()
+      } finally {
+        const done = this.#probe.steps - this.#accounted
+        this.#accounted = this.#probe.steps
+        for (let i = 0; i < done; i++) this.progress.itemDone()
+        if (done > 0) this.#lastSettledAt = Date.now()
+        for (const wake of this.#passWaiters.splice(0)) wake()
+      }
+    }
+
+    /** Resolves after the next alarm delivery has run its pass. */
+    #nextPass(): Promise<void> {
+      return new Promise((resolve) => this.#passWaiters.push(resolve))
+    }
+
+    #hold(): void {
+      this.#held = new Promise((resolve) => {
+        this.#release = resolve
+      })
+    }
+
+    #releaseHold(): void {
+      this.#drainStartedAt = Date.now()
+      this.#release()
+    }
+
+    async #submitOne(threadId: string, agentId: string, key: string, input: unknown): Promise<void> {
+      const result = await this.submit({ threadId, agentId, idempotencyKey: key, input })
+      if (!result.ok) throw new Error(`submit refused: ${JSON.stringify(result.error)}`)
+    }
+
+    /** Queues `count` no-op Submissions round-robin over `lanes` lanes, then lets passes run. */
+    async #burst(count: number, lanes: number, prefix: string): Promise<void> {
+      this.meter.reset()
+      this.progress.begin(count)
+      this.#hold()
+      try {
+        const probe = this.#raw.id.toString()
+        for (let n = 0; n < count; n++) {
+          await this.#submitOne(laneName(prefix, n % lanes), noopAgent.id, `item-${n}`, { probe, n })
+        }
+      } finally {
+        this.#releaseHold()
+      }
+    }
+
+    /** Waits until no alarm is scheduled (nothing owed) and none is being delivered. */
+    async #quiescent(timeoutMs = 60_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs
+      while (this.#inFlight > 0 || (await this.#raw.storage.getAlarm()) !== null) {
+        if (Date.now() > deadline) throw new Error("the Object did not quiesce")
+        await sleep(10)
+      }
+    }
+
+    #nonterminal(): number {
+      return this.#raw.storage.sql
+        .exec<{ n: number }>(`SELECT count(*) AS n FROM ${submissionsTable} WHERE state <> 'settled'`)
+        .one().n
+    }
+
+    async #settledCounter(): Promise<number> {
+      const result = await this.inspectMaintenance()
+      if (!result.ok) throw new Error("inspectMaintenance failed")
+      return (result.value as { counters: { settled: number } }).counters.settled
+    }
+
+    /** Forces one delivery now and measures its pass; `dirty` first makes a generation owed. */
+    async #measurePass(dirty: boolean): Promise<PassReport> {
+      await this.#quiescent()
+      if (dirty) {
+        const record = (await this.#raw.storage.get<Record<string, unknown>>(maintenanceKey)) ?? {}
+        await this.#raw.storage.put(maintenanceKey, {
+          ...record,
+          dirty: String(BigInt(String(record["dirty"] ?? "0")) + 1n),
+        })
+      }
+      const before = await this.inspectMaintenance()
+      this.meter.reset()
+      const pass = this.#nextPass()
+      const startedAt = performance.now()
+      await this.#raw.storage.setAlarm(Date.now())
+      await pass
+      const wallMs = performance.now() - startedAt
+      const counts = this.meter.snapshot()
+      const after = await this.inspectMaintenance()
+      type Inspected = { counters: { caughtUpPasses: number }; record?: { nonterminal: number } }
+      const view = (result: typeof after) => (result.ok ? (result.value as Inspected) : undefined)
+      return {
+        counts,
+        wallMs,
+        caughtUp: (view(after)?.counters.caughtUpPasses ?? 0) > (view(before)?.counters.caughtUpPasses ?? 0),
+        nonterminal: view(after)?.record?.nonterminal ?? -1,
+        alarm: await this.#raw.storage.getAlarm(),
+      }
+    }
+
+    /**
+     * Parks `count` Submissions in approval waits, one per lane: one is parked by the library,
+     * then its ledger row and history records are cloned through raw SQL under new ids (so the
+     * set-up stays linear before the fixes); an owed pass then classifies them all.
+     */
+    async #park(count: number): Promise<ParkReport> {
+      const template = laneName("park", 0)
+      await this.#submitOne(template, approvalAgent.id, "park-0", { n: 0 })
+      await this.#quiescent()
+      const sql = this.#raw.storage.sql
+      const row = sql
+        .exec<Record<string, SqlStorageValue>>(
+          `SELECT * FROM ${submissionsTable} WHERE thread_id = ?`,
+          template,
+        )
+        .one()
+      if (row["state"] !== "suspended") throw new Error(`the template is ${String(row["state"])}`)
+      const records = sql
+        .exec<Record<string, SqlStorageValue>>(
+          `SELECT * FROM ${historyTable} WHERE submission_id = ? ORDER BY sequence`,
+          row["submission_id"],
+        )
+        .toArray()
+      this.#raw.storage.transactionSync(() => {
+        for (let index = 1; index < count; index++) {
+          const threadId = laneName("park", index)
+          const submissionId = crypto.randomUUID()
+          const clone: Record<string, SqlStorageValue> = {
+            ...row,
+            submission_id: submissionId,
+            thread_id: threadId,
+            lane_key: laneKeyOf(threadId),
+            idempotency_key: `park-${index}`,
+            receipt_id: crypto.randomUUID(),
+          }
+          const columns = Object.keys(clone)
+          sql.exec(
+            `INSERT INTO ${submissionsTable} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+            ...columns.map((column) => clone[column]),
+          )
+          for (const record of records) {
+            sql.exec(
+              `INSERT INTO ${historyTable} (thread_id, sequence, submission_id, recorded_at, entry) VALUES (?, ?, ?, ?, ?)`,
+              threadId,
+              record["sequence"],
+              submissionId,
+              record["recorded_at"],
+              record["entry"],
+            )
+          }
+        }
+      })
+      const classify = await this.#measurePass(true)
+      return { parked: this.#nonterminal(), classify }
+    }
+
+    override async fetch(request: Request): Promise<Response> {
+      const { pathname } = new URL(request.url)
+      const text = await request.text()
+      const body = text === "" ? {} : (JSON.parse(text) as Record<string, number>)
+      switch (pathname) {
+        case "/burst": {
+          const count = body["count"] ?? 0
+          const lanes = body["lanes"] ?? 1
+          if (!Number.isInteger(count) || count < 1 || !Number.isInteger(lanes) || lanes < 1)
+            return json({ error: "count and lanes must be positive integers" }, 400)
+          await this.#burst(count, lanes, "lane")
+          return json({ submitted: count })
+        }
+        case "/progress":
+          return json({ done: this.progress.done })
+        case "/wait": {
+          await this.progress.settled()
+          // Whatever the last passes still owed (acknowledgement, alarm clear) is part of the cost.
+          await this.#quiescent()
+          const counts = this.meter.snapshot()
+          const report: ThreadBurstReport = {
+            items: this.progress.done,
+            counts,
+            drainMs: this.#lastSettledAt - this.#drainStartedAt,
+            settledCounter: await this.#settledCounter(),
+            nonterminal: this.#nonterminal(),
+          }
+          return json(report)
+        }
+        case "/stop": {
+          // Ends a run that exceeded its time cap: later deliveries do nothing.
+          this.#stopped = true
+          await this.#raw.storage.deleteAlarm()
+          return json({ stopped: true, done: this.progress.done, counts: this.meter.snapshot() })
+        }
+        case "/pass":
+          return json(await this.#measurePass(body["dirty"] === 1))
+        case "/park":
+          return json(await this.#park(body["count"] ?? 1))
+        case "/fairness": {
+          const hot = body["hot"] ?? 1000
+          const cold = body["cold"] ?? 100
+          this.meter.reset()
+          this.progress.begin(hot + cold)
+          this.#hold()
+          const probe = this.#raw.id.toString()
+          try {
+            for (let n = 0; n < hot; n++)
+              await this.#submitOne("lane-hot", noopAgent.id, `hot-${n}`, { probe, n })
+            for (let n = 0; n < cold; n++)
+              await this.#submitOne(laneName("lane-cold", n), noopAgent.id, `cold-${n}`, { probe, n })
+          } finally {
+            this.#releaseHold()
+          }
+          await this.progress.settled()
+          const waits = [...this.#probe.stepDelivery.entries()]
+            .filter(([threadId]) => threadId.startsWith("lane-cold"))
+            .map(([, delivery]) => delivery)
+          return json({
+            lanes: cold + 1,
+            coldSettled: waits.length,
+            maxColdWait: Math.max(...waits),
+            hotLastDelivery: this.#probe.stepDelivery.get("lane-hot") ?? -1,
+            deliveries: this.#probe.deliveries,
+          })
+        }
+        case "/idle": {
+          await this.#quiescent()
+          const alarm = await this.#raw.storage.getAlarm()
+          const before = this.#probe.deliveries
+          await sleep(body["ms"] ?? 2_000)
+          return json({ alarm, deliveries: this.#probe.deliveries - before })
+        }
+        default:
+          return json({ error: "no such route" }, 404)
+      }
+    }
+  }
+
+/** The library's Object with `alarmBackoffBase` at 1 ms (the fastest cadence). */
+export class ThreadBenchObject extends benchThreadObject({
+  alarmBackoffBase: 1,
+  limits: { maxQueueDepthPerLane: 20_000 },
+}) {}
+
+/** The library's Object with every timing at its default. */
+export class ThreadBenchDefaultObject extends benchThreadObject({
+  limits: { maxQueueDepthPerLane: 20_000 },
+}) {}
