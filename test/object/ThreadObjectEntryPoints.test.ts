@@ -7,8 +7,11 @@ import {
   ledgerRows,
   putMaintenanceRecord,
   storedMaintenance,
+  stubOf,
   threadName,
 } from "./support.ts"
+import type { ThreadObjectRpc } from "../../src/ThreadObject.ts"
+import type { RpcResult } from "../../src/internal/object/protocol.ts"
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
@@ -72,6 +75,56 @@ describe("ThreadObject entry points", () => {
         expect(yield* ledgerRows(thread)).toEqual([])
         expect(yield* storedMaintenance(thread)).toEqual(before)
       }),
+  )
+
+  it.live("decodes every raw RPC request at the boundary and names what is wrong, writing nothing", () =>
+    Effect.gen(function* () {
+      const thread = threadName("raw-rpc")
+      const client = clientOf(thread)
+      const receipt = yield* client.submit({ agentId: "review", idempotencyKey: "k", input: { draft: "d" } })
+      // Quiescent first (parked on its approval, no alarm), so nothing but the calls could write.
+      yield* deliverUntil(
+        thread,
+        Effect.map(storedMaintenance(thread), (stored) => stored.alarm === null),
+      )
+      const before = { rows: yield* ledgerRows(thread), maintenance: yield* storedMaintenance(thread) }
+      const rpc = stubOf(thread) as unknown as ThreadObjectRpc
+      const address = { threadId: thread, submissionId: receipt.submissionId }
+      // Each bad request, and a word its refusal must name.
+      const cases: ReadonlyArray<readonly [string, () => Promise<RpcResult>, string]> = [
+        ["submit", () => rpc.submit(null), "Expected object"],
+        ["submit", () => rpc.submit({ threadId: thread, agentId: "echo", input: {} }), "idempotencyKey"],
+        [
+          "submit",
+          () => rpc.submit({ threadId: thread, agentId: 7, idempotencyKey: "x", input: {} }),
+          "agentId",
+        ],
+        ["abort", () => rpc.abort({ threadId: thread }), "submissionId"],
+        ["abort", () => rpc.abort({ threadId: "", submissionId: receipt.submissionId }), "threadId"],
+        ["resolveApproval", () => rpc.resolveApproval({ ...address, decision: "yes" }), "decision"],
+        [
+          "resolveUnknown",
+          () => rpc.resolveUnknown({ ...address, resolution: { _tag: "Maybe" } }),
+          "resolution",
+        ],
+        ["retry", () => rpc.retry({ ...address, submissionId: "s\u0007" }), "submissionId"],
+        ["submissionStatus", () => rpc.submissionStatus({ submissionId: receipt.submissionId }), "threadId"],
+        ["threadStatus", () => rpc.threadStatus("not an object"), "Expected object"],
+        ["history", () => rpc.history({ threadId: thread, after: -1 }), "after"],
+        ["history", () => rpc.history({ threadId: thread, limit: 10_000 }), "limit"],
+        ["awaitSettlement", () => rpc.awaitSettlement({ ...address, timeoutMillis: 1.5 }), "timeoutMillis"],
+      ]
+      for (const [entryPoint, call, named] of cases) {
+        const result = yield* Effect.promise(call)
+        expect(result.ok, entryPoint).toBe(false)
+        const error = (result as { readonly error: { _tag: string; entryPoint: string; message: string } })
+          .error
+        expect(error).toMatchObject({ _tag: "InvalidRequest", entryPoint })
+        expect(error.message, entryPoint).toContain(named)
+      }
+      expect(yield* ledgerRows(thread)).toEqual(before.rows)
+      expect(yield* storedMaintenance(thread)).toEqual(before.maintenance)
+    }),
   )
 
   it.live("answers only for Submissions of the addressed Thread", () =>
