@@ -108,7 +108,10 @@ export const seekLane = (
       ledger,
       start.cursor === undefined ? undefined : { threadId: start.cursor, inclusive: false },
       (head) => {
-        if (isEligibleHead(head, reports) && pendingBindingWait(head, start.bindingRetries, now) === undefined) {
+        if (
+          isEligibleHead(head, reports) &&
+          pendingBindingWait(head, start.bindingRetries, now) === undefined
+        ) {
           selected = head
           return true
         }
