@@ -19,10 +19,20 @@ export interface StorageMeter {
   /** `ctx` with `storage` replaced by the counting view; everything else is the real state. */
   readonly state: DurableObjectState
   readonly storage: DurableObjectStorage
+  /** Rows per statement text (whitespace collapsed), summed over every cursor since the reset. */
+  readonly breakdown: () => ReadonlyArray<StatementCounts>
   /** Call at the top of `alarm()`. */
   readonly delivered: () => void
   readonly reset: () => void
   readonly snapshot: () => MeterCounts
+}
+
+/** One statement text's share of the counts. */
+export interface StatementCounts {
+  readonly statement: string
+  readonly calls: number
+  readonly rowsRead: number
+  readonly rowsWritten: number
 }
 
 /** Cursors kept unsummed: folding starts at `foldAbove` and keeps the newest `keepUnfolded`. */
@@ -59,7 +69,18 @@ const overlay = <T extends object>(target: T, overrides: Partial<Record<keyof T,
 export const meterState = (ctx: DurableObjectState): StorageMeter => {
   const raw = ctx.storage
   let calls = zero()
-  let cursors: Array<SqlStorageCursor<Record<string, SqlStorageValue>>> = []
+  type Cursor = SqlStorageCursor<Record<string, SqlStorageValue>>
+  let cursors: Array<Cursor> = []
+  let texts: Array<string> = []
+  let byStatement = new Map<string, { calls: number; rowsRead: number; rowsWritten: number }>()
+  const account = (text: string, cursor: Cursor) => {
+    const key = text.replace(/\s+/g, " ").trim()
+    const entry = byStatement.get(key) ?? { calls: 0, rowsRead: 0, rowsWritten: 0 }
+    entry.calls += 1
+    entry.rowsRead += cursor.rowsRead
+    entry.rowsWritten += cursor.rowsWritten
+    byStatement.set(key, entry)
+  }
   let folded = { statements: 0, rowsRead: 0, rowsWritten: 0 }
   let changesAtReset = 0
   const totalChanges = (): number => raw.sql.exec<{ n: number }>("SELECT total_changes() AS n").one().n
@@ -106,8 +127,11 @@ export const meterState = (ctx: DurableObjectState): StorageMeter => {
     exec: (query: string, ...bindings: Array<unknown>) => {
       const cursor = raw.sql.exec(query, ...bindings)
       cursors.push(cursor)
+      texts.push(query)
       if (cursors.length >= foldAbove) {
         const old = cursors.splice(0, cursors.length - keepUnfolded)
+        const oldTexts = texts.splice(0, old.length)
+        old.forEach((each, index) => account(oldTexts[index] ?? "", each))
         folded = {
           statements: folded.statements + old.length,
           rowsRead: old.reduce((sum, each) => sum + each.rowsRead, folded.rowsRead),
@@ -146,6 +170,8 @@ export const meterState = (ctx: DurableObjectState): StorageMeter => {
   const reset = (): void => {
     calls = zero()
     cursors = []
+    texts = []
+    byStatement = new Map()
     folded = { statements: 0, rowsRead: 0, rowsWritten: 0 }
     changesAtReset = totalChanges()
   }
@@ -157,6 +183,14 @@ export const meterState = (ctx: DurableObjectState): StorageMeter => {
       calls.alarmDeliveries += 1
     },
     reset,
+    breakdown: () => {
+      const saved = byStatement
+      byStatement = new Map([...saved].map(([key, entry]) => [key, { ...entry }]))
+      cursors.forEach((each, index) => account(texts[index] ?? "", each))
+      const result = [...byStatement].map(([statement, entry]) => ({ statement, ...entry }))
+      byStatement = saved
+      return result.sort((a, b) => b.rowsRead - a.rowsRead)
+    },
     snapshot: () => ({
       sqlStatements: folded.statements + cursors.length,
       sqlRowsRead: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, folded.rowsRead),

@@ -301,6 +301,8 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           await this.#burst(count, lanes, "lane")
           return json({ submitted: count })
         }
+        case "/breakdown":
+          return json({ items: this.progress.done, statements: this.meter.breakdown() })
         case "/progress":
           return json({ done: this.progress.done })
         case "/wait": {

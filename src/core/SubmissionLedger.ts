@@ -130,6 +130,13 @@ export class SubmissionLedger extends Context.Service<
     readonly scanRecoveryCandidates: Stream.Stream<SubmissionSnapshot, LedgerError>
     /** The head of every lane with nonterminal work, in lane order; reads one row per lane. */
     readonly laneHeads: Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
+    /**
+     * The head of the first lane strictly after `after` in lane order (UTF-16 order of the
+     * ThreadId), or of the first lane when `after` is undefined; one indexed row.
+     */
+    readonly nextLaneHead: (
+      after: ThreadId | undefined,
+    ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
     /** The number of nonterminal Submissions of this Object, without reading them. */
     readonly countAllNonterminal: Effect.Effect<number, LedgerError>
   }

@@ -4,7 +4,7 @@
  * over the same store, whatever mix of states it holds.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { isRecoveryCandidate } from "../../src/core/internal/ledgerRules.ts"
 import { SubmissionLedger, type SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
@@ -33,6 +33,14 @@ const expectAgreesWithScan = Effect.gen(function* () {
     ids(all.filter(isRecoveryCandidate)),
   )
   expect(yield* ledger.countAllNonterminal).toBe(all.length)
+  // Seeking lane by lane from the first visits exactly the heads.
+  const seeked: Array<SubmissionSnapshot> = []
+  let next = yield* ledger.nextLaneHead(undefined)
+  while (Option.isSome(next)) {
+    seeked.push(next.value)
+    next = yield* ledger.nextLaneHead(next.value.threadId)
+  }
+  expect(ids(seeked)).toEqual(ids(firstOfLane))
   return all
 })
 
@@ -132,6 +140,33 @@ export const passReadCases = (harness: LedgerHarness) => {
             ThreadId.make("\u{1F600}"),
             ThreadId.make("\uFF5E"),
           ])
+        }),
+      ),
+    )
+
+    it.effect("seek the head of the next lane strictly after a Thread, in lane order", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const threadOf = (row: Option.Option<SubmissionSnapshot>) =>
+            Option.getOrUndefined(Option.map(row, (head) => [head.threadId, head.queueSequence] as const))
+          expect(yield* ledger.nextLaneHead(undefined)).toEqual(Option.none())
+          for (const lane of ["\u{1F600}", "\uFF5E", "b", "d"]) yield* admitReady(request(lane, "1"))
+          yield* admitReady(request("b", "2"))
+          yield* admitReady(request("c", "1"))
+          yield* settleHead("c", 2_000)
+          yield* settleHead("b", 2_000)
+          expect(threadOf(yield* ledger.nextLaneHead(undefined))).toEqual(["b", 2])
+          // Not the lane itself, and a lane with no nonterminal row ("c") is skipped.
+          expect(threadOf(yield* ledger.nextLaneHead(ThreadId.make("b")))).toEqual(["d", 1])
+          // A Thread without a lane seeks from its place in the order.
+          expect(threadOf(yield* ledger.nextLaneHead(ThreadId.make("a")))).toEqual(["b", 2])
+          expect(threadOf(yield* ledger.nextLaneHead(ThreadId.make("bb")))).toEqual(["d", 1])
+          // UTF-16 order: the astral Thread sorts before U+FF5E.
+          expect(threadOf(yield* ledger.nextLaneHead(ThreadId.make("d")))).toEqual(["\u{1F600}", 1])
+          expect(threadOf(yield* ledger.nextLaneHead(ThreadId.make("\u{1F600}")))).toEqual(["\uFF5E", 1])
+          expect(yield* ledger.nextLaneHead(ThreadId.make("\uFF5E"))).toEqual(Option.none())
+          yield* expectAgreesWithScan
         }),
       ),
     )

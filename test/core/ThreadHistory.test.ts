@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqliteClient } from "@effect/sql-sqlite-do"
 import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { historyTable } from "../../src/core/internal/sqlHistory.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
-import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { historyConformance } from "./ledgerConformance.ts"
 import { admitNew, request, unowned } from "./SubmissionLedgerFixtures.ts"
 import { inObject, memoryHarness, sqlHarness, sqlLayer } from "./SubmissionLedgerHarness.ts"
@@ -44,5 +45,60 @@ describe("ThreadHistory", () => {
         expect(error.message).toContain("SubmissionLedger.layerMemory")
       }),
     ),
+  )
+
+  it.effect(
+    "keeps sequences gap-free when two instances append to one Thread, and after a rolled-back append",
+    () =>
+      inObject((storage) =>
+        Effect.gen(function* () {
+          // Two incarnations over one storage: each remembers the next sequence it expects.
+          const withClient = layerWithLedger.pipe(Layer.provideMerge(SqliteClient.layer({ storage })))
+          const first = yield* Layer.build(withClient)
+          const second = yield* Layer.build(Layer.fresh(withClient))
+          const appendIn = (services: typeof first, key: string, now: number) =>
+            Effect.provide(
+              Effect.gen(function* () {
+                const history = yield* ThreadHistory
+                const row = yield* admitNew(request("t", key))
+                return (yield* history.append(
+                  row.submissionId,
+                  { _tag: "InputApplied" },
+                  unowned(row, now),
+                  now,
+                )).sequence
+              }),
+              services,
+            )
+          expect(yield* appendIn(first, "a", 1_100)).toBe(1)
+          expect(yield* appendIn(first, "b", 1_200)).toBe(2)
+          // The second instance reads the tail; the first one's memory (3) is now stale.
+          expect(yield* appendIn(second, "c", 1_300)).toBe(3)
+          expect(yield* appendIn(first, "d", 1_400)).toBe(4)
+          expect(yield* appendIn(second, "e", 1_500)).toBe(5)
+          // An append inside a transaction that rolls back leaves no memory behind.
+          const rolledBack = Effect.provide(
+            Effect.gen(function* () {
+              const sql = yield* SqlClient
+              yield* sql.withTransaction(
+                Effect.gen(function* () {
+                  expect(yield* appendIn(first, "f", 1_600)).toBe(6)
+                  return yield* Effect.fail("roll back" as const)
+                }),
+              )
+            }),
+            first,
+          )
+          expect(yield* Effect.flip(rolledBack)).toBe("roll back")
+          expect(yield* appendIn(first, "g", 1_700)).toBe(6)
+          const stored = storage.sql
+            .exec<{ sequence: number }>(
+              `SELECT sequence FROM ${historyTable} WHERE thread_id = 't' ORDER BY sequence`,
+            )
+            .toArray()
+            .map((row) => row.sequence)
+          expect(stored).toEqual([1, 2, 3, 4, 5, 6])
+        }).pipe(Effect.scoped),
+      ),
   )
 })

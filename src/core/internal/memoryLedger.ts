@@ -288,6 +288,18 @@ export const makeMemoryLedger = Effect.gen(function* () {
       }),
     ),
 
+    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
+      return yield* Effect.sync(() => {
+        for (const [threadId, lane] of sortedLanes()) {
+          if (after !== undefined && threadId <= after) continue
+          const head = lane.nonterminal[0]
+          const row = head === undefined ? undefined : store.rows.get(head)
+          if (row !== undefined) return Option.some(row)
+        }
+        return Option.none<SubmissionSnapshot>()
+      })
+    }),
+
     countAllNonterminal: Effect.sync(() =>
       [...store.lanes.values()].reduce((sum, lane) => sum + lane.nonterminal.length, 0),
     ),

@@ -3,8 +3,14 @@
  * the insert in one storage transaction; the insert takes the next sequence from the Thread's
  * primary-key tail, so sequences stay 1-based and gap-free. The appended record is built from
  * what was inserted rather than read back: every row read is billed.
+ *
+ * The tail read is skipped when this instance appended to the Thread last: it remembers the
+ * next sequence once its own transaction committed, and inserts there directly. A stale memory
+ * can only be too low (sequences only grow and have no gaps), so the insert then hits the
+ * primary key and the append falls back to reading the tail. An append inside a caller's
+ * transaction neither uses nor keeps the memory, since that transaction may still roll back.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { ThreadStoreError } from "./runtimeModel.ts"
@@ -71,6 +77,18 @@ export const makeSqlHistory = Effect.gen(function* () {
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     sql.unsafe<RecordRow>(text, params).pipe(Effect.mapError(storeError(operation)))
 
+  /** Next sequence per Thread as of this instance's last committed append; bounded. */
+  const nextSequence = new Map<string, number>()
+  const rememberedThreads = 1_024
+  const remember = (threadId: string, next: number) => {
+    nextSequence.delete(threadId)
+    if (nextSequence.size >= rememberedThreads) {
+      const oldest = nextSequence.keys().next()
+      if (oldest.done !== true) nextSequence.delete(oldest.value)
+    }
+    nextSequence.set(threadId, next)
+  }
+
   const decodeAll = (operation: string, rows: ReadonlyArray<RecordRow>) =>
     Effect.forEach(rows, (row) => decodeRecord(operation, row))
 
@@ -81,29 +99,41 @@ export const makeSqlHistory = Effect.gen(function* () {
       const foreign = foreignFence(submissionId, fence)
       if (foreign !== undefined) return yield* foreign
       const { json } = yield* encodeEntry(operation, entry)
-      return yield* sql
+      const nested = Option.isSome(yield* Effect.serviceOption(sql.transactionService))
+      const appended = yield* sql
         .withTransaction(
           Effect.gen(function* () {
             const snapshot = yield* ledger.checkFence(fence)
-            const [next] = yield* query(operation, historyStatements.nextSequence, [snapshot.threadId])
-            const row = {
+            const insert = (sequence: number) =>
+              query(operation, historyStatements.append, [
+                snapshot.threadId,
+                sequence,
+                submissionId,
+                now,
+                json,
+              ]).pipe(Effect.as(sequence))
+            const remembered = nested ? undefined : nextSequence.get(snapshot.threadId)
+            const fromTail = Effect.gen(function* () {
+              const [next] = yield* query(operation, historyStatements.nextSequence, [snapshot.threadId])
+              return yield* insert(Number(next?.sequence ?? 1))
+            })
+            const sequence = yield* remembered === undefined
+              ? fromTail
+              : insert(remembered).pipe(Effect.catch(() => fromTail))
+            const record = yield* decodeRecord(operation, {
               thread_id: snapshot.threadId,
-              sequence: Number(next?.sequence ?? 1),
+              sequence,
               submission_id: submissionId,
               recorded_at: now,
               entry: json,
-            }
-            yield* query(operation, historyStatements.append, [
-              row.thread_id,
-              row.sequence,
-              row.submission_id,
-              row.recorded_at,
-              row.entry,
-            ])
-            return yield* decodeRecord(operation, row)
+            })
+            return record
           }),
         )
         .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storeError(operation)(cause))))
+      if (nested) nextSequence.delete(appended.threadId)
+      else remember(appended.threadId, appended.sequence + 1)
+      return appended
     }),
 
     forSubmission: Effect.fn("ThreadHistory.forSubmission")(function* (submissionId) {

@@ -171,23 +171,43 @@ export const makeSqlLedger = Effect.gen(function* () {
             const depth = yield* laneDepth(operation, lane, counters)
             const full = queueDepthRefusal(request, limits, depth)
             if (full !== undefined) return yield* full
-            const inserted = yield* first(operation, statements.insert, [
-              ids.submissionId,
-              request.threadId,
-              lane,
-              Number(counters?.last_sequence ?? 0) + 1,
-              request.idempotencyKey,
-              request.agentId,
-              request.agentDigest,
-              request.inputPayload,
-              request.inputDigest,
-              ids.receiptId,
-              request.now,
-            ])
-            if (Option.isNone(inserted)) {
-              return yield* new LedgerError({ operation, message: "the insert returned no row" })
+            // The new row is known from what was inserted: reading it back would bill a row.
+            const row = {
+              submission_id: ids.submissionId,
+              thread_id: request.threadId,
+              lane_key: lane,
+              queue_sequence: Number(counters?.last_sequence ?? 0) + 1,
+              idempotency_key: request.idempotencyKey,
+              agent_id: request.agentId,
+              agent_digest: request.agentDigest,
+              input_payload: request.inputPayload,
+              input_digest: request.inputDigest,
+              receipt_id: ids.receiptId,
+              state: "admitted",
+              producer_epoch: 0,
+              abort_requested: 0,
+              created_at: request.now,
+              attempt_id: null,
+              ownership_token: null,
+              lease_expires_at: null,
+              settlement: null,
+              ready_at: null,
             }
-            return { _tag: "Admitted" as const, snapshot: inserted.value }
+            yield* query(operation, statements.insert, [
+              row.submission_id,
+              row.thread_id,
+              row.lane_key,
+              row.queue_sequence,
+              row.idempotency_key,
+              row.agent_id,
+              row.agent_digest,
+              row.input_payload,
+              row.input_digest,
+              row.receipt_id,
+              row.created_at,
+            ])
+            const inserted = yield* decodeRow(operation)(row)
+            return { _tag: "Admitted" as const, snapshot: inserted }
           }),
         )
         .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
@@ -340,6 +360,12 @@ export const makeSqlLedger = Effect.gen(function* () {
         after = String(row.lane_key)
       }
     }).pipe(Effect.withSpan("SubmissionLedger.laneHeads")),
+
+    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
+      return yield* first("SubmissionLedger.nextLaneHead", statements.nextHead, [
+        after === undefined ? "" : laneKey(after),
+      ])
+    }),
 
     countAllNonterminal: Effect.map(
       query("SubmissionLedger.countAllNonterminal", statements.nonterminalTotal, []),

@@ -111,7 +111,7 @@ export const statements = {
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
       abort_requested, created_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', 0, 0, ?) RETURNING *`,
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', 0, 0, ?)`,
   markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
   head: `SELECT * FROM ${t} WHERE lane_key = ? AND state <> 'settled' ORDER BY queue_sequence LIMIT 1`,
   count: `SELECT count(*) AS depth FROM ${t} WHERE lane_key = ? AND state <> 'settled'`,

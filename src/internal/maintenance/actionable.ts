@@ -4,22 +4,29 @@
  * residual classification and the finish commit.
  *
  * The pass never reads a queue: recovery looks only at rows that can need it, lanes are
- * known by their heads (one indexed row each), and counts come from the ledger without a
- * scan. Plain queued input (`ready`, never claimed, no abort) is classified by its state,
- * `ApplyInput`, exactly as recovery would report it.
+ * known by their heads (one indexed row each) and visited in round-robin order only until the
+ * answer is known, and counts come from the ledger without a scan. Plain queued input
+ * (`ready`, never claimed, no abort) is classified by its state, `ApplyInput`, exactly as
+ * recovery would report it.
  */
 import { Clock, DateTime, Effect, Option, Random, Stream } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
 import { type DurableAgentRuntime, RecoveryWorklist } from "../../core/DurableAgentRuntime.ts"
-import type { SubmissionId } from "../../core/Identifiers.ts"
+import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import type { Auxiliary } from "./auxiliary.ts"
 import { backoffDelay } from "./backoff.ts"
-import { eligibleLanes, hasAutonomousWork, indexReports, laneHeads, type ReportIndex } from "./classify.ts"
+import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts"
 import type { MaintenanceEnv } from "./env.ts"
 import { type AlarmDisposition, finishActionable } from "./finish.ts"
-import { recordBindingOutcome, selectMaintenanceLane } from "./select.ts"
-import type { MaintenanceObservation } from "./state.ts"
+import {
+  isEligibleHead,
+  pendingBindingWait,
+  recordBindingOutcome,
+  selectMaintenanceLane,
+  visitLanes,
+} from "./select.ts"
+import type { BindingRetry, MaintenanceObservation } from "./state.ts"
 
 /** @internal */
 export interface ActionableServices {
@@ -32,6 +39,8 @@ export interface ActionableStart {
   readonly generation: bigint
   readonly stalls: number
   readonly activeAtStart: number
+  readonly cursor: ThreadId | undefined
+  readonly bindingRetries: ReadonlyArray<BindingRetry>
 }
 
 /** @internal */
@@ -45,24 +54,75 @@ export interface ActionableResult {
 const laneOrder = (a: SubmissionSnapshot, b: SubmissionSnapshot) =>
   a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : a.queueSequence - b.queueSequence
 
+/** What the residual classification found after the Attempt. */
+interface Residual {
+  readonly autonomous: boolean
+  /** How long every eligible lane still waits for a binding (0 when one can run now). */
+  readonly bindingDelay: number
+  /** Submissions seen nonterminal. */
+  readonly live: Set<SubmissionId>
+}
+
 /**
- * The rows the residual autonomy check must see, in scan order: every lane head, every
- * recovery candidate, and every row recovery reported on at pass start that is still
- * nonterminal. What is left out is plain queued input behind its head: not a stable wait,
- * and dormant exactly when its head is one, so it never decides the answer.
+ * The residual classification. Autonomous work is first looked for among lane heads, in
+ * round-robin order from the lane just served, stopping at the first head that answers the
+ * question: serving abundant work reads O(1) heads whatever the number of lanes. Only when no
+ * head is eligible (every lane empty or parked in a stable wait) are all heads, the recovery
+ * candidates and the rows reported at pass start that are still nonterminal classified in scan
+ * order; plain queued input behind its head is left out, since it is not a stable wait and is
+ * dormant exactly when its head is one, so it never decides the answer.
+ *
+ * `bindingDelay` is 0 as soon as one eligible lane can run now. The lane served without a
+ * binding failure is such a lane (its wait, if any, was just removed); otherwise the visit goes
+ * on past heads in binding waits to the first runnable one, and without one the delay is the
+ * earliest wait.
  */
-const residualRows = (ledger: SubmissionLedger["Service"], reports: ReportIndex) =>
+const classifyResidual = (
+  ledger: SubmissionLedger["Service"],
+  reports: ReportIndex,
+  options: {
+    readonly served: SubmissionSnapshot | undefined
+    readonly servedRunnable: boolean
+    readonly waits: ReadonlyArray<BindingRetry>
+    readonly now: number
+  },
+) =>
   Effect.gen(function* () {
-    const heads = yield* ledger.laneHeads
-    const candidates = yield* Stream.runCollect(ledger.scanRecoveryCandidates)
+    const { now, waits } = options
+    const heads: Array<SubmissionSnapshot> = []
+    let eligible = false
+    let earliestWait = Infinity
+    const stopped = yield* visitLanes(
+      ledger,
+      options.served === undefined ? undefined : { threadId: options.served.threadId, inclusive: true },
+      (head) => {
+        heads.push(head)
+        if (!isEligibleHead(head, reports)) return false
+        eligible = true
+        if (options.servedRunnable) return true
+        const wait = pendingBindingWait(head, waits, now)
+        if (wait === undefined) return true
+        earliestWait = Math.min(earliestWait, wait.notBefore)
+        return false
+      },
+    )
+    const live = new Set(heads.map((head) => head.submissionId))
+    if (stopped || eligible) {
+      const bindingDelay = stopped || options.servedRunnable ? 0 : Math.max(0, earliestWait - now)
+      return { autonomous: true, bindingDelay, live } satisfies Residual
+    }
+    // Every head was visited and none is eligible.
     const rows = new Map<SubmissionId, SubmissionSnapshot>()
+    const candidates = yield* Stream.runCollect(ledger.scanRecoveryCandidates)
     for (const row of [...heads, ...candidates]) rows.set(row.submissionId, row)
     for (const submissionId of reports.keys()) {
       if (rows.has(submissionId)) continue
       const row = yield* ledger.lookup(submissionId)
       if (Option.isSome(row) && row.value.state !== "settled") rows.set(submissionId, row.value)
     }
-    return [...rows.values()].sort(laneOrder)
+    for (const submissionId of rows.keys()) live.add(submissionId)
+    const autonomous = hasAutonomousWork([...rows.values()].sort(laneOrder), reports)
+    return { autonomous, bindingDelay: 0, live } satisfies Residual
   })
 
 const rearmDelay = (env: MaintenanceEnv, progressed: boolean, stalls: number) =>
@@ -92,10 +152,8 @@ export const runActionable = (
     const atStart = yield* ledger.countAllNonterminal
     const recovered = yield* runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates"))
     const reports = indexReports(recovered)
-    const heads = laneHeads(yield* ledger.laneHeads)
-    const eligible = eligibleLanes(heads, reports)
-    const selection = yield* selectMaintenanceLane(env, heads, eligible)
-    const selected = selection.selected === undefined ? undefined : heads.get(selection.selected)
+    const selection = yield* selectMaintenanceLane(env, ledger, reports, started)
+    const selected = selection.selected
 
     // One FIFO head per event; followers of a lane belong to later events.
     let bindingFailure: DurableBindingFailure | undefined
@@ -118,11 +176,16 @@ export const runActionable = (
     observed.nativeOnly = false
     yield* options.auxiliary.finish
 
-    const residual = yield* residualRows(ledger, reports)
-    const autonomous = hasAutonomousWork(residual, reports)
+    const now = yield* Clock.currentTimeMillis
+    const residual = yield* classifyResidual(ledger, reports, {
+      served: selected,
+      servedRunnable: selected !== undefined && bindingFailure === undefined,
+      waits,
+      now,
+    })
+    const { autonomous, live } = residual
     const nonterminal = yield* ledger.countAllNonterminal
     // Binding waits stay while their Submission is nonterminal (the finish drops the others).
-    const live = new Set(residual.map((row) => row.submissionId))
     for (const wait of [...selection.stored, ...waits]) {
       if (live.has(wait.submissionId)) continue
       const row = yield* ledger.lookup(wait.submissionId)
@@ -130,14 +193,8 @@ export const runActionable = (
     }
     const progressed =
       Option.isSome(settlement) || recovered.some((report) => report.disposition === "repaired")
-    const now = yield* Clock.currentTimeMillis
     const ordinaryDelay = autonomous ? yield* rearmDelay(env, progressed, started.stalls) : 0
-    // A lane without a binding wait (or whose wait is due) makes the binding delay zero.
-    const nextEligible = eligible.map(
-      (threadId) =>
-        waits.find((wait) => wait.submissionId === heads.get(threadId)?.submissionId)?.notBefore ?? now,
-    )
-    const bindingDelay = nextEligible.length === 0 ? 0 : Math.max(0, Math.min(...nextEligible) - now)
+    const bindingDelay = residual.bindingDelay
 
     const alarm = yield* finishActionable(env, {
       generation: started.generation,

@@ -6,8 +6,10 @@
 import { Clock, Effect } from "effect"
 import type { MaintenanceEnv } from "./env.ts"
 import type { DurableAlarmError } from "./errors.ts"
+import type { ThreadId } from "../../core/Identifiers.ts"
 import {
   applicableRetry,
+  type BindingRetry,
   ensureAlarmBy,
   type MaintenanceObservation,
   readMaintenanceState,
@@ -22,6 +24,9 @@ export type BeginResult =
       readonly generation: bigint
       readonly nonterminal: number
       readonly stalls: number
+      /** The lane cursor and binding waits as read here; lane selection seeks from them. */
+      readonly cursor: ThreadId | undefined
+      readonly bindingRetries: ReadonlyArray<BindingRetry>
     }
 
 /** @internal */
@@ -46,6 +51,8 @@ export const makeBeginPass =
           generation: state.dirty,
           nonterminal: state.nonterminal,
           stalls: retry?.stalls ?? 0,
+          cursor: state.lastServedThreadId,
+          bindingRetries: state.bindingRetries ?? [],
         }
       })
       yield* env.hit("maintenance:begin:after")

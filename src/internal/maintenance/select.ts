@@ -6,11 +6,12 @@
  * agent) becomes a per-Submission wait, committed once before auxiliary work is joined so an
  * auxiliary failure cannot lose it; it never acknowledges a generation nor touches the alarm.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
 import type { ThreadId } from "../../core/Identifiers.ts"
-import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
-import { nextBindingRetry, selectLane } from "./backoff.ts"
+import type { LedgerError, SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
+import { nextBindingRetry } from "./backoff.ts"
+import { isStableExternalWait, type ReportIndex } from "./classify.ts"
 import type { MaintenanceEnv } from "./env.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import {
@@ -20,37 +21,140 @@ import {
   writeMaintenanceState,
 } from "./state.ts"
 
+type Ledger = SubmissionLedger["Service"]
+
+/** @internal Whether a head is not a stable external wait: it can be served. */
+export const isEligibleHead = (head: SubmissionSnapshot, reports: ReportIndex): boolean =>
+  !isStableExternalWait(head, reports)
+
+/** @internal The binding wait that keeps this head from being served at `now`, if any. */
+export const pendingBindingWait = (
+  head: SubmissionSnapshot,
+  waits: ReadonlyArray<BindingRetry>,
+  now: number,
+): BindingRetry | undefined =>
+  waits.find(
+    (wait) =>
+      wait.threadId === head.threadId && wait.submissionId === head.submissionId && wait.notBefore > now,
+  )
+
+/**
+ * @internal Visits lane heads in round-robin order starting at `from` (its own head first, then
+ * the lanes after it, wrapping around to the lanes before it), one indexed row per lane, until
+ * `visit` answers true. Without `from` it visits every lane from the first. Returns whether a
+ * visit stopped it.
+ */
+export const visitLanes = (
+  ledger: Ledger,
+  from: { readonly threadId: ThreadId; readonly inclusive: boolean } | undefined,
+  visit: (head: SubmissionSnapshot) => boolean,
+): Effect.Effect<boolean, LedgerError> =>
+  Effect.gen(function* () {
+    if (from?.inclusive === true) {
+      const own = yield* ledger.head(from.threadId)
+      if (Option.isSome(own) && visit(own.value)) return true
+    }
+    let after = from?.threadId
+    let wrapped = from === undefined
+    while (true) {
+      const next = yield* ledger.nextLaneHead(after)
+      if (Option.isNone(next)) {
+        if (wrapped) return false
+        wrapped = true
+        after = undefined
+        continue
+      }
+      const head = next.value
+      // Back at the start of the cycle: every lane was visited once.
+      if (
+        wrapped &&
+        from !== undefined &&
+        (from.inclusive ? head.threadId >= from.threadId : head.threadId > from.threadId)
+      )
+        return false
+      if (visit(head)) return true
+      after = head.threadId
+    }
+  })
+
 /** @internal */
 export interface LaneSelection {
-  readonly selected: ThreadId | undefined
-  /** Stored binding waits whose Submission is still the head of its lane. */
+  readonly selected: SubmissionSnapshot | undefined
+  /** Stored binding waits whose Submission is the head of a lane visited by the seek. */
   readonly waits: ReadonlyArray<BindingRetry>
   /** Every stored binding wait, for the finish's garbage collection. */
   readonly stored: ReadonlyArray<BindingRetry>
+  /** Lanes the seek passed over, in visit order: every lane when none was selected. */
+  readonly visited: ReadonlyArray<SubmissionSnapshot>
 }
 
-/** @internal */
+/**
+ * @internal The seek of `selectMaintenanceLane`: the first runnable head after `cursor`,
+ * wrapping around, and the heads passed over before it (every head when none is runnable).
+ */
+export const seekLane = (
+  ledger: Ledger,
+  reports: ReportIndex,
+  start: { readonly cursor: ThreadId | undefined; readonly bindingRetries: ReadonlyArray<BindingRetry> },
+  now: number,
+): Effect.Effect<
+  { readonly selected: SubmissionSnapshot | undefined; readonly visited: ReadonlyArray<SubmissionSnapshot> },
+  LedgerError
+> =>
+  Effect.gen(function* () {
+    const visited: Array<SubmissionSnapshot> = []
+    let selected: SubmissionSnapshot | undefined
+    yield* visitLanes(
+      ledger,
+      start.cursor === undefined ? undefined : { threadId: start.cursor, inclusive: false },
+      (head) => {
+        if (
+          isEligibleHead(head, reports) &&
+          pendingBindingWait(head, start.bindingRetries, now) === undefined
+        ) {
+          selected = head
+          return true
+        }
+        visited.push(head)
+        return false
+      },
+    )
+    return { selected, visited }
+  })
+
+/**
+ * @internal The next lane to serve: the first runnable head after the durable cursor in lane
+ * order, wrapping around (a head is runnable when it is not a stable wait and not in a binding
+ * wait until after now). The seek reads lane heads one at a time and stops at the first runnable
+ * one, so serving abundant work reads O(1) heads whatever the number of lanes; only when no lane
+ * is runnable does it read every head. The cursor is persisted before the head Attempt.
+ */
 export const selectMaintenanceLane = (
   env: MaintenanceEnv,
-  heads: ReadonlyMap<ThreadId, SubmissionSnapshot>,
-  eligible: ReadonlyArray<ThreadId>,
-): Effect.Effect<LaneSelection, DurableAlarmError> =>
+  ledger: Ledger,
+  reports: ReportIndex,
+  start: { readonly cursor: ThreadId | undefined; readonly bindingRetries: ReadonlyArray<BindingRetry> },
+): Effect.Effect<LaneSelection, DurableAlarmError | LedgerError> =>
   Effect.gen(function* () {
     const selectionTime = yield* Clock.currentTimeMillis
+    const { selected, visited } = yield* seekLane(ledger, reports, start, selectionTime)
+    const chosen = selected
+    const known = new Map(
+      [...visited, ...(chosen === undefined ? [] : [chosen])].map((head) => [head.threadId, head]),
+    )
     yield* env.hit("maintenance:select:before")
     const selection = yield* env.transact("select maintenance lane", async (txn): Promise<LaneSelection> => {
       const { state } = await readMaintenanceState(txn)
       const stored = state.bindingRetries ?? []
-      const waits = stored.filter((wait) => heads.get(wait.threadId)?.submissionId === wait.submissionId)
-      const selected = selectLane(eligible, state.lastServedThreadId, waits, selectionTime)
+      const waits = stored.filter((wait) => known.get(wait.threadId)?.submissionId === wait.submissionId)
       // An unchanged cursor is already durable: serving one lane again writes nothing.
-      if (selected !== undefined && selected !== state.lastServedThreadId) {
+      if (chosen !== undefined && chosen.threadId !== state.lastServedThreadId) {
         await writeMaintenanceState(
           txn,
-          ThreadMaintenanceState.make({ ...state, lastServedThreadId: selected }),
+          ThreadMaintenanceState.make({ ...state, lastServedThreadId: chosen.threadId }),
         )
       }
-      return { selected, waits, stored }
+      return { selected: chosen, waits, stored, visited }
     })
     yield* env.hit("maintenance:select:after")
     return selection
