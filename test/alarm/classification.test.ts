@@ -3,11 +3,9 @@ import { type RecoveryDecision, RecoveryReport } from "../../src/core/DurableAge
 import { SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import type { SubmissionState } from "../../src/core/SubmissionLedger.ts"
 import {
-  eligibleLanes,
   hasAutonomousWork,
   indexReports,
   isStableExternalWait,
-  laneHeads,
 } from "../../src/internal/maintenance/classify.ts"
 
 const row = (threadId: string, submissionId: string, state: SubmissionState) => ({
@@ -50,20 +48,6 @@ describe("stable external waits", () => {
     for (const state of ["admitted", "ready", "running", "terminalizing", "settled"] as const) {
       expect(isStableExternalWait(row("t", "s", state), none)).toBe(false)
     }
-  })
-})
-
-describe("lane heads and eligibility", () => {
-  it("take the first row of each lane and keep lanes whose head is not a stable wait, ascending", () => {
-    const rows = [
-      row("b", "b1", "ready"),
-      row("b", "b2", "ready"),
-      row("a", "a1", "suspended"),
-      row("c", "c1", "running"),
-    ]
-    const heads = laneHeads(rows)
-    expect([...heads.values()].map((head) => head.submissionId)).toEqual(["b1", "a1", "c1"])
-    expect(eligibleLanes(heads, none)).toEqual(["b", "c"])
   })
 })
 

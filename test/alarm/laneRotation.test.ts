@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
-import { selectLane } from "../../src/internal/maintenance/backoff.ts"
+import { selectLane } from "./laneModel.ts"
 import { BindingRetry } from "../../src/internal/maintenance/state.ts"
 
 const Lanes = Schema.Array(ThreadId).check(Schema.isMinLength(1), Schema.isMaxLength(12))

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { SubmissionLedger, type SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
-import { selectLane } from "../../src/internal/maintenance/backoff.ts"
+import { selectLane } from "./laneModel.ts"
 import { seekLane, visitLanes } from "../../src/internal/maintenance/select.ts"
 import { BindingRetry } from "../../src/internal/maintenance/state.ts"
 import {

@@ -1,6 +1,6 @@
 /**
  * Pure timing formulas of the maintenance pass: alarm floor, jittered backoff, binding waits,
- * failure retries and the round-robin lane choice. No effects, so they are property-tested.
+ * failure retries. No effects, so they are property-tested.
  */
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { BindingRetry, MaintenanceRetry } from "./state.ts"
@@ -87,22 +87,6 @@ export const nextFailureRetry = (
     nativeOnly: options.nativeOnly,
     stalls: Math.min(STALL_CAP, stalls + 1),
   })
-}
-
-/**
- * @internal The next lane to serve: the first runnable ThreadId after the cursor (UTF-16 order),
- * wrapping around. Lanes whose head waits for a binding until after `now` are not runnable.
- */
-export const selectLane = (
-  eligible: ReadonlyArray<ThreadId>,
-  cursor: ThreadId | undefined,
-  waits: ReadonlyArray<BindingRetry>,
-  now: number,
-): ThreadId | undefined => {
-  const runnable = eligible.filter(
-    (threadId) => !waits.some((wait) => wait.threadId === threadId && wait.notBefore > now),
-  )
-  return runnable.find((threadId) => cursor === undefined || threadId > cursor) ?? runnable[0]
 }
 
 /** @internal Clamps an alarm target to at least `now + floor`. */

@@ -36,20 +36,6 @@ export const isStableExternalWait = (row: Row, reports: ReportIndex): boolean =>
   }
 }
 
-/** @internal The first row per lane; the scan is ordered by `(threadId, queueSequence)`. */
-export const laneHeads = <R extends Row>(rows: ReadonlyArray<R>): ReadonlyMap<ThreadId, R> => {
-  const heads = new Map<ThreadId, R>()
-  for (const row of rows) if (!heads.has(row.threadId)) heads.set(row.threadId, row)
-  return heads
-}
-
-/** @internal Lanes whose head is not a stable wait, in ascending ThreadId order. */
-export const eligibleLanes = (heads: ReadonlyMap<ThreadId, Row>, reports: ReportIndex): Array<ThreadId> =>
-  [...heads.values()]
-    .filter((head) => !isStableExternalWait(head, reports))
-    .map((head) => head.threadId)
-    .sort()
-
 /**
  * @internal Whether the residual set holds autonomous work: a row that is neither a stable wait
  * nor a dormant follower (plain queued input behind a stable-wait head cannot execute).
