@@ -1,4 +1,5 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers"
+import { availableParallelism } from "node:os"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
@@ -22,11 +23,23 @@ export default defineConfig({
       },
       {
         test: {
-          name: "node",
+          name: "node-workerd",
           environment: "node",
-          include: ["test/node/**/*.test.ts"],
+          include: ["test/node/*.test.ts"],
           // Each test boots workerd (twice for a restart) and waits on real alarms.
           testTimeout: 30_000,
+        },
+      },
+      {
+        // The deterministic simulation: CPU-bound shards on every core (vitest's default leaves
+        // one idle). A worker count of its own needs a group of its own, after the projects
+        // above, so that no shard competes with a test that waits on real time.
+        test: {
+          name: "node",
+          environment: "node",
+          include: ["test/node/sim/**/*.test.ts"],
+          maxWorkers: availableParallelism(),
+          sequence: { groupOrder: 1 },
         },
       },
     ],

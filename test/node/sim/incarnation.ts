@@ -96,24 +96,30 @@ const gated = <S extends object>(
 
 const resetMessage = "the Durable Object was reset"
 
-const configLayer = (overrides: CloudflareDurableRuntimeConfigOverrides) =>
-  Layer.unwrap(
-    Effect.gen(function* () {
-      const config = yield* CloudflareDurableRuntimeConfig
-      return Layer.mergeAll(
-        Layer.succeed(DurableRuntimeConfig, {
-          ownershipLeaseDuration: config.ownershipLeaseDuration,
-          leaseRenewalInterval: config.leaseRenewalInterval,
-          settlementPollInterval: config.settlementPollInterval,
-          abortPollInterval: config.abortPollInterval,
-        }),
-        Layer.succeed(SubmissionLedgerLimits, {
-          maxQueueDepthPerLane: config.limits.maxQueueDepthPerLane,
-          maxInputBytes: config.limits.maxInputBytes,
-        }),
-      )
-    }),
-  ).pipe(Layer.provideMerge(CloudflareDurableRuntimeConfig.layer(overrides)))
+/** The runtime configuration of a run, decoded once and shared by its incarnations. */
+export const buildConfig = (overrides: CloudflareDurableRuntimeConfigOverrides) =>
+  Layer.build(
+    Layer.unwrap(
+      Effect.gen(function* () {
+        const config = yield* CloudflareDurableRuntimeConfig
+        return Layer.mergeAll(
+          Layer.succeed(DurableRuntimeConfig, {
+            ownershipLeaseDuration: config.ownershipLeaseDuration,
+            leaseRenewalInterval: config.leaseRenewalInterval,
+            settlementPollInterval: config.settlementPollInterval,
+            abortPollInterval: config.abortPollInterval,
+          }),
+          Layer.succeed(SubmissionLedgerLimits, {
+            maxQueueDepthPerLane: config.limits.maxQueueDepthPerLane,
+            maxInputBytes: config.limits.maxInputBytes,
+          }),
+        )
+      }),
+    ).pipe(Layer.provideMerge(CloudflareDurableRuntimeConfig.layer(overrides))),
+  ).pipe(Effect.orDie)
+
+/** The decoded configuration of a run. */
+export type RunConfig = Effect.Success<ReturnType<typeof buildConfig>>
 
 /** What an incarnation is built from. */
 export interface IncarnationSpec {
@@ -121,7 +127,7 @@ export interface IncarnationSpec {
   readonly holder: Holder
   readonly stores: DurableStores
   readonly agents: ReadonlyArray<AnyAgentDefinition>
-  readonly config: CloudflareDurableRuntimeConfigOverrides
+  readonly config: RunConfig
   readonly maintenanceFailpoint: ThreadMaintenanceFailpointHandler
   readonly runtimeFailpoint: RuntimeFailpointHandler
   readonly onActivity: () => void
@@ -145,7 +151,7 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
   const base = Layer.mergeAll(
     DurableObjectContext.layer(spec.state, {} as Cloudflare.Env),
     simSqlClient,
-    configLayer(spec.config),
+    Layer.succeedContext(spec.config),
     ThreadMaintenanceFailpoint.layerTest(spec.maintenanceFailpoint),
     RuntimeFailpoint.layerTest(spec.runtimeFailpoint),
     Layer.succeed(SubmissionLedger, ledger),
@@ -164,6 +170,17 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
   )
 }
 
+/** Entry points hold no state: one set serves every incarnation of the process. */
+const entryPoints = new Map<number, EntryPoints>()
+const entryPointsFor = (maxInputBytes: number): EntryPoints => {
+  let entry = entryPoints.get(maxInputBytes)
+  if (entry === undefined) {
+    entry = makeEntryPoints(maxInputBytes)
+    entryPoints.set(maxInputBytes, entry)
+  }
+  return entry
+}
+
 /** Builds an incarnation in its own scope; its constructor is started by the caller. */
 export const buildIncarnation = (
   spec: IncarnationSpec & { readonly deployment: string; readonly maxInputBytes: number },
@@ -177,7 +194,7 @@ export const buildIncarnation = (
       state: spec.state,
       scope,
       context,
-      entry: makeEntryPoints(spec.maxInputBytes),
+      entry: entryPointsFor(spec.maxInputBytes),
       ready: yield* Deferred.make<void>(),
       deployment: spec.deployment,
       closed: false,

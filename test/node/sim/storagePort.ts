@@ -76,7 +76,48 @@ export interface Holder {
 
 const evicted = () => new Error("Durable Object storage is gone: its incarnation was reset")
 
-const clone = <A>(value: A): A => (value === undefined ? value : structuredClone(value))
+/** Not a tree of plain objects, arrays and primitives: left to `structuredClone`. */
+const notPlain = Symbol("notPlain")
+
+/** Copies a tree of plain objects, arrays and primitives; `notPlain` for anything else. */
+const copyTree = (value: unknown, seen: Set<object>): unknown => {
+  if (typeof value !== "object" || value === null) {
+    return typeof value === "function" || typeof value === "symbol" ? notPlain : value
+  }
+  // A shared or cyclic reference: structured clone preserves it, a tree copy would not.
+  if (seen.has(value)) return notPlain
+  seen.add(value)
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return notPlain
+    const out: Array<unknown> = []
+    for (let index = 0; index < value.length; index++) {
+      // A sparse array keeps its holes under structured clone.
+      if (!(index in value)) return notPlain
+      const item = copyTree(value[index], seen)
+      if (item === notPlain) return notPlain
+      out.push(item)
+    }
+    return out
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return notPlain
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) {
+    const item = copyTree((value as Record<string, unknown>)[key], seen)
+    if (item === notPlain) return notPlain
+    out[key] = item
+  }
+  return out
+}
+
+/**
+ * A structured-clone copy. The stored values are JSON-like trees, which a direct copy
+ * reproduces exactly and several times faster than `structuredClone`.
+ */
+const clone = <A>(value: A): A => {
+  if (typeof value !== "object" || value === null) return value === undefined ? value : structuredClone(value)
+  const copy = copyTree(value, new Set())
+  return copy === notPlain ? structuredClone(value) : (copy as A)
+}
 
 const toMillis = (time: number | Date): number => (typeof time === "number" ? time : time.getTime())
 

@@ -20,7 +20,13 @@ import { memoryStoreOf } from "../../../src/core/internal/memoryLedger.ts"
 import { deploymentAgents, type Deployment, type ExternalWorld, SimExternalWorld } from "./agents.ts"
 import type { FaultPlan } from "./faults.ts"
 import { makeFailpoints, type Pause } from "./failpoints.ts"
-import { buildIncarnation, type Incarnation, type IncarnationServices, SimHolder } from "./incarnation.ts"
+import {
+  buildConfig,
+  buildIncarnation,
+  type Incarnation,
+  type IncarnationServices,
+  SimHolder,
+} from "./incarnation.ts"
 import { makeMonitor, type RunOutcome } from "./invariants.ts"
 import { type AlarmRun, type Holder, type Origin, SimOrigin, SimStorage } from "./storagePort.ts"
 
@@ -68,6 +74,7 @@ export const makeWorld = (options: WorldOptions) =>
       ledger: Context.get(durable, SubmissionLedger),
       history: Context.get(durable, ThreadHistory),
     }
+    const config = yield* buildConfig(options.config)
     const store = memoryStoreOf(stores.ledger)
     if (store === undefined)
       return yield* Effect.die(new Error("the durable ledger is not the in-memory one"))
@@ -226,7 +233,7 @@ export const makeWorld = (options: WorldOptions) =>
         holder,
         stores,
         agents: deploymentAgents(deployment),
-        config: options.config,
+        config,
         maintenanceFailpoint: failpoints.maintenance(holder),
         runtimeFailpoint: failpoints.runtime(holder),
         onActivity: touch,
