@@ -179,7 +179,9 @@ const runToCrash = (driver: CrashDriver, run: ObjectRun) =>
       run.since = Date.now()
       return
     }
-    const until = deadline(15_000)
+    // Generous: on a loaded machine a crash behind a lease expiry and a backoff takes a while,
+    // and waiting longer never weakens the check.
+    const until = deadline(40_000)
     while (Date.now() < until) {
       const log = yield* driver.log(run.name)
       const hit = log.crashes.find(
