@@ -82,8 +82,12 @@ const storageSeam = (ctx: DurableObjectState, env: Cloudflare.Env, options: Thre
   )
 }
 
-const configLayers = (options: ThreadObjectOptions) => {
-  const cloudflare = CloudflareDurableRuntimeConfig.layer(options.config)
+/**
+ * @internal The Cloudflare configuration, decoded once, and the runtime settings derived from
+ * it (the simulation builds its incarnations from this too).
+ */
+export const configLayers = (overrides: ThreadObjectOptions["config"]) => {
+  const cloudflare = CloudflareDurableRuntimeConfig.layer(overrides)
   const derived = Layer.unwrap(
     Effect.gen(function* () {
       const config = yield* CloudflareDurableRuntimeConfig
@@ -122,7 +126,7 @@ export const incarnationLayer = (
 ) => {
   const base = Layer.mergeAll(
     storageSeam(ctx, env, options),
-    configLayers(options),
+    configLayers(options.config),
     failpointLayers(ctx, options.failpoints),
   )
   const platform = Layer.mergeAll(

@@ -13,19 +13,16 @@ import {
 } from "../../../src/Alarm.ts"
 import { DurableAlarmService, ThreadMutationGate, ThreadPublication } from "../../../src/Alarm.ts"
 import { DurableObjectContext } from "../../../src/CloudflareBindings.ts"
-import {
-  CloudflareDurableRuntimeConfig,
-  type CloudflareDurableRuntimeConfigOverrides,
-} from "../../../src/CloudflareConfig.ts"
+import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/CloudflareConfig.ts"
 import type { AnyAgentDefinition } from "../../../src/core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../../src/core/DurableAgentRuntime.ts"
-import { DurableRuntimeConfig } from "../../../src/core/DurableRuntimeConfig.ts"
 import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../../src/core/RuntimeFailpoint.ts"
-import { LedgerError, SubmissionLedger, SubmissionLedgerLimits } from "../../../src/core/SubmissionLedger.ts"
+import { LedgerError, SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
 import { ThreadStoreError } from "../../../src/core/DurableAgentRuntime.ts"
 import { ThreadProjectionMaintenance } from "../../../src/core/ThreadProjectionMaintenance.ts"
 import { makeEntryPoints, type EntryPoints } from "../../../src/internal/object/entryPoints.ts"
+import { configLayers } from "../../../src/internal/object/layers.ts"
 import { cloudflareWakeScheduler } from "../../../src/internal/object/wakeScheduler.ts"
 import { simSqlClient } from "./sqlClient.ts"
 import type { Holder } from "./storagePort.ts"
@@ -98,27 +95,8 @@ const resetMessage = "the Durable Object was reset"
 
 /** The runtime configuration of a run, decoded once and shared by its incarnations. */
 export const buildConfig = (overrides: CloudflareDurableRuntimeConfigOverrides) =>
-  Layer.build(
-    Layer.unwrap(
-      Effect.gen(function* () {
-        const config = yield* CloudflareDurableRuntimeConfig
-        return Layer.mergeAll(
-          Layer.succeed(DurableRuntimeConfig, {
-            ownershipLeaseDuration: config.ownershipLeaseDuration,
-            leaseRenewalInterval: config.leaseRenewalInterval,
-            settlementPollInterval: config.settlementPollInterval,
-            abortPollInterval: config.abortPollInterval,
-          }),
-          Layer.succeed(SubmissionLedgerLimits, {
-            maxQueueDepthPerLane: config.limits.maxQueueDepthPerLane,
-            maxInputBytes: config.limits.maxInputBytes,
-          }),
-        )
-      }),
-    ).pipe(Layer.provideMerge(CloudflareDurableRuntimeConfig.layer(overrides))),
-  ).pipe(Effect.orDie)
+  Layer.build(configLayers(overrides)).pipe(Effect.orDie)
 
-/** The decoded configuration of a run. */
 export type RunConfig = Effect.Success<ReturnType<typeof buildConfig>>
 
 /** What an incarnation is built from. */
