@@ -16,7 +16,10 @@ effect-agent refund desk example
 const child = spawn(
   "npx",
   ["wrangler", "dev", "-c", "example/wrangler.jsonc", "--persist-to", ".wrangler/state", "--port", port],
-  { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+  {
+    stdio: "inherit",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+  },
 )
 child.on("exit", (code) => process.exit(code ?? 0))
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal))
