@@ -153,7 +153,7 @@ export const runActionable = (
     const recovered = yield* runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates"))
     const reports = indexReports(recovered)
     const selection = yield* selectMaintenanceLane(env, ledger, reports, started)
-    const selected = selection.selected
+    const { selected } = selection
 
     // One FIFO head per event; followers of a lane belong to later events.
     let bindingFailure: DurableBindingFailure | undefined
@@ -194,7 +194,6 @@ export const runActionable = (
     const progressed =
       Option.isSome(settlement) || recovered.some((report) => report.disposition === "repaired")
     const ordinaryDelay = autonomous ? yield* rearmDelay(env, progressed, started.stalls) : 0
-    const bindingDelay = residual.bindingDelay
 
     const alarm = yield* finishActionable(env, {
       generation: started.generation,
@@ -203,7 +202,7 @@ export const runActionable = (
       autonomous,
       progressed,
       now,
-      delay: Math.max(ordinaryDelay, bindingDelay),
+      delay: Math.max(ordinaryDelay, residual.bindingDelay),
       nonterminal,
       live,
     })

@@ -84,8 +84,6 @@ export interface LaneSelection {
   readonly waits: ReadonlyArray<BindingRetry>
   /** Every stored binding wait, for the finish's garbage collection. */
   readonly stored: ReadonlyArray<BindingRetry>
-  /** Lanes the seek passed over, in visit order: every lane when none was selected. */
-  readonly visited: ReadonlyArray<SubmissionSnapshot>
 }
 
 /**
@@ -138,9 +136,8 @@ export const selectMaintenanceLane = (
   Effect.gen(function* () {
     const selectionTime = yield* Clock.currentTimeMillis
     const { selected, visited } = yield* seekLane(ledger, reports, start, selectionTime)
-    const chosen = selected
     const known = new Map(
-      [...visited, ...(chosen === undefined ? [] : [chosen])].map((head) => [head.threadId, head]),
+      [...visited, ...(selected === undefined ? [] : [selected])].map((head) => [head.threadId, head]),
     )
     yield* env.hit("maintenance:select:before")
     const selection = yield* env.transact("select maintenance lane", async (txn): Promise<LaneSelection> => {
@@ -148,13 +145,13 @@ export const selectMaintenanceLane = (
       const stored = state.bindingRetries ?? []
       const waits = stored.filter((wait) => known.get(wait.threadId)?.submissionId === wait.submissionId)
       // An unchanged cursor is already durable: serving one lane again writes nothing.
-      if (chosen !== undefined && chosen.threadId !== state.lastServedThreadId) {
+      if (selected !== undefined && selected.threadId !== state.lastServedThreadId) {
         await writeMaintenanceState(
           txn,
-          ThreadMaintenanceState.make({ ...state, lastServedThreadId: chosen.threadId }),
+          ThreadMaintenanceState.make({ ...state, lastServedThreadId: selected.threadId }),
         )
       }
-      return { selected: chosen, waits, stored, visited }
+      return { selected, waits, stored }
     })
     yield* env.hit("maintenance:select:after")
     return selection
