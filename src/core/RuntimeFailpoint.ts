@@ -4,7 +4,7 @@
  * inert; tests fail typed, pause on a `Deferred`, or kill the Object at a location.
  */
 import { Context, Effect, Layer } from "effect"
-import type { DurableRuntimeFailpointError } from "./internal/runtimeModel.ts"
+import type { DurableRuntimeFailpointError } from "./internal/runtime/model.ts"
 
 const ledgerWrites = [
   "admit",

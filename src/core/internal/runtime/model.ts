@@ -4,14 +4,14 @@
  * `DurableAgentRuntime`.
  */
 import { Schema } from "effect"
-import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../Identifiers.ts"
+import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import type {
   AdmissionRefused,
   FenceRejected,
   IdempotencyConflict,
   LedgerError,
   OwnershipLost,
-} from "./ledgerModel.ts"
+} from "../ledger/model.ts"
 
 /** One recovery classification of a nonterminal Submission. */
 export const RecoveryDecision = Schema.Union([
