@@ -14,7 +14,7 @@ import {
   ensureAlarmBy,
   MaintenanceRetry,
   readMaintenanceState,
-  sameApartFromCount,
+  sameRecord,
   ThreadMaintenanceState,
   writeMaintenanceState,
 } from "./state.ts"
@@ -121,12 +121,8 @@ export const finishActionable = (
                 }
               : {}),
           })
-          // A pass that progressed and leaves work owed changes only the count: the next
-          // delivery is actionable (nothing acknowledged, no retry) and records it again, so a
-          // drain writes the record once per acknowledgement or backoff, not once per head.
-          if (!(autonomous && outcome.progressed && sameApartFromCount(state, next))) {
-            await writeMaintenanceState(txn, next)
-          }
+          // An unchanged record is already durable: a pass that changes nothing writes nothing.
+          if (!sameRecord(state, next)) await writeMaintenanceState(txn, next)
           if (autonomous) {
             // A racing producer is never postponed by this pass's backoff.
             const native = busy || state.dirty !== outcome.generation ? now + env.floor : now + outcome.delay

@@ -95,10 +95,9 @@ export const ensureAlarmBy = async (txn: DurableObjectTransaction, at: number): 
   if (current === null || current > at) await txn.setAlarm(at)
 }
 
-/** @internal Whether two records differ at most in their informational nonterminal count. */
-export const sameApartFromCount = (a: ThreadMaintenanceState, b: ThreadMaintenanceState): boolean =>
-  JSON.stringify(encodeState(ThreadMaintenanceState.make({ ...a, nonterminal: 0 }))) ===
-  JSON.stringify(encodeState(ThreadMaintenanceState.make({ ...b, nonterminal: 0 })))
+/** @internal Whether two records encode the same. */
+export const sameRecord = (a: ThreadMaintenanceState, b: ThreadMaintenanceState): boolean =>
+  JSON.stringify(encodeState(a)) === JSON.stringify(encodeState(b))
 
 /** @internal The retry that applies to the current dirty generation, if any. */
 export const applicableRetry = (state: ThreadMaintenanceState): MaintenanceRetry | undefined =>
