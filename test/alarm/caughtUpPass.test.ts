@@ -8,6 +8,7 @@ import {
   failureOf,
   forbidSql,
   hostHooks,
+  storedRetry,
   incarnation,
   makeFailpoints,
   withJitter,
@@ -218,6 +219,40 @@ describe("a caught-up pass", () => {
         expect((yield* maintenance.pass).alarm).toBe("cleared")
         expect(pending).toBe(false)
         expect(yield* alarmOf(ctx)).toBeNull()
+      }),
+    ),
+  )
+
+  it.effect("never lets a later failure commit a retry earlier than one a success left standing", () =>
+    inObject(objectName("success-keeps-retry"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        let failing = true
+        const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+        const { maintenance } = yield* incarnation(ctx, {
+          host: hostHooks({
+            drainUntil: () => Effect.suspend(() => (failing ? Effect.fail(refused) : Effect.void)),
+          }),
+        })
+        // Five failures at one instant back the host off to 75·2^4 ms.
+        for (let failure = 0; failure < 5; failure++) {
+          expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(refused)
+        }
+        const backedOff = yield* storedRetry(ctx)
+        expect(backedOff).toEqual(
+          encodedRetry({ generation: 5n, notBefore: now + 1_200, nativeOnly: false, stalls: 5 }),
+        )
+        // An early success (a host deadline pulled the alarm in) does not end a wait still running.
+        failing = false
+        expect((yield* maintenance.pass).alarm).toBe("cleared")
+        failing = true
+        expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(refused)
+        const after = yield* storedRetry(ctx)
+        expect(after?.notBefore).toBeGreaterThanOrEqual(now + 1_200)
+        expect(after).toEqual(
+          encodedRetry({ generation: 5n, notBefore: now + 2_400, nativeOnly: false, stalls: 6 }),
+        )
       }),
     ),
   )
