@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { DurableAlarmError, type ThreadPublicationService } from "../../src/Alarm.ts"
 import {
   caughtUpRecord,
@@ -276,6 +277,12 @@ describe("a caught-up pass", () => {
         expect(yield* alarmOf(ctx)).toBe(now + 75)
 
         failing = false
+        expect((yield* maintenance.pass).alarm).toBe("cleared")
+        expect(yield* alarmOf(ctx)).toBeNull()
+        // The wait is not over yet: a failure now would continue it, not restart it.
+        expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n, { retry }))
+        // The first success once it is due ends it.
+        yield* TestClock.adjust(75)
         expect((yield* maintenance.pass).alarm).toBe("cleared")
         expect(yield* alarmOf(ctx)).toBeNull()
         expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n))

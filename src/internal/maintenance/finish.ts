@@ -24,8 +24,10 @@ import { STALL_CAP } from "./backoff.ts"
 export type AlarmDisposition = "rearmed" | "cleared"
 
 /**
- * @internal The caught-up finish: no native work ran. The record is written only to drop a
- * failure retry of an already processed generation, so a successful event ends that backoff.
+ * @internal The caught-up finish: no native work ran. The record is written only to drop the
+ * failure retry of an already processed generation once it is due: a successful event then ends
+ * that backoff, and a later failure starts a new one after it, never earlier. A success before
+ * the retry is due leaves it standing.
  */
 export const finishCaughtUp = (env: MaintenanceEnv): Effect.Effect<AlarmDisposition, DurableAlarmError> =>
   Effect.gen(function* () {
@@ -37,7 +39,11 @@ export const finishCaughtUp = (env: MaintenanceEnv): Effect.Effect<AlarmDisposit
         const now = yield* Clock.currentTimeMillis
         return yield* env.transact("finish publication pass", async (txn): Promise<AlarmDisposition> => {
           const { state } = await readMaintenanceState(txn)
-          if (state.retry !== undefined && state.processed >= state.retry.generation) {
+          if (
+            state.retry !== undefined &&
+            state.processed >= state.retry.generation &&
+            state.retry.notBefore <= now
+          ) {
             await writeMaintenanceState(txn, ThreadMaintenanceState.make(Struct.omit(state, ["retry"])))
           }
           const retry = applicableRetry(state)

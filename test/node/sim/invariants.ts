@@ -155,8 +155,9 @@ export const makeMonitor = (view: WorldView) => {
       )
     }
     const retry = after.retry
-    if (retry !== undefined && retry.generation === after.dirty && after.dirty > after.processed) {
-      // §7.8: the retry of an unprocessed generation never moves earlier.
+    if (retry !== undefined) {
+      // §7.8: a committed retry never moves earlier, whether its generation is still owed to
+      // native work or only to host work after it was processed.
       const floor = retryFloor.get(retry.generation)
       check(
         "retry-monotone",
