@@ -10,7 +10,6 @@
  */
 import { DurableObject } from "cloudflare:workers"
 import { Cause, Clock, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
-import { CLOUDFLARE_RUNTIME_DEFAULTS } from "./CloudflareConfig.ts"
 import { Receipt } from "./core/DurableAgentRuntime.ts"
 import { Settlement } from "./core/SubmissionLedger.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
@@ -82,9 +81,7 @@ export const make = (options: ThreadObjectOptions): ThreadObjectClass => {
     constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
       super(ctx, env)
       this.#runtime = ManagedRuntime.make(layer(ctx, env, options))
-      this.#entry = makeEntryPoints(
-        options.config?.limits?.maxInputBytes ?? CLOUDFLARE_RUNTIME_DEFAULTS.limits.maxInputBytes,
-      )
+      this.#entry = makeEntryPoints()
       // A failure here resets the Object; the next request builds a fresh incarnation.
       void ctx.blockConcurrencyWhile(() =>
         this.#runtime

@@ -20,6 +20,7 @@ import type {
   ApprovalDecision,
   DurableWorkerFailure,
   NotPending,
+  PreparedSubmission,
   Receipt,
   RecoveryReport,
   SettlementTimeout,
@@ -29,6 +30,7 @@ import type {
 } from "./internal/runtime/model.ts"
 import type {
   AdmissionRefused,
+  IdempotencyConflict,
   LedgerError,
   Settlement,
   SubmissionLedger,
@@ -53,7 +55,7 @@ export {
   NotPending,
   SettlementTimeout,
 } from "./internal/runtime/model.ts"
-export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtime/model.ts"
+export type { DurableWorkerFailure, PreparedSubmission, SubmitFailure } from "./internal/runtime/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
 
 /** The durable agent runtime of one physical Object. */
@@ -61,10 +63,15 @@ export class DurableAgentRuntime extends Context.Service<
   DurableAgentRuntime,
   {
     /**
-     * The checks of `submit` that need no storage (registered agent, input decodes, input size),
-     * so a host can refuse bad input before it opens a mutation.
+     * Everything `submit` checks, without writing: the agent is registered, the input decodes,
+     * and the ledger would admit it (a used key replays; an input or lane over its limit is
+     * refused). A host refuses bad input with it before it opens a mutation, then `admit`s.
      */
-    readonly validate: (request: SubmitRequest) => Effect.Effect<void, AdmissionRefused>
+    readonly prepare: (
+      request: SubmitRequest,
+    ) => Effect.Effect<PreparedSubmission, AdmissionRefused | IdempotencyConflict | LedgerError>
+    /** Admits what `prepare` returned; the ledger checks its limits again as it writes. */
+    readonly admit: (prepared: PreparedSubmission) => Effect.Effect<Receipt, SubmitFailure>
     /** Admits an encoded input for a registered agent; a used idempotency key replays its receipt. */
     readonly submit: (request: SubmitRequest) => Effect.Effect<Receipt, SubmitFailure>
     /** Admits a typed input for `agent`, which must be registered with the same digest. */

@@ -12,6 +12,7 @@ import type { Effect, Option, Stream } from "effect"
 import type { AttemptId, OwnershipToken, SubmissionId, ThreadId } from "./Identifiers.ts"
 import type {
   Admission,
+  AdmissionCheck,
   AdmissionRefused,
   AdmissionRequest,
   Claim,
@@ -46,6 +47,7 @@ export {
 } from "./internal/ledger/model.ts"
 export type {
   Admission,
+  AdmissionCheck,
   AdmissionRequest,
   Fence,
   FenceFailure,
@@ -60,6 +62,17 @@ export class SubmissionLedger extends Context.Service<
     readonly admit: (
       request: AdmissionRequest,
     ) => Effect.Effect<Admission, AdmissionRefused | IdempotencyConflict | LedgerError>
+    /**
+     * What `admit` would answer, without writing: the original row of a used key, a refusal
+     * (a conflicting key, an input or lane over its limit), or `None` for a new Submission.
+     * `admit` checks again in its transaction: a lane may fill in between.
+     */
+    readonly checkAdmission: (
+      request: AdmissionCheck,
+    ) => Effect.Effect<
+      Option.Option<SubmissionSnapshot>,
+      AdmissionRefused | IdempotencyConflict | LedgerError
+    >
     /** `admitted` → `ready` once the acceptance record is in the history; a no-op when `ready`. */
     readonly markReady: (
       submissionId: SubmissionId,

@@ -104,7 +104,8 @@ const mustNotRun = (operation: string) =>
 
 /** A runtime that dies on any use: for paths that must do no native work. */
 export const idleRuntimeLayer = Layer.succeed(DurableAgentRuntime, {
-  validate: () => mustNotRun("validate"),
+  prepare: () => mustNotRun("prepare"),
+  admit: () => mustNotRun("admit"),
   submit: () => mustNotRun("submit"),
   submitRegistered: () => mustNotRun("submitRegistered"),
   abort: () => mustNotRun("abort"),

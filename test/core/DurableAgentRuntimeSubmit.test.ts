@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Ref, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
+import { SubmitRequest } from "../../src/core/DurableAgentRuntime.ts"
+import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { echo, failing, makeRuns, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
 import {
@@ -51,6 +52,36 @@ for (const harness of runtimeHarnesses) {
             expect(full).toMatchObject({ _tag: "AdmissionRefused", reason: "queue-depth" })
             const rows = yield* Stream.runCollect(ledgerOf(incarnation).scanNonterminal)
             expect(rows.map((row) => row.submissionId)).toEqual([first.submissionId])
+          }),
+        { limits: { maxQueueDepthPerLane: 1, maxInputBytes: 64 } },
+      ),
+    )
+
+    it.effect("prepares once without writing, then admits exactly what it prepared", () =>
+      harness.run(
+        (world) =>
+          Effect.gen(function* () {
+            const incarnation = yield* world.incarnation({ agents: [echo] })
+            const runtime = runtimeOf(incarnation)
+            const request = (key: string, text: string) =>
+              SubmitRequest.make({
+                threadId: ThreadId.make("lane"),
+                agentId: AgentId.make("echo"),
+                idempotencyKey: IdempotencyKey.make(key),
+                input: { text },
+              })
+            const prepared = yield* runtime.prepare(request("a", "one"))
+            expect(prepared).toMatchObject({ inputPayload: '{"text":"one"}', replay: false })
+            yield* nothingWritten(incarnation, "lane")
+            const receipt = yield* runtime.admit(prepared)
+            expect(receipt.replayed).toBe(false)
+            // The lane is now full: preparing a new key is refused, a used one replays.
+            const full = yield* Effect.flip(runtime.prepare(request("b", "two")))
+            expect(full).toMatchObject({ _tag: "AdmissionRefused", reason: "queue-depth" })
+            expect(yield* runtime.prepare(request("a", "one"))).toMatchObject({ replay: true })
+            // What admit is given must name an agent registered here with the same digest.
+            const forged = yield* Effect.flip(runtime.admit({ ...prepared, agentDigest: "other" }))
+            expect(forged).toMatchObject({ _tag: "AdmissionRefused", reason: "unknown-agent" })
           }),
         { limits: { maxQueueDepthPerLane: 1, maxInputBytes: 64 } },
       ),

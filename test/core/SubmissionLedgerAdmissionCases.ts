@@ -149,6 +149,32 @@ export const admissionCases = (harness: LedgerHarness) => {
         { limits: { maxQueueDepthPerLane: 10, maxInputBytes: 10 } },
       ),
     )
+    it.effect("answers what admission would, without writing anything", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const lane = ThreadId.make("t")
+          expect(yield* ledger.checkAdmission(request("t", "a"))).toEqual(Option.none())
+          expect(yield* scanAll).toEqual([])
+          const first = yield* admitReady(request("t", "a"))
+          yield* admitReady(request("t", "b"))
+          // A used key replays its original row, even in a full lane.
+          expect(yield* ledger.checkAdmission(request("t", "a"))).toEqual(Option.some(first))
+          const conflict = yield* Effect.flip(ledger.checkAdmission(request("t", "a", { inputDigest: "x" })))
+          expect(conflict._tag).toBe("IdempotencyConflict")
+          const full = yield* Effect.flip(ledger.checkAdmission(request("t", "c")))
+          expect(full).toMatchObject({ _tag: "AdmissionRefused", reason: "queue-depth" })
+          const large = yield* Effect.flip(
+            ledger.checkAdmission(request("u", "d", { inputPayload: "é".repeat(6) })),
+          )
+          expect(large).toMatchObject({ _tag: "AdmissionRefused", reason: "input-bytes" })
+          expect(yield* ledger.countNonterminal(lane)).toBe(2)
+          expect((yield* scanAll).map((row) => row.idempotencyKey)).toEqual(["a", "b"])
+        }),
+        { limits: { maxQueueDepthPerLane: 2, maxInputBytes: 11 } },
+      ),
+    )
+
     it.effect("refuses instants that are not finite numbers before writing", () =>
       harness.run(
         Effect.gen(function* () {

@@ -10,6 +10,7 @@ import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { alarmErrorFromCause } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { ThreadMaintenanceState, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
@@ -27,31 +28,31 @@ import {
 } from "./protocol.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./views.ts"
 
-/** Largest encoded request an entry point accepts before decoding, in UTF-16 units. */
-const requestOverhead = 65_536
+/**
+ * How far a raw request may exceed `limits.maxInputBytes` before decoding, in UTF-16 units: the
+ * envelope around an input (ids, keys). The input itself is measured once, when it is prepared.
+ */
+const REQUEST_OVERHEAD_CHARS = 65_536
 
 /** Decodes a raw RPC input, naming the entry point and the problem. @internal */
 export const decodeInput =
-  <A, I>(entryPoint: string, schema: Schema.Codec<A, I>, maxBytes: number) =>
-  (raw: unknown): Effect.Effect<A, InvalidRequest> =>
-    Effect.suspend(() => {
+  <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
+  (raw: unknown): Effect.Effect<A, InvalidRequest, CloudflareDurableRuntimeConfig> =>
+    Effect.gen(function* () {
+      const maxBytes = (yield* CloudflareDurableRuntimeConfig).limits.maxInputBytes
       let size: number
       try {
         size = JSON.stringify(raw)?.length ?? 0
       } catch {
-        return Effect.fail(
-          new InvalidRequest({ entryPoint, message: "the request is not JSON-serializable" }),
-        )
+        return yield* new InvalidRequest({ entryPoint, message: "the request is not JSON-serializable" })
       }
-      if (size > maxBytes + requestOverhead) {
-        return Effect.fail(
-          new InvalidRequest({
-            entryPoint,
-            message: `the request is ${size} characters, over the limit of ${maxBytes + requestOverhead}`,
-          }),
-        )
+      if (size > maxBytes + REQUEST_OVERHEAD_CHARS) {
+        return yield* new InvalidRequest({
+          entryPoint,
+          message: `the request is ${size} characters, over the limit of ${maxBytes + REQUEST_OVERHEAD_CHARS}`,
+        })
       }
-      return Schema.decodeUnknownEffect(schema)(raw).pipe(
+      return yield* Schema.decodeUnknownEffect(schema)(raw).pipe(
         Effect.mapError((error) => new InvalidRequest({ entryPoint, message: error.message })),
       )
     })
@@ -76,9 +77,8 @@ const addressed = (address: Address) =>
   })
 
 /** @internal */
-export const makeEntryPoints = (maxInputBytes: number) => {
-  const decode = <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
-    decodeInput(entryPoint, schema, maxInputBytes)
+export const makeEntryPoints = () => {
+  const decode = decodeInput
 
   /** Decodes an addressed request and runs `body` for it inside the mutation gate. */
   const gated = <A extends Address, I, E>(
@@ -99,9 +99,10 @@ export const makeEntryPoints = (maxInputBytes: number) => {
       const request = SubmitRequest.make(yield* decode("submit", SubmitInput)(raw))
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
-      // Refused before the gate: a refused input writes nothing, not even a generation.
-      yield* runtime.validate(request)
-      return yield* maintenance.withMutation(runtime.submit(request))
+      // Every admission limit is checked before the gate: a refused input writes nothing, not
+      // even a generation or an alarm.
+      const prepared = yield* runtime.prepare(request)
+      return yield* maintenance.withMutation(runtime.admit(prepared))
     }),
     abort: gated("abort", SubmissionAddress, (runtime, request) => runtime.abort(request.submissionId)),
     retry: gated("retry", SubmissionAddress, (runtime, request) => runtime.retry(request.submissionId)),

@@ -149,19 +149,11 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
 }
 
 /** Entry points hold no state: one set serves every incarnation of the process. */
-const entryPoints = new Map<number, EntryPoints>()
-const entryPointsFor = (maxInputBytes: number): EntryPoints => {
-  let entry = entryPoints.get(maxInputBytes)
-  if (entry === undefined) {
-    entry = makeEntryPoints(maxInputBytes)
-    entryPoints.set(maxInputBytes, entry)
-  }
-  return entry
-}
+const entryPoints: EntryPoints = makeEntryPoints()
 
 /** Builds an incarnation in its own scope; its constructor is started by the caller. */
 export const buildIncarnation = (
-  spec: IncarnationSpec & { readonly deployment: string; readonly maxInputBytes: number },
+  spec: IncarnationSpec & { readonly deployment: string },
 ): Effect.Effect<Incarnation> =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
@@ -172,7 +164,7 @@ export const buildIncarnation = (
       state: spec.state,
       scope,
       context,
-      entry: entryPointsFor(spec.maxInputBytes),
+      entry: entryPoints,
       ready: yield* Deferred.make<void>(),
       deployment: spec.deployment,
       closed: false,

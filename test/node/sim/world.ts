@@ -238,7 +238,6 @@ export const makeWorld = (options: WorldOptions) =>
         runtimeFailpoint: failpoints.runtime(holder),
         onActivity: touch,
         deployment,
-        maxInputBytes: 1_048_576,
       })
       current = incarnation
       options.trace(`  incarnation ${id} (${deployment})`)

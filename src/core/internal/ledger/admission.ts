@@ -5,7 +5,7 @@
 import { Result } from "effect"
 import { ReceiptId, SubmissionId } from "../../Identifiers.ts"
 import { AdmissionRefused, IdempotencyConflict } from "./model.ts"
-import type { Admission, AdmissionRequest, LedgerLimits, SubmissionSnapshot } from "./model.ts"
+import type { Admission, AdmissionCheck, LedgerLimits, SubmissionSnapshot } from "./model.ts"
 import { utf8ByteLength } from "./rules.ts"
 
 /** Fresh identifiers for a new Submission. @internal */
@@ -16,7 +16,7 @@ export const newAdmissionIds = () => ({
 
 /** The answer for a used key: the original row, or a conflict. @internal */
 export const replayOf = (
-  request: AdmissionRequest,
+  request: AdmissionCheck,
   existing: SubmissionSnapshot,
 ): Result.Result<Admission, IdempotencyConflict> =>
   existing.agentId === request.agentId && existing.inputDigest === request.inputDigest
@@ -35,7 +35,7 @@ export const replayOf = (
 
 /** Refuses an input larger than the limit. @internal */
 export const inputBytesRefusal = (
-  request: AdmissionRequest,
+  request: AdmissionCheck,
   limits: LedgerLimits,
 ): AdmissionRefused | undefined => {
   const bytes = utf8ByteLength(request.inputPayload)
@@ -50,7 +50,7 @@ export const inputBytesRefusal = (
 
 /** Refuses a new Submission in a full lane. @internal */
 export const queueDepthRefusal = (
-  request: AdmissionRequest,
+  request: AdmissionCheck,
   limits: LedgerLimits,
   depth: number,
 ): AdmissionRefused | undefined =>

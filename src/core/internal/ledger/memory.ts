@@ -13,6 +13,7 @@ import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from 
 import { Claim, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
 import type {
   Admission,
+  AdmissionCheck,
   AdmissionRefused,
   AdmissionRequest,
   Fence,
@@ -130,17 +131,27 @@ export const makeMemoryLedger = Effect.gen(function* () {
   const applied = <E>(change: Result.Result<Rules.Change, E>): Result.Result<SubmissionSnapshot, E> =>
     Result.map(change, (c) => apply(store, c))
 
-  const admitNow = (
-    request: AdmissionRequest,
-    ids: ReturnType<typeof newAdmissionIds>,
-  ): Result.Result<Admission, AdmissionRefused | IdempotencyConflict> => {
+  /** The replayed admission of a used key, a refusal, or `undefined` for a new Submission. */
+  const verdict = (
+    request: AdmissionCheck,
+  ): Result.Result<Admission | undefined, AdmissionRefused | IdempotencyConflict> => {
     const lane = store.lanes.get(request.threadId)
     const usedId = lane?.keys.get(request.idempotencyKey)
     const used = usedId === undefined ? undefined : store.rows.get(usedId)
     if (used !== undefined) return replayOf(request, used)
     const refusal =
       inputBytesRefusal(request, limits) ?? queueDepthRefusal(request, limits, lane?.nonterminal.length ?? 0)
-    if (refusal !== undefined) return Result.fail(refusal)
+    return refusal === undefined ? Result.succeed(undefined) : Result.fail(refusal)
+  }
+
+  const admitNow = (
+    request: AdmissionRequest,
+    ids: ReturnType<typeof newAdmissionIds>,
+  ): Result.Result<Admission, AdmissionRefused | IdempotencyConflict> => {
+    const checked = verdict(request)
+    if (Result.isFailure(checked) || checked.success !== undefined) {
+      return checked as Result.Result<Admission, AdmissionRefused | IdempotencyConflict>
+    }
     const target = laneOf(store, request.threadId)
     const snapshot = new SubmissionSnapshot({
       submissionId: ids.submissionId,
@@ -189,6 +200,11 @@ export const makeMemoryLedger = Effect.gen(function* () {
       return yield* atomically(operation, () =>
         refuse(Rules.nonFinite(operation, { now: request.now }), () => admitNow(request, ids)),
       )
+    }),
+
+    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
+      const checked = yield* atomically("SubmissionLedger.checkAdmission", () => verdict(request))
+      return Option.fromUndefinedOr(checked?.snapshot)
     }),
 
     markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {

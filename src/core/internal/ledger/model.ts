@@ -103,6 +103,9 @@ export interface AdmissionRequest {
   readonly now: number
 }
 
+/** What admission checks before it writes: everything it is asked but the time. */
+export type AdmissionCheck = Omit<AdmissionRequest, "now">
+
 /** The result of admission: a new row, or the original row of a replayed key. */
 export type Admission =
   | { readonly _tag: "Admitted"; readonly snapshot: SubmissionSnapshot }

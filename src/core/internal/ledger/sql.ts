@@ -14,7 +14,14 @@ import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
 import { LedgerError, Settlement, SubmissionLedgerLimits } from "./model.ts"
-import type { Claim, Fence, InvalidTransition, SubmissionNotFound, SubmissionSnapshot } from "./model.ts"
+import type {
+  AdmissionCheck,
+  Claim,
+  Fence,
+  InvalidTransition,
+  SubmissionNotFound,
+  SubmissionSnapshot,
+} from "./model.ts"
 import * as Rules from "./rules.ts"
 import { runMigrations } from "../migrations.ts"
 import { decodeRow, laneKey, ledgerMigrations, statements } from "./sqlStatements.ts"
@@ -130,6 +137,27 @@ export const makeSqlLedger = Effect.gen(function* () {
       return Number(exact?.depth ?? limit)
     })
 
+  /**
+   * What admission would do, without writing: replay a used key (or refuse it for another
+   * input), refuse a new Submission over a limit, or admit it after the lane's last sequence.
+   */
+  const admissionVerdict = (operation: string, request: AdmissionCheck) =>
+    Effect.gen(function* () {
+      const lane = laneKey(request.threadId)
+      const used = yield* first(operation, statements.byKey, [lane, request.idempotencyKey])
+      if (Option.isSome(used)) {
+        const admission = yield* Effect.fromResult(replayOf(request, used.value))
+        return { _tag: "Replayed" as const, admission }
+      }
+      const tooLarge = inputBytesRefusal(request, limits)
+      if (tooLarge !== undefined) return yield* tooLarge
+      const [counters] = yield* query(operation, statements.laneCounters, [lane, lane])
+      const depth = yield* laneDepth(operation, lane, counters)
+      const full = queueDepthRefusal(request, limits, depth)
+      if (full !== undefined) return yield* full
+      return { _tag: "New" as const, lastSequence: Number(counters?.last_sequence ?? 0) }
+    })
+
   const pages = (operation: string, text: string): Stream.Stream<SubmissionSnapshot, LedgerError> =>
     Stream.paginate(["", 0] as readonly [string, number], (after: readonly [string, number]) =>
       Effect.flatMap(query(operation, text, [...after, scanPageSize]), (rows) =>
@@ -157,20 +185,14 @@ export const makeSqlLedger = Effect.gen(function* () {
       return yield* sql
         .withTransaction(
           Effect.gen(function* () {
-            const used = yield* first(operation, statements.byKey, [lane, request.idempotencyKey])
-            if (Option.isSome(used)) return yield* Effect.fromResult(replayOf(request, used.value))
-            const tooLarge = inputBytesRefusal(request, limits)
-            if (tooLarge !== undefined) return yield* tooLarge
-            const [counters] = yield* query(operation, statements.laneCounters, [lane, lane])
-            const depth = yield* laneDepth(operation, lane, counters)
-            const full = queueDepthRefusal(request, limits, depth)
-            if (full !== undefined) return yield* full
+            const verdict = yield* admissionVerdict(operation, request)
+            if (verdict._tag === "Replayed") return verdict.admission
             // The new row is known from what was inserted: reading it back would bill a row.
             const row = {
               submission_id: ids.submissionId,
               thread_id: request.threadId,
               lane_key: lane,
-              queue_sequence: Number(counters?.last_sequence ?? 0) + 1,
+              queue_sequence: verdict.lastSequence + 1,
               idempotency_key: request.idempotencyKey,
               agent_id: request.agentId,
               agent_digest: request.agentDigest,
@@ -205,6 +227,11 @@ export const makeSqlLedger = Effect.gen(function* () {
           }),
         )
         .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
+    }),
+
+    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
+      const verdict = yield* admissionVerdict("SubmissionLedger.checkAdmission", request)
+      return verdict._tag === "Replayed" ? Option.some(verdict.admission.snapshot) : Option.none()
     }),
 
     markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {

@@ -63,6 +63,22 @@ export class SubmitRequest extends Schema.Class<SubmitRequest>("@effect-agent/Su
   input: Schema.Json,
 }) {}
 
+/**
+ * A Submission ready to admit, from `DurableAgentRuntime.prepare`: its agent resolved, its input
+ * decoded and canonically encoded, and its admission checked against the ledger once.
+ */
+export interface PreparedSubmission {
+  readonly threadId: ThreadId
+  readonly idempotencyKey: IdempotencyKey
+  readonly agentId: AgentId
+  readonly agentDigest: string
+  /** The canonical JSON of the encoded input. */
+  readonly inputPayload: string
+  readonly inputDigest: string
+  /** The key was used already: admitting returns the original receipt. */
+  readonly replay: boolean
+}
+
 /** An approval decision for a suspended Submission. */
 export class ApprovalDecision extends Schema.Class<ApprovalDecision>("@effect-agent/ApprovalDecision")({
   approved: Schema.Boolean,

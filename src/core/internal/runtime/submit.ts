@@ -1,21 +1,17 @@
 /**
- * Admission: check the agent and decode the input before anything is written, admit the row
- * (the ledger checks its limits and the idempotency key first), record `SubmissionAccepted`,
- * mark the row ready and hint the host. Recovery repairs a crash between these writes; a
+ * Admission: resolve the agent, decode and canonically encode the input, and ask the ledger
+ * what admission would answer, all once and before anything is written (a host refuses bad
+ * input before it opens a mutation); then admit the row (the ledger checks again in its
+ * transaction), record `SubmissionAccepted`, mark the row ready and hint the host. Recovery repairs a crash between these writes; a
  * replayed submit of a half-admitted row finishes it too.
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
-import { Receipt, type SubmitRequest } from "./model.ts"
+import { type PreparedSubmission, Receipt, type SubmitRequest } from "./model.ts"
 import type { IdempotencyKey, ThreadId } from "../../Identifiers.ts"
 import { canonicalJson, contentDigest } from "../digest.ts"
-import {
-  AdmissionRefused,
-  LedgerError,
-  type SubmissionSnapshot,
-  SubmissionLedgerLimits,
-} from "../ledger/model.ts"
-import { unownedFence, utf8ByteLength } from "../ledger/rules.ts"
+import { AdmissionRefused, LedgerError, type SubmissionSnapshot } from "../ledger/model.ts"
+import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, vanished, type RuntimeEnv } from "./env.ts"
 
 const refuse = (threadId: ThreadId, reason: AdmissionRefused["reason"], message: string) =>
@@ -63,25 +59,16 @@ export const materialize = (
     )
   })
 
-/** Admits an input already encoded by the agent's input Schema. @internal */
-export const admitEncoded = Effect.fnUntraced(function* (
-  env: RuntimeEnv,
-  agent: AnyAgentDefinition,
-  request: {
-    readonly threadId: ThreadId
-    readonly idempotencyKey: IdempotencyKey
-    readonly input: Schema.Json
-  },
-) {
-  const inputPayload = canonicalJson(request.input)
+/** Admits a prepared Submission: the ledger checks its limits again in its transaction. */
+const admitPrepared = Effect.fnUntraced(function* (env: RuntimeEnv, prepared: PreparedSubmission) {
   const now = yield* Clock.currentTimeMillis
   const admission = yield* env.ledger.admit({
-    threadId: request.threadId,
-    idempotencyKey: request.idempotencyKey,
-    agentId: agent.id,
-    agentDigest: agent.digest,
-    inputPayload,
-    inputDigest: contentDigest(inputPayload),
+    threadId: prepared.threadId,
+    idempotencyKey: prepared.idempotencyKey,
+    agentId: prepared.agentId,
+    agentDigest: prepared.agentDigest,
+    inputPayload: prepared.inputPayload,
+    inputDigest: prepared.inputDigest,
     now,
   })
   yield* env.hit("submit:after-admit")
@@ -103,54 +90,73 @@ export const admitEncoded = Effect.fnUntraced(function* (
 })
 
 /**
- * The registered agent and the canonically encoded input of a request, or the refusal that
- * names what is wrong: an unknown agent, a malformed input, or an input over the byte limit.
- * Reads nothing from storage.
+ * Encodes the input canonically (once) and asks the ledger, without writing, what admission
+ * would answer: a refusal names what is over its limit.
  */
-const prepare = Effect.fnUntraced(function* (env: RuntimeEnv, request: SubmitRequest) {
-  const found = env.registry.lookup(request.agentId)
-  if (Option.isNone(found)) {
-    return yield* refuse(
-      request.threadId,
-      "unknown-agent",
-      `no agent ${request.agentId} is registered in this deployment`,
-    )
+const checked = Effect.fnUntraced(function* (
+  env: RuntimeEnv,
+  agent: AnyAgentDefinition,
+  request: { readonly threadId: ThreadId; readonly idempotencyKey: IdempotencyKey },
+  encoded: Schema.Json,
+) {
+  const inputPayload = canonicalJson(encoded)
+  const admission = {
+    threadId: request.threadId,
+    idempotencyKey: request.idempotencyKey,
+    agentId: agent.id,
+    agentDigest: agent.digest,
+    inputPayload,
+    inputDigest: contentDigest(inputPayload),
   }
-  const agent = found.value
-  const malformed = (cause: Schema.SchemaError) =>
-    refuse(
-      request.threadId,
-      "malformed-input",
-      `the input of agent ${agent.id} is malformed: ${cause.message}`,
-    )
-  const input: unknown = yield* Schema.decodeUnknownEffect(agent.input)(request.input).pipe(
-    Effect.mapError(malformed),
-  )
-  const encoded = yield* Schema.encodeUnknownEffect(agent.input)(input).pipe(Effect.mapError(malformed))
-  const limits = yield* SubmissionLedgerLimits
-  const bytes = utf8ByteLength(canonicalJson(encoded))
-  if (bytes > limits.maxInputBytes) {
-    return yield* refuse(
-      request.threadId,
-      "input-bytes",
-      `the input is ${bytes} bytes; the limit is ${limits.maxInputBytes}`,
-    )
-  }
-  return { agent, encoded }
+  const replay = yield* env.ledger.checkAdmission(admission)
+  return { ...admission, replay: Option.isSome(replay) } satisfies PreparedSubmission
 })
 
-/** `validate`: the checks of `submit` that need no storage. @internal */
-export const makeValidate = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.validate")(function* (request: SubmitRequest) {
-    yield* prepare(env, request)
+const malformed = (threadId: ThreadId, agent: AnyAgentDefinition) => (cause: Schema.SchemaError) =>
+  refuse(threadId, "malformed-input", `the input of agent ${agent.id} is malformed: ${cause.message}`)
+
+/** `prepare`: resolves the agent, decodes and encodes the input, checks admission. @internal */
+export const makePrepare = (env: RuntimeEnv) =>
+  Effect.fn("DurableAgentRuntime.prepare")(function* (request: SubmitRequest) {
+    const found = env.registry.lookup(request.agentId)
+    if (Option.isNone(found)) {
+      return yield* refuse(
+        request.threadId,
+        "unknown-agent",
+        `no agent ${request.agentId} is registered in this deployment`,
+      )
+    }
+    const agent = found.value
+    const input: unknown = yield* Schema.decodeUnknownEffect(agent.input)(request.input).pipe(
+      Effect.mapError(malformed(request.threadId, agent)),
+    )
+    const encoded = yield* Schema.encodeUnknownEffect(agent.input)(input).pipe(
+      Effect.mapError(malformed(request.threadId, agent)),
+    )
+    return yield* checked(env, agent, request, encoded)
   })
 
-/** `submit`: the agent must be registered and the input must decode. @internal */
-export const makeSubmit = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.submit")(function* (request: SubmitRequest) {
-    const { agent, encoded } = yield* prepare(env, request)
-    return yield* admitEncoded(env, agent, { ...request, input: encoded })
+/** `admit`: a prepared Submission of an agent registered here, with the same digest. @internal */
+export const makeAdmit = (env: RuntimeEnv) =>
+  Effect.fn("DurableAgentRuntime.admit")(function* (prepared: PreparedSubmission) {
+    const registered = env.registry.lookup(prepared.agentId)
+    if (Option.isNone(registered) || registered.value.digest !== prepared.agentDigest) {
+      return yield* refuse(
+        prepared.threadId,
+        "unknown-agent",
+        `agent ${prepared.agentId} with digest ${prepared.agentDigest} is not registered in this deployment`,
+      )
+    }
+    return yield* admitPrepared(env, prepared)
   })
+
+/** `submit`: `prepare`, then admit what it prepared. @internal */
+export const makeSubmit = (env: RuntimeEnv) => {
+  const prepare = makePrepare(env)
+  return Effect.fn("DurableAgentRuntime.submit")(function* (request: SubmitRequest) {
+    return yield* admitPrepared(env, yield* prepare(request))
+  })
+}
 
 /** `submitRegistered`: a typed input for a registered agent with the same contract. @internal */
 export const makeSubmitRegistered = (env: RuntimeEnv) =>
@@ -167,13 +173,7 @@ export const makeSubmitRegistered = (env: RuntimeEnv) =>
       )
     }
     const encoded = yield* Schema.encodeEffect(agent.input)(request.input).pipe(
-      Effect.mapError((cause) =>
-        refuse(
-          request.threadId,
-          "malformed-input",
-          `the input of agent ${agent.id} is malformed: ${cause.message}`,
-        ),
-      ),
+      Effect.mapError(malformed(request.threadId, registered.value)),
     )
-    return yield* admitEncoded(env, registered.value, { ...request, input: encoded })
+    return yield* admitPrepared(env, yield* checked(env, registered.value, request, encoded))
   })
