@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
+import { makeRuns, reviewed, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
 import {
   abandon,
@@ -45,6 +45,25 @@ describe("recovery before claim", () => {
         expect((yield* rowOf(inc, next.submissionId)).settlement?.output).toBe(12)
         expect(yield* runsOf(runs)).toEqual({ one: 2, two: 2, three: 2 })
         expect(yield* alarmOf(ctx)).toBeNull()
+      }),
+    ),
+  )
+})
+
+describe("the recovered count of a pass", () => {
+  it.effect("counts the recovery reports, not the Submissions queued behind them", () =>
+    inObject(objectName("recovered-count"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const runs = yield* makeRuns
+        const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs), threeSteps(runs)] })
+        yield* submit(inc, "a", "reviewed", "r", { n: 1 })
+        // Plain queued input needs no recovery: the first pass reports nothing recovered.
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 0, 1, "cleared"])
+        yield* submit(inc, "b", "three-steps", "x", { n: 1 })
+        yield* submit(inc, "b", "three-steps", "y", { n: 2 })
+        // Three nonterminal, one of them (the parked approval) looked at by recovery.
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 2, "rearmed"])
       }),
     ),
   )
