@@ -147,9 +147,8 @@ export const runActionable = (
     const { started, observed } = options
     observed.nativeOnly = true
 
-    // One decision per nonterminal Submission: recovery reports the candidates, the rest are
-    // plain queued input (ApplyInput), classified by state.
-    const atStart = yield* ledger.countAllNonterminal
+    // Recovery reports the candidates; the rest are plain queued input (ApplyInput), decided
+    // by their state without a report.
     const recovered = yield* runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates"))
     const reports = indexReports(recovered)
     const selection = yield* selectMaintenanceLane(env, ledger, reports, started)
@@ -207,7 +206,7 @@ export const runActionable = (
       live,
     })
     return {
-      recovered: atStart,
+      recovered: recovered.length,
       settled: Option.isSome(settlement) ? 1 : 0,
       nonterminal,
       alarm,

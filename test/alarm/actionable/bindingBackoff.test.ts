@@ -107,7 +107,7 @@ describe("a binding wait", () => {
             const other = yield* submit(inc, "other", "three-steps", "compatible", { n: 2 })
             expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual([
               "actionable",
-              2,
+              1,
               1,
               1,
               "rearmed",
@@ -182,7 +182,7 @@ describe("a binding wait", () => {
           const changed = yield* incarnation("changed")
           expect(reportOf(yield* deliverOk(ctx, changed.maintenance))).toEqual([
             "actionable",
-            1,
+            0,
             0,
             1,
             "rearmed",

@@ -35,7 +35,7 @@ describe("double-fired alarms", () => {
         // Whichever takes the permit first settles the lane; the other finds it caught up.
         const reports = [first, second].map((exit) => Exit.isSuccess(exit) && reportOf(exit.value))
         expect(reports.sort()).toEqual([
-          ["actionable", 1, 1, 0, "cleared"],
+          ["actionable", 0, 1, 0, "cleared"],
           ["caught-up", 0, 0, 0, "cleared"],
         ])
         expect((yield* rowOf(inc, receipt.submissionId)).settlement?.output).toBe(9)

@@ -39,15 +39,15 @@ describe("lane rotation", () => {
         // Let the step reach its sleep before virtual time moves.
         yield* TestClock.withLive(Effect.sleep("10 millis"))
         yield* TestClock.adjust("11 minutes")
-        expect(reportOf(yield* Fiber.join(first))).toEqual(["actionable", 3, 0, 3, "rearmed"])
+        expect(reportOf(yield* Fiber.join(first))).toEqual(["actionable", 0, 0, 3, "rearmed"])
         expect(yield* cursor).toBe("lane-a")
         const yielded = yield* rowOf(inc, yielding.submissionId)
         expect([yielded.state, yielded.ownership]).toEqual(["ready", undefined])
 
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 3, 1, 2, "rearmed"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 2, "rearmed"])
         expect(yield* cursor).toBe("lane-b")
         expect((yield* rowOf(inc, b.submissionId)).state).toBe("settled")
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 2, 1, 1, "rearmed"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 1, "rearmed"])
         expect(yield* cursor).toBe("lane-c")
         expect((yield* rowOf(inc, c.submissionId)).state).toBe("settled")
 

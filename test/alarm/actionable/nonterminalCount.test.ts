@@ -38,7 +38,7 @@ describe("the stored nonterminal count", () => {
         yield* putRawState(ctx, caughtUpRecord(1n, { nonterminal: 7 }))
         yield* submit(inc, "lane", "three-steps", "a", { n: 1 })
         yield* submit(inc, "lane", "three-steps", "b", { n: 2 })
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 2, 1, 1, "rearmed"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 1, 1, "rearmed"])
         // A forced delivery while the retry of this generation is not due is caught up.
         const record = (yield* rawState(ctx)) ?? {}
         yield* putRawState(ctx, {

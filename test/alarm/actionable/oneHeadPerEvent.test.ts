@@ -30,7 +30,7 @@ describe("one head per event", () => {
         yield* held.release
         const first = yield* Fiber.join(pass)
 
-        expect(reportOf(first)).toEqual(["actionable", 1, 1, 1, "rearmed"])
+        expect(reportOf(first)).toEqual(["actionable", 0, 1, 1, "rearmed"])
         expect((yield* rowOf(inc, head.submissionId)).state).toBe("settled")
         expect((yield* rowOf(inc, follower.submissionId)).state).toBe("ready")
         expect(failpoints.count("claim:after-claim")).toBe(1)
@@ -39,7 +39,7 @@ describe("one head per event", () => {
         expect(yield* alarmOf(ctx)).not.toBeNull()
 
         const second = yield* deliverOk(ctx, inc.maintenance)
-        expect(reportOf(second)).toEqual(["actionable", 1, 1, 0, "cleared"])
+        expect(reportOf(second)).toEqual(["actionable", 0, 1, 0, "cleared"])
         expect((yield* rowOf(inc, follower.submissionId)).settlement?.output).toBe(12)
         expect(yield* converge(ctx, inc.maintenance)).toEqual([])
         expect(yield* alarmOf(ctx)).toBeNull()

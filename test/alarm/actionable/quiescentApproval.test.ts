@@ -27,7 +27,7 @@ describe("a stable external wait", () => {
 
         const exits = yield* converge(ctx, inc.maintenance)
         expect(exits.map((exit) => Exit.isSuccess(exit) && reportOf(exit.value))).toEqual([
-          ["actionable", 2, 0, 2, "cleared"],
+          ["actionable", 0, 0, 2, "cleared"],
         ])
         expect((yield* rowOf(inc, head.submissionId)).state).toBe("suspended")
         expect((yield* rowOf(inc, follower.submissionId)).state).toBe("ready")

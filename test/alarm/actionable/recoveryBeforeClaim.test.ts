@@ -32,7 +32,7 @@ describe("recovery before claim", () => {
         yield* inc.maintenance.ensureAlarm
         const next = yield* submit(inc, "lane", "three-steps", "s2", { n: 2 })
         // One event: recovery finishes S1's reserved settlement, then S2's Attempt runs.
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 2, 1, 0, "cleared"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 0, "cleared"])
 
         const records = yield* threadRecords(inc, "lane")
         const position = (submissionId: string, tag: string) =>
