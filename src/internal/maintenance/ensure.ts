@@ -4,39 +4,28 @@
  * It never runs recovery or reads the ledger, and it cannot accelerate a pending native retry.
  */
 import { Clock, Effect, Option } from "effect"
-import { clampAlarm } from "./backoff.ts"
+import { decideAlarm } from "./alarmPolicy.ts"
+import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./env.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import { applicableRetry, ensureAlarmBy, readMaintenanceState, writeMaintenanceState } from "./state.ts"
+import { readMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
 export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, DurableAlarmError> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
     const now = yield* Clock.currentTimeMillis
-    const retry = yield* env.transact("ensure maintenance alarm", async (txn) => {
+    const record = yield* env.transact("ensure maintenance alarm", async (txn) => {
       const { state, initialized } = await readMaintenanceState(txn)
       if (!initialized) await writeMaintenanceState(txn, state)
-      const retry = applicableRetry(state)
-      if (state.dirty > state.processed) {
-        await ensureAlarmBy(
-          txn,
-          retry === undefined
-            ? now + env.config.wakeScanInterval
-            : Math.max(now + env.floor, retry.notBefore),
-        )
-      }
-      return retry
+      await writeAlarm(txn, decideAlarm(env.timing, { commit: "ensure", now, record: state }))
+      return state
     })
-    const deadline = yield* env.pendingDeadline
-    if (Option.isSome(deadline)) {
-      const due = deadline.value
-      // An overdue host deadline after a failure outside the native phase waits for the backoff,
-      // so a failing host drain cannot hot-loop at the alarm floor.
-      const target =
-        due <= now && retry !== undefined && !retry.nativeOnly ? Math.max(due, retry.notBefore) : due
+    // A broken deadline read fails the gate only after owed native work has its alarm.
+    const deadline = Option.getOrUndefined(yield* env.pendingDeadline)
+    if (deadline !== undefined) {
       yield* env.transact("ensure publication alarm", (txn) =>
-        ensureAlarmBy(txn, clampAlarm(now, env.floor, target)),
+        writeAlarm(txn, decideAlarm(env.timing, { commit: "ensure-deadline", now, record, deadline })),
       )
     }
     yield* env.hit("maintenance:ensure:after")

@@ -11,6 +11,7 @@ import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedge
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
+import { DurableAlarmService } from "../maintenance/alarmService.ts"
 import { alarmErrorFromCause } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { ThreadMaintenanceState, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
@@ -154,8 +155,8 @@ export const makeEntryPoints = () => {
           : yield* Schema.decodeUnknownEffect(ThreadMaintenanceState)(raw).pipe(
               Effect.mapError((cause) => alarmErrorFromCause("inspect maintenance", cause)),
             )
-      const alarm = yield* run("get alarm", () => ctx.storage.getAlarm())
-      return inspection(record, alarm, yield* readCounters)
+      const alarm = yield* (yield* DurableAlarmService).scheduled
+      return inspection(record, Option.getOrNull(alarm), yield* readCounters)
     }),
   }
 }
