@@ -88,6 +88,3 @@ export const nextFailureRetry = (
     stalls: Math.min(STALL_CAP, stalls + 1),
   })
 }
-
-/** @internal Clamps an alarm target to at least `now + floor`. */
-export const clampAlarm = (now: number, floor: number, at: number): number => Math.max(now + floor, at)
