@@ -35,7 +35,9 @@ export {
   FenceRejected,
   IdempotencyConflict,
   InvalidTransition,
+  LEDGER_LIMIT_DEFAULTS,
   LedgerError,
+  LedgerLimits,
   Ownership,
   OwnershipLost,
   Settlement,
@@ -51,7 +53,6 @@ export type {
   AdmissionRequest,
   Fence,
   FenceFailure,
-  LedgerLimits,
 } from "./internal/ledger/model.ts"
 
 /** The ledger of one physical Object. */

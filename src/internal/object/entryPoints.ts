@@ -7,7 +7,7 @@
 import { Effect, Option, Schema } from "effect"
 import { DurableAgentRuntime, SubmitRequest } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
-import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { AdmissionRefused, SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
@@ -58,6 +58,24 @@ export const decodeInput =
       )
     })
 
+/**
+ * Refuses new work once the Object's database has reached `limits.maxDatabaseBytes`, below
+ * Cloudflare's own limit, so that every Submission already accepted keeps room to settle.
+ */
+const refuseWhenDatabaseFull = (threadId: ThreadId) =>
+  Effect.gen(function* () {
+    const { ctx } = yield* DurableObjectContext
+    const { maxDatabaseBytes } = (yield* CloudflareDurableRuntimeConfig).limits
+    const bytes = ctx.storage.sql.databaseSize
+    if (bytes >= maxDatabaseBytes) {
+      return yield* new AdmissionRefused({
+        threadId,
+        reason: "database-bytes",
+        message: `the database holds ${bytes} bytes; new work is refused from ${maxDatabaseBytes}`,
+      })
+    }
+  })
+
 const notFound = (submissionId: SubmissionId, threadId: ThreadId) =>
   new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in thread ${threadId}` })
 
@@ -103,6 +121,8 @@ export const makeEntryPoints = () => {
       // Every admission limit is checked before the gate: a refused input writes nothing, not
       // even a generation or an alarm.
       const prepared = yield* runtime.prepare(request)
+      // A replay adds nothing to the database.
+      if (!prepared.replay) yield* refuseWhenDatabaseFull(request.threadId)
       return yield* maintenance.withMutation(runtime.admit(prepared))
     }),
     abort: gated("abort", SubmissionAddress, (runtime, request) => runtime.abort(request.submissionId)),

@@ -309,7 +309,8 @@ const makeFacade = (port: SimStorage, holder: Holder): DurableObjectState => {
   }
 
   return {
-    storage,
+    // The durable stores live in memory: the SQL database the Object would have stays empty.
+    storage: { ...storage, sql: { databaseSize: 0 } },
     id: { toString: () => `sim-object`, name: "sim-object" },
     abort: (reason?: string) => holder.abort(reason ?? "ctx.abort()"),
     waitUntil: unsupported("waitUntil"),

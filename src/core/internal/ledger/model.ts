@@ -136,7 +136,13 @@ export class OwnershipLost extends Schema.TaggedError<OwnershipLost>()("Ownershi
 /** Admission refused before any row was written. */
 export class AdmissionRefused extends Schema.TaggedError<AdmissionRefused>()("AdmissionRefused", {
   threadId: ThreadId,
-  reason: Schema.Literals(["queue-depth", "input-bytes", "malformed-input", "unknown-agent"]),
+  reason: Schema.Literals([
+    "queue-depth",
+    "input-bytes",
+    "database-bytes",
+    "malformed-input",
+    "unknown-agent",
+  ]),
   message: Schema.String,
 }) {}
 
@@ -162,16 +168,24 @@ export class SubmissionNotFound extends Schema.TaggedError<SubmissionNotFound>()
   message: Schema.String,
 }) {}
 
+const PositiveCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
+
 /** Limits checked before admission writes anything. */
-export interface LedgerLimits {
-  readonly maxQueueDepthPerLane: number
-  readonly maxInputBytes: number
-}
+export const LedgerLimits = Schema.Struct({
+  /** Unsettled Submissions per Thread. */
+  maxQueueDepthPerLane: PositiveCount,
+  /** The encoded input, in UTF-8 bytes of its canonical JSON. */
+  maxInputBytes: PositiveCount,
+})
+export type LedgerLimits = typeof LedgerLimits.Type
+
+/** The defaults of every limit. */
+export const LEDGER_LIMIT_DEFAULTS: LedgerLimits = { maxQueueDepthPerLane: 256, maxInputBytes: 1_048_576 }
 
 /** The limits the ledger enforces; override with `Layer.succeed(SubmissionLedgerLimits)(…)`. */
 export const SubmissionLedgerLimits = Context.Reference<LedgerLimits>(
   "@effect-agent/submission-ledger/SubmissionLedgerLimits",
-  { defaultValue: () => ({ maxQueueDepthPerLane: 256, maxInputBytes: 1_048_576 }) },
+  { defaultValue: () => LEDGER_LIMIT_DEFAULTS },
 )
 
 /** Why a fenced write was refused. */

@@ -14,6 +14,7 @@ import {
   halt,
   journalMismatch,
   ownerFence,
+  oversized,
   runWatched,
 } from "./attemptState.ts"
 import type { Journal, JournalPosition } from "./journal.ts"
@@ -90,10 +91,15 @@ export const makeAgentContext = (attempt: AttemptState, journal: Journal): Agent
       let entry: HistoryEntry
       if (Exit.isSuccess(exit)) {
         const encoded = yield* Effect.result(Schema.encodeEffect(codec)(exit.value))
-        if (encoded._tag === "Success") {
+        const refusal =
+          encoded._tag === "Success"
+            ? oversized(attempt, `the result of step "${name}"`, encoded.success)
+            : `the result of step "${name}" does not encode: ${encoded.failure.message}`
+        if (encoded._tag === "Success" && refusal === undefined) {
           entry = { _tag: "StepCompleted", step, name, result: encoded.success }
         } else {
-          const message = `the result of step "${name}" does not encode: ${encoded.failure.message}`
+          // A result that cannot be stored is the step's failure: journaled, so replay agrees.
+          const message = refusal ?? `the result of step "${name}" cannot be stored`
           outcome = Exit.fail(new AgentFailure({ message }))
           entry = { _tag: "StepFailed", step, name, error: message }
         }

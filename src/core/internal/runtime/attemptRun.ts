@@ -15,7 +15,7 @@ import {
   SubmissionNotFound,
   type SubmissionSnapshot,
 } from "../ledger/model.ts"
-import { type AttemptState, type AttemptStop, ownerFence } from "./attemptState.ts"
+import { type AttemptState, type AttemptStop, oversized, ownerFence } from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
 import { emptyJournal, type Journal } from "./journal.ts"
@@ -103,12 +103,16 @@ const runProgram = (
     if (attempt.stop !== undefined) return yield* endStopped(attempt, journal, attempt.stop)
     if (Exit.isSuccess(exit)) {
       const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
-      return yield* output._tag === "Success"
+      if (output._tag === "Failure") {
+        return yield* finish(attempt, {
+          outcome: "failed",
+          error: `the output does not encode: ${output.failure.message}`,
+        })
+      }
+      const refusal = oversized(attempt, "the output", output.success)
+      return yield* refusal === undefined
         ? finish(attempt, { outcome: "completed", output: output.success })
-        : finish(attempt, {
-            outcome: "failed",
-            error: `the output does not encode: ${output.failure.message}`,
-          })
+        : finish(attempt, { outcome: "failed", error: refusal })
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (failure._tag === "Some")

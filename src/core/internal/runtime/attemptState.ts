@@ -6,9 +6,10 @@
  * (an interruption, not a failure, so a program that catches `AgentFailure` cannot swallow
  * it); the Attempt reads `stop` once the program has returned.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Option, type Schema } from "effect"
 import { type DurableWorkerFailure, RunJournalError } from "./model.ts"
 import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "../ledger/model.ts"
+import { utf8ByteLength } from "../ledger/rules.ts"
 import { type RuntimeEnv, vanished } from "./env.ts"
 
 /** Why an Attempt ended before its program returned. @internal */
@@ -145,3 +146,13 @@ export const runWatched = <A, E>(
       outcome._tag === "Stopped" ? halt(attempt, outcome.stop) : Effect.succeed(outcome.exit),
     ),
   )
+
+/**
+ * Why `value` (`what` names it) is too large to store, or `undefined` when it fits in
+ * `maxStoredValueBytes`. @internal
+ */
+export const oversized = (attempt: AttemptState, what: string, value: Schema.Json): string | undefined => {
+  const bytes = utf8ByteLength(JSON.stringify(value))
+  const limit = attempt.env.settings.maxStoredValueBytes
+  return bytes > limit ? `${what} is ${bytes} bytes; the limit is ${limit}` : undefined
+}
