@@ -132,6 +132,18 @@ export const decodeCloudflareRuntimeConfig = (
     }
     return Schema.decodeUnknownEffect(CloudflareDurableRuntimeConfigValue)(merged).pipe(
       Effect.mapError((error) => new CloudflareConfigError({ field: "", message: error.message })),
+      Effect.flatMap((config) =>
+        // A cap below the first step would back off less than the alarm floor allows, and a
+        // pass could then write an alarm earlier than its own prearm.
+        config.alarmBackoffCap < config.alarmBackoffBase
+          ? Effect.fail(
+              new CloudflareConfigError({
+                field: "alarmBackoffCap",
+                message: `Invalid "alarmBackoffCap": ${config.alarmBackoffCap} is below alarmBackoffBase ${config.alarmBackoffBase}`,
+              }),
+            )
+          : Effect.succeed(config),
+      ),
     )
   })
 

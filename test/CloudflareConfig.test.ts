@@ -67,6 +67,7 @@ describe("CloudflareDurableRuntimeConfig", () => {
 
   const invalid: ReadonlyArray<readonly [string, unknown, string]> = [
     ["a zero backoff base", { alarmBackoffBase: 0 }, "alarmBackoffBase"],
+    ["a backoff cap below its base", { alarmBackoffBase: 200, alarmBackoffCap: 100 }, "alarmBackoffCap"],
     ["a fractional scan interval", { wakeScanInterval: 1.5 }, "wakeScanInterval"],
     [
       "a projection allowance over 5 minutes",
