@@ -7,7 +7,7 @@ export { DurableAlarmService } from "./internal/maintenance/alarmService.ts"
 export { DurableAlarmError } from "./internal/maintenance/errors.ts"
 export {
   ThreadMaintenanceFailpoint,
-  threadMaintenanceFailpointLocations,
+  THREAD_MAINTENANCE_FAILPOINT_LOCATIONS,
 } from "./internal/maintenance/failpoint.ts"
 export type {
   ThreadMaintenanceFailpointHandler,

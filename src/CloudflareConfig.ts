@@ -29,7 +29,7 @@ const PositiveBytes = Schema.Int.check(
 
 /** Admission and storage limits of one Object: the ledger's, and the database's size. */
 export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimits>(
-  "@effect-agent/platform-cloudflare/CloudflareRuntimeLimits",
+  "@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareRuntimeLimits",
 )({
   ...LedgerLimits.fields,
   /**
@@ -41,7 +41,7 @@ export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimit
 
 /** The decoded configuration value: the runtime's settings and the Cloudflare host's. */
 export class CloudflareDurableRuntimeConfigValue extends Schema.Class<CloudflareDurableRuntimeConfigValue>(
-  "@effect-agent/platform-cloudflare/CloudflareDurableRuntimeConfigValue",
+  "@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareDurableRuntimeConfigValue",
 )({
   ...DurableRuntimeSettings.fields,
   /** First maintenance backoff step; half of it is the minimum alarm delay. */
@@ -151,7 +151,7 @@ export const decodeCloudflareRuntimeConfig = (
 export class CloudflareDurableRuntimeConfig extends Context.Service<
   CloudflareDurableRuntimeConfig,
   CloudflareDurableRuntimeConfigValue
->()("@effect-agent/platform-cloudflare/CloudflareDurableRuntimeConfig") {
+>()("@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareDurableRuntimeConfig") {
   /** Decodes partial overrides over the defaults. */
   static readonly layer = (
     overrides: CloudflareDurableRuntimeConfigOverrides = {},

@@ -36,7 +36,7 @@ export type {
   ThreadObjectPlatform,
 } from "./internal/object/layers.ts"
 export {
-  storageFailpointLocations,
+  STORAGE_FAILPOINT_LOCATIONS,
   type StorageFailpointHandler,
   type StorageFailpointLocation,
 } from "./internal/object/instrumentedStorage.ts"

@@ -73,8 +73,8 @@ export const approvalAgent = define({
   program: ({ n }, ctx) => Effect.as(ctx.requestApproval({ n }), n),
 })
 
-const submissionsTable = "effect_agent_submissions"
-const historyTable = "effect_agent_history"
+const SUBMISSIONS_TABLE = "effect_agent_submissions"
+const HISTORY_TABLE = "effect_agent_history"
 const maintenanceKey = "effect-agent:thread-maintenance:v1"
 
 /** The Thread id of lane `index` of `lanes`, zero-padded so lanes sort by index. */
@@ -192,7 +192,7 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
 
     #nonterminal(): number {
       return this.#raw.storage.sql
-        .exec<{ n: number }>(`SELECT count(*) AS n FROM ${submissionsTable} WHERE state <> 'settled'`)
+        .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE} WHERE state <> 'settled'`)
         .one().n
     }
 
@@ -244,14 +244,14 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
       const sql = this.#raw.storage.sql
       const row = sql
         .exec<Record<string, SqlStorageValue>>(
-          `SELECT * FROM ${submissionsTable} WHERE thread_id = ?`,
+          `SELECT * FROM ${SUBMISSIONS_TABLE} WHERE thread_id = ?`,
           template,
         )
         .one()
       if (row["state"] !== "suspended") throw new Error(`the template is ${String(row["state"])}`)
       const records = sql
         .exec<Record<string, SqlStorageValue>>(
-          `SELECT * FROM ${historyTable} WHERE submission_id = ? ORDER BY sequence`,
+          `SELECT * FROM ${HISTORY_TABLE} WHERE submission_id = ? ORDER BY sequence`,
           row["submission_id"],
         )
         .toArray()
@@ -269,12 +269,12 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           }
           const columns = Object.keys(clone)
           sql.exec(
-            `INSERT INTO ${submissionsTable} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+            `INSERT INTO ${SUBMISSIONS_TABLE} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
             ...columns.map((column) => clone[column]),
           )
           for (const record of records) {
             sql.exec(
-              `INSERT INTO ${historyTable} (thread_id, sequence, submission_id, recorded_at, entry) VALUES (?, ?, ?, ?, ?)`,
+              `INSERT INTO ${HISTORY_TABLE} (thread_id, sequence, submission_id, recorded_at, entry) VALUES (?, ?, ?, ?, ?)`,
               threadId,
               record["sequence"],
               submissionId,

@@ -117,7 +117,7 @@ export class DurableAgentRuntime extends Context.Service<
       DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch
     >
   }
->()("@effect-agent/durable-agent-runtime/DurableAgentRuntime") {
+>()("@effect-agent/platform-cloudflare/DurableAgentRuntime") {
   /** The runtime over the Object's ledger, history and registered agents. */
   static readonly layer: Layer.Layer<
     DurableAgentRuntime,

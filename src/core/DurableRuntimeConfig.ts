@@ -42,7 +42,7 @@ const decodeSettings = Schema.decodeUnknownEffect(DurableRuntimeSettings)
 
 /** The runtime's timing; the defaults apply unless a layer provides other values. */
 export class DurableRuntimeConfig extends Context.Reference<DurableRuntimeSettings>(
-  "@effect-agent/durable-agent-runtime/DurableRuntimeConfig",
+  "@effect-agent/platform-cloudflare/DurableRuntimeConfig",
   { defaultValue: () => DURABLE_RUNTIME_DEFAULTS },
 ) {
   /** The defaults with `overrides`; a value that does not decode fails with a `SchemaError`. */

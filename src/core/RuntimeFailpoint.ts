@@ -6,7 +6,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { DurableRuntimeFailpointError } from "./internal/runtime/model.ts"
 
-const ledgerWrites = [
+const LEDGER_WRITES = [
   "admit",
   "mark-ready",
   "claim",
@@ -20,11 +20,11 @@ const ledgerWrites = [
 ] as const
 
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
-export type RuntimeLedgerWrite = (typeof ledgerWrites)[number]
+export type RuntimeLedgerWrite = (typeof LEDGER_WRITES)[number]
 
 /** Every runtime failpoint location. */
-export const runtimeFailpointLocations = [
-  ...ledgerWrites.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
+export const RUNTIME_FAILPOINT_LOCATIONS = [
+  ...LEDGER_WRITES.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
   "history:append:before",
   "history:append:after",
   "submit:after-admit",
@@ -40,7 +40,7 @@ export const runtimeFailpointLocations = [
 ] as const
 
 /** A point between durable commits where tests may pause, fail or kill the Object. */
-export type RuntimeFailpointLocation = (typeof runtimeFailpointLocations)[number]
+export type RuntimeFailpointLocation = (typeof RUNTIME_FAILPOINT_LOCATIONS)[number]
 
 /** What a test does when a location is hit. */
 export type RuntimeFailpointHandler = (
@@ -51,7 +51,7 @@ export type RuntimeFailpointHandler = (
 export class RuntimeFailpoint extends Context.Service<
   RuntimeFailpoint,
   { readonly hit: RuntimeFailpointHandler }
->()("@effect-agent/durable-agent-runtime/RuntimeFailpoint") {
+>()("@effect-agent/platform-cloudflare/RuntimeFailpoint") {
   /** The production failpoints: every hit is a no-op. */
   static readonly layer: Layer.Layer<RuntimeFailpoint> = Layer.succeed(this, { hit: () => Effect.void })
 

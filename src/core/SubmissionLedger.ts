@@ -96,7 +96,7 @@ export class SubmissionLedger extends Context.Service<
         readonly attemptId: AttemptId
         readonly ownershipToken: OwnershipToken
         readonly now: number
-        readonly leaseDuration: number
+        readonly leaseDurationMillis: number
       },
     ) => Effect.Effect<Option.Option<Claim>, LedgerError>
     /** Extends the owner's lease. */
@@ -154,7 +154,7 @@ export class SubmissionLedger extends Context.Service<
     /** The number of nonterminal Submissions of this Object, without reading them. */
     readonly countAllNonterminal: Effect.Effect<number, LedgerError>
   }
->()("@effect-agent/submission-ledger/SubmissionLedger") {
+>()("@effect-agent/platform-cloudflare/SubmissionLedger") {
   /** The ledger on Durable Object SQLite; runs its migrations when built. */
   static readonly layer: Layer.Layer<SubmissionLedger, LedgerError, SqlClient> = Layer.effect(
     this,

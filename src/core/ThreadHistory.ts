@@ -49,7 +49,7 @@ export class ThreadHistory extends Context.Service<
     /** The position of the newest record (0 when empty); O(1). */
     readonly feedEnd: Effect.Effect<number, ThreadStoreError>
   }
->()("@effect-agent/thread-history/ThreadHistory") {
+>()("@effect-agent/platform-cloudflare/ThreadHistory") {
   /** The history on Durable Object SQLite; runs its migrations when built. */
   static readonly layer: Layer.Layer<ThreadHistory, ThreadStoreError, SqlClient | SubmissionLedger> =
     Layer.effect(this, makeSqlHistory)

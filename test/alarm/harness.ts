@@ -33,7 +33,7 @@ import { ThreadProjectionMaintenance } from "../../src/core/ThreadProjectionMain
 import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
 
 /** One day: virtual time runs this far ahead so workerd's real alarms never race a test. */
-export const DAY = 86_400_000
+export const DAY_MILLIS = 86_400_000
 
 /** A unique Object name per test. */
 export const objectName = (label: string) => `cf-alarm-${label}-${crypto.randomUUID()}`
@@ -55,7 +55,7 @@ export const inObject = <A, E>(
 
 /** Sets virtual time one day ahead of the wall clock and returns it. */
 export const dayAhead = Effect.gen(function* () {
-  const now = Date.now() + DAY
+  const now = Date.now() + DAY_MILLIS
   yield* TestClock.setTime(now)
   return now
 })

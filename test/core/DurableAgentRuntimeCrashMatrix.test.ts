@@ -22,7 +22,7 @@ import { define } from "../../src/core/AgentRegistration.ts"
 import { DurableRuntimeFailpointError } from "../../src/core/DurableAgentRuntime.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import {
-  runtimeFailpointLocations,
+  RUNTIME_FAILPOINT_LOCATIONS,
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "../../src/core/RuntimeFailpoint.ts"
@@ -205,7 +205,7 @@ for (const harness of runtimeHarnesses) {
             (location) => Effect.sync(() => void hits.push(location)),
             undefined,
           )
-          expect(new Set(hits)).toEqual(new Set(runtimeFailpointLocations))
+          expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS))
           expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
           expect(result.b.settlement?.outcome).toBe("aborted")
           expect(result.runs).toEqual({ a: 1, b: 1, u: 1, c: 1 })

@@ -7,7 +7,7 @@ import {
   laneKey,
   ledgerMigrations,
   statements,
-  submissionsTable,
+  SUBMISSIONS_TABLE,
 } from "../../src/core/internal/ledger/sqlStatements.ts"
 import { historyStatements } from "../../src/core/internal/history/sql.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
@@ -65,7 +65,7 @@ describe("SubmissionLedger on SQLite", () => {
         yield* Effect.provide(runMigrations(ledgerMigrations.slice(0, 1)), SqliteClient.layer({ storage }))
         const insert = (id: string, sequence: number, state: string) =>
           storage.sql.exec(
-            `INSERT INTO ${submissionsTable} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
+            `INSERT INTO ${SUBMISSIONS_TABLE} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
               agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
               abort_requested, created_at) VALUES (?, 't', ?, ?, ?, 'agent', 'd', '{}', 'i', ?, ?, 1, 0, 0)`,
             id,
@@ -86,7 +86,7 @@ describe("SubmissionLedger on SQLite", () => {
         )
         expect(count).toBe(1)
         const ordinals = storage.sql
-          .exec(`SELECT settled_ordinal FROM ${submissionsTable} ORDER BY queue_sequence`)
+          .exec(`SELECT settled_ordinal FROM ${SUBMISSIONS_TABLE} ORDER BY queue_sequence`)
           .toArray()
           .map((row) => row.settled_ordinal)
         expect(ordinals).toEqual([1, 2, null])
@@ -100,7 +100,7 @@ describe("SubmissionLedger on SQLite", () => {
         yield* Effect.provide(Effect.void, sqlLayer(storage))
         for (const key of ["head", "count", "claim", "scanPage"] as const) {
           expect(planOf(storage, statements[key]).join("\n"), key).toContain(
-            `${submissionsTable}_nonterminal`,
+            `${SUBMISSIONS_TABLE}_nonterminal`,
           )
         }
         const texts = [...Object.values(statements), ...Object.values(historyStatements)].flatMap((text) =>
@@ -124,7 +124,7 @@ describe("SubmissionLedger on SQLite", () => {
           const ledger = yield* SubmissionLedger
           const row = yield* admitReady(request("t", "a"))
           storage.sql.exec(
-            `UPDATE ${submissionsTable} SET state = 'bogus' WHERE submission_id = ?`,
+            `UPDATE ${SUBMISSIONS_TABLE} SET state = 'bogus' WHERE submission_id = ?`,
             row.submissionId,
           )
           const lookup = yield* Effect.flip(ledger.lookup(row.submissionId))
@@ -144,7 +144,7 @@ describe("SubmissionLedger on SQLite", () => {
       Effect.provide(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          storage.sql.exec(`DROP TABLE ${submissionsTable}`)
+          storage.sql.exec(`DROP TABLE ${SUBMISSIONS_TABLE}`)
           const error = yield* Effect.flip(ledger.head(ThreadId.make("t")))
           expect(error._tag).toBe("LedgerError")
           expect(error.operation).toBe("SubmissionLedger.head")

@@ -44,11 +44,11 @@ export const request = (
 })
 
 /** A claim grant for attempt `n`. */
-export const grant = (n: number, now: number, leaseDuration = 1_000) => ({
+export const grant = (n: number, now: number, leaseDurationMillis = 1_000) => ({
   attemptId: AttemptId.make(`attempt-${n}`),
   ownershipToken: OwnershipToken.make(`token-${n}`),
   now,
-  leaseDuration,
+  leaseDurationMillis,
 })
 
 /** Admits a request and returns the new row. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqliteClient } from "@effect/sql-sqlite-do"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { historyTable } from "../../src/core/internal/history/sql.ts"
+import { HISTORY_TABLE } from "../../src/core/internal/history/sql.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { historyConformance } from "./ledgerConformance.ts"
@@ -20,11 +20,11 @@ describe("ThreadHistory", () => {
           const history = yield* ThreadHistory
           const row = yield* admitNew(request("t", "a"))
           yield* history.append(row.submissionId, { _tag: "InputApplied" }, unowned(row, 1_100), 1_100)
-          storage.sql.exec(`UPDATE ${historyTable} SET entry = '{"_tag":"Nonsense"}'`)
+          storage.sql.exec(`UPDATE ${HISTORY_TABLE} SET entry = '{"_tag":"Nonsense"}'`)
           const error = yield* Effect.flip(history.forSubmission(row.submissionId))
           expect(error._tag).toBe("ThreadStoreError")
           expect(error.operation).toBe("ThreadHistory.forSubmission")
-          storage.sql.exec(`UPDATE ${historyTable} SET entry = 'not json'`)
+          storage.sql.exec(`UPDATE ${HISTORY_TABLE} SET entry = 'not json'`)
           const page = yield* Effect.flip(history.page(row.threadId, { limit: 5 }))
           expect(page.message).toContain("not JSON")
         }),
@@ -93,7 +93,7 @@ describe("ThreadHistory", () => {
           expect(yield* appendIn(first, "g", 1_700)).toBe(6)
           const stored = storage.sql
             .exec<{ sequence: number }>(
-              `SELECT sequence FROM ${historyTable} WHERE thread_id = 't' ORDER BY sequence`,
+              `SELECT sequence FROM ${HISTORY_TABLE} WHERE thread_id = 't' ORDER BY sequence`,
             )
             .toArray()
             .map((row) => row.sequence)

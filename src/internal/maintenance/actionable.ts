@@ -233,7 +233,7 @@ export const finishNative = (
       if (Option.isSome(row) && row.value.state !== "settled") live.add(wait.submissionId)
     }
     const progressed = hasProgressed(native)
-    const ordinaryDelay = autonomous ? yield* rearmDelay(env, progressed, started.stalls) : 0
+    const ordinaryDelayMillis = autonomous ? yield* rearmDelay(env, progressed, started.stalls) : 0
 
     const alarm = yield* finishActionable(env, {
       generation: started.generation,
@@ -242,7 +242,7 @@ export const finishNative = (
       autonomous,
       progressed,
       now,
-      delayMillis: Math.max(ordinaryDelay, residual.bindingDelayMillis),
+      delayMillis: Math.max(ordinaryDelayMillis, residual.bindingDelayMillis),
       nonterminal,
       live,
     })

@@ -102,8 +102,8 @@ export type AlarmFacts =
       readonly deadline: number | undefined
     }
 
-const keep: AlarmWrite = { _tag: "Keep" }
-const clear: AlarmWrite = { _tag: "Clear" }
+const KEEP: AlarmWrite = { _tag: "Keep" }
+const CLEAR: AlarmWrite = { _tag: "Clear" }
 const ensureBy = (at: number): AlarmWrite => ({ _tag: "EnsureBy", at })
 const set = (at: number): AlarmWrite => ({ _tag: "Set", at })
 
@@ -125,14 +125,14 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
       return ensureBy(floor)
     case "ensure": {
       const { record } = facts
-      if (record.dirty <= record.processed) return keep
+      if (record.dirty <= record.processed) return KEEP
       const retry = applicableRetry(record)
       // Ensure-by cannot accelerate a pending native retry: its target is the retry itself.
       return ensureBy(retry === undefined ? scan : clamped(retry.notBefore))
     }
     case "ensure-deadline": {
       const { deadline } = facts
-      if (deadline === undefined) return keep
+      if (deadline === undefined) return KEEP
       const retry = applicableRetry(facts.record)
       // An overdue host deadline after a failure outside the native phase waits for the
       // backoff, so a failing host drain cannot hot-loop at the floor.
@@ -150,7 +150,7 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
           : Infinity
       const next = deadline === undefined ? native : Math.min(native, deadline)
       // Nothing owed, nothing in flight, nothing pending: the Object goes quiet.
-      return Number.isFinite(next) ? set(clamped(next)) : clear
+      return Number.isFinite(next) ? set(clamped(next)) : CLEAR
     }
     case "actionable": {
       const { record, deadline } = facts
@@ -168,7 +168,7 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
         return ensureBy(withDeadline(scan, deadline))
       }
       // Stable waits are acknowledged: only a host deadline keeps an alarm.
-      return deadline === undefined ? clear : set(clamped(deadline))
+      return deadline === undefined ? CLEAR : set(clamped(deadline))
     }
     case "failure": {
       const { deadline } = facts

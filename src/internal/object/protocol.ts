@@ -22,9 +22,9 @@ const Millis = (maximum: number) =>
   )
 
 /** Longest wait an `awaitSettlement` call may ask for: one RPC must stay well inside limits. */
-export const maxAwaitMillis = 60_000
+export const MAX_AWAIT_MILLIS = 60_000
 /** Largest history page. */
-export const maxHistoryPage = 500
+export const MAX_HISTORY_PAGE = 500
 
 /** @internal */
 export const SubmitInput = Schema.Struct({
@@ -61,8 +61,8 @@ export const HistoryInput = Schema.Struct({
   limit: Schema.optionalKey(
     Schema.Int.check(
       Schema.isBetween(
-        { minimum: 1, maximum: maxHistoryPage },
-        { expected: `a page size of 1 to ${maxHistoryPage}` },
+        { minimum: 1, maximum: MAX_HISTORY_PAGE },
+        { expected: `a page size of 1 to ${MAX_HISTORY_PAGE}` },
       ),
     ),
   ),
@@ -72,7 +72,7 @@ export const HistoryInput = Schema.Struct({
 export const AwaitInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
-  timeoutMillis: Millis(maxAwaitMillis),
+  timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
 
 /** The envelope of every RPC result. @internal */

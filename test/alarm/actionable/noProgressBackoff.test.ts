@@ -30,7 +30,7 @@ describe("no-progress backoff", () => {
             attemptId: AttemptId.make("elsewhere"),
             ownershipToken: OwnershipToken.make("elsewhere-token"),
             now: yield* Clock.currentTimeMillis,
-            leaseDuration: 250,
+            leaseDurationMillis: 250,
           }),
         )
 

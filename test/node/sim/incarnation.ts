@@ -28,9 +28,12 @@ import { simSqlClient } from "./sqlClient.ts"
 import type { Holder } from "./storagePort.ts"
 
 /** The incarnation a fiber belongs to; agents read it so a dead process acts no more. */
-export const SimHolder = Context.Reference<Holder | undefined>("@effect-agent/sim/Holder", {
-  defaultValue: () => undefined,
-})
+export const SimHolder = Context.Reference<Holder | undefined>(
+  "@effect-agent/platform-cloudflare/test/sim/Holder",
+  {
+    defaultValue: () => undefined,
+  },
+)
 
 /** The durable stores: built once per run, shared by every incarnation. */
 export interface DurableStores {

@@ -24,7 +24,11 @@ export interface WorldView {
   readonly rpcInFlight: () => number
   /** The platform dropped a failing alarm and no constructor has run since. */
   readonly platformGaveUp: () => boolean
-  readonly timing: { readonly floor: number; readonly cap: number; readonly wakeScanInterval: number }
+  readonly timing: {
+    readonly floorMillis: number
+    readonly capMillis: number
+    readonly wakeScanIntervalMillis: number
+  }
 }
 
 const decodeRecord = Schema.decodeUnknownSync(ThreadMaintenanceState)
@@ -268,7 +272,7 @@ export const makeMonitor = (view: WorldView) => {
       // Pending autonomous work has an alarm no later than its due time: the bounded backoff,
       // or later only for a lane whose head waits for compatible code (a binding wait never
       // delays another lane, and never shortens the backoff either).
-      const backoff = now + Math.max(timing.cap, timing.wakeScanInterval) + timing.floor
+      const backoff = now + Math.max(timing.capMillis, timing.wakeScanIntervalMillis) + timing.floorMillis
       let due = Infinity
       for (const lane of lanes(store)) {
         if (!lane.autonomous) continue

@@ -21,9 +21,12 @@ export type Origin =
   | { readonly kind: "constructor" }
 
 /** The origin of the current fiber and its children. */
-export const SimOrigin = Context.Reference<Origin | undefined>("@effect-agent/sim/Origin", {
-  defaultValue: () => undefined,
-})
+export const SimOrigin = Context.Reference<Origin | undefined>(
+  "@effect-agent/platform-cloudflare/test/sim/Origin",
+  {
+    defaultValue: () => undefined,
+  },
+)
 
 /** The origin of the fiber that is running right now (storage calls start synchronously). */
 export const currentOrigin = (): Origin | undefined => Fiber.getCurrent()?.getRef(SimOrigin)

@@ -105,9 +105,9 @@ export const makeWorld = (options: WorldOptions) =>
       faults: 0,
     }
     const timing = {
-      floor: Math.max(1, Math.ceil(options.config.alarmBackoffBase / 2)),
-      cap: options.config.alarmBackoffCap,
-      wakeScanInterval: options.config.wakeScanInterval,
+      floorMillis: Math.max(1, Math.ceil(options.config.alarmBackoffBase / 2)),
+      capMillis: options.config.alarmBackoffCap,
+      wakeScanIntervalMillis: options.config.wakeScanInterval,
     }
 
     const storage: SimStorage = new SimStorage({

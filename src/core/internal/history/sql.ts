@@ -21,9 +21,9 @@ import type { Migration } from "../migrations.ts"
 import { runMigrations } from "../migrations.ts"
 
 /** @internal */
-export const historyTable = "effect_agent_history"
+export const HISTORY_TABLE = "effect_agent_history"
 
-const h = historyTable
+const h = HISTORY_TABLE
 
 /** @internal */
 export const historyMigrations: ReadonlyArray<Migration> = [

@@ -229,15 +229,19 @@ export const makeMemoryLedger = Effect.gen(function* () {
     claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
       const operation = "SubmissionLedger.claim"
       return yield* atomically(operation, () =>
-        refuse(Rules.nonFinite(operation, { now: grant.now, leaseDuration: grant.leaseDuration }), () => {
-          const head = headOf(store, threadId)
-          if (head === undefined || !Rules.isClaimable(head, grant.now)) return Result.succeed(Option.none())
-          const next = Rules.claimRow(head, grant)
-          put(store, next)
-          return Result.succeed(
-            Option.fromUndefinedOr(next.ownership).pipe(Option.map((o) => Rules.claimOf(next, o))),
-          )
-        }),
+        refuse(
+          Rules.nonFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis }),
+          () => {
+            const head = headOf(store, threadId)
+            if (head === undefined || !Rules.isClaimable(head, grant.now))
+              return Result.succeed(Option.none())
+            const next = Rules.claimRow(head, grant)
+            put(store, next)
+            return Result.succeed(
+              Option.fromUndefinedOr(next.ownership).pipe(Option.map((o) => Rules.claimOf(next, o))),
+            )
+          },
+        ),
       )
     }),
 

@@ -30,7 +30,9 @@ export const SettlementOutcome = Schema.Literals(["completed", "failed", "aborte
 export type SettlementOutcome = typeof SettlementOutcome.Type
 
 /** The one durable ending of a Submission. */
-export class Settlement extends Schema.Class<Settlement>("@effect-agent/Settlement")({
+export class Settlement extends Schema.Class<Settlement>(
+  "@effect-agent/platform-cloudflare/SubmissionLedger/Settlement",
+)({
   submissionId: SubmissionId,
   threadId: ThreadId,
   outcome: SettlementOutcome,
@@ -40,14 +42,18 @@ export class Settlement extends Schema.Class<Settlement>("@effect-agent/Settleme
 }) {}
 
 /** The live owner of a running Submission. */
-export class Ownership extends Schema.Class<Ownership>("@effect-agent/Ownership")({
+export class Ownership extends Schema.Class<Ownership>(
+  "@effect-agent/platform-cloudflare/SubmissionLedger/Ownership",
+)({
   attemptId: AttemptId,
   ownershipToken: OwnershipToken,
   leaseExpiresAt: Schema.Finite,
 }) {}
 
 /** A Submission row as the ledger stores it. */
-export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>("@effect-agent/SubmissionSnapshot")({
+export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>(
+  "@effect-agent/platform-cloudflare/SubmissionLedger/SubmissionSnapshot",
+)({
   submissionId: SubmissionId,
   threadId: ThreadId,
   queueSequence: Schema.Int,
@@ -69,7 +75,7 @@ export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>("@effec
 }) {}
 
 /** Ownership of one Attempt, granted by `claim`. */
-export class Claim extends Schema.Class<Claim>("@effect-agent/Claim")({
+export class Claim extends Schema.Class<Claim>("@effect-agent/platform-cloudflare/SubmissionLedger/Claim")({
   submissionId: SubmissionId,
   threadId: ThreadId,
   attemptId: AttemptId,
@@ -184,7 +190,7 @@ export const LEDGER_LIMIT_DEFAULTS: LedgerLimits = { maxQueueDepthPerLane: 256, 
 
 /** The limits the ledger enforces; override with `Layer.succeed(SubmissionLedgerLimits)(…)`. */
 export const SubmissionLedgerLimits = Context.Reference<LedgerLimits>(
-  "@effect-agent/submission-ledger/SubmissionLedgerLimits",
+  "@effect-agent/platform-cloudflare/SubmissionLedger/SubmissionLedgerLimits",
   { defaultValue: () => LEDGER_LIMIT_DEFAULTS },
 )
 

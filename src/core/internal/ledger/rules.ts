@@ -162,7 +162,7 @@ export const claimRow = (
     readonly attemptId: AttemptId
     readonly ownershipToken: OwnershipToken
     readonly now: number
-    readonly leaseDuration: number
+    readonly leaseDurationMillis: number
   },
 ): SubmissionSnapshot =>
   new SubmissionSnapshot({
@@ -172,7 +172,7 @@ export const claimRow = (
     ownership: new Ownership({
       attemptId: grant.attemptId,
       ownershipToken: grant.ownershipToken,
-      leaseExpiresAt: grant.now + grant.leaseDuration,
+      leaseExpiresAt: grant.now + grant.leaseDurationMillis,
     }),
   })
 

@@ -27,8 +27,8 @@ import { runMigrations } from "../migrations.ts"
 import { decodeRow, laneKey, ledgerMigrations, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
 
-const scanPageSize = 128
-const raceRetries = 3
+const SCAN_PAGE_SIZE = 128
+const RACE_RETRIES = 3
 
 const encodeSettlementJson = Schema.encodeEffect(Schema.fromJsonString(Settlement))
 
@@ -105,7 +105,7 @@ export const makeSqlLedger = Effect.gen(function* () {
               )
         })
       })
-    return attempt(raceRetries)
+    return attempt(RACE_RETRIES)
   }
 
   const fencedWrite = (
@@ -160,14 +160,14 @@ export const makeSqlLedger = Effect.gen(function* () {
 
   const pages = (operation: string, text: string): Stream.Stream<SubmissionSnapshot, LedgerError> =>
     Stream.paginate(["", 0] as readonly [string, number], (after: readonly [string, number]) =>
-      Effect.flatMap(query(operation, text, [...after, scanPageSize]), (rows) =>
+      Effect.flatMap(query(operation, text, [...after, SCAN_PAGE_SIZE]), (rows) =>
         Effect.map(
           Effect.forEach(rows, decodeRow(operation)),
           (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<readonly [string, number]>] => {
             const last = rows[rows.length - 1]
             return [
               page,
-              rows.length < scanPageSize || last === undefined
+              rows.length < SCAN_PAGE_SIZE || last === undefined
                 ? Option.none()
                 : Option.some([String(last.lane_key), Number(last.queue_sequence)] as const),
             ]
@@ -261,11 +261,11 @@ export const makeSqlLedger = Effect.gen(function* () {
 
     claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
       const operation = "SubmissionLedger.claim"
-      yield* requireFinite(operation, { now: grant.now, leaseDuration: grant.leaseDuration })
+      yield* requireFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis })
       const claimed = yield* first(operation, statements.claim, [
         grant.attemptId,
         grant.ownershipToken,
-        grant.now + grant.leaseDuration,
+        grant.now + grant.leaseDurationMillis,
         laneKey(threadId),
         grant.now,
       ])

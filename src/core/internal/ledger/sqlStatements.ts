@@ -19,16 +19,16 @@ import { LedgerError, SubmissionSnapshot } from "./model.ts"
 import type { Migration } from "../migrations.ts"
 
 /** @internal */
-export const submissionsTable = "effect_agent_submissions"
+export const SUBMISSIONS_TABLE = "effect_agent_submissions"
 
-const t = submissionsTable
+const t = SUBMISSIONS_TABLE
 
 /**
  * Nonterminal rows whose recovery decision is not "plain queued input": any state but `ready`,
  * or a `ready` row with an accepted abort or a past Claim (see `Rules.isRecoveryCandidate`).
  * Queries repeat it verbatim so that SQLite uses the partial index.
  */
-const recoveryCandidate = `state <> 'settled' AND (state <> 'ready' OR abort_requested <> 0 OR producer_epoch <> 0)`
+const RECOVERY_CANDIDATE = `state <> 'settled' AND (state <> 'ready' OR abort_requested <> 0 OR producer_epoch <> 0)`
 
 /** @internal */
 export const ledgerMigrations: ReadonlyArray<Migration> = [
@@ -70,7 +70,7 @@ export const ledgerMigrations: ReadonlyArray<Migration> = [
       `UPDATE ${t} SET settled_ordinal =
         (SELECT count(*) FROM ${t} AS earlier WHERE earlier.state = 'settled' AND earlier.rowid <= ${t}.rowid)
         WHERE state = 'settled'`,
-      `CREATE INDEX IF NOT EXISTS ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${recoveryCandidate}`,
+      `CREATE INDEX IF NOT EXISTS ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
       `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_settled ON ${t} (settled_ordinal)`,
     ],
   },
@@ -83,7 +83,7 @@ export const laneKey = (threadId: string): string => {
   return key
 }
 
-const clearOwnership = "attempt_id = NULL, ownership_token = NULL, lease_expires_at = NULL"
+const CLEAR_OWNERSHIP = "attempt_id = NULL, ownership_token = NULL, lease_expires_at = NULL"
 
 /**
  * A fenced update in both fence flavours. Parameters: the `SET` parameters, then the
@@ -124,22 +124,22 @@ export const statements = {
     AND (state = 'ready' OR (state = 'running' AND lease_expires_at <= ?))
     RETURNING *`,
   renew: fenced("lease_expires_at = ?", ""),
-  relinquish: fenced(`state = ?, ${clearOwnership}`, ""),
+  relinquish: fenced(`state = ?, ${CLEAR_OWNERSHIP}`, ""),
   toReady: fenced(
     `state = 'ready',
       producer_epoch = CASE WHEN state = 'running' THEN producer_epoch + 1 ELSE producer_epoch END,
-      ready_at = CASE WHEN state = 'admitted' THEN ? ELSE ready_at END, ${clearOwnership}`,
+      ready_at = CASE WHEN state = 'admitted' THEN ? ELSE ready_at END, ${CLEAR_OWNERSHIP}`,
     " AND state IN ('running', 'suspended', 'unknown', 'admitted')",
   ),
   toUnknown: fenced(
     `state = 'unknown',
       producer_epoch = CASE WHEN state = 'running' THEN producer_epoch + 1 ELSE producer_epoch END,
-      ${clearOwnership}`,
+      ${CLEAR_OWNERSHIP}`,
     " AND state IN ('running', 'ready')",
   ),
   // Extra parameters: the settlement's submission id and thread id.
   reserve: fenced(
-    `state = 'terminalizing', settlement = ?, ${clearOwnership}`,
+    `state = 'terminalizing', settlement = ?, ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
   requestAbort: `UPDATE ${t} SET abort_requested = 1
@@ -151,7 +151,7 @@ export const statements = {
   scanPage: `SELECT * FROM ${t} WHERE state <> 'settled' AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ?`,
   // Keyset page of the recovery candidates. Parameters: last lane key, last queue sequence, page size.
-  recoveryPage: `SELECT * FROM ${t} WHERE ${recoveryCandidate} AND (lane_key, queue_sequence) > (?, ?)
+  recoveryPage: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ?`,
   // The head of the first lane after a lane key ('' for the first lane), one index seek.
   nextHead: `SELECT * FROM ${t} WHERE state <> 'settled' AND lane_key > ?

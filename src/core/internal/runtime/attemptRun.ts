@@ -18,10 +18,10 @@ import {
 import { type AttemptState, type AttemptStop, oversized, ownerFence } from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import { emptyJournal, type Journal } from "./journal.ts"
+import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
 import { asConflict, makeSettlement, settle, settleAborted } from "./settle.ts"
 
-const operation = "DurableAgentRuntime.processThreadHead"
+const OPERATION = "DurableAgentRuntime.processThreadHead"
 
 /** Marks the end of the Attempt's ownership once its settlement is reserved. */
 const ended = (attempt: AttemptState) => () => {
@@ -35,7 +35,7 @@ const entitled = <A, E>(
   Effect.mapError(effect, (error: E) => {
     const refused: unknown = error
     if (refused instanceof InvalidTransition) return asConflict(refused)
-    if (refused instanceof SubmissionNotFound) return vanished(operation)(refused)
+    if (refused instanceof SubmissionNotFound) return vanished(OPERATION)(refused)
     return error as Exclude<E, InvalidTransition | SubmissionNotFound>
   })
 
@@ -133,14 +133,17 @@ const runAttempt = (attempt: AttemptState) =>
     yield* env.hit("claim:after-claim")
     const found = yield* env.ledger.lookup(claim.submissionId)
     if (Option.isNone(found)) {
-      return yield* new LedgerError({ operation, message: `submission ${claim.submissionId} vanished` })
+      return yield* new LedgerError({
+        operation: OPERATION,
+        message: `submission ${claim.submissionId} vanished`,
+      })
     }
     const row = found.value
     // Before its first Claim a Submission's only records are its acceptance and, with an
     // accepted abort, the abort: a first Attempt without an abort has nothing to replay.
     let journal =
       row.producerEpoch === 1 && !row.abortRequested
-        ? emptyJournal
+        ? EMPTY_JOURNAL
         : yield* loadJournal(env, claim.submissionId)
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
     if (row.abortRequested) return yield* abortOwned(attempt, journal)
@@ -170,7 +173,7 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
           attemptId: AttemptId.make(crypto.randomUUID()),
           ownershipToken: OwnershipToken.make(crypto.randomUUID()),
           now,
-          leaseDuration: env.settings.ownershipLeaseDuration,
+          leaseDurationMillis: env.settings.ownershipLeaseDuration,
         })
         return Option.map(claimed, (claim): AttemptState => ({
           env,

@@ -17,7 +17,7 @@ import { LedgerError, type SubmissionNotFound } from "../ledger/model.ts"
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]
 
-const ledgerWrites = {
+const LEDGER_WRITE_NAMES = {
   admit: "admit",
   markReady: "mark-ready",
   claim: "claim",
@@ -30,7 +30,7 @@ const ledgerWrites = {
   finalizeSettlement: "finalize-settlement",
 } as const satisfies Record<string, RuntimeLedgerWrite>
 
-type WriteKey = keyof typeof ledgerWrites
+type WriteKey = keyof typeof LEDGER_WRITE_NAMES
 
 type WithFailpoint<F> = F extends (...args: infer Args) => Effect.Effect<infer A, infer E, infer R>
   ? (...args: Args) => Effect.Effect<A, E | DurableRuntimeFailpointError, R>
@@ -79,8 +79,8 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
   const wrap = <K extends WriteKey>(key: K) =>
     bracket(
       hit,
-      `ledger:${ledgerWrites[key]}:before`,
-      `ledger:${ledgerWrites[key]}:after`,
+      `ledger:${LEDGER_WRITE_NAMES[key]}:before`,
+      `ledger:${LEDGER_WRITE_NAMES[key]}:after`,
     )(
       ledger[key] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>,
     ) as unknown as RuntimeLedger[K]

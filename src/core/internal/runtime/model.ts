@@ -37,7 +37,9 @@ export const RecoveryDisposition = Schema.Literals(["repaired", "deferred", "non
 export type RecoveryDisposition = typeof RecoveryDisposition.Type
 
 /** The outcome of recovery for one nonterminal Submission. */
-export class RecoveryReport extends Schema.Class<RecoveryReport>("@effect-agent/RecoveryReport")({
+export class RecoveryReport extends Schema.Class<RecoveryReport>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/RecoveryReport",
+)({
   submissionId: SubmissionId,
   threadId: ThreadId,
   decision: RecoveryDecision,
@@ -45,7 +47,9 @@ export class RecoveryReport extends Schema.Class<RecoveryReport>("@effect-agent/
 }) {}
 
 /** The durable identity returned by admission. */
-export class Receipt extends Schema.Class<Receipt>("@effect-agent/Receipt")({
+export class Receipt extends Schema.Class<Receipt>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/Receipt",
+)({
   receiptId: ReceiptId,
   submissionId: SubmissionId,
   threadId: ThreadId,
@@ -55,7 +59,9 @@ export class Receipt extends Schema.Class<Receipt>("@effect-agent/Receipt")({
 }) {}
 
 /** A request to admit one input for an agent in a Thread. */
-export class SubmitRequest extends Schema.Class<SubmitRequest>("@effect-agent/SubmitRequest")({
+export class SubmitRequest extends Schema.Class<SubmitRequest>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/SubmitRequest",
+)({
   threadId: ThreadId,
   agentId: AgentId,
   idempotencyKey: IdempotencyKey,
@@ -80,7 +86,9 @@ export interface PreparedSubmission {
 }
 
 /** An approval decision for a suspended Submission. */
-export class ApprovalDecision extends Schema.Class<ApprovalDecision>("@effect-agent/ApprovalDecision")({
+export class ApprovalDecision extends Schema.Class<ApprovalDecision>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/ApprovalDecision",
+)({
   approved: Schema.Boolean,
   note: Schema.optionalKey(Schema.String),
 }) {}

@@ -10,11 +10,11 @@ import type { SubmissionSnapshot } from "../ledger/model.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
 import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import { emptyJournal, type Journal } from "./journal.ts"
+import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
 import { finishReserved, settleAborted } from "./settle.ts"
 import { materialize } from "./submit.ts"
 
-const operation = "DurableAgentRuntime.runRecovery"
+const OPERATION = "DurableAgentRuntime.runRecovery"
 
 /**
  * Which Submissions `runRecovery` classifies. `every-nonterminal` (the default) reports one
@@ -24,7 +24,7 @@ const operation = "DurableAgentRuntime.runRecovery"
  * pass) gets the same decisions without reading a long queue.
  */
 export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candidates">(
-  "@effect-agent/durable-agent-runtime/RecoveryWorklist",
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/RecoveryWorklist",
   { defaultValue: () => "every-nonterminal" },
 )
 
@@ -100,7 +100,7 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
       const now = yield* Clock.currentTimeMillis
       const journal = recoveryNeedsHistory(row, now)
         ? yield* loadJournal(env, row.submissionId)
-        : emptyJournal
+        : EMPTY_JOURNAL
       const decision = classifyRecovery(row, now, journal)
       return yield* execute(env, row, decision, journal, now).pipe(
         Effect.as(report(row, decision, dispositionOf(decision))),
@@ -110,7 +110,7 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
           FenceRejected: () => Effect.succeed(report(row, decision, "deferred")),
           OwnershipLost: () => Effect.succeed(report(row, decision, "deferred")),
           InvalidTransition: () => Effect.succeed(report(row, decision, "deferred")),
-          SubmissionNotFound: (missing) => Effect.fail(vanished(operation)(missing)),
+          SubmissionNotFound: (missing) => Effect.fail(vanished(OPERATION)(missing)),
         }),
       )
     }),
