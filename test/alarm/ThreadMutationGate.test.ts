@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { DurableAlarmError } from "../../src/Alarm.ts"
-import { caughtUpRecord, failureOf, incarnation, isDone, makeFailpoints } from "./fixtures.ts"
+import { caughtUpRecord, failureOf, incarnation, isDone } from "./fixtures.ts"
 import { alarmOf, dayAhead, generations, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
 
 const dirtyOf = (ctx: DurableObjectState) =>
   Effect.map(generations(ctx), Option.match({ onNone: () => undefined, onSome: (state) => state.dirty }))
@@ -33,7 +34,7 @@ describe("ThreadMutationGate", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(4n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const observed: Array<unknown> = []
         const observe = Effect.gen(function* () {
           observed.push({ dirty: yield* dirtyOf(ctx), alarm: yield* alarmOf(ctx) })
@@ -68,7 +69,7 @@ describe("ThreadMutationGate", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(4n, { dirty: "four" }))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
         let ran = false
         const exit = yield* Effect.exit(gate.withMutation(Effect.sync(() => (ran = true))))
@@ -85,7 +86,7 @@ describe("ThreadMutationGate", () => {
     inObject(objectName("failpoint-order"), (ctx) =>
       Effect.gen(function* () {
         yield* dayAhead
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
         yield* gate.withMutation(Effect.sync(() => failpoints.hits.push("body")))
         expect(failpoints.hits).toEqual([

@@ -11,12 +11,12 @@ import {
   hostHooks,
   incarnation,
   isDone,
-  makeFailpoints,
   makeResources,
   storedRetry,
   withJitter,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
 
 const fourteenMinutes = 14 * 60_000
 
@@ -37,7 +37,7 @@ describe("auxiliary work of a pass", () => {
                 windows.push(`${label} until +${DateTime.toEpochMillis(dispatchUntil) - now}`)
                 yield* sourceFinished
               })
-          const failpoints = yield* makeFailpoints
+          const failpoints = yield* maintenanceSwitchboard()
           const liveAtFinish: Array<number> = []
           yield* failpoints.once(
             "maintenance:finish:before",
@@ -222,7 +222,7 @@ describe("auxiliary work of a pass", () => {
           yield* putRawState(ctx, caughtUpRecord(5n))
           const resources = makeResources()
           const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
-          const failpoints = yield* makeFailpoints
+          const failpoints = yield* maintenanceSwitchboard()
           const liveAtRetry: Array<number> = []
           yield* failpoints.once(
             "maintenance:retry:before",

@@ -11,10 +11,10 @@ import {
   hostHooks,
   storedRetry,
   incarnation,
-  makeFailpoints,
   withJitter,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
 
 const reportOf = (report: {
   phase: string
@@ -32,7 +32,7 @@ describe("a caught-up pass", () => {
         const record = caughtUpRecord(5n, { nonterminal: 2, lastServedThreadId: "lane-a" })
         yield* putRawState(ctx, record)
         yield* Effect.promise(() => ctx.storage.setAlarm(now))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
         const spy = yield* forbidSql(ctx)
         // The idle runtime dies if called, so a successful pass proves no native work ran.
@@ -75,7 +75,7 @@ describe("a caught-up pass", () => {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
         const calls: Array<string> = []
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const begun = yield* failpoints.pause("maintenance:begin:after")
         const { maintenance } = yield* incarnation(ctx, {
           failpoint: failpoints.handler,

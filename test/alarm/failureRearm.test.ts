@@ -13,12 +13,12 @@ import {
   hostHooks,
   incarnation,
   isDone,
-  makeFailpoints,
   makeResources,
   storedRetry,
   withJitter,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
 
 const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
 const failingHost = (overrides: Parameters<typeof hostHooks>[0] = {}) =>
@@ -201,7 +201,7 @@ describe("failure rearming", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const corrupt = caughtUpRecord(5n, { dirty: "corrupt" })
         yield* failpoints.once(
           "maintenance:retry:before",
@@ -225,7 +225,7 @@ describe("failure rearming", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         yield* failpoints.once("maintenance:begin:before", Effect.die("evicted"))
         const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
         yield* Effect.exit(maintenance.pass)
@@ -247,7 +247,7 @@ describe("failure rearming", () => {
         yield* putRawState(ctx, caughtUpRecord(5n))
         const resources = makeResources()
         const held = yield* Deferred.make<void>()
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const liveAtRetry: Array<number> = []
         yield* failpoints.once(
           "maintenance:retry:before",

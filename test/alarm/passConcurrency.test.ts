@@ -8,10 +8,10 @@ import {
   hostHooks,
   incarnation,
   isDone,
-  makeFailpoints,
   storedRetry,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
 
 const passSteps = [
   "maintenance:begin:before",
@@ -26,7 +26,7 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const held = yield* failpoints.pause("maintenance:begin:after")
         const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
         const first = yield* Effect.forkChild(maintenance.pass)
@@ -47,7 +47,7 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const held = yield* failpoints.pause("maintenance:begin:after")
         const stale = yield* incarnation(ctx, { failpoint: failpoints.handler })
         const fresh = yield* incarnation(ctx)
@@ -65,7 +65,7 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const rearming = yield* failpoints.pause("maintenance:retry:before")
         const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
         const { maintenance } = yield* incarnation(ctx, {
@@ -97,7 +97,7 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const held = yield* failpoints.pause("maintenance:begin:after")
         const { maintenance, alarm } = yield* incarnation(ctx, { failpoint: failpoints.handler })
         const pass = yield* Effect.forkChild(maintenance.pass)

@@ -4,7 +4,8 @@ import { TestClock } from "effect/testing"
 import type { ThreadId } from "../../src/core/Identifiers.ts"
 import { makeRuns, reviewed, runsOf } from "./runtimeAgents.ts"
 import { processHead, processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { freezeAt, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
 
 /** A review suspended on its approval request. */
 const suspendedReview = (world: RuntimeWorld) =>

@@ -3,7 +3,8 @@ import { Deferred, Effect, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { gated, makeRuns, reviewed, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processHead, processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { freezeAt, runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
+import { runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
 
 const settledCount = (tags: ReadonlyArray<string>) => tags.filter((tag) => tag === "SubmissionSettled").length
 

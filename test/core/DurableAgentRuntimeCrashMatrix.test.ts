@@ -4,28 +4,16 @@
  * lane) is driven to the end through fresh incarnations, and each Submission settles exactly once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import {
-  Clock,
-  DateTime,
-  Deferred,
-  Effect,
-  Exit,
-  Fiber,
-  Option,
-  Predicate,
-  Ref,
-  Schema,
-  Stream,
-} from "effect"
+import { Clock, DateTime, Deferred, Effect, Exit, Fiber, Option, Predicate, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { define } from "../../src/core/AgentRegistration.ts"
-import { DurableRuntimeFailpointError } from "../../src/core/DurableAgentRuntime.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import {
   RUNTIME_FAILPOINT_LOCATIONS,
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "../../src/core/RuntimeFailpoint.ts"
+import { failpointError, runtimeSwitchboard } from "../support/switchboard.ts"
 import { echo, makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
 import {
@@ -62,31 +50,18 @@ interface Crash {
 /** Freezes the `index`-th hit of any location (1-based) forever. */
 const freezeAtHit = (index: number) =>
   Effect.gen(function* () {
+    const board = yield* runtimeSwitchboard()
     const reached = yield* Deferred.make<void>()
-    const hits = yield* Ref.make(0)
-    const handler: RuntimeFailpointHandler = () =>
-      Effect.flatMap(
-        Ref.updateAndGet(hits, (n) => n + 1),
-        (n) =>
-          n === index ? Effect.andThen(Deferred.succeed(reached, undefined), Effect.never) : Effect.void,
-      )
-    return { handler, reached: Deferred.await(reached) } satisfies Crash
+    yield* board.atHit(index, () => Effect.andThen(Deferred.succeed(reached, undefined), Effect.never))
+    return { handler: board.handler, reached: Deferred.await(reached) } satisfies Crash
   })
 
 /** Fails the `index`-th hit of any location (1-based) with a typed error. */
 const failAtHit = (index: number) =>
-  Effect.map(Ref.make(0), (hits) => {
-    const handler: RuntimeFailpointHandler = (location) =>
-      Effect.flatMap(
-        Ref.updateAndGet(hits, (n) => n + 1),
-        (n) =>
-          n === index
-            ? Effect.fail(
-                new DurableRuntimeFailpointError({ location, message: `failpoint ${location} fired` }),
-              )
-            : Effect.void,
-      )
-    return { handler, reached: Effect.never } satisfies Crash
+  Effect.gen(function* () {
+    const board = yield* runtimeSwitchboard()
+    yield* board.atHit(index, (location) => Effect.fail(failpointError(location)))
+    return { handler: board.handler, reached: Effect.never } satisfies Crash
   })
 
 const drive = (

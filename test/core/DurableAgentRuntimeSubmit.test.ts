@@ -5,14 +5,8 @@ import { SubmitRequest } from "../../src/core/DurableAgentRuntime.ts"
 import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { echo, failing, makeRuns, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import {
-  freezeAt,
-  historyOf,
-  ledgerOf,
-  runtimeHarnesses,
-  runtimeOf,
-  type Incarnation,
-} from "./runtimeHarness.ts"
+import { historyOf, ledgerOf, runtimeHarnesses, runtimeOf, type Incarnation } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
 
 const nothingWritten = (incarnation: Incarnation, thread: string) =>
   Effect.gen(function* () {

@@ -15,12 +15,12 @@ import {
   deliverOk,
   fingerprint,
   generationsOf,
-  maintenanceSwitchboard,
   reportOf,
   rowOf,
   submit,
   tagsOf,
 } from "./fixtures.ts"
+import { maintenanceSwitchboard } from "../../support/switchboard.ts"
 
 const delays = [5_000, 10_000, 20_000, 40_000, 60_000, 60_000]
 

@@ -18,13 +18,8 @@ import {
 import { withDigest } from "../../../src/core/AgentRegistration.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { type Runs, threeSteps } from "../../core/runtimeAgents.ts"
-import {
-  maintenanceSwitchboard,
-  rowOf,
-  type RuntimeIncarnation,
-  runtimeIncarnation,
-  type Switchboard,
-} from "./fixtures.ts"
+import { rowOf, type RuntimeIncarnation, runtimeIncarnation } from "./fixtures.ts"
+import { maintenanceSwitchboard, type Switchboard } from "../../support/switchboard.ts"
 
 /** Base = cap = 100 ms (a 50 ms floor, failure retries within [50, 100] ms), a 1 s scan cadence. */
 export const bindingConfig = { alarmBackoffBase: 100, alarmBackoffCap: 100, wakeScanInterval: 1_000 } as const

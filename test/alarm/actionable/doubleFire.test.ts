@@ -12,10 +12,10 @@ import {
   reportOf,
   rowOf,
   runtimeIncarnation,
-  runtimeSwitchboard,
   submit,
   tagsOf,
 } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
 
 describe("double-fired alarms", () => {
   it.effect("settle a ready lane once, and an extra delivery on the settled lane changes nothing", () =>

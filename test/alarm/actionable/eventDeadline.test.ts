@@ -5,16 +5,8 @@ import { DurableAlarmError } from "../../../src/Alarm.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { failureOf } from "../fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import {
-  converge,
-  deliver,
-  generationsOf,
-  rowOf,
-  runtimeIncarnation,
-  runtimeSwitchboard,
-  submit,
-  tagsOf,
-} from "./fixtures.ts"
+import { converge, deliver, generationsOf, rowOf, runtimeIncarnation, submit, tagsOf } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
 
 describe("the event deadline", () => {
   it.effect("interrupts a held Attempt at 14 minutes, releases it and commits a failure retry", () =>

@@ -8,14 +8,13 @@ import {
   abandon,
   converge,
   deliver,
-  failpointError,
   generationsOf,
   rowOf,
   runtimeIncarnation,
-  runtimeSwitchboard,
   submit,
   tagsOf,
 } from "./fixtures.ts"
+import { failpointError, runtimeSwitchboard } from "../../support/switchboard.ts"
 
 describe("a failed delivery", () => {
   it.effect("rejects on a typed runtime failure and its redelivery converges", () =>

@@ -2,7 +2,7 @@
  * Fixtures of the actionable-path suites: the full stack of one incarnation (the production
  * assembly of `ThreadObject`: storage, config, failpoints, SQLite ledger and history, the real
  * runtime, the wake scheduler, the gate and `ThreadMaintenance`), alarm delivery as workerd
- * does it, and switchboards that pause, freeze or fail a failpoint location.
+ * does it, and failpoints through the switchboard of `test/support`.
  *
  * Eviction is simulated in-process: a pass forked with `abandon` and frozen at a failpoint is
  * never resumed nor interrupted (no finalizer runs), and a fresh incarnation is built over the
@@ -28,6 +28,7 @@ import { SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
 import { incarnationLayer } from "../../../src/internal/object/layers.ts"
 import { ran, type Runs } from "../../core/runtimeAgents.ts"
+import type { Switchboard } from "../../support/switchboard.ts"
 import { alarmOf, rawState } from "../harness.ts"
 
 /** What one incarnation runs with. */
@@ -85,78 +86,6 @@ export const freshMaintenance = (incarnation: RuntimeIncarnation) =>
     ),
     (context) => Context.get(context, ThreadMaintenance),
   )
-
-/** Records every hit of a failpoint location; can pause, freeze or fail the next hit of one. */
-export interface Switchboard<L extends string, E> {
-  readonly hits: ReadonlyArray<L>
-  readonly handler: (location: L) => Effect.Effect<void, E>
-  /** Runs `action` at the next hit of `location` (actions queue per location). */
-  readonly once: (location: L, action: Effect.Effect<void, E>) => Effect.Effect<void>
-  /** Holds the next hit of `location` until `release`. */
-  readonly pause: (location: L) => Effect.Effect<Hold>
-  /** Signals the next hit of `location` without holding it. */
-  readonly observe: (location: L) => Effect.Effect<Effect.Effect<void>>
-  /** Holds the next hit of `location` forever: with `abandon`, the incarnation is killed there. */
-  readonly freeze: (location: L) => Effect.Effect<Effect.Effect<void>>
-  /** How many times `location` was hit. */
-  readonly count: (location: L) => number
-}
-
-/** A held failpoint hit. */
-export interface Hold {
-  readonly reached: Effect.Effect<void>
-  readonly release: Effect.Effect<void>
-}
-
-/** A switchboard for maintenance (`E = never`) or runtime failpoints. */
-export const makeSwitchboard = <L extends string, E = never>(): Effect.Effect<Switchboard<L, E>> =>
-  Effect.sync(() => {
-    const hits: Array<L> = []
-    const actions = new Map<L, Array<Effect.Effect<void, E>>>()
-    const once = (location: L, action: Effect.Effect<void, E>) =>
-      Effect.sync(() => {
-        actions.set(location, [...(actions.get(location) ?? []), action])
-      })
-    const hold = (location: L, forever: boolean) =>
-      Effect.gen(function* () {
-        const reached = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
-        const wait = forever ? Effect.never : Deferred.await(release)
-        yield* once(location, Effect.andThen(Deferred.succeed(reached, undefined), wait))
-        return {
-          reached: Deferred.await(reached),
-          release: Effect.asVoid(Deferred.succeed(release, undefined)),
-        }
-      })
-    return {
-      hits,
-      handler: (location) =>
-        Effect.suspend(() => {
-          hits.push(location)
-          return actions.get(location)?.shift() ?? Effect.void
-        }),
-      once,
-      pause: (location) => hold(location, false),
-      observe: (location) =>
-        Effect.gen(function* () {
-          const reached = yield* Deferred.make<void>()
-          yield* once(location, Deferred.succeed(reached, undefined))
-          return Deferred.await(reached)
-        }),
-      freeze: (location) => Effect.map(hold(location, true), (held) => held.reached),
-      count: (location) => hits.filter((hit) => hit === location).length,
-    }
-  })
-
-/** Runtime failpoints. */
-export const runtimeSwitchboard = makeSwitchboard<RuntimeFailpointLocation, DurableRuntimeFailpointError>
-
-/** Maintenance failpoints. */
-export const maintenanceSwitchboard = makeSwitchboard<ThreadMaintenanceFailpointLocation>
-
-/** A typed failure for a runtime failpoint. */
-export const failpointError = (location: RuntimeFailpointLocation) =>
-  new DurableRuntimeFailpointError({ location, message: `failpoint ${location} fired` })
 
 /**
  * Forks `effect` where nothing will ever interrupt it: a fiber frozen at a failpoint stays

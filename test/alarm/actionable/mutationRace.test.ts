@@ -9,12 +9,12 @@ import {
   converge,
   deliverOk,
   generationsOf,
-  maintenanceSwitchboard,
   type RuntimeIncarnation,
   rowOf,
   runtimeIncarnation,
   submit,
 } from "./fixtures.ts"
+import { maintenanceSwitchboard } from "../../support/switchboard.ts"
 
 const approve = (inc: RuntimeIncarnation, submissionId: SubmissionId) =>
   inc.maintenance.withMutation(

@@ -9,9 +9,9 @@ import {
   reportOf,
   rowOf,
   runtimeIncarnation,
-  runtimeSwitchboard,
   submit,
 } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
 
 describe("one head per event", () => {
   it.effect("returns after the head settles without running the follower queued meanwhile", () =>

@@ -9,10 +9,10 @@ import {
   reportOf,
   rowOf,
   runtimeIncarnation,
-  runtimeSwitchboard,
   submit,
   threadRecords,
 } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
 
 describe("recovery before claim", () => {
   it.effect("settles a stranded Submission before the next one's input is applied", () =>

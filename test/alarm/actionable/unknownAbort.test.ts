@@ -4,16 +4,8 @@ import { TestClock } from "effect/testing"
 import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoint.ts"
 import { charging, makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
-import {
-  abandon,
-  converge,
-  deliver,
-  rowOf,
-  runtimeIncarnation,
-  runtimeSwitchboard,
-  submit,
-  tagsOf,
-} from "./fixtures.ts"
+import { abandon, converge, deliver, rowOf, runtimeIncarnation, submit, tagsOf } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
 
 const evictions: ReadonlyArray<RuntimeFailpointLocation | "none"> = [
   "none",
