@@ -1,16 +1,15 @@
 /**
- * Shared fixtures of the maintenance suites: incarnation services, a fixed jitter, resource counters for auxiliary hooks, a SQL tripwire and raw
- * records. Everything runs against the Object's real storage.
+ * Shared fixtures of the maintenance suites: incarnation services, a fixed jitter, resource
+ * counters for auxiliary hooks, a SQL tripwire and raw records. Everything runs against the
+ * Object's real storage.
  */
-import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Random } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Option, Random } from "effect"
 import type { Scope } from "effect"
 import { TestClock } from "effect/testing"
 import {
   DurableAlarmService,
   type ThreadHostMaintenanceService,
   ThreadMaintenance,
-  type ThreadMaintenanceFailpointHandler,
-  type ThreadMaintenanceFailpointLocation,
   ThreadMutationGate,
 } from "../../src/Alarm.ts"
 import { build, idleIncarnation, type IncarnationOptions, rawState } from "./harness.ts"
