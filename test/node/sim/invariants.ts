@@ -1,8 +1,26 @@
 /**
- * The invariants of `maintenance.md` §7, checked on every storage commit, failpoint hit and
- * handler end, and on the whole durable state after every driver step. Each evaluated
- * predicate counts as one check; a failed one records a violation (the run fails at the end
- * of its step, with the trace).
+ * The invariants of maintenance, checked on every storage commit, failpoint hit and handler
+ * end, and on the whole durable state after every driver step. Each evaluated predicate counts
+ * as one check, under the name of its invariant; a failed one records a violation (the run
+ * fails at the end of its step, with the trace).
+ *
+ * - prearm-floor: a pass never writes an alarm earlier than the one it wrote when it began, so
+ *   workerd never cancels its own handler.
+ * - record: generations only grow, `processed` never passes `dirty`, and only a gated mutation
+ *   advances `dirty`, by one.
+ * - ack-pass-start: a pass acknowledges only the generation it read when it began.
+ * - retry-monotone: a committed retry never moves earlier.
+ * - retry-not-early: no native work runs for a generation before its retry is due.
+ * - one-head: one head Attempt per alarm event.
+ * - binding-lane: a lane whose head waits for a compatible binding is not served before the
+ *   wait is due (and other lanes are not held back by it: due-alarm).
+ * - quiescence: a successful pass that leaves only stable waits, with nothing owed, clears the
+ *   alarm.
+ * - owed-alarm: owed maintenance always has an alarm (or a running pass).
+ * - due-alarm: autonomous work has an alarm no later than its bounded backoff.
+ * - settlement-immutable, settled-once, fifo, journal-once, uncertain-once: a Submission
+ *   settles once and for good, lanes start in order, a step is journaled once and an uncertain
+ *   effect runs at most once.
  */
 import { Schema } from "effect"
 import type { ThreadMaintenanceFailpointLocation } from "../../../src/Alarm.ts"
@@ -111,7 +129,7 @@ export const makeMonitor = (view: WorldView) => {
     }
     const written = event.alarm?.after
     if (run !== undefined && event.committed && written !== undefined && written !== null) {
-      // §7.5: the pass never writes an alarm earlier than its begin-time prearm.
+      // No self-cancellation: the pass never writes an alarm earlier than its begin-time prearm.
       const prearm = run.prearm
       check(
         "prearm-floor",
@@ -147,7 +165,7 @@ export const makeMonitor = (view: WorldView) => {
       )
     }
     if (after.processed !== before.processed) {
-      // §7.2: only the generation read at pass start is ever acknowledged.
+      // Exact acknowledgement: only the generation read at pass start is ever acknowledged.
       const start = run?.start
       const expected =
         start === undefined ? undefined : start.dirty > before.processed ? start.dirty : before.processed
@@ -160,7 +178,7 @@ export const makeMonitor = (view: WorldView) => {
     }
     const retry = after.retry
     if (retry !== undefined) {
-      // §7.8: a committed retry never moves earlier, whether its generation is still owed to
+      // Retry monotonicity: a committed retry never moves earlier, whether its generation is still owed to
       // native work or only to host work after it was processed.
       const floor = retryFloor.get(retry.generation)
       check(
@@ -185,7 +203,7 @@ export const makeMonitor = (view: WorldView) => {
     if (location !== "maintenance:select:before") return
     run.selectAt = view.now()
     const start = run.start
-    // §7.8: early deliveries never run native work before the retry of the generation is due.
+    // Retry monotonicity: early deliveries never run native work before the retry is due.
     const retry =
       start?.retry !== undefined && start.retry.generation === start.dirty ? start.retry : undefined
     check(
@@ -202,13 +220,13 @@ export const makeMonitor = (view: WorldView) => {
     const run = runOf(origin)
     if (run === undefined || location !== "ledger:claim:before") return
     run.claims++
-    // §7.7: one head Attempt per event.
+    // One head per event.
     check(
       "one-head",
       run.claims <= 1,
       () => `alarm run ${origin?.kind === "alarm" ? origin.run : "?"} claimed ${run.claims} heads`,
     )
-    // §7.9: a lane whose head waits for a binding is not served before the wait is due.
+    // Binding waits per Submission: a lane whose head waits is not served before the wait is due.
     const lane = run.candidate?.lane
     if (lane === undefined) return
     const head = headOf(lane)
@@ -238,7 +256,7 @@ export const makeMonitor = (view: WorldView) => {
   const runEnded = (run: AlarmRun, outcome: RunOutcome) => {
     runs.delete(run.id)
     if (outcome !== "success") return
-    // §7.3: a successful pass that leaves only stable waits, with nothing owed, clears the alarm.
+    // Quiescence: a successful pass that leaves only stable waits, nothing owed, clears the alarm.
     const record = readRecord(view.storage)
     const quiet =
       record !== undefined &&
@@ -261,7 +279,7 @@ export const makeMonitor = (view: WorldView) => {
     const record = readRecord(storage)
     const running = storage.run !== undefined
     if (!running && !view.platformGaveUp()) {
-      // §7.4: owed maintenance has an alarm.
+      // Liveness: owed maintenance has an alarm.
       // A record is created by the first constructor; before it nothing is owed.
       const owed = record !== undefined && record.dirty > record.processed
       check(

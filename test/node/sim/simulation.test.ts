@@ -1,8 +1,8 @@
 /**
  * A deterministic simulation of the maintenance subsystem: the real `ThreadMaintenance` and
  * durable runtime over an in-memory storage-and-alarm port that behaves like workerd, driven
- * by seeded actions and failpoints in virtual time, with the invariants of `maintenance.md` §7
- * checked after every step.
+ * by seeded actions and failpoints in virtual time, with the invariants of maintenance
+ * (`invariants.ts` names each one) checked after every step.
  *
  * This file runs shard 1 of the seeded batch (`batch.ts`; the other shards have files of their
  * own) and replays single seeds: `SIM_SEED=<n>` runs one seed here and prints its full trace

@@ -6,7 +6,7 @@
  * handler that did not write the alarm has it deleted on success, and on failure it is
  * redelivered with the platform's retry ladder (2 s doubling, at most 6 retries, then dropped);
  * a handler still running after 15 minutes is aborted with its incarnation; an earlier alarm
- * committed while a handler runs cancels that handler (the maintenance spec's reading of
+ * committed while a handler runs cancels that handler (the original design's reading of
  * production; local workerd queues such an alarm behind the running one instead). Eviction
  * kills the incarnation at once: its storage refuses every operation, so its fibers'
  * finalizers can change nothing durable.
