@@ -63,25 +63,12 @@ const target = (write: AlarmWrite): number => {
   throw new Error(`expected an alarm, got ${write._tag}`)
 }
 
-describe("the alarm a gated mutation leaves", () => {
+describe("the alarm a prearm leaves", () => {
   it.prop(
-    "is an alarm by the floor, never replacing an earlier one",
-    { timing: Timing, now: between(0, 2_000_000_000) },
-    ({ timing, now }) => {
-      expect(decideAlarm(timing, { commit: "mutation", now })).toEqual({
-        _tag: "EnsureBy",
-        at: now + timing.minimumAlarmDelayMillis,
-      })
-    },
-  )
-})
-
-describe("the alarm the start of a pass leaves", () => {
-  it.prop(
-    "is the crash fallback by the floor, whatever the record says",
-    { timing: Timing, now: between(0, 2_000_000_000) },
-    ({ timing, now }) => {
-      expect(decideAlarm(timing, { commit: "begin", now })).toEqual({
+    "is an alarm by the floor, never replacing an earlier one, for a mutation and a pass's begin",
+    { timing: Timing, now: between(0, 2_000_000_000), commit: Schema.Literals(["mutation", "begin"]) },
+    ({ timing, now, commit }) => {
+      expect(decideAlarm(timing, { commit, now })).toEqual({
         _tag: "EnsureBy",
         at: now + timing.minimumAlarmDelayMillis,
       })
@@ -147,54 +134,43 @@ describe("the alarm the constructor gate leaves", () => {
 
 describe("the alarm a caught-up pass leaves", () => {
   const Facts = { timing: Timing, input: Record, active: between(0, 3), deadline: Deadline }
+  const decide = (facts: {
+    readonly timing: AlarmTiming
+    readonly input: RecordInput
+    readonly active: number
+    readonly deadline?: number | undefined
+  }) =>
+    decideAlarm(facts.timing, {
+      commit: "caught-up",
+      now: NOW,
+      record: record(facts.input),
+      active: facts.active,
+      deadline: deadlineOf(facts.deadline),
+    })
 
-  it.prop(
-    "clears the slot exactly when nothing is owed, in flight or pending",
-    Facts,
-    ({ timing, input, active, deadline }) => {
-      const write = decideAlarm(timing, {
-        commit: "caught-up",
-        now: NOW,
-        record: record(input),
-        active,
-        deadline: deadlineOf(deadline),
-      })
-      const quiet = input.processed >= 10 && active === 0 && deadline === undefined
-      expect(write._tag).toBe(quiet ? "Clear" : "Set")
-    },
-  )
+  it.prop("clears the slot exactly when nothing is owed, in flight or pending", Facts, (facts) => {
+    const { input, active, deadline } = facts
+    const write = decide(facts)
+    const quiet = input.processed >= 10 && active === 0 && deadline === undefined
+    expect(write._tag).toBe(quiet ? "Clear" : "Set")
+  })
 
-  it.prop(
-    "rearms no earlier than the floor and no later than a pending host deadline",
-    Facts,
-    ({ timing, input, active, deadline }) => {
-      const write = decideAlarm(timing, {
-        commit: "caught-up",
-        now: NOW,
-        record: record(input),
-        active,
-        deadline: deadlineOf(deadline),
-      })
-      if (write._tag === "Clear") return
-      expect(target(write)).toBeGreaterThanOrEqual(floorOf(timing))
-      if (deadline !== undefined) {
-        expect(target(write)).toBeLessThanOrEqual(Math.max(floorOf(timing), NOW + deadline))
-      }
-    },
-  )
+  it.prop("rearms no earlier than the floor and no later than a pending host deadline", Facts, (facts) => {
+    const { timing, deadline } = facts
+    const write = decide(facts)
+    if (write._tag === "Clear") return
+    expect(target(write)).toBeGreaterThanOrEqual(floorOf(timing))
+    if (deadline !== undefined) {
+      expect(target(write)).toBeLessThanOrEqual(Math.max(floorOf(timing), NOW + deadline))
+    }
+  })
 
   it.prop(
     "waits for the retry of the owed generation, and otherwise for the scan cadence",
     Facts,
     ({ timing, input, active }) => {
       if (input.processed >= 10 && active === 0) return
-      const write = decideAlarm(timing, {
-        commit: "caught-up",
-        now: NOW,
-        record: record(input),
-        active,
-        deadline: undefined,
-      })
+      const write = decide({ timing, input, active })
       const retry = applicable(input)
       // A mutation in flight is not held back by a retry it will make obsolete.
       const expected =

@@ -24,6 +24,17 @@ const reportOf = (report: {
   alarm: string
 }) => [report.phase, report.recovered, report.settled, report.nonterminal, report.alarm]
 
+const relayRefused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+
+/** A host whose drain fails with `relayRefused` while `failing` is set. */
+const flakyHost = () => {
+  const state = { failing: true }
+  const hooks = hostHooks({
+    drainUntil: () => Effect.suspend(() => (state.failing ? Effect.fail(relayRefused) : Effect.void)),
+  })
+  return Object.assign(state, { hooks })
+}
+
 describe("a caught-up pass", () => {
   it.effect("does O(1) work with no SQL and no runtime call, and clears the alarm", () =>
     inObject(objectName("quiescent"), (ctx) =>
@@ -229,26 +240,21 @@ describe("a caught-up pass", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        let failing = true
-        const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
-        const { maintenance } = yield* incarnation(ctx, {
-          host: hostHooks({
-            drainUntil: () => Effect.suspend(() => (failing ? Effect.fail(refused) : Effect.void)),
-          }),
-        })
+        const host = flakyHost()
+        const { maintenance } = yield* incarnation(ctx, { host: host.hooks })
         // Five failures at one instant back the host off to 75·2^4 ms.
         for (let failure = 0; failure < 5; failure++) {
-          expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(refused)
+          expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(relayRefused)
         }
         const backedOff = yield* storedRetry(ctx)
         expect(backedOff).toEqual(
           encodedRetry({ generation: 5n, notBefore: now + 1_200, nativeOnly: false, stalls: 5 }),
         )
         // An early success (a host deadline pulled the alarm in) does not end a wait still running.
-        failing = false
+        host.failing = false
         expect((yield* maintenance.pass).alarm).toBe("cleared")
-        failing = true
-        expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(refused)
+        host.failing = true
+        expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(relayRefused)
         const after = yield* storedRetry(ctx)
         expect(after?.notBefore).toBeGreaterThanOrEqual(now + 1_200)
         expect(after).toEqual(
@@ -263,20 +269,15 @@ describe("a caught-up pass", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        let failing = true
-        const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
-        const { maintenance } = yield* incarnation(ctx, {
-          host: hostHooks({
-            drainUntil: () => Effect.suspend(() => (failing ? Effect.fail(refused) : Effect.void)),
-          }),
-        })
+        const host = flakyHost()
+        const { maintenance } = yield* incarnation(ctx, { host: host.hooks })
         const failed = yield* Effect.exit(withJitter(0.5)(maintenance.pass))
-        expect(failureOf(failed)).toBe(refused)
+        expect(failureOf(failed)).toBe(relayRefused)
         const retry = encodedRetry({ generation: 5n, notBefore: now + 75, nativeOnly: false, stalls: 1 })
         expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n, { retry }))
         expect(yield* alarmOf(ctx)).toBe(now + 75)
 
-        failing = false
+        host.failing = false
         expect((yield* maintenance.pass).alarm).toBe("cleared")
         expect(yield* alarmOf(ctx)).toBeNull()
         // The wait is not over yet: a failure now would continue it, not restart it.

@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import type {
+  AdmissionCheck,
   AdmissionRefused,
   FenceRejected,
   IdempotencyConflict,
@@ -73,14 +74,7 @@ export class SubmitRequest extends Schema.Class<SubmitRequest>(
  * A Submission ready to admit, from `DurableAgentRuntime.prepare`: its agent resolved, its input
  * decoded and canonically encoded, and its admission checked against the ledger once.
  */
-export interface PreparedSubmission {
-  readonly threadId: ThreadId
-  readonly idempotencyKey: IdempotencyKey
-  readonly agentId: AgentId
-  readonly agentDigest: string
-  /** The canonical JSON of the encoded input. */
-  readonly inputPayload: string
-  readonly inputDigest: string
+export interface PreparedSubmission extends AdmissionCheck {
   /** The key was used already: admitting returns the original receipt. */
   readonly replay: boolean
 }

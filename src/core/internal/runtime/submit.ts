@@ -8,7 +8,7 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
 import { type PreparedSubmission, Receipt, type SubmitRequest } from "./model.ts"
-import type { IdempotencyKey, ThreadId } from "../../Identifiers.ts"
+import type { AgentId, IdempotencyKey, ThreadId } from "../../Identifiers.ts"
 import { canonicalJson, contentDigest } from "../digest.ts"
 import { AdmissionRefused, LedgerError, type SubmissionSnapshot } from "../ledger/model.ts"
 import { unownedFence } from "../ledger/rules.ts"
@@ -136,17 +136,24 @@ export const makePrepare = (env: RuntimeEnv) =>
     return yield* checked(env, agent, request, encoded)
   })
 
+/** The agent registered here under `agentId`, which must have `digest`. */
+const registeredWith = (env: RuntimeEnv, threadId: ThreadId, agentId: AgentId, digest: string) => {
+  const registered = env.registry.lookup(agentId)
+  return Option.isSome(registered) && registered.value.digest === digest
+    ? Effect.succeed(registered.value)
+    : Effect.fail(
+        refuse(
+          threadId,
+          "unknown-agent",
+          `agent ${agentId} with digest ${digest} is not registered in this deployment`,
+        ),
+      )
+}
+
 /** `admit`: a prepared Submission of an agent registered here, with the same digest. @internal */
 export const makeAdmit = (env: RuntimeEnv) =>
   Effect.fn("DurableAgentRuntime.admit")(function* (prepared: PreparedSubmission) {
-    const registered = env.registry.lookup(prepared.agentId)
-    if (Option.isNone(registered) || registered.value.digest !== prepared.agentDigest) {
-      return yield* refuse(
-        prepared.threadId,
-        "unknown-agent",
-        `agent ${prepared.agentId} with digest ${prepared.agentDigest} is not registered in this deployment`,
-      )
-    }
+    yield* registeredWith(env, prepared.threadId, prepared.agentId, prepared.agentDigest)
     return yield* admitPrepared(env, prepared)
   })
 
@@ -164,16 +171,9 @@ export const makeSubmitRegistered = (env: RuntimeEnv) =>
     agent: AgentDefinition<I, O>,
     request: { readonly threadId: ThreadId; readonly idempotencyKey: IdempotencyKey; readonly input: I },
   ) {
-    const registered = env.registry.lookup(agent.id)
-    if (Option.isNone(registered) || registered.value.digest !== agent.digest) {
-      return yield* refuse(
-        request.threadId,
-        "unknown-agent",
-        `agent ${agent.id} with digest ${agent.digest} is not registered in this deployment`,
-      )
-    }
+    const registered = yield* registeredWith(env, request.threadId, agent.id, agent.digest)
     const encoded = yield* Schema.encodeEffect(agent.input)(request.input).pipe(
-      Effect.mapError(malformed(request.threadId, registered.value)),
+      Effect.mapError(malformed(request.threadId, registered)),
     )
-    return yield* admitPrepared(env, yield* checked(env, registered.value, request, encoded))
+    return yield* admitPrepared(env, yield* checked(env, registered, request, encoded))
   })
