@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { DurableAlarmError } from "../../src/Alarm.ts"
-import { caughtUpRecord, failureOf, incarnation, isDone } from "./fixtures.ts"
+import { caughtUpRecord, failureOf, isDone } from "./fixtures.ts"
 import { alarmOf, dayAhead, generations, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const dirtyOf = (ctx: DurableObjectState) =>
   Effect.map(generations(ctx), Option.match({ onNone: () => undefined, onSome: (state) => state.dirty }))
@@ -41,7 +42,7 @@ describe("ThreadMutationGate", () => {
         })
         yield* failpoints.once("maintenance:dirty:before", observe)
         yield* failpoints.once("maintenance:dirty:after", observe)
-        const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { gate } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         yield* gate.withMutation(Effect.void)
         expect(observed).toEqual([
           { dirty: 4n, alarm: null },
@@ -70,7 +71,7 @@ describe("ThreadMutationGate", () => {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(4n, { dirty: "four" }))
         const failpoints = yield* maintenanceSwitchboard()
-        const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { gate } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         let ran = false
         const exit = yield* Effect.exit(gate.withMutation(Effect.sync(() => (ran = true))))
         expect(failureOf(exit)).toBeInstanceOf(DurableAlarmError)
@@ -87,7 +88,7 @@ describe("ThreadMutationGate", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const failpoints = yield* maintenanceSwitchboard()
-        const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { gate } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         yield* gate.withMutation(Effect.sync(() => failpoints.hits.push("body")))
         expect(failpoints.hits).toEqual([
           "maintenance:dirty:before",

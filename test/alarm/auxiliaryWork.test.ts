@@ -9,7 +9,6 @@ import {
   encodedRetry,
   failureOf,
   hostHooks,
-  incarnation,
   isDone,
   makeResources,
   storedRetry,
@@ -17,6 +16,7 @@ import {
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const fourteenMinutes = 14 * 60_000
 
@@ -44,7 +44,7 @@ describe("auxiliary work of a pass", () => {
             Effect.sync(() => liveAtFinish.push(resources.live)),
           )
           const { maintenance } = yield* incarnation(ctx, {
-            failpoint: failpoints.handler,
+            maintenance: failpoints.handler,
             host: hostHooks({ drainUntil: wave("host") }),
             messages: { drainUntil: wave("delivery"), pendingDeadline: deadlineAt(undefined) },
           })
@@ -229,7 +229,7 @@ describe("auxiliary work of a pass", () => {
             Effect.sync(() => liveAtRetry.push(resources.live)),
           )
           const { maintenance } = yield* incarnation(ctx, {
-            failpoint: failpoints.handler,
+            maintenance: failpoints.handler,
             host: hostHooks({
               drainUntil: (sourceFinished) =>
                 Effect.gen(function* () {

@@ -10,11 +10,11 @@ import {
   forbidSql,
   hostHooks,
   storedRetry,
-  incarnation,
   withJitter,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const reportOf = (report: {
   phase: string
@@ -44,9 +44,9 @@ describe("a caught-up pass", () => {
         yield* putRawState(ctx, record)
         yield* Effect.promise(() => ctx.storage.setAlarm(now))
         const failpoints = yield* maintenanceSwitchboard()
-        const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         const spy = yield* forbidSql(ctx)
-        // The idle runtime dies if called, so a successful pass proves no native work ran.
+        // Every runtime call reads SQL: a pass that ran no statement ran no native work.
         const report = yield* maintenance.pass
         expect(spy.attempts).toEqual([])
         expect(reportOf(report)).toEqual(["caught-up", 0, 0, 2, "cleared"])
@@ -89,7 +89,7 @@ describe("a caught-up pass", () => {
         const failpoints = yield* maintenanceSwitchboard()
         const begun = yield* failpoints.pause("maintenance:begin:after")
         const { maintenance } = yield* incarnation(ctx, {
-          failpoint: failpoints.handler,
+          maintenance: failpoints.handler,
           host: hostHooks({
             drainUntil: () => Effect.sync(() => calls.push("host drain")),
             pendingDeadline: Effect.sync(() => calls.push("host deadline")).pipe(
@@ -176,7 +176,7 @@ describe("a caught-up pass", () => {
           pendingDeadline: deadlineAt(now - 1),
         }
         const { maintenance, gate } = yield* incarnation(ctx, { publication })
-        // The idle runtime would die: publication gates the actionable generation.
+        // Publication gates the actionable generation: no native work runs, the pass is caught up.
         expect(reportOf(yield* maintenance.pass)).toEqual(["caught-up", 0, 0, 0, "rearmed"])
         expect(calls).toEqual(["prepare 4", "drain"])
         expect(yield* alarmOf(ctx)).toBe(now + 50)

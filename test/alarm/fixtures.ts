@@ -1,26 +1,13 @@
 /**
- * Shared fixtures of the maintenance suites: incarnation services, a fixed jitter, resource
- * counters for auxiliary hooks, a SQL tripwire and raw records. Everything runs against the
- * Object's real storage.
+ * Shared fixtures of the maintenance suites: a fixed jitter, resource counters for auxiliary
+ * hooks, a SQL tripwire and raw records. Incarnations come from `test/support/incarnation.ts`;
+ * everything runs against the Object's real storage.
  */
-import { Cause, Context, Effect, Exit, Fiber, Option, Random } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, Random } from "effect"
 import type { Scope } from "effect"
 import { TestClock } from "effect/testing"
-import {
-  DurableAlarmService,
-  type ThreadHostMaintenanceService,
-  ThreadMaintenance,
-  ThreadMutationGate,
-} from "../../src/Alarm.ts"
-import { build, idleIncarnation, type IncarnationOptions, rawState } from "./harness.ts"
-
-/** The services of an incarnation without native work. */
-export const incarnation = (ctx: DurableObjectState, options: IncarnationOptions = {}) =>
-  Effect.map(build(idleIncarnation(ctx, options)), (services) => ({
-    maintenance: Context.get(services, ThreadMaintenance),
-    gate: Context.get(services, ThreadMutationGate),
-    alarm: Context.get(services, DurableAlarmService),
-  }))
+import type { ThreadHostMaintenanceService } from "../../src/Alarm.ts"
+import { rawState } from "./harness.ts"
 
 /** Runs `effect` with `Random.next` fixed at `jitter`. */
 export const withJitter =

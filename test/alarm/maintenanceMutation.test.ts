@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import { DurableAlarmError, type ThreadPublicationService } from "../../src/Alarm.ts"
-import { caughtUpRecord, deadlineAt, failureOf, incarnation } from "./fixtures.ts"
+import { caughtUpRecord, deadlineAt, failureOf } from "./fixtures.ts"
 import { dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const publicationLogging = (
   log: Array<string>,
@@ -30,7 +31,7 @@ describe("ThreadMaintenance.withMutation", () => {
         const delivered = yield* Deferred.make<void>()
         const drain = Effect.andThen(Deferred.succeed(draining, undefined), Deferred.await(delivered))
         const { maintenance, gate } = yield* incarnation(ctx, {
-          failpoint: failpoints.handler,
+          maintenance: failpoints.handler,
           publication: publicationLogging(failpoints.hits, drain),
         })
         const mutation = yield* Effect.forkChild(

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { echo } from "../core/runtimeAgents.ts"
 import { makeEntryPoints } from "../../src/internal/object/entryPoints.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../alarm/harness.ts"
-import { runtimeIncarnation } from "../alarm/actionable/fixtures.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const entry = makeEntryPoints()
 const request = (idempotencyKey: string) => ({
@@ -18,12 +18,12 @@ describe("the database size limit", () => {
     inObject(objectName("database-full"), (ctx) =>
       Effect.gen(function* () {
         yield* dayAhead
-        const roomy = yield* runtimeIncarnation(ctx, { agents: [echo] })
+        const roomy = yield* incarnation(ctx, { agents: [echo] })
         const accepted = yield* entry.submit(request("a")).pipe(Effect.provideContext(roomy.context))
         const size = ctx.storage.sql.databaseSize
         expect(size).toBeGreaterThan(0)
 
-        const full = yield* runtimeIncarnation(ctx, {
+        const full = yield* incarnation(ctx, {
           agents: [echo],
           config: { limits: { maxDatabaseBytes: size } },
         })
@@ -40,7 +40,7 @@ describe("the database size limit", () => {
         const replayed = yield* entry.submit(request("a")).pipe(Effect.provideContext(full.context))
         expect(replayed).toMatchObject({ submissionId: accepted.submissionId, replayed: true })
         // One byte more of room and new work is admitted again.
-        const roomier = yield* runtimeIncarnation(ctx, {
+        const roomier = yield* incarnation(ctx, {
           agents: [echo],
           config: { limits: { maxDatabaseBytes: ctx.storage.sql.databaseSize + 1 } },
         })

@@ -11,11 +11,11 @@ import {
   fingerprint,
   reportOf,
   rowOf,
-  runtimeIncarnation,
   submit,
   tagsOf,
 } from "./fixtures.ts"
 import { runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("double-fired alarms", () => {
   it.effect("settle a ready lane once, and an extra delivery on the settled lane changes nothing", () =>
@@ -23,7 +23,7 @@ describe("double-fired alarms", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
         const receipt = yield* submit(inc, "lane", "three-steps", "once", { n: 1 })
         // Two deliveries of the same alarm at once: the pass permit runs them one after another.
         const [first, second] = yield* Effect.all(
@@ -55,7 +55,7 @@ describe("double-fired alarms", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [reviewed(runs)] })
         const receipt = yield* submit(inc, "lane", "reviewed", "waits", { n: 1 })
         yield* converge(ctx, inc.maintenance)
         expect((yield* rowOf(inc, receipt.submissionId)).state).toBe("suspended")
@@ -83,7 +83,7 @@ describe("double-fired alarms", () => {
         const runs = yield* makeRuns
         const killed = yield* runtimeSwitchboard()
         const kill = yield* killed.freeze("uncertain:after-start-append")
-        const first = yield* runtimeIncarnation(ctx, { agents: [charging(runs)], runtime: killed })
+        const first = yield* incarnation(ctx, { agents: [charging(runs)], runtime: killed.handler })
         const receipt = yield* submit(first, "lane", "charging", "charge", { n: 7 })
         // The first incarnation dies after journaling the start of the charge.
         yield* abandon(deliver(ctx, first.maintenance))
@@ -91,7 +91,7 @@ describe("double-fired alarms", () => {
         expect(yield* alarmOf(ctx)).not.toBeNull()
         yield* TestClock.adjust("31 seconds")
 
-        const inc = yield* runtimeIncarnation(ctx, { agents: [charging(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [charging(runs)] })
         yield* inc.maintenance.ensureAlarm
         const exits = yield* converge(ctx, inc.maintenance)
         expect(exits.map((exit) => Exit.isSuccess(exit) && reportOf(exit.value))).toEqual([

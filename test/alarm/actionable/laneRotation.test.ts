@@ -3,15 +3,8 @@ import { Deferred, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import {
-  converge,
-  deliverOk,
-  longFirstStep,
-  reportOf,
-  rowOf,
-  runtimeIncarnation,
-  submit,
-} from "./fixtures.ts"
+import { converge, deliverOk, longFirstStep, reportOf, rowOf, submit } from "./fixtures.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("lane rotation", () => {
   it.effect("serves three lanes in three consecutive events; a yielding head does not monopolize", () =>
@@ -21,7 +14,7 @@ describe("lane rotation", () => {
         const runs = yield* makeRuns
         const started = yield* Deferred.make<void>()
         // The first step outlasts the 10-minute yield deadline but not the 14-minute event.
-        const inc = yield* runtimeIncarnation(ctx, {
+        const inc = yield* incarnation(ctx, {
           agents: [longFirstStep(runs, 11 * 60_000, started), threeSteps(runs)],
           config: {
             ownershipLeaseDuration: 3_600_000,

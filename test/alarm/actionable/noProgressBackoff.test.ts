@@ -3,7 +3,8 @@ import { Clock, Effect, Option } from "effect"
 import { AttemptId, OwnershipToken, ThreadId } from "../../../src/core/Identifiers.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import { deliverOk, freshMaintenance, reportOf, rowOf, runtimeIncarnation, submit } from "./fixtures.ts"
+import { deliverOk, reportOf, rowOf, submit } from "./fixtures.ts"
+import { freshMaintenance, incarnation } from "../../support/incarnation.ts"
 
 /** Jittered bounds of stages 0..3 with base 10 and cap 40. */
 const bounds = [
@@ -19,7 +20,7 @@ describe("no-progress backoff", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, {
+        const inc = yield* incarnation(ctx, {
           agents: [threeSteps(runs)],
           config: { alarmBackoffBase: 10, alarmBackoffCap: 40, wakeScanInterval: 1 },
         })

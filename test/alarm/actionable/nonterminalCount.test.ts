@@ -3,7 +3,8 @@ import { Effect } from "effect"
 import { makeRuns, threeSteps } from "../../core/runtimeAgents.ts"
 import { dayAhead, inObject, objectName, putRawState, rawState } from "../harness.ts"
 import { caughtUpRecord } from "../fixtures.ts"
-import { deliverOk, reportOf, runtimeIncarnation, submit } from "./fixtures.ts"
+import { deliverOk, reportOf, submit } from "./fixtures.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("the stored nonterminal count", () => {
   it.effect("follows every pass that changes it, while work stays owed", () =>
@@ -11,7 +12,7 @@ describe("the stored nonterminal count", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
         for (const key of ["a", "b", "c"]) yield* submit(inc, "lane", "three-steps", key, { n: 1 })
 
         const counts: Array<readonly [number, unknown]> = []
@@ -34,7 +35,7 @@ describe("the stored nonterminal count", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
         yield* putRawState(ctx, caughtUpRecord(1n, { nonterminal: 7 }))
         yield* submit(inc, "lane", "three-steps", "a", { n: 1 })
         yield* submit(inc, "lane", "three-steps", "b", { n: 2 })

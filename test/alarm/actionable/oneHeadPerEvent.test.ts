@@ -2,16 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
-import {
-  converge,
-  deliverOk,
-  generationsOf,
-  reportOf,
-  rowOf,
-  runtimeIncarnation,
-  submit,
-} from "./fixtures.ts"
+import { converge, deliverOk, generationsOf, reportOf, rowOf, submit } from "./fixtures.ts"
 import { runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("one head per event", () => {
   it.effect("returns after the head settles without running the follower queued meanwhile", () =>
@@ -21,7 +14,7 @@ describe("one head per event", () => {
         const runs = yield* makeRuns
         const failpoints = yield* runtimeSwitchboard()
         const held = yield* failpoints.pause("terminalize:after-canonical-append")
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints.handler })
         const head = yield* submit(inc, "lane", "three-steps", "head", { n: 1 })
 
         const pass = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))

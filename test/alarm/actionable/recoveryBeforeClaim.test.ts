@@ -2,17 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { makeRuns, reviewed, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
-import {
-  abandon,
-  deliver,
-  deliverOk,
-  reportOf,
-  rowOf,
-  runtimeIncarnation,
-  submit,
-  threadRecords,
-} from "./fixtures.ts"
+import { abandon, deliver, deliverOk, reportOf, rowOf, submit, threadRecords } from "./fixtures.ts"
 import { runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("recovery before claim", () => {
   it.effect("settles a stranded Submission before the next one's input is applied", () =>
@@ -22,13 +14,13 @@ describe("recovery before claim", () => {
         const runs = yield* makeRuns
         const killer = yield* runtimeSwitchboard()
         const killed = yield* killer.freeze("terminalize:after-reserve")
-        const first = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)], runtime: killer })
+        const first = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: killer.handler })
         const stranded = yield* submit(first, "lane", "three-steps", "s1", { n: 1 })
         yield* abandon(deliver(ctx, first.maintenance))
         yield* killed
         expect((yield* rowOf(first, stranded.submissionId)).state).toBe("terminalizing")
 
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
         yield* inc.maintenance.ensureAlarm
         const next = yield* submit(inc, "lane", "three-steps", "s2", { n: 2 })
         // One event: recovery finishes S1's reserved settlement, then S2's Attempt runs.
@@ -56,7 +48,7 @@ describe("the recovered count of a pass", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs), threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [reviewed(runs), threeSteps(runs)] })
         yield* submit(inc, "a", "reviewed", "r", { n: 1 })
         // Plain queued input needs no recovery: the first pass reports nothing recovered.
         expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 0, 1, "cleared"])
