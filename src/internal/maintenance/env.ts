@@ -9,7 +9,6 @@ import type { StorageOperation } from "./storage.ts"
 
 /** @internal */
 export interface MaintenanceEnv {
-  readonly ctx: DurableObjectState
   readonly config: CloudflareDurableRuntimeConfigValue
   /** What the alarm policy reads of the configuration. */
   readonly timing: AlarmTiming

@@ -76,7 +76,6 @@ export class ThreadMaintenance extends Context.Service<
       const permit = yield* Semaphore.make(1)
 
       const env: MaintenanceEnv = {
-        ctx,
         config,
         timing: alarmTiming(config),
         hit: failpoint.hit,
