@@ -39,6 +39,10 @@ const Submitted = Schema.Struct({ submitted: Schema.Number })
 const Started = Schema.Struct({ started: Schema.Number })
 const post = { method: "POST" }
 
+/** Rows Cloudflare bills as written: SQL rows (index entries included) and KV keys put or deleted. */
+export const billedRowsWritten = (counts: MeterCounts): number =>
+  counts.sqlRowsWritten + counts.kvPuts + counts.kvDeletes
+
 /** Per-item figures of a burst from the meter's counts. */
 const perItem = (counts: MeterCounts, items: number) => {
   const per = (value: number) => (items === 0 ? Number.NaN : value / items)
@@ -49,7 +53,9 @@ const perItem = (counts: MeterCounts, items: number) => {
     sqlRowsReadPerItem: per(counts.sqlRowsRead),
     sqlRowsWrittenPerItem: per(counts.sqlRowsWritten),
     totalChangesPerItem: per(counts.totalChanges),
-    kvKeysPerItem: per(counts.kvGets + counts.kvPuts + counts.kvDeletes),
+    kvKeysReadPerItem: per(counts.kvGets),
+    kvKeysWrittenPerItem: per(counts.kvPuts + counts.kvDeletes),
+    billedRowsWrittenPerItem: per(billedRowsWritten(counts)),
   }
 }
 
@@ -111,6 +117,7 @@ export const threadBurstDriver =
         submitSeconds,
         totalRowsRead: report.counts.sqlRowsRead,
         totalRowsWritten: report.counts.sqlRowsWritten,
+        totalBilledRowsWritten: billedRowsWritten(report.counts),
         totalChanges: report.counts.totalChanges,
         completed: 1,
       }
@@ -122,6 +129,7 @@ const passFigures = (prefix: string, pass: PassReport): Figures => ({
   [`${prefix}Statements`]: pass.counts.sqlStatements,
   [`${prefix}Changes`]: pass.counts.totalChanges,
   [`${prefix}KvKeys`]: pass.counts.kvGets + pass.counts.kvPuts + pass.counts.kvDeletes,
+  [`${prefix}BilledWritten`]: billedRowsWritten(pass.counts),
   [`${prefix}AlarmCalls`]: pass.counts.alarmGets + pass.counts.alarmSets + pass.counts.alarmDeletes,
   [`${prefix}WallMs`]: pass.wallMs,
 })
@@ -221,12 +229,15 @@ export const figureCatalog: ReadonlyArray<{
   { key: "sqlRowsReadPerItem", label: "rows read/item", digits: 1 },
   { key: "sqlRowsWrittenPerItem", label: "rows written/item", digits: 1 },
   { key: "totalChangesPerItem", label: "row changes/item", digits: 2 },
-  { key: "kvKeysPerItem", label: "KV keys/item", digits: 2 },
+  { key: "kvKeysReadPerItem", label: "KV keys read/item", digits: 2 },
+  { key: "kvKeysWrittenPerItem", label: "KV keys written/item", digits: 2 },
+  { key: "billedRowsWrittenPerItem", label: "billed rows written/item", digits: 2 },
   { key: "itemsPerSecond", label: "items/s", digits: 0 },
   { key: "drainItemsPerSecond", label: "items/s (drain)", digits: 0 },
   { key: "seconds", label: "seconds", digits: 1 },
   { key: "totalRowsRead", label: "rows read", digits: 0 },
   { key: "totalRowsWritten", label: "rows written", digits: 0 },
+  { key: "totalBilledRowsWritten", label: "billed rows written", digits: 0 },
   { key: "totalChanges", label: "row changes", digits: 0 },
   { key: "completed", label: "completed", digits: 0 },
   { key: "settledAtCap", label: "settled at cap", digits: 0 },
@@ -236,10 +247,12 @@ export const figureCatalog: ReadonlyArray<{
   { key: "caughtUpStatements", label: "SQL stmts", digits: 0 },
   { key: "caughtUpChanges", label: "row changes", digits: 0 },
   { key: "caughtUpKvKeys", label: "KV keys", digits: 0 },
+  { key: "caughtUpBilledWritten", label: "billed rows written", digits: 0 },
   { key: "caughtUpAlarmCalls", label: "alarm calls", digits: 0 },
   { key: "caughtUpWallMs", label: "wall ms", digits: 1 },
   { key: "classifyRowsRead", label: "owed pass: rows read", digits: 0 },
   { key: "classifyRowsWritten", label: "owed pass: rows written", digits: 0 },
+  { key: "classifyBilledWritten", label: "owed pass: billed rows written", digits: 0 },
   { key: "classifyWallMs", label: "owed pass: wall ms", digits: 0 },
   { key: "lanes", label: "lanes", digits: 0 },
   { key: "maxColdWait", label: "max cold-lane wait (deliveries)", digits: 0 },

@@ -19,7 +19,7 @@ import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
 import type { Figures, ObjectClient } from "./drivers.ts"
 import { type BenchSettings, sections, subjects } from "./subjects.ts"
-import { derive, formatDerived, formatSection, summarize } from "./summary.ts"
+import { costRows, derive, formatCost, formatDerived, formatSection, summarize } from "./summary.ts"
 
 const options = parseArgs({
   options: {
@@ -124,9 +124,12 @@ const main = Effect.gen(function* () {
 
   const summary = summarize(measured)
   const derived = derive(summary, settings.sizes)
-  const text = [...chosen.map((section) => formatSection(section, summary)), formatDerived(derived)].join(
-    "\n\n",
-  )
+  const cost = costRows(summary)
+  const text = [
+    ...chosen.map((section) => formatSection(section, summary)),
+    formatCost(cost),
+    formatDerived(derived),
+  ].join("\n\n")
   const results = {
     createdAt: new Date().toISOString(),
     environment: {
@@ -139,6 +142,7 @@ const main = Effect.gen(function* () {
       section.cases.map(({ id, label, subject }) => ({ section: section.id, id, label, subject })),
     ),
     figures: summary,
+    cost,
     derived,
   }
   yield* Effect.promise(() => writeFile(resultsPath, `${JSON.stringify(results, null, 2)}\n`))
