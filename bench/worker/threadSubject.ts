@@ -255,6 +255,13 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           row["submission_id"],
         )
         .toArray()
+      // Every history row carries the Object's counts forward; clones continue them.
+      const newest = sql
+        .exec<{ position: number; records: number; admitted: number; settled: number }>(
+          `SELECT position, records, admitted, settled FROM ${historyTable} ORDER BY position DESC LIMIT 1`,
+        )
+        .one()
+      let position = newest.position + newest.records
       this.#raw.storage.transactionSync(() => {
         for (let index = 1; index < count; index++) {
           const threadId = laneName("park", index)
@@ -274,13 +281,20 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           )
           for (const record of records) {
             sql.exec(
-              `INSERT INTO ${historyTable} (thread_id, sequence, submission_id, recorded_at, entry) VALUES (?, ?, ?, ?, ?)`,
+              `INSERT INTO ${historyTable} (position, thread_id, sequence, records, submission_id, recorded_at,
+                entries, lane_tail, admitted, settled) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+              position,
               threadId,
               record["sequence"],
+              record["records"],
               submissionId,
               record["recorded_at"],
-              record["entry"],
+              record["entries"],
+              record["lane_tail"],
+              newest.admitted + index,
+              newest.settled,
             )
+            position += Number(record["records"])
           }
         }
       })

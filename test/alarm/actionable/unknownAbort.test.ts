@@ -18,8 +18,8 @@ import {
 const evictions: ReadonlyArray<RuntimeFailpointLocation | "none"> = [
   "none",
   "abort:after-intent",
-  "terminalize:after-reserve",
-  "terminalize:after-canonical-append",
+  "ledger:settle:before",
+  "ledger:settle:after",
 ]
 
 describe("an authorized abort", () => {
