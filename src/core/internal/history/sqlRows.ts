@@ -15,30 +15,16 @@ import type { HistoryEntry, HistoryRecord } from "./model.ts"
 
 const h = historyTable
 
-/** A column of the Object's newest row. */
-const newest = (column: string) =>
-  `(SELECT ${column} FROM ${h} WHERE position = (SELECT max(position) FROM ${h}))`
-
-/** A column of the Thread's newest row. Parameter: thread id. */
-const threadNewest = (column: string) =>
-  `(SELECT ${column} FROM ${h} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1)`
-
-/**
- * A history row: the next feed position and thread sequence come from the newest row of the
- * Object and of the Thread, which also carry the lane tail and the counts forward. Parameters:
- * thread id ×2, records, submission id, recorded at, entries JSON, thread id, queue sequence,
- * admissions, settlements.
- */
+/** Parameters: position, thread id, sequence, records, submission id, recorded at, entries JSON, lane tail, admitted, settled. */
 const append = `INSERT INTO ${h} (position, thread_id, sequence, records, submission_id, recorded_at, entries,
-    lane_tail, admitted, settled)
-  VALUES (coalesce(${newest("position + records")}, 1), ?, coalesce(${threadNewest("sequence + records")}, 1),
-    ?, ?, ?, ?, max(coalesce(${threadNewest("lane_tail")}, 0), ?),
-    coalesce(${newest("admitted")}, 0) + ?, coalesce(${newest("settled")}, 0) + ?)
-  RETURNING position, sequence`
+    lane_tail, admitted, settled) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 /** @internal */
 export const rowStatements = {
   append,
+  /** The next feed position and the counts, from the Object's newest row. */
+  objectTail: `SELECT position + records AS next_position, admitted, settled FROM ${h}
+    WHERE position = (SELECT max(position) FROM ${h})`,
   /** The Thread's next sequence and lane tail, from its newest row. Parameter: thread id. */
   threadTail: `SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
     ORDER BY sequence DESC LIMIT 1`,
@@ -126,21 +112,25 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
   Effect.gen(function* () {
     const query: Query = (text, params) => sql.unsafe<Record<string, unknown>>(text, params)
     const settles = append.entries.filter((entry) => entry.stored._tag === "SubmissionSettled").length
-    const [written] = yield* query(rowStatements.append, [
-      append.threadId,
-      append.threadId,
-      append.entries.length,
-      append.submissionId,
-      append.now,
-      `[${append.entries.map((entry) => entry.json).join(",")}]`,
-      append.threadId,
-      append.queueSequence,
-      append.admits,
-      settles,
-    ]).pipe(Effect.mapError(historyError(operation, "storage failed")))
-    if (written === undefined) {
-      return yield* new ThreadStoreError({ operation, message: "the history row was not written" })
-    }
+    // The row continues the Object's and the Thread's newest rows (read in this transaction).
+    const written = yield* Effect.gen(function* () {
+      const [object] = yield* query(rowStatements.objectTail, [])
+      const [thread] = yield* query(rowStatements.threadTail, [append.threadId])
+      const sequence = Number(thread?.next_sequence ?? 1)
+      yield* query(rowStatements.append, [
+        Number(object?.next_position ?? 1),
+        append.threadId,
+        sequence,
+        append.entries.length,
+        append.submissionId,
+        append.now,
+        `[${append.entries.map((entry) => entry.json).join(",")}]`,
+        Math.max(Number(thread?.lane_tail ?? 0), append.queueSequence),
+        Number(object?.admitted ?? 0) + append.admits,
+        Number(object?.settled ?? 0) + settles,
+      ])
+      return { sequence }
+    }).pipe(Effect.mapError(historyError(operation, "storage failed")))
     const first = Number(written.sequence)
     const records: Array<HistoryRecord> = []
     for (const [index, entry] of append.entries.entries()) {
