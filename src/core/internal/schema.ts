@@ -141,7 +141,9 @@ const rebuild: ReadonlyArray<string> = [
       producer_epoch, attempt_id, ownership_token, lease_expires_at,
       CASE WHEN ownership_token IS NULL THEN NULL ELSE 'before-003' END,
       abort_requested, settlement, created_at, ready_at,
-      (SELECT min(r.sequence) ${recordOf("r")})
+      -- A Submission without records yet gets its first one after its Thread's newest.
+      coalesce((SELECT min(r.sequence) ${recordOf("r")}),
+        (SELECT max(o.sequence) + 1 FROM ${h} AS o WHERE o.thread_id = s.thread_id), 1)
     FROM ${t} AS s`,
   `CREATE TABLE ${h}_next (${historyColumns})`,
   `INSERT INTO ${h}_next (position, thread_id, sequence, records, submission_id, recorded_at, entries,
