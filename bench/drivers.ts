@@ -30,6 +30,10 @@ export interface ObjectClient {
     route: string,
     init?: Parameters<LocalWorker["fetch"]>[1],
   ) => Effect.Effect<A>
+  /** Another Object of the same class, named after this one. */
+  readonly sibling: (suffix: string) => ObjectClient
+  /** Stops the whole local workerd (every Object dies mid-flight) and starts it again over its storage. */
+  readonly restart: Effect.Effect<void>
 }
 
 /** One measurement on a fresh Object. */
@@ -202,6 +206,57 @@ export const idleDriver =
       }
     })
 
+const Held = Schema.Struct({ startedAt: Schema.NullOr(Schema.Number) })
+
+/**
+ * Recovery after a crash: `objects` Objects (one Thread each, as a Thread per Object is
+ * hosted) each hold a Claim in a step that does not return, with `queued` more Submissions
+ * behind it; then the whole workerd is stopped and started again over the same storage.
+ * Measured: the time from the restart to the first pass that serves each such lane again (its
+ * step runs in the new workerd), as the slowest and the median Object see it, capped at
+ * `capSeconds`. The Objects are asked nothing before they recover (only read).
+ */
+export const recoveryDriver =
+  (objects: number, queued: number, capSeconds: number): Driver =>
+  (object) =>
+    Effect.gen(function* () {
+      const lanes = Array.from({ length: objects }, (_, index) => object.sibling(`lane-${index}`))
+      for (const lane of lanes) yield* lane.json(Submitted, "hold", postJson({ count: queued + 1 }))
+      const startedBefore = yield* Effect.forEach(lanes, (lane) =>
+        Effect.gen(function* () {
+          while (true) {
+            const { startedAt } = yield* lane.json(Held, "held", post)
+            if (startedAt !== null) return startedAt
+            yield* Effect.sleep(10)
+          }
+        }),
+      )
+      yield* object.restart
+      const restartedAt = Date.now()
+      const deadline = restartedAt + capSeconds * 1000
+      const recovered = yield* Effect.forEach(
+        lanes,
+        (lane) =>
+          Effect.gen(function* () {
+            while (Date.now() < deadline) {
+              const { startedAt } = yield* lane.json(Held, "held", post)
+              if (startedAt !== null) return startedAt - restartedAt
+              yield* Effect.sleep(10)
+            }
+            return Number.NaN
+          }),
+        { concurrency: "unbounded" },
+      )
+      const done = recovered.filter(Number.isFinite).sort((a, b) => a - b)
+      return {
+        recoveryLanes: objects,
+        recoveryHeldBefore: startedBefore.length,
+        recoveryRecovered: done.length,
+        recoveryMedianMs: done[Math.floor(done.length / 2)] ?? Number.NaN,
+        recoveryMaxMs: done.length === objects ? (done[done.length - 1] ?? Number.NaN) : Number.NaN,
+      }
+    })
+
 /** Runs a self-re-arming alarm loop for `durationMs` and reports its delivery rate. */
 export const alarmLoopDriver =
   (durationMs: number): Driver =>
@@ -260,6 +315,10 @@ export const figureCatalog: ReadonlyArray<{
   { key: "idleAlarmScheduled", label: "alarm scheduled", digits: 0 },
   { key: "idleDeliveriesInWindow", label: "deliveries in window", digits: 0 },
   { key: "idleDeliveriesPerHour", label: "deliveries/hour", digits: 0 },
+  { key: "recoveryLanes", label: "lanes holding a Claim", digits: 0 },
+  { key: "recoveryRecovered", label: "served again", digits: 0 },
+  { key: "recoveryMedianMs", label: "restart to serving, median ms", digits: 0 },
+  { key: "recoveryMaxMs", label: "restart to serving, slowest ms", digits: 0 },
   { key: "loopDeliveriesPerSecond", label: "deliveries/s", digits: 0 },
   { key: "loopDeliveriesPerWorkerdSecond", label: "deliveries/s (workerd clock)", digits: 0 },
 ]

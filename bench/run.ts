@@ -5,7 +5,7 @@
  *
  * Options: --runs 3 --burst 1000 --warmup 100 --loop-ms 3000 --sizes 100,1000,10000
  * --parked 0,100,10000 --cap 300 (seconds per drain) --idle-ms 2000 --default-burst 100
- * --only caughtUp,perItem,scaling,fairness,idle,throughput --out bench/results.json;
+ * --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery --out bench/results.json;
  * --from a.json,b.json measures nothing and merges earlier results (later files win per case).
  * Local wall times are not production figures; per-item storage work depends only on the code.
  */
@@ -93,6 +93,8 @@ const measure = Effect.gen(function* () {
   })
   const objectOf = (binding: string, name: string): ObjectClient => ({
     json: (schema, route, init) => worker.json(schema, `/${binding}/${name}/${route}`, init),
+    sibling: (suffix) => objectOf(binding, `${name}-${suffix}`),
+    restart: worker.restart,
   })
 
   for (const key of used) {

@@ -10,6 +10,7 @@ import {
   type Driver,
   fairnessDriver,
   idleDriver,
+  recoveryDriver,
   threadBurstDriver,
 } from "./drivers.ts"
 
@@ -211,6 +212,20 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         label: `ThreadObject, alarmBackoffBase default (${count(settings.defaultBurst)})`,
         subject: "threadDefault",
         driver: threadBurstDriver(settings.defaultBurst, 1, settings.capSeconds),
+      },
+    ],
+  },
+  {
+    id: "recovery",
+    title:
+      "7. Recovery after a crash (workerd stopped while every Object's head holds a Claim, then started again; default config)",
+    figures: ["recoveryLanes", "recoveryRecovered", "recoveryMedianMs", "recoveryMaxMs"],
+    cases: [
+      {
+        id: "recovery-20",
+        label: "20 Objects, one Thread each, 20 queued per Thread",
+        subject: "threadDefault",
+        driver: recoveryDriver(20, 19, 60),
       },
     ],
   },

@@ -183,7 +183,7 @@ const watchingZombies = <S extends object>(
   zombie: () => boolean,
   onZombieWrite: (fence: Fence, epochBefore: number | undefined) => void,
 ): S => {
-  const out: Record<string, unknown> = { ...service }
+  const out: Record<string, unknown> = { ...(service as Record<string, unknown>) }
   for (const [name, value] of Object.entries(service)) {
     if (typeof value !== "function") continue
     out[name] = (...args: ReadonlyArray<never>) =>
