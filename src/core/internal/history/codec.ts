@@ -95,3 +95,22 @@ export const requireInstant = (operation: string, now: number) =>
   Number.isFinite(now)
     ? Effect.void
     : Effect.fail(new ThreadStoreError({ operation, message: `now must be a finite number, got ${now}` }))
+
+/** `append` in terms of `appendAll`: one record, and the record appended. @internal */
+export const appendOne =
+  <E, R>(
+    appendAll: (
+      submissionId: SubmissionId,
+      entries: ReadonlyArray<HistoryEntry>,
+      fence: Fence,
+      now: number,
+    ) => Effect.Effect<ReadonlyArray<HistoryRecord>, E, R>,
+  ) =>
+  (submissionId: SubmissionId, entry: HistoryEntry, fence: Fence, now: number) =>
+    Effect.flatMap(appendAll(submissionId, [entry], fence, now), (records) =>
+      records[0] === undefined
+        ? Effect.fail(
+            new ThreadStoreError({ operation: "ThreadHistory.append", message: "nothing appended" }),
+          )
+        : Effect.succeed(records[0]),
+    )

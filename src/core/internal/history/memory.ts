@@ -6,7 +6,7 @@ import { Effect, Result } from "effect"
 import { ThreadStoreError } from "../runtime/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
+import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
 import { appendNow, checkFenceNow, memoryStoreOf } from "../ledger/memory.ts"
 
 /** Builds the in-memory history over the in-memory ledger's store. @internal */
@@ -43,14 +43,7 @@ export const makeMemoryHistory = Effect.gen(function* () {
   )
 
   const service: typeof ThreadHistory.Service = {
-    append: (submissionId, entry, fence, now) =>
-      Effect.flatMap(appendAll(submissionId, [entry], fence, now), (records) =>
-        records[0] === undefined
-          ? Effect.fail(
-              new ThreadStoreError({ operation: "ThreadHistory.append", message: "nothing appended" }),
-            )
-          : Effect.succeed(records[0]),
-      ),
+    append: appendOne(appendAll),
 
     appendAll,
 

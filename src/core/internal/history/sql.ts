@@ -11,7 +11,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { ThreadStoreError } from "../runtime/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
+import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
 import type { FeedEntry } from "./model.ts"
 import { runMigrations } from "../migrations.ts"
 import { storeMigrations } from "../schema.ts"
@@ -65,14 +65,7 @@ export const makeSqlHistory = Effect.gen(function* () {
   )
 
   const service: typeof ThreadHistory.Service = {
-    append: (submissionId, entry, fence, now) =>
-      Effect.flatMap(appendAll(submissionId, [entry], fence, now), (records) =>
-        records[0] === undefined
-          ? Effect.fail(
-              new ThreadStoreError({ operation: "ThreadHistory.append", message: "nothing appended" }),
-            )
-          : Effect.succeed(records[0]),
-      ),
+    append: appendOne(appendAll),
 
     appendAll,
 

@@ -160,6 +160,17 @@ export const makeSqlLedger = Effect.gen(function* () {
     extra: ReadonlyArray<unknown> = [],
   ) => first(operation, text[fence._tag], [...set, ...fenceParams(fence), ...extra])
 
+  /** A fenced write that stores `settlement` for the Submission and Thread it names. */
+  const settlementWrite = (
+    operation: string,
+    text: { readonly Owner: string; readonly Unowned: string },
+    fence: Fence,
+    settlement: Settlement,
+  ) =>
+    Effect.flatMap(encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation))), (json) =>
+      fencedWrite(operation, text, [json], fence, [settlement.submissionId, settlement.threadId]),
+    )
+
   const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
   /** Appends the records of a ledger write for `row`, in the caller's transaction. */
@@ -485,14 +496,10 @@ export const makeSqlLedger = Effect.gen(function* () {
     reserveSettlement: Effect.fn("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
       const operation = "SubmissionLedger.reserveSettlement"
       yield* requireFinite(operation, Rules.fenceInstants(fence))
-      const json = yield* encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation)))
       return yield* guarded(
         operation,
         Rules.fenceSubmissionId(fence),
-        fencedWrite(operation, statements.reserve, [json], fence, [
-          settlement.submissionId,
-          settlement.threadId,
-        ]),
+        settlementWrite(operation, statements.reserve, fence, settlement),
         (current) => Rules.reserveRule(fence, current, settlement),
       )
     }),
@@ -500,17 +507,13 @@ export const makeSqlLedger = Effect.gen(function* () {
     settle: Effect.fn("SubmissionLedger.settle")(function* (fence, settlement, preceding = []) {
       const operation = "SubmissionLedger.settle"
       yield* requireFinite(operation, Rules.fenceInstants(fence))
-      const json = yield* encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation)))
       return yield* transaction(
         operation,
         Effect.gen(function* () {
           const { row, changed } = yield* guardedChange(
             operation,
             Rules.fenceSubmissionId(fence),
-            fencedWrite(operation, statements.settle, [json], fence, [
-              settlement.submissionId,
-              settlement.threadId,
-            ]),
+            settlementWrite(operation, statements.settle, fence, settlement),
             (current) => Rules.settleRule(fence, current, settlement),
           )
           if (changed) {
