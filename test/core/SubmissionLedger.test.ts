@@ -5,7 +5,7 @@ import { SqliteClient } from "@effect/sql-sqlite-do"
 import { runMigrations } from "../../src/core/internal/migrations.ts"
 import { laneKey, statements } from "../../src/core/internal/ledger/sqlStatements.ts"
 import { rowStatements } from "../../src/core/internal/history/sqlRows.ts"
-import { storeMigrations, submissionsTable } from "../../src/core/internal/schema.ts"
+import { metaTable, storeMigrations, submissionsTable } from "../../src/core/internal/schema.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
 import { admitNew, admitReady, request } from "./SubmissionLedgerFixtures.ts"
@@ -144,6 +144,18 @@ describe("SubmissionLedger on SQLite", () => {
         }),
         sqlLayer(storage),
       ),
+    ),
+  )
+
+  it.effect("refuses to open over storage that lost its Submission id salt, naming it", () =>
+    inObject((storage) =>
+      Effect.gen(function* () {
+        yield* Effect.provide(Effect.void, sqlLayer(storage))
+        storage.sql.exec(`DELETE FROM ${metaTable} WHERE key = 'submission-id-salt'`)
+        const error = yield* Effect.flip(Effect.provide(Effect.void, sqlLayer(storage).pipe(Layer.fresh)))
+        expect(error._tag).toBe("LedgerError")
+        expect(error.message).toContain("salt")
+      }),
     ),
   )
 

@@ -31,7 +31,7 @@ import {
 import type { Claim, Fence, SubmissionNotFound } from "./model.ts"
 import * as Rules from "./rules.ts"
 import { runMigrations } from "../migrations.ts"
-import { metaKeys, storeMigrations } from "../schema.ts"
+import { metaKeys, metaTable, storeMigrations } from "../schema.ts"
 import { encodeEntry } from "../history/codec.ts"
 import type { HistoryEntry } from "../history/model.ts"
 import { rowStatements, writeRow } from "../history/sqlRows.ts"
@@ -94,7 +94,14 @@ export const makeSqlLedger = Effect.gen(function* () {
 
   const meta = (key: string) =>
     Effect.map(query("SubmissionLedger.open", statements.salt, [key]), (rows) => rows[0]?.value)
-  const salt = String(yield* meta(metaKeys.salt))
+  const storedSalt = yield* meta(metaKeys.salt)
+  if (typeof storedSalt !== "string" || storedSalt === "") {
+    return yield* new LedgerError({
+      operation: "SubmissionLedger.open",
+      message: `the Submission id salt is missing from ${metaTable}; Submission ids cannot be derived`,
+    })
+  }
+  const salt = storedSalt
   const countedBefore = {
     admitted: numberOr(yield* meta(metaKeys.admittedBefore), 0),
     settled: numberOr(yield* meta(metaKeys.settledBefore), 0),
