@@ -105,7 +105,8 @@ export class DurableAgentRuntime extends Context.Service<
     ) => Effect.Effect<Settlement, SubmissionNotFound | SettlementTimeout | LedgerError>
     /**
      * Classifies every nonterminal Submission and executes or defers its decision; with
-     * `RecoveryWorklist` set to `candidates`, every one but plain queued input.
+     * `RecoveryWorklist` set to `candidates`, only those recovery can have to act on (an
+     * accepted abort, work an older release left between writes).
      */
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */

@@ -2,21 +2,24 @@
  * Test hooks at every durable commit boundary of the runtime: before and after each ledger
  * write and history append, and at the semantic points between them. The production layer is
  * inert; tests fail typed, pause on a `Deferred`, or kill the Object at a location.
+ *
+ * Admission and settlement are each one transaction (the ledger records their canonical
+ * records itself), so they have no boundary inside them. The repairs of rows an older release
+ * left mid-admission or mid-settlement (`markReady`, `reserveSettlement`,
+ * `finalizeSettlement`) run unbracketed.
  */
 import { Context, Effect, Layer } from "effect"
 import type { DurableRuntimeFailpointError } from "./internal/runtime/model.ts"
 
 const LEDGER_WRITES = [
   "admit",
-  "mark-ready",
   "claim",
   "renew",
   "release",
   "park",
   "transition",
   "request-abort",
-  "reserve-settlement",
-  "finalize-settlement",
+  "settle",
 ] as const
 
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
@@ -33,8 +36,6 @@ export const RUNTIME_FAILPOINT_LOCATIONS = [
   "step:after-step-append",
   "uncertain:after-start-append",
   "approval:after-request-append",
-  "terminalize:after-reserve",
-  "terminalize:after-canonical-append",
   "abort:after-intent",
   "resolve:after-intent",
 ] as const

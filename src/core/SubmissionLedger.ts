@@ -9,13 +9,15 @@
  */
 import { Context, Layer } from "effect"
 import type { Effect, Option, Stream } from "effect"
-import type { AttemptId, OwnershipToken, SubmissionId, ThreadId } from "./Identifiers.ts"
+import type { SubmissionId, ThreadId } from "./Identifiers.ts"
+import type { HistoryEntry } from "./internal/history/model.ts"
 import type {
   Admission,
   AdmissionCheck,
   AdmissionRefused,
   AdmissionRequest,
   Claim,
+  ClaimGrant,
   Fence,
   FenceFailure,
   IdempotencyConflict,
@@ -51,15 +53,25 @@ export type {
   Admission,
   AdmissionCheck,
   AdmissionRequest,
+  ClaimGrant,
   Fence,
   FenceFailure,
 } from "./internal/ledger/model.ts"
 
-/** The ledger of one physical Object. */
+/**
+ * The ledger of one physical Object. The two ends of a Submission's life are recorded in the
+ * canonical history by the ledger itself, in the transaction that changes the row: `admit`
+ * appends `SubmissionAccepted`, `settle` appends `SubmissionSettled`, and a resolution passed
+ * to `transition` is appended with the resumption.
+ */
 export class SubmissionLedger extends Context.Service<
   SubmissionLedger,
   {
-    /** Admits a new Submission (`admitted`), or returns the original row for a used key. */
+    /**
+     * Admits a new Submission and records its acceptance, in one transaction: the row is
+     * `ready` at once. Returns the original row for a used key. The Submission id is derived
+     * from the Thread and the key.
+     */
     readonly admit: (
       request: AdmissionRequest,
     ) => Effect.Effect<Admission, AdmissionRefused | IdempotencyConflict | LedgerError>
@@ -74,7 +86,10 @@ export class SubmissionLedger extends Context.Service<
       Option.Option<SubmissionSnapshot>,
       AdmissionRefused | IdempotencyConflict | LedgerError
     >
-    /** `admitted` → `ready` once the acceptance record is in the history; a no-op when `ready`. */
+    /**
+     * `admitted` → `ready` once the acceptance record is in the history; a no-op when `ready`.
+     * Only rows admitted by an older release are ever `admitted`.
+     */
     readonly markReady: (
       submissionId: SubmissionId,
       now: number,
@@ -87,17 +102,13 @@ export class SubmissionLedger extends Context.Service<
     /** Nonterminal Submissions of one lane (admission limits). */
     readonly countNonterminal: (threadId: ThreadId) => Effect.Effect<number, LedgerError>
     /**
-     * Claims the lane head when it is `ready`, or `running` with an expired lease. Advances the
-     * producer epoch. `None` when the head is absent, waiting, or owned by a live lease.
+     * Claims the lane head when it is `ready`, or `running` with an expired lease (a Claim of
+     * another incarnation than the grant's is expired). Advances the producer epoch. `None`
+     * when the head is absent, waiting, or owned by a live lease.
      */
     readonly claim: (
       threadId: ThreadId,
-      grant: {
-        readonly attemptId: AttemptId
-        readonly ownershipToken: OwnershipToken
-        readonly now: number
-        readonly leaseDurationMillis: number
-      },
+      grant: ClaimGrant,
     ) => Effect.Effect<Option.Option<Claim>, LedgerError>
     /** Extends the owner's lease. */
     readonly renew: (claim: Claim, leaseExpiresAt: number) => Effect.Effect<Claim, FenceFailure>
@@ -109,11 +120,13 @@ export class SubmissionLedger extends Context.Service<
      * Recovery transitions of an unowned row: expired-lease release (`running` → `ready` or
      * `unknown`, clears the ownership and advances the epoch), `ready` → `unknown` marking,
      * resumption of a resolved wait (`suspended`/`unknown` → `ready`) and readiness repair
-     * (`admitted` → `ready`). Asking for the current state is a no-op.
+     * (`admitted` → `ready`). Asking for the current state is a no-op. With `recorded`, the
+     * records (a resolution) are appended in the same transaction, and the row must change.
      */
     readonly transition: (
       fence: Fence,
       to: "ready" | "unknown",
+      recorded?: { readonly entries: ReadonlyArray<HistoryEntry>; readonly now: number },
     ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
     /** Records an accepted abort intent; idempotent, and a settled row is returned unchanged. */
     readonly requestAbort: (
@@ -128,6 +141,17 @@ export class SubmissionLedger extends Context.Service<
       fence: Fence,
       settlement: Settlement,
     ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /**
+     * Settles in one transaction: any nonterminal state but `terminalizing` → `settled`,
+     * clearing the ownership, and appends `preceding` then `SubmissionSettled` (recorded at the
+     * settlement's time). Repeating the identical settlement returns the row; any other is
+     * refused with `InvalidTransition`.
+     */
+    readonly settle: (
+      fence: Fence,
+      settlement: Settlement,
+      preceding?: ReadonlyArray<HistoryEntry>,
+    ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
     /** `terminalizing` → `settled`, once the settlement record is in the history; a no-op when settled. */
     readonly finalizeSettlement: (
       submissionId: SubmissionId,
@@ -137,16 +161,20 @@ export class SubmissionLedger extends Context.Service<
     /** Every nonterminal Submission of this Object, ordered by `(threadId, queueSequence)`. */
     readonly scanNonterminal: Stream.Stream<SubmissionSnapshot, LedgerError>
     /**
-     * The nonterminal Submissions whose recovery is not decided by the row alone: every one
-     * except plain queued input (`ready`, never claimed, no abort). Same order as the scan; a
-     * long queue adds nothing to it.
+     * The nonterminal Submissions recovery must look at: an accepted abort, and rows an older
+     * release left mid-admission or mid-settlement (`admitted`, `terminalizing`). Same order as
+     * the scan; queued input, running Attempts and waits nothing resolved add nothing to it.
      */
     readonly scanRecoveryCandidates: Stream.Stream<SubmissionSnapshot, LedgerError>
-    /** The head of every lane with nonterminal work, in lane order; reads one row per lane. */
+    /**
+     * The head of every lane with work to run, in lane order: a lane parked in a stable wait
+     * (its head `suspended` or `unknown`) is left out. Reads one row per lane.
+     */
     readonly laneHeads: Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
     /**
      * The head of the first lane strictly after `after` in lane order (UTF-16 order of the
-     * ThreadId), or of the first lane when `after` is undefined; one indexed row.
+     * ThreadId), or of the first lane when `after` is undefined, skipping lanes parked in a
+     * stable wait; a few indexed rows, never the parked Submissions.
      */
     readonly nextLaneHead: (
       after: ThreadId | undefined,

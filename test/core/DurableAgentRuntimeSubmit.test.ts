@@ -114,46 +114,40 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    it.effect("recovery completes an admission killed before its acceptance record", () =>
+    it.effect("admits and records the acceptance in one write: a kill before it leaves nothing", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const crash = yield* freezeAt("submit:after-admit")
-          const dying = yield* world.incarnation({ agents: [echo], failpoint: crash.handler })
-          yield* Effect.forkDetach(submitTo(dying, "lane", "echo", "a", { text: "hi" }))
-          yield* crash.reached
+          const before = yield* freezeAt("ledger:admit:before")
+          const dyingBefore = yield* world.incarnation({ agents: [echo], failpoint: before.handler })
+          yield* Effect.forkDetach(submitTo(dyingBefore, "lane", "echo", "a", { text: "hi" }))
+          yield* before.reached
           const fresh = yield* world.incarnation({ agents: [echo] })
-          const [row] = yield* Stream.runCollect(ledgerOf(fresh).scanNonterminal)
-          expect(row?.state).toBe("admitted")
-          const submissionId = Option.getOrThrow(Option.fromNullishOr(row)).submissionId
-          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["CompleteMaterialization", "repaired"] })
-          expect(yield* tagsOf(fresh, submissionId)).toEqual(["SubmissionAccepted"])
-          expect((yield* rowOf(fresh, submissionId)).state).toBe("ready")
-          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["ApplyInput", "deferred"] })
+          expect(yield* Stream.runCollect(ledgerOf(fresh).scanNonterminal)).toEqual([])
+          // The submitter repeats the call; nothing of the first one is left to repair.
+          const receipt = yield* submitTo(fresh, "lane", "echo", "a", { text: "hi" })
+          expect(receipt.replayed).toBe(false)
           expect((yield* processToSettlement(fresh, "lane")).output).toBe("hi")
         }),
       ),
     )
 
-    it.effect("repairs readiness, or lets a replayed submit finish a half-admitted row", () =>
+    it.effect("leaves a ready row with its acceptance recorded when killed right after admission", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const crash = yield* freezeAt("ledger:mark-ready:before")
+          const crash = yield* freezeAt("submit:after-admit")
           const dying = yield* world.incarnation({ agents: [echo], failpoint: crash.handler })
           yield* Effect.forkDetach(submitTo(dying, "lane", "echo", "a", { text: "one" }))
           yield* crash.reached
           const fresh = yield* world.incarnation({ agents: [echo] })
+          const [row] = yield* Stream.runCollect(ledgerOf(fresh).scanNonterminal)
+          const submissionId = Option.getOrThrow(Option.fromNullishOr(row)).submissionId
+          expect(row?.state).toBe("ready")
+          expect(yield* tagsOf(fresh, submissionId)).toEqual(["SubmissionAccepted"])
+          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["ApplyInput", "deferred"] })
           const replayed = yield* submitTo(fresh, "lane", "echo", "a", { text: "one" })
-          expect(replayed.replayed).toBe(true)
-          expect((yield* rowOf(fresh, replayed.submissionId)).state).toBe("ready")
-          expect(yield* tagsOf(fresh, replayed.submissionId)).toEqual(["SubmissionAccepted"])
-
-          const again = yield* freezeAt("ledger:mark-ready:before")
-          const dyingAgain = yield* world.incarnation({ agents: [echo], failpoint: again.handler })
-          yield* Effect.forkDetach(submitTo(dyingAgain, "other", "echo", "b", { text: "two" }))
-          yield* again.reached
-          const last = yield* world.incarnation({ agents: [echo] })
-          const reports = Object.values(yield* recover(last))
-          expect(reports).toContainEqual(["RepairReadiness", "repaired"])
+          expect([replayed.replayed, replayed.submissionId]).toEqual([true, submissionId])
+          expect(yield* tagsOf(fresh, submissionId)).toEqual(["SubmissionAccepted"])
+          expect((yield* processToSettlement(fresh, "lane")).output).toBe("one")
         }),
       ),
     )

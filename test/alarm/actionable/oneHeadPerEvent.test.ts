@@ -13,7 +13,7 @@ describe("one head per event", () => {
         yield* dayAhead
         const runs = yield* makeRuns
         const failpoints = yield* runtimeSwitchboard()
-        const held = yield* failpoints.pause("terminalize:after-canonical-append")
+        const held = yield* failpoints.pause("ledger:settle:after")
         const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints.handler })
         const head = yield* submit(inc, "lane", "three-steps", "head", { n: 1 })
 

@@ -12,19 +12,21 @@ describe("recovery before claim", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
+        // S1's Attempt dies mid-journey holding its Claim; then an abort of S1 is accepted.
         const killer = yield* runtimeSwitchboard()
-        const killed = yield* killer.freeze("terminalize:after-reserve")
+        const killed = yield* killer.freeze("step:after-step-append")
         const first = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: killer.handler })
         const stranded = yield* submit(first, "lane", "three-steps", "s1", { n: 1 })
         yield* abandon(deliver(ctx, first.maintenance))
         yield* killed
-        expect((yield* rowOf(first, stranded.submissionId)).state).toBe("terminalizing")
+        expect((yield* rowOf(first, stranded.submissionId)).state).toBe("running")
 
         const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
         yield* inc.maintenance.ensureAlarm
+        yield* inc.maintenance.withMutation(inc.runtime.abort(stranded.submissionId))
         const next = yield* submit(inc, "lane", "three-steps", "s2", { n: 2 })
-        // One event: recovery finishes S1's reserved settlement, then S2's Attempt runs.
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 0, "cleared"])
+        // One event: recovery settles S1 aborted (its dead Claim is no live owner), then S2 runs.
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 2, 1, 0, "cleared"])
 
         const records = yield* threadRecords(inc, "lane")
         const position = (submissionId: string, tag: string) =>
@@ -33,9 +35,9 @@ describe("recovery before claim", () => {
         const inputS2 = position(next.submissionId, "InputApplied")
         expect(settledS1).toBeGreaterThan(position(next.submissionId, "SubmissionAccepted"))
         expect(inputS2).toBeGreaterThan(settledS1)
-        expect((yield* rowOf(inc, stranded.submissionId)).settlement?.output).toBe(9)
+        expect((yield* rowOf(inc, stranded.submissionId)).settlement?.outcome).toBe("aborted")
         expect((yield* rowOf(inc, next.submissionId)).settlement?.output).toBe(12)
-        expect(yield* runsOf(runs)).toEqual({ one: 2, two: 2, three: 2 })
+        expect(yield* runsOf(runs)).toEqual({ one: 2, two: 1, three: 1 })
         expect(yield* alarmOf(ctx)).toBeNull()
       }),
     ),

@@ -11,8 +11,8 @@ import { incarnation } from "../../support/incarnation.ts"
 const evictions: ReadonlyArray<RuntimeFailpointLocation | "none"> = [
   "none",
   "abort:after-intent",
-  "terminalize:after-reserve",
-  "terminalize:after-canonical-append",
+  "ledger:settle:before",
+  "ledger:settle:after",
 ]
 
 describe("an authorized abort", () => {

@@ -29,7 +29,8 @@ import type { MemoryStore } from "../../../src/core/internal/ledger/memory.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
 import { lanes } from "./oracle.ts"
-import type { AlarmRun, Origin, SimStorage, StorageEvent } from "./storagePort.ts"
+import type { AlarmRun, Holder, Origin, SimStorage, StorageEvent } from "./storagePort.ts"
+import type { Claim, Fence, SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 
 /** How a handler run ended. */
 export type RunOutcome = "success" | "failure" | "evicted" | "wall-limit" | "cancelled"
@@ -97,8 +98,10 @@ export const makeMonitor = (view: WorldView) => {
     if (!ok) violations.push(message())
   }
   const runs = new Map<number, RunState>()
+  /** Runs whose handler ended: a zombie's pass may go on, but it can commit nothing any more. */
+  const ended = new Set<number>()
   const runOf = (origin: Origin | undefined) => {
-    if (origin?.kind !== "alarm") return undefined
+    if (origin?.kind !== "alarm" || ended.has(origin.run)) return undefined
     let state = runs.get(origin.run)
     if (state === undefined) {
       state = { claims: 0 }
@@ -241,6 +244,49 @@ export const makeMonitor = (view: WorldView) => {
     )
   }
 
+  /** The simulated incarnation behind each runtime incarnation id, learnt from its Claims. */
+  const claimants = new Map<string, Holder>()
+  let takeovers = 0
+  /**
+   * A Claim is taken from a live lease only by another incarnation, and only once the owner's
+   * incarnation is dead: within one incarnation the lease protects a running Attempt, and a
+   * dead one's Attempt, however long it goes on, is fenced out by the epoch the takeover moved.
+   */
+  const claimed = (holder: Holder, before: SubmissionSnapshot | undefined, claim: Claim, now: number) => {
+    const incarnation = claim.incarnation
+    check(
+      "takeover",
+      incarnation !== undefined && (claimants.get(incarnation) ?? holder) === holder,
+      () => `incarnation ${holder.id} claimed ${claim.submissionId} as ${incarnation}`,
+    )
+    if (incarnation !== undefined) claimants.set(incarnation, holder)
+    const owner = before?.ownership
+    if (before?.state !== "running" || owner === undefined || owner.leaseExpiresAt <= now) return
+    const ownerHolder = owner.incarnation === undefined ? undefined : claimants.get(owner.incarnation)
+    takeovers++
+    check(
+      "takeover",
+      owner.incarnation !== incarnation && ownerHolder !== undefined && !ownerHolder.alive(),
+      () =>
+        `incarnation ${holder.id} took ${claim.submissionId} from a live lease of incarnation ${ownerHolder?.id ?? "?"} (alive ${ownerHolder?.alive()})`,
+    )
+  }
+
+  /**
+   * The epoch fence: a write of a reset incarnation that got through was authorized by the
+   * epoch the Submission had then. Once the next incarnation took the Claim over (a new
+   * epoch), nothing of the old one lands.
+   */
+  const zombieWrote = (holder: Holder, fence: Fence, epochBefore: number | undefined) => {
+    const epoch = fence._tag === "Owner" ? fence.claim.producerEpoch : fence.producerEpoch
+    check(
+      "epoch-fence",
+      epochBefore === epoch,
+      () =>
+        `reset incarnation ${holder.id} wrote with epoch ${epoch} to ${fence._tag === "Owner" ? fence.claim.submissionId : fence.submissionId} at epoch ${epochBefore}`,
+    )
+  }
+
   let selfCancellations = 0
   /** A handler cancelled by an earlier alarm: by its own pass only after its prearm (checked above). */
   const cancelled = (run: AlarmRun, origin: Origin | undefined) => {
@@ -255,6 +301,7 @@ export const makeMonitor = (view: WorldView) => {
 
   const runEnded = (run: AlarmRun, outcome: RunOutcome) => {
     runs.delete(run.id)
+    ended.add(run.id)
     if (outcome !== "success") return
     // Quiescence: a successful pass that leaves only stable waits, nothing owed, clears the alarm.
     const record = readRecord(view.storage)
@@ -386,6 +433,8 @@ export const makeMonitor = (view: WorldView) => {
     maintenanceHit,
     runtimeHit,
     cancelled,
+    claimed,
+    zombieWrote,
     performed,
     runEnded,
     step,
@@ -397,6 +446,10 @@ export const makeMonitor = (view: WorldView) => {
     byKind,
     get selfCancellations() {
       return selfCancellations
+    },
+    /** Claims taken from a live lease (of a dead incarnation). */
+    get takeovers() {
+      return takeovers
     },
     violations,
   }

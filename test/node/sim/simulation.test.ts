@@ -14,12 +14,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { isolated, replaySeed, runSeeds, shardTest } from "./batch.ts"
 
-/** The trace without its accidental content: random ids and fiber numbers. */
+/** The trace without its accidental content: random (or randomly salted) ids and fiber numbers. */
 const normalize = (trace: ReadonlyArray<string>) => {
   const ids = new Map<string, string>()
   return trace.map((line) =>
     line
-      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
+      .replace(/sub-[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
         let name = ids.get(id)
         if (name === undefined) {
           name = `id${ids.size + 1}`
@@ -27,7 +27,8 @@ const normalize = (trace: ReadonlyArray<string>) => {
         }
         return name
       })
-      .replace(/#\d{3,}/g, "#fiber"),
+      .replace(/#\d{3,}/g, "#fiber")
+      .replace(/fiber \(#\d+\)/g, "fiber (#fiber)"),
   )
 }
 

@@ -73,6 +73,13 @@ export interface PortObserver {
 export interface Holder {
   readonly id: number
   readonly alive: () => boolean
+  /**
+   * Whether the ledger and the history still take this incarnation's calls. After a reset
+   * they refuse at once, as the platform's storage does, except for a zombie: a fault beyond
+   * the platform, in which a replaced incarnation's in-flight Attempt keeps writing to them
+   * for a while, so that only the epoch fence stands between it and the new incarnation.
+   */
+  readonly storesAlive: () => boolean
   /** `ctx.abort()`: the incarnation dies now. */
   readonly abort: (reason: string) => void
 }

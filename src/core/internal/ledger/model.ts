@@ -41,13 +41,19 @@ export class Settlement extends Schema.Class<Settlement>(
   settledAt: Schema.Finite,
 }) {}
 
-/** The live owner of a running Submission. */
+/**
+ * The owner of a running Submission. `incarnation` names the process (one Durable Object
+ * incarnation) that took the Claim: another incarnation treats the Claim as expired, since a
+ * Durable Object has one live incarnation and the producer epoch fences out a stale owner.
+ * Without it (a Claim taken without one) only the lease protects the Claim.
+ */
 export class Ownership extends Schema.Class<Ownership>(
   "@effect-agent/platform-cloudflare/SubmissionLedger/Ownership",
 )({
   attemptId: AttemptId,
   ownershipToken: OwnershipToken,
   leaseExpiresAt: Schema.Finite,
+  incarnation: Schema.optionalKey(Schema.String),
 }) {}
 
 /** A Submission row as the ledger stores it. */
@@ -83,11 +89,13 @@ export class Claim extends Schema.Class<Claim>("@effect-agent/platform-cloudflar
   producerEpoch: Schema.Int,
   leaseExpiresAt: Schema.Finite,
   inputPayload: Schema.String,
+  incarnation: Schema.optionalKey(Schema.String),
 }) {}
 
 /**
  * The authority a write presents: an owner's Claim, or a recovery fence that holds only while
- * the epoch is unchanged and no lease is live at `now`.
+ * the epoch is unchanged and no lease is live at `now`. A recovery fence that names its
+ * `incarnation` treats a Claim of another incarnation as expired.
  */
 export type Fence =
   | { readonly _tag: "Owner"; readonly claim: Claim }
@@ -96,7 +104,18 @@ export type Fence =
       readonly submissionId: SubmissionId
       readonly producerEpoch: number
       readonly now: number
+      readonly incarnation?: string
     }
+
+/** What `claim` grants: a new Attempt's identity, its lease, and the incarnation claiming. */
+export interface ClaimGrant {
+  readonly attemptId: AttemptId
+  readonly ownershipToken: OwnershipToken
+  readonly now: number
+  readonly leaseDurationMillis: number
+  /** The claiming incarnation; a Claim of any other incarnation is then expired. */
+  readonly incarnation?: string
+}
 
 /** What a caller asks the ledger to admit. */
 export interface AdmissionRequest {

@@ -16,6 +16,7 @@ import {
   ownerFence,
   oversized,
   runWatched,
+  takeStaged,
 } from "./attemptState.ts"
 import type { Journal, JournalPosition } from "./journal.ts"
 
@@ -35,12 +36,18 @@ export const makeAgentContext = (attempt: AttemptState, journal: Journal): Agent
   const { submissionId, threadId, attemptId } = attempt.claim
   let cursor = 0
 
-  const append = (entry: HistoryEntry) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      guard(attempt, attempt.env.history.append(submissionId, entry, ownerFence(attempt), now)),
-    )
-
   const hit = (location: Parameters<typeof attempt.env.hit>[0]) => guard(attempt, attempt.env.hit(location))
+
+  /** Appends `entry`, with the records the Attempt staged before it (its `InputApplied`). */
+  const append = (entry: HistoryEntry) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const applying = attempt.staged.length > 0
+      const entries = [...attempt.staged, entry]
+      yield* guard(attempt, attempt.env.history.appendAll(submissionId, entries, ownerFence(attempt), now))
+      takeStaged(attempt, [])
+      if (applying) yield* hit("input:after-canonical-append")
+    })
 
   /** The recorded call at `step`, checked against what the program asks for now. */
   const recorded = (step: number, kind: Kind, name: string | undefined) =>

@@ -15,7 +15,7 @@ import {
   SubmissionNotFound,
   type SubmissionSnapshot,
 } from "../ledger/model.ts"
-import { type AttemptState, type AttemptStop, oversized, ownerFence } from "./attemptState.ts"
+import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged } from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
 import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
@@ -23,7 +23,7 @@ import { asConflict, makeSettlement, settle, settleAborted } from "./settle.ts"
 
 const OPERATION = "DurableAgentRuntime.processThreadHead"
 
-/** Marks the end of the Attempt's ownership once its settlement is reserved. */
+/** Marks the end of the Attempt's ownership once it settled. */
 const ended = (attempt: AttemptState) => () => {
   attempt.ended = true
 }
@@ -42,13 +42,24 @@ const entitled = <A, E>(
 const finish = (attempt: AttemptState, ending: Parameters<typeof makeSettlement>[1]) =>
   Effect.gen(function* () {
     const settlement = yield* makeSettlement(attempt.claim, ending)
-    return Option.some(yield* entitled(settle(attempt.env, ownerFence(attempt), settlement, ended(attempt))))
+    return Option.some(
+      yield* entitled(
+        settle(attempt.env, ownerFence(attempt), settlement, takeStaged(attempt, []), ended(attempt)),
+      ),
+    )
   })
 
 const abortOwned = (attempt: AttemptState, journal: Journal) =>
   Effect.map(
     entitled(
-      settleAborted(attempt.env, ownerFence(attempt), attempt.claim, journal.abortRecorded, ended(attempt)),
+      settleAborted(
+        attempt.env,
+        ownerFence(attempt),
+        attempt.claim,
+        journal.abortRecorded,
+        takeStaged(attempt, []),
+        ended(attempt),
+      ),
     ),
     Option.some,
   )
@@ -148,12 +159,9 @@ const runAttempt = (attempt: AttemptState) =>
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
     if (row.abortRequested) return yield* abortOwned(attempt, journal)
     const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)
+    // Applying the input is recorded with the Attempt's first record (see `AttemptState.staged`).
     if (!journal.inputApplied) {
-      const now = yield* Clock.currentTimeMillis
-      yield* entitled(
-        env.history.append(claim.submissionId, { _tag: "InputApplied" }, ownerFence(attempt), now),
-      )
-      yield* env.hit("input:after-canonical-append")
+      attempt.staged = [{ _tag: "InputApplied" }]
       journal = { ...journal, inputApplied: true }
     }
     return yield* runProgram(attempt, agent, journal, row)
@@ -174,6 +182,7 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
           ownershipToken: OwnershipToken.make(crypto.randomUUID()),
           now,
           leaseDurationMillis: env.settings.ownershipLeaseDuration,
+          incarnation: env.incarnation,
         })
         return Option.map(claimed, (claim): AttemptState => ({
           env,
@@ -183,6 +192,7 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
           yieldAfter: DateTime.toEpochMillis(options.yieldAfter),
           stop: undefined,
           ended: false,
+          staged: [],
         }))
       }),
       (attempt) =>

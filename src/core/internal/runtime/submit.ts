@@ -1,9 +1,10 @@
 /**
  * Admission: resolve the agent, decode and canonically encode the input, and ask the ledger
  * what admission would answer, all once and before anything is written (a host refuses bad
- * input before it opens a mutation); then admit the row (the ledger checks again in its
- * transaction), record `SubmissionAccepted`, mark the row ready and hint the host. Recovery repairs a crash between these writes; a
- * replayed submit of a half-admitted row finishes it too.
+ * input before it opens a mutation); then admit (the ledger checks its limits and the
+ * idempotency key again, and records `SubmissionAccepted` in the same transaction: the row is
+ * ready at once), and hint the host. A row an older release left `admitted` (between those
+ * writes) is finished by recovery, or by a replayed submit.
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
@@ -25,10 +26,10 @@ const parsePayload = (operation: string, row: SubmissionSnapshot) =>
   })
 
 /**
- * Records `SubmissionAccepted` unless the history holds it, then marks the row ready. Callers
- * hold the runtime's lock, so admission and recovery never both record the acceptance. A
- * caller that already knows whether the record exists (a row admitted just now has none;
- * recovery read the journal) passes `accepted` and saves reading the history again.
+ * Finishes a row an older release left `admitted`: records `SubmissionAccepted` unless the
+ * history holds it, then marks the row ready. Callers hold the runtime's lock, so a replayed
+ * submit and recovery never both record the acceptance. Recovery, which read the journal,
+ * passes `accepted`.
  * @internal
  */
 export const materialize = (
@@ -41,7 +42,7 @@ export const materialize = (
     const accepted = known?.accepted ?? (yield* loadJournal(env, row.submissionId)).accepted
     const now = yield* Clock.currentTimeMillis
     if (!accepted) {
-      const fence = unownedFence(row, now)
+      const fence = unownedFence(row, now, env.incarnation)
       const input = yield* parsePayload(operation, row)
       yield* env.history
         .append(
@@ -73,13 +74,8 @@ const admitPrepared = Effect.fnUntraced(function* (env: RuntimeEnv, prepared: Pr
   })
   yield* env.hit("submit:after-admit")
   const row = admission.snapshot
-  if (admission._tag === "Admitted" || row.state === "admitted") {
-    // A new Submission id has no records yet; a replayed half-admitted row may have one.
-    yield* env.exclusive(
-      materialize(env, row, admission._tag === "Admitted" ? { accepted: false } : undefined),
-    )
-    yield* env.wake.notify(row.threadId)
-  }
+  if (row.state === "admitted") yield* env.exclusive(materialize(env, row))
+  if (admission._tag === "Admitted" || row.state === "admitted") yield* env.wake.notify(row.threadId)
   return new Receipt({
     receiptId: row.receiptId,
     submissionId: row.submissionId,
