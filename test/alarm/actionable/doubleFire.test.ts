@@ -95,7 +95,7 @@ describe("double-fired alarms", () => {
         yield* inc.maintenance.ensureAlarm
         const exits = yield* converge(ctx, inc.maintenance)
         expect(exits.map((exit) => Exit.isSuccess(exit) && reportOf(exit.value))).toEqual([
-          ["actionable", 1, 0, 1, "cleared"],
+          ["actionable", 0, 0, 1, "cleared"],
         ])
         const row = yield* rowOf(inc, receipt.submissionId)
         expect(row.state).toBe("unknown")

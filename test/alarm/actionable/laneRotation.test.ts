@@ -37,15 +37,15 @@ describe("lane rotation", () => {
         const yielded = yield* rowOf(inc, yielding.submissionId)
         expect([yielded.state, yielded.ownership]).toEqual(["ready", undefined])
 
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 2, "rearmed"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 1, 2, "rearmed"])
         expect(yield* cursor).toBe("lane-b")
         expect((yield* rowOf(inc, b.submissionId)).state).toBe("settled")
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 1, "rearmed"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 1, 1, "rearmed"])
         expect(yield* cursor).toBe("lane-c")
         expect((yield* rowOf(inc, c.submissionId)).state).toBe("settled")
 
         // Back to the yielded lane: its first step replays, the second runs.
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 0, "cleared"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 1, 0, "cleared"])
         expect(yield* cursor).toBe("lane-a")
         expect((yield* rowOf(inc, yielding.submissionId)).settlement?.output).toBe(2)
         expect(yield* runsOf(runs)).toEqual({ long: 1, short: 1, one: 2, two: 2, three: 2 })

@@ -39,7 +39,7 @@ describe("no-progress backoff", () => {
           const maintenance = yield* freshMaintenance(inc)
           const report = yield* deliverOk(ctx, maintenance)
           const now = yield* Clock.currentTimeMillis
-          expect(reportOf(report)).toEqual(["actionable", 1, 0, 1, "rearmed"])
+          expect(reportOf(report)).toEqual(["actionable", 0, 0, 1, "rearmed"])
           const alarm = (yield* alarmOf(ctx)) ?? 0
           expect(alarm, `stage ${stage}`).toBeGreaterThan(now + 1)
           expect(alarm, `stage ${stage}`).toBeGreaterThanOrEqual(now + low)
@@ -63,7 +63,7 @@ describe("no-progress backoff", () => {
         expect(yield* alarmOf(ctx)).toBe(releasedAt + 5)
         expect(releasedAt + 5).toBeLessThan(retryAt)
         const maintenance = yield* freshMaintenance(inc)
-        expect(reportOf(yield* deliverOk(ctx, maintenance))).toEqual(["actionable", 1, 1, 0, "cleared"])
+        expect(reportOf(yield* deliverOk(ctx, maintenance))).toEqual(["actionable", 0, 1, 0, "cleared"])
         expect((yield* rowOf(inc, receipt.submissionId)).settlement?.output).toBe(9)
         expect(yield* runsOf(runs)).toEqual({ one: 1, two: 1, three: 1 })
       }),
