@@ -19,6 +19,7 @@ import { makeRuntime } from "./internal/runtime/make.ts"
 import type {
   ApprovalDecision,
   DurableWorkerFailure,
+  HeadAttempt,
   NotPending,
   PreparedSubmission,
   Receipt,
@@ -55,7 +56,12 @@ export {
   NotPending,
   SettlementTimeout,
 } from "./internal/runtime/model.ts"
-export type { DurableWorkerFailure, PreparedSubmission, SubmitFailure } from "./internal/runtime/model.ts"
+export type {
+  DurableWorkerFailure,
+  HeadAttempt,
+  PreparedSubmission,
+  SubmitFailure,
+} from "./internal/runtime/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
 
 /** The durable agent runtime of one physical Object. */
@@ -109,6 +115,14 @@ export class DurableAgentRuntime extends Context.Service<
      * accepted abort, work an older release left between writes).
      */
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
+    /**
+     * Claims the lane head if claimable and runs one bounded Attempt; how it ended tells
+     * whether the Submission moved forward (settled, parked in a stable wait, journaled).
+     */
+    readonly attemptThreadHead: (
+      threadId: ThreadId,
+      options: { readonly yieldAfter: DateTime.Utc },
+    ) => Effect.Effect<HeadAttempt, DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */
     readonly processThreadHead: (
       threadId: ThreadId,

@@ -46,6 +46,7 @@ export const makeAgentContext = (attempt: AttemptState, journal: Journal): Agent
       const entries = [...attempt.staged, entry]
       yield* guard(attempt, attempt.env.history.appendAll(submissionId, entries, ownerFence(attempt), now))
       takeStaged(attempt, [])
+      attempt.recorded = true
       if (applying) yield* hit("input:after-canonical-append")
     })
 

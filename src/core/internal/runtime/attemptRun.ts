@@ -7,7 +7,7 @@
 import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
 import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
 import { AttemptId, OwnershipToken, type ThreadId } from "../../Identifiers.ts"
-import type { SettlementConflict } from "./model.ts"
+import type { HeadAttempt, SettlementConflict } from "./model.ts"
 import {
   InvalidTransition,
   LedgerError,
@@ -42,12 +42,14 @@ const entitled = <A, E>(
 const finish = (attempt: AttemptState, ending: Parameters<typeof makeSettlement>[1]) =>
   Effect.gen(function* () {
     const settlement = yield* makeSettlement(attempt.claim, ending)
-    return Option.some(
+    return settled(
       yield* entitled(
         settle(attempt.env, ownerFence(attempt), settlement, takeStaged(attempt, []), ended(attempt)),
       ),
     )
   })
+
+const settled = (settlement: Settlement): HeadAttempt => ({ _tag: "Settled", settlement })
 
 const abortOwned = (attempt: AttemptState, journal: Journal) =>
   Effect.map(
@@ -61,7 +63,7 @@ const abortOwned = (attempt: AttemptState, journal: Journal) =>
         ended(attempt),
       ),
     ),
-    Option.some,
+    settled,
   )
 
 /** Ends the Attempt for the reason the program was stopped. */
@@ -72,12 +74,14 @@ const endStopped = (attempt: AttemptState, journal: Journal, stop: AttemptStop) 
       case "Yield":
         yield* entitled(ledger.release(attempt.claim))
         attempt.ended = true
-        return Option.none<Settlement>()
+        return { _tag: "Yielded", journaled: attempt.recorded } satisfies HeadAttempt
       case "Suspend":
-      case "Unknown":
-        yield* entitled(ledger.park(attempt.claim, stop._tag === "Suspend" ? "suspended" : "unknown"))
+      case "Unknown": {
+        const wait = stop._tag === "Suspend" ? "suspended" : "unknown"
+        yield* entitled(ledger.park(attempt.claim, wait))
         attempt.ended = true
-        return Option.none<Settlement>()
+        return { _tag: "Parked", wait } satisfies HeadAttempt
+      }
       case "Abort":
         return yield* abortOwned(attempt, journal)
       case "Denied":
@@ -167,9 +171,9 @@ const runAttempt = (attempt: AttemptState) =>
     return yield* runProgram(attempt, agent, journal, row)
   })
 
-/** `processThreadHead`. @internal */
-export const makeProcessThreadHead = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.processThreadHead")(function* (
+/** `attemptThreadHead`. @internal */
+export const makeAttemptThreadHead = (env: RuntimeEnv) =>
+  Effect.fn("DurableAgentRuntime.attemptThreadHead")(function* (
     threadId: ThreadId,
     options: { readonly yieldAfter: DateTime.Utc },
   ) {
@@ -192,12 +196,15 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
           yieldAfter: DateTime.toEpochMillis(options.yieldAfter),
           stop: undefined,
           ended: false,
+          recorded: false,
           staged: [],
         }))
       }),
       (attempt) =>
         Option.isNone(attempt)
-          ? Effect.as(env.hit("ledger:claim:after"), Option.none<Settlement>())
+          ? Effect.as(env.hit("ledger:claim:after"), {
+              _tag: "Unclaimed",
+            } satisfies HeadAttempt as HeadAttempt)
           : runAttempt(attempt.value),
       // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
       (attempt) =>
@@ -205,4 +212,14 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
           ? Effect.void
           : Effect.ignore(env.ledger.release(attempt.value.claim)),
     )
+  })
+
+/** `processThreadHead`: the settlement of the head Attempt, if it settled. @internal */
+export const makeProcessThreadHead = (attemptThreadHead: ReturnType<typeof makeAttemptThreadHead>) =>
+  Effect.fn("DurableAgentRuntime.processThreadHead")(function* (
+    threadId: ThreadId,
+    options: { readonly yieldAfter: DateTime.Utc },
+  ) {
+    const attempt = yield* attemptThreadHead(threadId, options)
+    return attempt._tag === "Settled" ? Option.some(attempt.settlement) : Option.none<Settlement>()
   })

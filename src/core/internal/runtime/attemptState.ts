@@ -34,6 +34,8 @@ export interface AttemptState {
   stop: AttemptStop | undefined
   /** Set once the Attempt released, parked or settled. */
   ended: boolean
+  /** Set once the Attempt appended a record to the history. */
+  recorded: boolean
   /**
    * Records the Attempt owes before its next one: `InputApplied` of a first Attempt waits for
    * the Attempt's first record (a step, a request, the settlement) and is stored with it, so it

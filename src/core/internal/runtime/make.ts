@@ -7,7 +7,7 @@ import { RuntimeFailpoint } from "../../RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
-import { makeProcessThreadHead } from "./attemptRun.ts"
+import { makeAttemptThreadHead, makeProcessThreadHead } from "./attemptRun.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
 import { makeRuntimeEnv } from "./env.ts"
 import { makeResolutions } from "./resolve.ts"
@@ -23,6 +23,7 @@ export const makeRuntime = Effect.gen(function* () {
     wake: yield* WakeScheduler,
     settings: yield* DurableRuntimeConfig,
   })
+  const attemptThreadHead = makeAttemptThreadHead(env)
   const service: DurableAgentRuntime["Service"] = {
     prepare: makePrepare(env),
     admit: makeAdmit(env),
@@ -30,7 +31,8 @@ export const makeRuntime = Effect.gen(function* () {
     submitRegistered: makeSubmitRegistered(env),
     ...makeResolutions(env),
     runRecovery: makeRunRecovery(env),
-    processThreadHead: makeProcessThreadHead(env),
+    attemptThreadHead,
+    processThreadHead: makeProcessThreadHead(attemptThreadHead),
   }
   return service
 })

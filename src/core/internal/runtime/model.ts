@@ -12,6 +12,7 @@ import type {
   IdempotencyConflict,
   LedgerError,
   OwnershipLost,
+  Settlement,
 } from "../ledger/model.ts"
 
 /** One recovery classification of a nonterminal Submission. */
@@ -46,6 +47,20 @@ export class RecoveryReport extends Schema.Class<RecoveryReport>(
   decision: RecoveryDecision,
   disposition: RecoveryDisposition,
 }) {}
+
+/**
+ * How one head Attempt ended (`DurableAgentRuntime.attemptThreadHead`). Every outcome but
+ * `Unclaimed` and a `Yielded` that recorded nothing moved the Submission durably forward.
+ */
+export type HeadAttempt =
+  /** The head settled in this Attempt. */
+  | { readonly _tag: "Settled"; readonly settlement: Settlement }
+  /** The head moved into a stable wait: an approval request, or an Unknown Outcome. */
+  | { readonly _tag: "Parked"; readonly wait: "suspended" | "unknown" }
+  /** The Attempt yielded between turns; `journaled` when it recorded something before. */
+  | { readonly _tag: "Yielded"; readonly journaled: boolean }
+  /** Nothing was claimable: no head, a live owner elsewhere, or a wait. */
+  | { readonly _tag: "Unclaimed" }
 
 /** The durable identity returned by admission. */
 export class Receipt extends Schema.Class<Receipt>(
