@@ -26,6 +26,7 @@ const PositiveMillis = Schema.Int.check(
 const PositiveBytes = Schema.Int.check(
   Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of bytes" }),
 )
+const PositiveCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
 
 /** Admission and storage limits of one Object: the ledger's, and the database's size. */
 export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimits>(
@@ -49,6 +50,11 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
   alarmBackoffCap: PositiveMillis,
   /** Native maintenance cadence while a generation is dirty without a matching retry. */
   wakeScanInterval: PositiveMillis,
+  /**
+   * Head Attempts one alarm event may serve, lanes in round-robin order. 1 (the default) is
+   * one head per event; above 1, further runnable heads start within the event's first second.
+   */
+  maxHeadsPerEvent: PositiveCount,
   projectionDispatchTimeoutMillis: AuxiliaryDispatchMillis,
   limits: CloudflareRuntimeLimits,
 }) {}
@@ -69,6 +75,7 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   alarmBackoffBase: 100,
   alarmBackoffCap: 5_000,
   wakeScanInterval: 1_000,
+  maxHeadsPerEvent: 1,
   projectionDispatchTimeoutMillis: 30_000,
   limits: { ...LEDGER_LIMIT_DEFAULTS, maxDatabaseBytes: 9_000_000_000 },
 }

@@ -22,6 +22,7 @@ describe("CloudflareDurableRuntimeConfig", () => {
         alarmBackoffBase: 100,
         alarmBackoffCap: 5_000,
         wakeScanInterval: 1_000,
+        maxHeadsPerEvent: 1,
         projectionDispatchTimeoutMillis: 30_000,
         ownershipLeaseDuration: 30_000,
         settlementPollInterval: 500,
@@ -76,6 +77,9 @@ describe("CloudflareDurableRuntimeConfig", () => {
     ],
     ["a string lease", { ownershipLeaseDuration: "30s" }, "ownershipLeaseDuration"],
     ["a zero stored-value bound", { maxStoredValueBytes: 0 }, "maxStoredValueBytes"],
+    ["zero heads per event", { maxHeadsPerEvent: 0 }, "maxHeadsPerEvent"],
+    ["a fractional head count", { maxHeadsPerEvent: 2.5 }, "maxHeadsPerEvent"],
+    ["a head count as a string", { maxHeadsPerEvent: "8" }, "maxHeadsPerEvent"],
     ["a fractional database limit", { limits: { maxDatabaseBytes: 1.5 } }, "limits.maxDatabaseBytes"],
     // Options the runtime would ignore are not accepted at all.
     ["the unsupported observationPollInterval", { observationPollInterval: 25 }, "observationPollInterval"],

@@ -1,7 +1,7 @@
 /**
- * The actionable path of a pass: recovery strictly before the one head Attempt of this event,
- * the durable lane cursor, binding-wait bookkeeping, retirement of auxiliary work, then the
- * residual classification and the finish commit.
+ * The actionable path of a pass: recovery strictly before the first head Attempt of this
+ * event, the head Attempts (one by default), binding-wait bookkeeping, retirement of auxiliary
+ * work, then the residual classification and the finish commit, which writes the lane cursor.
  *
  * The pass never reads a queue: recovery looks only at rows that can need it, lanes are
  * known by their heads (one indexed row each) and visited in round-robin order only until the
@@ -9,9 +9,13 @@
  * (`ready`, never claimed, no abort) is classified by its state, `ApplyInput`, exactly as
  * recovery would report it.
  */
-import { Clock, DateTime, Effect, Option, Random, Stream } from "effect"
+import { Clock, type DateTime, Effect, Option, Random, Ref, Stream } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
-import { type DurableAgentRuntime, RecoveryWorklist } from "../../core/DurableAgentRuntime.ts"
+import {
+  type DurableAgentRuntime,
+  type HeadAttempt,
+  RecoveryWorklist,
+} from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import type { Auxiliary } from "./auxiliary.ts"
@@ -20,6 +24,7 @@ import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts
 import type { MaintenanceEnv } from "./env.ts"
 import type { AlarmDisposition } from "./alarmPolicy.ts"
 import { finishActionable } from "./finish.ts"
+import type { Phase } from "./observation.ts"
 import {
   isEligibleHead,
   pendingBindingWait,
@@ -136,6 +141,11 @@ const rearmDelay = (env: MaintenanceEnv, progressed: boolean, stalls: number) =>
 export interface ServedHead {
   readonly head: SubmissionSnapshot
   readonly settled: boolean
+  /**
+   * The Attempt moved its Submission durably forward: it settled, parked it in a stable wait
+   * (an approval request, an Unknown Outcome) or journaled records before it yielded.
+   */
+  readonly progressed: boolean
   /** No compatible binding: the head now waits (its wait is committed). */
   readonly bindingFailure: boolean
 }
@@ -145,59 +155,123 @@ export interface NativeOutcome {
   readonly reports: ReportIndex
   /** Recovery reports produced before any Attempt. */
   readonly recovered: number
-  /** The heads served, in order (one per event). */
+  /** The heads served, in order. */
   readonly served: ReadonlyArray<ServedHead>
-  /** Stored binding waits of the lanes the selection visited, after the binding commit. */
-  readonly waits: ReadonlyArray<BindingRetry>
-  /** Every binding wait stored when the lane was selected. */
-  readonly storedWaits: ReadonlyArray<BindingRetry>
+  /** The lane of the last head Attempt, which becomes the durable cursor. */
+  readonly lane: ThreadId | undefined
+  /** Every binding wait stored when the first lane was selected. */
+  readonly storedAtStart: ReadonlyArray<BindingRetry>
+  /** Every binding wait stored after the last binding commit. */
+  readonly stored: ReadonlyArray<BindingRetry>
 }
 
-/** @internal Progress: a served head settled, or recovery repaired something. */
+/** @internal Progress: a served head moved forward, or recovery repaired something. */
 export const hasProgressed = (native: NativeOutcome): boolean =>
-  native.served.some((served) => served.settled) ||
+  native.served.some((served) => served.progressed) ||
   [...native.reports.values()].some((report) => report.disposition === "repaired")
 
+/** @internal How many heads an event serves, and until when. */
+export interface HeadBudget {
+  /** `maxHeadsPerEvent`. */
+  readonly maxHeads: number
+  /** No further head Attempt starts at or after this instant (epoch ms). */
+  readonly furtherUntil: number
+  /** Every Attempt is asked to yield between committed turns after this. */
+  readonly yieldAfter: DateTime.Utc
+}
+
+const progressOf = (attempt: HeadAttempt): boolean =>
+  attempt._tag === "Settled" || attempt._tag === "Parked" || (attempt._tag === "Yielded" && attempt.journaled)
+
+/** One head Attempt and its binding bookkeeping. */
+const serveHead = (
+  env: MaintenanceEnv,
+  runtime: DurableAgentRuntime["Service"],
+  head: SubmissionSnapshot,
+  stored: ReadonlyArray<BindingRetry>,
+  yieldAfter: DateTime.Utc,
+) =>
+  Effect.gen(function* () {
+    const attempt = yield* runtime.attemptThreadHead(head.threadId, { yieldAfter }).pipe(
+      Effect.map((outcome) => ({ outcome, failure: undefined })),
+      Effect.catchTag(["BindingUnavailable", "BindingDigestMismatch"], (failure: DurableBindingFailure) =>
+        Effect.succeed({ outcome: undefined, failure }),
+      ),
+    )
+    const after = yield* recordBindingOutcome(env, head, stored, attempt.failure)
+    const served: ServedHead = {
+      head,
+      settled: attempt.outcome?._tag === "Settled",
+      progressed: attempt.outcome !== undefined && progressOf(attempt.outcome),
+      bindingFailure: attempt.failure !== undefined,
+    }
+    return { served, stored: after }
+  })
+
 /**
- * @internal The native phase: recovery strictly before the one head Attempt of this event, the
- * durable lane cursor, and the binding-wait bookkeeping (committed before auxiliary work is
- * joined, so an auxiliary failure cannot lose it).
+ * @internal The native phase: recovery strictly before the first head Attempt of this event,
+ * then head Attempts in round-robin lane order, each followed by its binding-wait bookkeeping
+ * (committed before auxiliary work is joined, so an auxiliary failure cannot lose it). One head
+ * by default; with `maxHeads` above 1 further runnable heads are served while the budget
+ * allows, each Submission at most once: a head in a stable wait or a binding wait is passed
+ * over like in any selection, so it never holds back another lane.
+ *
+ * `phase(lane)` runs a step under the observation its failure rearm needs: `lane` is the lane
+ * of the last head Attempt started before or by the step. `cursorCovered` says whether the
+ * durable cursor already names the lane of every earlier Attempt of this incarnation; when it
+ * may not, the first selection writes its lane before the Attempt.
  */
 export const runNative = (
   env: MaintenanceEnv,
   services: ActionableServices,
   started: ActionableStart,
-  yieldAfter: DateTime.Utc,
+  budget: HeadBudget,
+  cursorCovered: Ref.Ref<boolean>,
+  phase: (lane: ThreadId | undefined) => Phase,
 ) =>
   Effect.gen(function* () {
     const { runtime, ledger } = services
-    const recovered = yield* runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates"))
-    const reports = indexReports(recovered)
-    const selection = yield* selectMaintenanceLane(env, ledger, reports, started)
-    const { selected } = selection
-    if (selected === undefined) {
-      return {
-        reports,
-        recovered: recovered.length,
-        served: [],
-        waits: selection.waits,
-        storedWaits: selection.stored,
-      } satisfies NativeOutcome
-    }
-    // One FIFO head per event; followers of a lane belong to later events.
-    const attempt = yield* runtime.processThreadHead(selected.threadId, { yieldAfter }).pipe(
-      Effect.map((settlement) => ({ settled: Option.isSome(settlement), failure: undefined })),
-      Effect.catchTag(["BindingUnavailable", "BindingDigestMismatch"], (failure: DurableBindingFailure) =>
-        Effect.succeed({ settled: false, failure }),
-      ),
+    const recovered = yield* phase(undefined)(
+      runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates")),
     )
-    const waits = yield* recordBindingOutcome(env, selected, selection.waits, attempt.failure)
+    const reports = indexReports(recovered)
+    const served: Array<ServedHead> = []
+    const attempted = new Set<SubmissionId>()
+    let lane: ThreadId | undefined
+    let storedAtStart: ReadonlyArray<BindingRetry> = []
+    let stored = started.bindingRetries
+    while (served.length < budget.maxHeads) {
+      const first = served.length === 0
+      if (!first && (yield* Clock.currentTimeMillis) >= budget.furtherUntil) break
+      const persist = first && !(yield* Ref.get(cursorCovered))
+      const selection = yield* phase(lane)(
+        selectMaintenanceLane(
+          env,
+          ledger,
+          reports,
+          { cursor: lane ?? started.cursor, bindingRetries: stored },
+          { persist, attempted },
+        ),
+      )
+      if (first) storedAtStart = selection.stored
+      stored = selection.stored
+      const head = selection.selected
+      if (head === undefined) break
+      // Until the finish or a failure rearm commits, the cursor does not name this lane.
+      if (!persist) yield* Ref.set(cursorCovered, false)
+      lane = head.threadId
+      attempted.add(head.submissionId)
+      const result = yield* phase(lane)(serveHead(env, runtime, head, stored, budget.yieldAfter))
+      stored = result.stored
+      served.push(result.served)
+    }
     return {
       reports,
       recovered: recovered.length,
-      served: [{ head: selected, settled: attempt.settled, bindingFailure: attempt.failure !== undefined }],
-      waits,
-      storedWaits: selection.stored,
+      served,
+      lane,
+      storedAtStart,
+      stored,
     } satisfies NativeOutcome
   })
 
@@ -221,13 +295,13 @@ export const finishNative = (
     const residual = yield* classifyResidual(ledger, native.reports, {
       served: last?.head,
       servedRunnable: last !== undefined && !last.bindingFailure,
-      waits: native.waits,
+      waits: native.stored,
       now,
     })
     const { autonomous, live } = residual
     const nonterminal = yield* ledger.countAllNonterminal
     // Binding waits stay while their Submission is nonterminal (the finish drops the others).
-    for (const wait of [...native.storedWaits, ...native.waits]) {
+    for (const wait of [...native.storedAtStart, ...native.stored]) {
       if (live.has(wait.submissionId)) continue
       const row = yield* ledger.lookup(wait.submissionId)
       if (Option.isSome(row) && row.value.state !== "settled") live.add(wait.submissionId)
@@ -245,6 +319,7 @@ export const finishNative = (
       delayMillis: Math.max(ordinaryDelayMillis, residual.bindingDelayMillis),
       nonterminal,
       live,
+      cursor: native.lane,
     })
     return {
       recovered: native.recovered,

@@ -19,6 +19,11 @@ export const BINDING_REPORT_WINDOW_MILLIS = 15 * 60_000
 export const YIELD_AFTER_MILLIS = 10 * 60_000
 /** @internal The whole event (and the auxiliary admission horizon) ends after this long. */
 export const EVENT_DEADLINE_MILLIS = 14 * 60_000
+/**
+ * @internal With `maxHeadsPerEvent` above 1, a further head Attempt starts only this long after
+ * the event began: the event then retires its host work and commits what it did.
+ */
+export const FURTHER_HEADS_BUDGET_MILLIS = 1_000
 
 /** @internal */
 export interface BackoffConfig {

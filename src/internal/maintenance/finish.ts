@@ -4,7 +4,7 @@
  * leaves is `decideAlarm`'s answer; the record each one writes is decided here.
  */
 import { Clock, Effect, Option, Struct } from "effect"
-import type { SubmissionId } from "../../core/Identifiers.ts"
+import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { type AlarmDisposition, decideAlarm, dispositionOf } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import { STALL_CAP } from "./backoff.ts"
@@ -70,13 +70,16 @@ export interface ActionableOutcome {
   readonly nonterminal: number
   /** Submissions known to be nonterminal, covering every stored binding wait's. */
   readonly live: ReadonlySet<SubmissionId>
+  /** The lane of the event's last head Attempt: the new lane cursor. */
+  readonly cursor: ThreadId | undefined
 }
 
 /**
  * @internal The record after an actionable finish: it acknowledges only the generation read
  * at pass start, and only when no mutation was active at start or now and no autonomous work
- * remains; it drops the retry and the binding waits of settled Submissions, and backs off a
- * pass that left autonomous work without progress.
+ * remains; it records the nonterminal count and the lane cursor, drops the retry and the
+ * binding waits of settled Submissions, and backs off a pass that left autonomous work without
+ * progress.
  */
 export const actionableRecord = (
   state: ThreadMaintenanceState,
@@ -90,6 +93,7 @@ export const actionableRecord = (
     ...Struct.omit(state, ["retry", "bindingRetries"]),
     processed,
     nonterminal: outcome.nonterminal,
+    ...(outcome.cursor === undefined ? {} : { lastServedThreadId: outcome.cursor }),
     ...(bindingRetries.length > 0 ? { bindingRetries } : {}),
     ...(outcome.autonomous && !outcome.progressed
       ? {

@@ -2,7 +2,7 @@
  * `ThreadMaintenance`: the idempotent maintenance pass of one physical Object, its O(1)
  * constructor gate, and the gated mutation with best-effort publication.
  */
-import { Context, Effect, Layer, Semaphore } from "effect"
+import { Context, Effect, Layer, Ref, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
@@ -74,6 +74,7 @@ export class ThreadMaintenance extends Context.Service<
       const host = yield* ThreadHostMaintenance
       const run = yield* makeStorageOperation
       const permit = yield* Semaphore.make(1)
+      const cursorCovered = yield* Ref.make(false)
 
       const env: MaintenanceEnv = {
         config,
@@ -90,6 +91,7 @@ export class ThreadMaintenance extends Context.Service<
           env,
           alarm,
           permit,
+          cursorCovered,
           services: { runtime, ledger },
           publication,
           auxiliary: {

@@ -1,7 +1,8 @@
 /**
  * What a failed pass tells failure rearming, as a value each phase of the pass is run with
  * (no mutable record written in one step and read in another): the generation the pass read
- * when it began and whether the failure struck while native work ran.
+ * when it began, whether the failure struck while native work ran, and the lane of the last
+ * head Attempt the event started.
  *
  * A phase run with `observed` turns any failure cause (typed failure, defect, interruption,
  * the event deadline) into an `ObservedFailure` carrying its observation; the envelope rearms
@@ -9,6 +10,7 @@
  * bounded by the one event deadline.
  */
 import { Cause, Clock, Effect } from "effect"
+import type { ThreadId } from "../../core/Identifiers.ts"
 import { EVENT_DEADLINE_MILLIS } from "./backoff.ts"
 import { DurableAlarmError } from "./errors.ts"
 import type { MaintenancePassFailure } from "./pass.ts"
@@ -19,7 +21,14 @@ export interface PassObservation {
   readonly generation: bigint
   /** Whether native work (recovery, lane selection, the head Attempt, binding bookkeeping) runs. */
   readonly nativeOnly: boolean
+  /** The lane of the last head Attempt the event started: the rearm makes it the cursor. */
+  readonly lane?: ThreadId
 }
+
+/** @internal A phase of the pass: `effect` run under one observation. */
+export type Phase = <A, E extends MaintenancePassFailure, R>(
+  effect: Effect.Effect<A, E, R>,
+) => Effect.Effect<A, ObservedFailure, R>
 
 /** @internal A failure of a phase that ran after the generation was read. */
 export class ObservedFailure {

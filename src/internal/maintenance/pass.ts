@@ -9,15 +9,16 @@
  * the generation was read rearms a bounded retry once the event Scope has closed, still under
  * the pass permit, before the failure propagates so that workerd redelivers the alarm.
  */
-import { Clock, DateTime, Effect, Option } from "effect"
+import { Clock, DateTime, Effect, Option, Ref } from "effect"
 import type { Semaphore } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
 import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
+import type { ThreadId } from "../../core/Identifiers.ts"
 import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { type ActionableServices, finishNative, runNative } from "./actionable.ts"
 import type { DurableAlarmService } from "./alarmService.ts"
 import { type AuxiliaryHooks, startAuxiliary } from "./auxiliary.ts"
-import { EVENT_DEADLINE_MILLIS, YIELD_AFTER_MILLIS } from "./backoff.ts"
+import { EVENT_DEADLINE_MILLIS, FURTHER_HEADS_BUDGET_MILLIS, YIELD_AFTER_MILLIS } from "./backoff.ts"
 import { beginTransaction } from "./begin.ts"
 import type { MaintenanceEnv } from "./env.ts"
 import type { DurableAlarmError } from "./errors.ts"
@@ -37,6 +38,14 @@ export interface PassDependencies {
   readonly alarm: DurableAlarmService["Service"]
   /** One per layer instance: overlapping deliveries run one after another. */
   readonly permit: Semaphore.Semaphore
+  /**
+   * Whether the durable lane cursor names the lane of every head Attempt this incarnation
+   * started (a finish or failure rearm committed after it). False in a fresh incarnation: an
+   * earlier one may have died in an Attempt no commit recorded, and the next event then writes
+   * its lane before its first Attempt, so a head that kills its incarnation cannot keep its
+   * lane first. A cache: losing it only costs that write.
+   */
+  readonly cursorCovered: Ref.Ref<boolean>
   readonly services: ActionableServices
   readonly publication: ThreadPublicationService
   readonly auxiliary: AuxiliaryHooks
@@ -49,6 +58,8 @@ interface EventWindow {
   /** Auxiliary admission horizon; the event's deadline too. */
   readonly dispatchUntil: DateTime.Utc
   readonly deadlineAt: number
+  /** No further head Attempt starts after this. */
+  readonly furtherHeadsUntil: number
 }
 
 const passBody = (deps: PassDependencies, window: EventWindow) =>
@@ -105,11 +116,26 @@ const passBody = (deps: PassDependencies, window: EventWindow) =>
       )
     }
     const actionable = { ...begin, activeAtStart: started.activeAtStart }
-    const native = yield* observed(
-      { ...observation, nativeOnly: true },
+    const withLane = (lane: ThreadId | undefined): PassObservation =>
+      lane === undefined ? observation : { ...observation, lane }
+    const native = yield* runNative(
+      env,
+      deps.services,
+      actionable,
+      {
+        maxHeads: env.config.maxHeadsPerEvent,
+        furtherUntil: window.furtherHeadsUntil,
+        yieldAfter: window.yieldAfter,
+      },
+      deps.cursorCovered,
+      (lane) => observed({ ...withLane(lane), nativeOnly: true }, deadlineAt),
+    )
+    const result = yield* observed(
+      withLane(native.lane),
       deadlineAt,
-    )(runNative(env, deps.services, actionable, window.yieldAfter))
-    const result = yield* phase(finishNative(env, deps.services, actionable, native, gate.auxiliary))
+    )(finishNative(env, deps.services, actionable, native, gate.auxiliary))
+    // The finish wrote the cursor: it names the lane of every Attempt so far.
+    if (native.lane !== undefined) yield* Ref.set(deps.cursorCovered, true)
     return MaintenancePassReport.make({ phase: "actionable", ...result })
   })
 
@@ -123,6 +149,7 @@ export const makePass = (
       yieldAfter: DateTime.makeUnsafe(now + YIELD_AFTER_MILLIS),
       dispatchUntil: DateTime.makeUnsafe(now + EVENT_DEADLINE_MILLIS),
       deadlineAt: now + EVENT_DEADLINE_MILLIS,
+      furtherHeadsUntil: now + FURTHER_HEADS_BUDGET_MILLIS,
     }
     const report = yield* deps.alarm.withWakesDeferred(
       Effect.scoped(
@@ -136,7 +163,14 @@ export const makePass = (
               (error): error is ObservedFailure => error instanceof ObservedFailure,
               (failed) =>
                 Effect.andThen(
-                  Effect.uninterruptible(rearmFailure(deps.env, failed.observation)),
+                  Effect.uninterruptible(
+                    Effect.flatMap(rearmFailure(deps.env, failed.observation), (committed) =>
+                      // The rearm wrote the cursor: it names the lane of every Attempt so far.
+                      committed && failed.observation.lane !== undefined
+                        ? Ref.set(deps.cursorCovered, true)
+                        : Effect.void,
+                    ),
+                  ),
                   Effect.failCause(failed.failure),
                 ),
             ),

@@ -1,8 +1,10 @@
 /**
  * Failure rearming: after any failed event (typed failure, defect, interruption including the
  * event deadline) that read the generation, commit a jittered, capped retry and an alarm for
- * it before the failure propagates. Runs after the event Scope closed, under the pass permit.
- * If this commit itself fails, the begin-time prearm remains the fallback alarm.
+ * it before the failure propagates, with the lane of the event's last head Attempt as the lane
+ * cursor (so a failing head does not keep its lane first). Runs after the event Scope closed,
+ * under the pass permit. If this commit itself fails, the begin-time prearm remains the
+ * fallback alarm.
  */
 import { Clock, Effect, Option, Random } from "effect"
 import { decideAlarm } from "./alarmPolicy.ts"
@@ -15,10 +17,10 @@ import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } f
 /** @internal How long failure rearming waits for the host deadlines before ignoring them. */
 export const REARM_DEADLINE_READ_MILLIS = 5_000
 
-/** @internal */
-export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation): Effect.Effect<void> =>
+/** @internal Whether the retry (and the cursor) committed. */
+export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation): Effect.Effect<boolean> =>
   Effect.gen(function* () {
-    const { generation, nativeOnly } = observation
+    const { generation, nativeOnly, lane } = observation
     yield* env.hit("maintenance:retry:before")
     yield* env.gate.withSnapshot((active) =>
       Effect.gen(function* () {
@@ -40,7 +42,14 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
             jitter,
             nativeOnly,
           })
-          await writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, retry }))
+          await writeMaintenanceState(
+            txn,
+            ThreadMaintenanceState.make({
+              ...state,
+              retry,
+              ...(lane === undefined ? {} : { lastServedThreadId: lane }),
+            }),
+          )
           await writeAlarm(
             txn,
             decideAlarm(env.timing, {
@@ -58,9 +67,13 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
       }),
     )
     yield* env.hit("maintenance:retry:after")
+    return true
   }).pipe(
     Effect.catchCause((cause) =>
-      Effect.logError("Maintenance failure backoff not committed; the prearm remains", cause),
+      Effect.as(
+        Effect.logError("Maintenance failure backoff not committed; the prearm remains", cause),
+        false,
+      ),
     ),
     Effect.withSpan("ThreadMaintenance.rearmFailure"),
   )

@@ -1,14 +1,17 @@
 /**
  * Lane selection and binding-wait bookkeeping of the actionable path.
  *
- * The lane cursor is persisted before the head Attempt, so an eviction or repeated yields
- * cannot monopolize the first lane. A binding failure (no compatible code for the admitted
- * agent) becomes a per-Submission wait, committed once before auxiliary work is joined so an
- * auxiliary failure cannot lose it; it never acknowledges a generation nor touches the alarm.
+ * The lane cursor names the lane of the last head Attempt, so that an eviction, a failure or
+ * repeated yields cannot monopolize the first lane. The finish commit and the failure rearm
+ * write it, each with the record write it makes anyway; it is written on its own before an
+ * Attempt only when an earlier Attempt may have ended with neither (see `LaneCursor`). A
+ * binding failure (no compatible code for the admitted agent) becomes a per-Submission wait,
+ * committed once before auxiliary work is joined so an auxiliary failure cannot lose it; it
+ * never acknowledges a generation nor touches the alarm.
  */
 import { Clock, Effect, Option } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
-import type { ThreadId } from "../../core/Identifiers.ts"
+import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { nextBindingRetry } from "./backoff.ts"
 import { isStableExternalWait, type ReportIndex } from "./classify.ts"
@@ -80,21 +83,28 @@ export const visitLanes = (
 /** @internal */
 export interface LaneSelection {
   readonly selected: SubmissionSnapshot | undefined
-  /** Stored binding waits whose Submission is the head of a lane visited by the seek. */
-  readonly waits: ReadonlyArray<BindingRetry>
-  /** Every stored binding wait, for the finish's garbage collection. */
+  /** Every stored binding wait. */
   readonly stored: ReadonlyArray<BindingRetry>
+}
+
+/** @internal Where a seek starts and what it passes over. */
+export interface LaneStart {
+  /** The lane served last: the seek starts after it. */
+  readonly cursor: ThreadId | undefined
+  readonly bindingRetries: ReadonlyArray<BindingRetry>
 }
 
 /**
  * @internal The seek of `selectMaintenanceLane`: the first runnable head after `cursor`,
  * wrapping around, and the heads passed over before it (every head when none is runnable).
+ * A head already `attempted` in this event is passed over: an event serves a Submission once.
  */
 export const seekLane = (
   ledger: Ledger,
   reports: ReportIndex,
-  start: { readonly cursor: ThreadId | undefined; readonly bindingRetries: ReadonlyArray<BindingRetry> },
+  start: LaneStart,
   now: number,
+  attempted: ReadonlySet<SubmissionId> = new Set(),
 ): Effect.Effect<
   { readonly selected: SubmissionSnapshot | undefined; readonly visited: ReadonlyArray<SubmissionSnapshot> },
   LedgerError
@@ -108,6 +118,7 @@ export const seekLane = (
       (head) => {
         if (
           isEligibleHead(head, reports) &&
+          !attempted.has(head.submissionId) &&
           pendingBindingWait(head, start.bindingRetries, now) === undefined
         ) {
           selected = head
@@ -121,37 +132,42 @@ export const seekLane = (
   })
 
 /**
- * @internal The next lane to serve: the first runnable head after the durable cursor in lane
- * order, wrapping around (a head is runnable when it is not a stable wait and not in a binding
- * wait until after now). The seek reads lane heads one at a time and stops at the first runnable
- * one, so serving abundant work reads O(1) heads whatever the number of lanes; only when no lane
- * is runnable does it read every head. The cursor is persisted before the head Attempt.
+ * @internal The next lane to serve: the first runnable head after the cursor in lane order,
+ * wrapping around (a head is runnable when it is not a stable wait, not in a binding wait until
+ * after now, and not yet attempted in this event). The seek reads lane heads one at a time and
+ * stops at the first runnable one, so serving abundant work reads O(1) heads whatever the
+ * number of lanes; only when no lane is runnable does it read every head.
+ *
+ * Every selection reads the stored binding waits in the "select maintenance lane" transaction,
+ * which writes the cursor only when `persist` asks for it. The read also makes sure the
+ * instance is still the Object's current one before each Attempt: storage refuses a replaced
+ * instance, whose event then ends before it claims anything more.
  */
 export const selectMaintenanceLane = (
   env: MaintenanceEnv,
   ledger: Ledger,
   reports: ReportIndex,
-  start: { readonly cursor: ThreadId | undefined; readonly bindingRetries: ReadonlyArray<BindingRetry> },
+  start: LaneStart,
+  options: {
+    /** Write the cursor before the Attempt. */
+    readonly persist: boolean
+    readonly attempted: ReadonlySet<SubmissionId>
+  },
 ): Effect.Effect<LaneSelection, DurableAlarmError | LedgerError> =>
   Effect.gen(function* () {
     const selectionTime = yield* Clock.currentTimeMillis
-    const { selected, visited } = yield* seekLane(ledger, reports, start, selectionTime)
-    const known = new Map(
-      [...visited, ...(selected === undefined ? [] : [selected])].map((head) => [head.threadId, head]),
-    )
+    const { selected } = yield* seekLane(ledger, reports, start, selectionTime, options.attempted)
     yield* env.hit("maintenance:select:before")
     const selection = yield* env.transact("select maintenance lane", async (txn): Promise<LaneSelection> => {
       const { state } = await readMaintenanceState(txn)
-      const stored = state.bindingRetries ?? []
-      const waits = stored.filter((wait) => known.get(wait.threadId)?.submissionId === wait.submissionId)
       // An unchanged cursor is already durable: serving one lane again writes nothing.
-      if (selected !== undefined && selected.threadId !== state.lastServedThreadId) {
+      if (options.persist && selected !== undefined && selected.threadId !== state.lastServedThreadId) {
         await writeMaintenanceState(
           txn,
           ThreadMaintenanceState.make({ ...state, lastServedThreadId: selected.threadId }),
         )
       }
-      return { selected, waits, stored }
+      return { selected, stored: state.bindingRetries ?? [] }
     })
     yield* env.hit("maintenance:select:after")
     return selection
@@ -159,21 +175,21 @@ export const selectMaintenanceLane = (
 
 /**
  * @internal Commits the served head's binding wait: a new or longer wait after a binding
- * failure, otherwise removal of a stale one. Returns the stored waits after the commit.
+ * failure, otherwise removal of a stale one. Returns every stored wait after the commit.
  */
 export const recordBindingOutcome = (
   env: MaintenanceEnv,
   head: SubmissionSnapshot,
-  waits: ReadonlyArray<BindingRetry>,
+  stored: ReadonlyArray<BindingRetry>,
   failure: DurableBindingFailure | undefined,
 ): Effect.Effect<ReadonlyArray<BindingRetry>, DurableAlarmError> =>
   Effect.gen(function* () {
-    const previous = waits.find((wait) => wait.submissionId === head.submissionId)
+    const previous = stored.find((wait) => wait.submissionId === head.submissionId)
     const next =
       failure === undefined ? undefined : nextBindingRetry(head, previous, yield* Clock.currentTimeMillis)
-    if (next === undefined && previous === undefined) return waits
+    if (next === undefined && previous === undefined) return stored
     yield* env.hit("maintenance:binding-retry:before")
-    const stored = yield* env.transact("record submission binding retry", async (txn) => {
+    const written = yield* env.transact("record submission binding retry", async (txn) => {
       const { state } = await readMaintenanceState(txn)
       const bindingRetries = [
         ...(state.bindingRetries ?? []).filter((wait) => wait.submissionId !== head.submissionId),
@@ -188,5 +204,5 @@ export const recordBindingOutcome = (
         ? Effect.logError("Thread awaits a compatible binding; original work remains pending", failure)
         : Effect.logDebug("Thread binding retry remains pending", failure)
     }
-    return stored
+    return written
   })
