@@ -227,13 +227,25 @@ const storagePoints: ReadonlyArray<CrashPoint> = [
   s("alarm:before", { skip: 1 }, scenarios.deny),
 ]
 
-const group = (kind: "maintenance" | "runtime" | "storage", points: ReadonlyArray<CrashPoint>) =>
+/** The configurations every group runs under: the default, and several heads per event. */
+const variants = [
+  { name: "one head per event", label: "one", options: {} },
+  { name: "four heads per event", label: "multi", options: { maxHeadsPerEvent: 4 } },
+] as const
+
+const group = (
+  kind: "maintenance" | "runtime" | "storage",
+  points: ReadonlyArray<CrashPoint>,
+  variant: (typeof variants)[number],
+) =>
   it.live(
-    `crashes at every ${kind} location and converges by alarm delivery alone after a restart`,
+    `crashes at every ${kind} location and converges by alarm delivery alone after a restart (${variant.name})`,
     () =>
       Effect.gen(function* () {
-        const report = yield* runCrashGroup(`crash-${kind}`, kind, points)
-        console.log(JSON.stringify({ kind, ...report, violations: report.violations.length }))
+        const report = yield* runCrashGroup(`crash-${kind}-${variant.label}`, kind, points, variant.options)
+        console.log(
+          JSON.stringify({ kind, variant: variant.label, ...report, violations: report.violations.length }),
+        )
         expect(report.uncovered).toEqual([])
         expect(report.violations).toEqual([])
         expect(report.crashed).toBe(points.length)
@@ -242,9 +254,11 @@ const group = (kind: "maintenance" | "runtime" | "storage", points: ReadonlyArra
   )
 
 describe.concurrent("crash and restart", () => {
-  group("maintenance", maintenancePoints)
-  group("runtime", runtimePoints)
-  group("storage", storagePoints)
+  for (const variant of variants) {
+    group("maintenance", maintenancePoints, variant)
+    group("runtime", runtimePoints, variant)
+    group("storage", storagePoints, variant)
+  }
   it.live(
     "delivers an overdue alarm after a restart with no request and completes the owed work",
     () => overdueAlarmAfterRestart,

@@ -28,6 +28,8 @@ export interface SimulationOptions {
   /** The chaos phase of a run is drawn between these step counts. */
   readonly chaosSteps: readonly [number, number]
   readonly calmRounds: number
+  /** Several head Attempts per alarm event (`maxHeadsPerEvent` drawn per seed) instead of one. */
+  readonly multiHead?: boolean
   readonly verbose?: boolean
 }
 
@@ -306,6 +308,7 @@ export const simulate = (seed: number, options: SimulationOptions) =>
       ownershipLeaseDuration: rng.pick([3_000, 30_000]),
       leaseRenewalInterval: 1_000,
       abortPollInterval: rng.pick([500, 2_000]),
+      ...(options.multiHead === true ? { maxHeadsPerEvent: rng.pick([2, 3, 16]) } : {}),
     }
     log(`seed ${seed}: faults ${faults.describe()}; config ${JSON.stringify(config)}`)
     yield* TestClock.setTime(EPOCH)

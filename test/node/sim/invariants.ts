@@ -11,7 +11,8 @@
  * - ack-pass-start: a pass acknowledges only the generation it read when it began.
  * - retry-monotone: a committed retry never moves earlier.
  * - retry-not-early: no native work runs for a generation before its retry is due.
- * - one-head: one head Attempt per alarm event.
+ * - heads-per-event: at most `maxHeadsPerEvent` head Attempts per alarm event (one by default),
+ *   each of another Submission.
  * - binding-lane: a lane whose head waits for a compatible binding is not served before the
  *   wait is due (and other lanes are not held back by it: due-alarm).
  * - quiescence: a successful pass that leaves only stable waits, with nothing owed, clears the
@@ -29,7 +30,14 @@ import type { MemoryStore } from "../../../src/core/internal/ledger/memory.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
 import { lanes } from "./oracle.ts"
-import type { AlarmRun, Holder, Origin, SimStorage, StorageEvent } from "./storagePort.ts"
+import {
+  type AlarmRun,
+  currentOrigin,
+  type Holder,
+  type Origin,
+  type SimStorage,
+  type StorageEvent,
+} from "./storagePort.ts"
 import type { Claim, Fence, SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 
 /** How a handler run ended. */
@@ -47,6 +55,7 @@ export interface WorldView {
     readonly floorMillis: number
     readonly capMillis: number
     readonly wakeScanIntervalMillis: number
+    readonly maxHeadsPerEvent: number
   }
 }
 
@@ -81,9 +90,11 @@ interface RunState {
   /** The alarm right after the begin transaction: the pass's crash-fallback prearm. */
   prearm?: number | null
   claims: number
-  /** When the pass chose its lane, and the cursor and waits it then left in storage. */
+  /** The Submissions the pass claimed. */
+  readonly claimed: Set<string>
+  /** When the pass last chose a lane, and the binding waits then in storage. */
   selectAt?: number
-  candidate?: { readonly lane: string | undefined; readonly waits: ThreadMaintenanceState["bindingRetries"] }
+  waits?: ThreadMaintenanceState["bindingRetries"]
 }
 
 /** Checks the invariants; `violations` lists every failure seen. */
@@ -104,7 +115,7 @@ export const makeMonitor = (view: WorldView) => {
     if (origin?.kind !== "alarm" || ended.has(origin.run)) return undefined
     let state = runs.get(origin.run)
     if (state === undefined) {
-      state = { claims: 0 }
+      state = { claims: 0, claimed: new Set() }
       runs.set(origin.run, state)
     }
     return state
@@ -116,11 +127,6 @@ export const makeMonitor = (view: WorldView) => {
   const historySettled = new Set<SubmissionId>()
   const external = new Map<string, number>()
   let feedSeen = 0
-
-  const headOf = (threadId: string) => {
-    const id = view.store.lanes.get(threadId as never)?.nonterminal[0]
-    return id === undefined ? undefined : view.store.rows.get(id)
-  }
 
   const storageEvent = (event: StorageEvent) => {
     const run = runOf(event.origin)
@@ -198,9 +204,8 @@ export const makeMonitor = (view: WorldView) => {
     const run = runOf(origin)
     if (run === undefined) return
     if (location === "maintenance:select:after") {
-      // The cursor now names the lane served next, if the pass claims one (checked at the claim).
-      const record = readRecord(view.storage)
-      run.candidate = { lane: record?.lastServedThreadId, waits: record?.bindingRetries }
+      // The waits the selection had to honour (checked at the claim).
+      run.waits = readRecord(view.storage)?.bindingRetries
       return
     }
     if (location !== "maintenance:select:before") return
@@ -223,24 +228,31 @@ export const makeMonitor = (view: WorldView) => {
     const run = runOf(origin)
     if (run === undefined || location !== "ledger:claim:before") return
     run.claims++
-    // One head per event.
     check(
-      "one-head",
-      run.claims <= 1,
+      "heads-per-event",
+      run.claims <= view.timing.maxHeadsPerEvent,
       () => `alarm run ${origin?.kind === "alarm" ? origin.run : "?"} claimed ${run.claims} heads`,
     )
-    // Binding waits per Submission: a lane whose head waits is not served before the wait is due.
-    const lane = run.candidate?.lane
-    if (lane === undefined) return
-    const head = headOf(lane)
-    const wait = run.candidate?.waits?.find(
-      (entry) => entry.threadId === lane && entry.submissionId === head?.submissionId,
+  }
+
+  /** Binding waits per Submission: a lane whose head waits is not served before the wait is due. */
+  const servedLane = (claim: Claim) => {
+    const run = runOf(currentOrigin())
+    if (run === undefined) return
+    check(
+      "heads-per-event",
+      !run.claimed.has(claim.submissionId),
+      () => `alarm run claimed ${claim.submissionId} twice in one event`,
+    )
+    run.claimed.add(claim.submissionId)
+    const wait = run.waits?.find(
+      (entry) => entry.threadId === claim.threadId && entry.submissionId === claim.submissionId,
     )
     const at = run.selectAt ?? view.now()
     check(
       "binding-lane",
       wait === undefined || wait.notBefore <= at,
-      () => `lane ${lane} served at ${at} while its binding wait runs until ${wait?.notBefore}`,
+      () => `lane ${claim.threadId} served at ${at} while its binding wait runs until ${wait?.notBefore}`,
     )
   }
 
@@ -253,6 +265,7 @@ export const makeMonitor = (view: WorldView) => {
    * dead one's Attempt, however long it goes on, is fenced out by the epoch the takeover moved.
    */
   const claimed = (holder: Holder, before: SubmissionSnapshot | undefined, claim: Claim, now: number) => {
+    servedLane(claim)
     const incarnation = claim.incarnation
     check(
       "takeover",

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { isolated, replaySeed, runSeeds, shardTest } from "./batch.ts"
+import { isolated, replaySeed, replayVariant, runSeeds, shardTest, type Variant } from "./batch.ts"
 
 /** The trace without its accidental content: random (or randomly salted) ids and fiber numbers. */
 const normalize = (trace: ReadonlyArray<string>) => {
@@ -38,7 +38,7 @@ describe("maintenance simulation", () => {
   const seed = replaySeed()
   it.effect.skipIf(seed === undefined)(
     "replays the seed SIM_SEED names with its full trace",
-    () => runSeeds("simulation replay", seed === undefined ? [] : [seed], true),
+    () => runSeeds("simulation replay", seed === undefined ? [] : [seed], true, replayVariant()),
     600_000,
   )
 
@@ -46,9 +46,15 @@ describe("maintenance simulation", () => {
     "replays a seed step for step",
     () =>
       Effect.gen(function* () {
-        for (const seed of [3, 17, 42]) {
-          const first = yield* isolated(seed, true)
-          const second = yield* isolated(seed, true)
+        const runs: ReadonlyArray<readonly [number, Variant]> = [
+          [3, "one-head"],
+          [17, "one-head"],
+          [42, "one-head"],
+          [42, "multi-head"],
+        ]
+        for (const [seed, variant] of runs) {
+          const first = yield* isolated(seed, true, variant)
+          const second = yield* isolated(seed, true, variant)
           expect(second.trace.length).toBeGreaterThan(20)
           expect(normalize(second.trace)).toEqual(normalize(first.trace))
         }

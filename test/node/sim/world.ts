@@ -110,6 +110,7 @@ export const makeWorld = (options: WorldOptions) =>
       floorMillis: Math.max(1, Math.ceil(options.config.alarmBackoffBase / 2)),
       capMillis: options.config.alarmBackoffCap,
       wakeScanIntervalMillis: options.config.wakeScanInterval,
+      maxHeadsPerEvent: options.config.maxHeadsPerEvent ?? 1,
     }
 
     const storage: SimStorage = new SimStorage({

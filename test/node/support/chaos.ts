@@ -8,7 +8,7 @@
  * accepted abort, or one queued behind such a head), as read-only status reads show. A mutating call that fails (the
  * kill hit it) is retried by the client until it gets a definite answer.
  */
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import type { OrderInput, RawView } from "../fixtures/crashProtocol.ts"
 import { chargeOf } from "../fixtures/crashAgents.ts"
 import type { CrashDriver, Envelope } from "./crashDriver.ts"
@@ -181,6 +181,8 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
     let deliveries = 0
     let sleeps = 0
     const id = yield* driver.id(name)
+    /** Kills that land while later rounds run. */
+    const pending: Array<Fiber.Fiber<void>> = []
 
     const mutate = (mutation: Mutation) =>
       Effect.tap(client.apply(mutation), () => Effect.sync(() => mutations.push(mutation)))
@@ -191,7 +193,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         // Half of the kills land while the next rounds run: inside a mutation or a pass.
         const delay = random() < 0.5 ? 0 : Math.floor(random() * 40)
         if (delay === 0) yield* driver.kill(name)
-        else yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(name)))
+        else pending.push(yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(name))))
         kills += 1
       } else if (roll < 0.45) {
         // Deliver the alarm: wait for the next delivery to this Object (or give up after 300 ms).
@@ -227,6 +229,8 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         sleeps += 1
       }
     }
+    // A late kill must land before the final reads, not in the middle of one.
+    yield* Fiber.joinAll(pending)
     const final = yield* finish(driver, name, client)
     const run: ChaosRun = {
       seed,

@@ -50,8 +50,17 @@ export interface CrashDriver {
 
 const decodeSignal = Schema.decodeUnknownSync(AlarmSignal)
 
+/** How the crash Worker's Thread Objects are configured. */
+export interface CrashOptions {
+  /** `maxHeadsPerEvent` (the default, one head per event, when absent). */
+  readonly maxHeadsPerEvent?: number
+}
+
 /** Starts the crash Worker in `normal` mode over a fresh folder; the scope removes it. */
-export const crashDriver = (label: string): Effect.Effect<CrashDriver, never, Scope.Scope> =>
+export const crashDriver = (
+  label: string,
+  options: CrashOptions = {},
+): Effect.Effect<CrashDriver, never, Scope.Scope> =>
   Effect.gen(function* () {
     const listener = yield* signalListener
     const persistDir = yield* tempDir(label)
@@ -65,7 +74,13 @@ export const crashDriver = (label: string): Effect.Effect<CrashDriver, never, Sc
           entry: new URL("../fixtures/crashWorker.ts", import.meta.url),
           durableObjects: { THREADS: "CrashThreads", SUPPLIER: "Supplier" },
           persistDir,
-          bindings: { SIGNAL_URL: listener.url, MODE: mode },
+          bindings: {
+            SIGNAL_URL: listener.url,
+            MODE: mode,
+            ...(options.maxHeadsPerEvent === undefined
+              ? {}
+              : { MAX_HEADS_PER_EVENT: String(options.maxHeadsPerEvent) }),
+          },
         })
       })
     const worker = Effect.suspend(() =>

@@ -16,7 +16,7 @@ import { Effect, type Scope } from "effect"
 import { writeFile } from "node:fs/promises"
 import { chargeOf } from "../fixtures/crashAgents.ts"
 import type { AlarmSignal, ArmEntry, CrashRecord, OrderInput, RawView } from "../fixtures/crashProtocol.ts"
-import { type CrashDriver, crashDriver, type Envelope } from "./crashDriver.ts"
+import { type CrashDriver, crashDriver, type CrashOptions, type Envelope } from "./crashDriver.ts"
 import {
   invariantViolations,
   normalizedHistory,
@@ -334,9 +334,10 @@ export const runCrashGroup = (
   label: string,
   kind: "maintenance" | "runtime" | "storage",
   points: ReadonlyArray<CrashPoint>,
+  options: CrashOptions = {},
 ): Effect.Effect<GroupReport, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const driver = yield* crashDriver(label)
+    const driver = yield* crashDriver(label, options)
     const armed = new Set(points.map((point) => point.location))
     const uncovered = (yield* driver.locations)[kind].filter((location) => !armed.has(location))
     const controls = new Map<string, ObjectRun>()
