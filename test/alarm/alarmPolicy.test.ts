@@ -189,7 +189,8 @@ describe("the alarm an actionable pass leaves", () => {
     generation: between(8, 10),
     busy: Schema.Boolean,
     autonomous: Schema.Boolean,
-    delayMillis: between(1, 60_000),
+    /** When autonomous work is due, relative to now: after progress it may be close or past. */
+    dueOffset: between(-1_000, 60_000),
     deadline: Deadline,
   }
   const decide = (facts: {
@@ -198,7 +199,7 @@ describe("the alarm an actionable pass leaves", () => {
     readonly generation: number
     readonly busy: boolean
     readonly autonomous: boolean
-    readonly delayMillis: number
+    readonly dueOffset: number
     readonly deadline: number | undefined
   }) =>
     decideAlarm(facts.timing, {
@@ -208,22 +209,27 @@ describe("the alarm an actionable pass leaves", () => {
       generation: BigInt(facts.generation),
       busy: facts.busy,
       autonomous: facts.autonomous,
-      delayMillis: facts.delayMillis,
+      dueAt: NOW + facts.dueOffset,
       deadline: deadlineOf(facts.deadline),
     })
 
-  it.prop("backs autonomous work off by its delay, but never postpones a racing producer", Facts, (facts) => {
-    if (!facts.autonomous) return
-    const write = decide(facts)
-    expect(write._tag).toBe("Set")
-    const raced = facts.busy || facts.generation !== 10
-    if (raced) expect(target(write)).toBeLessThanOrEqual(floorOf(facts.timing))
-    else if (facts.deadline === undefined) expect(target(write)).toBe(NOW + facts.delayMillis)
-    if (facts.deadline !== undefined) {
-      expect(target(write)).toBeGreaterThanOrEqual(floorOf(facts.timing))
-      expect(target(write)).toBeLessThanOrEqual(Math.max(floorOf(facts.timing), NOW + facts.deadline))
-    }
-  })
+  it.prop(
+    "sets autonomous work for when it is due, never before the floor, and never postpones a racing producer",
+    Facts,
+    (facts) => {
+      if (!facts.autonomous) return
+      const write = decide(facts)
+      expect(write._tag).toBe("Set")
+      const raced = facts.busy || facts.generation !== 10
+      if (raced) expect(target(write)).toBeLessThanOrEqual(floorOf(facts.timing))
+      else if (facts.deadline === undefined)
+        expect(target(write)).toBe(Math.max(floorOf(facts.timing), NOW + facts.dueOffset))
+      if (facts.deadline !== undefined) {
+        expect(target(write)).toBeGreaterThanOrEqual(floorOf(facts.timing))
+        expect(target(write)).toBeLessThanOrEqual(Math.max(floorOf(facts.timing), NOW + facts.deadline))
+      }
+    },
+  )
 
   /** A mutation is in flight, or one advanced the generation past what this pass acknowledges. */
   const stillOwed = (facts: {
@@ -262,16 +268,11 @@ describe("the alarm an actionable pass leaves", () => {
     },
   )
 
-  it.prop("never writes earlier than the floor, or the backoff when it is shorter", Facts, (facts) => {
+  it.prop("never writes earlier than the floor, or the scan cadence when it is shorter", Facts, (facts) => {
     const write = decide(facts)
     if (write._tag === "Clear" || write._tag === "Keep") return
     expect(target(write)).toBeGreaterThanOrEqual(
-      NOW +
-        Math.min(
-          facts.timing.minimumAlarmDelayMillis,
-          facts.delayMillis,
-          facts.timing.wakeScanIntervalMillis,
-        ),
+      NOW + Math.min(facts.timing.minimumAlarmDelayMillis, facts.timing.wakeScanIntervalMillis),
     )
   })
 })

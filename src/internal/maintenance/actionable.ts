@@ -43,6 +43,8 @@ export interface ActionableServices {
 /** @internal */
 export interface ActionableStart {
   readonly generation: bigint
+  /** When the event's begin transaction ran. */
+  readonly beganAt: number
   readonly stalls: number
   readonly activeAtStart: number
   readonly cursor: ThreadId | undefined
@@ -307,7 +309,13 @@ export const finishNative = (
       if (Option.isSome(row) && row.value.state !== "settled") live.add(wait.submissionId)
     }
     const progressed = hasProgressed(native)
+    // After progress the next event is paced from this one's start, so the time an event
+    // takes is not added to every following one; a backoff counts from now.
     const ordinaryDelayMillis = autonomous ? yield* rearmDelay(env, progressed, started.stalls) : 0
+    const dueAt = Math.max(
+      (progressed ? started.beganAt : now) + ordinaryDelayMillis,
+      now + residual.bindingDelayMillis,
+    )
 
     const alarm = yield* finishActionable(env, {
       generation: started.generation,
@@ -316,7 +324,7 @@ export const finishNative = (
       autonomous,
       progressed,
       now,
-      delayMillis: Math.max(ordinaryDelayMillis, residual.bindingDelayMillis),
+      dueAt,
       nonterminal,
       live,
       cursor: native.lane,

@@ -82,8 +82,11 @@ export type AlarmFacts =
       readonly busy: boolean
       /** Work remains that no outside actor has to move. */
       readonly autonomous: boolean
-      /** How long autonomous work waits: the progress delay or the backoff, and binding waits. */
-      readonly delayMillis: number
+      /**
+       * When autonomous work is next due: `alarmBackoffBase` after the event began when it made
+       * progress, otherwise the backoff from now; never before a binding wait ends.
+       */
+      readonly dueAt: number
       readonly deadline: number | undefined
     }
   /** The bounded retry committed after a failed pass. */
@@ -155,10 +158,10 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
     case "actionable": {
       const { record, deadline } = facts
       if (facts.autonomous) {
-        // This pass's bounded backoff replaces the crash-fallback prearm, but a racing
-        // producer is never postponed by it.
+        // This pass's bounded backoff replaces the crash-fallback prearm (never earlier than
+        // the floor), but a racing producer is never postponed by it.
         const raced = facts.busy || record.dirty !== facts.generation
-        return set(withDeadline(raced ? floor : now + facts.delayMillis, deadline))
+        return set(withDeadline(raced ? floor : clamped(facts.dueAt), deadline))
       }
       const processed =
         facts.busy || record.processed > facts.generation ? record.processed : facts.generation

@@ -19,6 +19,8 @@ export type BeginResult =
       readonly _tag: "Actionable"
       readonly generation: bigint
       readonly nonterminal: number
+      /** When the begin transaction ran. */
+      readonly beganAt: number
       readonly stalls: number
       /** The lane cursor and binding waits as read here; lane selection seeks from them. */
       readonly cursor: ThreadId | undefined
@@ -42,6 +44,7 @@ export const beginTransaction = (env: MaintenanceEnv): Effect.Effect<BeginResult
         _tag: "Actionable",
         generation: state.dirty,
         nonterminal: state.nonterminal,
+        beganAt: now,
         stalls: retry?.stalls ?? 0,
         cursor: state.lastServedThreadId,
         bindingRetries: state.bindingRetries ?? [],

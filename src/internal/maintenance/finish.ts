@@ -65,7 +65,8 @@ export interface ActionableOutcome {
   readonly progressed: boolean
   /** Read once before the finish; the commit reuses it. */
   readonly now: number
-  readonly delayMillis: number
+  /** When autonomous work is next due (see the alarm policy's `actionable` facts). */
+  readonly dueAt: number
   /** Nonterminal Submissions after the Attempt. */
   readonly nonterminal: number
   /** Submissions known to be nonterminal, covering every stored binding wait's. */
@@ -99,7 +100,7 @@ export const actionableRecord = (
       ? {
           retry: MaintenanceRetry.make({
             generation: outcome.generation,
-            notBefore: outcome.now + outcome.delayMillis,
+            notBefore: outcome.dueAt,
             nativeOnly: true,
             stalls: Math.min(STALL_CAP, outcome.stalls + 1),
           }),
@@ -132,7 +133,7 @@ export const finishActionable = (
             generation: outcome.generation,
             busy,
             autonomous: outcome.autonomous,
-            delayMillis: outcome.delayMillis,
+            dueAt: outcome.dueAt,
             deadline,
           })
           await writeAlarm(txn, alarm)

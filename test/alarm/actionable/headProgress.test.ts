@@ -1,8 +1,9 @@
 /**
  * A head Attempt that moves its Submission durably forward without settling it (into an
  * approval wait, into an Unknown Outcome, or through journaled steps before a yield) is
- * progress: the next alarm is `alarmBackoffBase` away and no stall is recorded, so Threads
- * parking one after another are not slowed by a growing backoff.
+ * progress: the next alarm is `alarmBackoffBase` after the event began and no stall is
+ * recorded, so Threads parking one after another are not slowed by a growing backoff, nor by
+ * the time each event takes.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, Fiber } from "effect"
@@ -76,6 +77,32 @@ describe("head progress", () => {
     ),
   )
 
+  it.effect.each([
+    [30, 70],
+    [80, 50],
+  ] as const)(
+    "paces the next event from this one's start: a %d ms event leaves the alarm %d ms away",
+    ([eventMillis, delay]) =>
+      inObject(objectName(`progress-pace-${eventMillis}`), (ctx) =>
+        Effect.gen(function* () {
+          yield* dayAhead
+          const runs = yield* makeRuns
+          const started = yield* Deferred.make<void>()
+          const inc = yield* incarnation(ctx, { agents: [longFirstStep(runs, eventMillis, started)] })
+          yield* submit(inc, "lane-a", "long-first-step", "a", { n: 1 })
+          yield* submit(inc, "lane-b", "long-first-step", "b", { n: 1 })
+
+          const pass = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))
+          yield* Deferred.await(started)
+          yield* TestClock.withLive(Effect.sleep("10 millis"))
+          yield* TestClock.adjust(eventMillis)
+          expect(reportOf(yield* Fiber.join(pass))).toEqual(["actionable", 0, 1, 1, "rearmed"])
+          // alarmBackoffBase after the event began, but never earlier than half of it from now.
+          expect(yield* afterPass(ctx)).toEqual({ delay, retry: undefined })
+        }),
+      ),
+  )
+
   it.effect("counts a head that journals a step before it yields", () =>
     inObject(objectName("progress-yield"), (ctx) =>
       Effect.gen(function* () {
@@ -99,7 +126,8 @@ describe("head progress", () => {
         yield* TestClock.adjust("11 minutes")
         expect(reportOf(yield* Fiber.join(pass))).toEqual(["actionable", 0, 0, 2, "rearmed"])
         expect((yield* rowOf(inc, yielding.submissionId)).state).toBe("ready")
-        expect(yield* afterPass(ctx)).toEqual({ delay: BASE, retry: undefined })
+        // No stall: the event took eleven minutes, so the next one comes at the floor.
+        expect(yield* afterPass(ctx)).toEqual({ delay: BASE / 2, retry: undefined })
       }),
     ),
   )
