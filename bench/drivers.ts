@@ -10,6 +10,7 @@ import type { LocalWorker } from "../test/node/support/localWorker.ts"
 import {
   BurstReport,
   FairnessReport,
+  FaninReport,
   IdleReport,
   LoopReport,
   type MeterCounts,
@@ -113,8 +114,12 @@ export const threadBurstDriver =
           ),
         )
       }
+      const submitKeys = report.submitCounts.kvPuts + report.submitCounts.kvDeletes
       return {
         ...perItem(report.counts, report.items),
+        // What the passes wrote of the maintenance record (the submits' prearms excluded).
+        passKvKeysWrittenPerItem:
+          (report.counts.kvPuts + report.counts.kvDeletes - submitKeys) / report.items,
         itemsPerSecond: report.items / seconds,
         drainItemsPerSecond: report.drainMs > 0 ? report.items / (report.drainMs / 1000) : Number.NaN,
         seconds,
@@ -257,6 +262,31 @@ export const recoveryDriver =
       }
     })
 
+/**
+ * Fan-in: `threads` Threads of one Object each submit one Submission whose agent asks for an
+ * approval; the time until every approval request exists, the deliveries that took, and the
+ * deliveries once all wait (during `idleMs` more).
+ */
+export const faninDriver =
+  (threads: number, idleMs: number, capSeconds: number): Driver =>
+  (object) =>
+    Effect.gen(function* () {
+      const report = yield* object.json(
+        FaninReport,
+        "fanin",
+        postJson({ count: threads, idleMs, capMs: capSeconds * 1000 }),
+      )
+      if (report.requested !== threads)
+        return yield* Effect.die(new Error(`only ${report.requested} of ${threads} approvals requested`))
+      return {
+        faninSeconds: report.seconds,
+        faninSubmitSeconds: report.submitSeconds,
+        faninDeliveries: report.deliveries,
+        faninDeliveriesAfter: report.deliveriesAfter,
+        faninAlarmScheduled: report.alarm === null ? 0 : 1,
+      }
+    })
+
 /** Runs a self-re-arming alarm loop for `durationMs` and reports its delivery rate. */
 export const alarmLoopDriver =
   (durationMs: number): Driver =>
@@ -287,6 +317,7 @@ export const figureCatalog: ReadonlyArray<{
   { key: "kvKeysReadPerItem", label: "KV keys read/item", digits: 2 },
   { key: "kvKeysWrittenPerItem", label: "KV keys written/item", digits: 2 },
   { key: "billedRowsWrittenPerItem", label: "billed rows written/item", digits: 2 },
+  { key: "passKvKeysWrittenPerItem", label: "record writes by passes/item", digits: 2 },
   { key: "itemsPerSecond", label: "items/s", digits: 0 },
   { key: "drainItemsPerSecond", label: "items/s (drain)", digits: 0 },
   { key: "seconds", label: "seconds", digits: 1 },
@@ -319,6 +350,11 @@ export const figureCatalog: ReadonlyArray<{
   { key: "recoveryRecovered", label: "served again", digits: 0 },
   { key: "recoveryMedianMs", label: "restart to serving, median ms", digits: 0 },
   { key: "recoveryMaxMs", label: "restart to serving, slowest ms", digits: 0 },
+  { key: "faninSeconds", label: "seconds to every approval request", digits: 1 },
+  { key: "faninSubmitSeconds", label: "of which submitting", digits: 1 },
+  { key: "faninDeliveries", label: "deliveries", digits: 0 },
+  { key: "faninDeliveriesAfter", label: "deliveries once all wait", digits: 0 },
+  { key: "faninAlarmScheduled", label: "alarm scheduled after", digits: 0 },
   { key: "loopDeliveriesPerSecond", label: "deliveries/s", digits: 0 },
   { key: "loopDeliveriesPerWorkerdSecond", label: "deliveries/s (workerd clock)", digits: 0 },
 ]

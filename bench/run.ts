@@ -5,7 +5,8 @@
  *
  * Options: --runs 3 --burst 1000 --warmup 100 --loop-ms 3000 --sizes 100,1000,10000
  * --parked 0,100,10000 --cap 300 (seconds per drain) --idle-ms 2000 --default-burst 100
- * --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery --out bench/results.json;
+ * --fanin 200 --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery,fanin
+ * --out bench/results.json;
  * --from a.json,b.json measures nothing and merges earlier results (later files win per case).
  * Local wall times are not production figures; per-item storage work depends only on the code.
  */
@@ -32,6 +33,7 @@ const options = parseArgs({
     cap: { type: "string", default: "300" },
     "idle-ms": { type: "string", default: "2000" },
     "default-burst": { type: "string", default: "100" },
+    fanin: { type: "string", default: "200" },
     only: { type: "string" },
     out: { type: "string" },
     from: { type: "string" },
@@ -57,6 +59,7 @@ const settings: BenchSettings = {
   capSeconds: integer("cap", options.cap),
   idleMs: integer("idle-ms", options["idle-ms"]),
   defaultBurst: integer("default-burst", options["default-burst"]),
+  faninThreads: integer("fanin", options.fanin),
 }
 const only = options.only === undefined ? undefined : new Set(options.only.split(","))
 const chosen = sections(settings).filter((section) => only === undefined || only.has(section.id))
@@ -125,7 +128,7 @@ const main = Effect.gen(function* () {
   const measured = options.from === undefined ? yield* measure : yield* earlier(options.from.split(","))
 
   const summary = summarize(measured)
-  const derived = derive(summary, settings.sizes)
+  const derived = derive(summary, settings.sizes, settings.faninThreads)
   const cost = costRows(summary)
   const text = [
     ...chosen.map((section) => formatSection(section, summary)),

@@ -9,6 +9,7 @@ import {
   caughtUpDriver,
   type Driver,
   fairnessDriver,
+  faninDriver,
   idleDriver,
   recoveryDriver,
   threadBurstDriver,
@@ -28,6 +29,8 @@ export interface BenchSettings {
   readonly defaultBurst: number
   /** Parked stable waits of the caught-up section. */
   readonly parked: ReadonlyArray<number>
+  /** Threads of the fan-in section. */
+  readonly faninThreads: number
 }
 
 /** A Durable Object class of the bench Worker. */
@@ -59,6 +62,11 @@ export const subjects = {
     className: "ThreadBenchDefaultObject",
     warmup: () => threadBurstDriver(5, 1, 60),
   },
+  threadMulti: {
+    binding: "THREADS_MULTI",
+    className: "ThreadBenchMultiObject",
+    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
+  },
 } satisfies Record<string, Subject>
 
 /** One row of a section's table. */
@@ -85,6 +93,7 @@ const perItemFigures = [
   "sqlRowsWrittenPerItem",
   "kvKeysWrittenPerItem",
   "billedRowsWrittenPerItem",
+  "passKvKeysWrittenPerItem",
   "totalChangesPerItem",
   "sqlStatementsPerItem",
   "kvKeysReadPerItem",
@@ -135,6 +144,12 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         id: "perItem-thread",
         label: "ThreadObject (alarmBackoffBase 1 ms)",
         subject: "thread",
+        driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
+      },
+      {
+        id: "perItem-multi",
+        label: "ThreadObject (maxHeadsPerEvent 1,000, default timing)",
+        subject: "threadMulti",
         driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
       },
     ],
@@ -213,6 +228,13 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         subject: "threadDefault",
         driver: threadBurstDriver(settings.defaultBurst, 1, settings.capSeconds),
       },
+      {
+        id: "throughput-multi",
+        label: `ThreadObject, maxHeadsPerEvent 1,000, default timing (${count(settings.burst)}, as in 2.)`,
+        subject: "threadMulti",
+        driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
+        sameAs: "perItem-multi",
+      },
     ],
   },
   {
@@ -226,6 +248,25 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         label: "20 Objects, one Thread each, 20 queued per Thread",
         subject: "threadDefault",
         driver: recoveryDriver(20, 19, 60),
+      },
+    ],
+  },
+  {
+    id: "fanin",
+    title: `8. Fan-in (${count(settings.faninThreads)} Threads in one Object, each submits one Submission that asks for an approval; default config)`,
+    figures: [
+      "faninSeconds",
+      "faninSubmitSeconds",
+      "faninDeliveries",
+      "faninDeliveriesAfter",
+      "faninAlarmScheduled",
+    ],
+    cases: [
+      {
+        id: "fanin",
+        label: "ThreadObject, one head per event",
+        subject: "threadDefault",
+        driver: faninDriver(settings.faninThreads, settings.idleMs, settings.capSeconds),
       },
     ],
   },

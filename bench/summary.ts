@@ -84,8 +84,15 @@ const ratio = (
     ? []
     : [{ label, value: numerator / denominator, ...(goal === undefined ? {} : { goal }) }]
 
+/** The default `alarmBackoffBase`, which the fan-in goal is stated in. */
+const DEFAULT_BACKOFF_BASE_MILLIS = 100
+
 /** Ratios against the baseline, the raw alarm loop, and between backlog sizes. */
-export const derive = (summary: Summary, sizes: ReadonlyArray<number>): ReadonlyArray<Derived> => {
+export const derive = (
+  summary: Summary,
+  sizes: ReadonlyArray<number>,
+  faninThreads: number,
+): ReadonlyArray<Derived> => {
   const thread = "perItem-thread"
   const baseline = "perItem-baseline"
   const perItem = [
@@ -133,6 +140,49 @@ export const derive = (summary: Summary, sizes: ReadonlyArray<number>): Readonly
       median(summary, baseline, "alarmDeliveriesPerItem"),
     ),
   ]
+  const multi = "perItem-multi"
+  const multiHead = [
+    ...ratio(
+      "items/s, maxHeadsPerEvent 1,000 ÷ raw SQL queue",
+      median(summary, multi, "itemsPerSecond"),
+      median(summary, baseline, "itemsPerSecond"),
+      "≥ 0.8",
+    ),
+    ...ratio(
+      "alarms / item, maxHeadsPerEvent 1,000",
+      median(summary, multi, "alarmDeliveriesPerItem"),
+      1,
+      "< 1",
+    ),
+    ...ratio(
+      "record writes by passes / item, maxHeadsPerEvent 1,000",
+      median(summary, multi, "passKvKeysWrittenPerItem"),
+      1,
+      "< 1",
+    ),
+    ...ratio(
+      "billed rows written / item, maxHeadsPerEvent 1,000",
+      median(summary, multi, "billedRowsWrittenPerItem"),
+      1,
+      "≤ 12",
+    ),
+  ]
+  const billedEverywhere = [1, 100].flatMap((lanes) =>
+    sizes.flatMap((size) =>
+      ratio(
+        `billed rows written / item, N=${size}, ${lanes} lane${lanes === 1 ? "" : "s"}`,
+        median(summary, `scaling-${lanes}-${size}`, "billedRowsWrittenPerItem"),
+        1,
+        "≤ 12",
+      ),
+    ),
+  )
+  const fanin = ratio(
+    `fan-in seconds ÷ (${faninThreads} × alarmBackoffBase + 1 s)`,
+    median(summary, "fanin", "faninSeconds"),
+    (faninThreads * DEFAULT_BACKOFF_BASE_MILLIS + 1_000) / 1_000,
+    "≤ 1",
+  )
   // A run stopped at its time cap is extrapolated from the items it settled: per-item figures
   // times N (the label says so).
   const total = (id: string, size: number, key: "totalRowsRead" | "totalChanges" | "seconds") => {
@@ -174,7 +224,7 @@ export const derive = (summary: Summary, sizes: ReadonlyArray<number>): Readonly
       loop,
     ),
   ]
-  return [...perItem, ...scaling, ...throughput]
+  return [...perItem, ...multiHead, ...billedEverywhere, ...scaling, ...throughput, ...fanin]
 }
 
 /** The derived ratios as a table. */
@@ -198,6 +248,7 @@ const pricedCases: ReadonlyArray<readonly [string, string]> = [
   ["perItem-baseline", "raw SQL queue (measured)"],
   ["perItem-thread", "ThreadObject, alarmBackoffBase 1 ms (measured)"],
   ["throughput-default", "ThreadObject, alarmBackoffBase default (measured)"],
+  ["perItem-multi", "ThreadObject, maxHeadsPerEvent 1,000, default timing (measured)"],
 ]
 
 /**

@@ -5,7 +5,7 @@
  */
 export { AlarmLoopObject } from "./alarmLoopObject.ts"
 export { BaselineObject } from "./baselineObject.ts"
-export { ThreadBenchDefaultObject, ThreadBenchObject } from "./threadSubject.ts"
+export { ThreadBenchDefaultObject, ThreadBenchMultiObject, ThreadBenchObject } from "./threadSubject.ts"
 import { json } from "./burst.ts"
 
 export default {

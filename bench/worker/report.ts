@@ -36,6 +36,8 @@ export const ThreadBurstReport = Schema.Struct({
   settledCounter: Schema.Number,
   /** Nonterminal Submissions left (0 once drained). */
   nonterminal: Schema.Number,
+  /** The part of `counts` spent submitting, before the first pass ran. */
+  submitCounts: MeterCounts,
 })
 export type ThreadBurstReport = typeof ThreadBurstReport.Type
 
@@ -72,3 +74,20 @@ export const FairnessReport = Schema.Struct({
 
 /** `POST /idle`: the alarm slot once quiescent and deliveries during a real wait. */
 export const IdleReport = Schema.Struct({ alarm: Schema.NullOr(Schema.Number), deliveries: Schema.Number })
+
+/** `POST /fanin`: Threads that each park one Submission in an approval wait. */
+export const FaninReport = Schema.Struct({
+  /** Approval requests that exist at the end (one per Thread). */
+  requested: Schema.Number,
+  /** From the first submit to the moment every approval request existed. */
+  seconds: Schema.Number,
+  /** Of which submitting took this long. */
+  submitSeconds: Schema.Number,
+  /** Alarm deliveries until every approval request existed. */
+  deliveries: Schema.Number,
+  /** Alarm deliveries that started after every approval request existed, in the idle window too. */
+  deliveriesAfter: Schema.Number,
+  /** The alarm slot once quiescent, or null. */
+  alarm: Schema.NullOr(Schema.Number),
+})
+export type FaninReport = typeof FaninReport.Type

@@ -15,7 +15,7 @@ import type { CloudflareDurableRuntimeConfigOverrides } from "../../src/Cloudfla
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { BurstProgress, json } from "./burst.ts"
 import { meterState, type StorageMeter } from "./meter.ts"
-import type { ParkReport, PassReport, ThreadBurstReport } from "./report.ts"
+import type { FaninReport, MeterCounts, ParkReport, PassReport, ThreadBurstReport } from "./report.ts"
 
 /** What the agents of one Object report, by Object id (module state of the bench isolate). */
 interface Probe {
@@ -136,6 +136,8 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
     #inFlight = 0
     #passWaiters: Array<() => void> = []
     #drainStartedAt = 0
+    /** The meter's counts when the burst was submitted in full. */
+    #submitCounts: MeterCounts | undefined
     #lastSettledAt = 0
     #accounted = 0
 
@@ -189,6 +191,7 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
 
     #releaseHold(): void {
       this.#drainStartedAt = Date.now()
+      this.#submitCounts = this.meter.snapshot()
       this.#release()
     }
 
@@ -225,6 +228,41 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
       return this.#raw.storage.sql
         .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE} WHERE state <> 'settled'`)
         .one().n
+    }
+
+    #suspended(): number {
+      return this.#raw.storage.sql
+        .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE} WHERE state = 'suspended'`)
+        .one().n
+    }
+
+    /**
+     * `count` Threads of this Object each submit one Submission that asks for an approval, as
+     * traffic comes (alarms run meanwhile): how long until every approval request exists, and
+     * whether any delivery follows once all wait.
+     */
+    async #fanin(count: number, idleMs: number, capMs: number): Promise<FaninReport> {
+      const before = this.#probe.deliveries
+      const startedAt = Date.now()
+      for (let n = 0; n < count; n++)
+        await this.#submitOne(laneName("fanin", n), approvalAgent.id, `fanin-${n}`, { n })
+      const submittedAt = Date.now()
+      while (this.#suspended() < count) {
+        if (Date.now() - startedAt > capMs) throw new Error(`${this.#suspended()} of ${count} parked in time`)
+        await sleep(5)
+      }
+      const parkedAt = Date.now()
+      const atPark = this.#probe.deliveries
+      await this.#quiescent()
+      await sleep(idleMs)
+      return {
+        requested: this.#suspended(),
+        seconds: (parkedAt - startedAt) / 1000,
+        submitSeconds: (submittedAt - startedAt) / 1000,
+        deliveries: atPark - before,
+        deliveriesAfter: this.#probe.deliveries - atPark,
+        alarm: await this.#raw.storage.getAlarm(),
+      }
     }
 
     async #settledCounter(): Promise<number> {
@@ -361,6 +399,7 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
             drainMs: this.#lastSettledAt - this.#drainStartedAt,
             settledCounter: await this.#settledCounter(),
             nonterminal: this.#nonterminal(),
+            submitCounts: this.#submitCounts ?? counts,
           }
           return json(report)
         }
@@ -370,6 +409,10 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           await this.#raw.storage.deleteAlarm()
           return json({ stopped: true, done: this.progress.done, counts: this.meter.snapshot() })
         }
+        case "/fanin":
+          return json(
+            await this.#fanin(body["count"] ?? 200, body["idleMs"] ?? 2_000, body["capMs"] ?? 1_200_000),
+          )
         case "/pass":
           return json(await this.#measurePass(body["dirty"] === 1))
         case "/park":
@@ -435,5 +478,11 @@ export class ThreadBenchObject extends benchThreadObject({
 
 /** The library's Object with every timing at its default. */
 export class ThreadBenchDefaultObject extends benchThreadObject({
+  limits: { maxQueueDepthPerLane: 20_000 },
+}) {}
+
+/** The library's Object at its default timing, serving up to 1,000 heads per alarm event. */
+export class ThreadBenchMultiObject extends benchThreadObject({
+  maxHeadsPerEvent: 1_000,
   limits: { maxQueueDepthPerLane: 20_000 },
 }) {}
