@@ -7,7 +7,7 @@
  * never resumed nor interrupted (no finalizer runs), and a fresh incarnation is built over the
  * same Object storage.
  */
-import { Clock, Deferred, Effect, Exit, Fiber, Option, Schema, Scope } from "effect"
+import { Clock, Deferred, type Duration, Effect, Exit, Fiber, Option, Schema, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { MaintenancePassFailure, MaintenancePassReport, ThreadMaintenance } from "../../../src/Alarm.ts"
 import { define } from "../../../src/core/AgentRegistration.ts"
@@ -160,4 +160,30 @@ export const longFirstStep = (runs: Runs, millis: number, started: Deferred.Defe
         )
         return yield* ctx.step("short", Effect.as(ran(runs, "short"), long + 1))
       }),
+  })
+
+/** Settings under which a Claim stays live and unwatched through an eleven-minute step. */
+export const UNHURRIED = {
+  ownershipLeaseDuration: 3_600_000,
+  leaseRenewalInterval: 3_600_000,
+  abortPollInterval: 3_600_000,
+} as const
+
+/**
+ * Delivers one pass whose head runs `longFirstStep`: once its first step signals `started`,
+ * virtual time moves `duration` forward while the step sleeps. Returns the pass's report.
+ */
+export const deliverAcross = (
+  ctx: DurableObjectState,
+  maintenance: ThreadMaintenance["Service"],
+  started: Deferred.Deferred<void>,
+  duration: Duration.Input,
+) =>
+  Effect.gen(function* () {
+    const pass = yield* Effect.forkChild(deliverOk(ctx, maintenance))
+    yield* Deferred.await(started)
+    // Let the step reach its sleep before virtual time moves.
+    yield* TestClock.withLive(Effect.sleep("10 millis"))
+    yield* TestClock.adjust(duration)
+    return yield* Fiber.join(pass)
   })

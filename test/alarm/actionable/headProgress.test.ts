@@ -3,14 +3,13 @@
  * approval wait, into an Unknown Outcome, or through journaled steps before a yield) is
  * progress: the next alarm is `alarmBackoffBase` after the event began and no stall is
  * recorded, so Threads parking one after another are not slowed by a growing backoff, nor by
- * the time each event takes.
+ * the time each event takes. (A yield after a journaled step: laneRotation.test.ts.)
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Fiber } from "effect"
-import { TestClock } from "effect/testing"
+import { Clock, Deferred, Effect } from "effect"
 import { charging, makeRuns, reviewed, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import { deliver, deliverOk, longFirstStep, reportOf, rowOf, submit } from "./fixtures.ts"
+import { deliver, deliverAcross, deliverOk, longFirstStep, reportOf, rowOf, submit } from "./fixtures.ts"
 import { failAt } from "../../support/switchboard.ts"
 import { incarnation } from "../../support/incarnation.ts"
 
@@ -92,43 +91,11 @@ describe("head progress", () => {
           yield* submit(inc, "lane-a", "long-first-step", "a", { n: 1 })
           yield* submit(inc, "lane-b", "long-first-step", "b", { n: 1 })
 
-          const pass = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))
-          yield* Deferred.await(started)
-          yield* TestClock.withLive(Effect.sleep("10 millis"))
-          yield* TestClock.adjust(eventMillis)
-          expect(reportOf(yield* Fiber.join(pass))).toEqual(["actionable", 0, 1, 1, "rearmed"])
+          const report = yield* deliverAcross(ctx, inc.maintenance, started, eventMillis)
+          expect(reportOf(report)).toEqual(["actionable", 0, 1, 1, "rearmed"])
           // alarmBackoffBase after the event began, but never earlier than half of it from now.
           expect(yield* afterPass(ctx)).toEqual({ delay, retry: undefined })
         }),
       ),
-  )
-
-  it.effect("counts a head that journals a step before it yields", () =>
-    inObject(objectName("progress-yield"), (ctx) =>
-      Effect.gen(function* () {
-        yield* dayAhead
-        const runs = yield* makeRuns
-        const started = yield* Deferred.make<void>()
-        const inc = yield* incarnation(ctx, {
-          agents: [longFirstStep(runs, 11 * 60_000, started), threeSteps(runs)],
-          config: {
-            ownershipLeaseDuration: 3_600_000,
-            leaseRenewalInterval: 3_600_000,
-            abortPollInterval: 3_600_000,
-          },
-        })
-        const yielding = yield* submit(inc, "lane-a", "long-first-step", "a", { n: 1 })
-        yield* submit(inc, "lane-b", "three-steps", "b", { n: 1 })
-
-        const pass = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))
-        yield* Deferred.await(started)
-        yield* TestClock.withLive(Effect.sleep("10 millis"))
-        yield* TestClock.adjust("11 minutes")
-        expect(reportOf(yield* Fiber.join(pass))).toEqual(["actionable", 0, 0, 2, "rearmed"])
-        expect((yield* rowOf(inc, yielding.submissionId)).state).toBe("ready")
-        // No stall: the event took eleven minutes, so the next one comes at the floor.
-        expect(yield* afterPass(ctx)).toEqual({ delay: BASE / 2, retry: undefined })
-      }),
-    ),
   )
 })

@@ -1,9 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
-import { TestClock } from "effect/testing"
+import { Clock, Deferred, Effect } from "effect"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import { converge, deliverOk, longFirstStep, reportOf, rowOf, submit } from "./fixtures.ts"
+import {
+  converge,
+  deliverAcross,
+  deliverOk,
+  longFirstStep,
+  reportOf,
+  rowOf,
+  submit,
+  UNHURRIED,
+} from "./fixtures.ts"
 import { incarnation } from "../../support/incarnation.ts"
 
 describe("lane rotation", () => {
@@ -16,24 +24,20 @@ describe("lane rotation", () => {
         // The first step outlasts the 10-minute yield deadline but not the 14-minute event.
         const inc = yield* incarnation(ctx, {
           agents: [longFirstStep(runs, 11 * 60_000, started), threeSteps(runs)],
-          config: {
-            ownershipLeaseDuration: 3_600_000,
-            leaseRenewalInterval: 3_600_000,
-            abortPollInterval: 3_600_000,
-          },
+          config: UNHURRIED,
         })
         const yielding = yield* submit(inc, "lane-a", "long-first-step", "a", { n: 1 })
         const b = yield* submit(inc, "lane-b", "three-steps", "b", { n: 1 })
         const c = yield* submit(inc, "lane-c", "three-steps", "c", { n: 1 })
         const cursor = Effect.map(rawState(ctx), (raw) => raw?.["lastServedThreadId"])
 
-        const first = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))
-        yield* Deferred.await(started)
-        // Let the step reach its sleep before virtual time moves.
-        yield* TestClock.withLive(Effect.sleep("10 millis"))
-        yield* TestClock.adjust("11 minutes")
-        expect(reportOf(yield* Fiber.join(first))).toEqual(["actionable", 0, 0, 3, "rearmed"])
+        const first = yield* deliverAcross(ctx, inc.maintenance, started, "11 minutes")
+        expect(reportOf(first)).toEqual(["actionable", 0, 0, 3, "rearmed"])
         expect(yield* cursor).toBe("lane-a")
+        // Journaling a step before the yield is progress: no stall, and the eleven-minute event
+        // leaves the next one at the floor.
+        expect((yield* rawState(ctx))?.["retry"]).toBeUndefined()
+        expect(yield* alarmOf(ctx)).toBe((yield* Clock.currentTimeMillis) + 50)
         const yielded = yield* rowOf(inc, yielding.submissionId)
         expect([yielded.state, yielded.ownership]).toEqual(["ready", undefined])
 
