@@ -92,7 +92,9 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** Builds the bench class of the library's Object with these configuration overrides. */
 export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverrides) =>
-  class BenchThreadObject extends ThreadObject.make({ agents: [noopAgent, approvalAgent], config }) {
+  class BenchThreadObject extends ThreadObject.make(ThreadObject.layer([noopAgent, approvalAgent]), {
+    config,
+  }) {
     readonly meter: StorageMeter
     readonly progress = new BurstProgress()
     readonly #raw: { readonly id: DurableObjectId; readonly storage: DurableObjectStorage }

@@ -11,7 +11,7 @@
  *   GET  /threads/:thread   /threads/:thread/history   /threads/:thread/maintenance
  *   GET  /relay             what the outbox delivered;   POST /relay/refuse {"count":2}
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
 import { RefundOutbox } from "./outbox.ts"
 import { refundAgent } from "./refundAgent.ts"
@@ -19,8 +19,11 @@ import { json, threadRoute } from "./routes.ts"
 
 export { RelayInbox } from "./relayInbox.ts"
 
+/** The Threads of this Worker: the refund agent, with the settlement outbox sharing the alarm. */
+const RefundDesk = ThreadObject.layer([refundAgent]).pipe(Layer.provide(RefundOutbox))
+
 /** The Thread Objects of this Worker. */
-export class Threads extends ThreadObject.make({ agents: [refundAgent], hooks: RefundOutbox }) {}
+export class Threads extends ThreadObject.make(RefundDesk) {}
 
 const usage = {
   about: "effect-agent refund desk example",

@@ -49,12 +49,12 @@ export {
   ThreadStoreError,
   SettlementConflict,
   RunJournalError,
-  DurableRuntimeFailpointError,
   NotPending,
   SettlementTimeout,
 } from "./internal/runtimeModel.ts"
 export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtimeModel.ts"
 export { RecoveryWorklist } from "./internal/recoveryExecute.ts"
+export { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 
 /** The durable agent runtime of one physical Object. */
 export class DurableAgentRuntime extends Context.Service<

@@ -2,6 +2,8 @@
  * Test hooks at every durable commit boundary of the runtime: before and after each ledger
  * write and history append, and at the semantic points between them. The production layer is
  * inert; tests fail typed, pause on a `Deferred`, or kill the Object at a location.
+ * `DurableAgentRuntime` exports the service (its layer requires it); `Testing` exports the
+ * locations and handlers.
  */
 import { Context, Effect, Layer } from "effect"
 import type { DurableRuntimeFailpointError } from "./internal/runtimeModel.ts"

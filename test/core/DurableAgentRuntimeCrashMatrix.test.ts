@@ -19,7 +19,7 @@ import {
 } from "effect"
 import { TestClock } from "effect/testing"
 import { define } from "../../src/core/AgentRegistration.ts"
-import { DurableRuntimeFailpointError } from "../../src/core/DurableAgentRuntime.ts"
+import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import {
   runtimeFailpointLocations,

@@ -10,7 +10,7 @@ import { env, runInDurableObject } from "cloudflare:test"
 import { Context, Deferred, Effect, Layer, Ref } from "effect"
 import type { Scope } from "effect"
 import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
-import { DurableAgentRuntime, DurableRuntimeFailpointError } from "../../src/core/DurableAgentRuntime.ts"
+import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig, type DurableRuntimeSettings } from "../../src/core/DurableRuntimeConfig.ts"
 import type { ThreadId } from "../../src/core/Identifiers.ts"
 import {
@@ -25,6 +25,7 @@ import {
 } from "../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { WakeScheduler } from "../../src/core/WakeScheduler.ts"
+import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 
 /** The services of one incarnation. */
 export type Incarnation = Context.Context<DurableAgentRuntime | SubmissionLedger | ThreadHistory>

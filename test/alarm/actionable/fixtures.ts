@@ -21,12 +21,14 @@ import {
 } from "../../../src/Alarm.ts"
 import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/CloudflareConfig.ts"
 import { type AnyAgentDefinition, define } from "../../../src/core/AgentRegistration.ts"
-import { DurableAgentRuntime, DurableRuntimeFailpointError } from "../../../src/core/DurableAgentRuntime.ts"
+import { DurableAgentRuntime } from "../../../src/core/DurableAgentRuntime.ts"
 import { AgentId, IdempotencyKey, type SubmissionId, ThreadId } from "../../../src/core/Identifiers.ts"
 import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
-import { incarnationLayer } from "../../../src/internal/object/layers.ts"
+import { platformLayer } from "../../../src/internal/object/layers.ts"
+import * as ThreadObject from "../../../src/ThreadObject.ts"
+import { DurableRuntimeFailpointError, failpoints } from "../../../src/Testing.ts"
 import { ran, type Runs } from "../../core/runtimeAgents.ts"
 import { alarmOf, rawState } from "../harness.ts"
 
@@ -39,7 +41,7 @@ export interface RuntimeIncarnationOptions {
   readonly host?: ThreadHostMaintenanceService
 }
 
-type IncarnationServices = Layer.Success<ReturnType<typeof incarnationLayer>>
+type IncarnationServices = ThreadObject.ThreadObjectPlatform | ThreadObject.ThreadObjectThread
 
 /** The services of one incarnation. */
 export interface RuntimeIncarnation {
@@ -58,15 +60,17 @@ export const runtimeIncarnation = (
 ): Effect.Effect<RuntimeIncarnation, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { maintenance, runtime, host } = options
-    const layer = incarnationLayer(ctx, env, {
-      agents: options.agents,
+    const platform = platformLayer(ctx, env, {
       ...(options.config === undefined ? {} : { config: options.config }),
-      ...(host === undefined ? {} : { hooks: Layer.succeed(ThreadHostMaintenance, host) }),
-      failpoints: {
+      failpoints: failpoints({
         ...(maintenance === undefined ? {} : { maintenance: () => maintenance.handler }),
         ...(runtime === undefined ? {} : { runtime: () => runtime.handler }),
-      },
+      }),
     })
+    const thread = ThreadObject.layer(options.agents).pipe(
+      Layer.provide(host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, host)),
+    )
+    const layer = Layer.provideMerge(thread, platform)
     const context = yield* Layer.build(Layer.fresh(layer)).pipe(Effect.orDie)
     return {
       maintenance: Context.get(context, ThreadMaintenance),
