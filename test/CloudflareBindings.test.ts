@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Exit } from "effect"
 import { ThreadObjectNamespace } from "../src/CloudflareBindings.ts"
 import { CloudflareConfigError } from "../src/CloudflareConfig.ts"
 
