@@ -1,5 +1,6 @@
-// `npm start`: serves the example Worker with wrangler's embedded workerd and local SQLite
-// persistence under .wrangler/state (no account, no network), after a short guide.
+// `npm start`: serves the example Worker of the root wrangler.toml with wrangler's embedded
+// workerd and local SQLite persistence under .wrangler/state (no account, no network), after a
+// short guide.
 import { spawn } from "node:child_process"
 
 const port = process.env.PORT ?? "8787"
@@ -15,7 +16,7 @@ effect-agent refund desk example
 `)
 const child = spawn(
   "npx",
-  ["wrangler", "dev", "-c", "example/wrangler.jsonc", "--persist-to", ".wrangler/state", "--port", port],
+  ["wrangler", "dev", "--persist-to", ".wrangler/state", "--port", port],
   {
     stdio: "inherit",
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },

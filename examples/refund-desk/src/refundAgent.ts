@@ -6,7 +6,7 @@
  * resolves the outcome), and writes the confirmation (another journaled step).
  */
 import { Effect, Schema } from "effect"
-import { AgentFailure, define } from "@effect-agent/platform-cloudflare/agent-registration"
+import { AgentFailure, define } from "@effect-agent/platform-cloudflare/AgentRegistration"
 
 /** Refunds above this amount need a human's approval. */
 export const approvalThreshold = 100
