@@ -62,11 +62,11 @@ export interface ThreadObjectRpc {
   inspectMaintenance(): Promise<RpcResult>
 }
 
-/** The constructor of a `ThreadObject` class. */
+/** The constructor of a `ThreadObject` class; a subclass may add methods and wrap `alarm`. */
 export type ThreadObjectClass = new (
   ctx: DurableObjectState,
   env: Cloudflare.Env,
-) => DurableObject<Cloudflare.Env> & ThreadObjectRpc
+) => DurableObject<Cloudflare.Env> & ThreadObjectRpc & { alarm(): Promise<void> }
 
 /**
  * The application's Thread layer: the durable runtime over `registrations` and the maintenance

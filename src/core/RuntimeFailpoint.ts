@@ -6,7 +6,7 @@
  * locations and handlers.
  */
 import { Context, Effect, Layer } from "effect"
-import type { DurableRuntimeFailpointError } from "./internal/runtimeModel.ts"
+import type { DurableRuntimeFailpointError } from "./internal/runtimeFailpointError.ts"
 
 const ledgerWrites = [
   "admit",
@@ -24,22 +24,23 @@ const ledgerWrites = [
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
 export type RuntimeLedgerWrite = (typeof ledgerWrites)[number]
 
-/** Every runtime failpoint location. */
-export const runtimeFailpointLocations = [
-  ...ledgerWrites.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
-  "history:append:before",
-  "history:append:after",
-  "submit:after-admit",
-  "claim:after-claim",
-  "input:after-canonical-append",
-  "step:after-step-append",
-  "uncertain:after-start-append",
-  "approval:after-request-append",
-  "terminalize:after-reserve",
-  "terminalize:after-canonical-append",
-  "abort:after-intent",
-  "resolve:after-intent",
-] as const
+/** Every runtime failpoint location (pure: a bundle that does not use it drops it). */
+export const runtimeFailpointLocations = /* @__PURE__ */ (() =>
+  [
+    ...ledgerWrites.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
+    "history:append:before",
+    "history:append:after",
+    "submit:after-admit",
+    "claim:after-claim",
+    "input:after-canonical-append",
+    "step:after-step-append",
+    "uncertain:after-start-append",
+    "approval:after-request-append",
+    "terminalize:after-reserve",
+    "terminalize:after-canonical-append",
+    "abort:after-intent",
+    "resolve:after-intent",
+  ] as const)()
 
 /** A point between durable commits where tests may pause, fail or kill the Object. */
 export type RuntimeFailpointLocation = (typeof runtimeFailpointLocations)[number]

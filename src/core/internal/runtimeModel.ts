@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../Identifiers.ts"
+import type { DurableRuntimeFailpointError } from "./runtimeFailpointError.ts"
 import type {
   AdmissionRefused,
   FenceRejected,
@@ -95,12 +96,6 @@ export class RunJournalError extends Schema.TaggedError<RunJournalError>()("RunJ
   message: Schema.String,
 }) {}
 
-/** A test failpoint that fired as a typed failure. */
-export class DurableRuntimeFailpointError extends Schema.TaggedError<DurableRuntimeFailpointError>()(
-  "DurableRuntimeFailpointError",
-  { location: Schema.String, message: Schema.String },
-) {}
-
 /** A resolution asked of a Submission that is not waiting for it. */
 export class NotPending extends Schema.TaggedError<NotPending>()("NotPending", {
   submissionId: SubmissionId,
@@ -113,6 +108,8 @@ export class SettlementTimeout extends Schema.TaggedError<SettlementTimeout>()("
   submissionId: SubmissionId,
   message: Schema.String,
 }) {}
+
+export type { DurableRuntimeFailpointError } from "./runtimeFailpointError.ts"
 
 /** Failures of the runtime's own durable work; the pass propagates them. */
 export type DurableWorkerFailure =
