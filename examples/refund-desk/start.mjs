@@ -14,13 +14,9 @@ effect-agent refund desk example
   relay:     curl -s ${base}/relay
   (see README.md, "Quick start", for the full round trip)
 `)
-const child = spawn(
-  "npx",
-  ["wrangler", "dev", "--persist-to", ".wrangler/state", "--port", port],
-  {
-    stdio: "inherit",
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-  },
-)
+const child = spawn("npx", ["wrangler", "dev", "--persist-to", ".wrangler/state", "--port", port], {
+  stdio: "inherit",
+  env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+})
 child.on("exit", (code) => process.exit(code ?? 0))
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal))
