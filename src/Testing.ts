@@ -76,13 +76,12 @@ export interface InstalledFailpoints {
 }
 
 /**
- * Failpoints that tests install per Object while it runs. The test and the Object share the
- * isolate (vitest-pool-workers, Miniflare), so a handler installed under an Object's id is
- * consulted by every incarnation of that Object until it is removed.
+ * Failpoints that tests install per Object while it runs, itself the `failpoints` option of
+ * `ThreadObject.make`. The test and the Object share the isolate (vitest-pool-workers,
+ * Miniflare), so handlers installed under an Object's id are consulted by every incarnation of
+ * that Object until they are removed.
  */
-export interface FailpointSwitchboard {
-  /** For `ThreadObject.make(layer, { failpoints: switchboard.failpoints })`. */
-  readonly failpoints: ThreadObjectFailpoints
+export interface FailpointSwitchboard extends ThreadObjectFailpoints {
   /** Installs the handlers of the Object `id`, replacing any installed before. */
   readonly install: (id: DurableObjectId, handlers: InstalledFailpoints) => void
   /** Removes the handlers of the Object `id`. */
@@ -94,7 +93,7 @@ export const makeSwitchboard = (): FailpointSwitchboard => {
   const installed = new Map<string, InstalledFailpoints>()
   const of = (ctx: DurableObjectState) => installed.get(ctx.id.toString())
   return {
-    failpoints: failpoints({
+    ...failpoints({
       maintenance: (ctx) => (location) => of(ctx)?.maintenance?.(location, ctx) ?? Effect.void,
       runtime: (ctx) => (location) => of(ctx)?.runtime?.(location, ctx) ?? Effect.void,
       storage: (ctx) => (location, detail) => of(ctx)?.storage?.(location, detail, ctx),

@@ -43,5 +43,5 @@ export const switchboard = Testing.makeSwitchboard()
 
 export class TestThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
   config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
-  failpoints: switchboard.failpoints,
+  failpoints: switchboard,
 }) {}

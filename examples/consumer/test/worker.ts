@@ -4,11 +4,11 @@ import { Support } from "../src/worker"
 
 export { default } from "../src/worker"
 
-/** Failpoints a test installs on one Object by its id: the test and the Object share the isolate. */
+/** Failpoints a test installs on one Object by its id (the test and the Object share the isolate). */
 export const failpoints = Testing.makeSwitchboard()
 
 /** The application's own Thread layer, with failpoints and a short lease for killed Attempts. */
 export class Threads extends ThreadObject.make(Support, {
   config: { ownershipLeaseDuration: 500 },
-  failpoints: failpoints.failpoints,
+  failpoints,
 }) {}
