@@ -9,7 +9,7 @@
  */
 import { Effect, Layer } from "effect"
 import { RuntimeFailpoint, type RuntimeFailpointHandler } from "./core/RuntimeFailpoint.ts"
-import { DurableRuntimeFailpointError } from "./core/internal/runtimeFailpointError.ts"
+import { DurableRuntimeFailpointError } from "./core/internal/runtime/failpointError.ts"
 import {
   ThreadMaintenanceFailpoint,
   type ThreadMaintenanceFailpointHandler,

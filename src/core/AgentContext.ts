@@ -14,7 +14,7 @@
  */
 import type { Effect, Schema } from "effect"
 import type { AgentFailure, JsonCodec } from "./AgentRegistration.ts"
-import type { ApprovalDecision } from "./internal/runtimeModel.ts"
+import type { ApprovalDecision } from "./internal/runtime/model.ts"
 import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
 
 /** How a step's result is stored: a Schema whose encoded side is JSON. */

@@ -15,7 +15,7 @@ import {
   type BindingUnavailable,
 } from "./AgentRegistration.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "./Identifiers.ts"
-import { makeRuntime } from "./internal/runtimeMake.ts"
+import { makeRuntime } from "./internal/runtime/make.ts"
 import type {
   ApprovalDecision,
   DurableWorkerFailure,
@@ -26,7 +26,7 @@ import type {
   SubmitFailure,
   SubmitRequest,
   UnknownResolution,
-} from "./internal/runtimeModel.ts"
+} from "./internal/runtime/model.ts"
 import type {
   AdmissionRefused,
   LedgerError,
@@ -51,9 +51,9 @@ export {
   RunJournalError,
   NotPending,
   SettlementTimeout,
-} from "./internal/runtimeModel.ts"
-export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtimeModel.ts"
-export { RecoveryWorklist } from "./internal/recoveryExecute.ts"
+} from "./internal/runtime/model.ts"
+export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtime/model.ts"
+export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
 export { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 
 /** The durable agent runtime of one physical Object. */

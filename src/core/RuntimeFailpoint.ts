@@ -6,7 +6,7 @@
  * locations and handlers.
  */
 import { Context, Effect, Layer } from "effect"
-import type { DurableRuntimeFailpointError } from "./internal/runtimeFailpointError.ts"
+import type { DurableRuntimeFailpointError } from "./internal/runtime/failpointError.ts"
 
 const ledgerWrites = [
   "admit",

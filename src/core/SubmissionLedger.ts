@@ -23,9 +23,9 @@ import type {
   Settlement,
   SubmissionNotFound,
   SubmissionSnapshot,
-} from "./internal/ledgerModel.ts"
-import { makeMemoryLedger } from "./internal/memoryLedger.ts"
-import { makeSqlLedger } from "./internal/sqlLedger.ts"
+} from "./internal/ledger/model.ts"
+import { makeMemoryLedger } from "./internal/ledger/memory.ts"
+import { makeSqlLedger } from "./internal/ledger/sql.ts"
 import type { SqlClient } from "effect/sql/SqlClient"
 
 export {
@@ -43,14 +43,14 @@ export {
   SubmissionNotFound,
   SubmissionSnapshot,
   SubmissionState,
-} from "./internal/ledgerModel.ts"
+} from "./internal/ledger/model.ts"
 export type {
   Admission,
   AdmissionRequest,
   Fence,
   FenceFailure,
   LedgerLimits,
-} from "./internal/ledgerModel.ts"
+} from "./internal/ledger/model.ts"
 
 /** The ledger of one physical Object. */
 export class SubmissionLedger extends Context.Service<

@@ -7,16 +7,16 @@
 import { Context, Layer } from "effect"
 import type { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
-import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtimeModel.ts"
+import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/model.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
-import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./internal/ledgerHistoryModel.ts"
-import type { Fence, LedgerError, SubmissionNotFound } from "./internal/ledgerModel.ts"
-import { makeMemoryHistory } from "./internal/memoryHistory.ts"
-import { makeSqlHistory } from "./internal/sqlHistory.ts"
+import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./internal/history/model.ts"
+import type { Fence, LedgerError, SubmissionNotFound } from "./internal/ledger/model.ts"
+import { makeMemoryHistory } from "./internal/history/memory.ts"
+import { makeSqlHistory } from "./internal/history/sql.ts"
 import { SubmissionLedger } from "./SubmissionLedger.ts"
 
-export { HistoryEntry, HistoryRecord } from "./internal/ledgerHistoryModel.ts"
-export type { FeedEntry, FeedPage, HistoryPage } from "./internal/ledgerHistoryModel.ts"
+export { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
+export type { FeedEntry, FeedPage, HistoryPage } from "./internal/history/model.ts"
 
 /** The canonical history of the Threads of one physical Object. */
 export class ThreadHistory extends Context.Service<

@@ -2,7 +2,7 @@
  * Host values and failures cross into typed errors here. A diagnostic built from a host cause
  * keeps only a short, single-line message: storage errors may quote stored values.
  */
-import { Cause } from "effect"
+import { Cause, Effect } from "effect"
 
 const maxMessageLength = 300
 
@@ -28,3 +28,17 @@ export const safeCauseMessage = (cause: unknown, fallback: string): string => {
   if (cleaned === "") return fallback
   return cleaned.length > maxMessageLength ? `${cleaned.slice(0, maxMessageLength)}…` : cleaned
 }
+
+/**
+ * Handles every failure of `effect` except interruption, which keeps propagating: a handler that
+ * swallows failures must never turn an interrupted fiber into a successful one.
+ * @internal
+ */
+export const catchUnlessInterrupted =
+  <A2, E2, R2>(handler: (cause: Cause.Cause<unknown>) => Effect.Effect<A2, E2, R2>) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A | A2, E2, R | R2> =>
+    Effect.catchCause(effect, (cause) =>
+      Cause.hasInterrupts(cause)
+        ? Effect.failCause(Cause.fromReasons<never>(cause.reasons.filter(Cause.isInterruptReason)))
+        : handler(cause),
+    )

@@ -5,8 +5,8 @@ import {
   classifyRecovery,
   dispositionOf,
   recoveryNeedsHistory,
-} from "../../src/core/internal/recoveryClassify.ts"
-import { emptyJournal, readJournal } from "../../src/core/internal/runtimeJournal.ts"
+} from "../../src/core/internal/runtime/recoveryClassify.ts"
+import { emptyJournal, readJournal } from "../../src/core/internal/runtime/journal.ts"
 import { Ownership, type SubmissionState } from "../../src/core/SubmissionLedger.ts"
 import type { HistoryEntry } from "../../src/core/ThreadHistory.ts"
 

@@ -8,8 +8,8 @@ import {
   ledgerMigrations,
   statements,
   submissionsTable,
-} from "../../src/core/internal/sqlLedgerStatements.ts"
-import { historyStatements } from "../../src/core/internal/sqlHistory.ts"
+} from "../../src/core/internal/ledger/sqlStatements.ts"
+import { historyStatements } from "../../src/core/internal/history/sql.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
 import { admitNew, admitReady, request } from "./SubmissionLedgerFixtures.ts"

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Stream } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
-import { isRecoveryCandidate } from "../../src/core/internal/ledgerRules.ts"
+import { isRecoveryCandidate } from "../../src/core/internal/ledger/rules.ts"
 import { SubmissionLedger, type SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
 import {
   admitNew,

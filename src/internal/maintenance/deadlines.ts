@@ -1,5 +1,6 @@
 /** The combined host deadline: publication, message delivery, projection and host hooks. */
-import { Cause, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
+import { catchUnlessInterrupted } from "../boundary.ts"
 import type { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import type {
@@ -26,10 +27,8 @@ export const makePendingDeadline = (hooks: {
   readonly host: ThreadHostMaintenanceService
 }): Effect.Effect<Option.Option<number>, DurableAlarmError> => {
   const projection = hooks.projection.pendingDeadline.pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterrupts(cause)
-        ? Effect.failCause(Cause.fromReasons<never>(cause.reasons.filter(Cause.isInterruptReason)))
-        : Effect.as(Effect.logError("Thread projection deadline unavailable", cause), Option.some(0)),
+    catchUnlessInterrupted((cause) =>
+      Effect.as(Effect.logError("Thread projection deadline unavailable", cause), Option.some(0)),
     ),
   )
   return Effect.gen(function* () {

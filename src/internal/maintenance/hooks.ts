@@ -3,8 +3,9 @@
  * native execution), native message delivery and application host maintenance. Hooks never
  * write the alarm slot; their `pendingDeadline` reads are bounded local operations.
  */
-import { Cause, Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { DateTime, Scope } from "effect"
+import { catchUnlessInterrupted } from "../boundary.ts"
 import type { DurableAlarmError } from "./errors.ts"
 
 /** Durable publication of canonical facts that dependent native execution must wait for. */
@@ -38,10 +39,8 @@ export class ThreadPublication extends Context.Service<ThreadPublication, Thread
  */
 export const publishCommitted = (publication: ThreadPublicationService): Effect.Effect<void> =>
   Effect.andThen(publication.invalidate, publication.drain).pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterrupts(cause)
-        ? Effect.failCause(Cause.fromReasons<never>(cause.reasons.filter(Cause.isInterruptReason)))
-        : Effect.logError("Thread publication deferred after source commit", cause),
+    catchUnlessInterrupted((cause) =>
+      Effect.logError("Thread publication deferred after source commit", cause),
     ),
   )
 

@@ -23,7 +23,7 @@ import {
   OwnershipLost,
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
-import type { DurableRuntimeFailpointError } from "../../core/internal/runtimeFailpointError.ts"
+import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableAlarmError } from "../maintenance/errors.ts"
 import { InvalidRequest, type RpcResult } from "./protocol.ts"

@@ -3,10 +3,10 @@
  * canonical records and run live past them. See `AgentContext` for the contract.
  */
 import { Cause, Clock, Effect, Exit, Schema } from "effect"
-import type { AgentContext, StepFunction, StepOptions } from "../AgentContext.ts"
-import { AgentFailure, type JsonCodec } from "../AgentRegistration.ts"
-import { ApprovalDecision } from "./runtimeModel.ts"
-import type { HistoryEntry } from "./ledgerHistoryModel.ts"
+import type { AgentContext, StepFunction, StepOptions } from "../../AgentContext.ts"
+import { AgentFailure, type JsonCodec } from "../../AgentRegistration.ts"
+import { ApprovalDecision } from "./model.ts"
+import type { HistoryEntry } from "../history/model.ts"
 import {
   type AttemptState,
   boundary,
@@ -16,7 +16,7 @@ import {
   ownerFence,
   runWatched,
 } from "./attemptState.ts"
-import type { Journal, JournalPosition } from "./runtimeJournal.ts"
+import type { Journal, JournalPosition } from "./journal.ts"
 
 type Kind = "step" | "uncertain step" | "approval request"
 

@@ -1,17 +1,17 @@
 /** Assembles the durable agent runtime from its parts. @internal */
 import { Effect } from "effect"
-import { AgentRegistry } from "../AgentRegistration.ts"
-import type { DurableAgentRuntime } from "../DurableAgentRuntime.ts"
-import { DurableRuntimeConfig } from "../DurableRuntimeConfig.ts"
-import { RuntimeFailpoint } from "../RuntimeFailpoint.ts"
-import { SubmissionLedger } from "../SubmissionLedger.ts"
-import { ThreadHistory } from "../ThreadHistory.ts"
-import { WakeScheduler } from "../WakeScheduler.ts"
+import { AgentRegistry } from "../../AgentRegistration.ts"
+import type { DurableAgentRuntime } from "../../DurableAgentRuntime.ts"
+import { DurableRuntimeConfig } from "../../DurableRuntimeConfig.ts"
+import { RuntimeFailpoint } from "../../RuntimeFailpoint.ts"
+import { SubmissionLedger } from "../../SubmissionLedger.ts"
+import { ThreadHistory } from "../../ThreadHistory.ts"
+import { WakeScheduler } from "../../WakeScheduler.ts"
 import { makeProcessThreadHead } from "./attemptRun.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
-import { makeRuntimeEnv } from "./runtimeEnv.ts"
-import { makeResolutions } from "./runtimeResolve.ts"
-import { makeSubmit, makeSubmitRegistered, makeValidate } from "./submitAdmission.ts"
+import { makeRuntimeEnv } from "./env.ts"
+import { makeResolutions } from "./resolve.ts"
+import { makeSubmit, makeSubmitRegistered, makeValidate } from "./submit.ts"
 
 /** @internal */
 export const makeRuntime = Effect.gen(function* () {

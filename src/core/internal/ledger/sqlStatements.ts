@@ -15,8 +15,8 @@
  * Statements are plain strings with `?` parameters so tests can ask for their plans.
  */
 import { Effect, Schema } from "effect"
-import { LedgerError, SubmissionSnapshot } from "./ledgerModel.ts"
-import type { Migration } from "./migrations.ts"
+import { LedgerError, SubmissionSnapshot } from "./model.ts"
+import type { Migration } from "../migrations.ts"
 
 /** @internal */
 export const submissionsTable = "effect_agent_submissions"

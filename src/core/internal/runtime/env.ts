@@ -3,14 +3,16 @@
  * write, the registry, wake hints, timing, and the lock that serializes unowned writes.
  */
 import { Effect, Semaphore } from "effect"
-import type { AgentRegistry } from "../AgentRegistration.ts"
-import type { DurableRuntimeFailpointError } from "./runtimeModel.ts"
-import type { DurableRuntimeSettings } from "../DurableRuntimeConfig.ts"
-import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../RuntimeFailpoint.ts"
-import type { SubmissionLedger } from "../SubmissionLedger.ts"
-import type { ThreadHistory } from "../ThreadHistory.ts"
-import type { WakeScheduler } from "../WakeScheduler.ts"
-import { LedgerError, type SubmissionNotFound } from "./ledgerModel.ts"
+import type { AgentRegistry } from "../../AgentRegistration.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
+import { type Journal, readJournal } from "./journal.ts"
+import type { DurableRuntimeFailpointError, ThreadStoreError } from "./model.ts"
+import type { DurableRuntimeSettings } from "../../DurableRuntimeConfig.ts"
+import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../../RuntimeFailpoint.ts"
+import type { SubmissionLedger } from "../../SubmissionLedger.ts"
+import type { ThreadHistory } from "../../ThreadHistory.ts"
+import type { WakeScheduler } from "../../WakeScheduler.ts"
+import { LedgerError, type SubmissionNotFound } from "../ledger/model.ts"
 
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]
@@ -118,6 +120,15 @@ export const makeRuntimeEnv = (services: {
     exclusive: (effect) => Semaphore.withPermit(lock, effect),
   }
 }
+
+/** The journal of one Submission, read from its canonical records. @internal */
+export const loadJournal = (
+  env: RuntimeEnv,
+  submissionId: SubmissionId,
+): Effect.Effect<Journal, ThreadStoreError> =>
+  Effect.map(env.history.forSubmission(submissionId), (records) =>
+    readJournal(records.map((record) => record.entry)),
+  )
 
 /** A row that vanished under a write the runtime just licensed: storage is inconsistent. @internal */
 export const vanished =

@@ -6,11 +6,11 @@
  * (found through `memoryStoreOf`) to append atomically with its fence check.
  */
 import { Effect, Option, Result, Stream } from "effect"
-import type { SubmissionLedger } from "../SubmissionLedger.ts"
-import type { IdempotencyKey, SubmissionId, ThreadId } from "../Identifiers.ts"
-import type { HistoryRecord } from "./ledgerHistoryModel.ts"
-import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./ledgerAdmission.ts"
-import { Claim, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./ledgerModel.ts"
+import type { SubmissionLedger } from "../../SubmissionLedger.ts"
+import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import type { HistoryRecord } from "../history/model.ts"
+import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
+import { Claim, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
 import type {
   Admission,
   AdmissionRefused,
@@ -19,8 +19,8 @@ import type {
   IdempotencyConflict,
   LedgerLimits,
   SubmissionNotFound,
-} from "./ledgerModel.ts"
-import * as Rules from "./ledgerRules.ts"
+} from "./model.ts"
+import * as Rules from "./rules.ts"
 
 interface Lane {
   lastSequence: number

@@ -3,12 +3,12 @@
  * that each returns exactly what survives a round trip through storage.
  */
 import { Effect, Schema } from "effect"
-import { ThreadStoreError } from "./runtimeModel.ts"
-import { FenceRejected } from "./ledgerModel.ts"
-import type { Fence } from "./ledgerModel.ts"
-import { HistoryEntry, HistoryRecord } from "./ledgerHistoryModel.ts"
-import { fenceEpoch, fenceSubmissionId } from "./ledgerRules.ts"
-import type { SubmissionId } from "../Identifiers.ts"
+import { ThreadStoreError } from "../runtime/model.ts"
+import { FenceRejected } from "../ledger/model.ts"
+import type { Fence } from "../ledger/model.ts"
+import { HistoryEntry, HistoryRecord } from "./model.ts"
+import { fenceEpoch, fenceSubmissionId } from "../ledger/rules.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
 
 const entryJson = Schema.fromJsonString(HistoryEntry)
 const encodeEntryJson = Schema.encodeEffect(entryJson)

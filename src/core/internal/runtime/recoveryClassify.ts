@@ -3,14 +3,12 @@
  * only when the row's state needs it, its canonical records. Pure, so every case is unit-tested
  * without storage.
  */
-import type { RecoveryDecision, RecoveryDisposition } from "./runtimeModel.ts"
-import type { SubmissionSnapshot } from "./ledgerModel.ts"
-import type { Journal } from "./runtimeJournal.ts"
+import type { RecoveryDecision, RecoveryDisposition } from "./model.ts"
+import type { SubmissionSnapshot } from "../ledger/model.ts"
+import { hasLiveLease } from "../ledger/rules.ts"
+import type { Journal } from "./journal.ts"
 
 type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
-
-const hasLiveLease = (row: Row, now: number) =>
-  row.ownership !== undefined && row.ownership.leaseExpiresAt > now
 
 /**
  * Whether classifying the row reads its history. A `ready` row, a live owner and an accepted

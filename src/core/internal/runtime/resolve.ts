@@ -4,17 +4,12 @@
  * two resolutions of the same wait cannot both pass the check.
  */
 import { Clock, Effect, Option } from "effect"
-import {
-  type ApprovalDecision,
-  NotPending,
-  SettlementTimeout,
-  type UnknownResolution,
-} from "./runtimeModel.ts"
-import type { SubmissionId } from "../Identifiers.ts"
-import { type Fence, InvalidTransition, SubmissionNotFound, type SubmissionSnapshot } from "./ledgerModel.ts"
-import type { RuntimeEnv } from "./runtimeEnv.ts"
-import { readJournal } from "./runtimeJournal.ts"
-import { finishReserved, makeSettlement } from "./settleSubmission.ts"
+import { type ApprovalDecision, NotPending, SettlementTimeout, type UnknownResolution } from "./model.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
+import { InvalidTransition, SubmissionNotFound, type SubmissionSnapshot } from "../ledger/model.ts"
+import { unownedFence } from "../ledger/rules.ts"
+import { loadJournal, type RuntimeEnv } from "./env.ts"
+import { finishReserved, makeSettlement } from "./settle.ts"
 
 const rowOf = (env: RuntimeEnv, submissionId: SubmissionId) =>
   Effect.flatMap(env.ledger.lookup(submissionId), (row) =>
@@ -24,18 +19,6 @@ const rowOf = (env: RuntimeEnv, submissionId: SubmissionId) =>
           new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in this ledger` }),
         ),
   )
-
-const journalOf = (env: RuntimeEnv, submissionId: SubmissionId) =>
-  Effect.map(env.history.forSubmission(submissionId), (records) =>
-    readJournal(records.map((record) => record.entry)),
-  )
-
-const unowned = (row: SubmissionSnapshot, now: number): Fence => ({
-  _tag: "Unowned",
-  submissionId: row.submissionId,
-  producerEpoch: row.producerEpoch,
-  now,
-})
 
 const notPending = (row: SubmissionSnapshot, expected: NotPending["expected"], message: string) =>
   new NotPending({ submissionId: row.submissionId, expected, message })
@@ -78,7 +61,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
         // An accepted abort ends the wait: a later decision would race the aborted settlement.
         const step =
           row.state === "suspended" && !row.abortRequested
-            ? (yield* journalOf(env, submissionId)).openApproval
+            ? (yield* loadJournal(env, submissionId)).openApproval
             : undefined
         if (step === undefined) {
           return yield* notPending(
@@ -95,20 +78,20 @@ export const makeResolutions = (env: RuntimeEnv) => ({
           ...(decision.note === undefined ? {} : { note: decision.note }),
         } as const
         if (decision.approved) {
-          yield* env.history.append(submissionId, resolved, unowned(row, now), now)
+          yield* env.history.append(submissionId, resolved, unownedFence(row, now), now)
           yield* env.hit("resolve:after-intent")
-          return yield* env.ledger.transition(unowned(row, now), "ready").pipe(lostRace(row, "approval"))
+          return yield* env.ledger.transition(unownedFence(row, now), "ready").pipe(lostRace(row, "approval"))
         }
         // A denial records the decision, then settles directly. A crash before the reservation
         // leaves a resolved approval that recovery resumes: the replayed program is denied.
-        yield* env.history.append(submissionId, resolved, unowned(row, now), now)
+        yield* env.history.append(submissionId, resolved, unownedFence(row, now), now)
         yield* env.hit("resolve:after-intent")
         const settlement = yield* makeSettlement(row, {
           outcome: "failed",
           error: decision.note === undefined ? "approval denied" : `approval denied: ${decision.note}`,
         })
         const reserved = yield* env.ledger
-          .reserveSettlement(unowned(row, now), settlement)
+          .reserveSettlement(unownedFence(row, now), settlement)
           .pipe(lostRace(row, "approval"))
         yield* env.hit("terminalize:after-reserve")
         yield* finishReserved(env, reserved, false).pipe(lostRace(row, "approval"))
@@ -128,7 +111,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
         const row = yield* rowOf(env, submissionId)
         const open =
           row.state === "unknown" && !row.abortRequested
-            ? (yield* journalOf(env, submissionId)).openUncertain
+            ? (yield* loadJournal(env, submissionId)).openUncertain
             : undefined
         if (open === undefined) {
           return yield* notPending(
@@ -141,11 +124,13 @@ export const makeResolutions = (env: RuntimeEnv) => ({
         yield* env.history.append(
           submissionId,
           { _tag: "UnknownOutcomeResolved", step: open.step, resolution },
-          unowned(row, now),
+          unownedFence(row, now),
           now,
         )
         yield* env.hit("resolve:after-intent")
-        return yield* env.ledger.transition(unowned(row, now), "ready").pipe(lostRace(row, "unknown-outcome"))
+        return yield* env.ledger
+          .transition(unownedFence(row, now), "ready")
+          .pipe(lostRace(row, "unknown-outcome"))
       }),
     )
     yield* env.wake.notify(row.threadId)
@@ -166,7 +151,9 @@ export const makeResolutions = (env: RuntimeEnv) => ({
         // Revocation ends the lease now: the fence treats it as expired, and the epoch advance
         // fences out the revoked owner's later writes.
         const revokeAt = Math.max(now, row.ownership?.leaseExpiresAt ?? now)
-        return yield* env.ledger.transition(unowned(row, revokeAt), "ready").pipe(lostRace(row, "retryable"))
+        return yield* env.ledger
+          .transition(unownedFence(row, revokeAt), "ready")
+          .pipe(lostRace(row, "retryable"))
       }),
     )
     yield* env.wake.notify(row.threadId)

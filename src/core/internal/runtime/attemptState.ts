@@ -7,9 +7,9 @@
  * it); the Attempt reads `stop` once the program has returned.
  */
 import { Clock, Effect, Option } from "effect"
-import { type DurableWorkerFailure, RunJournalError } from "./runtimeModel.ts"
-import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "./ledgerModel.ts"
-import { type RuntimeEnv, vanished } from "./runtimeEnv.ts"
+import { type DurableWorkerFailure, RunJournalError } from "./model.ts"
+import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "../ledger/model.ts"
+import { type RuntimeEnv, vanished } from "./env.ts"
 
 /** Why an Attempt ended before its program returned. @internal */
 export type AttemptStop =

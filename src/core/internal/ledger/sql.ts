@@ -10,21 +10,15 @@
 import { Effect, Option, Result, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
-import type { SubmissionLedger } from "../SubmissionLedger.ts"
-import type { SubmissionId } from "../Identifiers.ts"
-import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./ledgerAdmission.ts"
-import { LedgerError, Settlement, SubmissionLedgerLimits } from "./ledgerModel.ts"
-import type {
-  Claim,
-  Fence,
-  InvalidTransition,
-  SubmissionNotFound,
-  SubmissionSnapshot,
-} from "./ledgerModel.ts"
-import * as Rules from "./ledgerRules.ts"
-import { runMigrations } from "./migrations.ts"
-import { decodeRow, laneKey, ledgerMigrations, statements } from "./sqlLedgerStatements.ts"
-import type { Row } from "./sqlLedgerStatements.ts"
+import type { SubmissionLedger } from "../../SubmissionLedger.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
+import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
+import { LedgerError, Settlement, SubmissionLedgerLimits } from "./model.ts"
+import type { Claim, Fence, InvalidTransition, SubmissionNotFound, SubmissionSnapshot } from "./model.ts"
+import * as Rules from "./rules.ts"
+import { runMigrations } from "../migrations.ts"
+import { decodeRow, laneKey, ledgerMigrations, statements } from "./sqlStatements.ts"
+import type { Row } from "./sqlStatements.ts"
 
 const scanPageSize = 128
 const raceRetries = 3

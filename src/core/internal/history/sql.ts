@@ -13,12 +13,12 @@
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
-import { ThreadStoreError } from "./runtimeModel.ts"
-import type { ThreadHistory } from "../ThreadHistory.ts"
-import { SubmissionLedger } from "../SubmissionLedger.ts"
-import { decodeRecord, encodeEntry, foreignFence, pageOptions, requireInstant } from "./ledgerHistoryCodec.ts"
-import type { Migration } from "./migrations.ts"
-import { runMigrations } from "./migrations.ts"
+import { ThreadStoreError } from "../runtime/model.ts"
+import type { ThreadHistory } from "../../ThreadHistory.ts"
+import { SubmissionLedger } from "../../SubmissionLedger.ts"
+import { decodeRecord, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
+import type { Migration } from "../migrations.ts"
+import { runMigrations } from "../migrations.ts"
 
 /** @internal */
 export const historyTable = "effect_agent_history"

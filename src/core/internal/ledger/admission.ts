@@ -3,10 +3,10 @@
  * replays (or conflicts) before any limit, so a replay is exempt from the queue-depth limit.
  */
 import { Result } from "effect"
-import { ReceiptId, SubmissionId } from "../Identifiers.ts"
-import { AdmissionRefused, IdempotencyConflict } from "./ledgerModel.ts"
-import type { Admission, AdmissionRequest, LedgerLimits, SubmissionSnapshot } from "./ledgerModel.ts"
-import { utf8ByteLength } from "./ledgerRules.ts"
+import { ReceiptId, SubmissionId } from "../../Identifiers.ts"
+import { AdmissionRefused, IdempotencyConflict } from "./model.ts"
+import type { Admission, AdmissionRequest, LedgerLimits, SubmissionSnapshot } from "./model.ts"
+import { utf8ByteLength } from "./rules.ts"
 
 /** Fresh identifiers for a new Submission. @internal */
 export const newAdmissionIds = () => ({

@@ -11,7 +11,7 @@ import {
   ReceiptId,
   SubmissionId,
   ThreadId,
-} from "../Identifiers.ts"
+} from "../../Identifiers.ts"
 
 /** Lifecycle states of a Submission. */
 export const SubmissionState = Schema.Literals([

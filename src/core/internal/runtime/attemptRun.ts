@@ -5,21 +5,21 @@
  * row is left `ready` rather than held by a lease nobody renews.
  */
 import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
-import type { AnyAgentDefinition } from "../AgentRegistration.ts"
-import { AttemptId, OwnershipToken, type ThreadId } from "../Identifiers.ts"
-import type { SettlementConflict } from "./runtimeModel.ts"
+import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
+import { AttemptId, OwnershipToken, type ThreadId } from "../../Identifiers.ts"
+import type { SettlementConflict } from "./model.ts"
 import {
   InvalidTransition,
   LedgerError,
   type Settlement,
   SubmissionNotFound,
   type SubmissionSnapshot,
-} from "./ledgerModel.ts"
+} from "../ledger/model.ts"
 import { type AttemptState, type AttemptStop, ownerFence } from "./attemptState.ts"
-import { makeAgentContext } from "./contextAgent.ts"
-import { type RuntimeEnv, vanished } from "./runtimeEnv.ts"
-import { type Journal, readJournal } from "./runtimeJournal.ts"
-import { asConflict, makeSettlement, settle, settleAborted } from "./settleSubmission.ts"
+import { makeAgentContext } from "./agentContext.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
+import { emptyJournal, type Journal } from "./journal.ts"
+import { asConflict, makeSettlement, settle, settleAborted } from "./settle.ts"
 
 const operation = "DurableAgentRuntime.processThreadHead"
 
@@ -134,11 +134,10 @@ const runAttempt = (attempt: AttemptState) =>
     const row = found.value
     // Before its first Claim a Submission's only records are its acceptance and, with an
     // accepted abort, the abort: a first Attempt without an abort has nothing to replay.
-    const records =
+    let journal =
       row.producerEpoch === 1 && !row.abortRequested
-        ? []
-        : yield* env.history.forSubmission(claim.submissionId)
-    let journal = readJournal(records.map((record) => record.entry))
+        ? emptyJournal
+        : yield* loadJournal(env, claim.submissionId)
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
     if (row.abortRequested) return yield* abortOwned(attempt, journal)
     const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)

@@ -3,8 +3,8 @@
  * can import them without a cycle. Re-exported by `ThreadHistory`.
  */
 import { Schema } from "effect"
-import { AgentId, SubmissionId, ThreadId } from "../Identifiers.ts"
-import { SettlementOutcome } from "./ledgerModel.ts"
+import { AgentId, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { SettlementOutcome } from "../ledger/model.ts"
 
 /** The kinds of canonical records. `step` is the 0-based position of a journaled call. */
 export const HistoryEntry = Schema.Union([

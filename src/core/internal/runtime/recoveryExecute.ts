@@ -5,13 +5,14 @@
  * again by the next pass.
  */
 import { Clock, Context, Effect, Option, Stream } from "effect"
-import { type RecoveryDecision, RecoveryReport } from "./runtimeModel.ts"
-import type { Fence, SubmissionSnapshot } from "./ledgerModel.ts"
+import { type RecoveryDecision, RecoveryReport } from "./model.ts"
+import type { SubmissionSnapshot } from "../ledger/model.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
-import { type RuntimeEnv, vanished } from "./runtimeEnv.ts"
-import { emptyJournal, type Journal, readJournal } from "./runtimeJournal.ts"
-import { finishReserved, settleAborted } from "./settleSubmission.ts"
-import { materialize } from "./submitAdmission.ts"
+import { unownedFence } from "../ledger/rules.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
+import { emptyJournal, type Journal } from "./journal.ts"
+import { finishReserved, settleAborted } from "./settle.ts"
+import { materialize } from "./submit.ts"
 
 const operation = "DurableAgentRuntime.runRecovery"
 
@@ -27,11 +28,6 @@ export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candida
   { defaultValue: () => "every-nonterminal" },
 )
 
-const journalOf = (env: RuntimeEnv, row: SubmissionSnapshot) =>
-  Effect.map(env.history.forSubmission(row.submissionId), (records) =>
-    readJournal(records.map((record) => record.entry)),
-  )
-
 /** Executes one decision; `false` when there was nothing to execute. */
 const execute = (
   env: RuntimeEnv,
@@ -41,12 +37,7 @@ const execute = (
   now: number,
 ) =>
   Effect.gen(function* () {
-    const fence: Fence = {
-      _tag: "Unowned",
-      submissionId: row.submissionId,
-      producerEpoch: row.producerEpoch,
-      now,
-    }
+    const fence = unownedFence(row, now)
     switch (decision._tag) {
       case "CompleteMaterialization":
       case "RepairReadiness":
@@ -72,7 +63,7 @@ const execute = (
         yield* finishReserved(env, row, decision._tag === "FinalizeLedgerFromHistory")
         return
       case "SettleAborted": {
-        const recorded = yield* journalOf(env, row)
+        const recorded = yield* loadJournal(env, row.submissionId)
         yield* settleAborted(env, fence, row, recorded.abortRecorded)
         return
       }
@@ -107,7 +98,9 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
       }
       const row = current.value
       const now = yield* Clock.currentTimeMillis
-      const journal = recoveryNeedsHistory(row, now) ? yield* journalOf(env, row) : emptyJournal
+      const journal = recoveryNeedsHistory(row, now)
+        ? yield* loadJournal(env, row.submissionId)
+        : emptyJournal
       const decision = classifyRecovery(row, now, journal)
       return yield* execute(env, row, decision, journal, now).pipe(
         Effect.as(report(row, decision, dispositionOf(decision))),

@@ -4,15 +4,15 @@
  * `DurableAgentRuntime`.
  */
 import { Schema } from "effect"
-import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../Identifiers.ts"
-import type { DurableRuntimeFailpointError } from "./runtimeFailpointError.ts"
+import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import type { DurableRuntimeFailpointError } from "./failpointError.ts"
 import type {
   AdmissionRefused,
   FenceRejected,
   IdempotencyConflict,
   LedgerError,
   OwnershipLost,
-} from "./ledgerModel.ts"
+} from "../ledger/model.ts"
 
 /** One recovery classification of a nonterminal Submission. */
 export const RecoveryDecision = Schema.Union([
@@ -109,7 +109,7 @@ export class SettlementTimeout extends Schema.TaggedError<SettlementTimeout>()("
   message: Schema.String,
 }) {}
 
-export type { DurableRuntimeFailpointError } from "./runtimeFailpointError.ts"
+export type { DurableRuntimeFailpointError } from "./failpointError.ts"
 
 /** Failures of the runtime's own durable work; the pass propagates them. */
 export type DurableWorkerFailure =

@@ -5,20 +5,18 @@
  * replayed submit of a half-admitted row finishes it too.
  */
 import { Clock, Effect, Option, Schema } from "effect"
-import type { AgentDefinition, AnyAgentDefinition } from "../AgentRegistration.ts"
-import { Receipt, type SubmitRequest } from "./runtimeModel.ts"
-import type { IdempotencyKey, ThreadId } from "../Identifiers.ts"
-import { canonicalJson, contentDigest } from "./digest.ts"
+import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
+import { Receipt, type SubmitRequest } from "./model.ts"
+import type { IdempotencyKey, ThreadId } from "../../Identifiers.ts"
+import { canonicalJson, contentDigest } from "../digest.ts"
 import {
   AdmissionRefused,
-  type Fence,
   LedgerError,
   type SubmissionSnapshot,
   SubmissionLedgerLimits,
-} from "./ledgerModel.ts"
-import { utf8ByteLength } from "./ledgerRules.ts"
-import { vanished, type RuntimeEnv } from "./runtimeEnv.ts"
-import { readJournal } from "./runtimeJournal.ts"
+} from "../ledger/model.ts"
+import { unownedFence, utf8ByteLength } from "../ledger/rules.ts"
+import { loadJournal, vanished, type RuntimeEnv } from "./env.ts"
 
 const refuse = (threadId: ThreadId, reason: AdmissionRefused["reason"], message: string) =>
   new AdmissionRefused({ threadId, reason, message })
@@ -44,17 +42,10 @@ export const materialize = (
 ) =>
   Effect.gen(function* () {
     const operation = "DurableAgentRuntime.materialize"
-    const accepted =
-      known?.accepted ??
-      readJournal((yield* env.history.forSubmission(row.submissionId)).map((record) => record.entry)).accepted
+    const accepted = known?.accepted ?? (yield* loadJournal(env, row.submissionId)).accepted
     const now = yield* Clock.currentTimeMillis
     if (!accepted) {
-      const fence: Fence = {
-        _tag: "Unowned",
-        submissionId: row.submissionId,
-        producerEpoch: row.producerEpoch,
-        now,
-      }
+      const fence = unownedFence(row, now)
       const input = yield* parsePayload(operation, row)
       yield* env.history
         .append(

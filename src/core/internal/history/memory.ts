@@ -3,12 +3,12 @@
  * the fence and adds the record in one synchronous block that no fiber can interleave with.
  */
 import { Effect, Result } from "effect"
-import { ThreadStoreError } from "./runtimeModel.ts"
-import type { ThreadHistory } from "../ThreadHistory.ts"
-import { SubmissionLedger } from "../SubmissionLedger.ts"
-import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./ledgerHistoryCodec.ts"
-import { HistoryRecord } from "./ledgerHistoryModel.ts"
-import { checkFenceNow, memoryStoreOf } from "./memoryLedger.ts"
+import { ThreadStoreError } from "../runtime/model.ts"
+import type { ThreadHistory } from "../../ThreadHistory.ts"
+import { SubmissionLedger } from "../../SubmissionLedger.ts"
+import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
+import { HistoryRecord } from "./model.ts"
+import { checkFenceNow, memoryStoreOf } from "../ledger/memory.ts"
 
 /** Builds the in-memory history over the in-memory ledger's store. @internal */
 export const makeMemoryHistory = Effect.gen(function* () {

@@ -4,11 +4,12 @@
  * side after a crash between them, so every Submission settles exactly once.
  */
 import { Clock, Effect, type Schema } from "effect"
-import { SettlementConflict } from "./runtimeModel.ts"
-import type { SubmissionId, ThreadId } from "../Identifiers.ts"
-import { type Fence, type InvalidTransition, Settlement, type SubmissionSnapshot } from "./ledgerModel.ts"
-import type { HistoryEntry } from "./ledgerHistoryModel.ts"
-import type { RuntimeEnv } from "./runtimeEnv.ts"
+import { SettlementConflict } from "./model.ts"
+import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { type Fence, type InvalidTransition, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
+import type { HistoryEntry } from "../history/model.ts"
+import { unownedFence } from "../ledger/rules.ts"
+import type { RuntimeEnv } from "./env.ts"
 
 /** A new settlement at the current time. @internal */
 export const makeSettlement = Effect.fnUntraced(function* (
@@ -49,13 +50,7 @@ export const finishReserved = Effect.fnUntraced(function* (
   }
   if (!recorded) {
     const now = yield* Clock.currentTimeMillis
-    const fence: Fence = {
-      _tag: "Unowned",
-      submissionId: row.submissionId,
-      producerEpoch: row.producerEpoch,
-      now,
-    }
-    yield* env.history.append(row.submissionId, settledEntry(settlement), fence, now)
+    yield* env.history.append(row.submissionId, settledEntry(settlement), unownedFence(row, now), now)
   }
   yield* env.hit("terminalize:after-canonical-append")
   yield* env.ledger.finalizeSettlement(row.submissionId)

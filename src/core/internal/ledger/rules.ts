@@ -7,7 +7,7 @@
  * repeat). The in-memory ledger applies them directly.
  */
 import { Result, Schema } from "effect"
-import type { AttemptId, OwnershipToken, SubmissionId } from "../Identifiers.ts"
+import type { AttemptId, OwnershipToken, SubmissionId } from "../../Identifiers.ts"
 import {
   Claim,
   FenceRejected,
@@ -18,8 +18,9 @@ import {
   Settlement,
   SubmissionNotFound,
   SubmissionSnapshot,
-} from "./ledgerModel.ts"
-import type { Fence, SubmissionState } from "./ledgerModel.ts"
+} from "./model.ts"
+import { canonicalJson } from "../digest.ts"
+import type { Fence, SubmissionState } from "./model.ts"
 
 /** The outcome of a rule: keep the row as it is, or replace it. @internal */
 export type Change =
@@ -71,8 +72,14 @@ const invalid = (row: SubmissionSnapshot, to: SubmissionState, message?: string)
   })
 
 /** Whether a row has an owner whose lease is still live at `now`. @internal */
-export const hasLiveLease = (row: SubmissionSnapshot, now: number): boolean =>
+export const hasLiveLease = (row: Pick<SubmissionSnapshot, "ownership">, now: number): boolean =>
   row.ownership !== undefined && row.ownership.leaseExpiresAt > now
+
+/** A recovery fence: the row's epoch, and no live lease at `now`. @internal */
+export const unownedFence = (
+  row: Pick<SubmissionSnapshot, "submissionId" | "producerEpoch">,
+  now: number,
+): Fence => ({ _tag: "Unowned", submissionId: row.submissionId, producerEpoch: row.producerEpoch, now })
 
 /**
  * Checks a fence against the stored row: the epoch must match; an owner must still hold the
@@ -263,17 +270,6 @@ export const requestAbortRule = (row: SubmissionSnapshot): Change =>
   row.state === "settled" || row.abortRequested ? unchanged(row) : update(row, { abortRequested: true })
 
 const encodeSettlement = Schema.encodeSync(Settlement)
-
-const canonicalJson = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
-  }
-  return JSON.stringify(value)
-}
 
 /** Structural equality of two settlements, ignoring key order. @internal */
 export const sameSettlement = (a: Settlement, b: Settlement): boolean =>
