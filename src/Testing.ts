@@ -8,13 +8,22 @@
  * pause on a `Deferred`, or kill the Object with `ctx.abort()`.
  */
 import { Effect, Layer } from "effect"
-import { RuntimeFailpoint, type RuntimeFailpointHandler } from "./core/RuntimeFailpoint.ts"
+import {
+  RuntimeFailpoint,
+  type RuntimeFailpointHandler,
+  type RuntimeFailpointLocation,
+} from "./core/RuntimeFailpoint.ts"
 import { DurableRuntimeFailpointError } from "./core/internal/runtime/failpointError.ts"
 import {
   ThreadMaintenanceFailpoint,
   type ThreadMaintenanceFailpointHandler,
+  type ThreadMaintenanceFailpointLocation,
 } from "./internal/maintenance/failpoint.ts"
-import { instrumentState, type StorageFailpointHandler } from "./internal/object/instrumentedStorage.ts"
+import {
+  instrumentState,
+  type StorageFailpointHandler,
+  type StorageFailpointLocation,
+} from "./internal/object/instrumentedStorage.ts"
 import type { ThreadObjectFailpoints } from "./internal/object/layers.ts"
 
 export { DurableRuntimeFailpointError }
@@ -61,18 +70,14 @@ export const failpoints = (handlers: FailpointHandlers): ThreadObjectFailpoints 
 /** Handlers a test installs on one Object while it runs; each also gets the Object's state. */
 export interface InstalledFailpoints {
   readonly maintenance?: (
-    location: Parameters<ThreadMaintenanceFailpointHandler>[0],
+    location: ThreadMaintenanceFailpointLocation,
     ctx: DurableObjectState,
   ) => Effect.Effect<void>
   readonly runtime?: (
-    location: Parameters<RuntimeFailpointHandler>[0],
+    location: RuntimeFailpointLocation,
     ctx: DurableObjectState,
   ) => Effect.Effect<void, DurableRuntimeFailpointError>
-  readonly storage?: (
-    location: Parameters<StorageFailpointHandler>[0],
-    detail: string,
-    ctx: DurableObjectState,
-  ) => void
+  readonly storage?: (location: StorageFailpointLocation, detail: string, ctx: DurableObjectState) => void
 }
 
 /**
