@@ -32,6 +32,8 @@ export const runtimeFailpointLocations = [
   "input:after-canonical-append",
   "step:after-step-append",
   "uncertain:after-start-append",
+  "reconcile:after-start-append",
+  "reconcile:after-answer-append",
   "approval:after-request-append",
   "terminalize:after-reserve",
   "terminalize:after-canonical-append",
