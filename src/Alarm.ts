@@ -4,7 +4,8 @@
  * and its test failpoints. See the README for the alarm invariant it maintains.
  */
 export { DurableAlarmService } from "./internal/maintenance/alarmService.ts"
-export { DurableAlarmError } from "./internal/maintenance/errors.ts"
+export { DurableAlarmError, MaintenanceRecordDamaged } from "./internal/maintenance/errors.ts"
+export { MaintenanceRepair } from "./internal/maintenance/repair.ts"
 export {
   ThreadMaintenanceFailpoint,
   threadMaintenanceFailpointLocations,
