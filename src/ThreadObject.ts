@@ -12,10 +12,20 @@ import { DurableObject } from "cloudflare:workers"
 import { Cause, Clock, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
 import { CLOUDFLARE_RUNTIME_DEFAULTS } from "./CloudflareConfig.ts"
 import { Receipt } from "./core/DurableAgentRuntime.ts"
+import { ThreadId } from "./core/Identifiers.ts"
 import { Settlement } from "./core/SubmissionLedger.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
 import { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
-import { makeEntryPoints } from "./internal/object/entryPoints.ts"
+import { decodeInput, makeEntryPoints } from "./internal/object/entryPoints.ts"
+import { makeOperatorEntryPoints } from "./internal/object/operatorEntryPoints.ts"
+import { recordDamageOf } from "./internal/maintenance/errors.ts"
+import { MaintenanceRepair } from "./internal/maintenance/repair.ts"
+import {
+  ObjectObligations,
+  SubmissionExplanation,
+  SubmissionProgress,
+  VerifyReport,
+} from "./internal/operator/views.ts"
 import {
   incarnationLayer,
   type ThreadObjectOptions,
@@ -54,6 +64,14 @@ export interface ThreadObjectRpc {
   history(request: unknown): Promise<RpcResult>
   awaitSettlement(request: unknown): Promise<RpcResult>
   inspectMaintenance(): Promise<RpcResult>
+  explain(request: unknown): Promise<RpcResult>
+  obligations(request: unknown): Promise<RpcResult>
+  verify(request: unknown): Promise<RpcResult>
+  awaitProgress(request: unknown): Promise<RpcResult>
+  submissions(request: unknown): Promise<RpcResult>
+  threads(): Promise<RpcResult>
+  wake(request: unknown): Promise<RpcResult>
+  repairMaintenance(request: unknown): Promise<RpcResult>
 }
 
 /** The constructor of a `ThreadObject` class. */
@@ -78,20 +96,37 @@ export const make = (options: ThreadObjectOptions): ThreadObjectClass => {
   return class ThreadObject extends DurableObject<Cloudflare.Env> implements ThreadObjectRpc {
     readonly #runtime: ManagedRuntime.ManagedRuntime<ThreadObjectServices, unknown>
     readonly #entry: ReturnType<typeof makeEntryPoints>
+    readonly #operator: ReturnType<typeof makeOperatorEntryPoints>
 
     constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
       super(ctx, env)
       this.#runtime = ManagedRuntime.make(layer(ctx, env, options))
-      this.#entry = makeEntryPoints(
-        options.config?.limits?.maxInputBytes ?? CLOUDFLARE_RUNTIME_DEFAULTS.limits.maxInputBytes,
+      const maxInputBytes =
+        options.config?.limits?.maxInputBytes ?? CLOUDFLARE_RUNTIME_DEFAULTS.limits.maxInputBytes
+      this.#entry = makeEntryPoints(maxInputBytes, options.authorization)
+      this.#operator = makeOperatorEntryPoints(
+        (entryPoint, schema) => decodeInput(entryPoint, schema, maxInputBytes),
+        options.authorization,
       )
-      // A failure here resets the Object; the next request builds a fresh incarnation.
+      // A failure here resets the Object; the next request builds a fresh incarnation. A damaged
+      // maintenance record is not such a failure: the Object stays reachable (reads and the
+      // repair answer; mutations and passes refuse) instead of breaking its input gate.
       void ctx.blockConcurrencyWhile(() =>
         this.#runtime
           .runPromise(
             Effect.gen(function* () {
               const maintenance = yield* ThreadMaintenance
-              yield* maintenance.ensureAlarm
+              yield* maintenance.ensureAlarm.pipe(
+                Effect.catchTag("DurableAlarmError", (error) => {
+                  const damage = recordDamageOf(error)
+                  return damage === undefined
+                    ? Effect.fail(error)
+                    : Effect.logError("Maintenance record damaged; nothing runs until repairMaintenance", {
+                        field: damage.field,
+                        message: damage.message,
+                      })
+                }),
+              )
             }),
           )
           .then(() => this.#noteAlarm()),
@@ -168,6 +203,30 @@ export const make = (options: ThreadObjectOptions): ThreadObjectClass => {
     }
     inspectMaintenance() {
       return this.#call("inspectMaintenance", MaintenanceInspection, this.#entry.inspectMaintenance())
+    }
+    explain(request: unknown) {
+      return this.#call("explain", SubmissionExplanation, this.#operator.explain(request))
+    }
+    obligations(request: unknown) {
+      return this.#call("obligations", ObjectObligations, this.#operator.obligations(request))
+    }
+    verify(request: unknown) {
+      return this.#call("verify", VerifyReport, this.#operator.verify(request))
+    }
+    awaitProgress(request: unknown) {
+      return this.#call("awaitProgress", SubmissionProgress, this.#operator.awaitProgress(request))
+    }
+    submissions(request: unknown) {
+      return this.#call("submissions", Schema.Array(SubmissionStatus), this.#operator.submissions(request))
+    }
+    threads() {
+      return this.#call("threads", Schema.Array(ThreadId), this.#operator.threads())
+    }
+    wake(request: unknown) {
+      return this.#call("wake", Schema.Void, this.#operator.wake(request))
+    }
+    repairMaintenance(request: unknown) {
+      return this.#call("repairMaintenance", MaintenanceRepair, this.#operator.repairMaintenance(request))
     }
   }
 }

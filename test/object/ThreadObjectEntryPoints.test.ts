@@ -183,15 +183,13 @@ describe("ThreadObject entry points", () => {
       const failure = failureOf(
         yield* Effect.exit(client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })),
       )
-      expect(failure).toMatchObject({
-        _tag: "DurableAlarmError",
-        operation: "advance maintenance generation",
-      })
+      expect(failure).toMatchObject({ _tag: "MaintenanceRecordDamaged", field: "dirty" })
       expect(yield* ledgerRows(thread)).toEqual([])
       // The damaged record is reported, never silently reset.
       expect((yield* storedMaintenance(thread)).record).toMatchObject({ dirty: "not a number" })
-      const inspected = failureOf(yield* Effect.exit(client.inspectMaintenance))
-      expect(inspected).toMatchObject({ _tag: "DurableAlarmError" })
+      const inspected = yield* client.inspectMaintenance
+      expect(inspected.record).toBeUndefined()
+      expect(inspected.damage).toMatchObject({ field: "dirty" })
     }),
   )
 

@@ -27,6 +27,7 @@ import {
 import { ThreadMutationGate } from "../maintenance/gate.ts"
 import { ThreadPublication } from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import type { Authorization } from "./authorization.ts"
 import { instrumentState, type StorageFailpointHandler } from "./instrumentedStorage.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 
@@ -62,6 +63,11 @@ export interface ThreadObjectOptions {
    * relays) and `ThreadMessageDelivery`; the maintenance layer captures them when built.
    */
   readonly hooks?: Layer.Layer<never, unknown, ThreadObjectPlatform>
+  /**
+   * Checks of the privileged entry points (approve/deny, resolve, abort, retry, repair). Without
+   * it every caller that reaches the Object is trusted.
+   */
+  readonly authorization?: Authorization
   readonly failpoints?: ThreadObjectFailpoints
 }
 
