@@ -137,7 +137,9 @@ export const make = (
     readonly caller?: { readonly subject: string; readonly credential?: string }
   } = {},
 ): ThreadClient => {
-  const caller = options.caller === undefined ? {} : { caller: Caller.make(options.caller) }
+  // RPC arguments are structured-cloned: the identity travels encoded, and the Object decodes it.
+  const caller =
+    options.caller === undefined ? {} : { caller: Schema.encodeSync(Caller)(Caller.make(options.caller)) }
   const stub = () => namespace.getByName(options.objectName ?? threadId) as ThreadObjectRpc
 
   const call = <A, I>(

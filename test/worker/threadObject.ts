@@ -7,6 +7,7 @@ import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
 import type { ThreadMaintenanceFailpointHandler } from "../../src/Alarm.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
+import { Unauthorized } from "../../src/ThreadClient.ts"
 
 /** How many times each agent effect ran, by Object id and effect name. */
 export const effectRuns = new Map<string, number>()
@@ -60,4 +61,21 @@ export class TestThreadObject extends ThreadObject.make({
       installed.get(ctx.id.toString())?.maintenance?.(location) ?? Effect.void,
     runtime: (ctx) => (location) => installed.get(ctx.id.toString())?.runtime?.(location) ?? Effect.void,
   },
+}) {}
+
+/** The operator's token of `AuthorizedThreadObject`. */
+export const operatorToken = "operator-token-for-tests"
+
+/** The same agents behind a bearer-token policy for every privileged entry point. */
+export class AuthorizedThreadObject extends ThreadObject.make({
+  agents: [echoAgent, reviewAgent],
+  authorization: ({ caller, entryPoint }) =>
+    caller?.credential === operatorToken
+      ? Effect.void
+      : Effect.fail(
+          new Unauthorized({
+            entryPoint,
+            message: caller === undefined ? "no caller identity" : `${caller.subject} may not ${entryPoint}`,
+          }),
+        ),
 }) {}
