@@ -5,7 +5,7 @@
  * maintenance record, the alarm or the ledger, so they keep answering while the record is
  * damaged and cannot disturb a running pass.
  */
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schema, Stream } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
@@ -89,7 +89,6 @@ export const makeOperatorEntryPoints = (decode: Decode, authorization: Authoriza
   obligations: Effect.fn("ThreadObject.obligations")(function* (raw: unknown) {
     yield* decode("obligations", ThreadAddress)(raw)
     const maintenance = yield* readMaintenanceView
-    const ledger = yield* SubmissionLedger
     const runtime = yield* DurableAgentRuntime
     const config = yield* CloudflareDurableRuntimeConfig
     const publication = yield* ThreadPublication
@@ -99,10 +98,10 @@ export const makeOperatorEntryPoints = (decode: Decode, authorization: Authoriza
       projection: yield* ThreadProjectionMaintenance,
       host: yield* ThreadHostMaintenance,
     })
-    const { rows } = yield* readLedger
+    const ledger = yield* SubmissionLedger
     return deriveObligations({
       maintenance,
-      nonterminal: rows.filter((row) => row.state !== "settled"),
+      nonterminal: yield* Stream.runCollect(ledger.scanNonterminal),
       reports: yield* runtime.previewRecovery,
       hostDeadline: yield* host,
       publicationDeadline: yield* publication.pendingDeadline,
