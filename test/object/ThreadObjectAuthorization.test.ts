@@ -3,27 +3,16 @@
  * target runs before anything is written, and a refusal is a typed `Unauthorized`.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
-import { Effect, Exit } from "effect"
+import { env, runDurableObjectAlarm } from "cloudflare:test"
+import { Effect } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import { operatorToken } from "../worker/threadObject.ts"
-import { threadName } from "./support.ts"
-
-const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
+import { failureOf, storedEverything, threadName } from "./support.ts"
 
 const clientAs = (thread: string, caller?: { subject: string; credential?: string }) =>
   ThreadClient.make(env.AUTHORIZED_TEST, thread, caller === undefined ? {} : { caller })
 
-const stored = (thread: string) =>
-  Effect.promise(() =>
-    runInDurableObject(env.AUTHORIZED_TEST.getByName(thread), async (_instance, state) => ({
-      kv: [...(await state.storage.list()).entries()],
-      alarm: await state.storage.getAlarm(),
-      ledger: state.storage.sql.exec("SELECT * FROM effect_agent_submissions ORDER BY rowid").toArray(),
-      history: state.storage.sql.exec("SELECT * FROM effect_agent_history ORDER BY rowid").toArray(),
-    })),
-  )
+const stored = (thread: string) => storedEverything(env.AUTHORIZED_TEST.getByName(thread))
 
 describe("ThreadObject authorization", () => {
   it.live(

@@ -6,29 +6,19 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { runInDurableObject } from "cloudflare:test"
-import { Effect, Exit, Fiber } from "effect"
+import { Effect, Fiber } from "effect"
 import {
   clientOf,
   deliverUntil,
+  failureOf,
+  storedEverything,
   putMaintenanceRecord,
   storedMaintenance,
   stubOf,
   threadName,
 } from "./support.ts"
 
-const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
-  Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
-
-/** Everything an Object stores: KV (the record), the alarm, every ledger and history row. */
-const snapshot = (objectName: string) =>
-  Effect.promise(() =>
-    runInDurableObject(stubOf(objectName), async (_instance, state) => ({
-      kv: [...(await state.storage.list()).entries()],
-      alarm: await state.storage.getAlarm(),
-      ledger: state.storage.sql.exec("SELECT * FROM effect_agent_submissions ORDER BY rowid").toArray(),
-      history: state.storage.sql.exec("SELECT * FROM effect_agent_history ORDER BY rowid").toArray(),
-    })),
-  )
+const snapshot = (objectName: string) => storedEverything(stubOf(objectName))
 
 const sql = (objectName: string, statement: string, ...bindings: Array<unknown>) =>
   Effect.promise(() =>

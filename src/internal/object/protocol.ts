@@ -63,19 +63,20 @@ export const UnknownInput = Schema.Struct({
 /** @internal */
 export const ThreadAddress = Schema.Struct({ threadId: ThreadId })
 
-/** @internal */
-export const HistoryInput = Schema.Struct({
-  threadId: ThreadId,
-  after: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optionalKey(
-    Schema.Int.check(
-      Schema.isBetween(
-        { minimum: 1, maximum: maxHistoryPage },
-        { expected: `a page size of 1 to ${maxHistoryPage}` },
+/** A page of one Thread: a position to start after, and a page size up to `maximum`. */
+const ThreadPage = (maximum: number) =>
+  Schema.Struct({
+    threadId: ThreadId,
+    after: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+    limit: Schema.optionalKey(
+      Schema.Int.check(
+        Schema.isBetween({ minimum: 1, maximum }, { expected: `a page size of 1 to ${maximum}` }),
       ),
     ),
-  ),
-})
+  })
+
+/** @internal */
+export const HistoryInput = ThreadPage(maxHistoryPage)
 
 /** @internal */
 export const AwaitInput = Schema.Struct({
@@ -91,18 +92,7 @@ export const RepairInput = Schema.Struct({ threadId: ThreadId, caller })
 export const maxSubmissionsPage = 200
 
 /** @internal */
-export const SubmissionsInput = Schema.Struct({
-  threadId: ThreadId,
-  after: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optionalKey(
-    Schema.Int.check(
-      Schema.isBetween(
-        { minimum: 1, maximum: maxSubmissionsPage },
-        { expected: `a page size of 1 to ${maxSubmissionsPage}` },
-      ),
-    ),
-  ),
-})
+export const SubmissionsInput = ThreadPage(maxSubmissionsPage)
 
 /** @internal */
 export const ProgressInput = Schema.Struct({

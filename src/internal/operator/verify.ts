@@ -12,7 +12,7 @@ import type { Settlement, SubmissionSnapshot } from "../../core/SubmissionLedger
 import type { HistoryRecord } from "../../core/ThreadHistory.ts"
 import { hasAutonomousWork, indexReports } from "../maintenance/classify.ts"
 import type { MaintenanceView } from "./explain.ts"
-import { type Invariant, VerifyReport, Violation } from "./views.ts"
+import { type Invariant, Invariant as InvariantSchema, VerifyReport, Violation } from "./views.ts"
 
 /** @internal */
 export interface VerifyInput {
@@ -27,18 +27,8 @@ export interface VerifyInput {
   readonly now: number
 }
 
-/** Every invariant `verify` checks, in report order. */
-export const verifiedInvariants: ReadonlyArray<Invariant> = [
-  "maintenance-record",
-  "one-settlement",
-  "history-gap-free",
-  "fifo",
-  "nonterminal-counted",
-  "dirty-at-least-processed",
-  "owed-work-has-alarm",
-  "binding-waits-nonterminal",
-  "settlement-agreement",
-]
+/** Every invariant `verify` checks. */
+export const verifiedInvariants: ReadonlyArray<Invariant> = InvariantSchema.literals
 
 const groupBy = <A, K>(items: ReadonlyArray<A>, key: (item: A) => K): Map<K, Array<A>> => {
   const groups = new Map<K, Array<A>>()
