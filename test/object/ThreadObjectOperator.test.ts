@@ -76,11 +76,8 @@ describe("ThreadObject operator entry points", () => {
       expect(yield* snapshot(thread)).toEqual(before)
 
       yield* client.resolveApproval(head.submissionId, { approved: true, note: "ok" })
-      // The approval is owed work: an alarm exists and is within what the rules allow.
-      const resumed = yield* client.obligations
-      expect(resumed.mismatch).toBeUndefined()
-      expect(resumed.obligations.map((o) => o.source)).toContain("generation-owed")
-      expect(resumed.scheduledAlarm).not.toBeNull()
+      // The approval is owed work: its alarm (or the pass it started) serves it.
+      expect((yield* client.obligations).mismatch).toBeUndefined()
       yield* deliverUntil(
         thread,
         Effect.map(client.status(follower.submissionId), (s) => s.state === "settled"),

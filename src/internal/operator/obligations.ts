@@ -27,6 +27,7 @@ export interface ObligationsInput {
   readonly now: number
   readonly floor: number
   readonly wakeScanInterval: number
+  readonly passRunning: boolean
 }
 
 const minOf = (a: number | undefined, b: number | undefined) =>
@@ -128,7 +129,7 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
   obligations.sort((a, b) => a.dueAt - b.dueAt)
 
   const scheduledAlarm = maintenance.alarm
-  const common = { obligations, scheduledAlarm, observedAt: now }
+  const common = { obligations, scheduledAlarm, passRunning: input.passRunning, observedAt: now }
   if (maintenance.damage !== undefined || state === undefined) {
     return ObjectObligations.make({
       ...common,
@@ -150,7 +151,7 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
   const stranded = autonomous && state.dirty <= state.processed
   const implied = minOf(minOf(targets.native, targets.host), stranded ? now : undefined)
   const mismatch =
-    implied !== undefined && scheduledAlarm === null
+    implied !== undefined && scheduledAlarm === null && !input.passRunning
       ? {
           kind: "missing" as const,
           message: stranded

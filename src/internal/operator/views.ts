@@ -114,6 +114,8 @@ export class ObjectObligations extends Schema.Class<ObjectObligations>(
   dirty: Schema.optionalKey(Schema.String),
   processed: Schema.optionalKey(Schema.String),
   damaged: Schema.optionalKey(Schema.Struct({ field: Schema.String, message: Schema.String })),
+  /** A pass runs in the Object now: an empty slot is not missing, the pass writes it at its finish. */
+  passRunning: Schema.Boolean,
   observedAt: Schema.Finite,
 }) {}
 
@@ -149,6 +151,8 @@ export class VerifyReport extends Schema.Class<VerifyReport>(
   historyRecords: Schema.Int,
   invariants: Schema.Array(Invariant),
   violations: Schema.Array(Violation),
+  /** A pass ran while `verify` read: a transient state may show (an empty alarm slot). */
+  passRunning: Schema.Boolean,
   verifiedAt: Schema.Finite,
 }) {}
 
