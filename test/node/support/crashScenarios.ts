@@ -137,6 +137,16 @@ export const scenarios = {
     before: [crashAt("runtime", "uncertain:after-start-append")],
     final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
   },
+  /**
+   * The same charge cut after the supplier performed it: the reconcile finds it and its
+   * result stands, so the charge is not run again.
+   */
+  reconcileHappened: {
+    name: "reconcileHappened",
+    prefix: [],
+    before: [crashAt("effect", "effect:charge:after-external")],
+    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
+  },
   /** A parked approval and a damaged record; the operator repairs it, then approves. */
   repair: {
     name: "repair",
@@ -256,6 +266,8 @@ export const runtimePoints: ReadonlyArray<CrashPoint> = [
   r("uncertain:after-start-append", scenarios.plain, { unknown: true }),
   r("reconcile:after-start-append", scenarios.reconcile),
   r("reconcile:after-answer-append", scenarios.reconcile),
+  r("reconcile:after-start-append", scenarios.reconcileHappened),
+  r("reconcile:after-answer-append", scenarios.reconcileHappened),
   // The charge ran, its result is not journaled: cut mid-effect.
   r("history:append:before", scenarios.plain, { skip: 4, unknown: true }),
   r("history:append:after", scenarios.plain, { skip: 3, unknown: true }),
