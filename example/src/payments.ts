@@ -14,6 +14,8 @@ export class Payments extends DurableObject<Cloudflare.Env> {
 
   /** Issues the refund for `key`, or returns the one already issued for it. */
   async refund(key: string, orderId: string, amount: number): Promise<string> {
+    // A little latency, as a real provider has: a crash can land while the call is in flight.
+    await new Promise((resolve) => setTimeout(resolve, 20))
     const refundId = `refund-${orderId}-${Math.round(amount * 100)}`
     this.ctx.storage.sql.exec(
       "INSERT OR IGNORE INTO refunds (idempotency_key, refund_id, issued_at) VALUES (?, ?, ?)",
