@@ -75,7 +75,7 @@ const addressed = (address: Address) =>
     return row.value
   })
 
-/** A mutation refused because the maintenance record is damaged answers with the damage. */
+/** A mutation refused because the maintenance record is damaged answers with the damage. @internal */
 export const refuseOnDamage = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
 ): Effect.Effect<A, E | MaintenanceRecordDamaged, R> =>
