@@ -14,10 +14,20 @@ import type { ThreadObjectNamespace } from "./CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "./CloudflareConfig.ts"
 import type { AnyAgentDefinition } from "./core/AgentRegistration.ts"
 import { Receipt } from "./core/DurableAgentRuntime.ts"
+import { ThreadId } from "./core/Identifiers.ts"
 import { Settlement } from "./core/SubmissionLedger.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
 import { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
-import { type EntryPoints, makeEntryPoints } from "./internal/object/entryPoints.ts"
+import { recordDamageOf } from "./internal/maintenance/errors.ts"
+import { MaintenanceRepair } from "./internal/maintenance/repair.ts"
+import { decodeInput, type EntryPoints, makeEntryPoints } from "./internal/object/entryPoints.ts"
+import { makeOperatorEntryPoints, type OperatorEntryPoints } from "./internal/object/operatorEntryPoints.ts"
+import {
+  ObjectObligations,
+  SubmissionExplanation,
+  SubmissionProgress,
+  VerifyReport,
+} from "./internal/operator/views.ts"
 import {
   namespaceLayer,
   platformLayer,
@@ -37,6 +47,12 @@ import {
   ThreadStatus,
 } from "./internal/object/views.ts"
 
+export type {
+  Authorization,
+  AuthorizationCheck,
+  AuthorizationRequest,
+  PrivilegedEntryPoint,
+} from "./internal/object/authorization.ts"
 export type {
   ThreadLayerOptions,
   ThreadObjectFailpoints,
@@ -60,6 +76,14 @@ export interface ThreadObjectRpc {
   history(request: unknown): Promise<RpcResult>
   awaitSettlement(request: unknown): Promise<RpcResult>
   inspectMaintenance(): Promise<RpcResult>
+  explain(request: unknown): Promise<RpcResult>
+  obligations(request: unknown): Promise<RpcResult>
+  verify(request: unknown): Promise<RpcResult>
+  awaitProgress(request: unknown): Promise<RpcResult>
+  submissions(request: unknown): Promise<RpcResult>
+  threads(): Promise<RpcResult>
+  wake(request: unknown): Promise<RpcResult>
+  repairMaintenance(request: unknown): Promise<RpcResult>
 }
 
 /** The constructor of a `ThreadObject` class; a subclass may add methods and wrap `alarm`. */
@@ -83,7 +107,7 @@ export const layer: <EP = never, RP = never, EJ = never, RJ = never>(
  * Builds the Durable Object class of an application layer (`layer(agents)` composed with the
  * application's hooks). Each incarnation builds the platform (storage, config, ledger and
  * history, the one mutation gate, the alarm service) from its state, env and `options`, then
- * the application layer over it. Export the class under the name its wrangler binding uses:
+ * the application layer over it; `options.authorization` checks the privileged entry points. Export the class under the name its wrangler binding uses:
  * `export class Threads extends ThreadObject.make(ThreadsLayer) {}`.
  */
 export function make<E>(
@@ -107,24 +131,43 @@ export function make<E>(
 
   return class ThreadObject extends DurableObject<Cloudflare.Env> implements ThreadObjectRpc {
     readonly #runtime: ManagedRuntime.ManagedRuntime<ThreadObjectServices, unknown>
-    #entry: EntryPoints | undefined
+    #started: { readonly entry: EntryPoints; readonly operator: OperatorEntryPoints } | undefined
 
     constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
       super(ctx, env)
       this.#runtime = ManagedRuntime.make(incarnation(ctx, env))
-      // A failure here resets the Object; the next request builds a fresh incarnation.
+      // A failure here resets the Object; the next request builds a fresh incarnation. A damaged
+      // maintenance record is not such a failure: the Object stays reachable (reads and the
+      // repair answer; mutations and passes refuse) instead of breaking its input gate.
       void ctx.blockConcurrencyWhile(() =>
         this.#runtime
           .runPromise(
             Effect.gen(function* () {
               const config = yield* CloudflareDurableRuntimeConfig
               const maintenance = yield* ThreadMaintenance
-              yield* maintenance.ensureAlarm
-              return makeEntryPoints(config.limits.maxInputBytes)
+              yield* maintenance.ensureAlarm.pipe(
+                Effect.catchTag("DurableAlarmError", (error) => {
+                  const damage = recordDamageOf(error)
+                  return damage === undefined
+                    ? Effect.fail(error)
+                    : Effect.logError("Maintenance record damaged; nothing runs until repairMaintenance", {
+                        field: damage.field,
+                        message: damage.message,
+                      })
+                }),
+              )
+              const maxInputBytes = config.limits.maxInputBytes
+              return {
+                entry: makeEntryPoints(maxInputBytes, options.authorization),
+                operator: makeOperatorEntryPoints(
+                  (entryPoint, schema) => decodeInput(entryPoint, schema, maxInputBytes),
+                  options.authorization,
+                ),
+              }
             }),
           )
-          .then((entry) => {
-            this.#entry = entry
+          .then((started) => {
+            this.#started = started
             return this.#noteAlarm()
           }),
       )
@@ -132,8 +175,16 @@ export function make<E>(
 
     /** The entry points, set by the constructor gate before any request is let in. */
     get #entryPoints(): EntryPoints {
-      if (this.#entry === undefined) throw new Error("the ThreadObject incarnation did not start")
-      return this.#entry
+      return this.#ready.entry
+    }
+
+    get #operator(): OperatorEntryPoints {
+      return this.#ready.operator
+    }
+
+    get #ready() {
+      if (this.#started === undefined) throw new Error("the ThreadObject incarnation did not start")
+      return this.#started
     }
 
     /** The alarm this incarnation last saw scheduled, to measure delivery lag. */
@@ -206,6 +257,30 @@ export function make<E>(
     }
     inspectMaintenance() {
       return this.#call("inspectMaintenance", MaintenanceInspection, this.#entryPoints.inspectMaintenance())
+    }
+    explain(request: unknown) {
+      return this.#call("explain", SubmissionExplanation, this.#operator.explain(request))
+    }
+    obligations(request: unknown) {
+      return this.#call("obligations", ObjectObligations, this.#operator.obligations(request))
+    }
+    verify(request: unknown) {
+      return this.#call("verify", VerifyReport, this.#operator.verify(request))
+    }
+    awaitProgress(request: unknown) {
+      return this.#call("awaitProgress", SubmissionProgress, this.#operator.awaitProgress(request))
+    }
+    submissions(request: unknown) {
+      return this.#call("submissions", Schema.Array(SubmissionStatus), this.#operator.submissions(request))
+    }
+    threads() {
+      return this.#call("threads", Schema.Array(ThreadId), this.#operator.threads())
+    }
+    wake(request: unknown) {
+      return this.#call("wake", Schema.Void, this.#operator.wake(request))
+    }
+    repairMaintenance(request: unknown) {
+      return this.#call("repairMaintenance", MaintenanceRepair, this.#operator.repairMaintenance(request))
     }
   }
 }

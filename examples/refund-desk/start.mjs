@@ -9,7 +9,10 @@ console.log(`
 effect-agent refund desk example
   submit:    curl -s -X POST ${base}/threads/desk-1/submissions -d '{"input":{"orderId":"A1","amount":40}}'
   status:    curl -s ${base}/threads/desk-1/submissions/<submissionId>
-  approve:   curl -s -X POST ${base}/threads/desk-1/submissions/<submissionId>/approve -d '{"note":"ok by Sam"}'
+  approve:   curl -s -X POST ${base}/threads/desk-1/submissions/<submissionId>/approve \\
+               -H "Authorization: Bearer dev-operator-token" -d '{"note":"ok by Sam"}'
+  why:       curl -s ${base}/threads/desk-1/submissions/<submissionId>/explain
+  console:   ${base}/console   (operator token: dev-operator-token)
   history:   curl -s ${base}/threads/desk-1/history
   relay:     curl -s ${base}/relay
   (see README.md, "Quick start", for the full round trip)

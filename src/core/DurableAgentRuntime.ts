@@ -25,8 +25,10 @@ import type {
   SettlementTimeout,
   SubmitFailure,
   SubmitRequest,
+  ThreadStoreError,
   UnknownResolution,
 } from "./internal/runtime/model.ts"
+import type { SubmissionInspection } from "./internal/runtime/inspect.ts"
 import type {
   AdmissionRefused,
   LedgerError,
@@ -54,6 +56,12 @@ export {
 } from "./internal/runtime/model.ts"
 export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtime/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
+export {
+  OpenApproval,
+  OpenUncertainStep,
+  ReconcileState,
+  SubmissionInspection,
+} from "./internal/runtime/inspect.ts"
 export { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 
 /** The durable agent runtime of one physical Object. */
@@ -109,6 +117,15 @@ export class DurableAgentRuntime extends Context.Service<
       Option.Option<Settlement>,
       DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch
     >
+    /**
+     * One Submission as recovery sees it now: its row, the decision recovery would make, and
+     * the open approval or uncertain step behind it. Reads only.
+     */
+    readonly inspect: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<Option.Option<SubmissionInspection>, LedgerError | ThreadStoreError>
+    /** The decision recovery would make for every nonterminal Submission now; executes nothing. */
+    readonly previewRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, LedgerError | ThreadStoreError>
   }
 >()("@effect-agent/durable-agent-runtime/DurableAgentRuntime") {
   /** The runtime over the Object's ledger, history and registered agents. */

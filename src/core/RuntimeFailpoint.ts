@@ -35,6 +35,8 @@ export const runtimeFailpointLocations = /* @__PURE__ */ (() =>
     "input:after-canonical-append",
     "step:after-step-append",
     "uncertain:after-start-append",
+    "reconcile:after-start-append",
+    "reconcile:after-answer-append",
     "approval:after-request-append",
     "terminalize:after-reserve",
     "terminalize:after-canonical-append",

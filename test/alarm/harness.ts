@@ -113,6 +113,8 @@ export const idleRuntimeLayer = Layer.succeed(DurableAgentRuntime, {
   retry: () => mustNotRun("retry"),
   awaitSettlement: () => mustNotRun("awaitSettlement"),
   runRecovery: mustNotRun("runRecovery"),
+  inspect: () => mustNotRun("inspect"),
+  previewRecovery: mustNotRun("previewRecovery"),
   processThreadHead: () => mustNotRun("processThreadHead"),
 })
 

@@ -143,4 +143,23 @@ describe("refund desk example", () => {
     await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1, 100)
     expect((await relayedFor(thread))[0]?.deliveries).toBe(1)
   })
+
+  it("refuses operator routes without the bearer token, writing nothing", async () => {
+    const thread = threadName("auth")
+    const id = (await submit(thread, { orderId: "J1", amount: 150 })).body["submissionId"] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
+    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    const before = await maintenanceOf(thread)
+    for (const token of [null, "wrong-token"]) {
+      const refused = await call("POST", `/threads/${thread}/submissions/${id}/approve`, {}, token)
+      expect(refused).toMatchObject({ status: 403, body: { error: "Unauthorized" } })
+      expect((await call("POST", `/threads/${thread}/repair`, {}, token)).status).toBe(403)
+    }
+    expect((await maintenanceOf(thread))["record"]).toEqual(before["record"])
+    expect(await stateOf(thread, id)).toBe("suspended")
+    // Reads need no token: why it waits, and what the Object owes.
+    const explained = await call("GET", `/threads/${thread}/submissions/${id}/explain`, undefined, null)
+    expect(explained.body["reason"]).toMatchObject({ _tag: "WaitingForApproval", payload: { orderId: "J1" } })
+    expect((await call("GET", "/threads", undefined, null)).body).toContain(thread)
+  })
 })

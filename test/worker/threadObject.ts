@@ -6,6 +6,7 @@ import { Effect, Schema } from "effect"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import * as Testing from "../../src/Testing.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
+import { Unauthorized } from "../../src/ThreadClient.ts"
 
 /** How many times each agent effect ran, by Object id and effect name. */
 export const effectRuns = new Map<string, number>()
@@ -44,4 +45,20 @@ export const switchboard = Testing.makeSwitchboard()
 export class TestThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
   config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
   failpoints: switchboard,
+}) {}
+
+/** The operator's token of `AuthorizedThreadObject`. */
+export const operatorToken = "operator-token-for-tests"
+
+/** The same agents behind a bearer-token policy for every privileged entry point. */
+export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
+  authorization: ({ caller, entryPoint }) =>
+    caller?.credential === operatorToken
+      ? Effect.void
+      : Effect.fail(
+          new Unauthorized({
+            entryPoint,
+            message: caller === undefined ? "no caller identity" : `${caller.subject} may not ${entryPoint}`,
+          }),
+        ),
 }) {}

@@ -24,6 +24,11 @@ export class DurableAlarmService extends Context.Service<
     readonly scheduleNow: Effect.Effect<void, DurableAlarmError>
     /** Runs `body` with wake hints deferred. */
     readonly withWakesDeferred: <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    /**
+     * Whether a pass runs in this incarnation now. While it does, the slot may be empty (workerd
+     * clears a delivered alarm) until the pass writes the alarm its finish decides.
+     */
+    readonly passRunning: Effect.Effect<boolean>
     /** Deletes the slot. Correctness-sensitive clears happen only in maintenance transactions. */
     readonly cancel: Effect.Effect<void, DurableAlarmError>
   }
@@ -64,6 +69,7 @@ export class DurableAlarmService extends Context.Service<
                   runningPasses = Math.max(0, runningPasses - 1)
                 }),
             ),
+          passRunning: Effect.sync(() => runningPasses > 0),
           cancel: run("delete alarm", () => ctx.storage.deleteAlarm()).pipe(
             Effect.withSpan("DurableAlarmService.cancel"),
           ),

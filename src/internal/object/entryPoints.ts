@@ -9,18 +9,18 @@ import { DurableAgentRuntime, SubmitRequest } from "../../core/DurableAgentRunti
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
-import { DurableObjectContext } from "../../CloudflareBindings.ts"
-import { alarmErrorFromCause } from "../maintenance/errors.ts"
+import { DurableAlarmError, type MaintenanceRecordDamaged, recordDamageOf } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
-import { ThreadMaintenanceState, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
-import { makeStorageOperation } from "../maintenance/storage.ts"
+import { type Authorization, authorize, type Caller, type PrivilegedEntryPoint } from "./authorization.ts"
 import { readCounters } from "./metrics.ts"
+import { readMaintenanceView } from "./operatorReads.ts"
 import {
   ApprovalInput,
   AwaitInput,
   HistoryInput,
   InvalidRequest,
   SubmissionAddress,
+  SubmissionCommand,
   SubmitInput,
   ThreadAddress,
   UnknownInput,
@@ -75,23 +75,37 @@ const addressed = (address: Address) =>
     return row.value
   })
 
+/** A mutation refused because the maintenance record is damaged answers with the damage. @internal */
+export const refuseOnDamage = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+): Effect.Effect<A, E | MaintenanceRecordDamaged, R> =>
+  Effect.mapError(effect, (error: E) =>
+    error instanceof DurableAlarmError ? (recordDamageOf(error) ?? error) : error,
+  )
+
 /** @internal */
-export const makeEntryPoints = (maxInputBytes: number) => {
+export const makeEntryPoints = (maxInputBytes: number, authorization: Authorization | undefined) => {
   const decode = <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
     decodeInput(entryPoint, schema, maxInputBytes)
 
   /** Decodes an addressed request and runs `body` for it inside the mutation gate. */
-  const gated = <A extends Address, I, E>(
-    entryPoint: string,
+  const gated = <A extends Address & { readonly caller?: Caller }, I, E>(
+    entryPoint: PrivilegedEntryPoint,
     schema: Schema.Codec<A, I>,
     body: (runtime: DurableAgentRuntime["Service"], request: A) => Effect.Effect<void, E>,
   ) =>
     Effect.fn(`ThreadObject.${entryPoint}`)(function* (raw: unknown) {
       const request = yield* decode(entryPoint, schema)(raw)
+      yield* authorize(authorization, {
+        entryPoint,
+        caller: request.caller,
+        threadId: request.threadId,
+        submissionId: request.submissionId,
+      })
       yield* addressed(request)
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
-      yield* maintenance.withMutation(body(runtime, request))
+      yield* refuseOnDamage(maintenance.withMutation(body(runtime, request)))
     })
 
   return {
@@ -101,10 +115,10 @@ export const makeEntryPoints = (maxInputBytes: number) => {
       const maintenance = yield* ThreadMaintenance
       // Refused before the gate: a refused input writes nothing, not even a generation.
       yield* runtime.validate(request)
-      return yield* maintenance.withMutation(runtime.submit(request))
+      return yield* refuseOnDamage(maintenance.withMutation(runtime.submit(request)))
     }),
-    abort: gated("abort", SubmissionAddress, (runtime, request) => runtime.abort(request.submissionId)),
-    retry: gated("retry", SubmissionAddress, (runtime, request) => runtime.retry(request.submissionId)),
+    abort: gated("abort", SubmissionCommand, (runtime, request) => runtime.abort(request.submissionId)),
+    retry: gated("retry", SubmissionCommand, (runtime, request) => runtime.retry(request.submissionId)),
     resolveApproval: gated("resolveApproval", ApprovalInput, (runtime, request) =>
       runtime.resolveApproval(request.submissionId, request.decision),
     ),
@@ -144,17 +158,8 @@ export const makeEntryPoints = (maxInputBytes: number) => {
       return yield* runtime.awaitSettlement(request.submissionId, { timeoutMillis: request.timeoutMillis })
     }),
     inspectMaintenance: Effect.fn("ThreadObject.inspectMaintenance")(function* () {
-      const { ctx } = yield* DurableObjectContext
-      const run = yield* makeStorageOperation
-      const raw = yield* run("inspect maintenance", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
-      const record =
-        raw === undefined
-          ? undefined
-          : yield* Schema.decodeUnknownEffect(ThreadMaintenanceState)(raw).pipe(
-              Effect.mapError((cause) => alarmErrorFromCause("inspect maintenance", cause)),
-            )
-      const alarm = yield* run("get alarm", () => ctx.storage.getAlarm())
-      return inspection(record, alarm, yield* readCounters)
+      const view = yield* readMaintenanceView
+      return inspection(view, yield* readCounters)
     }),
   }
 }

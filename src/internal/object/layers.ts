@@ -25,6 +25,7 @@ import { ThreadMaintenanceFailpoint } from "../maintenance/failpoint.ts"
 import { ThreadMutationGate } from "../maintenance/gate.ts"
 import { ThreadPublication } from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 
 /** The per-incarnation services a `ThreadObject` class provides to its application layer. */
@@ -61,6 +62,11 @@ export interface ThreadObjectOptions {
    * this Object and provides it to the application as `ThreadObjectNamespace`.
    */
   readonly namespaceBinding?: string
+  /**
+   * Checks of the privileged entry points (approve/deny, resolve, abort, retry, repair). Without
+   * it every caller that reaches the Object is trusted.
+   */
+  readonly authorization?: Authorization
   /** Test failpoints from `Testing.failpoints`; production Objects have none. */
   readonly failpoints?: ThreadObjectFailpoints
 }

@@ -25,7 +25,8 @@ import {
 } from "../../core/SubmissionLedger.ts"
 import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
-import { DurableAlarmError } from "../maintenance/errors.ts"
+import { DurableAlarmError, MaintenanceRecordDamaged } from "../maintenance/errors.ts"
+import { Unauthorized } from "./authorization.ts"
 import { InvalidRequest, type RpcResult } from "./protocol.ts"
 
 /** The RPC could not reach the Object, or the Object failed unexpectedly. */
@@ -53,6 +54,8 @@ export const ThreadObjectError = Schema.Union([
   BindingDigestMismatch,
   ThreadProjectionError,
   DurableAlarmError,
+  MaintenanceRecordDamaged,
+  Unauthorized,
 ])
 export type ThreadObjectError = typeof ThreadObjectError.Type
 

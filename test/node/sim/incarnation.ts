@@ -153,7 +153,7 @@ const entryPoints = new Map<number, EntryPoints>()
 const entryPointsFor = (maxInputBytes: number): EntryPoints => {
   let entry = entryPoints.get(maxInputBytes)
   if (entry === undefined) {
-    entry = makeEntryPoints(maxInputBytes)
+    entry = makeEntryPoints(maxInputBytes, undefined)
     entryPoints.set(maxInputBytes, entry)
   }
   return entry

@@ -11,7 +11,7 @@ import { Effect, Option, Result, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import type { SubmissionId } from "../../Identifiers.ts"
+import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
 import { LedgerError, Settlement, SubmissionLedgerLimits } from "./model.ts"
 import type { Claim, Fence, InvalidTransition, SubmissionNotFound, SubmissionSnapshot } from "./model.ts"
@@ -365,6 +365,29 @@ export const makeSqlLedger = Effect.gen(function* () {
       query("SubmissionLedger.countAllNonterminal", statements.nonterminalTotal, []),
       (rows) => Number(rows[0]?.total ?? 0),
     ).pipe(Effect.withSpan("SubmissionLedger.countAllNonterminal")),
+
+    scanAll: pages("SubmissionLedger.scanAll", statements.allPage),
+
+    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
+      const operation = "SubmissionLedger.lanePage"
+      const rows = yield* query(operation, statements.lanePage, [
+        laneKey(threadId),
+        options.after,
+        options.limit,
+      ])
+      return yield* Effect.forEach(rows, decodeRow(operation))
+    }),
+
+    threadIds: Effect.gen(function* () {
+      const threads: Array<ThreadId> = []
+      let after = ""
+      while (true) {
+        const [row] = yield* query("SubmissionLedger.threadIds", statements.nextLane, [after])
+        if (row === undefined) return threads
+        threads.push(String(row.thread_id) as ThreadId)
+        after = String(row.lane_key)
+      }
+    }).pipe(Effect.withSpan("SubmissionLedger.threadIds")),
   }
   return service
 })

@@ -156,6 +156,14 @@ export const statements = {
   // The head of the first lane after a lane key ('' for the first lane), one index seek.
   nextHead: `SELECT * FROM ${t} WHERE state <> 'settled' AND lane_key > ?
     ORDER BY lane_key, queue_sequence LIMIT 1`,
+  // Keyset page of every row. Parameters: last lane key, last queue sequence, page size.
+  allPage: `SELECT * FROM ${t} WHERE (lane_key, queue_sequence) > (?, ?)
+    ORDER BY lane_key, queue_sequence LIMIT ?`,
+  // Parameters: lane key, after sequence, page size.
+  lanePage: `SELECT * FROM ${t} WHERE lane_key = ? AND queue_sequence > ?
+    ORDER BY queue_sequence LIMIT ?`,
+  // The first lane after a lane key ('' for the first lane), settled rows included; one seek.
+  nextLane: `SELECT thread_id, lane_key FROM ${t} WHERE lane_key > ? ORDER BY lane_key LIMIT 1`,
   nonterminalTotal: `SELECT (SELECT coalesce(max(rowid), 0) FROM ${t})
       - (SELECT coalesce(max(settled_ordinal), 0) FROM ${t}) AS total`,
 } as const

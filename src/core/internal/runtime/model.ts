@@ -26,6 +26,10 @@ export const RecoveryDecision = Schema.Union([
   Schema.TaggedStruct("SettleAborted", {}),
   Schema.TaggedStruct("MarkUnknown", { step: Schema.Int }),
   Schema.TaggedStruct("AwaitUnknownResolution", { step: Schema.Int }),
+  /** An Unknown Outcome whose step has a reconcile that may run now: the next Attempt runs it. */
+  Schema.TaggedStruct("ReconcileUnknown", { step: Schema.Int }),
+  /** An Unknown Outcome whose last reconcile failed: it runs again at a pass after `notBefore`. */
+  Schema.TaggedStruct("AwaitReconcileRetry", { step: Schema.Int, notBefore: Schema.Finite }),
   Schema.TaggedStruct("ApplyUnknownResolutions", {}),
   Schema.TaggedStruct("AwaitApprovalDecision", {}),
   Schema.TaggedStruct("ResumeSuspended", {}),
