@@ -140,6 +140,14 @@ describe("refund desk example", () => {
     const thread = threadName("relay-retry")
     await call("POST", "/relay/refuse", { count: 1 })
     await submit(thread, { orderId: "G7", amount: 7 })
+    // Until it is delivered, the outbox (a hook the application provides to the Thread layer)
+    // owes the envelope: obligations name its deadline.
+    await deliverUntil(thread, async () => {
+      const { body } = await call("GET", `/threads/${thread}/obligations`)
+      return (body["obligations"] as Array<{ source: string }>).some(
+        ({ source }) => source === "host-deadline",
+      )
+    })
     await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1, 100)
     expect((await relayedFor(thread))[0]?.deliveries).toBe(1)
   })
