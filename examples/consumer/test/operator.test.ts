@@ -1,7 +1,11 @@
 import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test"
 import { Effect, Exit } from "effect"
 import { MAINTENANCE_STATE_KEY } from "@effect-agent/platform-cloudflare/Alarm"
-import { DurableRuntimeFailpointError } from "@effect-agent/platform-cloudflare/Testing"
+import {
+  DurableRuntimeFailpointError,
+  type InstalledFailpoints,
+  type RuntimeFailpointLocation,
+} from "@effect-agent/platform-cloudflare/Testing"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import { describe, expect, it } from "vitest"
 import { failpoints } from "./worker"
@@ -25,6 +29,12 @@ const deliverUntil = async (thread: string, done: () => Promise<boolean>) => {
   throw new Error("no convergence after 20 alarm deliveries")
 }
 
+/** Runtime failpoints that fail every Attempt that reaches `at`. */
+const failingAt = (at: RuntimeFailpointLocation, message: string): InstalledFailpoints => ({
+  runtime: (location) =>
+    location === at ? Effect.fail(new DurableRuntimeFailpointError({ location, message })) : Effect.void,
+})
+
 const settled = (client: ThreadClient.ThreadClient, submissionId: string) => async () =>
   (await run(client.status(submissionId))).state === "settled"
 
@@ -35,12 +45,7 @@ describe("operating a Thread", () => {
     const client = ThreadClient.make(env.THREADS, thread)
     const asOperator = ThreadClient.make(env.THREADS, thread, { caller: operator })
     // The Attempt dies after the uncertain step's start is recorded: nobody knows if it filed.
-    failpoints.install(stub.id, {
-      runtime: (location) =>
-        location === "uncertain:after-start-append"
-          ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "cut mid-call" }))
-          : Effect.void,
-    })
+    failpoints.install(stub.id, failingAt("uncertain:after-start-append", "cut mid-call"))
     const { submissionId } = await run(
       client.submit({ agentId: "triage", idempotencyKey: "u-1", input: { ticket: "printer jammed" } }),
     )
@@ -97,12 +102,7 @@ describe("operating a Thread", () => {
     const stub = env.THREADS.getByName(thread)
     const client = ThreadClient.make(env.THREADS, thread)
     // The accepted ticket cannot run yet (every claim fails) when its record is damaged.
-    failpoints.install(stub.id, {
-      runtime: (location) =>
-        location === "claim:after-claim"
-          ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "held for the test" }))
-          : Effect.void,
-    })
+    failpoints.install(stub.id, failingAt("claim:after-claim", "held for the test"))
     const { submissionId } = await run(
       client.submit({ agentId: "triage", idempotencyKey: "r-1", input: { ticket: "site down" } }),
     )
