@@ -8,7 +8,7 @@
  * accepted abort, or one queued behind such a head), as read-only status reads show. A mutating call that fails (the
  * kill hit it) is retried by the client until it gets a definite answer.
  */
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import type { OrderInput, RawView } from "../fixtures/crashProtocol.ts"
 import { chargeOf } from "../fixtures/crashAgents.ts"
 import type { CrashDriver, Envelope } from "./crashDriver.ts"
@@ -178,6 +178,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
     const client = clientOf(driver, name)
     const mutations: Array<Mutation> = []
     let kills = 0
+    const lateKills: Array<Fiber.Fiber<void>> = []
     let deliveries = 0
     let sleeps = 0
     const id = yield* driver.id(name)
@@ -191,7 +192,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         // Half of the kills land while the next rounds run: inside a mutation or a pass.
         const delay = random() < 0.5 ? 0 : Math.floor(random() * 40)
         if (delay === 0) yield* driver.kill(name)
-        else yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(name)))
+        else lateKills.push(yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(name))))
         kills += 1
       } else if (roll < 0.45) {
         // Deliver the alarm: wait for the next delivery to this Object (or give up after 300 ms).
@@ -227,6 +228,8 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         sleeps += 1
       }
     }
+    // A late kill belongs to the rounds: it must not land on the final reads.
+    yield* Fiber.joinAll(lateKills)
     const final = yield* finish(driver, name, client)
     const run: ChaosRun = {
       seed,
