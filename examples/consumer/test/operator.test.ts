@@ -49,19 +49,17 @@ describe("operating a Thread", () => {
     const { submissionId } = await run(
       client.submit({ agentId: "triage", idempotencyKey: "u-1", input: { ticket: "printer jammed" } }),
     )
-    // Whatever a pass is doing meanwhile, the alarm scheduled agrees with what the Object owes.
-    expect((await run(client.obligations)).mismatch).toBeUndefined()
-
     await deliverUntil(thread, async () => {
       const { reason } = await run(client.explain(submissionId))
       return reason._tag === "UnknownOutcome" && reason.waitingFor === "operator"
     })
     failpoints.remove(stub.id)
-    // A stable wait: once the failed pass's retry has run, nothing is owed and no alarm is kept.
-    await deliverUntil(thread, async () => (await run(client.obligations)).scheduledAlarm === null)
-    const owed = await run(client.obligations)
-    expect(owed.impliedAlarm).toBeNull()
-    expect(owed.mismatch).toBeUndefined()
+    // A stable wait: once the passes are done, nothing is owed and no alarm keeps the Object awake.
+    await deliverUntil(thread, async () => {
+      const owed = await run(client.obligations)
+      return !owed.passRunning && owed.obligations.length === 0 && owed.scheduledAlarm === null
+    })
+    expect((await run(client.obligations)).mismatch).toBeUndefined()
     expect((await run(client.explain(submissionId))).reason).toMatchObject({
       _tag: "UnknownOutcome",
       name: "file",
