@@ -7,7 +7,7 @@ import { Effect, Schema } from "effect"
 import { parseArgs } from "node:util"
 import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
-import { threadBurstDriver } from "./drivers.ts"
+import { type ObjectClient, threadBurstDriver } from "./drivers.ts"
 import { subjects } from "./subjects.ts"
 
 const options = parseArgs({
@@ -41,11 +41,12 @@ const main = Effect.gen(function* () {
     persistDir: yield* tempDir("bench-breakdown"),
   })
   const base = `/${subject.binding}/breakdown-${count}-${lanes}`
-  const figures = yield* threadBurstDriver(
-    count,
-    lanes,
-    600,
-  )({ json: (schema, route, init) => worker.json(schema, `${base}/${route}`, init) })
+  const object: ObjectClient = {
+    json: (schema, route, init) => worker.json(schema, `${base}/${route}`, init),
+    sibling: () => object,
+    restart: worker.restart,
+  }
+  const figures = yield* threadBurstDriver(count, lanes, 600)(object)
   const { items, statements } = yield* worker.json(Breakdown, `${base}/breakdown`, { method: "POST" })
   const per = (value: number) => (value / items).toFixed(2).padStart(8)
   console.log(`${items} items over ${lanes} lane(s); rows read/item ${figures["sqlRowsReadPerItem"]}`)

@@ -30,6 +30,10 @@ export interface ObjectClient {
     route: string,
     init?: Parameters<LocalWorker["fetch"]>[1],
   ) => Effect.Effect<A>
+  /** Another Object of the same class, named after this one. */
+  readonly sibling: (suffix: string) => ObjectClient
+  /** Stops the whole local workerd (every Object dies mid-flight) and starts it again over its storage. */
+  readonly restart: Effect.Effect<void>
 }
 
 /** One measurement on a fresh Object. */
@@ -38,6 +42,10 @@ export type Driver = (object: ObjectClient) => Effect.Effect<Figures>
 const Submitted = Schema.Struct({ submitted: Schema.Number })
 const Started = Schema.Struct({ started: Schema.Number })
 const post = { method: "POST" }
+
+/** Rows Cloudflare bills as written: SQL rows (index entries included) and KV keys put or deleted. */
+export const billedRowsWritten = (counts: MeterCounts): number =>
+  counts.sqlRowsWritten + counts.kvPuts + counts.kvDeletes
 
 /** Per-item figures of a burst from the meter's counts. */
 const perItem = (counts: MeterCounts, items: number) => {
@@ -49,7 +57,9 @@ const perItem = (counts: MeterCounts, items: number) => {
     sqlRowsReadPerItem: per(counts.sqlRowsRead),
     sqlRowsWrittenPerItem: per(counts.sqlRowsWritten),
     totalChangesPerItem: per(counts.totalChanges),
-    kvKeysPerItem: per(counts.kvGets + counts.kvPuts + counts.kvDeletes),
+    kvKeysReadPerItem: per(counts.kvGets),
+    kvKeysWrittenPerItem: per(counts.kvPuts + counts.kvDeletes),
+    billedRowsWrittenPerItem: per(billedRowsWritten(counts)),
   }
 }
 
@@ -111,6 +121,7 @@ export const threadBurstDriver =
         submitSeconds,
         totalRowsRead: report.counts.sqlRowsRead,
         totalRowsWritten: report.counts.sqlRowsWritten,
+        totalBilledRowsWritten: billedRowsWritten(report.counts),
         totalChanges: report.counts.totalChanges,
         completed: 1,
       }
@@ -122,6 +133,7 @@ const passFigures = (prefix: string, pass: PassReport): Figures => ({
   [`${prefix}Statements`]: pass.counts.sqlStatements,
   [`${prefix}Changes`]: pass.counts.totalChanges,
   [`${prefix}KvKeys`]: pass.counts.kvGets + pass.counts.kvPuts + pass.counts.kvDeletes,
+  [`${prefix}BilledWritten`]: billedRowsWritten(pass.counts),
   [`${prefix}AlarmCalls`]: pass.counts.alarmGets + pass.counts.alarmSets + pass.counts.alarmDeletes,
   [`${prefix}WallMs`]: pass.wallMs,
 })
@@ -194,6 +206,57 @@ export const idleDriver =
       }
     })
 
+const Held = Schema.Struct({ startedAt: Schema.NullOr(Schema.Number) })
+
+/**
+ * Recovery after a crash: `objects` Objects (one Thread each, as a Thread per Object is
+ * hosted) each hold a Claim in a step that does not return, with `queued` more Submissions
+ * behind it; then the whole workerd is stopped and started again over the same storage.
+ * Measured: the time from the restart to the first pass that serves each such lane again (its
+ * step runs in the new workerd), as the slowest and the median Object see it, capped at
+ * `capSeconds`. The Objects are asked nothing before they recover (only read).
+ */
+export const recoveryDriver =
+  (objects: number, queued: number, capSeconds: number): Driver =>
+  (object) =>
+    Effect.gen(function* () {
+      const lanes = Array.from({ length: objects }, (_, index) => object.sibling(`lane-${index}`))
+      for (const lane of lanes) yield* lane.json(Submitted, "hold", postJson({ count: queued + 1 }))
+      const startedBefore = yield* Effect.forEach(lanes, (lane) =>
+        Effect.gen(function* () {
+          while (true) {
+            const { startedAt } = yield* lane.json(Held, "held", post)
+            if (startedAt !== null) return startedAt
+            yield* Effect.sleep(10)
+          }
+        }),
+      )
+      yield* object.restart
+      const restartedAt = Date.now()
+      const deadline = restartedAt + capSeconds * 1000
+      const recovered = yield* Effect.forEach(
+        lanes,
+        (lane) =>
+          Effect.gen(function* () {
+            while (Date.now() < deadline) {
+              const { startedAt } = yield* lane.json(Held, "held", post)
+              if (startedAt !== null) return startedAt - restartedAt
+              yield* Effect.sleep(10)
+            }
+            return Number.NaN
+          }),
+        { concurrency: "unbounded" },
+      )
+      const done = recovered.filter(Number.isFinite).sort((a, b) => a - b)
+      return {
+        recoveryLanes: objects,
+        recoveryHeldBefore: startedBefore.length,
+        recoveryRecovered: done.length,
+        recoveryMedianMs: done[Math.floor(done.length / 2)] ?? Number.NaN,
+        recoveryMaxMs: done.length === objects ? (done[done.length - 1] ?? Number.NaN) : Number.NaN,
+      }
+    })
+
 /** Runs a self-re-arming alarm loop for `durationMs` and reports its delivery rate. */
 export const alarmLoopDriver =
   (durationMs: number): Driver =>
@@ -221,12 +284,15 @@ export const figureCatalog: ReadonlyArray<{
   { key: "sqlRowsReadPerItem", label: "rows read/item", digits: 1 },
   { key: "sqlRowsWrittenPerItem", label: "rows written/item", digits: 1 },
   { key: "totalChangesPerItem", label: "row changes/item", digits: 2 },
-  { key: "kvKeysPerItem", label: "KV keys/item", digits: 2 },
+  { key: "kvKeysReadPerItem", label: "KV keys read/item", digits: 2 },
+  { key: "kvKeysWrittenPerItem", label: "KV keys written/item", digits: 2 },
+  { key: "billedRowsWrittenPerItem", label: "billed rows written/item", digits: 2 },
   { key: "itemsPerSecond", label: "items/s", digits: 0 },
   { key: "drainItemsPerSecond", label: "items/s (drain)", digits: 0 },
   { key: "seconds", label: "seconds", digits: 1 },
   { key: "totalRowsRead", label: "rows read", digits: 0 },
   { key: "totalRowsWritten", label: "rows written", digits: 0 },
+  { key: "totalBilledRowsWritten", label: "billed rows written", digits: 0 },
   { key: "totalChanges", label: "row changes", digits: 0 },
   { key: "completed", label: "completed", digits: 0 },
   { key: "settledAtCap", label: "settled at cap", digits: 0 },
@@ -236,10 +302,12 @@ export const figureCatalog: ReadonlyArray<{
   { key: "caughtUpStatements", label: "SQL stmts", digits: 0 },
   { key: "caughtUpChanges", label: "row changes", digits: 0 },
   { key: "caughtUpKvKeys", label: "KV keys", digits: 0 },
+  { key: "caughtUpBilledWritten", label: "billed rows written", digits: 0 },
   { key: "caughtUpAlarmCalls", label: "alarm calls", digits: 0 },
   { key: "caughtUpWallMs", label: "wall ms", digits: 1 },
   { key: "classifyRowsRead", label: "owed pass: rows read", digits: 0 },
   { key: "classifyRowsWritten", label: "owed pass: rows written", digits: 0 },
+  { key: "classifyBilledWritten", label: "owed pass: billed rows written", digits: 0 },
   { key: "classifyWallMs", label: "owed pass: wall ms", digits: 0 },
   { key: "lanes", label: "lanes", digits: 0 },
   { key: "maxColdWait", label: "max cold-lane wait (deliveries)", digits: 0 },
@@ -247,6 +315,10 @@ export const figureCatalog: ReadonlyArray<{
   { key: "idleAlarmScheduled", label: "alarm scheduled", digits: 0 },
   { key: "idleDeliveriesInWindow", label: "deliveries in window", digits: 0 },
   { key: "idleDeliveriesPerHour", label: "deliveries/hour", digits: 0 },
+  { key: "recoveryLanes", label: "lanes holding a Claim", digits: 0 },
+  { key: "recoveryRecovered", label: "served again", digits: 0 },
+  { key: "recoveryMedianMs", label: "restart to serving, median ms", digits: 0 },
+  { key: "recoveryMaxMs", label: "restart to serving, slowest ms", digits: 0 },
   { key: "loopDeliveriesPerSecond", label: "deliveries/s", digits: 0 },
   { key: "loopDeliveriesPerWorkerdSecond", label: "deliveries/s (workerd clock)", digits: 0 },
 ]

@@ -5,7 +5,7 @@
  *
  * Options: --runs 3 --burst 1000 --warmup 100 --loop-ms 3000 --sizes 100,1000,10000
  * --parked 0,100,10000 --cap 300 (seconds per drain) --idle-ms 2000 --default-burst 100
- * --only caughtUp,perItem,scaling,fairness,idle,throughput --out bench/results.json;
+ * --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery --out bench/results.json;
  * --from a.json,b.json measures nothing and merges earlier results (later files win per case).
  * Local wall times are not production figures; per-item storage work depends only on the code.
  */
@@ -19,7 +19,7 @@ import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
 import type { Figures, ObjectClient } from "./drivers.ts"
 import { type BenchSettings, sections, subjects } from "./subjects.ts"
-import { derive, formatDerived, formatSection, summarize } from "./summary.ts"
+import { costRows, derive, formatCost, formatDerived, formatSection, summarize } from "./summary.ts"
 
 const options = parseArgs({
   options: {
@@ -93,6 +93,8 @@ const measure = Effect.gen(function* () {
   })
   const objectOf = (binding: string, name: string): ObjectClient => ({
     json: (schema, route, init) => worker.json(schema, `/${binding}/${name}/${route}`, init),
+    sibling: (suffix) => objectOf(binding, `${name}-${suffix}`),
+    restart: worker.restart,
   })
 
   for (const key of used) {
@@ -124,9 +126,12 @@ const main = Effect.gen(function* () {
 
   const summary = summarize(measured)
   const derived = derive(summary, settings.sizes)
-  const text = [...chosen.map((section) => formatSection(section, summary)), formatDerived(derived)].join(
-    "\n\n",
-  )
+  const cost = costRows(summary)
+  const text = [
+    ...chosen.map((section) => formatSection(section, summary)),
+    formatCost(cost),
+    formatDerived(derived),
+  ].join("\n\n")
   const results = {
     createdAt: new Date().toISOString(),
     environment: {
@@ -139,6 +144,7 @@ const main = Effect.gen(function* () {
       section.cases.map(({ id, label, subject }) => ({ section: section.id, id, label, subject })),
     ),
     figures: summary,
+    cost,
     derived,
   }
   yield* Effect.promise(() => writeFile(resultsPath, `${JSON.stringify(results, null, 2)}\n`))

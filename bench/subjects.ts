@@ -10,6 +10,7 @@ import {
   type Driver,
   fairnessDriver,
   idleDriver,
+  recoveryDriver,
   threadBurstDriver,
 } from "./drivers.ts"
 
@@ -82,9 +83,11 @@ const perItemFigures = [
   "alarmDeliveriesPerItem",
   "sqlRowsReadPerItem",
   "sqlRowsWrittenPerItem",
+  "kvKeysWrittenPerItem",
+  "billedRowsWrittenPerItem",
   "totalChangesPerItem",
   "sqlStatementsPerItem",
-  "kvKeysPerItem",
+  "kvKeysReadPerItem",
   "alarmCallsPerItem",
   "itemsPerSecond",
 ]
@@ -102,10 +105,12 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
       "caughtUpRowsWritten",
       "caughtUpChanges",
       "caughtUpKvKeys",
+      "caughtUpBilledWritten",
       "caughtUpAlarmCalls",
       "caughtUpWallMs",
       "classifyRowsRead",
       "classifyRowsWritten",
+      "classifyBilledWritten",
       "classifyWallMs",
     ],
     cases: settings.parked.map((parked) => ({
@@ -141,8 +146,10 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
       "seconds",
       "totalRowsRead",
       "totalRowsWritten",
+      "totalBilledRowsWritten",
       "totalChanges",
       "sqlRowsReadPerItem",
+      "billedRowsWrittenPerItem",
       "totalChangesPerItem",
       "completed",
       "settledAtCap",
@@ -205,6 +212,20 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         label: `ThreadObject, alarmBackoffBase default (${count(settings.defaultBurst)})`,
         subject: "threadDefault",
         driver: threadBurstDriver(settings.defaultBurst, 1, settings.capSeconds),
+      },
+    ],
+  },
+  {
+    id: "recovery",
+    title:
+      "7. Recovery after a crash (workerd stopped while every Object's head holds a Claim, then started again; default config)",
+    figures: ["recoveryLanes", "recoveryRecovered", "recoveryMedianMs", "recoveryMaxMs"],
+    cases: [
+      {
+        id: "recovery-20",
+        label: "20 Objects, one Thread each, 20 queued per Thread",
+        subject: "threadDefault",
+        driver: recoveryDriver(20, 19, 60),
       },
     ],
   },

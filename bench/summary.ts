@@ -1,4 +1,5 @@
 /** Min/median/max over repetitions, derived ratios, and the readable tables of a run. */
+import { agentsSdkQueueCited, costPerMillion, type ItemCost, type ItemWork } from "./cost.ts"
 import { figureCatalog, type Figures } from "./drivers.ts"
 import type { Section } from "./subjects.ts"
 
@@ -111,6 +112,22 @@ export const derive = (summary: Summary, sizes: ReadonlyArray<number>): Readonly
       median(summary, baseline, "sqlRowsWrittenPerItem"),
     ),
     ...ratio(
+      "billed rows written / item, ThreadObject (÷ 1)",
+      median(summary, thread, "billedRowsWrittenPerItem"),
+      1,
+      "≤ 12",
+    ),
+    ...ratio(
+      "billed rows written / item, ThreadObject ÷ baseline",
+      median(summary, thread, "billedRowsWrittenPerItem"),
+      median(summary, baseline, "billedRowsWrittenPerItem"),
+    ),
+    ...ratio(
+      "billed rows written / item, ThreadObject ÷ Agents SDK queue() (4, cited)",
+      median(summary, thread, "billedRowsWrittenPerItem"),
+      agentsSdkQueueCited.rowsWritten,
+    ),
+    ...ratio(
       "alarms / item, ThreadObject ÷ baseline",
       median(summary, thread, "alarmDeliveriesPerItem"),
       median(summary, baseline, "alarmDeliveriesPerItem"),
@@ -165,4 +182,83 @@ export const formatDerived = (derived: ReadonlyArray<Derived>): string =>
   `Ratios (of medians)\n${table(
     ["ratio", "value", "goal"],
     derived.map((each) => [each.label, each.value.toFixed(2), each.goal ?? ""]),
+  )}`
+
+/** One subject's billed work per settled item and its dollars per million items. */
+export interface CostRow {
+  readonly label: string
+  readonly work: ItemWork
+  readonly cost: ItemCost
+  /** Where the figures come from, when not measured by this run. */
+  readonly source?: string
+}
+
+/** The measured cases the cost model prices: every case with per-item figures. */
+const pricedCases: ReadonlyArray<readonly [string, string]> = [
+  ["perItem-baseline", "raw SQL queue (measured)"],
+  ["perItem-thread", "ThreadObject, alarmBackoffBase 1 ms (measured)"],
+  ["throughput-default", "ThreadObject, alarmBackoffBase default (measured)"],
+]
+
+/**
+ * Dollars per million settled items at Cloudflare's published prices. Each item is one submit
+ * request plus its alarm deliveries; its duration is the wall time of its burst divided over
+ * its items (the Object is active throughout), at 128 MB.
+ */
+export const costRows = (summary: Summary): ReadonlyArray<CostRow> => {
+  const measured = pricedCases.flatMap(([id, label]): ReadonlyArray<CostRow> => {
+    const written = median(summary, id, "billedRowsWrittenPerItem")
+    const read = median(summary, id, "sqlRowsReadPerItem")
+    const alarms = median(summary, id, "alarmDeliveriesPerItem")
+    const perSecond = median(summary, id, "itemsPerSecond")
+    if (written === undefined || read === undefined || alarms === undefined || perSecond === undefined)
+      return []
+    const work: ItemWork = {
+      rowsWritten: written,
+      rowsRead: read,
+      requests: 1 + alarms,
+      seconds: 1 / perSecond,
+    }
+    return [{ label, work, cost: costPerMillion(work) }]
+  })
+  return [
+    ...measured,
+    {
+      label: "Agents SDK queue(), one request per item (cited)",
+      work: agentsSdkQueueCited,
+      cost: costPerMillion(agentsSdkQueueCited),
+      source: "../shared/peer-figures.md (local workerd, 2026-12-02); duration not measured",
+    },
+  ]
+}
+
+const dollars = (value: number) => `$${value.toFixed(value >= 10 ? 2 : value >= 0.1 ? 3 : 4)}`
+
+/** The cost model as a table. */
+export const formatCost = (rows: ReadonlyArray<CostRow>): string =>
+  `Cost per million settled Submissions (rows written $1.00/M, rows read $0.001/M, requests $0.15/M incl. alarm deliveries, duration $12.50/M GB-s at 128 MB)\n${table(
+    [
+      "subject (medians)",
+      "billed rows written/item",
+      "rows read/item",
+      "requests/item",
+      "ms/item",
+      "rows written",
+      "rows read",
+      "requests",
+      "duration",
+      "total",
+    ],
+    rows.map(({ label, work, cost, source }) => [
+      label,
+      work.rowsWritten.toFixed(2),
+      work.rowsRead.toFixed(1),
+      work.requests.toFixed(2),
+      source === undefined ? (work.seconds * 1000).toFixed(2) : "—",
+      dollars(cost.rowsWritten),
+      dollars(cost.rowsRead),
+      dollars(cost.requests),
+      source === undefined ? dollars(cost.duration) : "—",
+      dollars(cost.total),
+    ]),
   )}`

@@ -9,7 +9,7 @@ import { CloudflareConfigError } from "./CloudflareConfig.ts"
 export class DurableObjectContext extends Context.Service<
   DurableObjectContext,
   { readonly ctx: DurableObjectState; readonly env: Cloudflare.Env }
->()("@effect-agent/platform-cloudflare/DurableObjectContext") {
+>()("@effect-agent/platform-cloudflare/CloudflareBindings/DurableObjectContext") {
   /** Provides the incarnation's state and env. */
   static readonly layer = (ctx: DurableObjectState, env: Cloudflare.Env): Layer.Layer<DurableObjectContext> =>
     Layer.succeed(this, { ctx, env })

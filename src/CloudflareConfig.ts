@@ -2,8 +2,14 @@
  * Runtime configuration of a Cloudflare Durable Object host, decoded once before any resource
  * opens. Overrides are partial; every field that is not overridden takes its default from
  * `CLOUDFLARE_RUNTIME_DEFAULTS`. A bad value fails with `CloudflareConfigError` naming the field.
+ *
+ * It is composed of the durable runtime's settings and the ledger's limits (their fields and
+ * their defaults), plus what only the Cloudflare host reads: the maintenance timing and the
+ * database size limit.
  */
 import { Context, Effect, Layer, Result, Schema } from "effect"
+import { DURABLE_RUNTIME_DEFAULTS, DurableRuntimeSettings } from "./core/DurableRuntimeConfig.ts"
+import { LEDGER_LIMIT_DEFAULTS, LedgerLimits } from "./core/SubmissionLedger.ts"
 
 /** A finite auxiliary dispatch allowance in milliseconds: an integer in [1, 300000]. */
 export const AuxiliaryDispatchMillis = Schema.Int.check(
@@ -17,40 +23,33 @@ export type AuxiliaryDispatchMillis = typeof AuxiliaryDispatchMillis.Type
 const PositiveMillis = Schema.Int.check(
   Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of milliseconds" }),
 )
-const NonNegativeMillis = Schema.Int.check(
-  Schema.isGreaterThanOrEqualTo(0, { expected: "a non-negative integer number of milliseconds" }),
+const PositiveBytes = Schema.Int.check(
+  Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of bytes" }),
 )
-const PositiveCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
-const Label = Schema.String.check(Schema.isNonEmpty({ expected: "a non-empty string" }))
 
-/** Admission and storage limits of one Object. */
+/** Admission and storage limits of one Object: the ledger's, and the database's size. */
 export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimits>(
-  "@effect-agent/platform-cloudflare/CloudflareRuntimeLimits",
+  "@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareRuntimeLimits",
 )({
-  maxQueueDepthPerLane: PositiveCount,
-  maxInputBytes: PositiveCount,
-  maxDatabaseBytes: PositiveCount,
+  ...LedgerLimits.fields,
+  /**
+   * New Submissions are refused once the Object's SQLite database holds this many bytes, so
+   * that work already accepted keeps room to settle below Cloudflare's limit.
+   */
+  maxDatabaseBytes: PositiveBytes,
 }) {}
 
-/** The decoded configuration value. */
+/** The decoded configuration value: the runtime's settings and the Cloudflare host's. */
 export class CloudflareDurableRuntimeConfigValue extends Schema.Class<CloudflareDurableRuntimeConfigValue>(
-  "@effect-agent/platform-cloudflare/CloudflareDurableRuntimeConfigValue",
+  "@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareDurableRuntimeConfigValue",
 )({
-  deploymentId: Label,
-  producerPrefix: Label,
+  ...DurableRuntimeSettings.fields,
   /** First maintenance backoff step; half of it is the minimum alarm delay. */
   alarmBackoffBase: PositiveMillis,
   alarmBackoffCap: PositiveMillis,
   /** Native maintenance cadence while a generation is dirty without a matching retry. */
   wakeScanInterval: PositiveMillis,
   projectionDispatchTimeoutMillis: AuxiliaryDispatchMillis,
-  ownershipLeaseDuration: PositiveMillis,
-  settlementPollInterval: PositiveMillis,
-  leaseRenewalInterval: PositiveMillis,
-  abortPollInterval: PositiveMillis,
-  observationPollInterval: NonNegativeMillis,
-  maxStoredValueBytes: PositiveCount,
-  verifyOnOpen: Schema.Boolean,
   limits: CloudflareRuntimeLimits,
 }) {}
 
@@ -64,22 +63,14 @@ export type CloudflareDurableRuntimeConfigOverrides = {
   ]?: CloudflareDurableRuntimeConfigInput[K]
 } & { readonly limits?: Partial<CloudflareDurableRuntimeConfigInput["limits"]> }
 
-/** Defaults of every field. */
+/** Defaults of every field: the runtime's and the ledger's own, and the host's. */
 export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = {
-  deploymentId: "development",
-  producerPrefix: "cf",
+  ...DURABLE_RUNTIME_DEFAULTS,
   alarmBackoffBase: 100,
   alarmBackoffCap: 5_000,
   wakeScanInterval: 1_000,
   projectionDispatchTimeoutMillis: 30_000,
-  ownershipLeaseDuration: 30_000,
-  settlementPollInterval: 500,
-  leaseRenewalInterval: 10_000,
-  abortPollInterval: 500,
-  observationPollInterval: 25,
-  maxStoredValueBytes: 131_072,
-  verifyOnOpen: false,
-  limits: { maxQueueDepthPerLane: 256, maxInputBytes: 1_048_576, maxDatabaseBytes: 9_000_000_000 },
+  limits: { ...LEDGER_LIMIT_DEFAULTS, maxDatabaseBytes: 9_000_000_000 },
 }
 
 /** A configuration value that does not decode; `field` is its dotted path. */
@@ -141,6 +132,18 @@ export const decodeCloudflareRuntimeConfig = (
     }
     return Schema.decodeUnknownEffect(CloudflareDurableRuntimeConfigValue)(merged).pipe(
       Effect.mapError((error) => new CloudflareConfigError({ field: "", message: error.message })),
+      Effect.flatMap((config) =>
+        // A cap below the first step would back off less than the alarm floor allows, and a
+        // pass could then write an alarm earlier than its own prearm.
+        config.alarmBackoffCap < config.alarmBackoffBase
+          ? Effect.fail(
+              new CloudflareConfigError({
+                field: "alarmBackoffCap",
+                message: `Invalid "alarmBackoffCap": ${config.alarmBackoffCap} is below alarmBackoffBase ${config.alarmBackoffBase}`,
+              }),
+            )
+          : Effect.succeed(config),
+      ),
     )
   })
 
@@ -148,7 +151,7 @@ export const decodeCloudflareRuntimeConfig = (
 export class CloudflareDurableRuntimeConfig extends Context.Service<
   CloudflareDurableRuntimeConfig,
   CloudflareDurableRuntimeConfigValue
->()("@effect-agent/platform-cloudflare/CloudflareDurableRuntimeConfig") {
+>()("@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareDurableRuntimeConfig") {
   /** Decodes partial overrides over the defaults. */
   static readonly layer = (
     overrides: CloudflareDurableRuntimeConfigOverrides = {},

@@ -30,19 +30,19 @@ export { DurableRuntimeFailpointError }
 export {
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
-  runtimeFailpointLocations,
+  RUNTIME_FAILPOINT_LOCATIONS,
   type RuntimeLedgerWrite,
 } from "./core/RuntimeFailpoint.ts"
 export {
   type ThreadMaintenanceFailpointHandler,
   type ThreadMaintenanceFailpointLocation,
-  threadMaintenanceFailpointLocations,
+  THREAD_MAINTENANCE_FAILPOINT_LOCATIONS,
 } from "./internal/maintenance/failpoint.ts"
 export {
   instrumentState,
   type StorageFailpointHandler,
   type StorageFailpointLocation,
-  storageFailpointLocations,
+  STORAGE_FAILPOINT_LOCATIONS,
 } from "./internal/object/instrumentedStorage.ts"
 
 /** Failpoint handlers, each built per incarnation from the live state. */

@@ -11,7 +11,6 @@
 import { DurableObject } from "cloudflare:workers"
 import { Clock, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
 import type { ThreadObjectNamespace } from "./CloudflareBindings.ts"
-import { CloudflareDurableRuntimeConfig } from "./CloudflareConfig.ts"
 import type { AnyAgentDefinition } from "./core/AgentRegistration.ts"
 import { Receipt } from "./core/DurableAgentRuntime.ts"
 import { ThreadId } from "./core/Identifiers.ts"
@@ -143,7 +142,6 @@ export function make<E>(
         this.#runtime
           .runPromise(
             Effect.gen(function* () {
-              const config = yield* CloudflareDurableRuntimeConfig
               const maintenance = yield* ThreadMaintenance
               yield* maintenance.ensureAlarm.pipe(
                 Effect.catchTag("DurableAlarmError", (error) => {
@@ -156,13 +154,9 @@ export function make<E>(
                       })
                 }),
               )
-              const maxInputBytes = config.limits.maxInputBytes
               return {
-                entry: makeEntryPoints(maxInputBytes, options.authorization),
-                operator: makeOperatorEntryPoints(
-                  (entryPoint, schema) => decodeInput(entryPoint, schema, maxInputBytes),
-                  options.authorization,
-                ),
+                entry: makeEntryPoints(options.authorization),
+                operator: makeOperatorEntryPoints(decodeInput, options.authorization),
               }
             }),
           )

@@ -4,14 +4,18 @@ import {
   CLOUDFLARE_RUNTIME_DEFAULTS,
   CloudflareDurableRuntimeConfig,
   type CloudflareDurableRuntimeConfigOverrides,
+  CloudflareDurableRuntimeConfigValue,
+  CloudflareRuntimeLimits,
   decodeCloudflareRuntimeConfig,
 } from "../src/CloudflareConfig.ts"
+import { DURABLE_RUNTIME_DEFAULTS, DurableRuntimeSettings } from "../src/core/DurableRuntimeConfig.ts"
+import { LEDGER_LIMIT_DEFAULTS, LedgerLimits } from "../src/core/SubmissionLedger.ts"
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
 
 describe("CloudflareDurableRuntimeConfig", () => {
-  it.effect("takes every default of §6.5 when nothing is overridden", () =>
+  it.effect("takes the original's defaults when nothing is overridden", () =>
     Effect.gen(function* () {
       const config = yield* decodeCloudflareRuntimeConfig()
       expect(config).toMatchObject({
@@ -23,7 +27,7 @@ describe("CloudflareDurableRuntimeConfig", () => {
         settlementPollInterval: 500,
         leaseRenewalInterval: 10_000,
         abortPollInterval: 500,
-        observationPollInterval: 25,
+        maxStoredValueBytes: 131_072,
         limits: { maxQueueDepthPerLane: 256, maxDatabaseBytes: 9_000_000_000 },
       })
       const layered = yield* Effect.provide(
@@ -33,6 +37,19 @@ describe("CloudflareDurableRuntimeConfig", () => {
         CloudflareDurableRuntimeConfig.layerDefault,
       )
       expect(layered).toEqual(config)
+    }),
+  )
+
+  it.effect("is composed of the runtime's settings and the ledger's limits, with their defaults", () =>
+    Effect.gen(function* () {
+      const config = yield* decodeCloudflareRuntimeConfig()
+      expect(config).toMatchObject({ ...DURABLE_RUNTIME_DEFAULTS, limits: LEDGER_LIMIT_DEFAULTS })
+      expect(Object.keys(CloudflareDurableRuntimeConfigValue.fields)).toEqual(
+        expect.arrayContaining(Object.keys(DurableRuntimeSettings.fields)),
+      )
+      expect(Object.keys(CloudflareRuntimeLimits.fields)).toEqual(
+        expect.arrayContaining(Object.keys(LedgerLimits.fields)),
+      )
     }),
   )
 
@@ -50,15 +67,21 @@ describe("CloudflareDurableRuntimeConfig", () => {
 
   const invalid: ReadonlyArray<readonly [string, unknown, string]> = [
     ["a zero backoff base", { alarmBackoffBase: 0 }, "alarmBackoffBase"],
+    ["a backoff cap below its base", { alarmBackoffBase: 200, alarmBackoffCap: 100 }, "alarmBackoffCap"],
     ["a fractional scan interval", { wakeScanInterval: 1.5 }, "wakeScanInterval"],
     [
       "a projection allowance over 5 minutes",
       { projectionDispatchTimeoutMillis: 300_001 },
       "projectionDispatchTimeoutMillis",
     ],
-    ["a negative observation interval", { observationPollInterval: -1 }, "observationPollInterval"],
     ["a string lease", { ownershipLeaseDuration: "30s" }, "ownershipLeaseDuration"],
-    ["an empty deployment id", { deploymentId: "" }, "deploymentId"],
+    ["a zero stored-value bound", { maxStoredValueBytes: 0 }, "maxStoredValueBytes"],
+    ["a fractional database limit", { limits: { maxDatabaseBytes: 1.5 } }, "limits.maxDatabaseBytes"],
+    // Options the runtime would ignore are not accepted at all.
+    ["the unsupported observationPollInterval", { observationPollInterval: 25 }, "observationPollInterval"],
+    ["the unsupported deploymentId", { deploymentId: "prod" }, "deploymentId"],
+    ["the unsupported producerPrefix", { producerPrefix: "cf" }, "producerPrefix"],
+    ["the unsupported verifyOnOpen", { verifyOnOpen: true }, "verifyOnOpen"],
     ["a zero queue depth", { limits: { maxQueueDepthPerLane: 0 } }, "limits.maxQueueDepthPerLane"],
     ["limits that are not an object", { limits: 5 }, "limits"],
     ["an unknown field", { alarmBackofBase: 10 }, "alarmBackofBase"],

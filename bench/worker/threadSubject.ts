@@ -73,8 +73,36 @@ export const approvalAgent = define({
   program: ({ n }, ctx) => Effect.as(ctx.requestApproval({ n }), n),
 })
 
-const submissionsTable = "effect_agent_submissions"
-const historyTable = "effect_agent_history"
+/**
+ * Objects whose held step must not return in this isolate. Module state: a restart of workerd
+ * starts with none, so the same step, replayed by the next incarnation, returns at once.
+ */
+const holding = new Set<string>()
+
+/** When the held step first ran in this isolate, per Object: the recovery figure reads it. */
+const heldStepRuns = new Map<string, number>()
+
+/** One step that holds its Claim (never returns) while its Object is in `holding`. */
+export const holdingAgent = define({
+  id: "bench-hold",
+  version: "1",
+  input: Schema.Struct({ probe: Schema.String, n: Schema.Int }),
+  output: Schema.Int,
+  program: ({ probe, n }, ctx) =>
+    ctx.step(
+      "hold",
+      Effect.promise(
+        () =>
+          new Promise<number>((resolve) => {
+            if (!heldStepRuns.has(probe)) heldStepRuns.set(probe, Date.now())
+            if (!holding.has(probe)) resolve(n)
+          }),
+      ),
+    ),
+})
+
+const SUBMISSIONS_TABLE = "effect_agent_submissions"
+const HISTORY_TABLE = "effect_agent_history"
 const maintenanceKey = "effect-agent:thread-maintenance:v1"
 
 /** The Thread id of lane `index` of `lanes`, zero-padded so lanes sort by index. */
@@ -92,9 +120,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** Builds the bench class of the library's Object with these configuration overrides. */
 export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverrides) =>
-  class BenchThreadObject extends ThreadObject.make(ThreadObject.layer([noopAgent, approvalAgent]), {
-    config,
-  }) {
+  class BenchThreadObject extends ThreadObject.make(
+    ThreadObject.layer([noopAgent, approvalAgent, holdingAgent]),
+    { config },
+  ) {
     readonly meter: StorageMeter
     readonly progress = new BurstProgress()
     readonly #raw: { readonly id: DurableObjectId; readonly storage: DurableObjectStorage }
@@ -194,7 +223,7 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
 
     #nonterminal(): number {
       return this.#raw.storage.sql
-        .exec<{ n: number }>(`SELECT count(*) AS n FROM ${submissionsTable} WHERE state <> 'settled'`)
+        .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE} WHERE state <> 'settled'`)
         .one().n
     }
 
@@ -246,17 +275,24 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
       const sql = this.#raw.storage.sql
       const row = sql
         .exec<Record<string, SqlStorageValue>>(
-          `SELECT * FROM ${submissionsTable} WHERE thread_id = ?`,
+          `SELECT * FROM ${SUBMISSIONS_TABLE} WHERE thread_id = ?`,
           template,
         )
         .one()
       if (row["state"] !== "suspended") throw new Error(`the template is ${String(row["state"])}`)
       const records = sql
         .exec<Record<string, SqlStorageValue>>(
-          `SELECT * FROM ${historyTable} WHERE submission_id = ? ORDER BY sequence`,
+          `SELECT * FROM ${HISTORY_TABLE} WHERE submission_id = ? ORDER BY sequence`,
           row["submission_id"],
         )
         .toArray()
+      // Every history row carries the Object's counts forward; clones continue them.
+      const newest = sql
+        .exec<{ position: number; records: number; admitted: number; settled: number }>(
+          `SELECT position, records, admitted, settled FROM ${HISTORY_TABLE} ORDER BY position DESC LIMIT 1`,
+        )
+        .one()
+      let position = newest.position + newest.records
       this.#raw.storage.transactionSync(() => {
         for (let index = 1; index < count; index++) {
           const threadId = laneName("park", index)
@@ -271,18 +307,25 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           }
           const columns = Object.keys(clone)
           sql.exec(
-            `INSERT INTO ${submissionsTable} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+            `INSERT INTO ${SUBMISSIONS_TABLE} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
             ...columns.map((column) => clone[column]),
           )
           for (const record of records) {
             sql.exec(
-              `INSERT INTO ${historyTable} (thread_id, sequence, submission_id, recorded_at, entry) VALUES (?, ?, ?, ?, ?)`,
+              `INSERT INTO ${HISTORY_TABLE} (position, thread_id, sequence, records, submission_id, recorded_at,
+                entries, lane_tail, admitted, settled) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+              position,
               threadId,
               record["sequence"],
+              record["records"],
               submissionId,
               record["recorded_at"],
-              record["entry"],
+              record["entries"],
+              record["lane_tail"],
+              newest.admitted + index,
+              newest.settled,
             )
+            position += Number(record["records"])
           }
         }
       })
@@ -358,6 +401,19 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
             deliveries: this.#probe.deliveries,
           })
         }
+        case "/hold": {
+          // `count` Submissions in one lane whose first holds its Claim until workerd restarts.
+          const count = body["count"] ?? 1
+          const probe = this.#raw.id.toString()
+          holding.add(probe)
+          for (let n = 0; n < count; n++)
+            await this.#submitOne("held", holdingAgent.id, `held-${n}`, { probe, n })
+          return json({ submitted: count })
+        }
+        case "/held":
+          // Since when the held step runs in this isolate (null before it ran): the first
+          // reading is before the restart, the second after it.
+          return json({ startedAt: heldStepRuns.get(this.#raw.id.toString()) ?? null })
         case "/idle": {
           await this.#quiescent()
           const alarm = await this.#raw.storage.getAlarm()

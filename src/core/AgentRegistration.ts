@@ -115,7 +115,7 @@ export class AgentRegistry extends Context.Service<
       digest: string,
     ) => Effect.Effect<AnyAgentDefinition, DurableBindingFailure>
   }
->()("@effect-agent/agent-registration/AgentRegistry") {
+>()("@effect-agent/platform-cloudflare/AgentRegistration/AgentRegistry") {
   /** A registry of these agents; a repeated id is a defect at construction. */
   static readonly layer = (registrations: ReadonlyArray<AnyAgentDefinition>) =>
     Layer.sync(this)(() => make(registrations))

@@ -20,6 +20,7 @@ import type {
   ApprovalDecision,
   DurableWorkerFailure,
   NotPending,
+  PreparedSubmission,
   Receipt,
   RecoveryReport,
   SettlementTimeout,
@@ -31,6 +32,7 @@ import type {
 import type { SubmissionInspection } from "./internal/runtime/inspect.ts"
 import type {
   AdmissionRefused,
+  IdempotencyConflict,
   LedgerError,
   Settlement,
   SubmissionLedger,
@@ -54,7 +56,7 @@ export {
   NotPending,
   SettlementTimeout,
 } from "./internal/runtime/model.ts"
-export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtime/model.ts"
+export type { DurableWorkerFailure, PreparedSubmission, SubmitFailure } from "./internal/runtime/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
 export {
   OpenApproval,
@@ -69,10 +71,15 @@ export class DurableAgentRuntime extends Context.Service<
   DurableAgentRuntime,
   {
     /**
-     * The checks of `submit` that need no storage (registered agent, input decodes, input size),
-     * so a host can refuse bad input before it opens a mutation.
+     * Everything `submit` checks, without writing: the agent is registered, the input decodes,
+     * and the ledger would admit it (a used key replays; an input or lane over its limit is
+     * refused). A host refuses bad input with it before it opens a mutation, then `admit`s.
      */
-    readonly validate: (request: SubmitRequest) => Effect.Effect<void, AdmissionRefused>
+    readonly prepare: (
+      request: SubmitRequest,
+    ) => Effect.Effect<PreparedSubmission, AdmissionRefused | IdempotencyConflict | LedgerError>
+    /** Admits what `prepare` returned; the ledger checks its limits again as it writes. */
+    readonly admit: (prepared: PreparedSubmission) => Effect.Effect<Receipt, SubmitFailure>
     /** Admits an encoded input for a registered agent; a used idempotency key replays its receipt. */
     readonly submit: (request: SubmitRequest) => Effect.Effect<Receipt, SubmitFailure>
     /** Admits a typed input for `agent`, which must be registered with the same digest. */
@@ -106,7 +113,8 @@ export class DurableAgentRuntime extends Context.Service<
     ) => Effect.Effect<Settlement, SubmissionNotFound | SettlementTimeout | LedgerError>
     /**
      * Classifies every nonterminal Submission and executes or defers its decision; with
-     * `RecoveryWorklist` set to `candidates`, every one but plain queued input.
+     * `RecoveryWorklist` set to `candidates`, only those recovery can have to act on (an
+     * accepted abort, work an older release left between writes).
      */
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */
@@ -127,7 +135,7 @@ export class DurableAgentRuntime extends Context.Service<
     /** The decision recovery would make for every nonterminal Submission now; executes nothing. */
     readonly previewRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, LedgerError | ThreadStoreError>
   }
->()("@effect-agent/durable-agent-runtime/DurableAgentRuntime") {
+>()("@effect-agent/platform-cloudflare/DurableAgentRuntime") {
   /** The runtime over the Object's ledger, history and registered agents. */
   static readonly layer: Layer.Layer<
     DurableAgentRuntime,

@@ -1,14 +1,17 @@
 /**
- * Timing of the durable runtime. Core code reads it as a `Context.Reference`, so a host that
- * provides nothing gets the defaults; the Cloudflare host maps its own configuration onto it.
+ * Settings of the durable runtime. Core code reads them as a `Context.Reference`, so a host that
+ * provides nothing gets the defaults; the Cloudflare configuration is composed of them.
  */
 import { Context, Layer, Schema } from "effect"
 
 const PositiveMillis = Schema.Int.check(
   Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of milliseconds" }),
 )
+const PositiveBytes = Schema.Int.check(
+  Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of bytes" }),
+)
 
-/** The runtime's timing, in milliseconds. */
+/** The runtime's timing, in milliseconds, and the bound of what a Submission stores. */
 export const DurableRuntimeSettings = Schema.Struct({
   /** How long a Claim stays live without renewal. */
   ownershipLeaseDuration: PositiveMillis,
@@ -18,27 +21,33 @@ export const DurableRuntimeSettings = Schema.Struct({
   settlementPollInterval: PositiveMillis,
   /** How often a running step looks for an accepted abort. */
   abortPollInterval: PositiveMillis,
+  /**
+   * The largest step result or output a Submission stores, in UTF-8 bytes of its JSON: a
+   * larger step result fails the step, a larger output fails the Submission, each naming it.
+   */
+  maxStoredValueBytes: PositiveBytes,
 })
 export type DurableRuntimeSettings = typeof DurableRuntimeSettings.Type
 
 /** The defaults of every setting. */
-export const durableRuntimeDefaults: DurableRuntimeSettings = {
+export const DURABLE_RUNTIME_DEFAULTS: DurableRuntimeSettings = {
   ownershipLeaseDuration: 30_000,
   leaseRenewalInterval: 10_000,
   settlementPollInterval: 500,
   abortPollInterval: 500,
+  maxStoredValueBytes: 131_072,
 }
 
 const decodeSettings = Schema.decodeUnknownEffect(DurableRuntimeSettings)
 
 /** The runtime's timing; the defaults apply unless a layer provides other values. */
 export class DurableRuntimeConfig extends Context.Reference<DurableRuntimeSettings>(
-  "@effect-agent/durable-agent-runtime/DurableRuntimeConfig",
-  { defaultValue: () => durableRuntimeDefaults },
+  "@effect-agent/platform-cloudflare/DurableRuntimeConfig",
+  { defaultValue: () => DURABLE_RUNTIME_DEFAULTS },
 ) {
-  /** The defaults with `overrides`; a value that is not a positive integer fails with a `SchemaError`. */
+  /** The defaults with `overrides`; a value that does not decode fails with a `SchemaError`. */
   static readonly layer = (
     overrides: Partial<DurableRuntimeSettings> = {},
   ): Layer.Layer<never, Schema.SchemaError> =>
-    Layer.effect(DurableRuntimeConfig, decodeSettings({ ...durableRuntimeDefaults, ...overrides }))
+    Layer.effect(DurableRuntimeConfig, decodeSettings({ ...DURABLE_RUNTIME_DEFAULTS, ...overrides }))
 }

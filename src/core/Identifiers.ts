@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 
 /** Longest accepted identifier, in UTF-16 code units. */
-export const maxIdentifierLength = 256
+export const MAX_IDENTIFIER_LENGTH = 256
 
 // C0 controls, DEL and C1 controls: matching them is the point.
 // oxlint-disable-next-line no-control-regex
@@ -16,8 +16,8 @@ const controlCharacters = /[\u0000-\u001f\u007f-\u009f]/
 const identifier = <const B extends string>(brand: B) =>
   Schema.String.check(
     Schema.isNonEmpty({ expected: `a non-empty ${brand}` }),
-    Schema.isMaxLength(maxIdentifierLength, {
-      expected: `a ${brand} of at most ${maxIdentifierLength} characters`,
+    Schema.isMaxLength(MAX_IDENTIFIER_LENGTH, {
+      expected: `a ${brand} of at most ${MAX_IDENTIFIER_LENGTH} characters`,
     }),
     Schema.makeFilter((value: string) => !controlCharacters.test(value), {
       expected: `a ${brand} without control characters`,

@@ -4,30 +4,33 @@
  * inert; tests fail typed, pause on a `Deferred`, or kill the Object at a location.
  * `DurableAgentRuntime` exports the service (its layer requires it); `Testing` exports the
  * locations and handlers.
+ *
+ * Admission and settlement are each one transaction (the ledger records their canonical
+ * records itself), so they have no boundary inside them. The repairs of rows an older release
+ * left mid-admission or mid-settlement (`markReady`, `reserveSettlement`,
+ * `finalizeSettlement`) run unbracketed.
  */
 import { Context, Effect, Layer } from "effect"
 import type { DurableRuntimeFailpointError } from "./internal/runtime/failpointError.ts"
 
-const ledgerWrites = [
+const LEDGER_WRITES = [
   "admit",
-  "mark-ready",
   "claim",
   "renew",
   "release",
   "park",
   "transition",
   "request-abort",
-  "reserve-settlement",
-  "finalize-settlement",
+  "settle",
 ] as const
 
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
-export type RuntimeLedgerWrite = (typeof ledgerWrites)[number]
+export type RuntimeLedgerWrite = (typeof LEDGER_WRITES)[number]
 
 /** Every runtime failpoint location (pure: a bundle that does not use it drops it). */
-export const runtimeFailpointLocations = /* @__PURE__ */ (() =>
+export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
   [
-    ...ledgerWrites.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
+    ...LEDGER_WRITES.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
     "history:append:before",
     "history:append:after",
     "submit:after-admit",
@@ -38,14 +41,12 @@ export const runtimeFailpointLocations = /* @__PURE__ */ (() =>
     "reconcile:after-start-append",
     "reconcile:after-answer-append",
     "approval:after-request-append",
-    "terminalize:after-reserve",
-    "terminalize:after-canonical-append",
     "abort:after-intent",
     "resolve:after-intent",
   ] as const)()
 
 /** A point between durable commits where tests may pause, fail or kill the Object. */
-export type RuntimeFailpointLocation = (typeof runtimeFailpointLocations)[number]
+export type RuntimeFailpointLocation = (typeof RUNTIME_FAILPOINT_LOCATIONS)[number]
 
 /** What a test does when a location is hit. */
 export type RuntimeFailpointHandler = (
@@ -56,7 +57,7 @@ export type RuntimeFailpointHandler = (
 export class RuntimeFailpoint extends Context.Service<
   RuntimeFailpoint,
   { readonly hit: RuntimeFailpointHandler }
->()("@effect-agent/durable-agent-runtime/RuntimeFailpoint") {
+>()("@effect-agent/platform-cloudflare/RuntimeFailpoint") {
   /** The production failpoints: every hit is a no-op. */
   static readonly layer: Layer.Layer<RuntimeFailpoint> = Layer.succeed(this, { hit: () => Effect.void })
 

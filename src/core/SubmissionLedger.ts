@@ -9,12 +9,15 @@
  */
 import { Context, Layer } from "effect"
 import type { Effect, Option, Stream } from "effect"
-import type { AttemptId, OwnershipToken, SubmissionId, ThreadId } from "./Identifiers.ts"
+import type { SubmissionId, ThreadId } from "./Identifiers.ts"
+import type { HistoryEntry } from "./internal/history/model.ts"
 import type {
   Admission,
+  AdmissionCheck,
   AdmissionRefused,
   AdmissionRequest,
   Claim,
+  ClaimGrant,
   Fence,
   FenceFailure,
   IdempotencyConflict,
@@ -34,7 +37,9 @@ export {
   FenceRejected,
   IdempotencyConflict,
   InvalidTransition,
+  LEDGER_LIMIT_DEFAULTS,
   LedgerError,
+  LedgerLimits,
   Ownership,
   OwnershipLost,
   Settlement,
@@ -46,21 +51,45 @@ export {
 } from "./internal/ledger/model.ts"
 export type {
   Admission,
+  AdmissionCheck,
   AdmissionRequest,
+  ClaimGrant,
   Fence,
   FenceFailure,
-  LedgerLimits,
 } from "./internal/ledger/model.ts"
 
-/** The ledger of one physical Object. */
+/**
+ * The ledger of one physical Object. The two ends of a Submission's life are recorded in the
+ * canonical history by the ledger itself, in the transaction that changes the row: `admit`
+ * appends `SubmissionAccepted`, `settle` appends `SubmissionSettled`, and a resolution passed
+ * to `transition` is appended with the resumption.
+ */
 export class SubmissionLedger extends Context.Service<
   SubmissionLedger,
   {
-    /** Admits a new Submission (`admitted`), or returns the original row for a used key. */
+    /**
+     * Admits a new Submission and records its acceptance, in one transaction: the row is
+     * `ready` at once. Returns the original row for a used key. The Submission id is derived
+     * from the Thread and the key.
+     */
     readonly admit: (
       request: AdmissionRequest,
     ) => Effect.Effect<Admission, AdmissionRefused | IdempotencyConflict | LedgerError>
-    /** `admitted` → `ready` once the acceptance record is in the history; a no-op when `ready`. */
+    /**
+     * What `admit` would answer, without writing: the original row of a used key, a refusal
+     * (a conflicting key, an input or lane over its limit), or `None` for a new Submission.
+     * `admit` checks again in its transaction: a lane may fill in between.
+     */
+    readonly checkAdmission: (
+      request: AdmissionCheck,
+    ) => Effect.Effect<
+      Option.Option<SubmissionSnapshot>,
+      AdmissionRefused | IdempotencyConflict | LedgerError
+    >
+    /**
+     * `admitted` → `ready` once the acceptance record is in the history; a no-op when `ready`.
+     * Only rows admitted by an older release are ever `admitted`.
+     */
     readonly markReady: (
       submissionId: SubmissionId,
       now: number,
@@ -73,17 +102,13 @@ export class SubmissionLedger extends Context.Service<
     /** Nonterminal Submissions of one lane (admission limits). */
     readonly countNonterminal: (threadId: ThreadId) => Effect.Effect<number, LedgerError>
     /**
-     * Claims the lane head when it is `ready`, or `running` with an expired lease. Advances the
-     * producer epoch. `None` when the head is absent, waiting, or owned by a live lease.
+     * Claims the lane head when it is `ready`, or `running` with an expired lease (a Claim of
+     * another incarnation than the grant's is expired). Advances the producer epoch. `None`
+     * when the head is absent, waiting, or owned by a live lease.
      */
     readonly claim: (
       threadId: ThreadId,
-      grant: {
-        readonly attemptId: AttemptId
-        readonly ownershipToken: OwnershipToken
-        readonly now: number
-        readonly leaseDuration: number
-      },
+      grant: ClaimGrant,
     ) => Effect.Effect<Option.Option<Claim>, LedgerError>
     /** Extends the owner's lease. */
     readonly renew: (claim: Claim, leaseExpiresAt: number) => Effect.Effect<Claim, FenceFailure>
@@ -95,11 +120,13 @@ export class SubmissionLedger extends Context.Service<
      * Recovery transitions of an unowned row: expired-lease release (`running` → `ready` or
      * `unknown`, clears the ownership and advances the epoch), `ready` → `unknown` marking,
      * resumption of a resolved wait (`suspended`/`unknown` → `ready`) and readiness repair
-     * (`admitted` → `ready`). Asking for the current state is a no-op.
+     * (`admitted` → `ready`). Asking for the current state is a no-op. With `recorded`, the
+     * records (a resolution) are appended in the same transaction, and the row must change.
      */
     readonly transition: (
       fence: Fence,
       to: "ready" | "unknown",
+      recorded?: { readonly entries: ReadonlyArray<HistoryEntry>; readonly now: number },
     ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
     /** Records an accepted abort intent; idempotent, and a settled row is returned unchanged. */
     readonly requestAbort: (
@@ -114,6 +141,17 @@ export class SubmissionLedger extends Context.Service<
       fence: Fence,
       settlement: Settlement,
     ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /**
+     * Settles in one transaction: any nonterminal state but `terminalizing` → `settled`,
+     * clearing the ownership, and appends `preceding` then `SubmissionSettled` (recorded at the
+     * settlement's time). Repeating the identical settlement returns the row; any other is
+     * refused with `InvalidTransition`.
+     */
+    readonly settle: (
+      fence: Fence,
+      settlement: Settlement,
+      preceding?: ReadonlyArray<HistoryEntry>,
+    ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
     /** `terminalizing` → `settled`, once the settlement record is in the history; a no-op when settled. */
     readonly finalizeSettlement: (
       submissionId: SubmissionId,
@@ -123,16 +161,20 @@ export class SubmissionLedger extends Context.Service<
     /** Every nonterminal Submission of this Object, ordered by `(threadId, queueSequence)`. */
     readonly scanNonterminal: Stream.Stream<SubmissionSnapshot, LedgerError>
     /**
-     * The nonterminal Submissions whose recovery is not decided by the row alone: every one
-     * except plain queued input (`ready`, never claimed, no abort). Same order as the scan; a
-     * long queue adds nothing to it.
+     * The nonterminal Submissions recovery must look at: an accepted abort, and rows an older
+     * release left mid-admission or mid-settlement (`admitted`, `terminalizing`). Same order as
+     * the scan; queued input, running Attempts and waits nothing resolved add nothing to it.
      */
     readonly scanRecoveryCandidates: Stream.Stream<SubmissionSnapshot, LedgerError>
-    /** The head of every lane with nonterminal work, in lane order; reads one row per lane. */
+    /**
+     * The head of every lane with work to run, in lane order: a lane parked in a stable wait
+     * (its head `suspended` or `unknown`) is left out. Reads one row per lane.
+     */
     readonly laneHeads: Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
     /**
      * The head of the first lane strictly after `after` in lane order (UTF-16 order of the
-     * ThreadId), or of the first lane when `after` is undefined; one indexed row.
+     * ThreadId), or of the first lane when `after` is undefined, skipping lanes parked in a
+     * stable wait; a few indexed rows, never the parked Submissions.
      */
     readonly nextLaneHead: (
       after: ThreadId | undefined,
@@ -140,8 +182,8 @@ export class SubmissionLedger extends Context.Service<
     /** The number of nonterminal Submissions of this Object, without reading them. */
     readonly countAllNonterminal: Effect.Effect<number, LedgerError>
     /**
-     * Every Submission of this Object, settled ones included, ordered by `(threadId,
-     * queueSequence)`: reads every row, for operator checks only.
+     * Every Submission of this Object, settled ones included, in no particular order: reads
+     * every row, for operator checks only.
      */
     readonly scanAll: Stream.Stream<SubmissionSnapshot, LedgerError>
     /** Up to `limit` Submissions of one lane with `queueSequence > after`, oldest first. */
@@ -152,7 +194,7 @@ export class SubmissionLedger extends Context.Service<
     /** Every Thread with at least one Submission, settled or not, in lane order; one seek per lane. */
     readonly threadIds: Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
   }
->()("@effect-agent/submission-ledger/SubmissionLedger") {
+>()("@effect-agent/platform-cloudflare/SubmissionLedger") {
   /** The ledger on Durable Object SQLite; runs its migrations when built. */
   static readonly layer: Layer.Layer<SubmissionLedger, LedgerError, SqlClient> = Layer.effect(
     this,

@@ -29,6 +29,16 @@ export class ThreadHistory extends Context.Service<
       fence: Fence,
       now: number,
     ) => Effect.Effect<HistoryRecord, SubmissionNotFound | DurableWorkerFailure>
+    /**
+     * Appends consecutive records of one Submission after checking the fence, atomically with
+     * the check; they are stored together, which bills one row for all of them.
+     */
+    readonly appendAll: (
+      submissionId: SubmissionId,
+      entries: ReadonlyArray<HistoryEntry>,
+      fence: Fence,
+      now: number,
+    ) => Effect.Effect<ReadonlyArray<HistoryRecord>, SubmissionNotFound | DurableWorkerFailure>
     /** All records of one Submission, oldest first. */
     readonly forSubmission: (
       submissionId: SubmissionId,
@@ -49,7 +59,7 @@ export class ThreadHistory extends Context.Service<
     /** The position of the newest record (0 when empty); O(1). */
     readonly feedEnd: Effect.Effect<number, ThreadStoreError>
   }
->()("@effect-agent/thread-history/ThreadHistory") {
+>()("@effect-agent/platform-cloudflare/ThreadHistory") {
   /** The history on Durable Object SQLite; runs its migrations when built. */
   static readonly layer: Layer.Layer<ThreadHistory, ThreadStoreError, SqlClient | SubmissionLedger> =
     Layer.effect(this, makeSqlHistory)

@@ -12,7 +12,7 @@ export class WakeScheduler extends Context.Service<
     /** A best-effort hint; never fails. */
     readonly notify: (threadId: ThreadId) => Effect.Effect<void>
   }
->()("@effect-agent/wake-scheduler/WakeScheduler") {
+>()("@effect-agent/platform-cloudflare/WakeScheduler") {
   /** Drops every hint. */
   static readonly layer = Layer.succeed(this)({ notify: () => Effect.void })
 }

@@ -4,7 +4,7 @@
  */
 import { Cause, Effect } from "effect"
 
-const maxMessageLength = 300
+const MAX_MESSAGE_CHARS = 300
 
 // Control characters (including newlines) would let a cause forge extra log lines.
 const isControl = (code: number) => code < 0x20 || (code >= 0x7f && code <= 0x9f)
@@ -26,7 +26,7 @@ export const safeCauseMessage = (cause: unknown, fallback: string): string => {
         : ""
   const cleaned = withoutControls(raw).replace(/ {2,}/g, " ").trim()
   if (cleaned === "") return fallback
-  return cleaned.length > maxMessageLength ? `${cleaned.slice(0, maxMessageLength)}…` : cleaned
+  return cleaned.length > MAX_MESSAGE_CHARS ? `${cleaned.slice(0, MAX_MESSAGE_CHARS)}…` : cleaned
 }
 
 /**

@@ -1,21 +1,9 @@
 import { SqlClient } from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
-import { DurableAlarmService, ThreadMaintenance, ThreadMutationGate } from "../../src/Alarm.ts"
+import { incarnation } from "../support/incarnation.ts"
 import { caughtUpRecord, isDone } from "./fixtures.ts"
-import {
-  alarmOf,
-  baseLayer,
-  build,
-  dayAhead,
-  generations,
-  idleIncarnation,
-  inObject,
-  objectName,
-  putRawState,
-  rawState,
-  within,
-} from "./harness.ts"
+import { alarmOf, dayAhead, generations, inObject, objectName, putRawState, rawState } from "./harness.ts"
 
 const probeTable = "alarm_probe"
 
@@ -24,7 +12,7 @@ describe("DurableAlarmService", () => {
     inObject(objectName("slot"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
-        const alarm = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        const { alarm } = yield* incarnation(ctx)
         expect(yield* alarm.scheduled).toEqual(Option.none())
         yield* alarm.scheduleAt(now + 5_000)
         expect(yield* alarm.scheduled).toEqual(Option.some(now + 5_000))
@@ -43,7 +31,7 @@ describe("DurableAlarmService", () => {
     inObject(objectName("ensure-by"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
-        const alarm = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        const { alarm } = yield* incarnation(ctx)
         yield* alarm.ensureScheduledBy(now + 3_000)
         expect(yield* alarmOf(ctx)).toBe(now + 3_000)
         yield* alarm.ensureScheduledBy(now + 8_000)
@@ -58,7 +46,7 @@ describe("DurableAlarmService", () => {
     inObject(objectName("wake"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
-        const alarm = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        const { alarm } = yield* incarnation(ctx)
         yield* alarm.scheduleAt(now + 60_000)
         yield* alarm.withWakesDeferred(
           Effect.gen(function* () {
@@ -82,7 +70,7 @@ describe("DurableAlarmService", () => {
     inObject(objectName("wake-fresh"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
-        const first = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        const { alarm: first } = yield* incarnation(ctx)
         const running = yield* Deferred.make<void>()
         yield* Effect.forkChild(
           first.withWakesDeferred(Effect.andThen(Deferred.succeed(running, undefined), Effect.never)),
@@ -90,7 +78,7 @@ describe("DurableAlarmService", () => {
         yield* Deferred.await(running)
         yield* first.scheduleNow
         expect(yield* alarmOf(ctx)).toBeNull()
-        const second = Context.get(yield* build(baseLayer(ctx)), DurableAlarmService)
+        const { alarm: second } = yield* incarnation(ctx)
         yield* second.scheduleNow
         expect(yield* alarmOf(ctx)).toBe(now)
       }),
@@ -101,10 +89,8 @@ describe("DurableAlarmService", () => {
     inObject(objectName("sql-txn"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
-        const services = yield* build(baseLayer(ctx))
-        const { alarm, gate, sql } = yield* within(services)(
-          Effect.all({ alarm: DurableAlarmService, gate: ThreadMutationGate, sql: SqlClient }),
-        )
+        const { alarm, gate, context } = yield* incarnation(ctx)
+        const sql = Context.get(context, SqlClient)
         const { whileTransactionRollsBack, probeRows } = yield* rollingBack(ctx, sql)
 
         yield* whileTransactionRollsBack("schedule", alarm.scheduleAt(now + 30_000))
@@ -129,10 +115,8 @@ describe("DurableAlarmService", () => {
     inObject(objectName("sql-txn-maintenance"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
-        const services = yield* build(idleIncarnation(ctx))
-        const { maintenance, gate, sql } = yield* within(services)(
-          Effect.all({ maintenance: ThreadMaintenance, gate: ThreadMutationGate, sql: SqlClient }),
-        )
+        const { maintenance, gate, context } = yield* incarnation(ctx)
+        const sql = Context.get(context, SqlClient)
         const { whileTransactionRollsBack, probeRows } = yield* rollingBack(ctx, sql)
 
         yield* whileTransactionRollsBack("ensure", maintenance.ensureAlarm)

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { DurableAlarmError } from "../../src/Alarm.ts"
-import { caughtUpRecord, failureOf, incarnation, isDone, makeFailpoints } from "./fixtures.ts"
+import { caughtUpRecord, failureOf, isDone } from "./fixtures.ts"
 import { alarmOf, dayAhead, generations, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const dirtyOf = (ctx: DurableObjectState) =>
   Effect.map(generations(ctx), Option.match({ onNone: () => undefined, onSome: (state) => state.dirty }))
@@ -33,14 +35,14 @@ describe("ThreadMutationGate", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(4n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const observed: Array<unknown> = []
         const observe = Effect.gen(function* () {
           observed.push({ dirty: yield* dirtyOf(ctx), alarm: yield* alarmOf(ctx) })
         })
         yield* failpoints.once("maintenance:dirty:before", observe)
         yield* failpoints.once("maintenance:dirty:after", observe)
-        const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { gate } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         yield* gate.withMutation(Effect.void)
         expect(observed).toEqual([
           { dirty: 4n, alarm: null },
@@ -68,8 +70,8 @@ describe("ThreadMutationGate", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(4n, { dirty: "four" }))
-        const failpoints = yield* makeFailpoints
-        const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const failpoints = yield* maintenanceSwitchboard()
+        const { gate } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         let ran = false
         const exit = yield* Effect.exit(gate.withMutation(Effect.sync(() => (ran = true))))
         expect(failureOf(exit)).toBeInstanceOf(DurableAlarmError)
@@ -85,8 +87,8 @@ describe("ThreadMutationGate", () => {
     inObject(objectName("failpoint-order"), (ctx) =>
       Effect.gen(function* () {
         yield* dayAhead
-        const failpoints = yield* makeFailpoints
-        const { gate } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const failpoints = yield* maintenanceSwitchboard()
+        const { gate } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         yield* gate.withMutation(Effect.sync(() => failpoints.hits.push("body")))
         expect(failpoints.hits).toEqual([
           "maintenance:dirty:before",

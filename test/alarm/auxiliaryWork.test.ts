@@ -9,14 +9,14 @@ import {
   encodedRetry,
   failureOf,
   hostHooks,
-  incarnation,
   isDone,
-  makeFailpoints,
   makeResources,
   storedRetry,
   withJitter,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const fourteenMinutes = 14 * 60_000
 
@@ -37,14 +37,14 @@ describe("auxiliary work of a pass", () => {
                 windows.push(`${label} until +${DateTime.toEpochMillis(dispatchUntil) - now}`)
                 yield* sourceFinished
               })
-          const failpoints = yield* makeFailpoints
+          const failpoints = yield* maintenanceSwitchboard()
           const liveAtFinish: Array<number> = []
           yield* failpoints.once(
             "maintenance:finish:before",
             Effect.sync(() => liveAtFinish.push(resources.live)),
           )
           const { maintenance } = yield* incarnation(ctx, {
-            failpoint: failpoints.handler,
+            maintenance: failpoints.handler,
             host: hostHooks({ drainUntil: wave("host") }),
             messages: { drainUntil: wave("delivery"), pendingDeadline: deadlineAt(undefined) },
           })
@@ -222,14 +222,14 @@ describe("auxiliary work of a pass", () => {
           yield* putRawState(ctx, caughtUpRecord(5n))
           const resources = makeResources()
           const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
-          const failpoints = yield* makeFailpoints
+          const failpoints = yield* maintenanceSwitchboard()
           const liveAtRetry: Array<number> = []
           yield* failpoints.once(
             "maintenance:retry:before",
             Effect.sync(() => liveAtRetry.push(resources.live)),
           )
           const { maintenance } = yield* incarnation(ctx, {
-            failpoint: failpoints.handler,
+            maintenance: failpoints.handler,
             host: hostHooks({
               drainUntil: (sourceFinished) =>
                 Effect.gen(function* () {

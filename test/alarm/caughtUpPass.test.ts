@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { DurableAlarmError, type ThreadPublicationService } from "../../src/Alarm.ts"
 import {
   caughtUpRecord,
@@ -8,11 +9,12 @@ import {
   failureOf,
   forbidSql,
   hostHooks,
-  incarnation,
-  makeFailpoints,
+  storedRetry,
   withJitter,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const reportOf = (report: {
   phase: string
@@ -22,6 +24,17 @@ const reportOf = (report: {
   alarm: string
 }) => [report.phase, report.recovered, report.settled, report.nonterminal, report.alarm]
 
+const relayRefused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+
+/** A host whose drain fails with `relayRefused` while `failing` is set. */
+const flakyHost = () => {
+  const state = { failing: true }
+  const hooks = hostHooks({
+    drainUntil: () => Effect.suspend(() => (state.failing ? Effect.fail(relayRefused) : Effect.void)),
+  })
+  return Object.assign(state, { hooks })
+}
+
 describe("a caught-up pass", () => {
   it.effect("does O(1) work with no SQL and no runtime call, and clears the alarm", () =>
     inObject(objectName("quiescent"), (ctx) =>
@@ -30,10 +43,10 @@ describe("a caught-up pass", () => {
         const record = caughtUpRecord(5n, { nonterminal: 2, lastServedThreadId: "lane-a" })
         yield* putRawState(ctx, record)
         yield* Effect.promise(() => ctx.storage.setAlarm(now))
-        const failpoints = yield* makeFailpoints
-        const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const failpoints = yield* maintenanceSwitchboard()
+        const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         const spy = yield* forbidSql(ctx)
-        // The idle runtime dies if called, so a successful pass proves no native work ran.
+        // Every runtime call reads SQL: a pass that ran no statement ran no native work.
         const report = yield* maintenance.pass
         expect(spy.attempts).toEqual([])
         expect(reportOf(report)).toEqual(["caught-up", 0, 0, 2, "cleared"])
@@ -73,10 +86,10 @@ describe("a caught-up pass", () => {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
         const calls: Array<string> = []
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const begun = yield* failpoints.pause("maintenance:begin:after")
         const { maintenance } = yield* incarnation(ctx, {
-          failpoint: failpoints.handler,
+          maintenance: failpoints.handler,
           host: hostHooks({
             drainUntil: () => Effect.sync(() => calls.push("host drain")),
             pendingDeadline: Effect.sync(() => calls.push("host deadline")).pipe(
@@ -163,7 +176,7 @@ describe("a caught-up pass", () => {
           pendingDeadline: deadlineAt(now - 1),
         }
         const { maintenance, gate } = yield* incarnation(ctx, { publication })
-        // The idle runtime would die: publication gates the actionable generation.
+        // Publication gates the actionable generation: no native work runs, the pass is caught up.
         expect(reportOf(yield* maintenance.pass)).toEqual(["caught-up", 0, 0, 0, "rearmed"])
         expect(calls).toEqual(["prepare 4", "drain"])
         expect(yield* alarmOf(ctx)).toBe(now + 50)
@@ -222,25 +235,55 @@ describe("a caught-up pass", () => {
     ),
   )
 
+  it.effect("never lets a later failure commit a retry earlier than one a success left standing", () =>
+    inObject(objectName("success-keeps-retry"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const host = flakyHost()
+        const { maintenance } = yield* incarnation(ctx, { host: host.hooks })
+        // Five failures at one instant back the host off to 75·2^4 ms.
+        for (let failure = 0; failure < 5; failure++) {
+          expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(relayRefused)
+        }
+        const backedOff = yield* storedRetry(ctx)
+        expect(backedOff).toEqual(
+          encodedRetry({ generation: 5n, notBefore: now + 1_200, nativeOnly: false, stalls: 5 }),
+        )
+        // An early success (a host deadline pulled the alarm in) does not end a wait still running.
+        host.failing = false
+        expect((yield* maintenance.pass).alarm).toBe("cleared")
+        host.failing = true
+        expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(relayRefused)
+        const after = yield* storedRetry(ctx)
+        expect(after?.notBefore).toBeGreaterThanOrEqual(now + 1_200)
+        expect(after).toEqual(
+          encodedRetry({ generation: 5n, notBefore: now + 2_400, nativeOnly: false, stalls: 6 }),
+        )
+      }),
+    ),
+  )
+
   it.effect("does not keep the Object awake for the retry of a failed caught-up pass", () =>
     inObject(objectName("failed-then-quiet"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        let failing = true
-        const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
-        const { maintenance } = yield* incarnation(ctx, {
-          host: hostHooks({
-            drainUntil: () => Effect.suspend(() => (failing ? Effect.fail(refused) : Effect.void)),
-          }),
-        })
+        const host = flakyHost()
+        const { maintenance } = yield* incarnation(ctx, { host: host.hooks })
         const failed = yield* Effect.exit(withJitter(0.5)(maintenance.pass))
-        expect(failureOf(failed)).toBe(refused)
+        expect(failureOf(failed)).toBe(relayRefused)
         const retry = encodedRetry({ generation: 5n, notBefore: now + 75, nativeOnly: false, stalls: 1 })
         expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n, { retry }))
         expect(yield* alarmOf(ctx)).toBe(now + 75)
 
-        failing = false
+        host.failing = false
+        expect((yield* maintenance.pass).alarm).toBe("cleared")
+        expect(yield* alarmOf(ctx)).toBeNull()
+        // The wait is not over yet: a failure now would continue it, not restart it.
+        expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n, { retry }))
+        // The first success once it is due ends it.
+        yield* TestClock.adjust(75)
         expect((yield* maintenance.pass).alarm).toBe("cleared")
         expect(yield* alarmOf(ctx)).toBeNull()
         expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n))

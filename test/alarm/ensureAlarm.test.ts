@@ -1,17 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { IncarnationOptions } from "./harness.ts"
 import { ThreadProjectionError } from "../../src/core/ThreadProjectionMaintenance.ts"
-import {
-  caughtUpRecord,
-  deadlineAt,
-  encodedRetry,
-  forbidSql,
-  hostHooks,
-  incarnation,
-  makeFailpoints,
-} from "./fixtures.ts"
+import { caughtUpRecord, deadlineAt, encodedRetry, forbidSql, hostHooks } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { type IncarnationOptions, incarnation } from "../support/incarnation.ts"
 
 const dirtyRecord = (extra: Record<string, unknown> = {}) => caughtUpRecord(3n, { dirty: "4", ...extra })
 
@@ -171,8 +164,8 @@ describe("ThreadMaintenance.ensureAlarm", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, dirtyRecord())
-        const failpoints = yield* makeFailpoints
-        const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const failpoints = yield* maintenanceSwitchboard()
+        const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         const spy = yield* forbidSql(ctx)
         expect(() => ctx.storage.sql.exec("SELECT 1")).toThrow("SQL is forbidden here")
         spy.attempts.length = 0

@@ -11,19 +11,21 @@ import {
   encodedRetry,
   failureOf,
   hostHooks,
-  incarnation,
   isDone,
-  makeFailpoints,
   makeResources,
   storedRetry,
   withJitter,
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
 const failingHost = (overrides: Parameters<typeof hostHooks>[0] = {}) =>
   hostHooks({ drainUntil: () => Effect.fail(refused), ...overrides })
 const defaults = { alarmBackoffBase: 100, alarmBackoffCap: 5_000 }
+const nativeDefectMessage = "lane selection died"
+const nativeDefect = Effect.die(new Error(nativeDefectMessage))
 
 describe("failure rearming", () => {
   it.effect("never moves the retry earlier across repeated failures and caps stalls at 30", () =>
@@ -63,18 +65,21 @@ describe("failure rearming", () => {
         const now = yield* dayAhead
         const old = encodedRetry({ generation: 4n, notBefore: now + 100_000, nativeOnly: true, stalls: 12 })
         yield* putRawState(ctx, caughtUpRecord(3n, { dirty: "4", retry: old }))
-        const { maintenance, gate } = yield* incarnation(ctx, { host: failingHost() })
+        const failpoints = yield* maintenanceSwitchboard()
+        const { maintenance, gate } = yield* incarnation(ctx, {
+          host: failingHost(),
+          maintenance: failpoints.handler,
+        })
         // Early delivery: caught up, the host fails, the pending wait only grows a stall.
         expect(failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))).toBe(refused)
         expect(yield* storedRetry(ctx)).toEqual({ ...old, nativeOnly: false, stalls: 13 })
         expect(yield* alarmOf(ctx)).toBe(now + 100_000)
 
         yield* gate.withMutation(Effect.void)
-        // The idle runtime dies in recovery: a failure inside the native phase.
+        // Lane selection dies: a failure inside the native phase.
+        yield* failpoints.once("maintenance:select:before", nativeDefect)
         const exit = yield* Effect.exit(withJitter(0.5)(maintenance.pass))
-        expect(Exit.isFailure(exit) && Cause.pretty(exit.cause)).toContain(
-          "the runtime must not be called: runRecovery",
-        )
+        expect(Exit.isFailure(exit) && Cause.pretty(exit.cause)).toContain(nativeDefectMessage)
         expect(yield* storedRetry(ctx)).toEqual(
           encodedRetry({ generation: 5n, notBefore: now + 75, nativeOnly: true, stalls: 1 }),
         )
@@ -98,7 +103,12 @@ describe("failure rearming", () => {
       yield* inObject(objectName("overdue-after-native"), (ctx) =>
         Effect.gen(function* () {
           yield* putRawState(ctx, caughtUpRecord(4n, { dirty: "5" }))
-          const { maintenance } = yield* incarnation(ctx, { host: hostHooks({ pendingDeadline: overdue }) })
+          const failpoints = yield* maintenanceSwitchboard()
+          yield* failpoints.once("maintenance:select:before", nativeDefect)
+          const { maintenance } = yield* incarnation(ctx, {
+            host: hostHooks({ pendingDeadline: overdue }),
+            maintenance: failpoints.handler,
+          })
           yield* Effect.exit(withJitter(0.5)(maintenance.pass))
           expect((yield* storedRetry(ctx))?.notBefore).toBe(now + 75)
           expect(yield* alarmOf(ctx)).toBe(now + 50)
@@ -201,14 +211,14 @@ describe("failure rearming", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const corrupt = caughtUpRecord(5n, { dirty: "corrupt" })
         yield* failpoints.once(
           "maintenance:retry:before",
           Effect.promise(() => ctx.storage.put("effect-agent:thread-maintenance:v1", corrupt)),
         )
         const { maintenance } = yield* incarnation(ctx, {
-          failpoint: failpoints.handler,
+          maintenance: failpoints.handler,
           host: failingHost(),
         })
         // The original failure still propagates.
@@ -225,9 +235,9 @@ describe("failure rearming", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         yield* failpoints.once("maintenance:begin:before", Effect.die("evicted"))
-        const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         yield* Effect.exit(maintenance.pass)
         expect(failpoints.hits).toEqual(["maintenance:begin:before"])
         expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n))
@@ -247,7 +257,7 @@ describe("failure rearming", () => {
         yield* putRawState(ctx, caughtUpRecord(5n))
         const resources = makeResources()
         const held = yield* Deferred.make<void>()
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const liveAtRetry: Array<number> = []
         yield* failpoints.once(
           "maintenance:retry:before",
@@ -267,7 +277,7 @@ describe("failure rearming", () => {
             : deadlineAt(undefined),
         )
         const { maintenance } = yield* incarnation(ctx, {
-          failpoint: failpoints.handler,
+          maintenance: failpoints.handler,
           host: hostHooks({ pendingDeadline: hostDeadline }),
           messages: {
             drainUntil: () =>

@@ -1,28 +1,13 @@
 /**
- * Shared fixtures of the maintenance suites: incarnation services, recorded and pausable
- * failpoints, a fixed jitter, resource counters for auxiliary hooks, a SQL tripwire and raw
- * records. Everything runs against the Object's real storage.
+ * Shared fixtures of the maintenance suites: a fixed jitter, resource counters for auxiliary
+ * hooks, a SQL tripwire and raw records. Incarnations come from `test/support/incarnation.ts`;
+ * everything runs against the Object's real storage.
  */
-import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Random } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, Random } from "effect"
 import type { Scope } from "effect"
 import { TestClock } from "effect/testing"
-import {
-  DurableAlarmService,
-  type ThreadHostMaintenanceService,
-  ThreadMaintenance,
-  type ThreadMaintenanceFailpointHandler,
-  type ThreadMaintenanceFailpointLocation,
-  ThreadMutationGate,
-} from "../../src/Alarm.ts"
-import { build, idleIncarnation, type IncarnationOptions, rawState } from "./harness.ts"
-
-/** The services of an incarnation without native work. */
-export const incarnation = (ctx: DurableObjectState, options: IncarnationOptions = {}) =>
-  Effect.map(build(idleIncarnation(ctx, options)), (services) => ({
-    maintenance: Context.get(services, ThreadMaintenance),
-    gate: Context.get(services, ThreadMutationGate),
-    alarm: Context.get(services, DurableAlarmService),
-  }))
+import type { ThreadHostMaintenanceService } from "../../src/Alarm.ts"
+import { rawState } from "./harness.ts"
 
 /** Runs `effect` with `Random.next` fixed at `jitter`. */
 export const withJitter =
@@ -49,39 +34,6 @@ export const isDone = <A, E>(fiber: Fiber.Fiber<A, E>) =>
 /** The typed failure of an exit, if it failed with one. */
 export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
   Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause).pipe(Option.getOrUndefined) : undefined
-
-/** A one-shot pause at a failpoint location. */
-export interface Pause {
-  readonly reached: Effect.Effect<void>
-  readonly release: Effect.Effect<void>
-}
-
-/** Failpoints that record every hit, and can pause or act once at a location. */
-export const makeFailpoints = Effect.sync(() => {
-  // Tests may interleave their own markers with the hits.
-  const hits: Array<string> = []
-  const actions = new Map<ThreadMaintenanceFailpointLocation, Array<Effect.Effect<void>>>()
-  const handler: ThreadMaintenanceFailpointHandler = (location) =>
-    Effect.suspend(() => {
-      hits.push(location)
-      return actions.get(location)?.shift() ?? Effect.void
-    })
-  const once = (location: ThreadMaintenanceFailpointLocation, action: Effect.Effect<void>) =>
-    Effect.sync(() => {
-      actions.set(location, [...(actions.get(location) ?? []), action])
-    })
-  const pause = (location: ThreadMaintenanceFailpointLocation) =>
-    Effect.gen(function* () {
-      const reached = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      yield* once(location, Effect.andThen(Deferred.succeed(reached, undefined), Deferred.await(release)))
-      return {
-        reached: Deferred.await(reached),
-        release: Effect.asVoid(Deferred.succeed(release, undefined)),
-      } satisfies Pause
-    })
-  return { hits, handler, once, pause }
-})
 
 /** Counts resources a hook acquires in the Scope it was given. */
 export const makeResources = () => {

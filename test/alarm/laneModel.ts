@@ -1,5 +1,5 @@
 /**
- * The lane rotation rule of the maintenance specification as a pure reference model: the first
+ * The lane rotation rule of maintenance as a pure reference model: the first
  * runnable ThreadId after the cursor (UTF-16 order), wrapping around; lanes whose head waits
  * for a binding until after `now` are not runnable. The pass implements it as an indexed seek
  * (`seekLane` in src/internal/maintenance/select.ts); laneSeek.test.ts checks that the seek

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import { DurableAlarmError, type ThreadPublicationService } from "../../src/Alarm.ts"
-import { caughtUpRecord, deadlineAt, failureOf, incarnation, makeFailpoints } from "./fixtures.ts"
+import { caughtUpRecord, deadlineAt, failureOf } from "./fixtures.ts"
 import { dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const publicationLogging = (
   log: Array<string>,
@@ -24,12 +26,12 @@ describe("ThreadMaintenance.withMutation", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(2n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const draining = yield* Deferred.make<void>()
         const delivered = yield* Deferred.make<void>()
         const drain = Effect.andThen(Deferred.succeed(draining, undefined), Deferred.await(delivered))
         const { maintenance, gate } = yield* incarnation(ctx, {
-          failpoint: failpoints.handler,
+          maintenance: failpoints.handler,
           publication: publicationLogging(failpoints.hits, drain),
         })
         const mutation = yield* Effect.forkChild(

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { DurableAlarmError } from "../../src/Alarm.ts"
-import { caughtUpRecord, encodedRetry, failureOf, incarnation, makeFailpoints } from "./fixtures.ts"
+import { caughtUpRecord, encodedRetry, failureOf } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const bootstrap = { schemaVersion: 1, dirty: "1", processed: "0", nonterminal: 0 }
 
@@ -25,9 +27,9 @@ describe("the maintenance record", () => {
     inObject(objectName("bootstrap-begin"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const begun = yield* failpoints.pause("maintenance:begin:after")
-        const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         const pass = yield* Effect.forkChild(maintenance.pass)
         yield* begun.reached
         expect(yield* rawState(ctx)).toEqual(bootstrap)

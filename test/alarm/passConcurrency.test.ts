@@ -1,17 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { DurableAlarmError } from "../../src/Alarm.ts"
-import {
-  advance,
-  caughtUpRecord,
-  failureOf,
-  hostHooks,
-  incarnation,
-  isDone,
-  makeFailpoints,
-  storedRetry,
-} from "./fixtures.ts"
+import { advance, caughtUpRecord, failureOf, hostHooks, isDone, storedRetry } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
+import { maintenanceSwitchboard } from "../support/switchboard.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 const passSteps = [
   "maintenance:begin:before",
@@ -26,9 +19,9 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const held = yield* failpoints.pause("maintenance:begin:after")
-        const { maintenance } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         const first = yield* Effect.forkChild(maintenance.pass)
         yield* held.reached
         const second = yield* Effect.forkChild(maintenance.pass)
@@ -47,9 +40,9 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const held = yield* failpoints.pause("maintenance:begin:after")
-        const stale = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const stale = yield* incarnation(ctx, { maintenance: failpoints.handler })
         const fresh = yield* incarnation(ctx)
         const first = yield* Effect.forkChild(stale.maintenance.pass)
         yield* held.reached
@@ -65,11 +58,11 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const rearming = yield* failpoints.pause("maintenance:retry:before")
         const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
         const { maintenance } = yield* incarnation(ctx, {
-          failpoint: failpoints.handler,
+          maintenance: failpoints.handler,
           host: hostHooks({ drainUntil: () => Effect.fail(refused) }),
         })
         const failing = yield* Effect.forkChild(maintenance.pass)
@@ -97,9 +90,9 @@ describe("overlapping passes", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const failpoints = yield* makeFailpoints
+        const failpoints = yield* maintenanceSwitchboard()
         const held = yield* failpoints.pause("maintenance:begin:after")
-        const { maintenance, alarm } = yield* incarnation(ctx, { failpoint: failpoints.handler })
+        const { maintenance, alarm } = yield* incarnation(ctx, { maintenance: failpoints.handler })
         const pass = yield* Effect.forkChild(maintenance.pass)
         yield* held.reached
         // An earlier alarm written now would make workerd cancel the running handler.

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Tracer } from "effect"
-import { advance, caughtUpRecord, hostHooks, incarnation, withJitter } from "./fixtures.ts"
+import { advance, caughtUpRecord, hostHooks, withJitter } from "./fixtures.ts"
 import { dayAhead, inObject, objectName, putRawState } from "./harness.ts"
+import { incarnation } from "../support/incarnation.ts"
 
 /** A tracer that keeps every span it starts. */
 const recordingTracer = () => {

@@ -4,7 +4,8 @@ import { TestClock } from "effect/testing"
 import type { ThreadId } from "../../src/core/Identifiers.ts"
 import { makeRuns, reviewed, runsOf } from "./runtimeAgents.ts"
 import { processHead, processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { freezeAt, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
 
 /** A review suspended on its approval request. */
 const suspendedReview = (world: RuntimeWorld) =>
@@ -79,33 +80,44 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    it.effect("recovery finishes a denial interrupted after its reservation", () =>
+    it.effect("records and applies a denial in one write: a kill leaves it pending or settled", () =>
       harness.run((world) =>
         Effect.gen(function* () {
           const { runs, incarnation, receipt } = yield* suspendedReview(world)
-          const crash = yield* freezeAt("terminalize:after-reserve")
-          const dying = yield* world.incarnation({ agents: [reviewed(runs)], failpoint: crash.handler })
-          yield* Effect.forkDetach(
-            runtimeOf(dying).resolveApproval(receipt.submissionId, { approved: false }),
-          )
-          yield* crash.reached
-          expect((yield* rowOf(incarnation, receipt.submissionId)).state).toBe("terminalizing")
-          const fresh = yield* world.incarnation({ agents: [reviewed(runs)] })
-          expect(yield* recover(fresh)).toEqual({
-            [receipt.submissionId]: ["AppendReservedSettlement", "repaired"],
-          })
-          const tags = yield* tagsOf(fresh, receipt.submissionId)
-          expect(tags.filter((tag) => tag === "SubmissionSettled")).toHaveLength(1)
-          const settlement = yield* runtimeOf(fresh).awaitSettlement(receipt.submissionId, {
+          for (const location of ["ledger:settle:before", "ledger:settle:after"] as const) {
+            const crash = yield* freezeAt(location)
+            const dying = yield* world.incarnation({ agents: [reviewed(runs)], failpoint: crash.handler })
+            yield* Effect.forkDetach(
+              runtimeOf(dying).resolveApproval(receipt.submissionId, { approved: false }),
+            )
+            yield* crash.reached
+            const row = yield* rowOf(incarnation, receipt.submissionId)
+            const tags = yield* tagsOf(incarnation, receipt.submissionId)
+            if (location === "ledger:settle:before") {
+              // Nothing was written: the approval is still pending, and nothing is owed.
+              expect(row.state).toBe("suspended")
+              expect(tags).not.toContain("ApprovalResolved")
+              expect(yield* recover(incarnation)).toEqual({
+                [receipt.submissionId]: ["AwaitApprovalDecision", "none"],
+              })
+            } else {
+              expect(row.state).toBe("settled")
+              expect(tags.slice(-2)).toEqual(["ApprovalResolved", "SubmissionSettled"])
+              expect(yield* recover(incarnation)).toEqual({})
+            }
+          }
+          const settlement = yield* runtimeOf(incarnation).awaitSettlement(receipt.submissionId, {
             timeoutMillis: 0,
           })
           expect(settlement.error).toBe("approval denied")
-          expect(yield* recover(fresh)).toEqual({})
+          const tags = yield* tagsOf(incarnation, receipt.submissionId)
+          expect(tags.filter((tag) => tag === "ApprovalResolved")).toHaveLength(1)
+          expect(tags.filter((tag) => tag === "SubmissionSettled")).toHaveLength(1)
         }),
       ),
     )
 
-    it.effect("recovery resumes an approval recorded before its row moved", () =>
+    it.effect("records an approval with the resumption: a kill after it leaves the row ready", () =>
       harness.run((world) =>
         Effect.gen(function* () {
           const { runs, receipt } = yield* suspendedReview(world)
@@ -114,7 +126,10 @@ for (const harness of runtimeHarnesses) {
           yield* Effect.forkDetach(runtimeOf(dying).resolveApproval(receipt.submissionId, { approved: true }))
           yield* crash.reached
           const fresh = yield* world.incarnation({ agents: [reviewed(runs)] })
-          expect(yield* recover(fresh)).toEqual({ [receipt.submissionId]: ["ResumeSuspended", "repaired"] })
+          expect((yield* rowOf(fresh, receipt.submissionId)).state).toBe("ready")
+          expect(yield* recover(fresh)).toEqual({
+            [receipt.submissionId]: ["ResumeFromTurnBoundary", "deferred"],
+          })
           expect((yield* processToSettlement(fresh, "lane")).output).toBe("draft-1 published (no note)")
           expect(yield* runsOf(runs)).toEqual({ draft: 1, publish: 1 })
         }),

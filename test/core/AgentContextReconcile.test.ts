@@ -19,7 +19,8 @@ import {
   submitTo,
   tagsOf,
 } from "./runtimeFixtures.ts"
-import { freezeAt, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
 
 /** What the scripted reconcile answers next; `fail` fails it, `hang` never answers. */
 type Scripted = ReconcileAnswer<string> | "fail" | "hang"

@@ -12,7 +12,8 @@ import {
   submitTo,
   tagsOf,
 } from "./runtimeFixtures.ts"
-import { failAt, freezeAt, runtimeHarnesses, runtimeOf, sqlRuntimeHarness } from "./runtimeHarness.ts"
+import { runtimeHarnesses, runtimeOf, sqlRuntimeHarness } from "./runtimeHarness.ts"
+import { failAt, freezeAt } from "../support/switchboard.ts"
 
 for (const harness of runtimeHarnesses) {
   describe(`AgentContext steps (${harness.label})`, () => {

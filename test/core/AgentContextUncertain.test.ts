@@ -12,7 +12,8 @@ import {
   submitTo,
   tagsOf,
 } from "./runtimeFixtures.ts"
-import { freezeAt, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
 
 /** A charge killed after its start was journaled, a follower queued behind it, and a fresh incarnation. */
 const killedCharge = (world: RuntimeWorld) =>

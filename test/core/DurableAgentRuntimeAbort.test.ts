@@ -3,7 +3,10 @@ import { Deferred, Effect, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { gated, makeRuns, reviewed, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processHead, processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { freezeAt, runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
+import { historyOf, ledgerOf, runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
+import { Settlement } from "../../src/core/SubmissionLedger.ts"
+import { unowned } from "./SubmissionLedgerFixtures.ts"
 
 const settledCount = (tags: ReadonlyArray<string>) => tags.filter((tag) => tag === "SubmissionSettled").length
 
@@ -98,23 +101,72 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    it.effect("recovery finalizes an aborted settlement already in the history", () =>
+    it.effect("settles an accepted abort in one write: a kill before it leaves it to recovery", () =>
       harness.run((world) =>
         Effect.gen(function* () {
           const runs = yield* makeRuns
-          const crash = yield* freezeAt("terminalize:after-canonical-append")
+          const crash = yield* freezeAt("ledger:settle:before")
           const dying = yield* world.incarnation({ agents: [threeSteps(runs)], failpoint: crash.handler })
           const receipt = yield* submitTo(dying, "lane", "three-steps", "k", { n: 1 })
           yield* runtimeOf(dying).abort(receipt.submissionId)
           yield* Effect.forkDetach(runtimeOf(dying).runRecovery)
           yield* crash.reached
           const fresh = yield* world.incarnation({ agents: [threeSteps(runs)] })
-          expect(yield* recover(fresh)).toEqual({
-            [receipt.submissionId]: ["FinalizeLedgerFromHistory", "repaired"],
-          })
+          expect((yield* rowOf(fresh, receipt.submissionId)).state).toBe("ready")
+          expect(yield* tagsOf(fresh, receipt.submissionId)).toEqual(["SubmissionAccepted"])
+          expect(yield* recover(fresh)).toEqual({ [receipt.submissionId]: ["SettleAborted", "repaired"] })
           expect((yield* rowOf(fresh, receipt.submissionId)).state).toBe("settled")
-          expect(settledCount(yield* tagsOf(fresh, receipt.submissionId))).toBe(1)
+          expect(yield* tagsOf(fresh, receipt.submissionId)).toEqual([
+            "SubmissionAccepted",
+            "AbortRequested",
+            "SubmissionSettled",
+          ])
           expect(yield* processHead(fresh, "lane")).toEqual(Option.none())
+        }),
+      ),
+    )
+
+    it.effect("finishes a settlement an older release left reserved, from either side", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const incarnation = yield* world.incarnation({ agents: [threeSteps(runs)] })
+          const ledger = ledgerOf(incarnation)
+          const history = historyOf(incarnation)
+          // Before settlement was one write, a settlement was reserved, recorded, then finalized.
+          const reserve = (key: string, recorded: boolean) =>
+            Effect.gen(function* () {
+              const receipt = yield* submitTo(incarnation, key, "three-steps", key, { n: 1 })
+              const row = yield* rowOf(incarnation, receipt.submissionId)
+              const fence = unowned(row, 1)
+              const settlement = new Settlement({
+                submissionId: row.submissionId,
+                threadId: row.threadId,
+                outcome: "aborted",
+                settledAt: 1,
+              })
+              const reserved = yield* ledger.reserveSettlement(fence, settlement)
+              if (recorded) {
+                yield* history.append(
+                  row.submissionId,
+                  { _tag: "SubmissionSettled", outcome: "aborted" },
+                  unowned(reserved, 1),
+                  1,
+                )
+              }
+              return receipt.submissionId
+            })
+          const unrecorded = yield* reserve("unrecorded", false)
+          const recorded = yield* reserve("recorded", true)
+          expect(yield* recover(incarnation)).toEqual({
+            [unrecorded]: ["AppendReservedSettlement", "repaired"],
+            [recorded]: ["FinalizeLedgerFromHistory", "repaired"],
+          })
+          for (const submissionId of [unrecorded, recorded]) {
+            expect((yield* rowOf(incarnation, submissionId)).state).toBe("settled")
+            expect(settledCount(yield* tagsOf(incarnation, submissionId))).toBe(1)
+          }
+          expect(yield* recover(incarnation)).toEqual({})
         }),
       ),
     )

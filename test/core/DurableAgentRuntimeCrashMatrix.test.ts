@@ -5,29 +5,17 @@
  * incarnations, and each Submission settles exactly once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import {
-  Clock,
-  DateTime,
-  Deferred,
-  Effect,
-  Exit,
-  Fiber,
-  Option,
-  Predicate,
-  Ref,
-  Schema,
-  Stream,
-} from "effect"
+import { Clock, DateTime, Deferred, Effect, Exit, Fiber, Option, Predicate, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { Reconcile } from "../../src/core/AgentContext.ts"
 import { define } from "../../src/core/AgentRegistration.ts"
-import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import {
-  runtimeFailpointLocations,
+  RUNTIME_FAILPOINT_LOCATIONS,
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "../../src/core/RuntimeFailpoint.ts"
+import { failpointError, runtimeSwitchboard } from "../support/switchboard.ts"
 import { echo, makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
 import {
@@ -85,35 +73,25 @@ interface Crash {
 /** Freezes the `index`-th hit of any location (1-based) forever. */
 const freezeAtHit = (index: number) =>
   Effect.gen(function* () {
+    const board = yield* runtimeSwitchboard()
     const reached = yield* Deferred.make<void>()
-    const hits = yield* Ref.make(0)
-    const handler: RuntimeFailpointHandler = () =>
-      Effect.flatMap(
-        Ref.updateAndGet(hits, (n) => n + 1),
-        (n) =>
-          n === index ? Effect.andThen(Deferred.succeed(reached, undefined), Effect.never) : Effect.void,
-      )
-    return { handler, reached: Deferred.await(reached), fired: Deferred.isDone(reached) } satisfies Crash
+    yield* board.atHit(index, () => Effect.andThen(Deferred.succeed(reached, undefined), Effect.never))
+    return {
+      handler: board.handler,
+      reached: Deferred.await(reached),
+      fired: Deferred.isDone(reached),
+    } satisfies Crash
   })
 
 /** Fails the `index`-th hit of any location (1-based) with a typed error. */
 const failAtHit = (index: number) =>
-  Effect.map(Ref.make(0), (hits) => {
-    const handler: RuntimeFailpointHandler = (location) =>
-      Effect.flatMap(
-        Ref.updateAndGet(hits, (n) => n + 1),
-        (n) =>
-          n === index
-            ? Effect.fail(
-                new DurableRuntimeFailpointError({ location, message: `failpoint ${location} fired` }),
-              )
-            : Effect.void,
-      )
-    return {
-      handler,
-      reached: Effect.never,
-      fired: Effect.map(Ref.get(hits), (n) => n >= index),
-    } satisfies Crash
+  Effect.gen(function* () {
+    const board = yield* runtimeSwitchboard()
+    const hit = yield* Deferred.make<void>()
+    yield* board.atHit(index, (location) =>
+      Effect.andThen(Deferred.succeed(hit, undefined), Effect.fail(failpointError(location))),
+    )
+    return { handler: board.handler, reached: Effect.never, fired: Deferred.isDone(hit) } satisfies Crash
   })
 
 const drive = (
@@ -243,7 +221,7 @@ for (const harness of runtimeHarnesses) {
             (location) => Effect.sync(() => void hits.push(location)),
             undefined,
           )
-          expect(new Set(hits)).toEqual(new Set(runtimeFailpointLocations))
+          expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS))
           expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
           expect(result.b.settlement?.outcome).toBe("aborted")
           expect(result.runs).toEqual({ a: 1, b: 1, u: 1, "v-cut": 1, reconcile: 1, v: 1, c: 1 })

@@ -4,7 +4,8 @@ import { TestClock } from "effect/testing"
 import { define, withDigest } from "../../src/core/AgentRegistration.ts"
 import { gated, makeRuns, ran, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processHead, processToSettlement, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { pauseAt, runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
+import { runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
+import { pauseAt } from "../support/switchboard.ts"
 
 for (const harness of runtimeHarnesses) {
   describe(`DurableAgentRuntime bindings (${harness.label})`, () => {
@@ -66,7 +67,7 @@ for (const harness of runtimeHarnesses) {
           const other = yield* world.incarnation({ agents: [threeSteps(runs)] })
           const settlement = yield* processToSettlement(other, "lane")
           const tags = yield* tagsOf(other, receipt.submissionId)
-          yield* stall.resume
+          yield* stall.release
           const exit = yield* Fiber.await(stale)
           expect(Exit.isFailure(exit) && Exit.findErrorOption(exit)).toMatchObject(
             Option.some({ _tag: "OwnershipLost" }),

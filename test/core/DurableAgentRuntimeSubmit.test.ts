@@ -1,17 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Ref, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
+import { SubmitRequest } from "../../src/core/DurableAgentRuntime.ts"
+import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { echo, failing, makeRuns, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import {
-  freezeAt,
-  historyOf,
-  ledgerOf,
-  runtimeHarnesses,
-  runtimeOf,
-  type Incarnation,
-} from "./runtimeHarness.ts"
+import { historyOf, ledgerOf, runtimeHarnesses, runtimeOf, type Incarnation } from "./runtimeHarness.ts"
+import { freezeAt } from "../support/switchboard.ts"
 
 const nothingWritten = (incarnation: Incarnation, thread: string) =>
   Effect.gen(function* () {
@@ -56,6 +51,36 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
+    it.effect("prepares once without writing, then admits exactly what it prepared", () =>
+      harness.run(
+        (world) =>
+          Effect.gen(function* () {
+            const incarnation = yield* world.incarnation({ agents: [echo] })
+            const runtime = runtimeOf(incarnation)
+            const request = (key: string, text: string) =>
+              SubmitRequest.make({
+                threadId: ThreadId.make("lane"),
+                agentId: AgentId.make("echo"),
+                idempotencyKey: IdempotencyKey.make(key),
+                input: { text },
+              })
+            const prepared = yield* runtime.prepare(request("a", "one"))
+            expect(prepared).toMatchObject({ inputPayload: '{"text":"one"}', replay: false })
+            yield* nothingWritten(incarnation, "lane")
+            const receipt = yield* runtime.admit(prepared)
+            expect(receipt.replayed).toBe(false)
+            // The lane is now full: preparing a new key is refused, a used one replays.
+            const full = yield* Effect.flip(runtime.prepare(request("b", "two")))
+            expect(full).toMatchObject({ _tag: "AdmissionRefused", reason: "queue-depth" })
+            expect(yield* runtime.prepare(request("a", "one"))).toMatchObject({ replay: true })
+            // What admit is given must name an agent registered here with the same digest.
+            const forged = yield* Effect.flip(runtime.admit({ ...prepared, agentDigest: "other" }))
+            expect(forged).toMatchObject({ _tag: "AdmissionRefused", reason: "unknown-agent" })
+          }),
+        { limits: { maxQueueDepthPerLane: 1, maxInputBytes: 64 } },
+      ),
+    )
+
     it.effect("returns the original receipt for a used key and refuses it for another input", () =>
       harness.run((world) =>
         Effect.gen(function* () {
@@ -89,46 +114,40 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    it.effect("recovery completes an admission killed before its acceptance record", () =>
+    it.effect("admits and records the acceptance in one write: a kill before it leaves nothing", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const crash = yield* freezeAt("submit:after-admit")
-          const dying = yield* world.incarnation({ agents: [echo], failpoint: crash.handler })
-          yield* Effect.forkDetach(submitTo(dying, "lane", "echo", "a", { text: "hi" }))
-          yield* crash.reached
+          const before = yield* freezeAt("ledger:admit:before")
+          const dyingBefore = yield* world.incarnation({ agents: [echo], failpoint: before.handler })
+          yield* Effect.forkDetach(submitTo(dyingBefore, "lane", "echo", "a", { text: "hi" }))
+          yield* before.reached
           const fresh = yield* world.incarnation({ agents: [echo] })
-          const [row] = yield* Stream.runCollect(ledgerOf(fresh).scanNonterminal)
-          expect(row?.state).toBe("admitted")
-          const submissionId = Option.getOrThrow(Option.fromNullishOr(row)).submissionId
-          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["CompleteMaterialization", "repaired"] })
-          expect(yield* tagsOf(fresh, submissionId)).toEqual(["SubmissionAccepted"])
-          expect((yield* rowOf(fresh, submissionId)).state).toBe("ready")
-          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["ApplyInput", "deferred"] })
+          expect(yield* Stream.runCollect(ledgerOf(fresh).scanNonterminal)).toEqual([])
+          // The submitter repeats the call; nothing of the first one is left to repair.
+          const receipt = yield* submitTo(fresh, "lane", "echo", "a", { text: "hi" })
+          expect(receipt.replayed).toBe(false)
           expect((yield* processToSettlement(fresh, "lane")).output).toBe("hi")
         }),
       ),
     )
 
-    it.effect("repairs readiness, or lets a replayed submit finish a half-admitted row", () =>
+    it.effect("leaves a ready row with its acceptance recorded when killed right after admission", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const crash = yield* freezeAt("ledger:mark-ready:before")
+          const crash = yield* freezeAt("submit:after-admit")
           const dying = yield* world.incarnation({ agents: [echo], failpoint: crash.handler })
           yield* Effect.forkDetach(submitTo(dying, "lane", "echo", "a", { text: "one" }))
           yield* crash.reached
           const fresh = yield* world.incarnation({ agents: [echo] })
+          const [row] = yield* Stream.runCollect(ledgerOf(fresh).scanNonterminal)
+          const submissionId = Option.getOrThrow(Option.fromNullishOr(row)).submissionId
+          expect(row?.state).toBe("ready")
+          expect(yield* tagsOf(fresh, submissionId)).toEqual(["SubmissionAccepted"])
+          expect(yield* recover(fresh)).toEqual({ [submissionId]: ["ApplyInput", "deferred"] })
           const replayed = yield* submitTo(fresh, "lane", "echo", "a", { text: "one" })
-          expect(replayed.replayed).toBe(true)
-          expect((yield* rowOf(fresh, replayed.submissionId)).state).toBe("ready")
-          expect(yield* tagsOf(fresh, replayed.submissionId)).toEqual(["SubmissionAccepted"])
-
-          const again = yield* freezeAt("ledger:mark-ready:before")
-          const dyingAgain = yield* world.incarnation({ agents: [echo], failpoint: again.handler })
-          yield* Effect.forkDetach(submitTo(dyingAgain, "other", "echo", "b", { text: "two" }))
-          yield* again.reached
-          const last = yield* world.incarnation({ agents: [echo] })
-          const reports = Object.values(yield* recover(last))
-          expect(reports).toContainEqual(["RepairReadiness", "repaired"])
+          expect([replayed.replayed, replayed.submissionId]).toEqual([true, submissionId])
+          expect(yield* tagsOf(fresh, submissionId)).toEqual(["SubmissionAccepted"])
+          expect((yield* processToSettlement(fresh, "lane")).output).toBe("one")
         }),
       ),
     )

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { decodeThreadId, maxIdentifierLength } from "../../src/core/Identifiers.ts"
+import { decodeThreadId, MAX_IDENTIFIER_LENGTH } from "../../src/core/Identifiers.ts"
 
 describe("Identifiers", () => {
   it.effect("accepts non-empty identifiers up to the length limit", () =>
     Effect.gen(function* () {
       expect(yield* decodeThreadId("thread-1")).toBe("thread-1")
       expect(yield* decodeThreadId("é🙂")).toBe("é🙂")
-      expect(yield* decodeThreadId("x".repeat(maxIdentifierLength))).toHaveLength(maxIdentifierLength)
+      expect(yield* decodeThreadId("x".repeat(MAX_IDENTIFIER_LENGTH))).toHaveLength(MAX_IDENTIFIER_LENGTH)
     }),
   )
 
@@ -15,7 +15,7 @@ describe("Identifiers", () => {
     Effect.gen(function* () {
       for (const [value, expected] of [
         ["", "non-empty"],
-        ["x".repeat(maxIdentifierLength + 1), `at most ${maxIdentifierLength}`],
+        ["x".repeat(MAX_IDENTIFIER_LENGTH + 1), `at most ${MAX_IDENTIFIER_LENGTH}`],
         ["bad\u0007id", "without control characters"],
         ["bad\u0085id", "without control characters"],
       ] as const) {

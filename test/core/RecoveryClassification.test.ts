@@ -6,7 +6,7 @@ import {
   dispositionOf,
   recoveryNeedsHistory,
 } from "../../src/core/internal/runtime/recoveryClassify.ts"
-import { emptyJournal, readJournal } from "../../src/core/internal/runtime/journal.ts"
+import { EMPTY_JOURNAL, readJournal } from "../../src/core/internal/runtime/journal.ts"
 import { Ownership, type SubmissionState } from "../../src/core/SubmissionLedger.ts"
 import type { HistoryEntry } from "../../src/core/ThreadHistory.ts"
 
@@ -145,7 +145,7 @@ describe("Recovery classification", () => {
       expect(recoveryNeedsHistory(row(state), now), state).toBe(true)
     }
     // Without a history read the classification of those rows must not depend on one.
-    expect(classifyRecovery(row("ready"), now, emptyJournal)).toEqual({ _tag: "ResumeFromTurnBoundary" })
+    expect(classifyRecovery(row("ready"), now, EMPTY_JOURNAL)).toEqual({ _tag: "ResumeFromTurnBoundary" })
   })
 
   it("maps each decision to the disposition the maintenance pass reads", () => {

@@ -3,13 +3,9 @@ import { Effect, Layer, Stream } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { SqliteClient } from "@effect/sql-sqlite-do"
 import { runMigrations } from "../../src/core/internal/migrations.ts"
-import {
-  laneKey,
-  ledgerMigrations,
-  statements,
-  submissionsTable,
-} from "../../src/core/internal/ledger/sqlStatements.ts"
-import { historyStatements } from "../../src/core/internal/history/sql.ts"
+import { laneKey, statements } from "../../src/core/internal/ledger/sqlStatements.ts"
+import { rowStatements } from "../../src/core/internal/history/sqlRows.ts"
+import { META_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/internal/schema.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
 import { admitNew, admitReady, request } from "./SubmissionLedgerFixtures.ts"
@@ -35,11 +31,13 @@ describe("SubmissionLedger on SQLite", () => {
             .exec("SELECT name FROM effect_agent_migrations ORDER BY name")
             .toArray()
             .map((row) => row.name)
-        expect(names()).toEqual([
+        const all = [
           "submission-ledger/001-create",
           "submission-ledger/002-pass-indexes",
           "thread-history/001-create",
-        ])
+          "thread-store/003-billed-rows",
+        ]
+        expect(names()).toEqual(all)
         const second = yield* Effect.provide(
           Effect.gen(function* () {
             const ledger = yield* SubmissionLedger
@@ -48,11 +46,7 @@ describe("SubmissionLedger on SQLite", () => {
           }),
           sqlLayer(storage),
         )
-        expect(names()).toEqual([
-          "submission-ledger/001-create",
-          "submission-ledger/002-pass-indexes",
-          "thread-history/001-create",
-        ])
+        expect(names()).toEqual(all)
         expect(second[0]).toEqual([first, second[1]])
         expect(second[1].queueSequence).toBe(2)
       }),
@@ -62,10 +56,10 @@ describe("SubmissionLedger on SQLite", () => {
   it.effect("upgrades a ledger written before its pass indexes and keeps counting exactly", () =>
     inObject((storage) =>
       Effect.gen(function* () {
-        yield* Effect.provide(runMigrations(ledgerMigrations.slice(0, 1)), SqliteClient.layer({ storage }))
+        yield* Effect.provide(runMigrations(storeMigrations.slice(0, 1)), SqliteClient.layer({ storage }))
         const insert = (id: string, sequence: number, state: string) =>
           storage.sql.exec(
-            `INSERT INTO ${submissionsTable} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
+            `INSERT INTO ${SUBMISSIONS_TABLE} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
               agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
               abort_requested, created_at) VALUES (?, 't', ?, ?, ?, 'agent', 'd', '{}', 'i', ?, ?, 1, 0, 0)`,
             id,
@@ -78,18 +72,28 @@ describe("SubmissionLedger on SQLite", () => {
         insert("s1", 1, "settled")
         insert("s2", 2, "settled")
         insert("s3", 3, "ready")
-        const count = yield* Effect.provide(
+        const [count, next] = yield* Effect.provide(
           Effect.gen(function* () {
-            return yield* (yield* SubmissionLedger).countAllNonterminal
+            const ledger = yield* SubmissionLedger
+            const before = yield* ledger.countAllNonterminal
+            const next = yield* admitNew(request("t", "after-upgrade"))
+            return [before, next] as const
           }),
           sqlLayer(storage),
         )
         expect(count).toBe(1)
-        const ordinals = storage.sql
-          .exec(`SELECT settled_ordinal FROM ${submissionsTable} ORDER BY queue_sequence`)
+        // Old rows keep their states; only the live one is in a lane, and numbering goes on.
+        const rows = storage.sql
+          .exec(`SELECT submission_id, state, lane_status FROM ${SUBMISSIONS_TABLE} ORDER BY queue_sequence`)
           .toArray()
-          .map((row) => row.settled_ordinal)
-        expect(ordinals).toEqual([1, 2, null])
+          .map((row) => [row.submission_id, row.state, row.lane_status])
+        expect(rows).toEqual([
+          ["s1", "settled", "closed"],
+          ["s2", "settled", "closed"],
+          ["s3", "ready", "open"],
+          [next.submissionId, "ready", "open"],
+        ])
+        expect(next.queueSequence).toBe(4)
       }),
     ),
   )
@@ -98,18 +102,22 @@ describe("SubmissionLedger on SQLite", () => {
     inObject((storage) =>
       Effect.gen(function* () {
         yield* Effect.provide(Effect.void, sqlLayer(storage))
-        for (const key of ["head", "count", "claim", "scanPage"] as const) {
-          expect(planOf(storage, statements[key]).join("\n"), key).toContain(
-            `${submissionsTable}_nonterminal`,
-          )
+        for (const key of ["head", "count", "claim", "scanPage", "nextOpen", "laneDepth"] as const) {
+          expect(planOf(storage, statements[key]).join("\n"), key).toContain(`${SUBMISSIONS_TABLE}_lane`)
         }
-        const texts = [...Object.values(statements), ...Object.values(historyStatements)].flatMap((text) =>
-          typeof text === "string" ? [text] : [text.Owner, text.Unowned],
-        )
+        for (const key of ["head", "count", "claim", "scanPage", "parkedBefore"] as const) {
+          expect(planOf(storage, statements[key]).join("\n"), key).toContain(`${SUBMISSIONS_TABLE}_parked`)
+        }
+        const texts = [
+          ...Object.values<string | { readonly Owner: string; readonly Unowned: string }>(statements),
+          ...Object.values<string>(rowStatements),
+        ].flatMap((text) => (typeof text === "string" ? [text] : [text.Owner, text.Unowned]))
         for (const text of texts) {
           // Every table access is an index SEARCH; a "SCAN <table>" step would read every row.
+          // Scanning a subquery's own (bounded) result reads no table row.
           const scans = planOf(storage, text).filter(
-            (line) => line.startsWith("SCAN") && line !== "SCAN CONSTANT ROW",
+            (line) =>
+              line.startsWith("SCAN") && line !== "SCAN CONSTANT ROW" && !line.startsWith("SCAN (subquery"),
           )
           expect(scans, text).toEqual([])
         }
@@ -124,7 +132,7 @@ describe("SubmissionLedger on SQLite", () => {
           const ledger = yield* SubmissionLedger
           const row = yield* admitReady(request("t", "a"))
           storage.sql.exec(
-            `UPDATE ${submissionsTable} SET state = 'bogus' WHERE submission_id = ?`,
+            `UPDATE ${SUBMISSIONS_TABLE} SET state = 'bogus' WHERE submission_id = ?`,
             row.submissionId,
           )
           const lookup = yield* Effect.flip(ledger.lookup(row.submissionId))
@@ -139,12 +147,24 @@ describe("SubmissionLedger on SQLite", () => {
     ),
   )
 
+  it.effect("refuses to open over storage that lost its Submission id salt, naming it", () =>
+    inObject((storage) =>
+      Effect.gen(function* () {
+        yield* Effect.provide(Effect.void, sqlLayer(storage))
+        storage.sql.exec(`DELETE FROM ${META_TABLE} WHERE key = 'submission-id-salt'`)
+        const error = yield* Effect.flip(Effect.provide(Effect.void, sqlLayer(storage).pipe(Layer.fresh)))
+        expect(error._tag).toBe("LedgerError")
+        expect(error.message).toContain("salt")
+      }),
+    ),
+  )
+
   it.effect("maps storage failures to a LedgerError naming the operation", () =>
     inObject((storage) =>
       Effect.provide(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          storage.sql.exec(`DROP TABLE ${submissionsTable}`)
+          storage.sql.exec(`DROP TABLE ${SUBMISSIONS_TABLE}`)
           const error = yield* Effect.flip(ledger.head(ThreadId.make("t")))
           expect(error._tag).toBe("LedgerError")
           expect(error.operation).toBe("SubmissionLedger.head")

@@ -3,11 +3,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { AgentId, ReceiptId, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import {
   admitNew,
   admitReady,
   claimHead,
   grant,
+  recordTags,
   request,
   rowOf,
   scanAll,
@@ -20,23 +22,65 @@ import {
 /** Registers the admission, readiness and claim cases. */
 export const admissionCases = (harness: LedgerHarness) => {
   describe("admission", () => {
-    it.effect("admits a new submission as admitted with fresh identifiers", () =>
+    it.effect("admits a new submission ready, with its acceptance recorded in the same write", () =>
       harness.run(
         Effect.gen(function* () {
+          const history = yield* ThreadHistory
           const row = yield* admitNew(request("t", "k1", { now: 1_234 }))
-          expect(row.state).toBe("admitted")
+          expect(row.state).toBe("ready")
           expect(row.queueSequence).toBe(1)
           expect(row.producerEpoch).toBe(0)
           expect(row.createdAt).toBe(1_234)
+          expect(row.readyAt).toBe(1_234)
           expect(row.abortRequested).toBe(false)
           expect(row.ownership).toBeUndefined()
-          expect(row.readyAt).toBeUndefined()
           expect(SubmissionId.make(row.submissionId)).toBe(row.submissionId)
           expect(ReceiptId.make(row.receiptId)).toBe(row.receiptId)
+          const [accepted] = yield* history.forSubmission(row.submissionId)
+          expect(accepted?.sequence).toBe(1)
+          expect(accepted?.recordedAt).toBe(1_234)
+          expect(accepted?.entry).toEqual({
+            _tag: "SubmissionAccepted",
+            agentId: "echo",
+            agentDigest: "echo-digest-1",
+            input: { key: "k1" },
+          })
           const other = yield* admitNew(request("t", "k2"))
           expect(other.submissionId).not.toBe(row.submissionId)
           expect(other.receiptId).not.toBe(row.receiptId)
           expect(yield* rowOf(row.submissionId)).toEqual(row)
+          expect(yield* recordTags(other.submissionId)).toEqual(["SubmissionAccepted"])
+        }),
+      ),
+    )
+
+    it.effect("derives the Submission id from the Thread and the key", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const first = yield* admitNew(request("t", "k"))
+          const replay = yield* ledger.admit(request("t", "k"))
+          expect(replay.snapshot.submissionId).toBe(first.submissionId)
+          const elsewhere = yield* admitNew(request("u", "k"))
+          const another = yield* admitNew(request("t", "k2"))
+          expect(new Set([first, elsewhere, another].map((row) => row.submissionId)).size).toBe(3)
+          // A key or Thread that only concatenates to the same text is another Submission.
+          const joined = yield* admitNew(request("tk", "x"))
+          const split = yield* admitNew(request("t", "kx"))
+          expect(joined.submissionId).not.toBe(split.submissionId)
+        }),
+      ),
+    )
+
+    it.effect("refuses an input payload that is not JSON, naming it, and writes nothing", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const refused = yield* Effect.flip(ledger.admit(request("t", "k", { inputPayload: "{not json" })))
+          expect(refused._tag).toBe("LedgerError")
+          expect(refused.message).toContain("not JSON")
+          expect(yield* scanAll).toEqual([])
+          expect(yield* ledger.countAllNonterminal).toBe(0)
         }),
       ),
     )
@@ -133,22 +177,50 @@ export const admissionCases = (harness: LedgerHarness) => {
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          // Six characters, twelve UTF-8 bytes.
-          const refused = yield* Effect.flip(ledger.admit(request("t", "big", { inputPayload: "éééééé" })))
+          // Six characters and two quotes, fourteen UTF-8 bytes.
+          const refused = yield* Effect.flip(
+            ledger.admit(request("t", "big", { inputPayload: JSON.stringify("éééééé") })),
+          )
           expect(refused._tag).toBe("AdmissionRefused")
           if (refused._tag === "AdmissionRefused") expect(refused.reason).toBe("input-bytes")
           expect(yield* ledger.countNonterminal(ThreadId.make("t"))).toBe(0)
           expect(yield* scanAll).toEqual([])
-          // Two astral characters are eight bytes; with "é" that is exactly the limit.
-          const fits = yield* ledger.admit(request("t", "fits", { inputPayload: "😀😀é" }))
+          // Two astral characters are eight bytes; with "é" and two quotes that is the limit.
+          const fits = yield* ledger.admit(request("t", "fits", { inputPayload: JSON.stringify("😀😀é") }))
           expect(fits._tag).toBe("Admitted")
-          expect(fits.snapshot.inputPayload).toBe("😀😀é")
+          expect(fits.snapshot.inputPayload).toBe(JSON.stringify("😀😀é"))
           // The key that was refused was never used.
-          expect((yield* ledger.admit(request("t", "big", { inputPayload: "small" })))._tag).toBe("Admitted")
+          expect((yield* ledger.admit(request("t", "big", { inputPayload: "1" })))._tag).toBe("Admitted")
         }),
-        { limits: { maxQueueDepthPerLane: 10, maxInputBytes: 10 } },
+        { limits: { maxQueueDepthPerLane: 10, maxInputBytes: 12 } },
       ),
     )
+    it.effect("answers what admission would, without writing anything", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const lane = ThreadId.make("t")
+          expect(yield* ledger.checkAdmission(request("t", "a"))).toEqual(Option.none())
+          expect(yield* scanAll).toEqual([])
+          const first = yield* admitReady(request("t", "a"))
+          yield* admitReady(request("t", "b"))
+          // A used key replays its original row, even in a full lane.
+          expect(yield* ledger.checkAdmission(request("t", "a"))).toEqual(Option.some(first))
+          const conflict = yield* Effect.flip(ledger.checkAdmission(request("t", "a", { inputDigest: "x" })))
+          expect(conflict._tag).toBe("IdempotencyConflict")
+          const full = yield* Effect.flip(ledger.checkAdmission(request("t", "c")))
+          expect(full).toMatchObject({ _tag: "AdmissionRefused", reason: "queue-depth" })
+          const large = yield* Effect.flip(
+            ledger.checkAdmission(request("u", "d", { inputPayload: "é".repeat(6) })),
+          )
+          expect(large).toMatchObject({ _tag: "AdmissionRefused", reason: "input-bytes" })
+          expect(yield* ledger.countNonterminal(lane)).toBe(2)
+          expect((yield* scanAll).map((row) => row.idempotencyKey)).toEqual(["a", "b"])
+        }),
+        { limits: { maxQueueDepthPerLane: 2, maxInputBytes: 11 } },
+      ),
+    )
+
     it.effect("refuses instants that are not finite numbers before writing", () =>
       harness.run(
         Effect.gen(function* () {
@@ -173,15 +245,12 @@ export const admissionCases = (harness: LedgerHarness) => {
   })
 
   describe("readiness and claims", () => {
-    it.effect("marks an admitted row ready once and refuses other states", () =>
+    it.effect("treats marking a ready row ready as a no-op and refuses other states", () =>
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
           const row = yield* admitNew(request("t", "a"))
-          const ready = yield* ledger.markReady(row.submissionId, 1_100)
-          expect(ready.state).toBe("ready")
-          expect(ready.readyAt).toBe(1_100)
-          expect(yield* ledger.markReady(row.submissionId, 1_200)).toEqual(ready)
+          expect(yield* ledger.markReady(row.submissionId, 1_200)).toEqual(row)
           yield* claimHead("t", grant(1, 1_300))
           const running = yield* Effect.flip(ledger.markReady(row.submissionId, 1_400))
           expect(running._tag).toBe("InvalidTransition")
@@ -201,9 +270,6 @@ export const admissionCases = (harness: LedgerHarness) => {
           expect(Option.isNone(yield* ledger.claim(t, grant(0, 1_000)))).toBe(true)
           const head = yield* admitNew(request("t", "a"))
           const next = yield* admitReady(request("t", "b"))
-          // An admitted head blocks the lane even though the row behind it is ready.
-          expect(Option.isNone(yield* ledger.claim(t, grant(1, 2_000)))).toBe(true)
-          yield* ledger.markReady(head.submissionId, 2_000)
           const claim = yield* claimHead("t", grant(2, 2_000, 500))
           expect(claim.submissionId).toBe(head.submissionId)
           expect(claim.producerEpoch).toBe(1)
@@ -223,6 +289,46 @@ export const admissionCases = (harness: LedgerHarness) => {
           expect(again.submissionId).toBe(head.submissionId)
           expect(again.producerEpoch).toBe(2)
           expect(again.attemptId).toBe("attempt-4")
+        }),
+      ),
+    )
+
+    it.effect("treats a Claim of another incarnation as expired, and keeps one within an incarnation", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const t = ThreadId.make("t")
+          const head = yield* admitNew(request("t", "a"))
+          const first = yield* claimHead("t", grant(1, 2_000, 30_000, "incarnation-1"))
+          expect(first.incarnation).toBe("incarnation-1")
+          expect((yield* rowOf(head.submissionId)).ownership?.incarnation).toBe("incarnation-1")
+          // Within its incarnation, and for a grant naming none, the lease still protects it.
+          expect(Option.isNone(yield* ledger.claim(t, grant(2, 2_001, 30_000, "incarnation-1")))).toBe(true)
+          expect(Option.isNone(yield* ledger.claim(t, grant(3, 2_001)))).toBe(true)
+          const running = yield* rowOf(head.submissionId)
+          const sameIncarnation = yield* Effect.flip(
+            ledger.checkFence(unowned(running, 2_001, "incarnation-1")),
+          )
+          expect(sameIncarnation._tag).toBe("FenceRejected")
+          expect(yield* ledger.checkFence(unowned(running, 2_001, "incarnation-2"))).toEqual(running)
+          // A new incarnation takes it over at once; the old owner is fenced out by the epoch.
+          const taken = yield* claimHead("t", grant(4, 2_002, 30_000, "incarnation-2"))
+          expect([taken.submissionId, taken.producerEpoch, taken.incarnation]).toEqual([
+            head.submissionId,
+            2,
+            "incarnation-2",
+          ])
+          const stale = yield* Effect.flip(ledger.renew(first, 9_000))
+          expect(stale._tag).toBe("FenceRejected")
+          const renewed = yield* ledger.renew(taken, 40_000)
+          expect(renewed.incarnation).toBe("incarnation-2")
+          expect((yield* rowOf(head.submissionId)).ownership?.incarnation).toBe("incarnation-2")
+          // A Claim taken without an incarnation is protected by its lease alone.
+          yield* ledger.release(renewed)
+          const anonymous = yield* claimHead("t", grant(5, 3_000, 1_000))
+          expect(anonymous.incarnation).toBeUndefined()
+          expect(Option.isNone(yield* ledger.claim(t, grant(6, 3_999, 1_000, "incarnation-3")))).toBe(true)
+          expect((yield* claimHead("t", grant(7, 4_000, 1_000, "incarnation-3"))).producerEpoch).toBe(4)
         }),
       ),
     )

@@ -3,12 +3,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { OwnershipToken, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import {
   admitNew,
   admitReady,
   claimHead,
   grant,
   owner,
+  recordTags,
   request,
   rowOf,
   scanAll,
@@ -35,6 +37,7 @@ export const fencingCases = (harness: LedgerHarness) => {
             ledger.park(stale, "suspended"),
             ledger.transition(owner(stale), "ready"),
             ledger.reserveSettlement(owner(stale), settlementOf(stale)),
+            ledger.settle(owner(stale), settlementOf(stale)),
             ledger.checkFence(owner(stale)),
           ]) {
             const error = yield* Effect.flip(write)
@@ -165,21 +168,17 @@ export const fencingCases = (harness: LedgerHarness) => {
       ),
     )
 
-    it.effect("resumes waits, repairs readiness and treats a repeat as a no-op", () =>
+    it.effect("resumes waits and treats a repeat as a no-op", () =>
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          const admitted = yield* admitNew(request("a", "a"))
-          const repaired = yield* ledger.transition(unowned(admitted, 1_700), "ready")
-          expect(repaired.state).toBe("ready")
-          expect(repaired.readyAt).toBe(1_700)
-          expect(repaired.producerEpoch).toBe(0)
-          expect(yield* ledger.transition(unowned(repaired, 1_800), "ready")).toEqual(repaired)
-          const marked = yield* ledger.transition(unowned(repaired, 1_900), "unknown")
+          const ready = yield* admitNew(request("a", "a"))
+          expect(yield* ledger.transition(unowned(ready, 1_800), "ready")).toEqual(ready)
+          const marked = yield* ledger.transition(unowned(ready, 1_900), "unknown")
           expect([marked.state, marked.producerEpoch]).toEqual(["unknown", 0])
           expect(yield* ledger.transition(unowned(marked, 1_950), "unknown")).toEqual(marked)
           const resumed = yield* ledger.transition(unowned(marked, 2_000), "ready")
-          expect([resumed.state, resumed.readyAt]).toEqual(["ready", 1_700])
+          expect([resumed.state, resumed.readyAt]).toEqual(["ready", 1_000])
           const claim = yield* claimHead("a", grant(1, 3_000))
           yield* ledger.park(claim, "suspended")
           const suspended = yield* rowOf(claim.submissionId)
@@ -187,6 +186,40 @@ export const fencingCases = (harness: LedgerHarness) => {
           expect(refused._tag).toBe("InvalidTransition")
           const approved = yield* ledger.transition(unowned(suspended, 3_100), "ready")
           expect([approved.state, approved.producerEpoch]).toEqual(["ready", 1])
+        }),
+      ),
+    )
+
+    it.effect("records a resolution in the transaction that resumes the wait, or not at all", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          yield* admitNew(request("a", "a"))
+          const claim = yield* claimHead("a", grant(1, 2_000))
+          yield* ledger.park(claim, "suspended")
+          const suspended = yield* rowOf(claim.submissionId)
+          const resolution = { _tag: "ApprovalResolved", step: 0, approved: true } as const
+          // A stale fence writes neither the row nor the record.
+          const stale = yield* Effect.flip(
+            ledger.transition(unowned({ ...suspended, producerEpoch: 0 }, 2_100), "ready", {
+              entries: [resolution],
+              now: 2_100,
+            }),
+          )
+          expect(stale._tag).toBe("FenceRejected")
+          expect(yield* recordTags(claim.submissionId)).toEqual(["SubmissionAccepted"])
+          const resumed = yield* ledger.transition(unowned(suspended, 2_200), "ready", {
+            entries: [resolution],
+            now: 2_200,
+          })
+          expect(resumed.state).toBe("ready")
+          expect(yield* recordTags(claim.submissionId)).toEqual(["SubmissionAccepted", "ApprovalResolved"])
+          // A second resolution of the same wait finds it resumed and records nothing.
+          const again = yield* Effect.flip(
+            ledger.transition(unowned(resumed, 2_300), "ready", { entries: [resolution], now: 2_300 }),
+          )
+          expect(again._tag).toBe("InvalidTransition")
+          expect(yield* recordTags(claim.submissionId)).toEqual(["SubmissionAccepted", "ApprovalResolved"])
         }),
       ),
     )
@@ -216,6 +249,47 @@ export const fencingCases = (harness: LedgerHarness) => {
   })
 
   describe("settlement", () => {
+    it.effect("settles in one write with its record, once, and refuses another settlement", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          yield* admitReady(request("t", "a"))
+          yield* admitReady(request("t", "b"))
+          const claim = yield* claimHead("t", grant(1, 2_000))
+          const settlement = settlementOf(claim)
+          const before = yield* ledger.countAllNonterminal
+          const settled = yield* ledger.settle(owner(claim), settlement, [{ _tag: "InputApplied" }])
+          expect(settled.state).toBe("settled")
+          expect(settled.ownership).toBeUndefined()
+          expect(settled.settlement).toEqual(settlement)
+          expect(yield* ledger.countAllNonterminal).toBe(before - 1)
+          const history = yield* ThreadHistory
+          const records = yield* history.forSubmission(claim.submissionId)
+          expect(records.map((record) => record.entry)).toEqual([
+            expect.objectContaining({ _tag: "SubmissionAccepted" }),
+            { _tag: "InputApplied" },
+            { _tag: "SubmissionSettled", outcome: "completed", output: { ok: true, items: [1, 2] } },
+          ])
+          expect(records.at(-1)?.recordedAt).toBe(settlement.settledAt)
+          // The identical settlement again (a lost reply) returns the row and records nothing.
+          expect(yield* ledger.settle(unowned(settled, 2_100), settlement)).toEqual(settled)
+          const different = yield* Effect.flip(
+            ledger.settle(unowned(settled, 2_100), settlementOf(claim, "failed")),
+          )
+          expect(different._tag).toBe("InvalidTransition")
+          expect((yield* history.forSubmission(claim.submissionId)).length).toBe(3)
+          expect(yield* ledger.countNonterminal(ThreadId.make("t"))).toBe(1)
+          // A reservation an older release made is finished from it, not settled again.
+          const next = yield* claimHead("t", grant(2, 3_000))
+          const reserved = yield* ledger.reserveSettlement(owner(next), settlementOf(next))
+          const reservedAgain = yield* Effect.flip(
+            ledger.settle(unowned(reserved, 3_100), settlementOf(next)),
+          )
+          expect(reservedAgain._tag).toBe("InvalidTransition")
+        }),
+      ),
+    )
+
     it.effect("reserves and finalizes a settlement once, idempotently", () =>
       harness.run(
         Effect.gen(function* () {

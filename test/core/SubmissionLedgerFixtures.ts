@@ -17,7 +17,8 @@ import {
   type LedgerLimits,
   type SubmissionSnapshot,
 } from "../../src/core/SubmissionLedger.ts"
-import type { ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { settledEntry } from "../../src/core/internal/ledger/rules.ts"
 
 /** Runs one case against a fresh ledger and history. */
 export interface LedgerHarness {
@@ -43,12 +44,13 @@ export const request = (
   ...overrides,
 })
 
-/** A claim grant for attempt `n`. */
-export const grant = (n: number, now: number, leaseDuration = 1_000) => ({
+/** A claim grant for attempt `n`, by `incarnation` when given. */
+export const grant = (n: number, now: number, leaseDurationMillis = 1_000, incarnation?: string) => ({
   attemptId: AttemptId.make(`attempt-${n}`),
   ownershipToken: OwnershipToken.make(`token-${n}`),
   now,
-  leaseDuration,
+  leaseDurationMillis,
+  ...(incarnation === undefined ? {} : { incarnation }),
 })
 
 /** Admits a request and returns the new row. */
@@ -60,13 +62,8 @@ export const admitNew = (req: AdmissionRequest) =>
     return admission.snapshot
   })
 
-/** Admits a request and marks it ready. */
-export const admitReady = (req: AdmissionRequest) =>
-  Effect.gen(function* () {
-    const ledger = yield* SubmissionLedger
-    const admitted = yield* admitNew(req)
-    return yield* ledger.markReady(admitted.submissionId, req.now + 1)
-  })
+/** Admits a request: the row is ready at once. */
+export const admitReady = admitNew
 
 /** Claims the head of a lane, which must be claimable. */
 export const claimHead = (threadId: string, g: ReturnType<typeof grant>) =>
@@ -94,21 +91,46 @@ export const settlementOf = (
 /** The fence of a Claim's owner. */
 export const owner = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
-/** A recovery fence at the row's epoch. */
-export const unowned = (row: SubmissionSnapshot, now: number): Fence => ({
+/** A recovery fence at the row's epoch, of `incarnation` when given. */
+export const unowned = (row: SubmissionSnapshot, now: number, incarnation?: string): Fence => ({
   _tag: "Unowned",
   submissionId: row.submissionId,
   producerEpoch: row.producerEpoch,
   now,
+  ...(incarnation === undefined ? {} : { incarnation }),
 })
 
-/** Claims, reserves and finalizes the head of a lane. */
+/** Claims and settles the head of a lane. */
 export const settleHead = (threadId: string, now: number) =>
   Effect.gen(function* () {
     const ledger = yield* SubmissionLedger
     const claim = yield* claimHead(threadId, grant(now, now))
-    yield* ledger.reserveSettlement(owner(claim), settlementOf(claim))
-    return yield* ledger.finalizeSettlement(claim.submissionId)
+    return yield* ledger.settle(owner(claim), settlementOf(claim))
+  })
+
+/**
+ * Settles the way an older release did, in three writes: reserve, record, finalize. The
+ * settlement counts once its record is in the history.
+ */
+export const settleInSteps = (fence: Fence, settlement: Settlement) =>
+  Effect.gen(function* () {
+    const ledger = yield* SubmissionLedger
+    const history = yield* ThreadHistory
+    const reserved = yield* ledger.reserveSettlement(fence, settlement)
+    yield* history.append(
+      reserved.submissionId,
+      settledEntry(settlement),
+      { _tag: "Unowned", submissionId: reserved.submissionId, producerEpoch: reserved.producerEpoch, now: 0 },
+      settlement.settledAt,
+    )
+    return yield* ledger.finalizeSettlement(reserved.submissionId)
+  })
+
+/** The tags of a Submission's records. */
+export const recordTags = (submissionId: SubmissionId) =>
+  Effect.gen(function* () {
+    const history = yield* ThreadHistory
+    return (yield* history.forSubmission(submissionId)).map((record) => record.entry._tag)
   })
 
 /** Every row `scanNonterminal` streams. */

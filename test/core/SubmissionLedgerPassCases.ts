@@ -6,8 +6,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Stream } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
-import { isRecoveryCandidate } from "../../src/core/internal/ledger/rules.ts"
+import { isParked, isRecoveryCandidate } from "../../src/core/internal/ledger/rules.ts"
 import { SubmissionLedger, type SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { settledEntry } from "../../src/core/internal/ledger/rules.ts"
 import {
   admitNew,
   admitReady,
@@ -23,11 +25,16 @@ import {
 
 const ids = (rows: ReadonlyArray<SubmissionSnapshot>) => rows.map((row) => row.submissionId)
 
-/** What each pass read must equal, derived from the full scan. */
+/**
+ * What each pass read must equal, derived from the full scan: the heads are the first row of
+ * every lane whose first row does not wait for an outside actor.
+ */
 const expectAgreesWithScan = Effect.gen(function* () {
   const ledger = yield* SubmissionLedger
   const all = yield* scanAll
-  const firstOfLane = all.filter((row, index) => index === 0 || all[index - 1]?.threadId !== row.threadId)
+  const firstOfLane = all.filter(
+    (row, index) => (index === 0 || all[index - 1]?.threadId !== row.threadId) && !isParked(row),
+  )
   expect(ids(yield* ledger.laneHeads)).toEqual(ids(firstOfLane))
   expect(ids(yield* Stream.runCollect(ledger.scanRecoveryCandidates))).toEqual(
     ids(all.filter(isRecoveryCandidate)),
@@ -58,14 +65,15 @@ export const passReadCases = (harness: LedgerHarness) => {
       ),
     )
 
-    it.effect("leave plain queued input out of the candidates and keep one head per lane", () =>
+    it.effect("take only accepted aborts as candidates and keep one head per lane", () =>
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          // Lane "a": a claimed head, a queued follower, an admitted (not ready) follower.
+          // Lane "a": a claimed head, a queued follower, an aborted follower.
           yield* admitReady(request("a", "1"))
           yield* admitReady(request("a", "2"))
-          const admitted = yield* admitNew(request("a", "3"))
+          const abortedA = yield* admitNew(request("a", "3"))
+          yield* ledger.requestAbort(abortedA.submissionId)
           yield* claimHead("a", grant(1, 2_000))
           // Lane "b": a plain queued head and an aborted follower.
           const queued = yield* admitReady(request("b", "1"))
@@ -80,19 +88,18 @@ export const passReadCases = (harness: LedgerHarness) => {
           const all = yield* expectAgreesWithScan
           expect(all).toHaveLength(7)
           const candidates = yield* Stream.runCollect(ledger.scanRecoveryCandidates)
+          // The running head is its owner's (or the next Attempt's); queued input is the Attempt's.
           expect(candidates.map((row) => [row.threadId, row.queueSequence])).toEqual([
-            ["a", 1],
             ["a", 3],
             ["b", 2],
           ])
-          expect(ids(candidates)).toContain(admitted.submissionId)
           expect(ids(candidates)).not.toContain(queued.submissionId)
           expect((yield* ledger.laneHeads).map((row) => row.threadId)).toEqual(["a", "b", "c"])
         }),
       ),
     )
 
-    it.effect("follow released, parked and reserved heads, and count down as settlements finalize", () =>
+    it.effect("follow released and reserved heads, skip parked lanes, and count recorded settlements", () =>
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
@@ -101,29 +108,80 @@ export const passReadCases = (harness: LedgerHarness) => {
             yield* admitReady(request(lane, "2"))
           }
           yield* expectAgreesWithScan
-          // A released head was claimed once: recovery resumes it from a turn boundary.
           yield* ledger.release(yield* claimHead("x", grant(1, 2_000)))
           yield* ledger.park(yield* claimHead("y", grant(2, 2_000)), "suspended")
+          // A reservation an older release made: settled in steps, it counts once recorded.
           const reserving = yield* claimHead("z", grant(3, 2_000))
-          yield* ledger.reserveSettlement(owner(reserving), settlementOf(reserving))
-          const reserved = yield* expectAgreesWithScan
-          expect(reserved.filter(isRecoveryCandidate).map((row) => row.state)).toEqual([
-            "ready",
-            "suspended",
-            "terminalizing",
-          ])
+          const reserved = yield* ledger.reserveSettlement(owner(reserving), settlementOf(reserving))
+          const rows = yield* expectAgreesWithScan
+          expect(rows.filter(isRecoveryCandidate).map((row) => row.state)).toEqual(["terminalizing"])
           expect(yield* ledger.countAllNonterminal).toBe(6)
+          const history = yield* ThreadHistory
+          yield* history.append(
+            reserved.submissionId,
+            settledEntry(settlementOf(reserving)),
+            {
+              _tag: "Unowned",
+              submissionId: reserved.submissionId,
+              producerEpoch: reserved.producerEpoch,
+              now: 0,
+            },
+            3_000,
+          )
           yield* ledger.finalizeSettlement(reserving.submissionId)
           expect(yield* ledger.countAllNonterminal).toBe(5)
           yield* settleHead("x", 4_000)
           yield* settleHead("z", 4_000)
           yield* expectAgreesWithScan
           expect(yield* ledger.countAllNonterminal).toBe(3)
-          // Lane "z" has nothing left, so it has no head.
+          // Lane "z" has nothing left; lane "y" waits for its approval behind its head.
           expect((yield* ledger.laneHeads).map((row) => [row.threadId, row.queueSequence])).toEqual([
             ["x", 2],
-            ["y", 1],
           ])
+          expect(Option.map(yield* ledger.head(ThreadId.make("y")), (row) => row.state)).toEqual(
+            Option.some("suspended"),
+          )
+        }),
+      ),
+    )
+
+    it.effect("never read a parked Submission: lanes parked behind a wait are skipped", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          for (const lane of ["p1", "p2", "p3"]) {
+            yield* admitReady(request(lane, "1"))
+            yield* ledger.park(
+              yield* claimHead(lane, grant(1, 2_000)),
+              lane === "p2" ? "unknown" : "suspended",
+            )
+          }
+          // A follower queued behind a wait is not a head to serve either.
+          yield* admitReady(request("p3", "2"))
+          yield* admitReady(request("q", "1"))
+          yield* expectAgreesWithScan
+          expect((yield* ledger.laneHeads).map((row) => row.threadId)).toEqual(["q"])
+          expect(Option.map(yield* ledger.nextLaneHead(undefined), (row) => row.threadId)).toEqual(
+            Option.some("q"),
+          )
+          expect(yield* Stream.runCollect(ledger.scanRecoveryCandidates)).toEqual([])
+          expect(Option.isNone(yield* ledger.claim(ThreadId.make("p3"), grant(2, 3_000)))).toBe(true)
+          // Resuming a wait brings its lane back.
+          const parked = Option.getOrThrow(yield* ledger.head(ThreadId.make("p3")))
+          yield* ledger.transition(
+            {
+              _tag: "Unowned",
+              submissionId: parked.submissionId,
+              producerEpoch: parked.producerEpoch,
+              now: 3_000,
+            },
+            "ready",
+          )
+          expect((yield* ledger.laneHeads).map((row) => [row.threadId, row.queueSequence])).toEqual([
+            ["p3", 1],
+            ["q", 1],
+          ])
+          yield* expectAgreesWithScan
         }),
       ),
     )
@@ -180,11 +238,10 @@ export const passReadCases = (harness: LedgerHarness) => {
           const middle = yield* admitReady(request("t", "2"))
           yield* admitReady(request("t", "3"))
           yield* ledger.requestAbort(middle.submissionId)
-          yield* ledger.reserveSettlement(
+          yield* ledger.settle(
             { _tag: "Unowned", submissionId: middle.submissionId, producerEpoch: 0, now: 2_000 },
             settlementOf(middle, "aborted"),
           )
-          yield* ledger.finalizeSettlement(middle.submissionId)
           expect(yield* ledger.countAllNonterminal).toBe(2)
           yield* admitNew(request("t", "4"))
           const refused = yield* Effect.flip(ledger.admit(request("t", "5")))

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqliteClient } from "@effect/sql-sqlite-do"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { historyTable } from "../../src/core/internal/history/sql.ts"
+import { HISTORY_TABLE } from "../../src/core/internal/schema.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { historyConformance } from "./ledgerConformance.ts"
@@ -20,11 +20,11 @@ describe("ThreadHistory", () => {
           const history = yield* ThreadHistory
           const row = yield* admitNew(request("t", "a"))
           yield* history.append(row.submissionId, { _tag: "InputApplied" }, unowned(row, 1_100), 1_100)
-          storage.sql.exec(`UPDATE ${historyTable} SET entry = '{"_tag":"Nonsense"}'`)
+          storage.sql.exec(`UPDATE ${HISTORY_TABLE} SET entries = '[{"_tag":"Nonsense"}]'`)
           const error = yield* Effect.flip(history.forSubmission(row.submissionId))
           expect(error._tag).toBe("ThreadStoreError")
           expect(error.operation).toBe("ThreadHistory.forSubmission")
-          storage.sql.exec(`UPDATE ${historyTable} SET entry = 'not json'`)
+          storage.sql.exec(`UPDATE ${HISTORY_TABLE} SET entries = 'not json'`)
           const page = yield* Effect.flip(history.page(row.threadId, { limit: 5 }))
           expect(page.message).toContain("not JSON")
         }),
@@ -52,7 +52,8 @@ describe("ThreadHistory", () => {
     () =>
       inObject((storage) =>
         Effect.gen(function* () {
-          // Two incarnations over one storage: each remembers the next sequence it expects.
+          // Two incarnations over one storage: each admission records its acceptance, then the
+          // append follows it.
           const withClient = layerWithLedger.pipe(Layer.provideMerge(SqliteClient.layer({ storage })))
           const first = yield* Layer.build(withClient)
           const second = yield* Layer.build(Layer.fresh(withClient))
@@ -70,19 +71,18 @@ describe("ThreadHistory", () => {
               }),
               services,
             )
-          expect(yield* appendIn(first, "a", 1_100)).toBe(1)
-          expect(yield* appendIn(first, "b", 1_200)).toBe(2)
-          // The second instance reads the tail; the first one's memory (3) is now stale.
-          expect(yield* appendIn(second, "c", 1_300)).toBe(3)
-          expect(yield* appendIn(first, "d", 1_400)).toBe(4)
-          expect(yield* appendIn(second, "e", 1_500)).toBe(5)
-          // An append inside a transaction that rolls back leaves no memory behind.
+          expect(yield* appendIn(first, "a", 1_100)).toBe(2)
+          expect(yield* appendIn(first, "b", 1_200)).toBe(4)
+          expect(yield* appendIn(second, "c", 1_300)).toBe(6)
+          expect(yield* appendIn(first, "d", 1_400)).toBe(8)
+          expect(yield* appendIn(second, "e", 1_500)).toBe(10)
+          // An admission and an append inside a transaction that rolls back leave nothing.
           const rolledBack = Effect.provide(
             Effect.gen(function* () {
               const sql = yield* SqlClient
               yield* sql.withTransaction(
                 Effect.gen(function* () {
-                  expect(yield* appendIn(first, "f", 1_600)).toBe(6)
+                  expect(yield* appendIn(first, "f", 1_600)).toBe(12)
                   return yield* Effect.fail("roll back" as const)
                 }),
               )
@@ -90,14 +90,14 @@ describe("ThreadHistory", () => {
             first,
           )
           expect(yield* Effect.flip(rolledBack)).toBe("roll back")
-          expect(yield* appendIn(first, "g", 1_700)).toBe(6)
+          expect(yield* appendIn(first, "g", 1_700)).toBe(12)
           const stored = storage.sql
             .exec<{ sequence: number }>(
-              `SELECT sequence FROM ${historyTable} WHERE thread_id = 't' ORDER BY sequence`,
+              `SELECT sequence FROM ${HISTORY_TABLE} WHERE thread_id = 't' ORDER BY sequence`,
             )
             .toArray()
             .map((row) => row.sequence)
-          expect(stored).toEqual([1, 2, 3, 4, 5, 6])
+          expect(stored).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
         }).pipe(Effect.scoped),
       ),
   )

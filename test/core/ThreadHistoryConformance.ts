@@ -23,38 +23,82 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
       harness.run(
         Effect.gen(function* () {
           const history = yield* ThreadHistory
+          // Each admission records its acceptance: a is 1 and b is 2 in "t", c is 1 in "u".
           const a = yield* admitNew(request("t", "a"))
           const b = yield* admitNew(request("t", "b"))
           const c = yield* admitNew(request("u", "c"))
-          const accepted = {
-            _tag: "SubmissionAccepted",
-            agentId: a.agentId,
-            agentDigest: a.agentDigest,
-            input: { n: 1 },
-          } as const
-          const r1 = yield* history.append(a.submissionId, accepted, unowned(a, 1_100), 1_100)
-          const r2 = yield* history.append(
+          const [acceptedA] = yield* history.forSubmission(a.submissionId)
+          const [acceptedB] = yield* history.forSubmission(b.submissionId)
+          expect([acceptedA?.sequence, acceptedB?.sequence]).toEqual([1, 2])
+          const r3 = yield* history.append(a.submissionId, { _tag: "InputApplied" }, unowned(a, 1_400), 1_400)
+          const step = { _tag: "StepCompleted", step: 0, name: "s", result: [1, "x", null] } as const
+          const r4 = yield* history.append(c.submissionId, step, unowned(c, 1_500), 1_500)
+          expect([r3.sequence, r4.sequence]).toEqual([3, 2])
+          expect([r3.threadId, r4.threadId]).toEqual(["t", "u"])
+          expect(r3.recordedAt).toBe(1_400)
+          expect(r4.entry).toEqual(step)
+          // Records appended together are consecutive.
+          const [r5, r6] = yield* history.appendAll(
             b.submissionId,
-            { ...accepted, input: [1, "x", null] },
-            unowned(b, 1_200),
-            1_200,
+            [{ _tag: "InputApplied" }, { ...step, result: 2 }],
+            unowned(b, 1_600),
+            1_600,
           )
-          const r3 = yield* history.append(
-            c.submissionId,
-            { ...accepted, input: "u" },
-            unowned(c, 1_300),
-            1_300,
-          )
-          const r4 = yield* history.append(a.submissionId, { _tag: "InputApplied" }, unowned(a, 1_400), 1_400)
-          expect([r1.sequence, r2.sequence, r3.sequence, r4.sequence]).toEqual([1, 2, 1, 3])
-          expect([r1.threadId, r3.threadId]).toEqual(["t", "u"])
-          expect(r1.recordedAt).toBe(1_100)
-          expect(r1.entry).toEqual(accepted)
-          expect(yield* history.forSubmission(a.submissionId)).toEqual([r1, r4])
-          expect(yield* history.forSubmission(c.submissionId)).toEqual([r3])
+          expect([r5?.sequence, r6?.sequence]).toEqual([4, 5])
+          expect(yield* history.forSubmission(a.submissionId)).toEqual([acceptedA, r3])
+          expect(yield* history.forSubmission(b.submissionId)).toEqual([acceptedB, r5, r6])
+          expect((yield* history.forSubmission(c.submissionId)).map((record) => record.sequence)).toEqual([
+            1, 2,
+          ])
           expect(yield* history.forSubmission(SubmissionId.make("none"))).toEqual([])
           const page = yield* history.page(ThreadId.make("t"), { limit: 10 })
-          expect(page).toEqual({ records: [r1, r2, r4] })
+          expect(page).toEqual({ records: [acceptedA, acceptedB, r3, r5, r6] })
+          const nothing = yield* Effect.flip(history.appendAll(a.submissionId, [], unowned(a, 1_700), 1_700))
+          expect(nothing._tag).toBe("ThreadStoreError")
+        }),
+      ),
+    )
+
+    it.effect("feeds every Thread's records in commit order, records appended together included", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          expect(yield* history.feedEnd).toBe(0)
+          expect(yield* history.feed({ after: 0, limit: 5 })).toEqual({ entries: [], last: 0 })
+          const a = yield* admitNew(request("t", "a"))
+          const b = yield* admitNew(request("u", "b"))
+          yield* history.appendAll(
+            a.submissionId,
+            [
+              { _tag: "InputApplied" },
+              { _tag: "StepCompleted", step: 0, name: "s", result: 1 },
+              { _tag: "AbortRequested" },
+            ],
+            unowned(a, 2_000),
+            2_000,
+          )
+          yield* history.append(b.submissionId, { _tag: "InputApplied" }, unowned(b, 2_100), 2_100)
+          expect(yield* history.feedEnd).toBe(6)
+          const all = yield* history.feed({ after: 0, limit: 100 })
+          expect(all.entries.map((entry) => entry.position)).toEqual([1, 2, 3, 4, 5, 6])
+          expect(all.entries.map((entry) => [entry.record.threadId, entry.record.entry._tag])).toEqual([
+            ["t", "SubmissionAccepted"],
+            ["u", "SubmissionAccepted"],
+            ["t", "InputApplied"],
+            ["t", "StepCompleted"],
+            ["t", "AbortRequested"],
+            ["u", "InputApplied"],
+          ])
+          expect(all.last).toBe(6)
+          // From the middle of the records one append wrote.
+          const middle = yield* history.feed({ after: 3, limit: 2 })
+          expect([middle.entries.map((entry) => entry.position), middle.last]).toEqual([[4, 5], 5])
+          expect(yield* history.feed({ after: 6, limit: 2 })).toEqual({ entries: [], last: 6 })
+          const pageFromMiddle = yield* history.page(ThreadId.make("t"), { after: 2, limit: 1 })
+          expect([pageFromMiddle.records.map((record) => record.sequence), pageFromMiddle.next]).toEqual([
+            [3],
+            3,
+          ])
         }),
       ),
     )
@@ -85,9 +129,18 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
           for (const [i, entry] of entries.entries()) {
             yield* history.append(row.submissionId, entry, unowned(row, 2_000), 2_000 + i)
           }
+          // And again, all in one append.
+          yield* history.appendAll(row.submissionId, entries, unowned(row, 3_000), 3_000)
           const stored = yield* history.forSubmission(row.submissionId)
-          expect(stored.map((record) => record.entry)).toEqual(entries)
-          expect(stored.map((record) => record.sequence)).toEqual(entries.map((_, i) => i + 1))
+          // The admission recorded its own acceptance first.
+          expect(stored.map((record) => record.entry)).toEqual([
+            expect.objectContaining({ _tag: "SubmissionAccepted" }),
+            ...entries,
+            ...entries,
+          ])
+          expect(stored.map((record) => record.sequence)).toEqual(
+            Array.from({ length: 1 + 2 * entries.length }, (_, i) => i + 1),
+          )
         }),
       ),
     )
@@ -105,14 +158,14 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
           const before = yield* rowOf(stale.submissionId)
           const refused = yield* Effect.flip(history.append(stale.submissionId, step, owner(stale), 2_150))
           expect(refused._tag).toBe("FenceRejected")
-          expect(yield* history.forSubmission(stale.submissionId)).toEqual([first])
+          expect((yield* history.forSubmission(stale.submissionId)).slice(1)).toEqual([first])
           expect(yield* rowOf(stale.submissionId)).toEqual(before)
           const next = yield* history.append(fresh.submissionId, step, owner(fresh), 2_160)
-          expect(next.sequence).toBe(2)
+          expect(next.sequence).toBe(3)
           yield* ledger.park(fresh, "suspended")
           const parked = yield* Effect.flip(history.append(fresh.submissionId, step, owner(fresh), 2_170))
           expect(parked._tag).toBe("OwnershipLost")
-          expect((yield* history.page(ThreadId.make("t"), { limit: 10 })).records.length).toBe(2)
+          expect((yield* history.page(ThreadId.make("t"), { limit: 10 })).records.length).toBe(3)
         }),
       ),
     )
@@ -146,13 +199,18 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
               ),
             )
             expect(missing._tag).toBe("SubmissionNotFound")
-            expect((yield* history.page(ThreadId.make("t"), { limit: 10 })).records).toEqual([])
-            expect((yield* history.page(ThreadId.make("u"), { limit: 10 })).records).toEqual([])
+            // Only the acceptance records of the two admissions.
+            const tags = (thread: string) =>
+              Effect.map(history.page(ThreadId.make(thread), { limit: 10 }), (page) =>
+                page.records.map((record) => record.entry._tag),
+              )
+            expect(yield* tags("t")).toEqual(["SubmissionAccepted"])
+            expect(yield* tags("u")).toEqual(["SubmissionAccepted"])
             const nan = yield* Effect.flip(
               history.append(other.submissionId, entry, unowned(other, 1), Number.NaN),
             )
             expect(nan._tag).toBe("ThreadStoreError")
-            expect((yield* history.page(ThreadId.make("u"), { limit: 10 })).records).toEqual([])
+            expect(yield* tags("u")).toEqual(["SubmissionAccepted"])
           }),
         ),
     )
@@ -161,8 +219,9 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
       harness.run(
         Effect.gen(function* () {
           const history = yield* ThreadHistory
+          // The acceptance is record 1; four steps follow.
           const row = yield* admitNew(request("t", "a"))
-          for (let i = 0; i < 5; i++) {
+          for (let i = 0; i < 4; i++) {
             yield* history.append(
               row.submissionId,
               { _tag: "StepCompleted", step: i, name: `s${i}`, result: i },
@@ -210,12 +269,13 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
             },
             { concurrency: "unbounded" },
           )
+          // The four acceptance records come first.
           expect(records.map((record) => record.sequence).sort((x, y) => x - y)).toEqual(
-            Array.from({ length: 24 }, (_, i) => i + 1),
+            Array.from({ length: 24 }, (_, i) => i + 5),
           )
           const page = yield* history.page(ThreadId.make("t"), { limit: 100 })
           expect(page.records.map((record) => record.sequence)).toEqual(
-            Array.from({ length: 24 }, (_, i) => i + 1),
+            Array.from({ length: 28 }, (_, i) => i + 1),
           )
         }),
       ),

@@ -7,17 +7,13 @@
  */
 import { SqliteClient } from "@effect/sql-sqlite-do"
 import { env, runInDurableObject } from "cloudflare:test"
-import { Context, Deferred, Effect, Layer, Ref } from "effect"
+import { Context, Effect, Layer, Ref } from "effect"
 import type { Scope } from "effect"
 import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig, type DurableRuntimeSettings } from "../../src/core/DurableRuntimeConfig.ts"
 import type { ThreadId } from "../../src/core/Identifiers.ts"
-import {
-  RuntimeFailpoint,
-  type RuntimeFailpointHandler,
-  type RuntimeFailpointLocation,
-} from "../../src/core/RuntimeFailpoint.ts"
+import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
 import {
   SubmissionLedger,
   SubmissionLedgerLimits,
@@ -25,7 +21,6 @@ import {
 } from "../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { WakeScheduler } from "../../src/core/WakeScheduler.ts"
-import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 
 /** The services of one incarnation. */
 export type Incarnation = Context.Context<DurableAgentRuntime | SubmissionLedger | ThreadHistory>
@@ -152,52 +147,3 @@ export const ledgerOf = (incarnation: Incarnation) => Context.get(incarnation, S
 
 /** The history of an incarnation. */
 export const historyOf = (incarnation: Incarnation) => Context.get(incarnation, ThreadHistory)
-
-/** Counts hits of one location and acts on the `nth` (1-based). */
-const onNth =
-  (location: RuntimeFailpointLocation, nth: number, act: Effect.Effect<void, DurableRuntimeFailpointError>) =>
-  (hits: Ref.Ref<number>): RuntimeFailpointHandler =>
-  (at) =>
-    at !== location
-      ? Effect.void
-      : Effect.flatMap(
-          Ref.updateAndGet(hits, (n) => n + 1),
-          (n) => (n === nth ? act : Effect.void),
-        )
-
-/** A failpoint that freezes the `nth` hit of `location` forever (a kill) and signals `reached`. */
-export const freezeAt = (location: RuntimeFailpointLocation, nth = 1) =>
-  Effect.gen(function* () {
-    const reached = yield* Deferred.make<void>()
-    const hits = yield* Ref.make(0)
-    const handler = onNth(
-      location,
-      nth,
-      Effect.andThen(Deferred.succeed(reached, undefined), Effect.never),
-    )(hits)
-    return { handler, reached: Deferred.await(reached) }
-  })
-
-/** A failpoint that fails the `nth` hit of `location` with a typed error. */
-export const failAt = (location: RuntimeFailpointLocation, nth = 1) =>
-  Effect.map(Ref.make(0), (hits) =>
-    onNth(
-      location,
-      nth,
-      Effect.fail(new DurableRuntimeFailpointError({ location, message: `failpoint ${location} fired` })),
-    )(hits),
-  )
-
-/** A failpoint that holds the `nth` hit of `location` until `resume`, signalling `reached`. */
-export const pauseAt = (location: RuntimeFailpointLocation, nth = 1) =>
-  Effect.gen(function* () {
-    const reached = yield* Deferred.make<void>()
-    const resume = yield* Deferred.make<void>()
-    const hits = yield* Ref.make(0)
-    const handler = onNth(
-      location,
-      nth,
-      Effect.andThen(Deferred.succeed(reached, undefined), Deferred.await(resume)),
-    )(hits)
-    return { handler, reached: Deferred.await(reached), resume: Deferred.succeed(resume, undefined) }
-  })

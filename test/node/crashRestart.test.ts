@@ -2,13 +2,268 @@
  * A crash (`ctx.abort()`) at every maintenance, runtime and storage failpoint location, then a
  * Miniflare restart over the same storage and convergence by alarm delivery alone (see
  * support/crashRunner.ts), and an overdue alarm delivered after a restart with no request.
- * Each group runs its own workerd, so the groups run side by side.
+ * Each group runs its own workerd, so the groups run side by side. The scenarios and the crash
+ * points of each group come first.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
-import { type CrashPoint, maintenancePoints, runtimePoints, storagePoints } from "./support/crashScenarios.ts"
+import type { ArmEntry, FailpointKind, OrderInput } from "./fixtures/crashProtocol.ts"
+import { type CrashPoint, point, type Scenario } from "./support/crashPoints.ts"
+
+const small: OrderInput = { orderId: "o1", amount: 40 }
+const large: OrderInput = { orderId: "o2", amount: 150 }
+const follower: OrderInput = { orderId: "o3", amount: 60 }
+
+const crashAt = (kind: FailpointKind, location: string): ArmEntry => ({ kind, location, action: "crash" })
+
+/** The scenarios, by name. */
+const scenarios = {
+  /** One Submission: quote, charge (uncertain), confirm; completes. */
+  plain: {
+    name: "plain",
+    prefix: [],
+    before: [],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+  /** One Submission above the threshold: it requests an approval and parks. */
+  approval: {
+    name: "approval",
+    prefix: [],
+    before: [],
+    final: { op: "submit", lane: "a", key: "k1", input: large },
+  },
+  approve: {
+    name: "approve",
+    prefix: [{ op: "submit", lane: "a", key: "k1", input: large }, { op: "settle" }],
+    before: [],
+    final: { op: "approve", key: "k1", approved: true, note: "sam" },
+  },
+  deny: {
+    name: "deny",
+    prefix: [{ op: "submit", lane: "a", key: "k1", input: large }, { op: "settle" }],
+    before: [],
+    final: { op: "approve", key: "k1", approved: false, note: "too much" },
+  },
+  /** Aborting the suspended head lets the follower run. */
+  abortHead: {
+    name: "abortHead",
+    prefix: [
+      { op: "submit", lane: "a", key: "k1", input: large },
+      { op: "submit", lane: "a", key: "k2", input: follower },
+      { op: "settle" },
+    ],
+    before: [],
+    final: { op: "abort", key: "k1" },
+  },
+  /** Aborting a queued follower settles it without waiting for the head. */
+  abortQueued: {
+    name: "abortQueued",
+    prefix: [
+      { op: "submit", lane: "a", key: "k1", input: large },
+      { op: "submit", lane: "a", key: "k2", input: follower },
+      { op: "settle" },
+    ],
+    before: [],
+    final: { op: "abort", key: "k2" },
+  },
+  /** A crash right after the charge started leaves an Unknown Outcome; the operator resolves it. */
+  unknown: {
+    name: "unknown",
+    prefix: [
+      { op: "arm", entries: [crashAt("runtime", "uncertain:after-start-append")] },
+      { op: "submit", lane: "a", key: "k1", input: small },
+      { op: "settle" },
+    ],
+    before: [],
+    final: { op: "resolve", key: "k1" },
+  },
+  /**
+   * Work admitted for `versioned`, then a crash at pass begin brings the Object back on code
+   * without it (`legacy`): a binding wait. The Miniflare restart brings the current code back
+   * and the work completes.
+   */
+  binding: {
+    name: "binding",
+    prefix: [],
+    before: [{ ...crashAt("maintenance", "maintenance:begin:before"), redeploy: "legacy" }],
+    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "versioned" },
+  },
+  /** The first pass fails (a typed runtime failure after the claim): failure rearming. */
+  failedPass: {
+    name: "failedPass",
+    prefix: [],
+    before: [{ kind: "runtime", location: "claim:after-claim", action: "fail" }],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+  /** The submit dies after admission; the alarm then opens a new incarnation (its constructor gate). */
+  reopen: {
+    name: "reopen",
+    prefix: [],
+    before: [crashAt("maintenance", "maintenance:mutation:finished")],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+  /**
+   * A charge with a reconcile, cut right after its start: recovery has the next Attempt ask the
+   * supplier, which never saw it, so the charge runs once after all, with no operator.
+   */
+  reconcile: {
+    name: "reconcile",
+    prefix: [],
+    before: [crashAt("runtime", "uncertain:after-start-append")],
+    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
+  },
+  /**
+   * The same charge cut after the supplier performed it: the reconcile finds it and its
+   * result stands, so the charge is not run again.
+   */
+  reconcileHappened: {
+    name: "reconcileHappened",
+    prefix: [],
+    before: [crashAt("effect", "effect:charge:after-external")],
+    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
+  },
+  /** A parked approval and a damaged record; the operator repairs it, then approves. */
+  repair: {
+    name: "repair",
+    prefix: [
+      { op: "submit", lane: "a", key: "k1", input: large },
+      { op: "submit", lane: "a", key: "k2", input: follower },
+      { op: "settle" },
+      { op: "damage" },
+    ],
+    before: [],
+    final: { op: "repair" },
+  },
+  /** A crash holding the lease: recovery releases it once expired. */
+  expiredLease: {
+    name: "expiredLease",
+    prefix: [],
+    before: [crashAt("runtime", "step:after-step-append")],
+    final: { op: "submit", lane: "a", key: "k1", input: small },
+  },
+} as const satisfies Record<string, Scenario>
+
+const m = (
+  location: string,
+  scenario: Scenario = scenarios.plain,
+  options?: Omit<CrashPoint, "kind" | "location" | "scenario">,
+) => point("maintenance", `maintenance:${location}`, scenario, options)
+
+/** Every maintenance location, each with a scenario that reaches it, and a few more placements. */
+const maintenancePoints: ReadonlyArray<CrashPoint> = [
+  m("dirty:before"),
+  m("dirty:after"),
+  m("mutation:armed"),
+  m("mutation:finished"),
+  m("ensure:before", scenarios.reopen),
+  m("ensure:after", scenarios.reopen),
+  m("begin:before"),
+  m("begin:after"),
+  m("select:before"),
+  m("select:after"),
+  m("binding-retry:before", scenarios.binding),
+  m("binding-retry:after", scenarios.binding),
+  m("retry:before", scenarios.failedPass),
+  m("retry:after", scenarios.failedPass),
+  m("finish:before"),
+  m("finish:after"),
+  m("finish:after", scenarios.approval),
+  m("mutation:finished", scenarios.approve),
+  m("dirty:after", scenarios.abortHead),
+  m("begin:after", scenarios.expiredLease),
+  m("repair:before", scenarios.repair),
+  m("repair:after", scenarios.repair),
+]
+
+const r = (
+  location: string,
+  scenario: Scenario = scenarios.plain,
+  options?: Omit<CrashPoint, "kind" | "location" | "scenario">,
+) => point("runtime", location, scenario, options)
+
+/** Every runtime location, and placements that cut the uncertain charge or a resolution. */
+const runtimePoints: ReadonlyArray<CrashPoint> = [
+  r("ledger:admit:before"),
+  r("ledger:admit:after"),
+  r("submit:after-admit"),
+  r("ledger:claim:before"),
+  r("ledger:claim:after"),
+  r("claim:after-claim"),
+  r("input:after-canonical-append"),
+  r("ledger:renew:before"),
+  r("ledger:renew:after"),
+  r("ledger:release:before", scenarios.binding),
+  r("ledger:release:after", scenarios.binding),
+  r("ledger:park:before", scenarios.approval),
+  r("ledger:park:after", scenarios.approval),
+  r("approval:after-request-append", scenarios.approval),
+  r("ledger:transition:before", scenarios.approve),
+  r("ledger:transition:after", scenarios.approve),
+  r("resolve:after-intent", scenarios.approve),
+  r("ledger:request-abort:before", scenarios.abortHead),
+  r("ledger:request-abort:after", scenarios.abortHead),
+  r("abort:after-intent", scenarios.abortHead),
+  r("ledger:settle:before"),
+  r("ledger:settle:after"),
+  r("history:append:before"),
+  r("history:append:after"),
+  r("step:after-step-append"),
+  r("uncertain:after-start-append", scenarios.plain, { unknown: true }),
+  r("reconcile:after-start-append", scenarios.reconcile),
+  r("reconcile:after-answer-append", scenarios.reconcile),
+  r("reconcile:after-start-append", scenarios.reconcileHappened),
+  r("reconcile:after-answer-append", scenarios.reconcileHappened),
+  // The charge ran, its result is not journaled: cut mid-effect.
+  r("history:append:before", scenarios.plain, { skip: 2, unknown: true }),
+  r("history:append:after", scenarios.plain, { skip: 1, unknown: true }),
+  r("ledger:transition:before", scenarios.unknown),
+  r("resolve:after-intent", scenarios.unknown),
+  r("history:append:after", scenarios.unknown),
+  r("ledger:settle:before", scenarios.deny),
+  r("ledger:settle:after", scenarios.deny),
+  r("resolve:after-intent", scenarios.deny),
+  r("ledger:request-abort:after", scenarios.abortQueued),
+  r("abort:after-intent", scenarios.abortQueued),
+  r("ledger:settle:before", scenarios.abortQueued),
+  r("ledger:settle:after", scenarios.abortQueued),
+  point("effect", "effect:quote:after-external", scenarios.plain),
+  point("effect", "effect:charge:after-external", scenarios.plain, { unknown: true }),
+  point("effect", "effect:confirm:after-external", scenarios.plain),
+]
+
+const s = (
+  location: string,
+  options?: Omit<CrashPoint, "kind" | "location" | "scenario">,
+  scenario: Scenario = scenarios.plain,
+) => point("storage", `storage:${location}`, scenario, options)
+
+/** Every storage location (the first write of a submit), and writes later in the journey. */
+const storagePoints: ReadonlyArray<CrashPoint> = [
+  s("transaction:before"),
+  s("kv:before"),
+  s("kv:after"),
+  s("alarm:before"),
+  s("alarm:after"),
+  s("transaction:after"),
+  s("sql:before"),
+  s("sql:after"),
+  s("sql:before", { match: "insert effect_agent_submissions" }),
+  s("sql:after", { match: "insert effect_agent_submissions" }),
+  s("sql:after", { match: "update effect_agent_submissions" }),
+  // After the row that applies the input with the quote's result (the first is the acceptance).
+  s("sql:after", { match: "insert effect_agent_history", skip: 1 }),
+  // Before the charge's result is inserted: the charge ran, so this is an Unknown Outcome.
+  s("sql:before", { match: "insert effect_agent_history", skip: 3, unknown: true }),
+  s("kv:after", { skip: 1 }),
+  s("kv:after", { skip: 2 }),
+  s("alarm:after", { match: "delete" }),
+  s("transaction:after", { skip: 2 }),
+  // After the claim that resumes the approved Submission (its first update is the approval's).
+  s("sql:after", { match: "update effect_agent_submissions", skip: 1 }, scenarios.approve),
+  s("alarm:before", { skip: 1 }, scenarios.deny),
+]
 
 const group = (kind: "maintenance" | "runtime" | "storage", points: ReadonlyArray<CrashPoint>) =>
   it.live(

@@ -77,6 +77,30 @@ describe("ThreadObject entry points", () => {
       }),
   )
 
+  it.live("refuses a full lane before the mutation gate: no generation, no alarm, no row", () =>
+    Effect.gen(function* () {
+      const thread = threadName("full-lane")
+      const client = clientOf(thread)
+      const submit = (key: string) =>
+        client.submit({ agentId: "review", idempotencyKey: key, input: { draft: key } })
+      // The test Object's lanes hold 3: a head parked on its approval and two dormant followers.
+      for (const key of ["a", "b", "c"]) yield* submit(key)
+      yield* deliverUntil(
+        thread,
+        Effect.map(storedMaintenance(thread), (stored) => stored.alarm === null),
+      )
+      const before = { rows: yield* ledgerRows(thread), maintenance: yield* storedMaintenance(thread) }
+      expect(failureOf(yield* Effect.exit(submit("d")))).toMatchObject({
+        _tag: "AdmissionRefused",
+        reason: "queue-depth",
+      })
+      expect(yield* ledgerRows(thread)).toEqual(before.rows)
+      expect(yield* storedMaintenance(thread)).toEqual(before.maintenance)
+      // A replayed key is not new work: a full lane still answers it.
+      expect(yield* submit("b")).toMatchObject({ replayed: true })
+    }),
+  )
+
   it.live("decodes every raw RPC request at the boundary and names what is wrong, writing nothing", () =>
     Effect.gen(function* () {
       const thread = threadName("raw-rpc")

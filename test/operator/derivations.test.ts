@@ -218,8 +218,7 @@ describe("obligations", () => {
     hostDeadline: Option.none<number>(),
     publicationDeadline: Option.none<number>(),
     now,
-    floor: 50,
-    wakeScanInterval: 1_000,
+    timing: { minimumAlarmDelayMillis: 50, wakeScanIntervalMillis: 1_000 },
     passRunning: false,
   })
 

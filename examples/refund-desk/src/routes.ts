@@ -20,7 +20,16 @@ const statusOf = (error: ThreadClient.ThreadClientError): number => {
     case "InvalidRequest":
       return 400
     case "AdmissionRefused":
-      return error.reason === "queue-depth" ? 429 : error.reason === "input-bytes" ? 413 : 400
+      switch (error.reason) {
+        case "queue-depth":
+          return 429
+        case "input-bytes":
+          return 413
+        case "database-bytes":
+          return 507
+        default:
+          return 400
+      }
     case "SubmissionNotFound":
       return 404
     case "NotPending":

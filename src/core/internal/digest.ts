@@ -3,14 +3,14 @@
  * rendered as 32 hex characters. Not cryptographic; it names contracts and payloads.
  * @internal
  */
-const prime = 0x100000001b3n
-const mask = 0xffffffffffffffffn
+const FNV_PRIME = 0x100000001b3n
+const MASK_64 = 0xffffffffffffffffn
 
 const fnv1a = (text: string, seed: bigint): bigint => {
   let hash = seed
   for (let index = 0; index < text.length; index++) {
     hash ^= BigInt(text.charCodeAt(index))
-    hash = (hash * prime) & mask
+    hash = (hash * FNV_PRIME) & MASK_64
   }
   return hash
 }

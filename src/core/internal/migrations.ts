@@ -17,7 +17,7 @@ export interface Migration {
 }
 
 /** @internal */
-export const migrationsTable = "effect_agent_migrations"
+export const MIGRATIONS_TABLE = "effect_agent_migrations"
 
 /** Applies the migrations not yet recorded, in order; returns the names applied now. @internal */
 export const runMigrations = (
@@ -26,19 +26,19 @@ export const runMigrations = (
   Effect.gen(function* () {
     const sql = yield* SqlClient
     yield* sql.unsafe(
-      `CREATE TABLE IF NOT EXISTS ${migrationsTable} (name TEXT PRIMARY KEY NOT NULL, applied_at REAL NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (name TEXT PRIMARY KEY NOT NULL, applied_at REAL NOT NULL)`,
     )
     const applied: Array<string> = []
     for (const migration of migrations) {
       const now = yield* Clock.currentTimeMillis
       const ran = yield* sql.withTransaction(
         Effect.gen(function* () {
-          const done = yield* sql.unsafe(`SELECT name FROM ${migrationsTable} WHERE name = ?`, [
+          const done = yield* sql.unsafe(`SELECT name FROM ${MIGRATIONS_TABLE} WHERE name = ?`, [
             migration.name,
           ])
           if (done.length > 0) return false
           for (const statement of migration.statements) yield* sql.unsafe(statement)
-          yield* sql.unsafe(`INSERT INTO ${migrationsTable} (name, applied_at) VALUES (?, ?)`, [
+          yield* sql.unsafe(`INSERT INTO ${MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)`, [
             migration.name,
             now,
           ])

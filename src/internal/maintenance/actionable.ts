@@ -18,7 +18,8 @@ import type { Auxiliary } from "./auxiliary.ts"
 import { backoffDelay } from "./backoff.ts"
 import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts"
 import type { MaintenanceEnv } from "./env.ts"
-import { type AlarmDisposition, finishActionable } from "./finish.ts"
+import type { AlarmDisposition } from "./alarmPolicy.ts"
+import { finishActionable } from "./finish.ts"
 import {
   isEligibleHead,
   pendingBindingWait,
@@ -26,7 +27,7 @@ import {
   selectMaintenanceLane,
   visitLanes,
 } from "./select.ts"
-import type { BindingRetry, MaintenanceObservation } from "./state.ts"
+import type { BindingRetry } from "./state.ts"
 
 /** @internal */
 export interface ActionableServices {
@@ -58,7 +59,7 @@ const laneOrder = (a: SubmissionSnapshot, b: SubmissionSnapshot) =>
 interface Residual {
   readonly autonomous: boolean
   /** How long every eligible lane still waits for a binding (0 when one can run now). */
-  readonly bindingDelay: number
+  readonly bindingDelayMillis: number
   /** Submissions seen nonterminal. */
   readonly live: Set<SubmissionId>
 }
@@ -72,7 +73,7 @@ interface Residual {
  * order; plain queued input behind its head is left out, since it is not a stable wait and is
  * dormant exactly when its head is one, so it never decides the answer.
  *
- * `bindingDelay` is 0 as soon as one eligible lane can run now. The lane served without a
+ * `bindingDelayMillis` is 0 as soon as one eligible lane can run now. The lane served without a
  * binding failure is such a lane (its wait, if any, was just removed); otherwise the visit goes
  * on past heads in binding waits to the first runnable one, and without one the delay is the
  * earliest wait.
@@ -108,8 +109,8 @@ const classifyResidual = (
     )
     const live = new Set(heads.map((head) => head.submissionId))
     if (stopped || eligible) {
-      const bindingDelay = stopped || options.servedRunnable ? 0 : Math.max(0, earliestWait - now)
-      return { autonomous: true, bindingDelay, live } satisfies Residual
+      const bindingDelayMillis = stopped || options.servedRunnable ? 0 : Math.max(0, earliestWait - now)
+      return { autonomous: true, bindingDelayMillis, live } satisfies Residual
     }
     // Every head was visited and none is eligible.
     const rows = new Map<SubmissionId, SubmissionSnapshot>()
@@ -122,7 +123,7 @@ const classifyResidual = (
     }
     for (const submissionId of rows.keys()) live.add(submissionId)
     const autonomous = hasAutonomousWork([...rows.values()].sort(laneOrder), reports)
-    return { autonomous, bindingDelay: 0, live } satisfies Residual
+    return { autonomous, bindingDelayMillis: 0, live } satisfies Residual
   })
 
 const rearmDelay = (env: MaintenanceEnv, progressed: boolean, stalls: number) =>
@@ -131,69 +132,108 @@ const rearmDelay = (env: MaintenanceEnv, progressed: boolean, stalls: number) =>
     : Effect.map(Random.next, (jitter) => backoffDelay(env.config, stalls, jitter))
   ).pipe(Effect.withSpan("ThreadMaintenance.rearmDelay"))
 
-/** @internal */
-export const runActionable = (
+/** @internal One lane head this event served, and how its Attempt ended. */
+export interface ServedHead {
+  readonly head: SubmissionSnapshot
+  readonly settled: boolean
+  /** No compatible binding: the head now waits (its wait is committed). */
+  readonly bindingFailure: boolean
+}
+
+/** @internal What the native phase of an event did, for the rest of the event. */
+export interface NativeOutcome {
+  readonly reports: ReportIndex
+  /** Recovery reports produced before any Attempt. */
+  readonly recovered: number
+  /** The heads served, in order (one per event). */
+  readonly served: ReadonlyArray<ServedHead>
+  /** Stored binding waits of the lanes the selection visited, after the binding commit. */
+  readonly waits: ReadonlyArray<BindingRetry>
+  /** Every binding wait stored when the lane was selected. */
+  readonly storedWaits: ReadonlyArray<BindingRetry>
+}
+
+/** @internal Progress: a served head settled, or recovery repaired something. */
+export const hasProgressed = (native: NativeOutcome): boolean =>
+  native.served.some((served) => served.settled) ||
+  [...native.reports.values()].some((report) => report.disposition === "repaired")
+
+/**
+ * @internal The native phase: recovery strictly before the one head Attempt of this event, the
+ * durable lane cursor, and the binding-wait bookkeeping (committed before auxiliary work is
+ * joined, so an auxiliary failure cannot lose it).
+ */
+export const runNative = (
   env: MaintenanceEnv,
   services: ActionableServices,
-  options: {
-    readonly started: ActionableStart
-    readonly observed: MaintenanceObservation
-    readonly auxiliary: Auxiliary
-    readonly yieldAfter: DateTime.Utc
-  },
+  started: ActionableStart,
+  yieldAfter: DateTime.Utc,
 ) =>
   Effect.gen(function* () {
     const { runtime, ledger } = services
-    const { started, observed } = options
-    observed.nativeOnly = true
-
-    // One decision per nonterminal Submission: recovery reports the candidates, the rest are
-    // plain queued input (ApplyInput), classified by state.
-    const atStart = yield* ledger.countAllNonterminal
     const recovered = yield* runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates"))
     const reports = indexReports(recovered)
     const selection = yield* selectMaintenanceLane(env, ledger, reports, started)
     const { selected } = selection
-
+    if (selected === undefined) {
+      return {
+        reports,
+        recovered: recovered.length,
+        served: [],
+        waits: selection.waits,
+        storedWaits: selection.stored,
+      } satisfies NativeOutcome
+    }
     // One FIFO head per event; followers of a lane belong to later events.
-    let bindingFailure: DurableBindingFailure | undefined
-    const settlement =
-      selected === undefined
-        ? Option.none()
-        : yield* runtime.processThreadHead(selected.threadId, { yieldAfter: options.yieldAfter }).pipe(
-            Effect.catchTag(["BindingUnavailable", "BindingDigestMismatch"], (failure) =>
-              Effect.sync(() => {
-                bindingFailure = failure
-                return Option.none()
-              }),
-            ),
-          )
-    const waits =
-      selected === undefined
-        ? selection.waits
-        : yield* recordBindingOutcome(env, selected, selection.waits, bindingFailure)
+    const attempt = yield* runtime.processThreadHead(selected.threadId, { yieldAfter }).pipe(
+      Effect.map((settlement) => ({ settled: Option.isSome(settlement), failure: undefined })),
+      Effect.catchTag(["BindingUnavailable", "BindingDigestMismatch"], (failure: DurableBindingFailure) =>
+        Effect.succeed({ settled: false, failure }),
+      ),
+    )
+    const waits = yield* recordBindingOutcome(env, selected, selection.waits, attempt.failure)
+    return {
+      reports,
+      recovered: recovered.length,
+      served: [{ head: selected, settled: attempt.settled, bindingFailure: attempt.failure !== undefined }],
+      waits,
+      storedWaits: selection.stored,
+    } satisfies NativeOutcome
+  })
 
-    observed.nativeOnly = false
-    yield* options.auxiliary.finish
+/**
+ * @internal The rest of an actionable event: retire auxiliary work, classify what remains,
+ * and commit the finish.
+ */
+export const finishNative = (
+  env: MaintenanceEnv,
+  services: ActionableServices,
+  started: ActionableStart,
+  native: NativeOutcome,
+  auxiliary: Auxiliary,
+) =>
+  Effect.gen(function* () {
+    const { ledger } = services
+    yield* auxiliary.finish
 
     const now = yield* Clock.currentTimeMillis
-    const residual = yield* classifyResidual(ledger, reports, {
-      served: selected,
-      servedRunnable: selected !== undefined && bindingFailure === undefined,
-      waits,
+    const last = native.served.at(-1)
+    const residual = yield* classifyResidual(ledger, native.reports, {
+      served: last?.head,
+      servedRunnable: last !== undefined && !last.bindingFailure,
+      waits: native.waits,
       now,
     })
     const { autonomous, live } = residual
     const nonterminal = yield* ledger.countAllNonterminal
     // Binding waits stay while their Submission is nonterminal (the finish drops the others).
-    for (const wait of [...selection.stored, ...waits]) {
+    for (const wait of [...native.storedWaits, ...native.waits]) {
       if (live.has(wait.submissionId)) continue
       const row = yield* ledger.lookup(wait.submissionId)
       if (Option.isSome(row) && row.value.state !== "settled") live.add(wait.submissionId)
     }
-    const progressed =
-      Option.isSome(settlement) || recovered.some((report) => report.disposition === "repaired")
-    const ordinaryDelay = autonomous ? yield* rearmDelay(env, progressed, started.stalls) : 0
+    const progressed = hasProgressed(native)
+    const ordinaryDelayMillis = autonomous ? yield* rearmDelay(env, progressed, started.stalls) : 0
 
     const alarm = yield* finishActionable(env, {
       generation: started.generation,
@@ -202,13 +242,13 @@ export const runActionable = (
       autonomous,
       progressed,
       now,
-      delay: Math.max(ordinaryDelay, residual.bindingDelay),
+      delayMillis: Math.max(ordinaryDelayMillis, residual.bindingDelayMillis),
       nonterminal,
       live,
     })
     return {
-      recovered: atStart,
-      settled: Option.isSome(settlement) ? 1 : 0,
+      recovered: native.recovered,
+      settled: native.served.filter((served) => served.settled).length,
       nonterminal,
       alarm,
     } satisfies ActionableResult

@@ -7,7 +7,8 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import { ensureAlarmBy } from "./state.ts"
+import type { AlarmWrite } from "./alarmPolicy.ts"
+import { writeAlarm } from "./alarmWrite.ts"
 import { makeStorageOperation } from "./storage.ts"
 
 /** The alarm slot of this Object. */
@@ -16,7 +17,11 @@ export class DurableAlarmService extends Context.Service<
   {
     /** The scheduled alarm, epoch milliseconds. */
     readonly scheduled: Effect.Effect<Option.Option<number>, DurableAlarmError>
-    /** Replaces the slot. */
+    /**
+     * Replaces the slot, for host code outside maintenance (which never uses it): a later alarm
+     * postpones owed maintenance until then, and an earlier one written during a pass cancels
+     * that pass's handler.
+     */
     readonly scheduleAt: (at: number) => Effect.Effect<void, DurableAlarmError>
     /** Keeps the earlier of the existing alarm and `at`, in one storage transaction. */
     readonly ensureScheduledBy: (at: number) => Effect.Effect<void, DurableAlarmError>
@@ -29,7 +34,11 @@ export class DurableAlarmService extends Context.Service<
      * clears a delivered alarm) until the pass writes the alarm its finish decides.
      */
     readonly passRunning: Effect.Effect<boolean>
-    /** Deletes the slot. Correctness-sensitive clears happen only in maintenance transactions. */
+    /**
+     * Deletes the slot, for host code outside maintenance (which clears only inside its own
+     * generation transactions): owed maintenance then waits for the next gated mutation, wake
+     * hint or incarnation.
+     */
     readonly cancel: Effect.Effect<void, DurableAlarmError>
   }
 >()("@effect-agent/platform-cloudflare/DurableAlarmService") {
@@ -42,8 +51,10 @@ export class DurableAlarmService extends Context.Service<
         // A cache of this incarnation only: a fresh one starts with no pass running.
         let runningPasses = 0
 
+        const write = (operation: string, alarm: AlarmWrite) =>
+          run(operation, () => ctx.storage.transaction((txn) => writeAlarm(txn, alarm)))
         const ensureScheduledBy = Effect.fn("DurableAlarmService.ensureScheduledBy")(function* (at: number) {
-          yield* run("ensure alarm", () => ctx.storage.transaction((txn) => ensureAlarmBy(txn, at)))
+          yield* write("ensure alarm", { _tag: "EnsureBy", at })
         })
 
         return {
@@ -52,7 +63,7 @@ export class DurableAlarmService extends Context.Service<
             Effect.withSpan("DurableAlarmService.scheduled"),
           ),
           scheduleAt: Effect.fn("DurableAlarmService.scheduleAt")(function* (at: number) {
-            yield* run("set alarm", () => ctx.storage.setAlarm(at))
+            yield* write("set alarm", { _tag: "Set", at })
           }),
           ensureScheduledBy,
           scheduleNow: Effect.suspend(() =>
@@ -70,7 +81,7 @@ export class DurableAlarmService extends Context.Service<
                 }),
             ),
           passRunning: Effect.sync(() => runningPasses > 0),
-          cancel: run("delete alarm", () => ctx.storage.deleteAlarm()).pipe(
+          cancel: write("delete alarm", { _tag: "Clear" }).pipe(
             Effect.withSpan("DurableAlarmService.cancel"),
           ),
         }

@@ -9,12 +9,12 @@ import { BindingRetry, MaintenanceRetry } from "./state.ts"
 export const STALL_CAP = 30
 /** @internal */
 export const BINDING_ATTEMPT_CAP = 30
-/** @internal First binding wait; it doubles per attempt up to `BINDING_MAX_DELAY`. */
-export const BINDING_BASE_DELAY = 5_000
+/** @internal First binding wait; it doubles per attempt up to `BINDING_MAX_DELAY_MILLIS`. */
+export const BINDING_BASE_DELAY_MILLIS = 5_000
 /** @internal */
-export const BINDING_MAX_DELAY = 60_000
+export const BINDING_MAX_DELAY_MILLIS = 60_000
 /** @internal A binding failure is logged at error level at most once per window. */
-export const BINDING_REPORT_WINDOW = 15 * 60_000
+export const BINDING_REPORT_WINDOW_MILLIS = 15 * 60_000
 /** @internal The head Attempt is asked to yield after this long. */
 export const YIELD_AFTER_MILLIS = 10 * 60_000
 /** @internal The whole event (and the auxiliary admission horizon) ends after this long. */
@@ -40,7 +40,7 @@ export const backoffDelay = (config: BackoffConfig, stalls: number, jitter: numb
 
 /** @internal Binding wait after `attempts` consecutive binding failures (1-based). */
 export const bindingRetryDelay = (attempts: number): number =>
-  Math.min(BINDING_MAX_DELAY, BINDING_BASE_DELAY * 2 ** (Math.max(1, attempts) - 1))
+  Math.min(BINDING_MAX_DELAY_MILLIS, BINDING_BASE_DELAY_MILLIS * 2 ** (Math.max(1, attempts) - 1))
 
 /** @internal The binding wait after one more failure, and whether it is reported at error level. */
 export const nextBindingRetry = (
@@ -49,7 +49,7 @@ export const nextBindingRetry = (
   now: number,
 ): { readonly retry: BindingRetry; readonly report: boolean } => {
   const attempts = Math.min(BINDING_ATTEMPT_CAP, (previous?.attempts ?? 0) + 1)
-  const report = previous === undefined || now - previous.reportedAt >= BINDING_REPORT_WINDOW
+  const report = previous === undefined || now - previous.reportedAt >= BINDING_REPORT_WINDOW_MILLIS
   return {
     retry: BindingRetry.make({
       threadId: head.threadId,
@@ -88,6 +88,3 @@ export const nextFailureRetry = (
     stalls: Math.min(STALL_CAP, stalls + 1),
   })
 }
-
-/** @internal Clamps an alarm target to at least `now + floor`. */
-export const clampAlarm = (now: number, floor: number, at: number): number => Math.max(now + floor, at)

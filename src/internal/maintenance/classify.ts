@@ -26,7 +26,10 @@ export const isStableExternalWait = (row: Row, reports: ReportIndex): boolean =>
     case "suspended":
       return true
     case "unknown":
-      return decision === "AwaitUnknownResolution" || decision === "MarkUnknown"
+      // Recovery reports an unknown row only when something may have resolved it or it owes a
+      // record; one it did not report waits for its resolution, which resumes it in its own
+      // transaction.
+      return decision === undefined || decision === "AwaitUnknownResolution" || decision === "MarkUnknown"
     case "admitted":
     case "ready":
     case "running":

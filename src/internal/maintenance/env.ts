@@ -1,6 +1,7 @@
 /** What every step of the maintenance pass shares, built once per `ThreadMaintenance` layer. */
 import type { Effect, Option } from "effect"
 import type { CloudflareDurableRuntimeConfigValue } from "../../CloudflareConfig.ts"
+import type { AlarmTiming } from "./alarmPolicy.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
 import type { ThreadMutationGate } from "./gate.ts"
@@ -8,10 +9,9 @@ import type { StorageOperation } from "./storage.ts"
 
 /** @internal */
 export interface MaintenanceEnv {
-  readonly ctx: DurableObjectState
   readonly config: CloudflareDurableRuntimeConfigValue
-  /** `minimumAlarmDelay`: the floor of every alarm the pass writes, relative to now. */
-  readonly floor: number
+  /** What the alarm policy reads of the configuration. */
+  readonly timing: AlarmTiming
   readonly hit: ThreadMaintenanceFailpointHandler
   readonly gate: ThreadMutationGate["Service"]
   /** Earliest of the publication, message, projection and host deadlines. */

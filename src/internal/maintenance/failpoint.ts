@@ -2,7 +2,7 @@
 import { Context, Effect, Layer } from "effect"
 
 /** Every maintenance failpoint location. */
-export const threadMaintenanceFailpointLocations = [
+export const THREAD_MAINTENANCE_FAILPOINT_LOCATIONS = [
   "maintenance:dirty:before",
   "maintenance:dirty:after",
   "maintenance:mutation:armed",
@@ -24,7 +24,7 @@ export const threadMaintenanceFailpointLocations = [
 ] as const
 
 /** A point in the maintenance algorithm where tests may pause, fail or evict. */
-export type ThreadMaintenanceFailpointLocation = (typeof threadMaintenanceFailpointLocations)[number]
+export type ThreadMaintenanceFailpointLocation = (typeof THREAD_MAINTENANCE_FAILPOINT_LOCATIONS)[number]
 
 /** What a test does when a location is hit. */
 export type ThreadMaintenanceFailpointHandler = (

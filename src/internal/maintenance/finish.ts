@@ -1,59 +1,53 @@
 /**
  * The finish commits of a pass, each under the mutation gate so that a producer cannot begin
- * between the snapshot of active mutations and what the pass certifies. These commits replace
- * the alarm slot deliberately, but never earlier than the begin prearm, so workerd does not
- * cancel the running handler.
+ * between the snapshot of active mutations and what the pass certifies. The alarm each one
+ * leaves is `decideAlarm`'s answer; the record each one writes is decided here.
  */
 import { Clock, Effect, Option, Struct } from "effect"
 import type { SubmissionId } from "../../core/Identifiers.ts"
-import { clampAlarm } from "./backoff.ts"
+import { type AlarmDisposition, decideAlarm, dispositionOf } from "./alarmPolicy.ts"
+import { writeAlarm } from "./alarmWrite.ts"
+import { STALL_CAP } from "./backoff.ts"
 import type { MaintenanceEnv } from "./env.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import {
-  applicableRetry,
-  ensureAlarmBy,
   MaintenanceRetry,
   readMaintenanceState,
-  sameApartFromCount,
+  sameRecord,
   ThreadMaintenanceState,
   writeMaintenanceState,
 } from "./state.ts"
-import { STALL_CAP } from "./backoff.ts"
-
-/** @internal */
-export type AlarmDisposition = "rearmed" | "cleared"
 
 /**
- * @internal The caught-up finish: no native work ran. The record is written only to drop a
- * failure retry of an already processed generation, so a successful event ends that backoff.
+ * @internal The record after a caught-up finish: the failure retry of an already processed
+ * generation is dropped once it is due, so a successful event ends that backoff and a later
+ * failure starts a new one after it, never earlier. A success before the retry is due leaves
+ * it standing. `undefined` when nothing changes.
  */
+export const caughtUpRecord = (
+  state: ThreadMaintenanceState,
+  now: number,
+): ThreadMaintenanceState | undefined =>
+  state.retry !== undefined && state.processed >= state.retry.generation && state.retry.notBefore <= now
+    ? ThreadMaintenanceState.make(Struct.omit(state, ["retry"]))
+    : undefined
+
+/** @internal The caught-up finish: no native work ran. */
 export const finishCaughtUp = (env: MaintenanceEnv): Effect.Effect<AlarmDisposition, DurableAlarmError> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:finish:before")
     const disposition = yield* env.gate.withSnapshot((active) =>
       Effect.gen(function* () {
         // Read under the gate: a concurrent producer cannot be cleared with a stale deadline.
-        const latest = yield* env.pendingDeadline
+        const deadline = Option.getOrUndefined(yield* env.pendingDeadline)
         const now = yield* Clock.currentTimeMillis
-        return yield* env.transact("finish publication pass", async (txn): Promise<AlarmDisposition> => {
+        return yield* env.transact("finish publication pass", async (txn) => {
           const { state } = await readMaintenanceState(txn)
-          if (state.retry !== undefined && state.processed >= state.retry.generation) {
-            await writeMaintenanceState(txn, ThreadMaintenanceState.make(Struct.omit(state, ["retry"])))
-          }
-          const retry = applicableRetry(state)
-          const native =
-            active > 0 || state.dirty > state.processed
-              ? retry !== undefined && active === 0
-                ? Math.max(now + env.floor, retry.notBefore)
-                : now + env.config.wakeScanInterval
-              : Infinity
-          const next = Option.isSome(latest) ? Math.min(native, latest.value) : native
-          if (Number.isFinite(next)) {
-            await txn.setAlarm(clampAlarm(now, env.floor, next))
-            return "rearmed"
-          }
-          await txn.deleteAlarm()
-          return "cleared"
+          const next = caughtUpRecord(state, now)
+          if (next !== undefined) await writeMaintenanceState(txn, next)
+          const alarm = decideAlarm(env.timing, { commit: "caught-up", now, record: state, active, deadline })
+          await writeAlarm(txn, alarm)
+          return dispositionOf(alarm)
         })
       }),
     )
@@ -63,6 +57,7 @@ export const finishCaughtUp = (env: MaintenanceEnv): Effect.Effect<AlarmDisposit
 
 /** @internal What the actionable path observed, for its finish commit. */
 export interface ActionableOutcome {
+  /** The generation read when the pass began. */
   readonly generation: bigint
   readonly stalls: number
   readonly activeAtStart: number
@@ -70,7 +65,7 @@ export interface ActionableOutcome {
   readonly progressed: boolean
   /** Read once before the finish; the commit reuses it. */
   readonly now: number
-  readonly delay: number
+  readonly delayMillis: number
   /** Nonterminal Submissions after the Attempt. */
   readonly nonterminal: number
   /** Submissions known to be nonterminal, covering every stored binding wait's. */
@@ -78,72 +73,66 @@ export interface ActionableOutcome {
 }
 
 /**
- * @internal The actionable finish: acknowledge only the generation observed at pass start, and
- * only when no mutation was active at start or now and no autonomous work remains.
+ * @internal The record after an actionable finish: it acknowledges only the generation read
+ * at pass start, and only when no mutation was active at start or now and no autonomous work
+ * remains; it drops the retry and the binding waits of settled Submissions, and backs off a
+ * pass that left autonomous work without progress.
  */
+export const actionableRecord = (
+  state: ThreadMaintenanceState,
+  outcome: ActionableOutcome,
+  busy: boolean,
+): ThreadMaintenanceState => {
+  const processed =
+    outcome.autonomous || busy || state.processed > outcome.generation ? state.processed : outcome.generation
+  const bindingRetries = (state.bindingRetries ?? []).filter((wait) => outcome.live.has(wait.submissionId))
+  return ThreadMaintenanceState.make({
+    ...Struct.omit(state, ["retry", "bindingRetries"]),
+    processed,
+    nonterminal: outcome.nonterminal,
+    ...(bindingRetries.length > 0 ? { bindingRetries } : {}),
+    ...(outcome.autonomous && !outcome.progressed
+      ? {
+          retry: MaintenanceRetry.make({
+            generation: outcome.generation,
+            notBefore: outcome.now + outcome.delayMillis,
+            nativeOnly: true,
+            stalls: Math.min(STALL_CAP, outcome.stalls + 1),
+          }),
+        }
+      : {}),
+  })
+}
+
+/** @internal The actionable finish. */
 export const finishActionable = (
   env: MaintenanceEnv,
   outcome: ActionableOutcome,
 ): Effect.Effect<AlarmDisposition, DurableAlarmError> =>
   Effect.gen(function* () {
-    const { now, autonomous } = outcome
+    const { now } = outcome
     yield* env.hit("maintenance:finish:before")
     const disposition = yield* env.gate.withSnapshot((active) =>
       Effect.gen(function* () {
-        const deadline = yield* env.pendingDeadline
-        const withDeadline = (native: number) =>
-          Option.isSome(deadline) ? clampAlarm(now, env.floor, Math.min(native, deadline.value)) : native
-        return yield* env.transact("finish maintenance pass", async (txn): Promise<AlarmDisposition> => {
+        const deadline = Option.getOrUndefined(yield* env.pendingDeadline)
+        return yield* env.transact("finish maintenance pass", async (txn) => {
           const { state } = await readMaintenanceState(txn)
           const busy = outcome.activeAtStart > 0 || active > 0
-          const processed =
-            autonomous || busy
-              ? state.processed
-              : state.processed > outcome.generation
-                ? state.processed
-                : outcome.generation
-          const bindingRetries = (state.bindingRetries ?? []).filter((wait) =>
-            outcome.live.has(wait.submissionId),
-          )
-          const next = ThreadMaintenanceState.make({
-            ...Struct.omit(state, ["retry", "bindingRetries"]),
-            processed,
-            nonterminal: outcome.nonterminal,
-            ...(bindingRetries.length > 0 ? { bindingRetries } : {}),
-            ...(autonomous && !outcome.progressed
-              ? {
-                  retry: MaintenanceRetry.make({
-                    generation: outcome.generation,
-                    notBefore: now + outcome.delay,
-                    nativeOnly: true,
-                    stalls: Math.min(STALL_CAP, outcome.stalls + 1),
-                  }),
-                }
-              : {}),
+          const next = actionableRecord(state, outcome, busy)
+          // An unchanged record is already durable: a pass that changes nothing writes nothing.
+          if (!sameRecord(state, next)) await writeMaintenanceState(txn, next)
+          const alarm = decideAlarm(env.timing, {
+            commit: "actionable",
+            now,
+            record: state,
+            generation: outcome.generation,
+            busy,
+            autonomous: outcome.autonomous,
+            delayMillis: outcome.delayMillis,
+            deadline,
           })
-          // A pass that progressed and leaves work owed changes only the count: the next
-          // delivery is actionable (nothing acknowledged, no retry) and records it again, so a
-          // drain writes the record once per acknowledgement or backoff, not once per head.
-          if (!(autonomous && outcome.progressed && sameApartFromCount(state, next))) {
-            await writeMaintenanceState(txn, next)
-          }
-          if (autonomous) {
-            // A racing producer is never postponed by this pass's backoff.
-            const native = busy || state.dirty !== outcome.generation ? now + env.floor : now + outcome.delay
-            await txn.setAlarm(withDeadline(native))
-            return "rearmed"
-          }
-          if (busy || next.dirty > next.processed) {
-            // The overlapping mutation's own earlier prearm survives.
-            await ensureAlarmBy(txn, withDeadline(now + env.config.wakeScanInterval))
-            return "rearmed"
-          }
-          if (Option.isSome(deadline)) {
-            await txn.setAlarm(clampAlarm(now, env.floor, deadline.value))
-            return "rearmed"
-          }
-          await txn.deleteAlarm()
-          return "cleared"
+          await writeAlarm(txn, alarm)
+          return dispositionOf(alarm)
         })
       }),
     )

@@ -11,15 +11,11 @@ import { Clock, Context, Effect, Layer, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
-import { minimumAlarmDelay } from "./backoff.ts"
+import { alarmTiming, decideAlarm } from "./alarmPolicy.ts"
+import { writeAlarm } from "./alarmWrite.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
-import {
-  ensureAlarmBy,
-  readMaintenanceState,
-  ThreadMaintenanceState,
-  writeMaintenanceState,
-} from "./state.ts"
+import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 import { makeStorageOperation } from "./storage.ts"
 
 /** Options of a gated mutation. */
@@ -59,7 +55,7 @@ export class ThreadMutationGate extends Context.Service<
       const failpoint = yield* ThreadMaintenanceFailpoint
       const run = yield* makeStorageOperation
       const permit = yield* Semaphore.make(1)
-      const floor = minimumAlarmDelay(config.alarmBackoffBase)
+      const timing = alarmTiming(config)
       let active = 0
 
       const beginMutation = Effect.fn("ThreadMaintenance.beginMutation")(function* (
@@ -78,8 +74,7 @@ export class ThreadMutationGate extends Context.Service<
             } else if (!initialized) {
               await writeMaintenanceState(txn, state)
             }
-            // Bound a newly actionable mutation without relying on a wake hint.
-            await ensureAlarmBy(txn, now + floor)
+            await writeAlarm(txn, decideAlarm(timing, { commit: "mutation", now }))
           }),
         )
         yield* failpoint.hit("maintenance:dirty:after")

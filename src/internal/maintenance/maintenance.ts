@@ -10,8 +10,7 @@ import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintena
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "./alarmService.ts"
-import { minimumAlarmDelay } from "./backoff.ts"
-import { makeBeginPass } from "./begin.ts"
+import { alarmTiming } from "./alarmPolicy.ts"
 import { makePendingDeadline } from "./deadlines.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
 import { makeTransact, type MaintenanceEnv } from "./env.ts"
@@ -85,9 +84,8 @@ export class ThreadMaintenance extends Context.Service<
       const permit = yield* Semaphore.make(1)
 
       const env: MaintenanceEnv = {
-        ctx,
         config,
-        floor: minimumAlarmDelay(config.alarmBackoffBase),
+        timing: alarmTiming(config),
         hit: failpoint.hit,
         gate,
         pendingDeadline: makePendingDeadline({ publication, messages, projection, host }),
@@ -108,7 +106,6 @@ export class ThreadMaintenance extends Context.Service<
             projection,
             projectionDispatchTimeoutMillis: config.projectionDispatchTimeoutMillis,
           },
-          beginPass: makeBeginPass(env),
         }),
         ensureAlarm: gate.withSnapshot(() => ensureAlarm),
         withMutation: <A, E, R>(body: Effect.Effect<A, E, R>) =>

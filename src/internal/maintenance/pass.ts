@@ -1,26 +1,31 @@
 /**
- * One maintenance event. The envelope defers wake hints, serializes events of this layer
- * instance, bounds the whole event (permit wait included) by a cooperative 14-minute deadline,
- * and on any failure cause rearms a bounded retry after the event Scope closed, before the
- * failure propagates so that workerd redelivers the alarm.
+ * One maintenance event, run as phases that hand each other values: begin (the generation and
+ * the crash-fallback prearm), the publication gate, then either the caught-up finish or the
+ * native phase and the actionable finish. Each phase after begin runs with the observation a
+ * failure inside it means for failure rearming.
+ *
+ * The envelope defers wake hints, serializes events of this layer instance, bounds the whole
+ * event (permit wait included) by the cooperative 14-minute deadline, and on any failure after
+ * the generation was read rearms a bounded retry once the event Scope has closed, still under
+ * the pass permit, before the failure propagates so that workerd redelivers the alarm.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
 import type { Semaphore } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
 import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
 import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
-import { type ActionableServices, runActionable } from "./actionable.ts"
+import { type ActionableServices, finishNative, runNative } from "./actionable.ts"
 import type { DurableAlarmService } from "./alarmService.ts"
 import { type AuxiliaryHooks, startAuxiliary } from "./auxiliary.ts"
 import { EVENT_DEADLINE_MILLIS, YIELD_AFTER_MILLIS } from "./backoff.ts"
-import type { BeginResult } from "./begin.ts"
+import { beginTransaction } from "./begin.ts"
 import type { MaintenanceEnv } from "./env.ts"
-import { DurableAlarmError } from "./errors.ts"
+import type { DurableAlarmError } from "./errors.ts"
 import { finishCaughtUp } from "./finish.ts"
 import type { ThreadPublicationService } from "./hooks.ts"
+import { bounded, deadlineError, ObservedFailure, observed, type PassObservation } from "./observation.ts"
 import { rearmFailure } from "./rearm.ts"
 import { annotateReport, MaintenancePassReport } from "./report.ts"
-import type { MaintenanceObservation } from "./state.ts"
 
 /** Why a maintenance pass failed. */
 export type MaintenancePassFailure =
@@ -35,55 +40,78 @@ export interface PassDependencies {
   readonly services: ActionableServices
   readonly publication: ThreadPublicationService
   readonly auxiliary: AuxiliaryHooks
-  readonly beginPass: (observed: MaintenanceObservation) => Effect.Effect<BeginResult, DurableAlarmError>
 }
 
-const passBody = (
-  deps: PassDependencies,
-  window: { readonly yieldAfter: DateTime.Utc; readonly dispatchUntil: DateTime.Utc },
-  observed: MaintenanceObservation,
-) =>
+/** The instants of one event. */
+interface EventWindow {
+  /** The head Attempt is asked to yield between committed turns after this. */
+  readonly yieldAfter: DateTime.Utc
+  /** Auxiliary admission horizon; the event's deadline too. */
+  readonly dispatchUntil: DateTime.Utc
+  readonly deadlineAt: number
+}
+
+const passBody = (deps: PassDependencies, window: EventWindow) =>
   Effect.gen(function* () {
     const { env, publication } = deps
+    const { deadlineAt } = window
     const started = yield* env.gate.withSnapshot((activeAtStart) =>
       Effect.gen(function* () {
-        const begin = yield* deps.beginPass(observed)
-        // The gate excludes a producer starting between the snapshot and this certification.
-        if (begin._tag === "Actionable" && activeAtStart === 0)
-          yield* publication.prepareGeneration(begin.generation)
-        return { begin, activeAtStart }
+        // A failure before the generation is read leaves nothing to rearm.
+        const begin = yield* bounded(deadlineAt)(beginTransaction(env))
+        const observation: PassObservation = { generation: begin.generation, nativeOnly: false }
+        yield* observed(
+          observation,
+          deadlineAt,
+        )(
+          Effect.gen(function* () {
+            yield* env.hit("maintenance:begin:after")
+            // The gate excludes a producer starting between the snapshot and this certification.
+            if (begin._tag === "Actionable" && activeAtStart === 0)
+              yield* publication.prepareGeneration(begin.generation)
+          }),
+        )
+        return { begin, activeAtStart, observation }
       }),
     )
-    const auxiliary = yield* startAuxiliary(deps.auxiliary, window.dispatchUntil)
+    const { begin, observation } = started
+    const phase = observed(observation, deadlineAt)
 
     // Publication gate: required publication drains before dependent native execution.
-    const due = yield* publication.pendingDeadline
-    const now = yield* Clock.currentTimeMillis
-    if (started.begin._tag === "Actionable" || (Option.isSome(due) && due.value <= now))
-      yield* publication.drain
-    const pending = yield* publication.pendingDeadline
+    const gate = yield* phase(
+      Effect.gen(function* () {
+        const auxiliary = yield* startAuxiliary(deps.auxiliary, window.dispatchUntil)
+        const due = yield* publication.pendingDeadline
+        const now = yield* Clock.currentTimeMillis
+        if (begin._tag === "Actionable" || (Option.isSome(due) && due.value <= now)) yield* publication.drain
+        const pending = yield* publication.pendingDeadline
+        return { auxiliary, deferred: Option.isSome(pending) }
+      }),
+    )
 
-    if (started.begin._tag === "CaughtUp" || Option.isSome(pending)) {
-      yield* auxiliary.finish
-      const alarm = yield* finishCaughtUp(env)
-      return yield* annotateReport(
-        MaintenancePassReport.make({
-          phase: "caught-up",
-          recovered: 0,
-          settled: 0,
-          nonterminal: started.begin.nonterminal,
-          alarm,
+    if (begin._tag === "CaughtUp" || gate.deferred) {
+      return yield* phase(
+        Effect.gen(function* () {
+          yield* gate.auxiliary.finish
+          const alarm = yield* finishCaughtUp(env)
+          return MaintenancePassReport.make({
+            phase: "caught-up",
+            recovered: 0,
+            settled: 0,
+            nonterminal: begin.nonterminal,
+            alarm,
+          })
         }),
       )
     }
-    const result = yield* runActionable(env, deps.services, {
-      started: { ...started.begin, activeAtStart: started.activeAtStart },
-      observed,
-      auxiliary,
-      yieldAfter: window.yieldAfter,
-    })
-    return yield* annotateReport(MaintenancePassReport.make({ phase: "actionable", ...result }))
-  }).pipe(Effect.withSpan("ThreadMaintenance.pass"))
+    const actionable = { ...begin, activeAtStart: started.activeAtStart }
+    const native = yield* observed(
+      { ...observation, nativeOnly: true },
+      deadlineAt,
+    )(runNative(env, deps.services, actionable, window.yieldAfter))
+    const result = yield* phase(finishNative(env, deps.services, actionable, native, gate.auxiliary))
+    return MaintenancePassReport.make({ phase: "actionable", ...result })
+  })
 
 /** @internal */
 export const makePass = (
@@ -91,29 +119,36 @@ export const makePass = (
 ): Effect.Effect<MaintenancePassReport, MaintenancePassFailure> =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    const window = {
+    const window: EventWindow = {
       yieldAfter: DateTime.makeUnsafe(now + YIELD_AFTER_MILLIS),
       dispatchUntil: DateTime.makeUnsafe(now + EVENT_DEADLINE_MILLIS),
+      deadlineAt: now + EVENT_DEADLINE_MILLIS,
     }
-    const observed: MaintenanceObservation = { nativeOnly: false }
-    return yield* deps.alarm.withWakesDeferred(
-      deps.permit.withPermit(
-        // The event Scope (auxiliary fibers, Attempt ownership) closes before rearming.
-        Effect.scoped(passBody(deps, window, observed)).pipe(
-          Effect.onError(() => rearmFailure(deps.env, observed)),
-        ),
+    const report = yield* deps.alarm.withWakesDeferred(
+      Effect.scoped(
+        Effect.gen(function* () {
+          // The permit is held until the failure rearm has committed.
+          yield* bounded(window.deadlineAt)(deps.permit.takeScoped(1))
+          // The event Scope (auxiliary fibers, Attempt ownership) closes before rearming, and
+          // the rearm runs to its end like a finalizer.
+          return yield* Effect.scoped(passBody(deps, window)).pipe(
+            Effect.catchIf(
+              (error): error is ObservedFailure => error instanceof ObservedFailure,
+              (failed) =>
+                Effect.andThen(
+                  Effect.uninterruptible(rearmFailure(deps.env, failed.observation)),
+                  Effect.failCause(failed.failure),
+                ),
+            ),
+            // A failed event whose rearm outlasted the deadline ends with the deadline's failure.
+            Effect.catchCause((cause) =>
+              Effect.flatMap(Clock.currentTimeMillis, (at) =>
+                at >= window.deadlineAt ? Effect.fail(deadlineError()) : Effect.failCause(cause),
+              ),
+            ),
+          )
+        }),
       ),
     )
-  }).pipe(
-    Effect.timeoutOrElse({
-      duration: EVENT_DEADLINE_MILLIS,
-      orElse: () =>
-        Effect.fail(
-          new DurableAlarmError({
-            operation: "maintenance pass deadline",
-            message:
-              "The maintenance pass reached its 14 minute deadline and was interrupted; durable recovery remains pending",
-          }),
-        ),
-    }),
-  )
+    return yield* annotateReport(report)
+  }).pipe(Effect.withSpan("ThreadMaintenance.pass"))

@@ -5,63 +5,62 @@
  * If this commit itself fails, the begin-time prearm remains the fallback alarm.
  */
 import { Clock, Effect, Option, Random } from "effect"
-import { clampAlarm, nextFailureRetry } from "./backoff.ts"
+import { decideAlarm } from "./alarmPolicy.ts"
+import { writeAlarm } from "./alarmWrite.ts"
+import { nextFailureRetry } from "./backoff.ts"
 import type { MaintenanceEnv } from "./env.ts"
-import {
-  type MaintenanceObservation,
-  readMaintenanceState,
-  ThreadMaintenanceState,
-  writeMaintenanceState,
-} from "./state.ts"
+import type { PassObservation } from "./observation.ts"
+import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal How long failure rearming waits for the host deadlines before ignoring them. */
 export const REARM_DEADLINE_READ_MILLIS = 5_000
 
 /** @internal */
-export const rearmFailure = (env: MaintenanceEnv, observed: MaintenanceObservation): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const { generation, nativeOnly } = observed
-    if (generation === undefined) return Effect.void
-    return Effect.gen(function* () {
-      yield* env.hit("maintenance:retry:before")
-      yield* env.gate.withSnapshot((active) =>
-        Effect.gen(function* () {
-          // A broken or stuck deadline read must not prevent committing the native retry: this
-          // runs uninterruptibly after the event, so a hook that never answers is cut off here.
-          const deadline = yield* env.pendingDeadline.pipe(
-            Effect.timeoutOption(REARM_DEADLINE_READ_MILLIS),
-            Effect.map(Option.flatten),
-            Effect.catchCause(() => Effect.succeedNone),
-          )
-          const now = yield* Clock.currentTimeMillis
-          const jitter = yield* Random.next
-          yield* env.transact("back off failed maintenance", async (txn) => {
-            const { state } = await readMaintenanceState(txn)
-            const retry = nextFailureRetry(env.config, {
-              generation,
-              previous: state.retry,
-              now,
-              jitter,
-              nativeOnly,
-            })
-            await writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, retry }))
-            // Never postpone a producer that raced the failed observation.
-            const native = active > 0 || state.dirty !== generation ? now + env.floor : retry.notBefore
-            // An overdue host deadline pulls the alarm in only after a native-phase failure,
-            // so a failing host drain cannot hot-loop at the alarm floor.
-            const pulled =
-              Option.isSome(deadline) && (nativeOnly || deadline.value > now)
-                ? Math.min(native, deadline.value)
-                : native
-            await txn.setAlarm(clampAlarm(now, env.floor, pulled))
+export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const { generation, nativeOnly } = observation
+    yield* env.hit("maintenance:retry:before")
+    yield* env.gate.withSnapshot((active) =>
+      Effect.gen(function* () {
+        // A broken or stuck deadline read must not prevent committing the native retry: this
+        // runs uninterruptibly after the event, so a hook that never answers is cut off here.
+        const deadline = yield* env.pendingDeadline.pipe(
+          Effect.timeoutOption(REARM_DEADLINE_READ_MILLIS),
+          Effect.map(Option.flatten),
+          Effect.catchCause(() => Effect.succeedNone),
+        )
+        const now = yield* Clock.currentTimeMillis
+        const jitter = yield* Random.next
+        yield* env.transact("back off failed maintenance", async (txn) => {
+          const { state } = await readMaintenanceState(txn)
+          const retry = nextFailureRetry(env.config, {
+            generation,
+            previous: state.retry,
+            now,
+            jitter,
+            nativeOnly,
           })
-        }),
-      )
-      yield* env.hit("maintenance:retry:after")
-    }).pipe(
-      Effect.catchCause((cause) =>
-        Effect.logError("Maintenance failure backoff not committed; the prearm remains", cause),
-      ),
-      Effect.withSpan("ThreadMaintenance.rearmFailure"),
+          await writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, retry }))
+          await writeAlarm(
+            txn,
+            decideAlarm(env.timing, {
+              commit: "failure",
+              now,
+              record: state,
+              generation,
+              active,
+              nativeOnly,
+              retryAt: retry.notBefore,
+              deadline: Option.getOrUndefined(deadline),
+            }),
+          )
+        })
+      }),
     )
-  })
+    yield* env.hit("maintenance:retry:after")
+  }).pipe(
+    Effect.catchCause((cause) =>
+      Effect.logError("Maintenance failure backoff not committed; the prearm remains", cause),
+    ),
+    Effect.withSpan("ThreadMaintenance.rearmFailure"),
+  )

@@ -2,8 +2,8 @@
  * The repair of a damaged maintenance record. Nothing runs on a record that does not decode;
  * an operator's `repairMaintenance` replaces it, under the mutation gate, with one rebuilt from
  * the ledger: a generation above every one readable in the damaged value (so no observer can
- * mistake it for one it already saw), owed (`dirty > processed`) so that the next pass runs
- * recovery over every nonterminal Submission, the nonterminal count recomputed, no retry and
+ * mistake it for one it already saw), owed (`dirty > processed`) so that a pass runs
+ * (recovery, then the lanes in turn), the nonterminal count recomputed, no retry and
  * no binding waits (the next pass finds them again), and an alarm armed. The damaged value is
  * kept under its own key for inspection. The ledger and the history are untouched: nothing
  * accepted is lost, and settlement stays fenced there, so nothing settles twice. The rebuild
@@ -13,11 +13,12 @@
 import { Clock, Effect, Schema } from "effect"
 import { ThreadId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger } from "../../core/SubmissionLedger.ts"
+import { decideAlarm } from "./alarmPolicy.ts"
+import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./env.ts"
 import type { DurableAlarmError, MaintenanceRecordDamaged } from "./errors.ts"
 import {
   decodeMaintenanceRecord,
-  ensureAlarmBy,
   MAINTENANCE_STATE_KEY,
   ThreadMaintenanceState,
   writeMaintenanceState,
@@ -91,7 +92,8 @@ export const makeRepair = (
         })
         await txn.put(DAMAGED_MAINTENANCE_KEY, { value: raw, field: damage.field, repairedAt: now })
         await writeMaintenanceState(txn, record)
-        await ensureAlarmBy(txn, now + env.floor)
+        // The rebuilt generation is owed like a mutation's: its alarm is the mutation prearm.
+        await writeAlarm(txn, decideAlarm(env.timing, { commit: "mutation", now }))
         return MaintenanceRepair.make({
           repaired: true,
           damage: { field: damage.field, message: damage.message },

@@ -9,7 +9,10 @@ export class MaintenancePassReport extends Schema.Class<MaintenancePassReport>(
 )({
   /** `caught-up`: no runtime work ran; `actionable`: recovery ran. */
   phase: Schema.Literals(["caught-up", "actionable"]),
-  /** Recovery reports produced before the head Attempt (0 when caught up). */
+  /**
+   * Recovery reports produced before the head Attempt: the Submissions recovery looked at.
+   * Plain queued input is decided by its state and has none; 0 when caught up.
+   */
   recovered: Count,
   /** 1 if the served head Attempt settled in this event, else 0. */
   settled: Count,

@@ -51,15 +51,6 @@ export class ThreadMaintenanceState extends Schema.Class<ThreadMaintenanceState>
   retry: Schema.optionalKey(MaintenanceRetry),
 }) {}
 
-/**
- * @internal What the pass has seen, for failure rearming: the generation read at begin (unset
- * before) and whether the failure struck inside the native phase.
- */
-export interface MaintenanceObservation {
-  generation?: bigint
-  nativeOnly: boolean
-}
-
 // Dirty on purpose: an Object older than the generation scheme gets one useful pass that
 // classifies and acknowledges existing work, without a ledger scan in the constructor.
 const bootstrap = ThreadMaintenanceState.make({
@@ -128,17 +119,12 @@ export const writeMaintenanceState = (
   state: ThreadMaintenanceState,
 ): Promise<void> => txn.put(MAINTENANCE_STATE_KEY, encodeState(state))
 
-/** @internal Writes the alarm only when none exists or the existing one is later. */
-export const ensureAlarmBy = async (txn: DurableObjectTransaction, at: number): Promise<void> => {
-  const current = await txn.getAlarm()
-  if (current === null || current > at) await txn.setAlarm(at)
-}
-
-/** @internal Whether two records differ at most in their informational nonterminal count. */
-export const sameApartFromCount = (a: ThreadMaintenanceState, b: ThreadMaintenanceState): boolean =>
-  JSON.stringify(encodeState(ThreadMaintenanceState.make({ ...a, nonterminal: 0 }))) ===
-  JSON.stringify(encodeState(ThreadMaintenanceState.make({ ...b, nonterminal: 0 })))
+/** @internal Whether two records encode the same. */
+export const sameRecord = (a: ThreadMaintenanceState, b: ThreadMaintenanceState): boolean =>
+  JSON.stringify(encodeState(a)) === JSON.stringify(encodeState(b))
 
 /** @internal The retry that applies to the current dirty generation, if any. */
-export const applicableRetry = (state: ThreadMaintenanceState): MaintenanceRetry | undefined =>
+export const applicableRetry = (
+  state: Pick<ThreadMaintenanceState, "dirty" | "retry">,
+): MaintenanceRetry | undefined =>
   state.retry !== undefined && state.retry.generation === state.dirty ? state.retry : undefined

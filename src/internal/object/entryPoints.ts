@@ -7,9 +7,11 @@
 import { Effect, Option, Schema } from "effect"
 import { DurableAgentRuntime, SubmitRequest } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
-import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { AdmissionRefused, SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { DurableAlarmError, type MaintenanceRecordDamaged, recordDamageOf } from "../maintenance/errors.ts"
+import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { type Authorization, authorize, type Caller, type PrivilegedEntryPoint } from "./authorization.ts"
 import { readCounters } from "./metrics.ts"
@@ -27,34 +29,52 @@ import {
 } from "./protocol.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./views.ts"
 
-/** Largest encoded request an entry point accepts before decoding, in UTF-16 units. */
-const requestOverhead = 65_536
+/**
+ * How far a raw request may exceed `limits.maxInputBytes` before decoding, in UTF-16 units: the
+ * envelope around an input (ids, keys). The input itself is measured once, when it is prepared.
+ */
+const REQUEST_OVERHEAD_CHARS = 65_536
 
 /** Decodes a raw RPC input, naming the entry point and the problem. @internal */
 export const decodeInput =
-  <A, I>(entryPoint: string, schema: Schema.Codec<A, I>, maxBytes: number) =>
-  (raw: unknown): Effect.Effect<A, InvalidRequest> =>
-    Effect.suspend(() => {
+  <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
+  (raw: unknown): Effect.Effect<A, InvalidRequest, CloudflareDurableRuntimeConfig> =>
+    Effect.gen(function* () {
+      const maxBytes = (yield* CloudflareDurableRuntimeConfig).limits.maxInputBytes
       let size: number
       try {
         size = JSON.stringify(raw)?.length ?? 0
       } catch {
-        return Effect.fail(
-          new InvalidRequest({ entryPoint, message: "the request is not JSON-serializable" }),
-        )
+        return yield* new InvalidRequest({ entryPoint, message: "the request is not JSON-serializable" })
       }
-      if (size > maxBytes + requestOverhead) {
-        return Effect.fail(
-          new InvalidRequest({
-            entryPoint,
-            message: `the request is ${size} characters, over the limit of ${maxBytes + requestOverhead}`,
-          }),
-        )
+      if (size > maxBytes + REQUEST_OVERHEAD_CHARS) {
+        return yield* new InvalidRequest({
+          entryPoint,
+          message: `the request is ${size} characters, over the limit of ${maxBytes + REQUEST_OVERHEAD_CHARS}`,
+        })
       }
-      return Schema.decodeUnknownEffect(schema)(raw).pipe(
+      return yield* Schema.decodeUnknownEffect(schema)(raw).pipe(
         Effect.mapError((error) => new InvalidRequest({ entryPoint, message: error.message })),
       )
     })
+
+/**
+ * Refuses new work once the Object's database has reached `limits.maxDatabaseBytes`, below
+ * Cloudflare's own limit, so that every Submission already accepted keeps room to settle.
+ */
+const refuseWhenDatabaseFull = (threadId: ThreadId) =>
+  Effect.gen(function* () {
+    const { ctx } = yield* DurableObjectContext
+    const { maxDatabaseBytes } = (yield* CloudflareDurableRuntimeConfig).limits
+    const bytes = ctx.storage.sql.databaseSize
+    if (bytes >= maxDatabaseBytes) {
+      return yield* new AdmissionRefused({
+        threadId,
+        reason: "database-bytes",
+        message: `the database holds ${bytes} bytes; new work is refused from ${maxDatabaseBytes}`,
+      })
+    }
+  })
 
 const notFound = (submissionId: SubmissionId, threadId: ThreadId) =>
   new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in thread ${threadId}` })
@@ -84,9 +104,8 @@ export const refuseOnDamage = <A, E, R>(
   )
 
 /** @internal */
-export const makeEntryPoints = (maxInputBytes: number, authorization: Authorization | undefined) => {
-  const decode = <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
-    decodeInput(entryPoint, schema, maxInputBytes)
+export const makeEntryPoints = (authorization: Authorization | undefined) => {
+  const decode = decodeInput
 
   /** Decodes an addressed request and runs `body` for it inside the mutation gate. */
   const gated = <A extends Address & { readonly caller?: Caller }, I, E>(
@@ -113,9 +132,12 @@ export const makeEntryPoints = (maxInputBytes: number, authorization: Authorizat
       const request = SubmitRequest.make(yield* decode("submit", SubmitInput)(raw))
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
-      // Refused before the gate: a refused input writes nothing, not even a generation.
-      yield* runtime.validate(request)
-      return yield* refuseOnDamage(maintenance.withMutation(runtime.submit(request)))
+      // Every admission limit is checked before the gate: a refused input writes nothing, not
+      // even a generation or an alarm.
+      const prepared = yield* runtime.prepare(request)
+      // A replay adds nothing to the database.
+      if (!prepared.replay) yield* refuseWhenDatabaseFull(request.threadId)
+      return yield* refuseOnDamage(maintenance.withMutation(runtime.admit(prepared)))
     }),
     abort: gated("abort", SubmissionCommand, (runtime, request) => runtime.abort(request.submissionId)),
     retry: gated("retry", SubmissionCommand, (runtime, request) => runtime.retry(request.submissionId)),

@@ -17,7 +17,7 @@ export type StorageFailpointLocation =
   | "storage:transaction:after"
 
 /** Every storage failpoint location. */
-export const storageFailpointLocations: ReadonlyArray<StorageFailpointLocation> = [
+export const STORAGE_FAILPOINT_LOCATIONS: ReadonlyArray<StorageFailpointLocation> = [
   "storage:sql:before",
   "storage:sql:after",
   "storage:kv:before",

@@ -6,13 +6,13 @@
  * own hooks) is built over it, so hooks and the pass see the same gate and storage.
  */
 import { SqliteClient } from "@effect/sql-sqlite-do"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { AnyAgentDefinition } from "../../core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
-import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
+import { DurableRuntimeConfig, DurableRuntimeSettings } from "../../core/DurableRuntimeConfig.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
-import { SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
+import { LedgerLimits, SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableObjectContext, ThreadObjectNamespace } from "../../CloudflareBindings.ts"
@@ -79,9 +79,13 @@ export interface ThreadLayerOptions<EP, RP, EJ, RJ> {
   readonly projection?: Layer.Layer<ThreadProjectionMaintenance, EJ, RJ>
 }
 
+// The configuration is composed of these: its decoded value holds theirs, already checked.
+const runtimeSettingsOf = Schema.decodeSync(DurableRuntimeSettings)
+const ledgerLimitsOf = Schema.decodeSync(LedgerLimits)
+
 /**
- * @internal The Cloudflare configuration, decoded once, and the runtime settings derived from
- * it (the simulation builds its incarnations from this too).
+ * @internal The Cloudflare configuration, decoded once, and the runtime settings and ledger
+ * limits it is composed of (the simulation builds its incarnations from this too).
  */
 export const configLayers = (overrides: ThreadObjectOptions["config"]) => {
   const cloudflare = CloudflareDurableRuntimeConfig.layer(overrides)
@@ -89,16 +93,8 @@ export const configLayers = (overrides: ThreadObjectOptions["config"]) => {
     Effect.gen(function* () {
       const config = yield* CloudflareDurableRuntimeConfig
       return Layer.mergeAll(
-        Layer.succeed(DurableRuntimeConfig, {
-          ownershipLeaseDuration: config.ownershipLeaseDuration,
-          leaseRenewalInterval: config.leaseRenewalInterval,
-          settlementPollInterval: config.settlementPollInterval,
-          abortPollInterval: config.abortPollInterval,
-        }),
-        Layer.succeed(SubmissionLedgerLimits, {
-          maxQueueDepthPerLane: config.limits.maxQueueDepthPerLane,
-          maxInputBytes: config.limits.maxInputBytes,
-        }),
+        Layer.succeed(DurableRuntimeConfig, runtimeSettingsOf(config)),
+        Layer.succeed(SubmissionLedgerLimits, ledgerLimitsOf(config.limits)),
       )
     }),
   )

@@ -23,7 +23,7 @@ const settlements = Metric.counter("effect_agent_settlements", {
   description: "Head Attempts that reached their settlement in a pass",
   incremental: true,
 })
-const alarmLag = Metric.histogram("effect_agent_alarm_lag_millis", {
+const alarmLagMillis = Metric.histogram("effect_agent_alarm_lag_millis", {
   description: "Delay between an alarm's scheduled time and the start of its pass",
   boundaries: [1, 5, 10, 50, 100, 500, 1_000, 5_000, 30_000],
 })
@@ -35,7 +35,7 @@ export const metricsLayer: Layer.Layer<never> = Layer.sync(Metric.MetricRegistry
 export const recordPass = (exit: Exit.Exit<MaintenancePassReport, unknown>, lagMillis: number | undefined) =>
   Effect.gen(function* () {
     yield* Metric.update(passes, 1)
-    if (lagMillis !== undefined) yield* Metric.update(alarmLag, Math.max(0, lagMillis))
+    if (lagMillis !== undefined) yield* Metric.update(alarmLagMillis, Math.max(0, lagMillis))
     if (Exit.isFailure(exit)) return yield* Metric.update(failures, 1)
     if (exit.value.phase === "caught-up") yield* Metric.update(caughtUp, 1)
     if (exit.value.settled > 0) yield* Metric.update(settlements, exit.value.settled)
@@ -43,7 +43,7 @@ export const recordPass = (exit: Exit.Exit<MaintenancePassReport, unknown>, lagM
 
 /** @internal */
 export const readCounters = Effect.gen(function* () {
-  const lag = yield* Metric.value(alarmLag)
+  const lag = yield* Metric.value(alarmLagMillis)
   return MaintenanceCounters.make({
     passes: (yield* Metric.value(passes)).count,
     caughtUpPasses: (yield* Metric.value(caughtUp)).count,

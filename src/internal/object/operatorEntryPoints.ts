@@ -12,7 +12,7 @@ import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedge
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "../maintenance/alarmService.ts"
-import { minimumAlarmDelay } from "../maintenance/backoff.ts"
+import { alarmTiming } from "../maintenance/alarmPolicy.ts"
 import { ThreadPublication } from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { explainSubmission } from "../operator/explain.ts"
@@ -34,7 +34,7 @@ import { submissionStatus } from "./views.ts"
 type Decode = <A, I>(
   entryPoint: string,
   schema: Schema.Codec<A, I>,
-) => (raw: unknown) => Effect.Effect<A, InvalidRequest>
+) => (raw: unknown) => Effect.Effect<A, InvalidRequest, CloudflareDurableRuntimeConfig>
 
 const inspectAddressed = (address: { readonly threadId: string; readonly submissionId: string }) =>
   Effect.gen(function* () {
@@ -117,8 +117,7 @@ export const makeOperatorEntryPoints = (decode: Decode, authorization: Authoriza
         hostDeadline: yield* host,
         publicationDeadline: yield* publication.pendingDeadline,
         now: yield* Clock.currentTimeMillis,
-        floor: minimumAlarmDelay(config.alarmBackoffBase),
-        wakeScanInterval: config.wakeScanInterval,
+        timing: alarmTiming(config),
         passRunning,
       })
     })

@@ -44,7 +44,10 @@ export const readAllHistory = Effect.gen(function* () {
 /** @internal Every ledger row and the ledger's nonterminal counts (the Object's and each lane's). */
 export const readLedger = Effect.gen(function* () {
   const ledger = yield* SubmissionLedger
-  const rows = yield* Stream.runCollect(ledger.scanAll)
+  // Lane order: lanes by Thread id, each by queue sequence.
+  const rows = Array.from(yield* Stream.runCollect(ledger.scanAll)).sort((a, b) =>
+    a.threadId === b.threadId ? a.queueSequence - b.queueSequence : a.threadId < b.threadId ? -1 : 1,
+  )
   const all = yield* ledger.countAllNonterminal
   const lanes = new Map<ThreadId, number>()
   for (const threadId of yield* ledger.threadIds)

@@ -26,9 +26,9 @@ const Millis = (maximum: number) =>
   )
 
 /** Longest wait an `awaitSettlement` call may ask for: one RPC must stay well inside limits. */
-export const maxAwaitMillis = 60_000
+export const MAX_AWAIT_MILLIS = 60_000
 /** Largest history page. */
-export const maxHistoryPage = 500
+export const MAX_HISTORY_PAGE = 500
 
 /** @internal */
 export const SubmitInput = Schema.Struct({
@@ -76,23 +76,23 @@ const ThreadPage = (maximum: number) =>
   })
 
 /** @internal */
-export const HistoryInput = ThreadPage(maxHistoryPage)
+export const HistoryInput = ThreadPage(MAX_HISTORY_PAGE)
 
 /** @internal */
 export const AwaitInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
-  timeoutMillis: Millis(maxAwaitMillis),
+  timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
 
 /** @internal */
 export const RepairInput = Schema.Struct({ threadId: ThreadId, caller })
 
 /** Largest page of a lane's Submissions. */
-export const maxSubmissionsPage = 200
+export const MAX_SUBMISSIONS_PAGE = 200
 
 /** @internal */
-export const SubmissionsInput = ThreadPage(maxSubmissionsPage)
+export const SubmissionsInput = ThreadPage(MAX_SUBMISSIONS_PAGE)
 
 /** @internal */
 export const ProgressInput = Schema.Struct({
@@ -100,7 +100,7 @@ export const ProgressInput = Schema.Struct({
   submissionId: SubmissionId,
   /** The token of a previous answer; without it the current progress returns at once. */
   after: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
-  timeoutMillis: Millis(maxAwaitMillis),
+  timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
 
 /** The envelope of every RPC result. @internal */

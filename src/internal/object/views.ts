@@ -10,7 +10,7 @@ import { ThreadMaintenanceState } from "../maintenance/state.ts"
 
 /** The state of one Submission. */
 export class SubmissionStatus extends Schema.Class<SubmissionStatus>(
-  "@effect-agent/platform-cloudflare/SubmissionStatus",
+  "@effect-agent/platform-cloudflare/ThreadClient/SubmissionStatus",
 )({
   submissionId: SubmissionId,
   threadId: ThreadId,
@@ -45,7 +45,7 @@ export const submissionStatus = (row: SubmissionSnapshot): SubmissionStatus =>
 
 /** The state of one lane. */
 export class ThreadStatus extends Schema.Class<ThreadStatus>(
-  "@effect-agent/platform-cloudflare/ThreadStatus",
+  "@effect-agent/platform-cloudflare/ThreadClient/ThreadStatus",
 )({
   threadId: ThreadId,
   /** Submissions not yet settled, the head included. */
@@ -55,7 +55,7 @@ export class ThreadStatus extends Schema.Class<ThreadStatus>(
 
 /** A page of canonical history, oldest first. */
 export class HistoryPageView extends Schema.Class<HistoryPageView>(
-  "@effect-agent/platform-cloudflare/HistoryPage",
+  "@effect-agent/platform-cloudflare/ThreadClient/HistoryPage",
 )({
   records: Schema.Array(HistoryRecord),
   /** Pass as `after` for the next page. */
@@ -64,7 +64,7 @@ export class HistoryPageView extends Schema.Class<HistoryPageView>(
 
 /** Counters of this incarnation (they restart with it). */
 export class MaintenanceCounters extends Schema.Class<MaintenanceCounters>(
-  "@effect-agent/platform-cloudflare/MaintenanceCounters",
+  "@effect-agent/platform-cloudflare/ThreadClient/MaintenanceCounters",
 )({
   passes: Schema.Int,
   caughtUpPasses: Schema.Int,
@@ -77,7 +77,7 @@ export class MaintenanceCounters extends Schema.Class<MaintenanceCounters>(
 
 /** The maintenance record and the alarm slot, as stored. */
 export class MaintenanceInspection extends Schema.Class<MaintenanceInspection>(
-  "@effect-agent/platform-cloudflare/MaintenanceInspection",
+  "@effect-agent/platform-cloudflare/ThreadClient/MaintenanceInspection",
 )({
   /** Absent until the first gate, pass or mutation persists it, and when it is damaged. */
   record: Schema.optionalKey(ThreadMaintenanceState),

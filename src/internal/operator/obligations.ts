@@ -1,7 +1,8 @@
 /**
  * `obligations`: every due time the Object owes with its source, the alarm the maintenance
  * rules imply for them, and the alarm actually scheduled. The implied alarm is the latest one
- * the constructor gate's rule (`ensureTargets`) accepts for this record and these deadlines,
+ * the constructor gate's rule (`decideAlarm`'s ensure commits) accepts for this record and
+ * these deadlines,
  * and autonomous work is told from stable waits by the pass's own classification, so these
  * rules exist once.
  */
@@ -10,10 +11,14 @@ import type { RecoveryReport } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { hasAutonomousWork, indexReports, isStableExternalWait } from "../maintenance/classify.ts"
 import { earliestDeadline } from "../maintenance/deadlines.ts"
-import { ensureTargets } from "../maintenance/ensure.ts"
+import { type AlarmTiming, type AlarmWrite, decideAlarm } from "../maintenance/alarmPolicy.ts"
 import { applicableRetry } from "../maintenance/state.ts"
 import type { MaintenanceView } from "./explain.ts"
 import { ObjectObligations, Obligation } from "./views.ts"
+
+/** The latest alarm an ensure commit accepts; `undefined` when it keeps the slot. */
+const ensuredBy = (write: AlarmWrite): number | undefined =>
+  write._tag === "EnsureBy" || write._tag === "Set" ? write.at : undefined
 
 /** @internal */
 export interface ObligationsInput {
@@ -25,8 +30,7 @@ export interface ObligationsInput {
   readonly hostDeadline: Option.Option<number>
   readonly publicationDeadline: Option.Option<number>
   readonly now: number
-  readonly floor: number
-  readonly wakeScanInterval: number
+  readonly timing: AlarmTiming
   readonly passRunning: boolean
 }
 
@@ -139,17 +143,15 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
         : { damaged: { field: maintenance.damage.field, message: maintenance.damage.message } }),
     })
   }
-  const targets = ensureTargets({
-    state,
-    now,
-    floor: input.floor,
-    wakeScanInterval: input.wakeScanInterval,
-    deadline: earliestDeadline(input.hostDeadline, input.publicationDeadline),
-  })
+  const deadline = Option.getOrUndefined(earliestDeadline(input.hostDeadline, input.publicationDeadline))
+  const native = ensuredBy(decideAlarm(input.timing, { commit: "ensure", now, record: state }))
+  const host = ensuredBy(
+    decideAlarm(input.timing, { commit: "ensure-deadline", now, record: state, deadline }),
+  )
   // Autonomous work behind an acknowledged generation is something no commit of the pass leaves.
   const autonomous = hasAutonomousWork(input.nonterminal, reports)
   const stranded = autonomous && state.dirty <= state.processed
-  const implied = minOf(minOf(targets.native, targets.host), stranded ? now : undefined)
+  const implied = minOf(minOf(native, host), stranded ? now : undefined)
   const mismatch =
     implied !== undefined && scheduledAlarm === null && !input.passRunning
       ? {

@@ -15,12 +15,12 @@ import {
   deliverOk,
   fingerprint,
   generationsOf,
-  maintenanceSwitchboard,
   reportOf,
   rowOf,
   submit,
   tagsOf,
 } from "./fixtures.ts"
+import { maintenanceSwitchboard } from "../../support/switchboard.ts"
 
 const delays = [5_000, 10_000, 20_000, 40_000, 60_000, 60_000]
 
@@ -79,7 +79,7 @@ describe("a binding wait", () => {
 
           // A healthy host at the next retry: the alarm is the binding wait, exactly.
           host.failing = false
-          expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 0, 1, "rearmed"])
+          expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 0, 1, "rearmed"])
           expect(yield* alarm).toBe(before + delay)
           yield* inc.maintenance.ensureAlarm
           inc = yield* incarnation("changed")
@@ -107,7 +107,7 @@ describe("a binding wait", () => {
             const other = yield* submit(inc, "other", "three-steps", "compatible", { n: 2 })
             expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual([
               "actionable",
-              2,
+              0,
               1,
               1,
               "rearmed",
@@ -116,7 +116,7 @@ describe("a binding wait", () => {
             expect(yield* bindingWaitsOf(ctx)).toMatchObject([{ submissionId: id, attempts: 1 }])
             expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual([
               "actionable",
-              1,
+              0,
               0,
               1,
               "rearmed",
@@ -182,7 +182,7 @@ describe("a binding wait", () => {
           const changed = yield* incarnation("changed")
           expect(reportOf(yield* deliverOk(ctx, changed.maintenance))).toEqual([
             "actionable",
-            1,
+            0,
             0,
             1,
             "rearmed",

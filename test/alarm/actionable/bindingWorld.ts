@@ -18,13 +18,9 @@ import {
 import { withDigest } from "../../../src/core/AgentRegistration.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { type Runs, threeSteps } from "../../core/runtimeAgents.ts"
-import {
-  maintenanceSwitchboard,
-  rowOf,
-  type RuntimeIncarnation,
-  runtimeIncarnation,
-  type Switchboard,
-} from "./fixtures.ts"
+import { rowOf } from "./fixtures.ts"
+import { type Incarnation, incarnation } from "../../support/incarnation.ts"
+import { maintenanceSwitchboard, type Switchboard } from "../../support/switchboard.ts"
 
 /** Base = cap = 100 ms (a 50 ms floor, failure retries within [50, 100] ms), a 1 s scan cadence. */
 export const bindingConfig = { alarmBackoffBase: 100, alarmBackoffCap: 100, wakeScanInterval: 1_000 } as const
@@ -87,33 +83,30 @@ export const bindingWorld = (ctx: DurableObjectState, runs: Runs) => {
   const host = makeHostControl()
 
   /** An incarnation running `changed` (binding failures) or `compatible` code. */
-  const incarnation = (
+  const codeIncarnation = (
     code: "changed" | "compatible",
     board?: Switchboard<ThreadMaintenanceFailpointLocation, never>,
-  ): Effect.Effect<RuntimeIncarnation, never, Scope.Scope> =>
+  ): Effect.Effect<Incarnation, never, Scope.Scope> =>
     Effect.gen(function* () {
       const { service, open } = makeHost(host)
       const failpoints = board ?? (yield* maintenanceSwitchboard())
-      return yield* runtimeIncarnation(ctx, {
+      return yield* incarnation(ctx, {
         agents: [code === "changed" ? changed : admitted],
         config: bindingConfig,
         host: service,
-        maintenance: {
-          ...failpoints,
-          handler: (location) =>
-            Effect.suspend(() => {
-              if (location === "maintenance:retry:before") host.openAtRetry.push(open())
-              return failpoints.handler(location)
-            }),
-        },
+        maintenance: (location) =>
+          Effect.suspend(() => {
+            if (location === "maintenance:retry:before") host.openAtRetry.push(open())
+            return failpoints.handler(location)
+          }),
       })
     })
 
   /** The producer epoch of a Submission: each claim advances it. */
-  const epochOf = (inc: RuntimeIncarnation, submissionId: SubmissionId) =>
+  const epochOf = (inc: Incarnation, submissionId: SubmissionId) =>
     Effect.map(rowOf(inc, submissionId), (row) => row.producerEpoch)
 
-  return { host, incarnation, epochOf }
+  return { host, incarnation: codeIncarnation, epochOf }
 }
 
 /** The typed message of a failed pass, if it failed with a `DurableAlarmError`. */

@@ -11,11 +11,11 @@ import {
   fingerprint,
   reportOf,
   rowOf,
-  runtimeIncarnation,
-  runtimeSwitchboard,
   submit,
   tagsOf,
 } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("double-fired alarms", () => {
   it.effect("settle a ready lane once, and an extra delivery on the settled lane changes nothing", () =>
@@ -23,7 +23,7 @@ describe("double-fired alarms", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
         const receipt = yield* submit(inc, "lane", "three-steps", "once", { n: 1 })
         // Two deliveries of the same alarm at once: the pass permit runs them one after another.
         const [first, second] = yield* Effect.all(
@@ -35,7 +35,7 @@ describe("double-fired alarms", () => {
         // Whichever takes the permit first settles the lane; the other finds it caught up.
         const reports = [first, second].map((exit) => Exit.isSuccess(exit) && reportOf(exit.value))
         expect(reports.sort()).toEqual([
-          ["actionable", 1, 1, 0, "cleared"],
+          ["actionable", 0, 1, 0, "cleared"],
           ["caught-up", 0, 0, 0, "cleared"],
         ])
         expect((yield* rowOf(inc, receipt.submissionId)).settlement?.output).toBe(9)
@@ -55,7 +55,7 @@ describe("double-fired alarms", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [reviewed(runs)] })
         const receipt = yield* submit(inc, "lane", "reviewed", "waits", { n: 1 })
         yield* converge(ctx, inc.maintenance)
         expect((yield* rowOf(inc, receipt.submissionId)).state).toBe("suspended")
@@ -83,7 +83,7 @@ describe("double-fired alarms", () => {
         const runs = yield* makeRuns
         const killed = yield* runtimeSwitchboard()
         const kill = yield* killed.freeze("uncertain:after-start-append")
-        const first = yield* runtimeIncarnation(ctx, { agents: [charging(runs)], runtime: killed })
+        const first = yield* incarnation(ctx, { agents: [charging(runs)], runtime: killed.handler })
         const receipt = yield* submit(first, "lane", "charging", "charge", { n: 7 })
         // The first incarnation dies after journaling the start of the charge.
         yield* abandon(deliver(ctx, first.maintenance))
@@ -91,11 +91,11 @@ describe("double-fired alarms", () => {
         expect(yield* alarmOf(ctx)).not.toBeNull()
         yield* TestClock.adjust("31 seconds")
 
-        const inc = yield* runtimeIncarnation(ctx, { agents: [charging(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [charging(runs)] })
         yield* inc.maintenance.ensureAlarm
         const exits = yield* converge(ctx, inc.maintenance)
         expect(exits.map((exit) => Exit.isSuccess(exit) && reportOf(exit.value))).toEqual([
-          ["actionable", 1, 0, 1, "cleared"],
+          ["actionable", 0, 0, 1, "cleared"],
         ])
         const row = yield* rowOf(inc, receipt.submissionId)
         expect(row.state).toBe("unknown")

@@ -5,16 +5,9 @@ import { DurableAlarmError } from "../../../src/Alarm.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { failureOf } from "../fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import {
-  converge,
-  deliver,
-  generationsOf,
-  rowOf,
-  runtimeIncarnation,
-  runtimeSwitchboard,
-  submit,
-  tagsOf,
-} from "./fixtures.ts"
+import { converge, deliver, generationsOf, rowOf, submit, tagsOf } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("the event deadline", () => {
   it.effect("interrupts a held Attempt at 14 minutes, releases it and commits a failure retry", () =>
@@ -24,7 +17,7 @@ describe("the event deadline", () => {
         const runs = yield* makeRuns
         const failpoints = yield* runtimeSwitchboard()
         const held = yield* failpoints.pause("claim:after-claim")
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints.handler })
         const receipt = yield* submit(inc, "lane", "three-steps", "held", { n: 1 })
 
         const pass = yield* Effect.forkChild(deliver(ctx, inc.maintenance))

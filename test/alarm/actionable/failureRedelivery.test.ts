@@ -4,18 +4,9 @@ import { DurableRuntimeFailpointError } from "../../../src/Testing.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { failureOf } from "../fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import {
-  abandon,
-  converge,
-  deliver,
-  failpointError,
-  generationsOf,
-  rowOf,
-  runtimeIncarnation,
-  runtimeSwitchboard,
-  submit,
-  tagsOf,
-} from "./fixtures.ts"
+import { abandon, converge, deliver, generationsOf, rowOf, submit, tagsOf } from "./fixtures.ts"
+import { failpointError, runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("a failed delivery", () => {
   it.effect("rejects on a typed runtime failure and its redelivery converges", () =>
@@ -25,7 +16,7 @@ describe("a failed delivery", () => {
         const runs = yield* makeRuns
         const failpoints = yield* runtimeSwitchboard()
         yield* failpoints.once("claim:after-claim", Effect.fail(failpointError("claim:after-claim")))
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints.handler })
         const receipt = yield* submit(inc, "lane", "three-steps", "typed", { n: 1 })
 
         const exit = yield* deliver(ctx, inc.maintenance)
@@ -59,7 +50,7 @@ describe("a failed delivery", () => {
         const runs = yield* makeRuns
         const killer = yield* runtimeSwitchboard()
         const killed = yield* killer.freeze("claim:after-claim")
-        const first = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)], runtime: killer })
+        const first = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: killer.handler })
         const receipt = yield* submit(first, "lane", "three-steps", "evicted", { n: 1 })
         yield* abandon(deliver(ctx, first.maintenance))
         yield* killed
@@ -68,7 +59,7 @@ describe("a failed delivery", () => {
         expect((yield* rowOf(first, receipt.submissionId)).ownership).toBeDefined()
 
         // No request reaches the fresh incarnation: its constructor gate and alarms only.
-        const second = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)] })
+        const second = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
         yield* second.maintenance.ensureAlarm
         const exits = yield* converge(ctx, second.maintenance)
         expect(exits.every(Exit.isSuccess)).toBe(true)

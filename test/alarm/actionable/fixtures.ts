@@ -1,166 +1,20 @@
 /**
- * Fixtures of the actionable-path suites: the full stack of one incarnation (the production
- * assembly of `ThreadObject`: storage, config, failpoints, SQLite ledger and history, the real
- * runtime, the wake scheduler, the gate and `ThreadMaintenance`), alarm delivery as workerd
- * does it, and switchboards that pause, freeze or fail a failpoint location.
+ * Fixtures of the actionable-path suites, over incarnations of `test/support/incarnation.ts`
+ * (the production assembly of `ThreadObject`): alarm delivery as workerd does it, submissions
+ * through the gate, and reads of rows, records and the maintenance record.
  *
  * Eviction is simulated in-process: a pass forked with `abandon` and frozen at a failpoint is
  * never resumed nor interrupted (no finalizer runs), and a fresh incarnation is built over the
  * same Object storage.
  */
-import { env } from "cloudflare:test"
-import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Schema, Scope } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, Option, Schema, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import {
-  type MaintenancePassFailure,
-  type MaintenancePassReport,
-  ThreadHostMaintenance,
-  type ThreadHostMaintenanceService,
-  ThreadMaintenance,
-  type ThreadMaintenanceFailpointLocation,
-} from "../../../src/Alarm.ts"
-import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/CloudflareConfig.ts"
-import { type AnyAgentDefinition, define } from "../../../src/core/AgentRegistration.ts"
-import { DurableAgentRuntime } from "../../../src/core/DurableAgentRuntime.ts"
+import type { MaintenancePassFailure, MaintenancePassReport, ThreadMaintenance } from "../../../src/Alarm.ts"
+import { define } from "../../../src/core/AgentRegistration.ts"
 import { AgentId, IdempotencyKey, type SubmissionId, ThreadId } from "../../../src/core/Identifiers.ts"
-import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoint.ts"
-import { SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
-import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
-import { platformLayer } from "../../../src/internal/object/layers.ts"
-import * as ThreadObject from "../../../src/ThreadObject.ts"
-import { DurableRuntimeFailpointError, failpoints } from "../../../src/Testing.ts"
 import { ran, type Runs } from "../../core/runtimeAgents.ts"
+import type { Incarnation } from "../../support/incarnation.ts"
 import { alarmOf, rawState } from "../harness.ts"
-
-/** What one incarnation runs with. */
-export interface RuntimeIncarnationOptions {
-  readonly agents: ReadonlyArray<AnyAgentDefinition>
-  readonly config?: CloudflareDurableRuntimeConfigOverrides
-  readonly maintenance?: Switchboard<ThreadMaintenanceFailpointLocation, never>
-  readonly runtime?: Switchboard<RuntimeFailpointLocation, DurableRuntimeFailpointError>
-  readonly host?: ThreadHostMaintenanceService
-}
-
-type IncarnationServices = ThreadObject.ThreadObjectPlatform | ThreadObject.ThreadObjectThread
-
-/** The services of one incarnation. */
-export interface RuntimeIncarnation {
-  readonly maintenance: ThreadMaintenance["Service"]
-  readonly runtime: DurableAgentRuntime["Service"]
-  readonly ledger: SubmissionLedger["Service"]
-  readonly history: ThreadHistory["Service"]
-  /** Everything the incarnation provides, to build more layers over it. */
-  readonly context: Context.Context<IncarnationServices>
-}
-
-/** Builds a fresh incarnation over the Object's storage, into the current scope. */
-export const runtimeIncarnation = (
-  ctx: DurableObjectState,
-  options: RuntimeIncarnationOptions,
-): Effect.Effect<RuntimeIncarnation, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const { maintenance, runtime, host } = options
-    const platform = platformLayer(ctx, env, {
-      ...(options.config === undefined ? {} : { config: options.config }),
-      failpoints: failpoints({
-        ...(maintenance === undefined ? {} : { maintenance: () => maintenance.handler }),
-        ...(runtime === undefined ? {} : { runtime: () => runtime.handler }),
-      }),
-    })
-    const thread = ThreadObject.layer(options.agents).pipe(
-      Layer.provide(host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, host)),
-    )
-    const layer = Layer.provideMerge(thread, platform)
-    const context = yield* Layer.build(Layer.fresh(layer)).pipe(Effect.orDie)
-    return {
-      maintenance: Context.get(context, ThreadMaintenance),
-      runtime: Context.get(context, DurableAgentRuntime),
-      ledger: Context.get(context, SubmissionLedger),
-      history: Context.get(context, ThreadHistory),
-      context,
-    }
-  })
-
-/** A fresh `ThreadMaintenance` over an incarnation's services (its gate and runtime shared). */
-export const freshMaintenance = (incarnation: RuntimeIncarnation) =>
-  Effect.map(
-    Layer.build(
-      Layer.fresh(ThreadMaintenance.layer).pipe(Layer.provide(Layer.succeedContext(incarnation.context))),
-    ),
-    (context) => Context.get(context, ThreadMaintenance),
-  )
-
-/** Records every hit of a failpoint location; can pause, freeze or fail the next hit of one. */
-export interface Switchboard<L extends string, E> {
-  readonly hits: ReadonlyArray<L>
-  readonly handler: (location: L) => Effect.Effect<void, E>
-  /** Runs `action` at the next hit of `location` (actions queue per location). */
-  readonly once: (location: L, action: Effect.Effect<void, E>) => Effect.Effect<void>
-  /** Holds the next hit of `location` until `release`. */
-  readonly pause: (location: L) => Effect.Effect<Hold>
-  /** Signals the next hit of `location` without holding it. */
-  readonly observe: (location: L) => Effect.Effect<Effect.Effect<void>>
-  /** Holds the next hit of `location` forever: with `abandon`, the incarnation is killed there. */
-  readonly freeze: (location: L) => Effect.Effect<Effect.Effect<void>>
-  /** How many times `location` was hit. */
-  readonly count: (location: L) => number
-}
-
-/** A held failpoint hit. */
-export interface Hold {
-  readonly reached: Effect.Effect<void>
-  readonly release: Effect.Effect<void>
-}
-
-/** A switchboard for maintenance (`E = never`) or runtime failpoints. */
-export const makeSwitchboard = <L extends string, E = never>(): Effect.Effect<Switchboard<L, E>> =>
-  Effect.sync(() => {
-    const hits: Array<L> = []
-    const actions = new Map<L, Array<Effect.Effect<void, E>>>()
-    const once = (location: L, action: Effect.Effect<void, E>) =>
-      Effect.sync(() => {
-        actions.set(location, [...(actions.get(location) ?? []), action])
-      })
-    const hold = (location: L, forever: boolean) =>
-      Effect.gen(function* () {
-        const reached = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
-        const wait = forever ? Effect.never : Deferred.await(release)
-        yield* once(location, Effect.andThen(Deferred.succeed(reached, undefined), wait))
-        return {
-          reached: Deferred.await(reached),
-          release: Effect.asVoid(Deferred.succeed(release, undefined)),
-        }
-      })
-    return {
-      hits,
-      handler: (location) =>
-        Effect.suspend(() => {
-          hits.push(location)
-          return actions.get(location)?.shift() ?? Effect.void
-        }),
-      once,
-      pause: (location) => hold(location, false),
-      observe: (location) =>
-        Effect.gen(function* () {
-          const reached = yield* Deferred.make<void>()
-          yield* once(location, Deferred.succeed(reached, undefined))
-          return Deferred.await(reached)
-        }),
-      freeze: (location) => Effect.map(hold(location, true), (held) => held.reached),
-      count: (location) => hits.filter((hit) => hit === location).length,
-    }
-  })
-
-/** Runtime failpoints. */
-export const runtimeSwitchboard = makeSwitchboard<RuntimeFailpointLocation, DurableRuntimeFailpointError>
-
-/** Maintenance failpoints. */
-export const maintenanceSwitchboard = makeSwitchboard<ThreadMaintenanceFailpointLocation>
-
-/** A typed failure for a runtime failpoint. */
-export const failpointError = (location: RuntimeFailpointLocation) =>
-  new DurableRuntimeFailpointError({ location, message: `failpoint ${location} fired` })
 
 /**
  * Forks `effect` where nothing will ever interrupt it: a fiber frozen at a failpoint stays
@@ -220,7 +74,7 @@ export const reportOf = (report: MaintenancePassReport) =>
 
 /** Submits through the gate, as `ThreadObject` does. */
 export const submit = (
-  incarnation: RuntimeIncarnation,
+  incarnation: Incarnation,
   thread: string,
   agent: string,
   key: string,
@@ -236,17 +90,17 @@ export const submit = (
   )
 
 /** The ledger row of a Submission, which must exist. */
-export const rowOf = (incarnation: RuntimeIncarnation, submissionId: SubmissionId) =>
+export const rowOf = (incarnation: Incarnation, submissionId: SubmissionId) =>
   Effect.map(incarnation.ledger.lookup(submissionId), Option.getOrThrow)
 
 /** The tags of a Submission's canonical records, oldest first. */
-export const tagsOf = (incarnation: RuntimeIncarnation, submissionId: SubmissionId) =>
+export const tagsOf = (incarnation: Incarnation, submissionId: SubmissionId) =>
   Effect.map(incarnation.history.forSubmission(submissionId), (records) =>
     records.map((record) => record.entry._tag),
   )
 
 /** Every canonical record of a Thread, oldest first. */
-export const threadRecords = (incarnation: RuntimeIncarnation, thread: string) =>
+export const threadRecords = (incarnation: Incarnation, thread: string) =>
   Effect.map(incarnation.history.page(ThreadId.make(thread), { limit: 1_000 }), (page) => page.records)
 
 /** The generation pair of the maintenance record. */
@@ -274,7 +128,7 @@ export const bindingWaitsOf = (ctx: DurableObjectState) =>
  */
 export const fingerprint = (
   ctx: DurableObjectState,
-  incarnation: RuntimeIncarnation,
+  incarnation: Incarnation,
   of: { readonly submissions: ReadonlyArray<SubmissionId>; readonly threads: ReadonlyArray<string> },
 ) =>
   Effect.gen(function* () {

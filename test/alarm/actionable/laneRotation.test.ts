@@ -3,15 +3,8 @@ import { Deferred, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import {
-  converge,
-  deliverOk,
-  longFirstStep,
-  reportOf,
-  rowOf,
-  runtimeIncarnation,
-  submit,
-} from "./fixtures.ts"
+import { converge, deliverOk, longFirstStep, reportOf, rowOf, submit } from "./fixtures.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("lane rotation", () => {
   it.effect("serves three lanes in three consecutive events; a yielding head does not monopolize", () =>
@@ -21,7 +14,7 @@ describe("lane rotation", () => {
         const runs = yield* makeRuns
         const started = yield* Deferred.make<void>()
         // The first step outlasts the 10-minute yield deadline but not the 14-minute event.
-        const inc = yield* runtimeIncarnation(ctx, {
+        const inc = yield* incarnation(ctx, {
           agents: [longFirstStep(runs, 11 * 60_000, started), threeSteps(runs)],
           config: {
             ownershipLeaseDuration: 3_600_000,
@@ -39,20 +32,20 @@ describe("lane rotation", () => {
         // Let the step reach its sleep before virtual time moves.
         yield* TestClock.withLive(Effect.sleep("10 millis"))
         yield* TestClock.adjust("11 minutes")
-        expect(reportOf(yield* Fiber.join(first))).toEqual(["actionable", 3, 0, 3, "rearmed"])
+        expect(reportOf(yield* Fiber.join(first))).toEqual(["actionable", 0, 0, 3, "rearmed"])
         expect(yield* cursor).toBe("lane-a")
         const yielded = yield* rowOf(inc, yielding.submissionId)
         expect([yielded.state, yielded.ownership]).toEqual(["ready", undefined])
 
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 3, 1, 2, "rearmed"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 1, 2, "rearmed"])
         expect(yield* cursor).toBe("lane-b")
         expect((yield* rowOf(inc, b.submissionId)).state).toBe("settled")
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 2, 1, 1, "rearmed"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 1, 1, "rearmed"])
         expect(yield* cursor).toBe("lane-c")
         expect((yield* rowOf(inc, c.submissionId)).state).toBe("settled")
 
         // Back to the yielded lane: its first step replays, the second runs.
-        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 1, 1, 0, "cleared"])
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 1, 0, "cleared"])
         expect(yield* cursor).toBe("lane-a")
         expect((yield* rowOf(inc, yielding.submissionId)).settlement?.output).toBe(2)
         expect(yield* runsOf(runs)).toEqual({ long: 1, short: 1, one: 2, two: 2, three: 2 })

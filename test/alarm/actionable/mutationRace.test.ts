@@ -5,18 +5,11 @@ import { ApprovalDecision } from "../../../src/core/DurableAgentRuntime.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { makeRuns, reviewed, type Runs, runsOf } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
-import {
-  converge,
-  deliverOk,
-  generationsOf,
-  maintenanceSwitchboard,
-  type RuntimeIncarnation,
-  rowOf,
-  runtimeIncarnation,
-  submit,
-} from "./fixtures.ts"
+import { converge, deliverOk, generationsOf, rowOf, submit } from "./fixtures.ts"
+import { maintenanceSwitchboard } from "../../support/switchboard.ts"
+import { type Incarnation, incarnation } from "../../support/incarnation.ts"
 
-const approve = (inc: RuntimeIncarnation, submissionId: SubmissionId) =>
+const approve = (inc: Incarnation, submissionId: SubmissionId) =>
   inc.maintenance.withMutation(
     inc.runtime.resolveApproval(submissionId, new ApprovalDecision({ approved: true, note: "ok" })),
   )
@@ -27,7 +20,7 @@ const suspendedHead = (ctx: DurableObjectState) =>
     yield* dayAhead
     const runs = yield* makeRuns
     const failpoints = yield* maintenanceSwitchboard()
-    const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs)], maintenance: failpoints })
+    const inc = yield* incarnation(ctx, { agents: [reviewed(runs)], maintenance: failpoints.handler })
     const head = yield* submit(inc, "lane", "reviewed", "head", { n: 1 })
     yield* converge(ctx, inc.maintenance)
     expect((yield* rowOf(inc, head.submissionId)).state).toBe("suspended")
@@ -40,7 +33,7 @@ const expectPendingThenConverged = (
   ctx: DurableObjectState,
   world: {
     readonly runs: Runs
-    readonly inc: RuntimeIncarnation
+    readonly inc: Incarnation
     readonly head: { readonly submissionId: SubmissionId }
   },
 ) =>
@@ -62,7 +55,7 @@ describe("a mutation racing the stable-wait acknowledgement", () => {
         yield* dayAhead
         const runs = yield* makeRuns
         const failpoints = yield* maintenanceSwitchboard()
-        const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs)], maintenance: failpoints })
+        const inc = yield* incarnation(ctx, { agents: [reviewed(runs)], maintenance: failpoints.handler })
         const head = yield* submit(inc, "lane", "reviewed", "head", { n: 1 })
         const held = yield* failpoints.pause("maintenance:finish:before")
         const pass = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))

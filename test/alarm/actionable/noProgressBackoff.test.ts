@@ -3,7 +3,8 @@ import { Clock, Effect, Option } from "effect"
 import { AttemptId, OwnershipToken, ThreadId } from "../../../src/core/Identifiers.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import { deliverOk, freshMaintenance, reportOf, rowOf, runtimeIncarnation, submit } from "./fixtures.ts"
+import { deliverOk, reportOf, rowOf, submit } from "./fixtures.ts"
+import { freshMaintenance, incarnation } from "../../support/incarnation.ts"
 
 /** Jittered bounds of stages 0..3 with base 10 and cap 40. */
 const bounds = [
@@ -19,7 +20,7 @@ describe("no-progress backoff", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, {
+        const inc = yield* incarnation(ctx, {
           agents: [threeSteps(runs)],
           config: { alarmBackoffBase: 10, alarmBackoffCap: 40, wakeScanInterval: 1 },
         })
@@ -30,7 +31,7 @@ describe("no-progress backoff", () => {
             attemptId: AttemptId.make("elsewhere"),
             ownershipToken: OwnershipToken.make("elsewhere-token"),
             now: yield* Clock.currentTimeMillis,
-            leaseDuration: 250,
+            leaseDurationMillis: 250,
           }),
         )
 
@@ -38,7 +39,7 @@ describe("no-progress backoff", () => {
           const maintenance = yield* freshMaintenance(inc)
           const report = yield* deliverOk(ctx, maintenance)
           const now = yield* Clock.currentTimeMillis
-          expect(reportOf(report)).toEqual(["actionable", 1, 0, 1, "rearmed"])
+          expect(reportOf(report)).toEqual(["actionable", 0, 0, 1, "rearmed"])
           const alarm = (yield* alarmOf(ctx)) ?? 0
           expect(alarm, `stage ${stage}`).toBeGreaterThan(now + 1)
           expect(alarm, `stage ${stage}`).toBeGreaterThanOrEqual(now + low)
@@ -62,7 +63,7 @@ describe("no-progress backoff", () => {
         expect(yield* alarmOf(ctx)).toBe(releasedAt + 5)
         expect(releasedAt + 5).toBeLessThan(retryAt)
         const maintenance = yield* freshMaintenance(inc)
-        expect(reportOf(yield* deliverOk(ctx, maintenance))).toEqual(["actionable", 1, 1, 0, "cleared"])
+        expect(reportOf(yield* deliverOk(ctx, maintenance))).toEqual(["actionable", 0, 1, 0, "cleared"])
         expect((yield* rowOf(inc, receipt.submissionId)).settlement?.output).toBe(9)
         expect(yield* runsOf(runs)).toEqual({ one: 1, two: 1, three: 1 })
       }),

@@ -2,16 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
-import {
-  converge,
-  deliverOk,
-  generationsOf,
-  reportOf,
-  rowOf,
-  runtimeIncarnation,
-  runtimeSwitchboard,
-  submit,
-} from "./fixtures.ts"
+import { converge, deliverOk, generationsOf, reportOf, rowOf, submit } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("one head per event", () => {
   it.effect("returns after the head settles without running the follower queued meanwhile", () =>
@@ -20,8 +13,8 @@ describe("one head per event", () => {
         yield* dayAhead
         const runs = yield* makeRuns
         const failpoints = yield* runtimeSwitchboard()
-        const held = yield* failpoints.pause("terminalize:after-canonical-append")
-        const inc = yield* runtimeIncarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints })
+        const held = yield* failpoints.pause("ledger:settle:after")
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints.handler })
         const head = yield* submit(inc, "lane", "three-steps", "head", { n: 1 })
 
         const pass = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))
@@ -30,7 +23,7 @@ describe("one head per event", () => {
         yield* held.release
         const first = yield* Fiber.join(pass)
 
-        expect(reportOf(first)).toEqual(["actionable", 1, 1, 1, "rearmed"])
+        expect(reportOf(first)).toEqual(["actionable", 0, 1, 1, "rearmed"])
         expect((yield* rowOf(inc, head.submissionId)).state).toBe("settled")
         expect((yield* rowOf(inc, follower.submissionId)).state).toBe("ready")
         expect(failpoints.count("claim:after-claim")).toBe(1)
@@ -39,7 +32,7 @@ describe("one head per event", () => {
         expect(yield* alarmOf(ctx)).not.toBeNull()
 
         const second = yield* deliverOk(ctx, inc.maintenance)
-        expect(reportOf(second)).toEqual(["actionable", 1, 1, 0, "cleared"])
+        expect(reportOf(second)).toEqual(["actionable", 0, 1, 0, "cleared"])
         expect((yield* rowOf(inc, follower.submissionId)).settlement?.output).toBe(12)
         expect(yield* converge(ctx, inc.maintenance)).toEqual([])
         expect(yield* alarmOf(ctx)).toBeNull()

@@ -4,16 +4,8 @@ import { ApprovalDecision } from "../../../src/core/DurableAgentRuntime.ts"
 import { makeRuns, reviewed, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { forbidSql } from "../fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
-import {
-  converge,
-  fingerprint,
-  generationsOf,
-  reportOf,
-  rowOf,
-  runtimeIncarnation,
-  submit,
-  tagsOf,
-} from "./fixtures.ts"
+import { converge, fingerprint, generationsOf, reportOf, rowOf, submit, tagsOf } from "./fixtures.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 describe("a stable external wait", () => {
   it.effect("quiesces an approval-suspended head with its follower, and a forced alarm does O(1) work", () =>
@@ -21,13 +13,13 @@ describe("a stable external wait", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs), threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [reviewed(runs), threeSteps(runs)] })
         const head = yield* submit(inc, "lane", "reviewed", "head", { n: 1 })
         const follower = yield* submit(inc, "lane", "three-steps", "follower", { n: 1 })
 
         const exits = yield* converge(ctx, inc.maintenance)
         expect(exits.map((exit) => Exit.isSuccess(exit) && reportOf(exit.value))).toEqual([
-          ["actionable", 2, 0, 2, "cleared"],
+          ["actionable", 0, 0, 2, "cleared"],
         ])
         expect((yield* rowOf(inc, head.submissionId)).state).toBe("suspended")
         expect((yield* rowOf(inc, follower.submissionId)).state).toBe("ready")
@@ -78,7 +70,7 @@ describe("a stable external wait", () => {
         Effect.gen(function* () {
           yield* dayAhead
           const runs = yield* makeRuns
-          const inc = yield* runtimeIncarnation(ctx, { agents: [reviewed(runs), threeSteps(runs)] })
+          const inc = yield* incarnation(ctx, { agents: [reviewed(runs), threeSteps(runs)] })
           const head = yield* submit(inc, "lane", "reviewed", "head", { n: 2 })
           const follower = yield* submit(inc, "lane", "three-steps", "follower", { n: 2 })
           yield* converge(ctx, inc.maintenance)

@@ -4,22 +4,15 @@ import { TestClock } from "effect/testing"
 import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoint.ts"
 import { charging, makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
-import {
-  abandon,
-  converge,
-  deliver,
-  rowOf,
-  runtimeIncarnation,
-  runtimeSwitchboard,
-  submit,
-  tagsOf,
-} from "./fixtures.ts"
+import { abandon, converge, deliver, rowOf, submit, tagsOf } from "./fixtures.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
+import { incarnation } from "../../support/incarnation.ts"
 
 const evictions: ReadonlyArray<RuntimeFailpointLocation | "none"> = [
   "none",
   "abort:after-intent",
-  "terminalize:after-reserve",
-  "terminalize:after-canonical-append",
+  "ledger:settle:before",
+  "ledger:settle:after",
 ]
 
 describe("an authorized abort", () => {
@@ -42,7 +35,7 @@ describe("an authorized abort", () => {
               Effect.andThen(Deferred.succeed(lost, undefined), Effect.never),
             ),
           )
-          const first = yield* runtimeIncarnation(ctx, { agents, runtime: lossy })
+          const first = yield* incarnation(ctx, { agents, runtime: lossy.handler })
           const head = yield* submit(first, "lane", "charging", "head", { n: 1 })
           const follower = yield* submit(first, "lane", "three-steps", "follower", { n: 1 })
           yield* abandon(deliver(ctx, first.maintenance))
@@ -50,7 +43,7 @@ describe("an authorized abort", () => {
           yield* TestClock.adjust("31 seconds")
 
           // Recovery marks the outcome unknown; the head and its follower wait without an alarm.
-          const second = yield* runtimeIncarnation(ctx, { agents })
+          const second = yield* incarnation(ctx, { agents })
           yield* second.maintenance.ensureAlarm
           yield* converge(ctx, second.maintenance)
           expect((yield* rowOf(second, head.submissionId)).state).toBe("unknown")
@@ -58,7 +51,7 @@ describe("an authorized abort", () => {
           expect(yield* alarmOf(ctx)).toBeNull()
 
           const killer = yield* runtimeSwitchboard()
-          const third = yield* runtimeIncarnation(ctx, { agents, runtime: killer })
+          const third = yield* incarnation(ctx, { agents, runtime: killer.handler })
           const abort = third.maintenance.withMutation(third.runtime.abort(head.submissionId))
           let survivor = third
           if (eviction === "none") {
@@ -74,7 +67,7 @@ describe("an authorized abort", () => {
             }
             yield* killed
             expect(yield* alarmOf(ctx)).not.toBeNull()
-            survivor = yield* runtimeIncarnation(ctx, { agents })
+            survivor = yield* incarnation(ctx, { agents })
             yield* survivor.maintenance.ensureAlarm
             yield* converge(ctx, survivor.maintenance)
           }

@@ -32,9 +32,12 @@ export interface ExternalWorld {
  * The external world of the running simulation, read by the agents at run time, so that their
  * definitions (and contract digests, which are costly) are built once per process.
  */
-export const SimExternalWorld = Context.Reference<ExternalWorld>("@effect-agent/sim/ExternalWorld", {
-  defaultValue: () => ({ perform: () => Effect.void }),
-})
+export const SimExternalWorld = Context.Reference<ExternalWorld>(
+  "@effect-agent/platform-cloudflare/test/sim/ExternalWorld",
+  {
+    defaultValue: () => ({ perform: () => Effect.void }),
+  },
+)
 
 const perform = (key: string, uncertain: boolean) =>
   Effect.gen(function* () {

@@ -9,6 +9,7 @@ import type { ThreadId } from "../../../src/core/Identifiers.ts"
 
 const plan = (decide: (location: string) => Fault): FaultPlan => ({
   decide,
+  zombie: () => 0,
   calm: () => {},
   describe: () => "test plan",
 })

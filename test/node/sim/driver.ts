@@ -367,7 +367,12 @@ export const simulate = (seed: number, options: SimulationOptions) =>
       checks: world.monitor.checks,
       violations: world.monitor.violations,
       trace,
-      stats: { ...world.stats, selfCancellations: world.monitor.selfCancellations, plan: faults.describe() },
+      stats: {
+        ...world.stats,
+        selfCancellations: world.monitor.selfCancellations,
+        takeovers: world.monitor.takeovers,
+        plan: faults.describe(),
+      },
       checksByKind: world.monitor.byKind,
     } satisfies RunReport
   })

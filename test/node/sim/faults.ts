@@ -12,6 +12,11 @@ export type Fault = "none" | "evict" | "fail" | "pause"
 export interface FaultPlan {
   /** Decides the fault of one hit; `pausedNow` bounds the pauses held at once. */
   readonly decide: (location: string, pausedNow: number) => Fault
+  /**
+   * How long (virtual ms) a reset incarnation's in-flight Attempt may go on writing to the
+   * ledger and history (see `Holder.storesAlive`); 0 for a plain reset.
+   */
+  readonly zombie: () => number
   /** Stops injecting: the run is converging. */
   readonly calm: () => void
   readonly describe: () => string
@@ -38,6 +43,8 @@ export const makeFaultPlan = (rng: Rng): FaultPlan => {
   // Some runs aim only at maintenance, some only at the runtime; race runs hold passes and
   // mutations between their durable steps, so that the other side commits in between.
   const target = rng.pick(["all", "all", "maintenance", "runtime", "race", "race"] as const)
+  // Some runs let a reset incarnation's Attempt go on writing after the next one took over.
+  const zombieWindow = rng.pick([0, 0, 0, 1_000, 10_000])
   let calm = false
   return {
     decide: (location, pausedNow) => {
@@ -52,12 +59,14 @@ export const makeFaultPlan = (rng: Rng): FaultPlan => {
       const fault = rng.weighted(mix)
       return fault === "pause" && pausedNow >= MAX_PAUSES ? "none" : fault
     },
+    zombie: () => (calm ? 0 : zombieWindow),
     calm: () => {
       calm = true
     },
     describe: () =>
-      target === "race"
+      (target === "race"
         ? "race: passes and mutations held at their steps"
-        : `rate ${rate}, ${target}, mix ${JSON.stringify(mix)}`,
+        : `rate ${rate}, ${target}, mix ${JSON.stringify(mix)}`) +
+      (zombieWindow > 0 ? `; zombies for ${zombieWindow} ms` : ""),
   }
 }

@@ -5,7 +5,7 @@
  * ledger and history seen through a gate that refuses every operation once the incarnation is
  * dead. The assembly mirrors `ThreadObject`'s, with in-memory stores in place of SQLite.
  */
-import { Context, Deferred, Effect, Layer, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Scope, Stream } from "effect"
 import {
   ThreadMaintenance,
   ThreadMaintenanceFailpoint,
@@ -17,7 +17,14 @@ import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/Cloud
 import type { AnyAgentDefinition } from "../../../src/core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../../src/core/DurableAgentRuntime.ts"
 import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../../src/core/RuntimeFailpoint.ts"
-import { LedgerError, SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
+import {
+  type Claim,
+  type Fence,
+  LedgerError,
+  SubmissionLedger,
+  type SubmissionSnapshot,
+} from "../../../src/core/SubmissionLedger.ts"
+import { memoryStoreOf } from "../../../src/core/internal/ledger/memory.ts"
 import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
 import { ThreadStoreError } from "../../../src/core/DurableAgentRuntime.ts"
 import { ThreadProjectionMaintenance } from "../../../src/core/ThreadProjectionMaintenance.ts"
@@ -28,9 +35,12 @@ import { simSqlClient } from "./sqlClient.ts"
 import type { Holder } from "./storagePort.ts"
 
 /** The incarnation a fiber belongs to; agents read it so a dead process acts no more. */
-export const SimHolder = Context.Reference<Holder | undefined>("@effect-agent/sim/Holder", {
-  defaultValue: () => undefined,
-})
+export const SimHolder = Context.Reference<Holder | undefined>(
+  "@effect-agent/platform-cloudflare/test/sim/Holder",
+  {
+    defaultValue: () => undefined,
+  },
+)
 
 /** The durable stores: built once per run, shared by every incarnation. */
 export interface DurableStores {
@@ -67,6 +77,7 @@ const gated = <S extends object>(
   alive: () => boolean,
   refuse: (name: string) => unknown,
   onActivity: () => void,
+  onFailure: (error: unknown) => void = () => {},
 ): S => {
   const out: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(service)) {
@@ -78,7 +89,9 @@ const gated = <S extends object>(
       out[name] = (...args: ReadonlyArray<never>) =>
         Effect.andThen(
           check,
-          Effect.suspend(() => (value as AnyFunction)(...args) as Effect.Effect<unknown>),
+          Effect.suspend(() => (value as AnyFunction)(...args) as Effect.Effect<unknown>).pipe(
+            Effect.tapError((error) => Effect.sync(() => onFailure(error))),
+          ),
         )
     } else if (Stream.isStream(value)) {
       out[name] = Stream.unwrap(Effect.as(check, value))
@@ -108,23 +121,118 @@ export interface IncarnationSpec {
   readonly config: RunConfig
   readonly maintenanceFailpoint: ThreadMaintenanceFailpointHandler
   readonly runtimeFailpoint: RuntimeFailpointHandler
+  /** A ledger or history write of this incarnation refused by the fence after its reset. */
+  readonly onZombieFenced: () => void
+  /** Sees every fenced write a reset incarnation got through, and the epoch it met. */
+  readonly onZombieWrite: (holder: Holder, fence: Fence, epochBefore: number | undefined) => void
+  /** Sees every Claim granted: the head as it was just before, and the Claim. */
+  readonly onClaim: (
+    holder: Holder,
+    before: SubmissionSnapshot | undefined,
+    claim: Claim,
+    now: number,
+  ) => void
   readonly onActivity: () => void
+}
+
+/**
+ * The ledger with every granted Claim reported, with the head as it was just before (read in
+ * the same synchronous block as the in-memory claim, so nothing interleaves).
+ */
+const observingClaims = (
+  ledger: SubmissionLedger["Service"],
+  onClaimed: (before: SubmissionSnapshot | undefined, claim: Claim, now: number) => void,
+): SubmissionLedger["Service"] => ({
+  ...ledger,
+  claim: (threadId, grant) =>
+    Effect.suspend(() => {
+      const store = memoryStoreOf(ledger)
+      const headId = store?.lanes.get(threadId)?.nonterminal[0]
+      const before = headId === undefined ? undefined : store?.rows.get(headId)
+      return Effect.tap(ledger.claim(threadId, grant), (claim) =>
+        Effect.sync(() => {
+          if (Option.isSome(claim)) onClaimed(before, claim.value, grant.now)
+        }),
+      )
+    }),
+})
+
+/** The fence a fenced ledger or history write presents, from its arguments. */
+const fenceOf = (name: string, args: ReadonlyArray<unknown>): Fence | undefined => {
+  switch (name) {
+    case "renew":
+    case "release":
+    case "park":
+      return { _tag: "Owner", claim: args[0] as Claim }
+    case "transition":
+    case "settle":
+    case "reserveSettlement":
+      return args[0] as Fence
+    case "append":
+    case "appendAll":
+      return args[2] as Fence
+    default:
+      return undefined
+  }
+}
+
+/**
+ * Reports every fenced write a reset incarnation (a zombie) gets through, with the epoch the
+ * Submission had just before it (read in the same synchronous block as the in-memory write).
+ */
+const watchingZombies = <S extends object>(
+  service: S,
+  store: ReturnType<typeof memoryStoreOf>,
+  zombie: () => boolean,
+  onZombieWrite: (fence: Fence, epochBefore: number | undefined) => void,
+): S => {
+  const out: Record<string, unknown> = { ...(service as Record<string, unknown>) }
+  for (const [name, value] of Object.entries(service)) {
+    if (typeof value !== "function") continue
+    out[name] = (...args: ReadonlyArray<never>) =>
+      Effect.suspend(() => {
+        const fence = fenceOf(name, args)
+        const effect = (value as AnyFunction)(...args) as Effect.Effect<unknown>
+        if (fence === undefined || !zombie()) return effect
+        const id = fence._tag === "Owner" ? fence.claim.submissionId : fence.submissionId
+        const epochBefore = store?.rows.get(id)?.producerEpoch
+        return Effect.tap(effect, () => Effect.sync(() => onZombieWrite(fence, epochBefore)))
+      })
+  }
+  return out as S
 }
 
 /** @internal The layer of one incarnation. */
 export const incarnationLayer = (spec: IncarnationSpec) => {
-  const alive = spec.holder.alive
+  const store = memoryStoreOf(spec.stores.ledger)
+  const zombie = () => !spec.holder.alive()
+  const onZombieWrite = (fence: Fence, epochBefore: number | undefined) =>
+    spec.onZombieWrite(spec.holder, fence, epochBefore)
+  const storesAlive = spec.holder.storesAlive
+  const fenced = (error: unknown) => {
+    const tag = (error as { readonly _tag?: unknown } | undefined)?._tag
+    if (!spec.holder.alive() && (tag === "FenceRejected" || tag === "OwnershipLost")) spec.onZombieFenced()
+  }
   const ledger = gated(
-    spec.stores.ledger,
-    alive,
+    watchingZombies(
+      observingClaims(spec.stores.ledger, (before, claim, now) =>
+        spec.onClaim(spec.holder, before, claim, now),
+      ),
+      store,
+      zombie,
+      onZombieWrite,
+    ),
+    storesAlive,
     (name) => new LedgerError({ operation: `SubmissionLedger.${name}`, message: resetMessage }),
     spec.onActivity,
+    fenced,
   )
   const history = gated(
-    spec.stores.history,
-    alive,
+    watchingZombies(spec.stores.history, store, zombie, onZombieWrite),
+    storesAlive,
     (name) => new ThreadStoreError({ operation: `ThreadHistory.${name}`, message: resetMessage }),
     spec.onActivity,
+    fenced,
   )
   const base = Layer.mergeAll(
     DurableObjectContext.layer(spec.state, {} as Cloudflare.Env),
@@ -149,19 +257,11 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
 }
 
 /** Entry points hold no state: one set serves every incarnation of the process. */
-const entryPoints = new Map<number, EntryPoints>()
-const entryPointsFor = (maxInputBytes: number): EntryPoints => {
-  let entry = entryPoints.get(maxInputBytes)
-  if (entry === undefined) {
-    entry = makeEntryPoints(maxInputBytes, undefined)
-    entryPoints.set(maxInputBytes, entry)
-  }
-  return entry
-}
+const entryPoints: EntryPoints = makeEntryPoints(undefined)
 
 /** Builds an incarnation in its own scope; its constructor is started by the caller. */
 export const buildIncarnation = (
-  spec: IncarnationSpec & { readonly deployment: string; readonly maxInputBytes: number },
+  spec: IncarnationSpec & { readonly deployment: string },
 ): Effect.Effect<Incarnation> =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
@@ -172,7 +272,7 @@ export const buildIncarnation = (
       state: spec.state,
       scope,
       context,
-      entry: entryPointsFor(spec.maxInputBytes),
+      entry: entryPoints,
       ready: yield* Deferred.make<void>(),
       deployment: spec.deployment,
       closed: false,

@@ -1,8 +1,26 @@
 /**
- * The invariants of `maintenance.md` §7, checked on every storage commit, failpoint hit and
- * handler end, and on the whole durable state after every driver step. Each evaluated
- * predicate counts as one check; a failed one records a violation (the run fails at the end
- * of its step, with the trace).
+ * The invariants of maintenance, checked on every storage commit, failpoint hit and handler
+ * end, and on the whole durable state after every driver step. Each evaluated predicate counts
+ * as one check, under the name of its invariant; a failed one records a violation (the run
+ * fails at the end of its step, with the trace).
+ *
+ * - prearm-floor: a pass never writes an alarm earlier than the one it wrote when it began, so
+ *   workerd never cancels its own handler.
+ * - record: generations only grow, `processed` never passes `dirty`, and only a gated mutation
+ *   advances `dirty`, by one.
+ * - ack-pass-start: a pass acknowledges only the generation it read when it began.
+ * - retry-monotone: a committed retry never moves earlier.
+ * - retry-not-early: no native work runs for a generation before its retry is due.
+ * - one-head: one head Attempt per alarm event.
+ * - binding-lane: a lane whose head waits for a compatible binding is not served before the
+ *   wait is due (and other lanes are not held back by it: due-alarm).
+ * - quiescence: a successful pass that leaves only stable waits, with nothing owed, clears the
+ *   alarm.
+ * - owed-alarm: owed maintenance always has an alarm (or a running pass).
+ * - due-alarm: autonomous work has an alarm no later than its bounded backoff.
+ * - settlement-immutable, settled-once, fifo, journal-once, uncertain-once: a Submission
+ *   settles once and for good, lanes start in order, a step is journaled once and an uncertain
+ *   effect runs at most once.
  */
 import { Schema } from "effect"
 import type { ThreadMaintenanceFailpointLocation } from "../../../src/Alarm.ts"
@@ -11,7 +29,8 @@ import type { MemoryStore } from "../../../src/core/internal/ledger/memory.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
 import { lanes } from "./oracle.ts"
-import type { AlarmRun, Origin, SimStorage, StorageEvent } from "./storagePort.ts"
+import type { AlarmRun, Holder, Origin, SimStorage, StorageEvent } from "./storagePort.ts"
+import type { Claim, Fence, SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 
 /** How a handler run ended. */
 export type RunOutcome = "success" | "failure" | "evicted" | "wall-limit" | "cancelled"
@@ -24,7 +43,11 @@ export interface WorldView {
   readonly rpcInFlight: () => number
   /** The platform dropped a failing alarm and no constructor has run since. */
   readonly platformGaveUp: () => boolean
-  readonly timing: { readonly floor: number; readonly cap: number; readonly wakeScanInterval: number }
+  readonly timing: {
+    readonly floorMillis: number
+    readonly capMillis: number
+    readonly wakeScanIntervalMillis: number
+  }
 }
 
 const decodeRecord = Schema.decodeUnknownSync(ThreadMaintenanceState)
@@ -75,8 +98,10 @@ export const makeMonitor = (view: WorldView) => {
     if (!ok) violations.push(message())
   }
   const runs = new Map<number, RunState>()
+  /** Runs whose handler ended: a zombie's pass may go on, but it can commit nothing any more. */
+  const ended = new Set<number>()
   const runOf = (origin: Origin | undefined) => {
-    if (origin?.kind !== "alarm") return undefined
+    if (origin?.kind !== "alarm" || ended.has(origin.run)) return undefined
     let state = runs.get(origin.run)
     if (state === undefined) {
       state = { claims: 0 }
@@ -107,7 +132,7 @@ export const makeMonitor = (view: WorldView) => {
     }
     const written = event.alarm?.after
     if (run !== undefined && event.committed && written !== undefined && written !== null) {
-      // §7.5: the pass never writes an alarm earlier than its begin-time prearm.
+      // No self-cancellation: the pass never writes an alarm earlier than its begin-time prearm.
       const prearm = run.prearm
       check(
         "prearm-floor",
@@ -143,7 +168,7 @@ export const makeMonitor = (view: WorldView) => {
       )
     }
     if (after.processed !== before.processed) {
-      // §7.2: only the generation read at pass start is ever acknowledged.
+      // Exact acknowledgement: only the generation read at pass start is ever acknowledged.
       const start = run?.start
       const expected =
         start === undefined ? undefined : start.dirty > before.processed ? start.dirty : before.processed
@@ -155,8 +180,9 @@ export const makeMonitor = (view: WorldView) => {
       )
     }
     const retry = after.retry
-    if (retry !== undefined && retry.generation === after.dirty && after.dirty > after.processed) {
-      // §7.8: the retry of an unprocessed generation never moves earlier.
+    if (retry !== undefined) {
+      // Retry monotonicity: a committed retry never moves earlier, whether its generation is still owed to
+      // native work or only to host work after it was processed.
       const floor = retryFloor.get(retry.generation)
       check(
         "retry-monotone",
@@ -180,7 +206,7 @@ export const makeMonitor = (view: WorldView) => {
     if (location !== "maintenance:select:before") return
     run.selectAt = view.now()
     const start = run.start
-    // §7.8: early deliveries never run native work before the retry of the generation is due.
+    // Retry monotonicity: early deliveries never run native work before the retry is due.
     const retry =
       start?.retry !== undefined && start.retry.generation === start.dirty ? start.retry : undefined
     check(
@@ -197,13 +223,13 @@ export const makeMonitor = (view: WorldView) => {
     const run = runOf(origin)
     if (run === undefined || location !== "ledger:claim:before") return
     run.claims++
-    // §7.7: one head Attempt per event.
+    // One head per event.
     check(
       "one-head",
       run.claims <= 1,
       () => `alarm run ${origin?.kind === "alarm" ? origin.run : "?"} claimed ${run.claims} heads`,
     )
-    // §7.9: a lane whose head waits for a binding is not served before the wait is due.
+    // Binding waits per Submission: a lane whose head waits is not served before the wait is due.
     const lane = run.candidate?.lane
     if (lane === undefined) return
     const head = headOf(lane)
@@ -215,6 +241,49 @@ export const makeMonitor = (view: WorldView) => {
       "binding-lane",
       wait === undefined || wait.notBefore <= at,
       () => `lane ${lane} served at ${at} while its binding wait runs until ${wait?.notBefore}`,
+    )
+  }
+
+  /** The simulated incarnation behind each runtime incarnation id, learnt from its Claims. */
+  const claimants = new Map<string, Holder>()
+  let takeovers = 0
+  /**
+   * A Claim is taken from a live lease only by another incarnation, and only once the owner's
+   * incarnation is dead: within one incarnation the lease protects a running Attempt, and a
+   * dead one's Attempt, however long it goes on, is fenced out by the epoch the takeover moved.
+   */
+  const claimed = (holder: Holder, before: SubmissionSnapshot | undefined, claim: Claim, now: number) => {
+    const incarnation = claim.incarnation
+    check(
+      "takeover",
+      incarnation !== undefined && (claimants.get(incarnation) ?? holder) === holder,
+      () => `incarnation ${holder.id} claimed ${claim.submissionId} as ${incarnation}`,
+    )
+    if (incarnation !== undefined) claimants.set(incarnation, holder)
+    const owner = before?.ownership
+    if (before?.state !== "running" || owner === undefined || owner.leaseExpiresAt <= now) return
+    const ownerHolder = owner.incarnation === undefined ? undefined : claimants.get(owner.incarnation)
+    takeovers++
+    check(
+      "takeover",
+      owner.incarnation !== incarnation && ownerHolder !== undefined && !ownerHolder.alive(),
+      () =>
+        `incarnation ${holder.id} took ${claim.submissionId} from a live lease of incarnation ${ownerHolder?.id ?? "?"} (alive ${ownerHolder?.alive()})`,
+    )
+  }
+
+  /**
+   * The epoch fence: a write of a reset incarnation that got through was authorized by the
+   * epoch the Submission had then. Once the next incarnation took the Claim over (a new
+   * epoch), nothing of the old one lands.
+   */
+  const zombieWrote = (holder: Holder, fence: Fence, epochBefore: number | undefined) => {
+    const epoch = fence._tag === "Owner" ? fence.claim.producerEpoch : fence.producerEpoch
+    check(
+      "epoch-fence",
+      epochBefore === epoch,
+      () =>
+        `reset incarnation ${holder.id} wrote with epoch ${epoch} to ${fence._tag === "Owner" ? fence.claim.submissionId : fence.submissionId} at epoch ${epochBefore}`,
     )
   }
 
@@ -232,8 +301,9 @@ export const makeMonitor = (view: WorldView) => {
 
   const runEnded = (run: AlarmRun, outcome: RunOutcome) => {
     runs.delete(run.id)
+    ended.add(run.id)
     if (outcome !== "success") return
-    // §7.3: a successful pass that leaves only stable waits, with nothing owed, clears the alarm.
+    // Quiescence: a successful pass that leaves only stable waits, nothing owed, clears the alarm.
     const record = readRecord(view.storage)
     const quiet =
       record !== undefined &&
@@ -256,7 +326,7 @@ export const makeMonitor = (view: WorldView) => {
     const record = readRecord(storage)
     const running = storage.run !== undefined
     if (!running && !view.platformGaveUp()) {
-      // §7.4: owed maintenance has an alarm.
+      // Liveness: owed maintenance has an alarm.
       // A record is created by the first constructor; before it nothing is owed.
       const owed = record !== undefined && record.dirty > record.processed
       check(
@@ -267,7 +337,7 @@ export const makeMonitor = (view: WorldView) => {
       // Pending autonomous work has an alarm no later than its due time: the bounded backoff,
       // or later only for a lane whose head waits for compatible code (a binding wait never
       // delays another lane, and never shortens the backoff either).
-      const backoff = now + Math.max(timing.cap, timing.wakeScanInterval) + timing.floor
+      const backoff = now + Math.max(timing.capMillis, timing.wakeScanIntervalMillis) + timing.floorMillis
       let due = Infinity
       for (const lane of lanes(store)) {
         if (!lane.autonomous) continue
@@ -363,6 +433,8 @@ export const makeMonitor = (view: WorldView) => {
     maintenanceHit,
     runtimeHit,
     cancelled,
+    claimed,
+    zombieWrote,
     performed,
     runEnded,
     step,
@@ -374,6 +446,10 @@ export const makeMonitor = (view: WorldView) => {
     byKind,
     get selfCancellations() {
       return selfCancellations
+    },
+    /** Claims taken from a live lease (of a dead incarnation). */
+    get takeovers() {
+      return takeovers
     },
     violations,
   }

@@ -1,8 +1,8 @@
 /**
  * A deterministic simulation of the maintenance subsystem: the real `ThreadMaintenance` and
  * durable runtime over an in-memory storage-and-alarm port that behaves like workerd, driven
- * by seeded actions and failpoints in virtual time, with the invariants of `maintenance.md` §7
- * checked after every step.
+ * by seeded actions and failpoints in virtual time, with the invariants of maintenance
+ * (`invariants.ts` names each one) checked after every step.
  *
  * This file runs shard 1 of the seeded batch (`batch.ts`; the other shards have files of their
  * own) and replays single seeds: `SIM_SEED=<n>` runs one seed here and prints its full trace
@@ -14,12 +14,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { isolated, replaySeed, runSeeds, shardTest } from "./batch.ts"
 
-/** The trace without its accidental content: random ids and fiber numbers. */
+/** The trace without its accidental content: random (or randomly salted) ids and fiber numbers. */
 const normalize = (trace: ReadonlyArray<string>) => {
   const ids = new Map<string, string>()
   return trace.map((line) =>
     line
-      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
+      .replace(/sub-[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
         let name = ids.get(id)
         if (name === undefined) {
           name = `id${ids.size + 1}`
@@ -27,7 +27,8 @@ const normalize = (trace: ReadonlyArray<string>) => {
         }
         return name
       })
-      .replace(/#\d{3,}/g, "#fiber"),
+      .replace(/#\d{3,}/g, "#fiber")
+      .replace(/fiber \(#\d+\)/g, "fiber (#fiber)"),
   )
 }
 

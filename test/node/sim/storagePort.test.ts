@@ -14,7 +14,7 @@ const makePort = () => {
     onActivity: () => {},
   })
   let alive = true
-  const holder: Holder = { id: 1, alive: () => alive, abort: () => (alive = false) }
+  const holder: Holder = { id: 1, alive: () => alive, storesAlive: () => alive, abort: () => (alive = false) }
   const ctx = storage.facade(holder)
   return {
     storage,

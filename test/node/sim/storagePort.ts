@@ -21,9 +21,12 @@ export type Origin =
   | { readonly kind: "constructor" }
 
 /** The origin of the current fiber and its children. */
-export const SimOrigin = Context.Reference<Origin | undefined>("@effect-agent/sim/Origin", {
-  defaultValue: () => undefined,
-})
+export const SimOrigin = Context.Reference<Origin | undefined>(
+  "@effect-agent/platform-cloudflare/test/sim/Origin",
+  {
+    defaultValue: () => undefined,
+  },
+)
 
 /** The origin of the fiber that is running right now (storage calls start synchronously). */
 export const currentOrigin = (): Origin | undefined => Fiber.getCurrent()?.getRef(SimOrigin)
@@ -70,6 +73,13 @@ export interface PortObserver {
 export interface Holder {
   readonly id: number
   readonly alive: () => boolean
+  /**
+   * Whether the ledger and the history still take this incarnation's calls. After a reset
+   * they refuse at once, as the platform's storage does, except for a zombie: a fault beyond
+   * the platform, in which a replaced incarnation's in-flight Attempt keeps writing to them
+   * for a while, so that only the epoch fence stands between it and the new incarnation.
+   */
+  readonly storesAlive: () => boolean
   /** `ctx.abort()`: the incarnation dies now. */
   readonly abort: (reason: string) => void
 }
@@ -309,7 +319,8 @@ const makeFacade = (port: SimStorage, holder: Holder): DurableObjectState => {
   }
 
   return {
-    storage,
+    // The durable stores live in memory: the SQL database the Object would have stays empty.
+    storage: { ...storage, sql: { databaseSize: 0 } },
     id: { toString: () => `sim-object`, name: "sim-object" },
     abort: (reason?: string) => holder.abort(reason ?? "ctx.abort()"),
     waitUntil: unsupported("waitUntil"),

@@ -6,7 +6,7 @@
  * handler that did not write the alarm has it deleted on success, and on failure it is
  * redelivered with the platform's retry ladder (2 s doubling, at most 6 retries, then dropped);
  * a handler still running after 15 minutes is aborted with its incarnation; an earlier alarm
- * committed while a handler runs cancels that handler (the maintenance spec's reading of
+ * committed while a handler runs cancels that handler (the original design's reading of
  * production; local workerd queues such an alarm behind the running one instead). Eviction
  * kills the incarnation at once: its storage refuses every operation, so its fibers'
  * finalizers can change nothing durable.
@@ -103,11 +103,13 @@ export const makeWorld = (options: WorldOptions) =>
       wallLimits: 0,
       gaveUp: 0,
       faults: 0,
+      zombies: 0,
+      zombieWritesFenced: 0,
     }
     const timing = {
-      floor: Math.max(1, Math.ceil(options.config.alarmBackoffBase / 2)),
-      cap: options.config.alarmBackoffCap,
-      wakeScanInterval: options.config.wakeScanInterval,
+      floorMillis: Math.max(1, Math.ceil(options.config.alarmBackoffBase / 2)),
+      capMillis: options.config.alarmBackoffCap,
+      wakeScanIntervalMillis: options.config.wakeScanInterval,
     }
 
     const storage: SimStorage = new SimStorage({
@@ -145,9 +147,9 @@ export const makeWorld = (options: WorldOptions) =>
       perform: (key, uncertain) =>
         Effect.suspend(() => {
           touch()
-          // A dead process runs nothing.
+          // A dead process runs nothing, unless it is a zombie still finishing its Attempt.
           const holder = Fiber.getCurrent()?.getRef(SimHolder)
-          if (holder !== undefined && !holder.alive()) return Effect.interrupt
+          if (holder !== undefined && !holder.alive() && !holder.storesAlive()) return Effect.interrupt
           if (options.verbose)
             options.trace(`    perform ${key}${uncertain ? " (uncertain)" : ""} in ${holder?.id}`)
           monitor.performed(key, uncertain)
@@ -182,11 +184,18 @@ export const makeWorld = (options: WorldOptions) =>
       monitor.runEnded(run, outcome)
     }
 
-    const kill = (holder: Holder, alive: { value: boolean }, reason: string) => {
+    const kill = (holder: Holder, alive: { value: boolean; storesUntil: number }, reason: string) => {
       if (!alive.value) return
       alive.value = false
       stats.evictions++
-      options.trace(`  incarnation ${holder.id} reset: ${reason}`)
+      const zombie = options.faults.zombie()
+      if (zombie > 0) {
+        alive.storesUntil = now() + zombie
+        stats.zombies++
+      }
+      options.trace(
+        `  incarnation ${holder.id} reset: ${reason}${zombie > 0 ? ` (zombie for ${zombie} ms)` : ""}`,
+      )
       const run = storage.run
       if (run !== undefined && run.incarnation === holder.id)
         endRun(run, reason.startsWith("wall") ? "wall-limit" : "evicted")
@@ -198,6 +207,8 @@ export const makeWorld = (options: WorldOptions) =>
         Deferred.doneUnsafe(pause.gate, Effect.interrupt)
       }
       if (current?.id === holder.id) {
+        // Whatever waits for its constructor gate gives up now, zombie or not.
+        Deferred.doneUnsafe(current.ready, Effect.interrupt)
         dead.push(current)
         current = undefined
       }
@@ -226,8 +237,13 @@ export const makeWorld = (options: WorldOptions) =>
       if (current !== undefined) return current
       const id = ++incarnations
       stats.incarnations++
-      const alive = { value: true }
-      const holder: Holder = { id, alive: () => alive.value, abort: (reason) => kill(holder, alive, reason) }
+      const alive = { value: true, storesUntil: 0 }
+      const holder: Holder = {
+        id,
+        alive: () => alive.value,
+        storesAlive: () => alive.value || now() < alive.storesUntil,
+        abort: (reason) => kill(holder, alive, reason),
+      }
       const incarnation = yield* buildIncarnation({
         state: storage.facade(holder),
         holder,
@@ -236,9 +252,13 @@ export const makeWorld = (options: WorldOptions) =>
         config,
         maintenanceFailpoint: failpoints.maintenance(holder),
         runtimeFailpoint: failpoints.runtime(holder),
+        onClaim: monitor.claimed,
+        onZombieWrite: monitor.zombieWrote,
+        onZombieFenced: () => {
+          stats.zombieWritesFenced++
+        },
         onActivity: touch,
         deployment,
-        maxInputBytes: 1_048_576,
       })
       current = incarnation
       options.trace(`  incarnation ${id} (${deployment})`)
@@ -367,8 +387,9 @@ export const makeWorld = (options: WorldOptions) =>
       for (let round = 0; round < 1_000 && activity !== last; round++) {
         last = activity
         yield* eventLoopTurn
-        while (dead.length > 0) {
-          const incarnation = dead.shift() as Incarnation
+        // A zombie keeps running until its window has passed (virtual time moves on meanwhile).
+        for (const incarnation of dead.filter((each) => !each.holder.storesAlive())) {
+          dead.splice(dead.indexOf(incarnation), 1)
           incarnation.closed = true
           yield* Effect.forkDetach(Scope.close(incarnation.scope, Exit.void))
           touch()

@@ -24,7 +24,7 @@ import {
   supplierCounts,
   unknownOutcomes,
 } from "./crashEvidence.ts"
-import { type CrashPoint, pointName, type Scenario, type Step } from "./crashScenarios.ts"
+import { type CrashPoint, pointName, type Scenario, type Step } from "./crashPoints.ts"
 
 /** One Object of the group: a crash point, or the control of a scenario. */
 interface ObjectRun {

@@ -15,8 +15,8 @@ describe("the production bundle", () => {
       "storage:transaction:before",
       "instrumentState",
       "makeSwitchboard",
-      "threadMaintenanceFailpointLocations",
-      "runtimeFailpointLocations",
+      "THREAD_MAINTENANCE_FAILPOINT_LOCATIONS",
+      "RUNTIME_FAILPOINT_LOCATIONS",
       "DurableRuntimeFailpointError",
     ]) {
       expect(text, testOnly).not.toContain(testOnly)

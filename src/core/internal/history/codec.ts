@@ -31,7 +31,7 @@ export const encodeEntry = (operation: string, entry: HistoryEntry) =>
     return { json, stored }
   })
 
-/** Decodes a stored record; a record that does not decode is an error. @internal */
+/** Decodes a stored record (its entry already parsed from JSON); one that does not decode is an error. @internal */
 export const decodeRecord = (
   operation: string,
   row: {
@@ -44,16 +44,12 @@ export const decodeRecord = (
 ) =>
   Effect.gen(function* () {
     const label = `history record ${String(row.thread_id)}#${String(row.sequence)}`
-    const entry = yield* Effect.try({
-      try: () => JSON.parse(String(row.entry)) as unknown,
-      catch: historyError(operation, `${label} is not JSON`),
-    })
     return yield* decodeRecordUnknown({
       threadId: row.thread_id,
       sequence: row.sequence,
       submissionId: row.submission_id,
       recordedAt: row.recorded_at,
-      entry,
+      entry: row.entry,
     }).pipe(
       Effect.mapError((cause) =>
         historyError(operation, `${label} does not decode: ${cause.message}`)(cause),
@@ -99,3 +95,22 @@ export const requireInstant = (operation: string, now: number) =>
   Number.isFinite(now)
     ? Effect.void
     : Effect.fail(new ThreadStoreError({ operation, message: `now must be a finite number, got ${now}` }))
+
+/** `append` in terms of `appendAll`: one record, and the record appended. @internal */
+export const appendOne =
+  <E, R>(
+    appendAll: (
+      submissionId: SubmissionId,
+      entries: ReadonlyArray<HistoryEntry>,
+      fence: Fence,
+      now: number,
+    ) => Effect.Effect<ReadonlyArray<HistoryRecord>, E, R>,
+  ) =>
+  (submissionId: SubmissionId, entry: HistoryEntry, fence: Fence, now: number) =>
+    Effect.flatMap(appendAll(submissionId, [entry], fence, now), (records) =>
+      records[0] === undefined
+        ? Effect.fail(
+            new ThreadStoreError({ operation: "ThreadHistory.append", message: "nothing appended" }),
+          )
+        : Effect.succeed(records[0]),
+    )

@@ -6,9 +6,8 @@ import { Effect, Result } from "effect"
 import { ThreadStoreError } from "../runtime/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
-import { HistoryRecord } from "./model.ts"
-import { checkFenceNow, memoryStoreOf } from "../ledger/memory.ts"
+import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
+import { appendNow, checkFenceNow, memoryStoreOf } from "../ledger/memory.ts"
 
 /** Builds the in-memory history over the in-memory ledger's store. @internal */
 export const makeMemoryHistory = Effect.gen(function* () {
@@ -21,34 +20,32 @@ export const makeMemoryHistory = Effect.gen(function* () {
     })
   }
 
-  const service: typeof ThreadHistory.Service = {
-    append: Effect.fn("ThreadHistory.append")(function* (submissionId, entry, fence, now) {
-      yield* requireInstant("ThreadHistory.append", now)
+  const appendAll: typeof ThreadHistory.Service.appendAll = Effect.fn("ThreadHistory.append")(
+    function* (submissionId, entries, fence, now) {
+      const operation = "ThreadHistory.append"
+      yield* requireInstant(operation, now)
       const foreign = foreignFence(submissionId, fence)
       if (foreign !== undefined) return yield* foreign
-      const { stored } = yield* encodeEntry("ThreadHistory.append", entry)
+      if (entries.length === 0) {
+        return yield* new ThreadStoreError({ operation, message: "an append needs at least one record" })
+      }
+      const stored = yield* Effect.forEach(entries, (entry) =>
+        Effect.map(encodeEntry(operation, entry), (encoded) => encoded.stored),
+      )
       return yield* Effect.suspend(() =>
         Effect.fromResult(
-          Result.map(checkFenceNow(store, fence), (snapshot) => {
-            const records = store.history.get(snapshot.threadId) ?? []
-            const record = new HistoryRecord({
-              threadId: snapshot.threadId,
-              sequence: records.length + 1,
-              submissionId,
-              recordedAt: now,
-              entry: stored,
-            })
-            records.push(record)
-            store.history.set(snapshot.threadId, records)
-            const own = store.historyBySubmission.get(submissionId) ?? []
-            own.push(record)
-            store.historyBySubmission.set(submissionId, own)
-            store.historyFeed.push(record)
-            return record
-          }),
+          Result.map(checkFenceNow(store, fence), (snapshot) =>
+            appendNow(store, snapshot.threadId, submissionId, stored, now),
+          ),
         ),
       )
-    }),
+    },
+  )
+
+  const service: typeof ThreadHistory.Service = {
+    append: appendOne(appendAll),
+
+    appendAll,
 
     forSubmission: Effect.fn("ThreadHistory.forSubmission")(function* (submissionId) {
       return yield* Effect.sync(() => [...(store.historyBySubmission.get(submissionId) ?? [])])

@@ -66,7 +66,9 @@ export const HistoryEntry = Schema.Union([
 export type HistoryEntry = typeof HistoryEntry.Type
 
 /** One record of a Thread's canonical history. */
-export class HistoryRecord extends Schema.Class<HistoryRecord>("@effect-agent/HistoryRecord")({
+export class HistoryRecord extends Schema.Class<HistoryRecord>(
+  "@effect-agent/platform-cloudflare/ThreadHistory/HistoryRecord",
+)({
   threadId: ThreadId,
   /** 1-based, gap-free position within the Thread. */
   sequence: Schema.Int,

@@ -1,22 +1,49 @@
 /**
  * Admission checks shared by both ledgers, in the order they apply: a used idempotency key
  * replays (or conflicts) before any limit, so a replay is exempt from the queue-depth limit.
+ *
+ * A Submission's id is derived from its Thread and idempotency key (with a secret salt of the
+ * Object, so ids are unique across Objects and not guessable): the key is the Submission's
+ * identity, and one primary-key seek answers both "is this key used" and "which row is this
+ * id", with no second index to write on every admission.
  */
 import { Result } from "effect"
-import { ReceiptId, SubmissionId } from "../../Identifiers.ts"
-import { AdmissionRefused, IdempotencyConflict } from "./model.ts"
-import type { Admission, AdmissionRequest, LedgerLimits, SubmissionSnapshot } from "./model.ts"
+import { type IdempotencyKey, ReceiptId, SubmissionId, type ThreadId } from "../../Identifiers.ts"
+import { sha256Hex } from "../sha256.ts"
+import { AdmissionRefused, IdempotencyConflict, LedgerError } from "./model.ts"
+import type { Admission, AdmissionCheck, LedgerLimits, SubmissionSnapshot } from "./model.ts"
 import { utf8ByteLength } from "./rules.ts"
 
-/** Fresh identifiers for a new Submission. @internal */
-export const newAdmissionIds = () => ({
-  submissionId: SubmissionId.make(crypto.randomUUID()),
-  receiptId: ReceiptId.make(crypto.randomUUID()),
-})
+/** The Submission id of `key` in `threadId` (identifiers hold no control characters). @internal */
+export const submissionIdFor = (salt: string, threadId: ThreadId, key: IdempotencyKey): SubmissionId =>
+  SubmissionId.make(`sub-${sha256Hex(`${salt}\u0000${threadId}\u0000${key}`).slice(0, 40)}`)
+
+/** A fresh receipt id. @internal */
+export const newReceiptId = (): ReceiptId => ReceiptId.make(crypto.randomUUID())
+
+/** A fresh salt for a new store. @internal */
+export const newSalt = (): string => crypto.randomUUID().replaceAll("-", "")
+
+/**
+ * The row stored under a derived id belongs to another Thread or key only if 160 bits of
+ * SHA-256 collided: refused by name rather than replayed.
+ * @internal
+ */
+export const idCollision = (
+  operation: string,
+  request: AdmissionCheck,
+  existing: SubmissionSnapshot,
+): LedgerError | undefined =>
+  existing.threadId === request.threadId && existing.idempotencyKey === request.idempotencyKey
+    ? undefined
+    : new LedgerError({
+        operation,
+        message: `submission id ${existing.submissionId} of key ${request.idempotencyKey} collides with another key`,
+      })
 
 /** The answer for a used key: the original row, or a conflict. @internal */
 export const replayOf = (
-  request: AdmissionRequest,
+  request: AdmissionCheck,
   existing: SubmissionSnapshot,
 ): Result.Result<Admission, IdempotencyConflict> =>
   existing.agentId === request.agentId && existing.inputDigest === request.inputDigest
@@ -35,7 +62,7 @@ export const replayOf = (
 
 /** Refuses an input larger than the limit. @internal */
 export const inputBytesRefusal = (
-  request: AdmissionRequest,
+  request: AdmissionCheck,
   limits: LedgerLimits,
 ): AdmissionRefused | undefined => {
   const bytes = utf8ByteLength(request.inputPayload)
@@ -50,7 +77,7 @@ export const inputBytesRefusal = (
 
 /** Refuses a new Submission in a full lane. @internal */
 export const queueDepthRefusal = (
-  request: AdmissionRequest,
+  request: AdmissionCheck,
   limits: LedgerLimits,
   depth: number,
 ): AdmissionRefused | undefined =>

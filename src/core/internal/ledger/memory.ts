@@ -3,16 +3,27 @@
  *
  * Every operation reads and writes the store inside one synchronous block, so no other fiber
  * can observe or interleave with a half-done write. The in-memory history shares the store
- * (found through `memoryStoreOf`) to append atomically with its fence check.
+ * (found through `memoryStoreOf`); a ledger write that records canonical records (admission,
+ * settlement, a recorded resolution) appends them in the same block.
  */
-import { Effect, Option, Result, Stream } from "effect"
+import { Effect, Option, Result, Schema, Stream } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
-import type { HistoryRecord } from "../history/model.ts"
-import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
-import { Claim, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
+import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { encodeEntry } from "../history/codec.ts"
+import { type HistoryEntry, HistoryRecord } from "../history/model.ts"
+import {
+  idCollision,
+  inputBytesRefusal,
+  newReceiptId,
+  newSalt,
+  queueDepthRefusal,
+  replayOf,
+  submissionIdFor,
+} from "./admission.ts"
+import { Claim, InvalidTransition, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
 import type {
   Admission,
+  AdmissionCheck,
   AdmissionRefused,
   AdmissionRequest,
   Fence,
@@ -26,11 +37,12 @@ interface Lane {
   lastSequence: number
   /** Nonterminal Submissions in queue order. */
   readonly nonterminal: Array<SubmissionId>
-  readonly keys: Map<IdempotencyKey, SubmissionId>
 }
 
 /** The shared state of the in-memory ledger and history. @internal */
 export interface MemoryStore {
+  /** Salts derived Submission ids, as the SQLite ledger's stored salt does. */
+  readonly salt: string
   readonly rows: Map<SubmissionId, SubmissionSnapshot>
   readonly lanes: Map<ThreadId, Lane>
   readonly history: Map<ThreadId, Array<HistoryRecord>>
@@ -47,7 +59,7 @@ export const memoryStoreOf = (ledger: object): MemoryStore | undefined => stores
 const laneOf = (store: MemoryStore, threadId: ThreadId): Lane => {
   let lane = store.lanes.get(threadId)
   if (lane === undefined) {
-    lane = { lastSequence: 0, nonterminal: [], keys: new Map() }
+    lane = { lastSequence: 0, nonterminal: [] }
     store.lanes.set(threadId, lane)
   }
   return lane
@@ -78,10 +90,39 @@ const apply = (store: MemoryStore, change: Rules.Change): SubmissionSnapshot => 
 export const checkFenceNow = (store: MemoryStore, fence: Fence) =>
   Rules.verifyFence(fence, store.rows.get(Rules.fenceSubmissionId(fence)))
 
+/** Appends records of one Submission of `thread`, synchronously; the caller checked the fence. @internal */
+export const appendNow = (
+  store: MemoryStore,
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  entries: ReadonlyArray<HistoryEntry>,
+  now: number,
+): ReadonlyArray<HistoryRecord> => {
+  const records = store.history.get(threadId) ?? []
+  const own = store.historyBySubmission.get(submissionId) ?? []
+  const appended = entries.map((entry) => {
+    const record = new HistoryRecord({
+      threadId,
+      sequence: records.length + 1,
+      submissionId,
+      recordedAt: now,
+      entry,
+    })
+    records.push(record)
+    own.push(record)
+    store.historyFeed.push(record)
+    return record
+  })
+  store.history.set(threadId, records)
+  store.historyBySubmission.set(submissionId, own)
+  return appended
+}
+
 const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
 /** An empty store. @internal */
 export const makeMemoryStore = (): MemoryStore => ({
+  salt: newSalt(),
   rows: new Map(),
   lanes: new Map(),
   history: new Map(),
@@ -112,6 +153,14 @@ const refuse = <A, E>(
   body: () => Result.Result<A, E>,
 ): Result.Result<A, E | LedgerError> => (failure === undefined ? body() : Result.fail(failure))
 
+/** Entries as stored (encoded and decoded again), before the synchronous block that appends them. */
+const storedEntries = (operation: string, entries: ReadonlyArray<HistoryEntry>) =>
+  Effect.forEach(entries, (entry) =>
+    Effect.map(encodeEntry(operation, entry), ({ stored }) => stored).pipe(
+      Effect.mapError((cause) => new LedgerError({ operation, message: cause.message, cause })),
+    ),
+  )
+
 /** Builds an in-memory ledger over a fresh store. @internal */
 export const makeMemoryLedger = Effect.gen(function* () {
   const limits: LedgerLimits = yield* SubmissionLedgerLimits
@@ -130,20 +179,35 @@ export const makeMemoryLedger = Effect.gen(function* () {
   const applied = <E>(change: Result.Result<Rules.Change, E>): Result.Result<SubmissionSnapshot, E> =>
     Result.map(change, (c) => apply(store, c))
 
-  const admitNow = (
-    request: AdmissionRequest,
-    ids: ReturnType<typeof newAdmissionIds>,
-  ): Result.Result<Admission, AdmissionRefused | IdempotencyConflict> => {
+  /** The replayed admission of a used key, a refusal, or `undefined` for a new Submission. */
+  const verdict = (
+    operation: string,
+    request: AdmissionCheck,
+  ): Result.Result<Admission | undefined, AdmissionRefused | IdempotencyConflict | LedgerError> => {
+    const used = store.rows.get(submissionIdFor(store.salt, request.threadId, request.idempotencyKey))
+    if (used !== undefined) {
+      const collision = idCollision(operation, request, used)
+      return collision === undefined ? replayOf(request, used) : Result.fail(collision)
+    }
     const lane = store.lanes.get(request.threadId)
-    const usedId = lane?.keys.get(request.idempotencyKey)
-    const used = usedId === undefined ? undefined : store.rows.get(usedId)
-    if (used !== undefined) return replayOf(request, used)
     const refusal =
       inputBytesRefusal(request, limits) ?? queueDepthRefusal(request, limits, lane?.nonterminal.length ?? 0)
-    if (refusal !== undefined) return Result.fail(refusal)
+    return refusal === undefined ? Result.succeed(undefined) : Result.fail(refusal)
+  }
+
+  const admitNow = (
+    operation: string,
+    request: AdmissionRequest,
+    accepted: (row: SubmissionSnapshot) => HistoryEntry,
+  ): Result.Result<Admission, AdmissionRefused | IdempotencyConflict | LedgerError> => {
+    const checked = verdict(operation, request)
+    if (Result.isFailure(checked) || checked.success !== undefined) {
+      return checked as Result.Result<Admission, AdmissionRefused | IdempotencyConflict | LedgerError>
+    }
+    const submissionId = submissionIdFor(store.salt, request.threadId, request.idempotencyKey)
     const target = laneOf(store, request.threadId)
     const snapshot = new SubmissionSnapshot({
-      submissionId: ids.submissionId,
+      submissionId,
       threadId: request.threadId,
       queueSequence: target.lastSequence + 1,
       idempotencyKey: request.idempotencyKey,
@@ -151,16 +215,17 @@ export const makeMemoryLedger = Effect.gen(function* () {
       agentDigest: request.agentDigest,
       inputPayload: request.inputPayload,
       inputDigest: request.inputDigest,
-      receiptId: ids.receiptId,
-      state: "admitted",
+      receiptId: newReceiptId(),
+      state: "ready",
       producerEpoch: 0,
       abortRequested: false,
       createdAt: request.now,
+      readyAt: request.now,
     })
     target.lastSequence = snapshot.queueSequence
     target.nonterminal.push(snapshot.submissionId)
-    target.keys.set(snapshot.idempotencyKey, snapshot.submissionId)
     store.rows.set(snapshot.submissionId, snapshot)
+    appendNow(store, snapshot.threadId, snapshot.submissionId, [accepted(snapshot)], request.now)
     return Result.succeed({ _tag: "Admitted", snapshot })
   }
 
@@ -188,13 +253,35 @@ export const makeMemoryLedger = Effect.gen(function* () {
   const nonterminalRows = () =>
     sortedLanes().flatMap(([, lane]) => lane.nonterminal.flatMap((id) => store.rows.get(id) ?? []))
 
+  /** Heads of lanes with work to run, in lane order: a lane parked behind a wait is left out. */
+  const runnableHeads = () =>
+    sortedLanes().flatMap(([threadId]) => {
+      const head = headOf(store, threadId)
+      return head === undefined || Rules.isParked(head) ? [] : [head]
+    })
+
   const service: typeof SubmissionLedger.Service = {
     admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
-      const ids = newAdmissionIds()
+      const input = yield* Effect.try({
+        try: () => JSON.parse(request.inputPayload) as Schema.Json,
+        catch: (cause) => new LedgerError({ operation, message: "the input payload is not JSON", cause }),
+      })
+      const [accepted] = yield* storedEntries(operation, [
+        Rules.acceptedEntry({ agentId: request.agentId, agentDigest: request.agentDigest }, input),
+      ])
       return yield* atomically(operation, () =>
-        refuse(Rules.nonFinite(operation, { now: request.now }), () => admitNow(request, ids)),
+        refuse(Rules.nonFinite(operation, { now: request.now }), () =>
+          admitNow(operation, request, () => accepted as HistoryEntry),
+        ),
       )
+    }),
+
+    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
+      const checked = yield* atomically("SubmissionLedger.checkAdmission", () =>
+        verdict("SubmissionLedger.checkAdmission", request),
+      )
+      return Option.fromUndefinedOr(checked?.snapshot)
     }),
 
     markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
@@ -219,15 +306,20 @@ export const makeMemoryLedger = Effect.gen(function* () {
     claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
       const operation = "SubmissionLedger.claim"
       return yield* atomically(operation, () =>
-        refuse(Rules.nonFinite(operation, { now: grant.now, leaseDuration: grant.leaseDuration }), () => {
-          const head = headOf(store, threadId)
-          if (head === undefined || !Rules.isClaimable(head, grant.now)) return Result.succeed(Option.none())
-          const next = Rules.claimRow(head, grant)
-          put(store, next)
-          return Result.succeed(
-            Option.fromUndefinedOr(next.ownership).pipe(Option.map((o) => Rules.claimOf(next, o))),
-          )
-        }),
+        refuse(
+          Rules.nonFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis }),
+          () => {
+            const head = headOf(store, threadId)
+            if (head === undefined || !Rules.isClaimable(head, grant.now, grant.incarnation)) {
+              return Result.succeed(Option.none())
+            }
+            const next = Rules.claimRow(head, grant)
+            put(store, next)
+            return Result.succeed(
+              Option.fromUndefinedOr(next.ownership).pipe(Option.map((o) => Rules.claimOf(next, o))),
+            )
+          },
+        ),
       )
     }),
 
@@ -250,9 +342,34 @@ export const makeMemoryLedger = Effect.gen(function* () {
       yield* fenced("SubmissionLedger.park", fence, (row) => Rules.relinquishRule(fence, row, state))
     }),
 
-    transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to) {
-      return yield* fenced("SubmissionLedger.transition", fence, (row) =>
-        Rules.transitionRule(fence, row, to),
+    transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to, recorded) {
+      const operation = "SubmissionLedger.transition"
+      if (recorded === undefined) {
+        return yield* fenced(operation, fence, (row) => Rules.transitionRule(fence, row, to))
+      }
+      const entries = yield* storedEntries(operation, recorded.entries)
+      return yield* atomically(operation, () =>
+        refuse(Rules.nonFinite(operation, { ...Rules.fenceInstants(fence), now: recorded.now }), () =>
+          Result.flatMap(
+            Rules.transitionRule(fence, store.rows.get(Rules.fenceSubmissionId(fence)), to),
+            (change): Result.Result<SubmissionSnapshot, InvalidTransition> => {
+              if (change._tag === "Unchanged") {
+                const row = change.snapshot
+                return Result.fail(
+                  new InvalidTransition({
+                    submissionId: row.submissionId,
+                    from: row.state,
+                    to,
+                    message: `submission ${row.submissionId} is already ${row.state}: the resolution is not recorded`,
+                  }),
+                )
+              }
+              const row = apply(store, change)
+              appendNow(store, row.threadId, row.submissionId, entries, recorded.now)
+              return Result.succeed(row)
+            },
+          ),
+        ),
       )
     }),
 
@@ -265,6 +382,25 @@ export const makeMemoryLedger = Effect.gen(function* () {
     reserveSettlement: Effect.fn("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
       return yield* fenced("SubmissionLedger.reserveSettlement", fence, (row) =>
         Rules.reserveRule(fence, row, settlement),
+      )
+    }),
+
+    settle: Effect.fn("SubmissionLedger.settle")(function* (fence, settlement, preceding = []) {
+      const operation = "SubmissionLedger.settle"
+      const entries = yield* storedEntries(operation, [...preceding, Rules.settledEntry(settlement)])
+      return yield* atomically(operation, () =>
+        refuse(Rules.nonFinite(operation, Rules.fenceInstants(fence)), () =>
+          Result.map(
+            Rules.settleRule(fence, store.rows.get(Rules.fenceSubmissionId(fence)), settlement),
+            (change) => {
+              const row = apply(store, change)
+              if (change._tag === "Update") {
+                appendNow(store, row.threadId, row.submissionId, entries, settlement.settledAt)
+              }
+              return row
+            },
+          ),
+        ),
       )
     }),
 
@@ -287,23 +423,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
       Effect.sync(() => nonterminalRows().filter(Rules.isRecoveryCandidate)),
     ),
 
-    laneHeads: Effect.sync(() =>
-      sortedLanes().flatMap(([, lane]) => {
-        const head = lane.nonterminal[0]
-        return head === undefined ? [] : (store.rows.get(head) ?? [])
-      }),
-    ),
+    laneHeads: Effect.sync(runnableHeads),
 
     nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
-      return yield* Effect.sync(() => {
-        for (const [threadId, lane] of sortedLanes()) {
-          if (after !== undefined && threadId <= after) continue
-          const head = lane.nonterminal[0]
-          const row = head === undefined ? undefined : store.rows.get(head)
-          if (row !== undefined) return Option.some(row)
-        }
-        return Option.none<SubmissionSnapshot>()
-      })
+      return yield* Effect.sync(() =>
+        Option.fromUndefinedOr(runnableHeads().find((head) => after === undefined || head.threadId > after)),
+      )
     }),
 
     countAllNonterminal: Effect.sync(() =>

@@ -30,7 +30,9 @@ export const SettlementOutcome = Schema.Literals(["completed", "failed", "aborte
 export type SettlementOutcome = typeof SettlementOutcome.Type
 
 /** The one durable ending of a Submission. */
-export class Settlement extends Schema.Class<Settlement>("@effect-agent/Settlement")({
+export class Settlement extends Schema.Class<Settlement>(
+  "@effect-agent/platform-cloudflare/SubmissionLedger/Settlement",
+)({
   submissionId: SubmissionId,
   threadId: ThreadId,
   outcome: SettlementOutcome,
@@ -39,15 +41,25 @@ export class Settlement extends Schema.Class<Settlement>("@effect-agent/Settleme
   settledAt: Schema.Finite,
 }) {}
 
-/** The live owner of a running Submission. */
-export class Ownership extends Schema.Class<Ownership>("@effect-agent/Ownership")({
+/**
+ * The owner of a running Submission. `incarnation` names the process (one Durable Object
+ * incarnation) that took the Claim: another incarnation treats the Claim as expired, since a
+ * Durable Object has one live incarnation and the producer epoch fences out a stale owner.
+ * Without it (a Claim taken without one) only the lease protects the Claim.
+ */
+export class Ownership extends Schema.Class<Ownership>(
+  "@effect-agent/platform-cloudflare/SubmissionLedger/Ownership",
+)({
   attemptId: AttemptId,
   ownershipToken: OwnershipToken,
   leaseExpiresAt: Schema.Finite,
+  incarnation: Schema.optionalKey(Schema.String),
 }) {}
 
 /** A Submission row as the ledger stores it. */
-export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>("@effect-agent/SubmissionSnapshot")({
+export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>(
+  "@effect-agent/platform-cloudflare/SubmissionLedger/SubmissionSnapshot",
+)({
   submissionId: SubmissionId,
   threadId: ThreadId,
   queueSequence: Schema.Int,
@@ -69,7 +81,7 @@ export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>("@effec
 }) {}
 
 /** Ownership of one Attempt, granted by `claim`. */
-export class Claim extends Schema.Class<Claim>("@effect-agent/Claim")({
+export class Claim extends Schema.Class<Claim>("@effect-agent/platform-cloudflare/SubmissionLedger/Claim")({
   submissionId: SubmissionId,
   threadId: ThreadId,
   attemptId: AttemptId,
@@ -77,11 +89,13 @@ export class Claim extends Schema.Class<Claim>("@effect-agent/Claim")({
   producerEpoch: Schema.Int,
   leaseExpiresAt: Schema.Finite,
   inputPayload: Schema.String,
+  incarnation: Schema.optionalKey(Schema.String),
 }) {}
 
 /**
  * The authority a write presents: an owner's Claim, or a recovery fence that holds only while
- * the epoch is unchanged and no lease is live at `now`.
+ * the epoch is unchanged and no lease is live at `now`. A recovery fence that names its
+ * `incarnation` treats a Claim of another incarnation as expired.
  */
 export type Fence =
   | { readonly _tag: "Owner"; readonly claim: Claim }
@@ -90,7 +104,18 @@ export type Fence =
       readonly submissionId: SubmissionId
       readonly producerEpoch: number
       readonly now: number
+      readonly incarnation?: string
     }
+
+/** What `claim` grants: a new Attempt's identity, its lease, and the incarnation claiming. */
+export interface ClaimGrant {
+  readonly attemptId: AttemptId
+  readonly ownershipToken: OwnershipToken
+  readonly now: number
+  readonly leaseDurationMillis: number
+  /** The claiming incarnation; a Claim of any other incarnation is then expired. */
+  readonly incarnation?: string
+}
 
 /** What a caller asks the ledger to admit. */
 export interface AdmissionRequest {
@@ -102,6 +127,9 @@ export interface AdmissionRequest {
   readonly inputDigest: string
   readonly now: number
 }
+
+/** What admission checks before it writes: everything it is asked but the time. */
+export type AdmissionCheck = Omit<AdmissionRequest, "now">
 
 /** The result of admission: a new row, or the original row of a replayed key. */
 export type Admission =
@@ -133,7 +161,13 @@ export class OwnershipLost extends Schema.TaggedError<OwnershipLost>()("Ownershi
 /** Admission refused before any row was written. */
 export class AdmissionRefused extends Schema.TaggedError<AdmissionRefused>()("AdmissionRefused", {
   threadId: ThreadId,
-  reason: Schema.Literals(["queue-depth", "input-bytes", "malformed-input", "unknown-agent"]),
+  reason: Schema.Literals([
+    "queue-depth",
+    "input-bytes",
+    "database-bytes",
+    "malformed-input",
+    "unknown-agent",
+  ]),
   message: Schema.String,
 }) {}
 
@@ -159,16 +193,24 @@ export class SubmissionNotFound extends Schema.TaggedError<SubmissionNotFound>()
   message: Schema.String,
 }) {}
 
+const PositiveCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
+
 /** Limits checked before admission writes anything. */
-export interface LedgerLimits {
-  readonly maxQueueDepthPerLane: number
-  readonly maxInputBytes: number
-}
+export const LedgerLimits = Schema.Struct({
+  /** Unsettled Submissions per Thread. */
+  maxQueueDepthPerLane: PositiveCount,
+  /** The encoded input, in UTF-8 bytes of its canonical JSON. */
+  maxInputBytes: PositiveCount,
+})
+export type LedgerLimits = typeof LedgerLimits.Type
+
+/** The defaults of every limit. */
+export const LEDGER_LIMIT_DEFAULTS: LedgerLimits = { maxQueueDepthPerLane: 256, maxInputBytes: 1_048_576 }
 
 /** The limits the ledger enforces; override with `Layer.succeed(SubmissionLedgerLimits)(…)`. */
 export const SubmissionLedgerLimits = Context.Reference<LedgerLimits>(
-  "@effect-agent/submission-ledger/SubmissionLedgerLimits",
-  { defaultValue: () => ({ maxQueueDepthPerLane: 256, maxInputBytes: 1_048_576 }) },
+  "@effect-agent/platform-cloudflare/SubmissionLedger/SubmissionLedgerLimits",
+  { defaultValue: () => LEDGER_LIMIT_DEFAULTS },
 )
 
 /** Why a fenced write was refused. */

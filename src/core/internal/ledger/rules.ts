@@ -7,7 +7,7 @@
  * repeat). The in-memory ledger applies them directly.
  */
 import { Result, Schema } from "effect"
-import type { AttemptId, OwnershipToken, SubmissionId } from "../../Identifiers.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
 import {
   Claim,
   FenceRejected,
@@ -20,7 +20,8 @@ import {
   SubmissionSnapshot,
 } from "./model.ts"
 import { canonicalJson } from "../digest.ts"
-import type { Fence, SubmissionState } from "./model.ts"
+import type { ClaimGrant, Fence, SubmissionState } from "./model.ts"
+import type { HistoryEntry } from "../history/model.ts"
 
 /** The outcome of a rule: keep the row as it is, or replace it. @internal */
 export type Change =
@@ -71,15 +72,36 @@ const invalid = (row: SubmissionSnapshot, to: SubmissionState, message?: string)
     message: message ?? `a ${row.state} submission cannot become ${to}`,
   })
 
-/** Whether a row has an owner whose lease is still live at `now`. @internal */
-export const hasLiveLease = (row: Pick<SubmissionSnapshot, "ownership">, now: number): boolean =>
-  row.ownership !== undefined && row.ownership.leaseExpiresAt > now
+/**
+ * Whether a row has an owner whose lease is still live at `now`, as `incarnation` sees it: a
+ * Claim taken by another incarnation is expired (that incarnation is dead, and its writes are
+ * fenced by the epoch once the Claim is taken over). Without `incarnation`, or for a Claim
+ * that names none, only the lease counts.
+ * @internal
+ */
+export const hasLiveLease = (
+  row: Pick<SubmissionSnapshot, "ownership">,
+  now: number,
+  incarnation?: string,
+): boolean =>
+  row.ownership !== undefined &&
+  row.ownership.leaseExpiresAt > now &&
+  (incarnation === undefined ||
+    row.ownership.incarnation === undefined ||
+    row.ownership.incarnation === incarnation)
 
-/** A recovery fence: the row's epoch, and no live lease at `now`. @internal */
+/** A recovery fence: the row's epoch, and no live lease at `now` (for `incarnation`). @internal */
 export const unownedFence = (
   row: Pick<SubmissionSnapshot, "submissionId" | "producerEpoch">,
   now: number,
-): Fence => ({ _tag: "Unowned", submissionId: row.submissionId, producerEpoch: row.producerEpoch, now })
+  incarnation?: string,
+): Fence => ({
+  _tag: "Unowned",
+  submissionId: row.submissionId,
+  producerEpoch: row.producerEpoch,
+  now,
+  ...(incarnation === undefined ? {} : { incarnation }),
+})
 
 /**
  * Checks a fence against the stored row: the epoch must match; an owner must still hold the
@@ -116,7 +138,7 @@ export const verifyFence = (
     }
     return Result.succeed(row)
   }
-  if (hasLiveLease(row, fence.now)) {
+  if (hasLiveLease(row, fence.now, fence.incarnation)) {
     return Result.fail(
       new FenceRejected({
         submissionId,
@@ -139,32 +161,28 @@ export const markReadyRule = (
   return Result.fail(invalid(row, "ready"))
 }
 
+/** Whether a row waits in a stable external wait: only an outside actor can move it. @internal */
+export const isParked = (row: Pick<SubmissionSnapshot, "state">): boolean =>
+  row.state === "suspended" || row.state === "unknown"
+
 /**
- * Whether recovery must look at a nonterminal row: anything but plain queued input, which is a
- * `ready` row that was never claimed and has no accepted abort (its decision is `ApplyInput`,
- * and executing it is the claiming Attempt's job).
+ * Whether recovery must look at a nonterminal row: an accepted abort (it owes its settlement),
+ * or a row left between the writes of an admission or a settlement by an older release
+ * (`admitted`, `terminalizing`). A wait nothing resolved, queued input, a row resumed by its
+ * resolution and a running row are not: the first moves only by an outside actor, whose
+ * resolution makes the row `ready` in the same transaction; the others are the claiming
+ * Attempt's work (a Claim of a dead incarnation is expired for the next one).
  * @internal
  */
-export const isRecoveryCandidate = (
-  row: Pick<SubmissionSnapshot, "state" | "abortRequested" | "producerEpoch">,
-): boolean =>
-  row.state !== "settled" && (row.state !== "ready" || row.abortRequested || row.producerEpoch !== 0)
+export const isRecoveryCandidate = (row: Pick<SubmissionSnapshot, "state" | "abortRequested">): boolean =>
+  row.state !== "settled" && (row.abortRequested || row.state === "admitted" || row.state === "terminalizing")
 
-/** Whether `claim` may take this lane head at `now`. @internal */
-export const isClaimable = (row: SubmissionSnapshot, now: number): boolean =>
-  row.state === "ready" ||
-  (row.state === "running" && row.ownership !== undefined && row.ownership.leaseExpiresAt <= now)
+/** Whether `claim` may take this lane head at `now` for the grant's incarnation. @internal */
+export const isClaimable = (row: SubmissionSnapshot, now: number, incarnation?: string): boolean =>
+  row.state === "ready" || (row.state === "running" && !hasLiveLease(row, now, incarnation))
 
 /** The row after a Claim. @internal */
-export const claimRow = (
-  row: SubmissionSnapshot,
-  grant: {
-    readonly attemptId: AttemptId
-    readonly ownershipToken: OwnershipToken
-    readonly now: number
-    readonly leaseDuration: number
-  },
-): SubmissionSnapshot =>
+export const claimRow = (row: SubmissionSnapshot, grant: ClaimGrant): SubmissionSnapshot =>
   new SubmissionSnapshot({
     ...row,
     state: "running",
@@ -172,7 +190,8 @@ export const claimRow = (
     ownership: new Ownership({
       attemptId: grant.attemptId,
       ownershipToken: grant.ownershipToken,
-      leaseExpiresAt: grant.now + grant.leaseDuration,
+      leaseExpiresAt: grant.now + grant.leaseDurationMillis,
+      ...(grant.incarnation === undefined ? {} : { incarnation: grant.incarnation }),
     }),
   })
 
@@ -191,6 +210,7 @@ export const renewRule = (claim: Claim, row: SubmissionSnapshot | undefined, lea
           attemptId: claim.attemptId,
           ownershipToken: claim.ownershipToken,
           leaseExpiresAt,
+          ...(claim.incarnation === undefined ? {} : { incarnation: claim.incarnation }),
         }),
       }),
     ),
@@ -206,6 +226,7 @@ export const claimOf = (row: SubmissionSnapshot, ownership: Ownership): Claim =>
     producerEpoch: row.producerEpoch,
     leaseExpiresAt: ownership.leaseExpiresAt,
     inputPayload: row.inputPayload,
+    ...(ownership.incarnation === undefined ? {} : { incarnation: ownership.incarnation }),
   })
 
 /**
@@ -305,6 +326,37 @@ export const reserveRule = (
   )
 }
 
+/**
+ * Settles in one write (the settlement record is appended in the same transaction): any
+ * nonterminal state but `terminalizing` → `settled`. Repeating the identical settlement on the
+ * settled row returns it; anything else is refused.
+ * @internal
+ */
+export const settleRule = (
+  fence: Fence,
+  row: SubmissionSnapshot | undefined,
+  settlement: Settlement,
+): Result.Result<Change, FenceError | InvalidTransition> => {
+  if (
+    row !== undefined &&
+    (settlement.submissionId !== row.submissionId || settlement.threadId !== row.threadId)
+  ) {
+    return Result.fail(
+      invalid(row, "settled", `the settlement names ${settlement.submissionId} of ${settlement.threadId}`),
+    )
+  }
+  if (row?.state === "settled") {
+    return row.settlement !== undefined && sameSettlement(row.settlement, settlement)
+      ? Result.succeed(unchanged(row))
+      : Result.fail(invalid(row, "settled", "the submission is already settled"))
+  }
+  return withFence(fence, row, (current): Result.Result<Change, InvalidTransition> =>
+    current.state === "terminalizing"
+      ? Result.fail(invalid(current, "settled", "a settlement is already reserved"))
+      : Result.succeed(update(current, { state: "settled", settlement, ownership: undefined })),
+  )
+}
+
 /** `terminalizing` → `settled`; a repeat on a settled row is a no-op. @internal */
 export const finalizeRule = (row: SubmissionSnapshot): Result.Result<Change, InvalidTransition> => {
   if (row.state === "terminalizing") return Result.succeed(update(row, { state: "settled" }))
@@ -329,3 +381,17 @@ export const utf8ByteLength = (text: string): number => {
   }
   return bytes
 }
+
+/** The canonical record of a settlement. @internal */
+export const settledEntry = (settlement: Settlement): HistoryEntry => ({
+  _tag: "SubmissionSettled",
+  outcome: settlement.outcome,
+  ...(settlement.output === undefined ? {} : { output: settlement.output }),
+  ...(settlement.error === undefined ? {} : { error: settlement.error }),
+})
+
+/** The canonical record of an admission. @internal */
+export const acceptedEntry = (
+  row: Pick<SubmissionSnapshot, "agentId" | "agentDigest">,
+  input: Schema.Json,
+): HistoryEntry => ({ _tag: "SubmissionAccepted", agentId: row.agentId, agentDigest: row.agentDigest, input })

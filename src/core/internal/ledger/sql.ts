@@ -5,29 +5,51 @@
  * source states, so the common path is one statement. When it returns no row, the ledger reads
  * the row and lets the shared rules name the failure (or recognise an idempotent repeat); if
  * the rules would now allow the write, another fiber changed the row in between and the
- * operation runs again. Only admission needs several statements, in one transaction.
+ * operation runs again. Admission, settlement and a recorded resolution also append their
+ * canonical records, in the same transaction.
  */
 import { Effect, Option, Result, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
-import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
-import { LedgerError, Settlement, SubmissionLedgerLimits } from "./model.ts"
-import type { Claim, Fence, InvalidTransition, SubmissionNotFound, SubmissionSnapshot } from "./model.ts"
+import {
+  idCollision,
+  inputBytesRefusal,
+  newReceiptId,
+  queueDepthRefusal,
+  replayOf,
+  submissionIdFor,
+} from "./admission.ts"
+import {
+  InvalidTransition,
+  LedgerError,
+  Settlement,
+  SubmissionLedgerLimits,
+  SubmissionSnapshot,
+} from "./model.ts"
+import type { AdmissionCheck, Claim, Fence, SubmissionNotFound } from "./model.ts"
 import * as Rules from "./rules.ts"
 import { runMigrations } from "../migrations.ts"
-import { decodeRow, laneKey, ledgerMigrations, statements } from "./sqlStatements.ts"
+import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
+import { encodeEntry } from "../history/codec.ts"
+import type { HistoryEntry } from "../history/model.ts"
+import { rowStatements, writeRow } from "../history/sqlRows.ts"
+import { decodeRow, laneKey, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
 
-const scanPageSize = 128
-const raceRetries = 3
+const SCAN_PAGE_SIZE = 128
+const RACE_RETRIES = 3
 
 const encodeSettlementJson = Schema.encodeEffect(Schema.fromJsonString(Settlement))
 
 /** @internal */
 export const storageError = (operation: string) => (cause: SqlError | Schema.SchemaError) =>
   new LedgerError({ operation, message: `storage failed: ${cause.message}`, cause })
+
+/** A failure of the canonical records a ledger write appends. */
+const recordsError = (operation: string) => (cause: { readonly message: string }) =>
+  new LedgerError({ operation, message: `the records did not append: ${cause.message}`, cause })
 
 /** The Claim of a row just claimed or renewed; a row without ownership there is corrupt. */
 const claimFrom = (operation: string) => (row: SubmissionSnapshot) =>
@@ -50,16 +72,41 @@ const requireFinite = (operation: string, values: Readonly<Record<string, number
 const fenceParams = (fence: Fence): ReadonlyArray<unknown> =>
   fence._tag === "Owner"
     ? [fence.claim.submissionId, fence.claim.producerEpoch, fence.claim.ownershipToken]
-    : [fence.submissionId, fence.producerEpoch, fence.now]
+    : [
+        fence.submissionId,
+        fence.producerEpoch,
+        fence.now,
+        fence.incarnation ?? null,
+        fence.incarnation ?? null,
+      ]
+
+const numberOr = (value: unknown, fallback: number) =>
+  value === null || value === undefined ? fallback : Number(value)
 
 /** Builds the SQLite ledger and runs its migrations. @internal */
 export const makeSqlLedger = Effect.gen(function* () {
   const sql = yield* SqlClient
   const limits = yield* SubmissionLedgerLimits
-  yield* runMigrations(ledgerMigrations).pipe(Effect.mapError(storageError("SubmissionLedger.migrate")))
+  yield* runMigrations(storeMigrations).pipe(Effect.mapError(storageError("SubmissionLedger.migrate")))
 
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     sql.unsafe<Row>(text, params).pipe(Effect.mapError(storageError(operation)))
+
+  const meta = (key: string) =>
+    Effect.map(query("SubmissionLedger.open", statements.salt, [key]), (rows) => rows[0]?.value)
+  const storedSalt = yield* meta(META_KEYS.salt)
+  if (typeof storedSalt !== "string" || storedSalt === "") {
+    return yield* new LedgerError({
+      operation: "SubmissionLedger.open",
+      message: `the Submission id salt is missing from ${META_TABLE}; Submission ids cannot be derived`,
+    })
+  }
+  const salt = storedSalt
+  const countedBefore = {
+    admitted: numberOr(yield* meta(META_KEYS.admittedBefore), 0),
+    settled: numberOr(yield* meta(META_KEYS.settledBefore), 0),
+  }
+  const legacyKeys = (yield* query("SubmissionLedger.open", statements.hasLegacyKeys, [])).length > 0
 
   const first = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     Effect.flatMap(query(operation, text, params), (rows) =>
@@ -73,21 +120,25 @@ export const makeSqlLedger = Effect.gen(function* () {
 
   /**
    * Runs a guarded update; on no row, reads the row and applies `rule` to explain it. An
-   * `Update` verdict means the row changed between the two statements: try again.
+   * `Update` verdict means the row changed between the two statements: try again. `changed`
+   * tells a written row from an idempotent repeat.
    */
-  const guarded = <E>(
+  const guardedChange = <E>(
     operation: string,
     submissionId: SubmissionId,
     write: Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>,
     rule: (row: SubmissionSnapshot | undefined) => Result.Result<Rules.Change, E>,
-  ): Effect.Effect<SubmissionSnapshot, E | LedgerError> => {
-    const attempt = (left: number): Effect.Effect<SubmissionSnapshot, E | LedgerError> =>
+  ): Effect.Effect<{ readonly row: SubmissionSnapshot; readonly changed: boolean }, E | LedgerError> => {
+    const attempt = (
+      left: number,
+    ): Effect.Effect<{ readonly row: SubmissionSnapshot; readonly changed: boolean }, E | LedgerError> =>
       Effect.flatMap(write, (written) => {
-        if (Option.isSome(written)) return Effect.succeed(written.value)
+        if (Option.isSome(written)) return Effect.succeed({ row: written.value, changed: true })
         return Effect.flatMap(byId(operation, submissionId), (row) => {
           const verdict = rule(row)
           if (Result.isFailure(verdict)) return Effect.fail(verdict.failure)
-          if (verdict.success._tag === "Unchanged") return Effect.succeed(verdict.success.snapshot)
+          if (verdict.success._tag === "Unchanged")
+            return Effect.succeed({ row: verdict.success.snapshot, changed: false })
           return left > 0
             ? attempt(left - 1)
             : Effect.fail(
@@ -98,8 +149,15 @@ export const makeSqlLedger = Effect.gen(function* () {
               )
         })
       })
-    return attempt(raceRetries)
+    return attempt(RACE_RETRIES)
   }
+
+  const guarded = <E>(
+    operation: string,
+    submissionId: SubmissionId,
+    write: Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>,
+    rule: (row: SubmissionSnapshot | undefined) => Result.Result<Rules.Change, E>,
+  ) => Effect.map(guardedChange(operation, submissionId, write, rule), ({ row }) => row)
 
   const fencedWrite = (
     operation: string,
@@ -109,37 +167,133 @@ export const makeSqlLedger = Effect.gen(function* () {
     extra: ReadonlyArray<unknown> = [],
   ) => first(operation, text[fence._tag], [...set, ...fenceParams(fence), ...extra])
 
+  /** A fenced write that stores `settlement` for the Submission and Thread it names. */
+  const settlementWrite = (
+    operation: string,
+    text: { readonly Owner: string; readonly Unowned: string },
+    fence: Fence,
+    settlement: Settlement,
+  ) =>
+    Effect.flatMap(encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation))), (json) =>
+      fencedWrite(operation, text, [json], fence, [settlement.submissionId, settlement.threadId]),
+    )
+
   const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
+  /** Appends the records of a ledger write for `row`, in the caller's transaction. */
+  const record = (
+    operation: string,
+    row: SubmissionSnapshot,
+    entries: ReadonlyArray<HistoryEntry>,
+    now: number,
+    admits: 0 | 1,
+  ) =>
+    Effect.gen(function* () {
+      const encoded = yield* Effect.forEach(entries, (entry) => encodeEntry(operation, entry))
+      return yield* writeRow(sql, operation, {
+        threadId: row.threadId,
+        submissionId: row.submissionId,
+        queueSequence: row.queueSequence,
+        entries: encoded,
+        now,
+        admits,
+      })
+    }).pipe(Effect.mapError(recordsError(operation)))
+
+  const transaction = <A, E>(
+    operation: string,
+    effect: Effect.Effect<A, E>,
+  ): Effect.Effect<A, E | LedgerError> =>
+    sql
+      .withTransaction(effect)
+      .pipe(
+        Effect.mapError((error): E | LedgerError =>
+          isSqlError(error) ? storageError(operation)(error) : (error as E),
+        ),
+      )
+
   /**
-   * The lane's nonterminal depth as the admission limit needs it: exact once it reaches the
-   * limit (a refusal names it), otherwise some figure below the limit. The head-to-tail span
-   * bounds the depth, so a lane reads rows only when its span reaches the limit (settlements
-   * out of queue order left gaps in it), and then one seek past `limit` rows first.
+   * The lane's live depth as the admission limit needs it: exact once it reaches the limit (a
+   * refusal names it), otherwise some figure below the limit. The head-to-tail span of live
+   * rows bounds the depth, so a lane counts rows only when its span reaches the limit.
    */
-  const laneDepth = (operation: string, lane: string, counters: Row | undefined) =>
+  const laneDepth = (operation: string, lane: string, head: number | undefined, last: number) =>
     Effect.gen(function* () {
       const limit = limits.maxQueueDepthPerLane
-      const head = counters?.head_sequence
-      if (head === null || head === undefined) return 0
-      const span = Number(counters?.last_sequence ?? head) - Number(head) + 1
+      if (head === undefined) return 0
+      const span = last - head + 1
       if (span < limit) return span
-      const atLimit = yield* query(operation, statements.laneRowAt, [lane, limit - 1])
-      if (atLimit.length === 0) return limit - 1
-      const [exact] = yield* query(operation, statements.count, [lane])
+      const [exact] = yield* query(operation, statements.laneDepth, [lane, limit, lane])
       return Number(exact?.depth ?? limit)
     })
 
-  const pages = (operation: string, text: string): Stream.Stream<SubmissionSnapshot, LedgerError> =>
+  /**
+   * What admission would do, without writing: replay a used key (or refuse it for another
+   * input), refuse a new Submission over a limit, or admit it after the lane's last sequence.
+   */
+  const admissionVerdict = (operation: string, request: AdmissionCheck) =>
+    Effect.gen(function* () {
+      const submissionId = submissionIdFor(salt, request.threadId, request.idempotencyKey)
+      const lane = laneKey(request.threadId)
+      const existing = yield* byId(operation, submissionId)
+      const legacy =
+        existing === undefined && legacyKeys
+          ? (yield* query(operation, statements.legacyKey, [lane, request.idempotencyKey]))[0]
+          : undefined
+      const used =
+        existing ??
+        (legacy === undefined
+          ? undefined
+          : yield* byId(operation, String(legacy.submission_id) as SubmissionId))
+      if (used !== undefined) {
+        const collision = idCollision(operation, request, used)
+        if (collision !== undefined) return yield* collision
+        const admission = yield* Effect.fromResult(replayOf(request, used))
+        return { _tag: "Replayed" as const, admission }
+      }
+      const tooLarge = inputBytesRefusal(request, limits)
+      if (tooLarge !== undefined) return yield* tooLarge
+      const [counters] = yield* query(operation, statements.laneCounters, [
+        lane,
+        lane,
+        lane,
+        lane,
+        request.threadId,
+        request.threadId,
+      ])
+      const heads = [counters?.open_head, counters?.parked_head].filter(
+        (value) => value !== null && value !== undefined,
+      )
+      const lastLive = Math.max(numberOr(counters?.open_last, 0), numberOr(counters?.parked_last, 0))
+      const depth = yield* laneDepth(
+        operation,
+        lane,
+        heads.length === 0 ? undefined : Math.min(...heads.map(Number)),
+        lastLive,
+      )
+      const full = queueDepthRefusal(request, limits, depth)
+      if (full !== undefined) return yield* full
+      return {
+        _tag: "New" as const,
+        submissionId,
+        queueSequence: Math.max(lastLive, numberOr(counters?.lane_tail, 0)) + 1,
+      }
+    })
+
+  const pages = (
+    operation: string,
+    text: string,
+    params: (after: readonly [string, number]) => ReadonlyArray<unknown>,
+  ): Stream.Stream<SubmissionSnapshot, LedgerError> =>
     Stream.paginate(["", 0] as readonly [string, number], (after: readonly [string, number]) =>
-      Effect.flatMap(query(operation, text, [...after, scanPageSize]), (rows) =>
+      Effect.flatMap(query(operation, text, params(after)), (rows) =>
         Effect.map(
           Effect.forEach(rows, decodeRow(operation)),
           (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<readonly [string, number]>] => {
             const last = rows[rows.length - 1]
             return [
               page,
-              rows.length < scanPageSize || last === undefined
+              rows.length < SCAN_PAGE_SIZE || last === undefined
                 ? Option.none()
                 : Option.some([String(last.lane_key), Number(last.queue_sequence)] as const),
             ]
@@ -148,63 +302,90 @@ export const makeSqlLedger = Effect.gen(function* () {
       ),
     )
 
+  /** The first open lane head after `after` whose lane no wait parks: skipped lanes cost two seeks. */
+  const nextRunnableHead = (operation: string, after: string) =>
+    Effect.gen(function* () {
+      let from = after
+      while (true) {
+        const [row] = yield* query(operation, statements.nextOpen, [from])
+        if (row === undefined) return Option.none<SubmissionSnapshot>()
+        const parked = yield* query(operation, statements.parkedBefore, [row.lane_key, row.queue_sequence])
+        if (parked.length === 0) return Option.some(yield* decodeRow(operation)(row))
+        from = String(row.lane_key)
+      }
+    })
+
   const service: typeof SubmissionLedger.Service = {
     admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
       yield* requireFinite(operation, { now: request.now })
-      const ids = newAdmissionIds()
       const lane = laneKey(request.threadId)
-      return yield* sql
-        .withTransaction(
-          Effect.gen(function* () {
-            const used = yield* first(operation, statements.byKey, [lane, request.idempotencyKey])
-            if (Option.isSome(used)) return yield* Effect.fromResult(replayOf(request, used.value))
-            const tooLarge = inputBytesRefusal(request, limits)
-            if (tooLarge !== undefined) return yield* tooLarge
-            const [counters] = yield* query(operation, statements.laneCounters, [lane, lane])
-            const depth = yield* laneDepth(operation, lane, counters)
-            const full = queueDepthRefusal(request, limits, depth)
-            if (full !== undefined) return yield* full
-            // The new row is known from what was inserted: reading it back would bill a row.
-            const row = {
-              submission_id: ids.submissionId,
-              thread_id: request.threadId,
-              lane_key: lane,
-              queue_sequence: Number(counters?.last_sequence ?? 0) + 1,
-              idempotency_key: request.idempotencyKey,
-              agent_id: request.agentId,
-              agent_digest: request.agentDigest,
-              input_payload: request.inputPayload,
-              input_digest: request.inputDigest,
-              receipt_id: ids.receiptId,
-              state: "admitted",
-              producer_epoch: 0,
-              abort_requested: 0,
-              created_at: request.now,
-              attempt_id: null,
-              ownership_token: null,
-              lease_expires_at: null,
-              settlement: null,
-              ready_at: null,
-            }
-            yield* query(operation, statements.insert, [
-              row.submission_id,
-              row.thread_id,
-              row.lane_key,
-              row.queue_sequence,
-              row.idempotency_key,
-              row.agent_id,
-              row.agent_digest,
-              row.input_payload,
-              row.input_digest,
-              row.receipt_id,
-              row.created_at,
-            ])
-            const inserted = yield* decodeRow(operation)(row)
-            return { _tag: "Admitted" as const, snapshot: inserted }
-          }),
-        )
-        .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
+      const input = yield* Effect.try({
+        try: () => JSON.parse(request.inputPayload) as Schema.Json,
+        catch: (cause) => new LedgerError({ operation, message: "the input payload is not JSON", cause }),
+      })
+      return yield* transaction(
+        operation,
+        Effect.gen(function* () {
+          const verdict = yield* admissionVerdict(operation, request)
+          if (verdict._tag === "Replayed") return verdict.admission
+          const snapshot = yield* Effect.try({
+            try: () =>
+              new SubmissionSnapshot({
+                submissionId: verdict.submissionId,
+                threadId: request.threadId,
+                queueSequence: verdict.queueSequence,
+                idempotencyKey: request.idempotencyKey,
+                agentId: request.agentId,
+                agentDigest: request.agentDigest,
+                inputPayload: request.inputPayload,
+                inputDigest: request.inputDigest,
+                receiptId: newReceiptId(),
+                state: "ready",
+                producerEpoch: 0,
+                abortRequested: false,
+                createdAt: request.now,
+                readyAt: request.now,
+              }),
+            catch: (cause) =>
+              new LedgerError({
+                operation,
+                message: `the admission does not validate: ${String(cause)}`,
+                cause,
+              }),
+          })
+          // The acceptance record first: its sequence is where the Submission's records start.
+          const [accepted] = yield* record(
+            operation,
+            snapshot,
+            [Rules.acceptedEntry(snapshot, input)],
+            request.now,
+            1,
+          )
+          // The new row is known from what was inserted: reading it back would bill a row.
+          yield* query(operation, statements.insert, [
+            snapshot.submissionId,
+            snapshot.threadId,
+            lane,
+            snapshot.queueSequence,
+            snapshot.idempotencyKey,
+            snapshot.agentId,
+            snapshot.agentDigest,
+            snapshot.inputPayload,
+            snapshot.inputDigest,
+            snapshot.receiptId,
+            snapshot.createdAt,
+            request.now,
+            accepted?.sequence ?? null,
+          ])
+          return { _tag: "Admitted" as const, snapshot }
+        }),
+      )
+    }),
+
+    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
+      const verdict = yield* admissionVerdict("SubmissionLedger.checkAdmission", request)
+      return verdict._tag === "Replayed" ? Option.some(verdict.admission.snapshot) : Option.none()
     }),
 
     markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
@@ -224,23 +405,38 @@ export const makeSqlLedger = Effect.gen(function* () {
     }),
 
     head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
-      return yield* first("SubmissionLedger.head", statements.head, [laneKey(threadId)])
+      const operation = "SubmissionLedger.head"
+      const lane = laneKey(threadId)
+      const rows = yield* query(operation, statements.head, [lane, lane])
+      const earliest = rows.reduce<Row | undefined>(
+        (best, row) =>
+          best === undefined || Number(row.queue_sequence) < Number(best.queue_sequence) ? row : best,
+        undefined,
+      )
+      return earliest === undefined ? Option.none() : Option.some(yield* decodeRow(operation)(earliest))
     }),
 
     countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
-      const [row] = yield* query("SubmissionLedger.countNonterminal", statements.count, [laneKey(threadId)])
+      const lane = laneKey(threadId)
+      const [row] = yield* query("SubmissionLedger.countNonterminal", statements.count, [lane, lane])
       return Number(row?.depth ?? 0)
     }),
 
     claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
       const operation = "SubmissionLedger.claim"
-      yield* requireFinite(operation, { now: grant.now, leaseDuration: grant.leaseDuration })
+      yield* requireFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis })
+      const lane = laneKey(threadId)
+      const incarnation = grant.incarnation ?? null
       const claimed = yield* first(operation, statements.claim, [
         grant.attemptId,
         grant.ownershipToken,
-        grant.now + grant.leaseDuration,
-        laneKey(threadId),
+        grant.now + grant.leaseDurationMillis,
+        incarnation,
+        lane,
+        lane,
         grant.now,
+        incarnation,
+        incarnation,
       ])
       return Option.isNone(claimed) ? Option.none() : Option.some(yield* claimFrom(operation)(claimed.value))
     }),
@@ -264,7 +460,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       yield* guarded(
         operation,
         claim.submissionId,
-        fencedWrite(operation, statements.relinquish, ["ready"], fence),
+        fencedWrite(operation, statements.release, [], fence),
         (current) => Rules.relinquishRule(fence, current, "ready"),
       )
     }),
@@ -275,20 +471,40 @@ export const makeSqlLedger = Effect.gen(function* () {
       yield* guarded(
         operation,
         claim.submissionId,
-        fencedWrite(operation, statements.relinquish, [state], fence),
+        fencedWrite(operation, statements.park, [state], fence),
         (current) => Rules.relinquishRule(fence, current, state),
       )
     }),
 
-    transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to) {
+    transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to, recorded) {
       const operation = "SubmissionLedger.transition"
-      yield* requireFinite(operation, Rules.fenceInstants(fence))
+      yield* requireFinite(operation, {
+        ...Rules.fenceInstants(fence),
+        ...(recorded === undefined ? {} : { now: recorded.now }),
+      })
       const write =
         to === "ready"
           ? fencedWrite(operation, statements.toReady, [fence._tag === "Unowned" ? fence.now : null], fence)
           : fencedWrite(operation, statements.toUnknown, [], fence)
-      return yield* guarded(operation, Rules.fenceSubmissionId(fence), write, (current) =>
+      const change = guardedChange(operation, Rules.fenceSubmissionId(fence), write, (current) =>
         Rules.transitionRule(fence, current, to),
+      )
+      if (recorded === undefined) return (yield* change).row
+      return yield* transaction(
+        operation,
+        Effect.gen(function* () {
+          const { row, changed } = yield* change
+          if (!changed) {
+            return yield* new InvalidTransition({
+              submissionId: row.submissionId,
+              from: row.state,
+              to,
+              message: `submission ${row.submissionId} is already ${row.state}: the resolution is not recorded`,
+            })
+          }
+          yield* record(operation, row, recorded.entries, recorded.now, 0)
+          return row
+        }),
       )
     }),
 
@@ -308,15 +524,37 @@ export const makeSqlLedger = Effect.gen(function* () {
     reserveSettlement: Effect.fn("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
       const operation = "SubmissionLedger.reserveSettlement"
       yield* requireFinite(operation, Rules.fenceInstants(fence))
-      const json = yield* encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation)))
       return yield* guarded(
         operation,
         Rules.fenceSubmissionId(fence),
-        fencedWrite(operation, statements.reserve, [json], fence, [
-          settlement.submissionId,
-          settlement.threadId,
-        ]),
+        settlementWrite(operation, statements.reserve, fence, settlement),
         (current) => Rules.reserveRule(fence, current, settlement),
+      )
+    }),
+
+    settle: Effect.fn("SubmissionLedger.settle")(function* (fence, settlement, preceding = []) {
+      const operation = "SubmissionLedger.settle"
+      yield* requireFinite(operation, Rules.fenceInstants(fence))
+      return yield* transaction(
+        operation,
+        Effect.gen(function* () {
+          const { row, changed } = yield* guardedChange(
+            operation,
+            Rules.fenceSubmissionId(fence),
+            settlementWrite(operation, statements.settle, fence, settlement),
+            (current) => Rules.settleRule(fence, current, settlement),
+          )
+          if (changed) {
+            yield* record(
+              operation,
+              row,
+              [...preceding, Rules.settledEntry(settlement)],
+              settlement.settledAt,
+              0,
+            )
+          }
+          return row
+        }),
       )
     }),
 
@@ -338,43 +576,69 @@ export const makeSqlLedger = Effect.gen(function* () {
     }),
 
     // Keyset pages: no cursor stays open while the consumer writes to the ledger.
-    scanNonterminal: pages("SubmissionLedger.scanNonterminal", statements.scanPage),
+    scanNonterminal: pages("SubmissionLedger.scanNonterminal", statements.scanPage, (after) => [
+      ...after,
+      SCAN_PAGE_SIZE,
+      ...after,
+      SCAN_PAGE_SIZE,
+      SCAN_PAGE_SIZE,
+    ]),
 
-    scanRecoveryCandidates: pages("SubmissionLedger.scanRecoveryCandidates", statements.recoveryPage),
+    scanRecoveryCandidates: pages(
+      "SubmissionLedger.scanRecoveryCandidates",
+      statements.recoveryPage,
+      (after) => [...after, SCAN_PAGE_SIZE],
+    ),
 
-    // One seek per lane over the nonterminal index: lanes × O(log n), never the queued rows.
+    // One seek per lane with work (two for a lane parked behind a wait), never the waits.
     laneHeads: Effect.gen(function* () {
       const operation = "SubmissionLedger.laneHeads"
       const heads: Array<SubmissionSnapshot> = []
       let after = ""
       while (true) {
-        const [row] = yield* query(operation, statements.nextHead, [after])
-        if (row === undefined) return heads
-        heads.push(yield* decodeRow(operation)(row))
-        after = String(row.lane_key)
+        const head = yield* nextRunnableHead(operation, after)
+        if (Option.isNone(head)) return heads
+        heads.push(head.value)
+        after = laneKey(head.value.threadId)
       }
     }).pipe(Effect.withSpan("SubmissionLedger.laneHeads")),
 
     nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
-      return yield* first("SubmissionLedger.nextLaneHead", statements.nextHead, [
+      return yield* nextRunnableHead(
+        "SubmissionLedger.nextLaneHead",
         after === undefined ? "" : laneKey(after),
-      ])
+      )
     }),
 
     countAllNonterminal: Effect.map(
-      query("SubmissionLedger.countAllNonterminal", statements.nonterminalTotal, []),
-      (rows) => Number(rows[0]?.total ?? 0),
+      query("SubmissionLedger.countAllNonterminal", rowStatements.counts, []),
+      (rows) =>
+        countedBefore.admitted +
+        numberOr(rows[0]?.admitted, 0) -
+        countedBefore.settled -
+        numberOr(rows[0]?.settled, 0),
     ).pipe(Effect.withSpan("SubmissionLedger.countAllNonterminal")),
 
-    scanAll: pages("SubmissionLedger.scanAll", statements.allPage),
+    scanAll: Stream.paginate("", (after: string) =>
+      Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after, SCAN_PAGE_SIZE]), (rows) =>
+        Effect.map(
+          Effect.forEach(rows, decodeRow("SubmissionLedger.scanAll")),
+          (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<string>] => {
+            const last = page.at(-1)
+            return [
+              page,
+              page.length < SCAN_PAGE_SIZE || last === undefined
+                ? Option.none()
+                : Option.some(last.submissionId),
+            ]
+          },
+        ),
+      ),
+    ),
 
     lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
       const operation = "SubmissionLedger.lanePage"
-      const rows = yield* query(operation, statements.lanePage, [
-        laneKey(threadId),
-        options.after,
-        options.limit,
-      ])
+      const rows = yield* query(operation, statements.lanePage, [threadId, options.after, options.limit])
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),
 
@@ -382,10 +646,10 @@ export const makeSqlLedger = Effect.gen(function* () {
       const threads: Array<ThreadId> = []
       let after = ""
       while (true) {
-        const [row] = yield* query("SubmissionLedger.threadIds", statements.nextLane, [after])
+        const [row] = yield* query("SubmissionLedger.threadIds", statements.nextThread, [after])
         if (row === undefined) return threads
-        threads.push(String(row.thread_id) as ThreadId)
-        after = String(row.lane_key)
+        after = String(row.thread_id)
+        threads.push(after as ThreadId)
       }
     }).pipe(Effect.withSpan("SubmissionLedger.threadIds")),
   }

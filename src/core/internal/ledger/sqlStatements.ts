@@ -1,80 +1,27 @@
 /**
- * The SQLite schema and statements of the Submission Ledger, and the decoding of its rows.
+ * The statements of the Submission Ledger on SQLite (schema in `schema.ts`) and the decoding of
+ * its rows.
  *
  * Lane queries go through `lane_key`, the Thread id as 4-hex-digit UTF-16 code units: SQLite's
  * BINARY collation compares UTF-8 bytes, which orders astral characters after U+E000–U+FFFF
  * while JavaScript orders them before; comparing the hex form reproduces JavaScript order,
- * so `scanNonterminal` agrees with the in-memory ledger. One partial index over nonterminal
- * rows serves `head`, `claim`, `countNonterminal`, the scan and the lane-by-lane seek of
- * `laneHeads`, so none of them reads settled rows; a second one holds only the rows recovery
- * must look at (not plain queued input), so a pass over a long queue reads none of it.
+ * so lane order agrees with the in-memory ledger.
  *
- * Counting without reading the rows: rows are never deleted, so the largest rowid is the number
- * of Submissions ever admitted, and finalizing a settlement numbers it (`settled_ordinal`,
- * 1, 2, …); the nonterminal count is their difference, two index seeks.
- * Statements are plain strings with `?` parameters so tests can ask for their plans.
+ * A statement sets `lane_status` only when a row parks, resumes or settles: setting a column an
+ * index depends on rewrites the index entry, a billed row. Statements are plain strings with
+ * `?` parameters so tests can ask for their plans.
  */
 import { Effect, Schema } from "effect"
 import { LedgerError, SubmissionSnapshot } from "./model.ts"
-import type { Migration } from "../migrations.ts"
+import {
+  HISTORY_TABLE,
+  LEGACY_KEYS_TABLE,
+  META_TABLE,
+  RECOVERY_CANDIDATE,
+  SUBMISSIONS_TABLE,
+} from "../schema.ts"
 
-/** @internal */
-export const submissionsTable = "effect_agent_submissions"
-
-const t = submissionsTable
-
-/**
- * Nonterminal rows whose recovery decision is not "plain queued input": any state but `ready`,
- * or a `ready` row with an accepted abort or a past Claim (see `Rules.isRecoveryCandidate`).
- * Queries repeat it verbatim so that SQLite uses the partial index.
- */
-const recoveryCandidate = `state <> 'settled' AND (state <> 'ready' OR abort_requested <> 0 OR producer_epoch <> 0)`
-
-/** @internal */
-export const ledgerMigrations: ReadonlyArray<Migration> = [
-  {
-    name: "submission-ledger/001-create",
-    statements: [
-      `CREATE TABLE IF NOT EXISTS ${t} (
-        submission_id TEXT PRIMARY KEY NOT NULL,
-        thread_id TEXT NOT NULL,
-        lane_key TEXT NOT NULL,
-        queue_sequence INTEGER NOT NULL,
-        idempotency_key TEXT NOT NULL,
-        agent_id TEXT NOT NULL,
-        agent_digest TEXT NOT NULL,
-        input_payload TEXT NOT NULL,
-        input_digest TEXT NOT NULL,
-        receipt_id TEXT NOT NULL,
-        state TEXT NOT NULL,
-        producer_epoch INTEGER NOT NULL,
-        attempt_id TEXT,
-        ownership_token TEXT,
-        lease_expires_at REAL,
-        abort_requested INTEGER NOT NULL,
-        settlement TEXT,
-        created_at REAL NOT NULL,
-        ready_at REAL
-      )`,
-      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_key ON ${t} (lane_key, idempotency_key)`,
-      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_sequence ON ${t} (lane_key, queue_sequence)`,
-      `CREATE INDEX IF NOT EXISTS ${t}_nonterminal ON ${t} (lane_key, queue_sequence) WHERE state <> 'settled'`,
-    ],
-  },
-  {
-    // Counting and recovery without reading queued rows (see the module header). Rows settled
-    // before this migration are numbered 1, 2, … here once, so the count stays exact.
-    name: "submission-ledger/002-pass-indexes",
-    statements: [
-      `ALTER TABLE ${t} ADD COLUMN settled_ordinal INTEGER`,
-      `UPDATE ${t} SET settled_ordinal =
-        (SELECT count(*) FROM ${t} AS earlier WHERE earlier.state = 'settled' AND earlier.rowid <= ${t}.rowid)
-        WHERE state = 'settled'`,
-      `CREATE INDEX IF NOT EXISTS ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${recoveryCandidate}`,
-      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_settled ON ${t} (settled_ordinal)`,
-    ],
-  },
-]
+const t = SUBMISSIONS_TABLE
 
 /** The Thread id as an order-preserving key (see the module header). @internal */
 export const laneKey = (threadId: string): string => {
@@ -83,89 +30,116 @@ export const laneKey = (threadId: string): string => {
   return key
 }
 
-const clearOwnership = "attempt_id = NULL, ownership_token = NULL, lease_expires_at = NULL"
+const CLEAR_OWNERSHIP =
+  "attempt_id = NULL, ownership_token = NULL, lease_expires_at = NULL, owner_incarnation = NULL"
+
+/** No live lease for the fence: none, expired, or taken by another incarnation than the fence's. */
+const noLiveLease = `(lease_expires_at IS NULL OR lease_expires_at <= ?
+  OR (? IS NOT NULL AND owner_incarnation IS NOT NULL AND owner_incarnation <> ?))`
 
 /**
  * A fenced update in both fence flavours. Parameters: the `SET` parameters, then the
- * submission id, the epoch, and the ownership token (owner) or `now` (unowned), then `extra`.
+ * submission id, the epoch, and the ownership token (owner) or `now` and the incarnation
+ * twice (unowned), then `extra`.
  */
 const fenced = (set: string, extra: string) => ({
   Owner: `UPDATE ${t} SET ${set} WHERE submission_id = ? AND producer_epoch = ? AND state = 'running' AND ownership_token = ?${extra} RETURNING *`,
-  Unowned: `UPDATE ${t} SET ${set} WHERE submission_id = ? AND producer_epoch = ? AND (lease_expires_at IS NULL OR lease_expires_at <= ?)${extra} RETURNING *`,
+  Unowned: `UPDATE ${t} SET ${set} WHERE submission_id = ? AND producer_epoch = ? AND ${noLiveLease}${extra} RETURNING *`,
 })
+
+/** One lane's first or last row among `status` rows. */
+const laneEnd = (status: "open" | "parked", end: "min" | "max") =>
+  `(SELECT ${end}(queue_sequence) FROM ${t} WHERE lane_key = ? AND lane_status = '${status}')`
 
 /** @internal */
 export const statements = {
   byId: `SELECT * FROM ${t} WHERE submission_id = ?`,
-  byKey: `SELECT * FROM ${t} WHERE lane_key = ? AND idempotency_key = ?`,
-  // The span from the lane head to its tail bounds the depth; only a lane whose span reaches
-  // the limit (out-of-order settlements inside it) counts rows. Parameters: lane key ×2.
-  laneCounters: `SELECT
-      (SELECT queue_sequence FROM ${t} WHERE lane_key = ? AND state <> 'settled'
-        ORDER BY queue_sequence LIMIT 1) AS head_sequence,
-      (SELECT max(queue_sequence) FROM ${t} WHERE lane_key = ?) AS last_sequence`,
-  // The lane's nonterminal row at a 0-based position, if the lane is that deep. Parameters:
-  // lane key, position.
-  laneRowAt: `SELECT queue_sequence FROM ${t} WHERE lane_key = ? AND state <> 'settled'
-    ORDER BY queue_sequence LIMIT 1 OFFSET ?`,
+  salt: `SELECT value FROM ${META_TABLE} WHERE key = ?`,
+  hasLegacyKeys: `SELECT 1 AS found FROM ${LEGACY_KEYS_TABLE} WHERE lane_key >= '' LIMIT 1`,
+  legacyKey: `SELECT submission_id FROM ${LEGACY_KEYS_TABLE} WHERE lane_key = ? AND idempotency_key = ?`,
+  // The live span of a lane and its Thread's newest history row. Parameters: lane key ×4, thread id ×2.
+  laneCounters: `SELECT ${laneEnd("open", "min")} AS open_head, ${laneEnd("parked", "min")} AS parked_head,
+      ${laneEnd("open", "max")} AS open_last, ${laneEnd("parked", "max")} AS parked_last,
+      (SELECT sequence + records FROM ${HISTORY_TABLE} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1) AS next_record,
+      (SELECT lane_tail FROM ${HISTORY_TABLE} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1) AS lane_tail`,
+  // Live rows of a lane, counting at most the limit. Parameters: lane key, limit, lane key.
+  laneDepth: `SELECT (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ?))
+      + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
-      agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
-      abort_requested, created_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', 0, 0, ?)`,
+      agent_id, agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch,
+      abort_requested, created_at, ready_at, history_from)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ready', 'open', 0, 0, ?, ?, ?)`,
   markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
-  head: `SELECT * FROM ${t} WHERE lane_key = ? AND state <> 'settled' ORDER BY queue_sequence LIMIT 1`,
-  count: `SELECT count(*) AS depth FROM ${t} WHERE lane_key = ? AND state <> 'settled'`,
-  // Parameters: attempt id, token, lease expiry, lane key, now.
+  // The open head and the parked row of a lane; the lane's head is the earlier. Parameters: lane key ×2.
+  head: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)
+    UNION ALL SELECT * FROM (SELECT * FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' ORDER BY queue_sequence LIMIT 1)`,
+  // Parameters: lane key ×2.
+  count: `SELECT (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'open')
+      + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
+  // The open head of a lane unless a wait parks the lane. Parameters: attempt id, token, lease
+  // expiry, incarnation, lane key ×2, now, incarnation ×2.
   claim: `UPDATE ${t} SET state = 'running', producer_epoch = producer_epoch + 1,
-      attempt_id = ?, ownership_token = ?, lease_expires_at = ?
+      attempt_id = ?, ownership_token = ?, lease_expires_at = ?, owner_incarnation = ?
     WHERE submission_id = (
-      SELECT submission_id FROM ${t} WHERE lane_key = ? AND state <> 'settled'
-      ORDER BY queue_sequence LIMIT 1)
-    AND (state = 'ready' OR (state = 'running' AND lease_expires_at <= ?))
+      SELECT submission_id FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)
+    AND NOT EXISTS (SELECT 1 FROM ${t} AS parked WHERE parked.lane_key = ? AND parked.lane_status = 'parked')
+    AND (state = 'ready' OR (state = 'running' AND ${noLiveLease}))
     RETURNING *`,
   renew: fenced("lease_expires_at = ?", ""),
-  relinquish: fenced(`state = ?, ${clearOwnership}`, ""),
+  release: fenced(`state = 'ready', ${CLEAR_OWNERSHIP}`, ""),
+  park: fenced(`state = ?, lane_status = 'parked', ${CLEAR_OWNERSHIP}`, ""),
   toReady: fenced(
-    `state = 'ready',
+    `state = 'ready', lane_status = 'open',
       producer_epoch = CASE WHEN state = 'running' THEN producer_epoch + 1 ELSE producer_epoch END,
-      ready_at = CASE WHEN state = 'admitted' THEN ? ELSE ready_at END, ${clearOwnership}`,
+      ready_at = CASE WHEN state = 'admitted' THEN ? ELSE ready_at END, ${CLEAR_OWNERSHIP}`,
     " AND state IN ('running', 'suspended', 'unknown', 'admitted')",
   ),
   toUnknown: fenced(
-    `state = 'unknown',
+    `state = 'unknown', lane_status = 'parked',
       producer_epoch = CASE WHEN state = 'running' THEN producer_epoch + 1 ELSE producer_epoch END,
-      ${clearOwnership}`,
+      ${CLEAR_OWNERSHIP}`,
     " AND state IN ('running', 'ready')",
   ),
   // Extra parameters: the settlement's submission id and thread id.
   reserve: fenced(
-    `state = 'terminalizing', settlement = ?, ${clearOwnership}`,
+    `state = 'terminalizing', lane_status = 'open', settlement = ?, ${CLEAR_OWNERSHIP}`,
+    " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
+  ),
+  settle: fenced(
+    `state = 'settled', lane_status = 'closed', settlement = ?, ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
   requestAbort: `UPDATE ${t} SET abort_requested = 1
     WHERE submission_id = ? AND state <> 'settled' AND abort_requested = 0 RETURNING *`,
-  finalize: `UPDATE ${t} SET state = 'settled',
-      settled_ordinal = (SELECT coalesce(max(settled_ordinal), 0) + 1 FROM ${t})
+  finalize: `UPDATE ${t} SET state = 'settled', lane_status = 'closed'
     WHERE submission_id = ? AND state = 'terminalizing' RETURNING *`,
-  // Keyset page of the scan. Parameters: last lane key, last queue sequence, page size.
-  scanPage: `SELECT * FROM ${t} WHERE state <> 'settled' AND (lane_key, queue_sequence) > (?, ?)
+  // Keyset page of every live row, open and parked. Parameters: (last lane key, last queue
+  // sequence, page size) ×2, page size.
+  scanPage: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_status = 'open' AND (lane_key, queue_sequence) > (?, ?)
+      ORDER BY lane_key, queue_sequence LIMIT ?)
+    UNION ALL SELECT * FROM (SELECT * FROM ${t} WHERE lane_status = 'parked' AND (lane_key, queue_sequence) > (?, ?)
+      ORDER BY lane_key, queue_sequence LIMIT ?)
     ORDER BY lane_key, queue_sequence LIMIT ?`,
   // Keyset page of the recovery candidates. Parameters: last lane key, last queue sequence, page size.
-  recoveryPage: `SELECT * FROM ${t} WHERE ${recoveryCandidate} AND (lane_key, queue_sequence) > (?, ?)
+  recoveryPage: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ?`,
-  // The head of the first lane after a lane key ('' for the first lane), one index seek.
-  nextHead: `SELECT * FROM ${t} WHERE state <> 'settled' AND lane_key > ?
+  // The first open row of the first lane after a lane key ('' for the first lane).
+  nextOpen: `SELECT * FROM ${t} WHERE lane_status = 'open' AND lane_key > ?
     ORDER BY lane_key, queue_sequence LIMIT 1`,
-  // Keyset page of every row. Parameters: last lane key, last queue sequence, page size.
-  allPage: `SELECT * FROM ${t} WHERE (lane_key, queue_sequence) > (?, ?)
-    ORDER BY lane_key, queue_sequence LIMIT ?`,
-  // Parameters: lane key, after sequence, page size.
-  lanePage: `SELECT * FROM ${t} WHERE lane_key = ? AND queue_sequence > ?
-    ORDER BY queue_sequence LIMIT ?`,
-  // The first lane after a lane key ('' for the first lane), settled rows included; one seek.
-  nextLane: `SELECT thread_id, lane_key FROM ${t} WHERE lane_key > ? ORDER BY lane_key LIMIT 1`,
-  nonterminalTotal: `SELECT (SELECT coalesce(max(rowid), 0) FROM ${t})
-      - (SELECT coalesce(max(settled_ordinal), 0) FROM ${t}) AS total`,
+  // Whether a wait before `queue_sequence` parks the lane. Parameters: lane key, queue sequence.
+  parkedBefore: `SELECT 1 AS parked FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' AND queue_sequence < ?
+    LIMIT 1`,
+  // Operator reads, settled rows included, from seeks the ledger already pays for: no index is
+  // written for them. Keyset page of every row by id. Parameters: last id, page size.
+  allPage: `SELECT * FROM ${t} WHERE submission_id > ? ORDER BY submission_id LIMIT ?`,
+  // A lane's Submissions in queue order, found from their acceptance records in the Thread's
+  // history (each admission appends one row that starts with it). Parameters: thread id, after
+  // queue sequence, page size.
+  lanePage: `SELECT s.* FROM ${HISTORY_TABLE} AS a JOIN ${t} AS s ON s.submission_id = a.submission_id
+    WHERE a.thread_id = ? AND json_extract(a.entries, '$[0]._tag') = 'SubmissionAccepted' AND s.queue_sequence > ?
+    ORDER BY a.sequence LIMIT ?`,
+  // The first Thread after a Thread id ('' for the first), from the history's Thread index.
+  nextThread: `SELECT thread_id FROM ${HISTORY_TABLE} WHERE thread_id > ? ORDER BY thread_id LIMIT 1`,
 } as const
 
 /** A raw row as the driver returns it. @internal */
@@ -213,6 +187,9 @@ export const decodeRow = (operation: string) => (row: Row) =>
               attemptId: row.attempt_id,
               ownershipToken: row.ownership_token,
               leaseExpiresAt: row.lease_expires_at,
+              ...(nullable(row.owner_incarnation) === undefined
+                ? {}
+                : { incarnation: row.owner_incarnation }),
             },
           }
         : {}),

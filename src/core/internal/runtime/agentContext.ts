@@ -22,7 +22,9 @@ import {
   halt,
   journalMismatch,
   ownerFence,
+  oversized,
   runWatched,
+  takeStaged,
 } from "./attemptState.ts"
 import {
   type Journal,
@@ -53,12 +55,18 @@ export const makeAgentContext = (attempt: AttemptState, journal: Journal): Agent
   const { submissionId, threadId, attemptId } = attempt.claim
   let cursor = 0
 
-  const append = (entry: HistoryEntry) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      guard(attempt, attempt.env.history.append(submissionId, entry, ownerFence(attempt), now)),
-    )
-
   const hit = (location: Parameters<typeof attempt.env.hit>[0]) => guard(attempt, attempt.env.hit(location))
+
+  /** Appends `entry`, with the records the Attempt staged before it (its `InputApplied`). */
+  const append = (entry: HistoryEntry) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const applying = attempt.staged.length > 0
+      const entries = [...attempt.staged, entry]
+      yield* guard(attempt, attempt.env.history.appendAll(submissionId, entries, ownerFence(attempt), now))
+      takeStaged(attempt, [])
+      if (applying) yield* hit("input:after-canonical-append")
+    })
 
   /** The recorded call at `step`, checked against what the program asks for now. */
   const recorded = (step: number, kind: Kind, name: string | undefined) =>
@@ -109,10 +117,15 @@ export const makeAgentContext = (attempt: AttemptState, journal: Journal): Agent
       let entry: HistoryEntry
       if (Exit.isSuccess(exit)) {
         const encoded = yield* Effect.result(Schema.encodeEffect(codec)(exit.value))
-        if (encoded._tag === "Success") {
+        const refusal =
+          encoded._tag === "Success"
+            ? oversized(attempt, `the result of step "${name}"`, encoded.success)
+            : `the result of step "${name}" does not encode: ${encoded.failure.message}`
+        if (encoded._tag === "Success" && refusal === undefined) {
           entry = { _tag: "StepCompleted", step, name, result: encoded.success }
         } else {
-          const message = `the result of step "${name}" does not encode: ${encoded.failure.message}`
+          // A result that cannot be stored is the step's failure: journaled, so replay agrees.
+          const message = refusal ?? `the result of step "${name}" cannot be stored`
           outcome = Exit.fail(new AgentFailure({ message }))
           entry = { _tag: "StepFailed", step, name, error: message }
         }

@@ -15,15 +15,15 @@ import {
   SubmissionNotFound,
   type SubmissionSnapshot,
 } from "../ledger/model.ts"
-import { type AttemptState, type AttemptStop, ownerFence } from "./attemptState.ts"
+import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged } from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import { emptyJournal, type Journal } from "./journal.ts"
+import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
 import { asConflict, makeSettlement, settle, settleAborted } from "./settle.ts"
 
-const operation = "DurableAgentRuntime.processThreadHead"
+const OPERATION = "DurableAgentRuntime.processThreadHead"
 
-/** Marks the end of the Attempt's ownership once its settlement is reserved. */
+/** Marks the end of the Attempt's ownership once it settled. */
 const ended = (attempt: AttemptState) => () => {
   attempt.ended = true
 }
@@ -35,20 +35,31 @@ const entitled = <A, E>(
   Effect.mapError(effect, (error: E) => {
     const refused: unknown = error
     if (refused instanceof InvalidTransition) return asConflict(refused)
-    if (refused instanceof SubmissionNotFound) return vanished(operation)(refused)
+    if (refused instanceof SubmissionNotFound) return vanished(OPERATION)(refused)
     return error as Exclude<E, InvalidTransition | SubmissionNotFound>
   })
 
 const finish = (attempt: AttemptState, ending: Parameters<typeof makeSettlement>[1]) =>
   Effect.gen(function* () {
     const settlement = yield* makeSettlement(attempt.claim, ending)
-    return Option.some(yield* entitled(settle(attempt.env, ownerFence(attempt), settlement, ended(attempt))))
+    return Option.some(
+      yield* entitled(
+        settle(attempt.env, ownerFence(attempt), settlement, takeStaged(attempt, []), ended(attempt)),
+      ),
+    )
   })
 
 const abortOwned = (attempt: AttemptState, journal: Journal) =>
   Effect.map(
     entitled(
-      settleAborted(attempt.env, ownerFence(attempt), attempt.claim, journal.abortRecorded, ended(attempt)),
+      settleAborted(
+        attempt.env,
+        ownerFence(attempt),
+        attempt.claim,
+        journal.abortRecorded,
+        takeStaged(attempt, []),
+        ended(attempt),
+      ),
     ),
     Option.some,
   )
@@ -103,12 +114,16 @@ const runProgram = (
     if (attempt.stop !== undefined) return yield* endStopped(attempt, journal, attempt.stop)
     if (Exit.isSuccess(exit)) {
       const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
-      return yield* output._tag === "Success"
+      if (output._tag === "Failure") {
+        return yield* finish(attempt, {
+          outcome: "failed",
+          error: `the output does not encode: ${output.failure.message}`,
+        })
+      }
+      const refusal = oversized(attempt, "the output", output.success)
+      return yield* refusal === undefined
         ? finish(attempt, { outcome: "completed", output: output.success })
-        : finish(attempt, {
-            outcome: "failed",
-            error: `the output does not encode: ${output.failure.message}`,
-          })
+        : finish(attempt, { outcome: "failed", error: refusal })
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (failure._tag === "Some")
@@ -129,24 +144,24 @@ const runAttempt = (attempt: AttemptState) =>
     yield* env.hit("claim:after-claim")
     const found = yield* env.ledger.lookup(claim.submissionId)
     if (Option.isNone(found)) {
-      return yield* new LedgerError({ operation, message: `submission ${claim.submissionId} vanished` })
+      return yield* new LedgerError({
+        operation: OPERATION,
+        message: `submission ${claim.submissionId} vanished`,
+      })
     }
     const row = found.value
     // Before its first Claim a Submission's only records are its acceptance and, with an
     // accepted abort, the abort: a first Attempt without an abort has nothing to replay.
     let journal =
       row.producerEpoch === 1 && !row.abortRequested
-        ? emptyJournal
+        ? EMPTY_JOURNAL
         : yield* loadJournal(env, claim.submissionId)
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
     if (row.abortRequested) return yield* abortOwned(attempt, journal)
     const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)
+    // Applying the input is recorded with the Attempt's first record (see `AttemptState.staged`).
     if (!journal.inputApplied) {
-      const now = yield* Clock.currentTimeMillis
-      yield* entitled(
-        env.history.append(claim.submissionId, { _tag: "InputApplied" }, ownerFence(attempt), now),
-      )
-      yield* env.hit("input:after-canonical-append")
+      attempt.staged = [{ _tag: "InputApplied" }]
       journal = { ...journal, inputApplied: true }
     }
     return yield* runProgram(attempt, agent, journal, row)
@@ -166,7 +181,8 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
           attemptId: AttemptId.make(crypto.randomUUID()),
           ownershipToken: OwnershipToken.make(crypto.randomUUID()),
           now,
-          leaseDuration: env.settings.ownershipLeaseDuration,
+          leaseDurationMillis: env.settings.ownershipLeaseDuration,
+          incarnation: env.incarnation,
         })
         return Option.map(claimed, (claim): AttemptState => ({
           env,
@@ -176,6 +192,7 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
           yieldAfter: DateTime.toEpochMillis(options.yieldAfter),
           stop: undefined,
           ended: false,
+          staged: [],
         }))
       }),
       (attempt) =>

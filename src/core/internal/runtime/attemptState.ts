@@ -6,9 +6,11 @@
  * (an interruption, not a failure, so a program that catches `AgentFailure` cannot swallow
  * it); the Attempt reads `stop` once the program has returned.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Option, type Schema } from "effect"
 import { type DurableWorkerFailure, RunJournalError } from "./model.ts"
 import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "../ledger/model.ts"
+import { utf8ByteLength } from "../ledger/rules.ts"
+import type { HistoryEntry } from "../history/model.ts"
 import { type RuntimeEnv, vanished } from "./env.ts"
 
 /** Why an Attempt ended before its program returned. @internal */
@@ -30,12 +32,25 @@ export interface AttemptState {
   liveSteps: number
   readonly yieldAfter: number
   stop: AttemptStop | undefined
-  /** Set once the Attempt released, parked or reserved its settlement. */
+  /** Set once the Attempt released, parked or settled. */
   ended: boolean
+  /**
+   * Records the Attempt owes before its next one: `InputApplied` of a first Attempt waits for
+   * the Attempt's first record (a step, a request, the settlement) and is stored with it, so it
+   * costs no row of its own. An Attempt that ends without a record never applied its input.
+   */
+  staged: ReadonlyArray<HistoryEntry>
 }
 
 /** The owner fence of the Attempt. @internal */
 export const ownerFence = (attempt: AttemptState): Fence => ({ _tag: "Owner", claim: attempt.claim })
+
+/** The staged records followed by `entries`, and the Attempt no longer owes the staged ones. @internal */
+export const takeStaged = (attempt: AttemptState, entries: ReadonlyArray<HistoryEntry>) => {
+  const all = [...attempt.staged, ...entries]
+  attempt.staged = []
+  return all
+}
 
 /** Records why the Attempt stops (the first reason wins) and interrupts the program. @internal */
 export const halt = (attempt: AttemptState, stop: AttemptStop): Effect.Effect<never> =>
@@ -145,3 +160,13 @@ export const runWatched = <A, E>(
       outcome._tag === "Stopped" ? halt(attempt, outcome.stop) : Effect.succeed(outcome.exit),
     ),
   )
+
+/**
+ * Why `value` (`what` names it) is too large to store, or `undefined` when it fits in
+ * `maxStoredValueBytes`. @internal
+ */
+export const oversized = (attempt: AttemptState, what: string, value: Schema.Json): string | undefined => {
+  const bytes = utf8ByteLength(JSON.stringify(value))
+  const limit = attempt.env.settings.maxStoredValueBytes
+  return bytes > limit ? `${what} is ${bytes} bytes; the limit is ${limit}` : undefined
+}

@@ -17,20 +17,18 @@ import { LedgerError, type SubmissionNotFound } from "../ledger/model.ts"
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]
 
-const ledgerWrites = {
+const LEDGER_WRITE_NAMES = {
   admit: "admit",
-  markReady: "mark-ready",
   claim: "claim",
   renew: "renew",
   release: "release",
   park: "park",
   transition: "transition",
   requestAbort: "request-abort",
-  reserveSettlement: "reserve-settlement",
-  finalizeSettlement: "finalize-settlement",
+  settle: "settle",
 } as const satisfies Record<string, RuntimeLedgerWrite>
 
-type WriteKey = keyof typeof ledgerWrites
+type WriteKey = keyof typeof LEDGER_WRITE_NAMES
 
 type WithFailpoint<F> = F extends (...args: infer Args) => Effect.Effect<infer A, infer E, infer R>
   ? (...args: Args) => Effect.Effect<A, E | DurableRuntimeFailpointError, R>
@@ -40,7 +38,10 @@ type WithFailpoint<F> = F extends (...args: infer Args) => Effect.Effect<infer A
 export type RuntimeLedger = Omit<Ledger, WriteKey> & { readonly [K in WriteKey]: WithFailpoint<Ledger[K]> }
 
 /** The history as the runtime sees it. @internal */
-export type RuntimeHistory = Omit<History, "append"> & { readonly append: WithFailpoint<History["append"]> }
+export type RuntimeHistory = Omit<History, "append" | "appendAll"> & {
+  readonly append: WithFailpoint<History["append"]>
+  readonly appendAll: WithFailpoint<History["appendAll"]>
+}
 
 /** @internal */
 export type Hit = (location: RuntimeFailpointLocation) => Effect.Effect<void, DurableRuntimeFailpointError>
@@ -58,6 +59,11 @@ export interface RuntimeEnv {
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
   readonly settings: DurableRuntimeSettings
+  /**
+   * This incarnation's id, stamped on its Claims: another incarnation treats them as expired,
+   * while within this one the lease protects them.
+   */
+  readonly incarnation: string
   /**
    * Serializes the runtime's unowned writes (admission materialization, recovery, external
    * resolutions) within this incarnation, so a check and the writes it licenses are not
@@ -79,23 +85,21 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
   const wrap = <K extends WriteKey>(key: K) =>
     bracket(
       hit,
-      `ledger:${ledgerWrites[key]}:before`,
-      `ledger:${ledgerWrites[key]}:after`,
+      `ledger:${LEDGER_WRITE_NAMES[key]}:before`,
+      `ledger:${LEDGER_WRITE_NAMES[key]}:after`,
     )(
       ledger[key] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>,
     ) as unknown as RuntimeLedger[K]
   return {
     ...ledger,
     admit: wrap("admit"),
-    markReady: wrap("markReady"),
     claim: wrap("claim"),
     renew: wrap("renew"),
     release: wrap("release"),
     park: wrap("park"),
     transition: wrap("transition"),
     requestAbort: wrap("requestAbort"),
-    reserveSettlement: wrap("reserveSettlement"),
-    finalizeSettlement: wrap("finalizeSettlement"),
+    settle: wrap("settle"),
   }
 }
 
@@ -109,13 +113,16 @@ export const makeRuntimeEnv = (services: {
   readonly settings: DurableRuntimeSettings
 }): RuntimeEnv => {
   const lock = Semaphore.makeUnsafe(1)
+  const appendHooks = bracket(services.hit, "history:append:before", "history:append:after")
   return {
     ...services,
+    incarnation: crypto.randomUUID(),
     ledger: instrumentLedger(services.ledger, services.hit),
     claimUnhooked: services.ledger.claim,
     history: {
       ...services.history,
-      append: bracket(services.hit, "history:append:before", "history:append:after")(services.history.append),
+      append: appendHooks(services.history.append),
+      appendAll: appendHooks(services.history.appendAll),
     },
     exclusive: (effect) => Semaphore.withPermit(lock, effect),
   }

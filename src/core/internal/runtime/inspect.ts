@@ -9,7 +9,7 @@ import { ReconcileAnswerRecord } from "../history/model.ts"
 import { type SubmissionSnapshot, SubmissionSnapshot as Snapshot } from "../ledger/model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { loadJournal, type RuntimeEnv } from "./env.ts"
-import { emptyJournal, readJournal, reconcileStatus } from "./journal.ts"
+import { EMPTY_JOURNAL, readJournal, reconcileStatus } from "./journal.ts"
 import { RecoveryDecision, RecoveryReport } from "./model.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
 
@@ -123,7 +123,7 @@ export const makeInspect = (env: RuntimeEnv) =>
 /** The decision recovery would make for one nonterminal row now, as a report. */
 const preview = (env: RuntimeEnv, row: SubmissionSnapshot, now: number) =>
   Effect.map(
-    recoveryNeedsHistory(row, now) ? loadJournal(env, row.submissionId) : Effect.succeed(emptyJournal),
+    recoveryNeedsHistory(row, now) ? loadJournal(env, row.submissionId) : Effect.succeed(EMPTY_JOURNAL),
     (journal) => {
       const decision = classifyRecovery(row, now, journal)
       return RecoveryReport.make({

@@ -197,4 +197,4 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
 }
 
 /** The journal of a Submission with no records. @internal */
-export const emptyJournal: Journal = readJournal([])
+export const EMPTY_JOURNAL: Journal = readJournal([])

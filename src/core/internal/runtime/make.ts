@@ -12,7 +12,7 @@ import { makeInspect, makePreviewRecovery } from "./inspect.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
 import { makeRuntimeEnv } from "./env.ts"
 import { makeResolutions } from "./resolve.ts"
-import { makeSubmit, makeSubmitRegistered, makeValidate } from "./submit.ts"
+import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./submit.ts"
 
 /** @internal */
 export const makeRuntime = Effect.gen(function* () {
@@ -25,7 +25,8 @@ export const makeRuntime = Effect.gen(function* () {
     settings: yield* DurableRuntimeConfig,
   })
   const service: DurableAgentRuntime["Service"] = {
-    validate: makeValidate(env),
+    prepare: makePrepare(env),
+    admit: makeAdmit(env),
     submit: makeSubmit(env),
     submitRegistered: makeSubmitRegistered(env),
     ...makeResolutions(env),

@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import type { DurableRuntimeFailpointError } from "./failpointError.ts"
 import type {
+  AdmissionCheck,
   AdmissionRefused,
   FenceRejected,
   IdempotencyConflict,
@@ -42,7 +43,9 @@ export const RecoveryDisposition = Schema.Literals(["repaired", "deferred", "non
 export type RecoveryDisposition = typeof RecoveryDisposition.Type
 
 /** The outcome of recovery for one nonterminal Submission. */
-export class RecoveryReport extends Schema.Class<RecoveryReport>("@effect-agent/RecoveryReport")({
+export class RecoveryReport extends Schema.Class<RecoveryReport>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/RecoveryReport",
+)({
   submissionId: SubmissionId,
   threadId: ThreadId,
   decision: RecoveryDecision,
@@ -50,7 +53,9 @@ export class RecoveryReport extends Schema.Class<RecoveryReport>("@effect-agent/
 }) {}
 
 /** The durable identity returned by admission. */
-export class Receipt extends Schema.Class<Receipt>("@effect-agent/Receipt")({
+export class Receipt extends Schema.Class<Receipt>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/Receipt",
+)({
   receiptId: ReceiptId,
   submissionId: SubmissionId,
   threadId: ThreadId,
@@ -60,7 +65,9 @@ export class Receipt extends Schema.Class<Receipt>("@effect-agent/Receipt")({
 }) {}
 
 /** A request to admit one input for an agent in a Thread. */
-export class SubmitRequest extends Schema.Class<SubmitRequest>("@effect-agent/SubmitRequest")({
+export class SubmitRequest extends Schema.Class<SubmitRequest>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/SubmitRequest",
+)({
   threadId: ThreadId,
   agentId: AgentId,
   idempotencyKey: IdempotencyKey,
@@ -68,8 +75,19 @@ export class SubmitRequest extends Schema.Class<SubmitRequest>("@effect-agent/Su
   input: Schema.Json,
 }) {}
 
+/**
+ * A Submission ready to admit, from `DurableAgentRuntime.prepare`: its agent resolved, its input
+ * decoded and canonically encoded, and its admission checked against the ledger once.
+ */
+export interface PreparedSubmission extends AdmissionCheck {
+  /** The key was used already: admitting returns the original receipt. */
+  readonly replay: boolean
+}
+
 /** An approval decision for a suspended Submission. */
-export class ApprovalDecision extends Schema.Class<ApprovalDecision>("@effect-agent/ApprovalDecision")({
+export class ApprovalDecision extends Schema.Class<ApprovalDecision>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/ApprovalDecision",
+)({
   approved: Schema.Boolean,
   note: Schema.optionalKey(Schema.String),
 }) {}

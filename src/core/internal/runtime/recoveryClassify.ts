@@ -12,10 +12,11 @@ type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "a
 
 /**
  * Whether classifying the row reads its history. A `ready` row, a live owner and an accepted
- * abort are decided by the row alone.
+ * abort are decided by the row alone. `incarnation` is the classifying one: a Claim of any other
+ * is not live (see `hasLiveLease`).
  * @internal
  */
-export const recoveryNeedsHistory = (row: Row, now: number): boolean => {
+export const recoveryNeedsHistory = (row: Row, now: number, incarnation?: string): boolean => {
   switch (row.state) {
     case "terminalizing":
       return true
@@ -23,7 +24,7 @@ export const recoveryNeedsHistory = (row: Row, now: number): boolean => {
     case "settled":
       return false
     case "running":
-      return !hasLiveLease(row, now) && !row.abortRequested
+      return !hasLiveLease(row, now, incarnation) && !row.abortRequested
     case "admitted":
     case "suspended":
     case "unknown":
@@ -32,12 +33,17 @@ export const recoveryNeedsHistory = (row: Row, now: number): boolean => {
 }
 
 /** Classifies one nonterminal row; `journal` is read only where `recoveryNeedsHistory` says so. @internal */
-export const classifyRecovery = (row: Row, now: number, journal: Journal): RecoveryDecision => {
+export const classifyRecovery = (
+  row: Row,
+  now: number,
+  journal: Journal,
+  incarnation?: string,
+): RecoveryDecision => {
   if (row.state === "terminalizing") {
     return journal.settled ? { _tag: "FinalizeLedgerFromHistory" } : { _tag: "AppendReservedSettlement" }
   }
   if (row.state === "settled") return { _tag: "NoAction" }
-  if (row.state === "running" && hasLiveLease(row, now)) return { _tag: "NoAction" }
+  if (row.state === "running" && hasLiveLease(row, now, incarnation)) return { _tag: "NoAction" }
   // An accepted abort settles without waiting for the lane head or an external decision.
   if (row.abortRequested) return { _tag: "SettleAborted" }
   switch (row.state) {

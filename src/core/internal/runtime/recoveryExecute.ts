@@ -10,21 +10,24 @@ import type { SubmissionSnapshot } from "../ledger/model.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
 import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import { emptyJournal, type Journal } from "./journal.ts"
+import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
 import { finishReserved, settleAborted } from "./settle.ts"
 import { materialize } from "./submit.ts"
 
-const operation = "DurableAgentRuntime.runRecovery"
+const OPERATION = "DurableAgentRuntime.runRecovery"
 
 /**
  * Which Submissions `runRecovery` classifies. `every-nonterminal` (the default) reports one
- * decision per nonterminal Submission. `candidates` skips plain queued input (a `ready` row
- * never claimed and without an accepted abort): its decision is always `ApplyInput`, deferred
- * to the claiming Attempt, so a caller that classifies such rows by state (the maintenance
- * pass) gets the same decisions without reading a long queue.
+ * decision per nonterminal Submission. `candidates` looks only at the rows recovery can have
+ * to act on (`scanRecoveryCandidates`: an accepted abort, a row an older release left
+ * mid-admission or mid-settlement). The others are decided by their state: queued or resumed
+ * input is the claiming Attempt's (`ApplyInput`, `ResumeFromTurnBoundary`); a running row is
+ * its owner's, or, when its Claim is expired or of a dead incarnation, the next Attempt's,
+ * which takes the Claim over and replays the journal; a wait nothing resolved stays parked (a
+ * resolution resumes the row in its own transaction). A pass reads no queue and no wait.
  */
 export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candidates">(
-  "@effect-agent/durable-agent-runtime/RecoveryWorklist",
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/RecoveryWorklist",
   { defaultValue: () => "every-nonterminal" },
 )
 
@@ -56,7 +59,7 @@ const execute = (
   now: number,
 ) =>
   Effect.gen(function* () {
-    const fence = unownedFence(row, now)
+    const fence = unownedFence(row, now, env.incarnation)
     switch (decision._tag) {
       case "CompleteMaterialization":
       case "RepairReadiness":
@@ -115,10 +118,10 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
       }
       const row = current.value
       const now = yield* Clock.currentTimeMillis
-      const journal = recoveryNeedsHistory(row, now)
+      const journal = recoveryNeedsHistory(row, now, env.incarnation)
         ? yield* loadJournal(env, row.submissionId)
-        : emptyJournal
-      const decision = classifyRecovery(row, now, journal)
+        : EMPTY_JOURNAL
+      const decision = classifyRecovery(row, now, journal, env.incarnation)
       return yield* execute(env, row, decision, journal, now).pipe(
         Effect.as(report(row, decision, dispositionOf(decision))),
         // Another writer moved the row first (a claim, a racing resolution): nothing is lost,
@@ -127,7 +130,7 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
           FenceRejected: () => Effect.succeed(report(row, decision, "deferred")),
           OwnershipLost: () => Effect.succeed(report(row, decision, "deferred")),
           InvalidTransition: () => Effect.succeed(report(row, decision, "deferred")),
-          SubmissionNotFound: (missing) => Effect.fail(vanished(operation)(missing)),
+          SubmissionNotFound: (missing) => Effect.fail(vanished(OPERATION)(missing)),
         }),
       )
     }),

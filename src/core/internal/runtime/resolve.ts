@@ -9,7 +9,7 @@ import type { SubmissionId } from "../../Identifiers.ts"
 import { InvalidTransition, SubmissionNotFound, type SubmissionSnapshot } from "../ledger/model.ts"
 import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv } from "./env.ts"
-import { finishReserved, makeSettlement } from "./settle.ts"
+import { makeSettlement, settle } from "./settle.ts"
 
 const rowOf = (env: RuntimeEnv, submissionId: SubmissionId) =>
   Effect.flatMap(env.ledger.lookup(submissionId), (row) =>
@@ -77,25 +77,23 @@ export const makeResolutions = (env: RuntimeEnv) => ({
           approved: decision.approved,
           ...(decision.note === undefined ? {} : { note: decision.note }),
         } as const
+        const fence = unownedFence(row, now, env.incarnation)
+        // The decision is recorded in the transaction that acts on it: an approval resumes the
+        // row, a denial settles it. Nothing is left half-resolved for recovery to find.
         if (decision.approved) {
-          yield* env.history.append(submissionId, resolved, unownedFence(row, now), now)
+          const resumed = yield* env.ledger
+            .transition(fence, "ready", { entries: [resolved], now })
+            .pipe(lostRace(row, "approval"))
           yield* env.hit("resolve:after-intent")
-          return yield* env.ledger.transition(unownedFence(row, now), "ready").pipe(lostRace(row, "approval"))
+          return resumed
         }
-        // A denial records the decision, then settles directly. A crash before the reservation
-        // leaves a resolved approval that recovery resumes: the replayed program is denied.
-        yield* env.history.append(submissionId, resolved, unownedFence(row, now), now)
-        yield* env.hit("resolve:after-intent")
         const settlement = yield* makeSettlement(row, {
           outcome: "failed",
           error: decision.note === undefined ? "approval denied" : `approval denied: ${decision.note}`,
         })
-        const reserved = yield* env.ledger
-          .reserveSettlement(unownedFence(row, now), settlement)
-          .pipe(lostRace(row, "approval"))
-        yield* env.hit("terminalize:after-reserve")
-        yield* finishReserved(env, reserved, false).pipe(lostRace(row, "approval"))
-        return reserved
+        const settled = yield* settle(env, fence, settlement, [resolved]).pipe(lostRace(row, "approval"))
+        yield* env.hit("resolve:after-intent")
+        return settled
       }),
     )
     // An approval leaves work for an Attempt; a denial lets the lane's next Submission run.
@@ -121,16 +119,14 @@ export const makeResolutions = (env: RuntimeEnv) => ({
           )
         }
         const now = yield* Clock.currentTimeMillis
-        yield* env.history.append(
-          submissionId,
-          { _tag: "UnknownOutcomeResolved", step: open.step, resolution },
-          unownedFence(row, now),
-          now,
-        )
-        yield* env.hit("resolve:after-intent")
-        return yield* env.ledger
-          .transition(unownedFence(row, now), "ready")
+        const resumed = yield* env.ledger
+          .transition(unownedFence(row, now, env.incarnation), "ready", {
+            entries: [{ _tag: "UnknownOutcomeResolved", step: open.step, resolution }],
+            now,
+          })
           .pipe(lostRace(row, "unknown-outcome"))
+        yield* env.hit("resolve:after-intent")
+        return resumed
       }),
     )
     yield* env.wake.notify(row.threadId)
@@ -152,7 +148,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
         // fences out the revoked owner's later writes.
         const revokeAt = Math.max(now, row.ownership?.leaseExpiresAt ?? now)
         return yield* env.ledger
-          .transition(unownedFence(row, revokeAt), "ready")
+          .transition(unownedFence(row, revokeAt, env.incarnation), "ready")
           .pipe(lostRace(row, "retryable"))
       }),
     )

@@ -1,14 +1,15 @@
 /**
- * Settlement in three durable steps: reserve it in the ledger (`terminalizing`), append it to
- * the canonical history, then finalize the ledger. Recovery finishes a settlement from either
- * side after a crash between them, so every Submission settles exactly once.
+ * Settlement: one ledger write that settles the row and records `SubmissionSettled` (after any
+ * records the writer still owes) in the same transaction, so a Submission settles exactly once
+ * with nothing for recovery to finish. Rows an older release left `terminalizing` (reserved,
+ * then recorded, then finalized in three steps) are finished from either side.
  */
 import { Clock, Effect, type Schema } from "effect"
 import { SettlementConflict } from "./model.ts"
 import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { type Fence, type InvalidTransition, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
 import type { HistoryEntry } from "../history/model.ts"
-import { unownedFence } from "../ledger/rules.ts"
+import { settledEntry, unownedFence } from "../ledger/rules.ts"
 import type { RuntimeEnv } from "./env.ts"
 
 /** A new settlement at the current time. @internal */
@@ -23,17 +24,10 @@ export const makeSettlement = Effect.fnUntraced(function* (
   return new Settlement({ submissionId: row.submissionId, threadId: row.threadId, settledAt, ...ending })
 })
 
-const settledEntry = (settlement: Settlement): HistoryEntry => ({
-  _tag: "SubmissionSettled",
-  outcome: settlement.outcome,
-  ...(settlement.output === undefined ? {} : { output: settlement.output }),
-  ...(settlement.error === undefined ? {} : { error: settlement.error }),
-})
-
 /**
- * Appends the reserved settlement of a `terminalizing` row (unless the history already holds
- * it) and finalizes the ledger. The row has no owner any more, so the append is fenced by the
- * epoch alone.
+ * Finishes the reserved settlement of a `terminalizing` row: appends it (unless the history
+ * already holds it) and finalizes the ledger. The row has no owner any more, so the append is
+ * fenced by the epoch alone.
  * @internal
  */
 export const finishReserved = Effect.fnUntraced(function* (
@@ -50,43 +44,47 @@ export const finishReserved = Effect.fnUntraced(function* (
   }
   if (!recorded) {
     const now = yield* Clock.currentTimeMillis
-    yield* env.history.append(row.submissionId, settledEntry(settlement), unownedFence(row, now), now)
+    yield* env.history.append(
+      row.submissionId,
+      settledEntry(settlement),
+      unownedFence(row, now, env.incarnation),
+      now,
+    )
   }
-  yield* env.hit("terminalize:after-canonical-append")
   yield* env.ledger.finalizeSettlement(row.submissionId)
   return settlement
 })
 
 /**
- * Reserves, records and finalizes a settlement under `fence`. `onReserved` runs once the
- * reservation holds: for an owner it marks the end of its ownership.
+ * Settles under `fence`, recording `preceding` and then the settlement. `onSettled` runs once
+ * the settlement holds: for an owner it marks the end of its ownership.
  * @internal
  */
 export const settle = Effect.fnUntraced(function* (
   env: RuntimeEnv,
   fence: Fence,
   settlement: Settlement,
-  onReserved: () => void = () => {},
+  preceding: ReadonlyArray<HistoryEntry> = [],
+  onSettled: () => void = () => {},
 ) {
-  const reserved = yield* env.ledger.reserveSettlement(fence, settlement)
-  onReserved()
-  yield* env.hit("terminalize:after-reserve")
-  return yield* finishReserved(env, reserved, false)
+  yield* env.ledger.settle(fence, settlement, preceding)
+  onSettled()
+  return settlement
 })
 
-/** Settles `aborted`, recording the accepted abort in the history first. @internal */
+/** Settles `aborted`, recording the accepted abort first unless it is recorded. @internal */
 export const settleAborted = Effect.fnUntraced(function* (
   env: RuntimeEnv,
   fence: Fence,
   row: { readonly submissionId: SubmissionId; readonly threadId: ThreadId },
   abortRecorded: boolean,
-  onReserved?: () => void,
+  preceding: ReadonlyArray<HistoryEntry> = [],
+  onSettled?: () => void,
 ) {
-  if (!abortRecorded) {
-    const now = yield* Clock.currentTimeMillis
-    yield* env.history.append(row.submissionId, { _tag: "AbortRequested" }, fence, now)
-  }
-  return yield* settle(env, fence, yield* makeSettlement(row, { outcome: "aborted" }), onReserved)
+  const entries: ReadonlyArray<HistoryEntry> = abortRecorded
+    ? preceding
+    : [...preceding, { _tag: "AbortRequested" }]
+  return yield* settle(env, fence, yield* makeSettlement(row, { outcome: "aborted" }), entries, onSettled)
 })
 
 /** A settlement write refused because another one got there first. @internal */

@@ -1,21 +1,18 @@
 /**
- * Admission: check the agent and decode the input before anything is written, admit the row
- * (the ledger checks its limits and the idempotency key first), record `SubmissionAccepted`,
- * mark the row ready and hint the host. Recovery repairs a crash between these writes; a
- * replayed submit of a half-admitted row finishes it too.
+ * Admission: resolve the agent, decode and canonically encode the input, and ask the ledger
+ * what admission would answer, all once and before anything is written (a host refuses bad
+ * input before it opens a mutation); then admit (the ledger checks its limits and the
+ * idempotency key again, and records `SubmissionAccepted` in the same transaction: the row is
+ * ready at once), and hint the host. A row an older release left `admitted` (between those
+ * writes) is finished by recovery, or by a replayed submit.
  */
 import { Clock, Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
-import { Receipt, type SubmitRequest } from "./model.ts"
-import type { IdempotencyKey, ThreadId } from "../../Identifiers.ts"
+import { type PreparedSubmission, Receipt, type SubmitRequest } from "./model.ts"
+import type { AgentId, IdempotencyKey, ThreadId } from "../../Identifiers.ts"
 import { canonicalJson, contentDigest } from "../digest.ts"
-import {
-  AdmissionRefused,
-  LedgerError,
-  type SubmissionSnapshot,
-  SubmissionLedgerLimits,
-} from "../ledger/model.ts"
-import { unownedFence, utf8ByteLength } from "../ledger/rules.ts"
+import { AdmissionRefused, LedgerError, type SubmissionSnapshot } from "../ledger/model.ts"
+import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, vanished, type RuntimeEnv } from "./env.ts"
 
 const refuse = (threadId: ThreadId, reason: AdmissionRefused["reason"], message: string) =>
@@ -29,10 +26,10 @@ const parsePayload = (operation: string, row: SubmissionSnapshot) =>
   })
 
 /**
- * Records `SubmissionAccepted` unless the history holds it, then marks the row ready. Callers
- * hold the runtime's lock, so admission and recovery never both record the acceptance. A
- * caller that already knows whether the record exists (a row admitted just now has none;
- * recovery read the journal) passes `accepted` and saves reading the history again.
+ * Finishes a row an older release left `admitted`: records `SubmissionAccepted` unless the
+ * history holds it, then marks the row ready. Callers hold the runtime's lock, so a replayed
+ * submit and recovery never both record the acceptance. Recovery, which read the journal,
+ * passes `accepted`.
  * @internal
  */
 export const materialize = (
@@ -45,7 +42,7 @@ export const materialize = (
     const accepted = known?.accepted ?? (yield* loadJournal(env, row.submissionId)).accepted
     const now = yield* Clock.currentTimeMillis
     if (!accepted) {
-      const fence = unownedFence(row, now)
+      const fence = unownedFence(row, now, env.incarnation)
       const input = yield* parsePayload(operation, row)
       yield* env.history
         .append(
@@ -63,36 +60,22 @@ export const materialize = (
     )
   })
 
-/** Admits an input already encoded by the agent's input Schema. @internal */
-export const admitEncoded = Effect.fnUntraced(function* (
-  env: RuntimeEnv,
-  agent: AnyAgentDefinition,
-  request: {
-    readonly threadId: ThreadId
-    readonly idempotencyKey: IdempotencyKey
-    readonly input: Schema.Json
-  },
-) {
-  const inputPayload = canonicalJson(request.input)
+/** Admits a prepared Submission: the ledger checks its limits again in its transaction. */
+const admitPrepared = Effect.fnUntraced(function* (env: RuntimeEnv, prepared: PreparedSubmission) {
   const now = yield* Clock.currentTimeMillis
   const admission = yield* env.ledger.admit({
-    threadId: request.threadId,
-    idempotencyKey: request.idempotencyKey,
-    agentId: agent.id,
-    agentDigest: agent.digest,
-    inputPayload,
-    inputDigest: contentDigest(inputPayload),
+    threadId: prepared.threadId,
+    idempotencyKey: prepared.idempotencyKey,
+    agentId: prepared.agentId,
+    agentDigest: prepared.agentDigest,
+    inputPayload: prepared.inputPayload,
+    inputDigest: prepared.inputDigest,
     now,
   })
   yield* env.hit("submit:after-admit")
   const row = admission.snapshot
-  if (admission._tag === "Admitted" || row.state === "admitted") {
-    // A new Submission id has no records yet; a replayed half-admitted row may have one.
-    yield* env.exclusive(
-      materialize(env, row, admission._tag === "Admitted" ? { accepted: false } : undefined),
-    )
-    yield* env.wake.notify(row.threadId)
-  }
+  if (row.state === "admitted") yield* env.exclusive(materialize(env, row))
+  if (admission._tag === "Admitted" || row.state === "admitted") yield* env.wake.notify(row.threadId)
   return new Receipt({
     receiptId: row.receiptId,
     submissionId: row.submissionId,
@@ -103,54 +86,80 @@ export const admitEncoded = Effect.fnUntraced(function* (
 })
 
 /**
- * The registered agent and the canonically encoded input of a request, or the refusal that
- * names what is wrong: an unknown agent, a malformed input, or an input over the byte limit.
- * Reads nothing from storage.
+ * Encodes the input canonically (once) and asks the ledger, without writing, what admission
+ * would answer: a refusal names what is over its limit.
  */
-const prepare = Effect.fnUntraced(function* (env: RuntimeEnv, request: SubmitRequest) {
-  const found = env.registry.lookup(request.agentId)
-  if (Option.isNone(found)) {
-    return yield* refuse(
-      request.threadId,
-      "unknown-agent",
-      `no agent ${request.agentId} is registered in this deployment`,
-    )
+const checked = Effect.fnUntraced(function* (
+  env: RuntimeEnv,
+  agent: AnyAgentDefinition,
+  request: { readonly threadId: ThreadId; readonly idempotencyKey: IdempotencyKey },
+  encoded: Schema.Json,
+) {
+  const inputPayload = canonicalJson(encoded)
+  const admission = {
+    threadId: request.threadId,
+    idempotencyKey: request.idempotencyKey,
+    agentId: agent.id,
+    agentDigest: agent.digest,
+    inputPayload,
+    inputDigest: contentDigest(inputPayload),
   }
-  const agent = found.value
-  const malformed = (cause: Schema.SchemaError) =>
-    refuse(
-      request.threadId,
-      "malformed-input",
-      `the input of agent ${agent.id} is malformed: ${cause.message}`,
-    )
-  const input: unknown = yield* Schema.decodeUnknownEffect(agent.input)(request.input).pipe(
-    Effect.mapError(malformed),
-  )
-  const encoded = yield* Schema.encodeUnknownEffect(agent.input)(input).pipe(Effect.mapError(malformed))
-  const limits = yield* SubmissionLedgerLimits
-  const bytes = utf8ByteLength(canonicalJson(encoded))
-  if (bytes > limits.maxInputBytes) {
-    return yield* refuse(
-      request.threadId,
-      "input-bytes",
-      `the input is ${bytes} bytes; the limit is ${limits.maxInputBytes}`,
-    )
-  }
-  return { agent, encoded }
+  const replay = yield* env.ledger.checkAdmission(admission)
+  return { ...admission, replay: Option.isSome(replay) } satisfies PreparedSubmission
 })
 
-/** `validate`: the checks of `submit` that need no storage. @internal */
-export const makeValidate = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.validate")(function* (request: SubmitRequest) {
-    yield* prepare(env, request)
+const malformed = (threadId: ThreadId, agent: AnyAgentDefinition) => (cause: Schema.SchemaError) =>
+  refuse(threadId, "malformed-input", `the input of agent ${agent.id} is malformed: ${cause.message}`)
+
+/** `prepare`: resolves the agent, decodes and encodes the input, checks admission. @internal */
+export const makePrepare = (env: RuntimeEnv) =>
+  Effect.fn("DurableAgentRuntime.prepare")(function* (request: SubmitRequest) {
+    const found = env.registry.lookup(request.agentId)
+    if (Option.isNone(found)) {
+      return yield* refuse(
+        request.threadId,
+        "unknown-agent",
+        `no agent ${request.agentId} is registered in this deployment`,
+      )
+    }
+    const agent = found.value
+    const input: unknown = yield* Schema.decodeUnknownEffect(agent.input)(request.input).pipe(
+      Effect.mapError(malformed(request.threadId, agent)),
+    )
+    const encoded = yield* Schema.encodeUnknownEffect(agent.input)(input).pipe(
+      Effect.mapError(malformed(request.threadId, agent)),
+    )
+    return yield* checked(env, agent, request, encoded)
   })
 
-/** `submit`: the agent must be registered and the input must decode. @internal */
-export const makeSubmit = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.submit")(function* (request: SubmitRequest) {
-    const { agent, encoded } = yield* prepare(env, request)
-    return yield* admitEncoded(env, agent, { ...request, input: encoded })
+/** The agent registered here under `agentId`, which must have `digest`. */
+const registeredWith = (env: RuntimeEnv, threadId: ThreadId, agentId: AgentId, digest: string) => {
+  const registered = env.registry.lookup(agentId)
+  return Option.isSome(registered) && registered.value.digest === digest
+    ? Effect.succeed(registered.value)
+    : Effect.fail(
+        refuse(
+          threadId,
+          "unknown-agent",
+          `agent ${agentId} with digest ${digest} is not registered in this deployment`,
+        ),
+      )
+}
+
+/** `admit`: a prepared Submission of an agent registered here, with the same digest. @internal */
+export const makeAdmit = (env: RuntimeEnv) =>
+  Effect.fn("DurableAgentRuntime.admit")(function* (prepared: PreparedSubmission) {
+    yield* registeredWith(env, prepared.threadId, prepared.agentId, prepared.agentDigest)
+    return yield* admitPrepared(env, prepared)
   })
+
+/** `submit`: `prepare`, then admit what it prepared. @internal */
+export const makeSubmit = (env: RuntimeEnv) => {
+  const prepare = makePrepare(env)
+  return Effect.fn("DurableAgentRuntime.submit")(function* (request: SubmitRequest) {
+    return yield* admitPrepared(env, yield* prepare(request))
+  })
+}
 
 /** `submitRegistered`: a typed input for a registered agent with the same contract. @internal */
 export const makeSubmitRegistered = (env: RuntimeEnv) =>
@@ -158,22 +167,9 @@ export const makeSubmitRegistered = (env: RuntimeEnv) =>
     agent: AgentDefinition<I, O>,
     request: { readonly threadId: ThreadId; readonly idempotencyKey: IdempotencyKey; readonly input: I },
   ) {
-    const registered = env.registry.lookup(agent.id)
-    if (Option.isNone(registered) || registered.value.digest !== agent.digest) {
-      return yield* refuse(
-        request.threadId,
-        "unknown-agent",
-        `agent ${agent.id} with digest ${agent.digest} is not registered in this deployment`,
-      )
-    }
+    const registered = yield* registeredWith(env, request.threadId, agent.id, agent.digest)
     const encoded = yield* Schema.encodeEffect(agent.input)(request.input).pipe(
-      Effect.mapError((cause) =>
-        refuse(
-          request.threadId,
-          "malformed-input",
-          `the input of agent ${agent.id} is malformed: ${cause.message}`,
-        ),
-      ),
+      Effect.mapError(malformed(request.threadId, registered)),
     )
-    return yield* admitEncoded(env, registered.value, { ...request, input: encoded })
+    return yield* admitPrepared(env, yield* checked(env, registered, request, encoded))
   })

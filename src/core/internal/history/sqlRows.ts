@@ -1,0 +1,148 @@
+/**
+ * Rows of the canonical history on SQLite (see `schema.ts`): one row per append, holding the
+ * records that append wrote for one Submission. The writer is shared by the history and by the
+ * ledger, which records a Submission's acceptance and its settlement in the same transaction as
+ * the row change they describe. Callers hold a transaction and have checked the fence.
+ */
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { ThreadStoreError } from "../runtime/model.ts"
+import { HISTORY_TABLE, SUBMISSIONS_TABLE } from "../schema.ts"
+import { decodeRecord, historyError } from "./codec.ts"
+import type { HistoryEntry, HistoryRecord } from "./model.ts"
+
+const h = HISTORY_TABLE
+
+/** Parameters: position, thread id, sequence, records, submission id, recorded at, entries JSON, lane tail, admitted, settled. */
+const append = `INSERT INTO ${h} (position, thread_id, sequence, records, submission_id, recorded_at, entries,
+    lane_tail, admitted, settled) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+/** @internal */
+export const rowStatements = {
+  append,
+  /** The next feed position and the counts, from the Object's newest row. */
+  objectTail: `SELECT position + records AS next_position, admitted, settled FROM ${h}
+    WHERE position = (SELECT max(position) FROM ${h})`,
+  /** The Thread's next sequence and lane tail, from its newest row. Parameter: thread id. */
+  threadTail: `SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
+    ORDER BY sequence DESC LIMIT 1`,
+  /** Admissions and settlements counted so far, from the newest row. */
+  counts: `SELECT admitted, settled FROM ${h} WHERE position = (SELECT max(position) FROM ${h})`,
+  /**
+   * A Submission's rows, from its first record in its Thread: a seek on the ledger row, then
+   * the Thread's rows from there (other Submissions' rows in between are read and dropped).
+   */
+  forSubmission: `SELECT h.* FROM ${SUBMISSIONS_TABLE} AS l
+    JOIN ${h} AS h ON h.thread_id = l.thread_id AND h.sequence >= l.history_from
+    WHERE l.submission_id = ? AND h.submission_id = l.submission_id ORDER BY h.sequence`,
+  /** Rows of a Thread from the one holding sequence `after + 1`. Parameters: thread ×2, after + 1, rows. */
+  page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence >=
+      coalesce((SELECT max(sequence) FROM ${h} WHERE thread_id = ? AND sequence <= ?), 1)
+    ORDER BY sequence LIMIT ?`,
+  /** Rows from the one holding position `after + 1`. Parameters: after + 1, rows. */
+  feed: `SELECT * FROM ${h} WHERE position >= coalesce((SELECT max(position) FROM ${h} WHERE position <= ?), 1)
+    ORDER BY position LIMIT ?`,
+  feedEnd: `SELECT position + records - 1 AS position FROM ${h} WHERE position = (SELECT max(position) FROM ${h})`,
+} as const
+
+/** A stored history row as the driver returns it. @internal */
+export interface StoredRow {
+  readonly position: unknown
+  readonly thread_id: unknown
+  readonly sequence: unknown
+  readonly records: unknown
+  readonly submission_id: unknown
+  readonly recorded_at: unknown
+  readonly entries: unknown
+}
+
+/** The records of a stored row with their feed positions; a row that does not decode is an error. @internal */
+export const decodeRow = (operation: string, row: StoredRow) =>
+  Effect.gen(function* () {
+    const label = `history row ${String(row.thread_id)}#${String(row.sequence)}`
+    const entries = yield* Effect.try({
+      try: () => JSON.parse(String(row.entries)) as unknown,
+      catch: historyError(operation, `${label} is not JSON`),
+    })
+    const count = Number(row.records)
+    if (!Array.isArray(entries) || entries.length !== count || count < 1) {
+      return yield* new ThreadStoreError({
+        operation,
+        message: `${label} does not hold its ${count} records`,
+      })
+    }
+    const first = Number(row.sequence)
+    const position = Number(row.position)
+    return yield* Effect.forEach(entries, (entry: unknown, index) =>
+      Effect.map(
+        decodeRecord(operation, {
+          thread_id: row.thread_id,
+          sequence: first + index,
+          submission_id: row.submission_id,
+          recorded_at: row.recorded_at,
+          entry,
+        }),
+        (record) => ({ position: position + index, record }),
+      ),
+    )
+  })
+
+/** What one append writes. @internal */
+export interface RowAppend {
+  readonly threadId: ThreadId
+  readonly submissionId: SubmissionId
+  /** The Submission's queue sequence, carried into the Thread's lane tail. */
+  readonly queueSequence: number
+  /** Encoded entries (`encodeEntry`), oldest first; at least one. */
+  readonly entries: ReadonlyArray<{ readonly json: string; readonly stored: HistoryEntry }>
+  readonly now: number
+  /** 1 when the row records a new admission. */
+  readonly admits: 0 | 1
+}
+
+type Query = (
+  text: string,
+  params: ReadonlyArray<unknown>,
+) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>
+
+/** Writes one row; returns its records. Run inside the caller's transaction. @internal */
+export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =>
+  Effect.gen(function* () {
+    const query: Query = (text, params) => sql.unsafe<Record<string, unknown>>(text, params)
+    const settles = append.entries.filter((entry) => entry.stored._tag === "SubmissionSettled").length
+    // The row continues the Object's and the Thread's newest rows (read in this transaction).
+    const written = yield* Effect.gen(function* () {
+      const [object] = yield* query(rowStatements.objectTail, [])
+      const [thread] = yield* query(rowStatements.threadTail, [append.threadId])
+      const sequence = Number(thread?.next_sequence ?? 1)
+      yield* query(rowStatements.append, [
+        Number(object?.next_position ?? 1),
+        append.threadId,
+        sequence,
+        append.entries.length,
+        append.submissionId,
+        append.now,
+        `[${append.entries.map((entry) => entry.json).join(",")}]`,
+        Math.max(Number(thread?.lane_tail ?? 0), append.queueSequence),
+        Number(object?.admitted ?? 0) + append.admits,
+        Number(object?.settled ?? 0) + settles,
+      ])
+      return { sequence }
+    }).pipe(Effect.mapError(historyError(operation, "storage failed")))
+    const first = Number(written.sequence)
+    const records: Array<HistoryRecord> = []
+    for (const [index, entry] of append.entries.entries()) {
+      records.push(
+        yield* decodeRecord(operation, {
+          thread_id: append.threadId,
+          sequence: first + index,
+          submission_id: append.submissionId,
+          recorded_at: append.now,
+          entry: JSON.parse(entry.json) as unknown,
+        }),
+      )
+    }
+    return records
+  })

@@ -1,0 +1,224 @@
+/**
+ * The SQLite schema of the Submission Ledger and the canonical history, designed for the bill:
+ * Cloudflare bills every row written, index entries included (an insert into an index is a row
+ * written, a removal from one is not), so each table is keyed the way it is read, an index
+ * exists only where no other seek answers, partial indexes hold only the rows that need them,
+ * and no column that changes on every transition appears in an index or its `WHERE`.
+ *
+ * - The ledger is a `WITHOUT ROWID` table keyed by `submission_id`, which is derived from the
+ *   Thread and idempotency key, so one seek answers both. `lane_status` (`open`, `parked`,
+ *   `closed`) changes only when a Submission parks in a stable wait, resumes, or settles; the
+ *   lane index holds open rows, the parked index the waits, the recovery index only rows that
+ *   recovery must look at. A Claim, a renewal or a release rewrites the row alone.
+ * - A history row holds the records one transaction appended for one Submission (`entries`, a
+ *   JSON array; record `i` has feed position `position + i` and thread sequence
+ *   `sequence + i`). Its rowid is the feed position; one index orders each Thread; a
+ *   Submission's records are found from its first sequence (`history_from` in the ledger).
+ *   Every row carries forward the Thread's highest queue sequence (`lane_tail`) and the Object's
+ *   counts of admissions and settlements since this schema (`admitted`, `settled`), so the
+ *   tail rows answer "next queue sequence" and "how many nonterminal" with no row to maintain.
+ *
+ * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
+ * the earlier schema in place (see `rebuild`).
+ */
+import type { Migration } from "./migrations.ts"
+
+/** @internal */
+export const SUBMISSIONS_TABLE = "effect_agent_submissions"
+/** @internal */
+export const HISTORY_TABLE = "effect_agent_history"
+/** @internal */
+export const META_TABLE = "effect_agent_meta"
+/** Idempotency keys of Submissions admitted before derived ids; written only by the migration. @internal */
+export const LEGACY_KEYS_TABLE = "effect_agent_submission_keys"
+
+const t = SUBMISSIONS_TABLE
+const h = HISTORY_TABLE
+
+/**
+ * Rows recovery must look at: an accepted abort, a row an older release left between the
+ * writes of an admission (`admitted`) or a settlement (`terminalizing`), and a wait of an older
+ * release that may have been resolved without resuming (`open` while suspended or unknown).
+ * Queries repeat it verbatim so that SQLite uses the partial index.
+ * @internal
+ */
+export const RECOVERY_CANDIDATE = `lane_status <> 'closed' AND (abort_requested <> 0 OR state IN ('admitted', 'terminalizing') OR (lane_status = 'open' AND state IN ('suspended', 'unknown')))`
+
+/** Meta keys. @internal */
+export const META_KEYS = {
+  salt: "submission-id-salt",
+  /** Admissions and settlements before the history counted them. */
+  admittedBefore: "admitted-before-003",
+  settledBefore: "settled-before-003",
+} as const
+
+const ledgerColumns = `
+    submission_id TEXT PRIMARY KEY NOT NULL,
+    thread_id TEXT NOT NULL,
+    lane_key TEXT NOT NULL,
+    queue_sequence INTEGER NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    agent_digest TEXT NOT NULL,
+    input_payload TEXT NOT NULL,
+    input_digest TEXT NOT NULL,
+    receipt_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    lane_status TEXT NOT NULL,
+    producer_epoch INTEGER NOT NULL,
+    attempt_id TEXT,
+    ownership_token TEXT,
+    lease_expires_at REAL,
+    owner_incarnation TEXT,
+    abort_requested INTEGER NOT NULL,
+    settlement TEXT,
+    created_at REAL NOT NULL,
+    ready_at REAL,
+    history_from INTEGER`
+
+const historyColumns = `
+    position INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    records INTEGER NOT NULL,
+    submission_id TEXT NOT NULL,
+    recorded_at REAL NOT NULL,
+    entries TEXT NOT NULL,
+    lane_tail INTEGER NOT NULL,
+    admitted INTEGER NOT NULL,
+    settled INTEGER NOT NULL`
+
+const tag = (alias: string) => `json_extract(${alias}.entry, '$._tag')`
+const step = (alias: string) => `json_extract(${alias}.entry, '$.step')`
+
+/** An old record of the same Submission as `s` (old history: one entry per row). */
+const recordOf = (alias: string) => `FROM ${h} AS ${alias} WHERE ${alias}.submission_id = s.submission_id`
+
+/** A suspended row of the old schema whose approval request has no decision yet. */
+const awaitsApproval = `EXISTS (SELECT 1 ${recordOf("r")} AND ${tag("r")} = 'ApprovalRequested'
+    AND NOT EXISTS (SELECT 1 ${recordOf("d")} AND ${tag("d")} = 'ApprovalResolved' AND ${step("d")} = ${step("r")}))`
+
+/** An unknown row of the old schema with a recorded Unknown Outcome and no resolution or result. */
+const awaitsResolution = `EXISTS (SELECT 1 ${recordOf("u")} AND ${tag("u")} = 'UnknownOutcomeRecorded'
+    AND NOT EXISTS (SELECT 1 ${recordOf("x")} AND ${step("x")} = ${step("u")}
+      AND ${tag("x")} IN ('StepCompleted', 'StepFailed', 'UnknownOutcomeResolved')))`
+
+/**
+ * Rebuilds both tables in place. Rows keep their ids, states, epochs and history positions (a
+ * feed cursor stored by a host stays valid). A wait is parked only when its records show it is
+ * still waiting; any other wait is left `open`, so the first pass's recovery resumes it if a
+ * resolution was recorded without the resumption. A Claim of the old release names no
+ * incarnation the new one could be: it is expired at once. The old idempotency keys move to
+ * their own table, and the counts the history will carry from now on start from constants.
+ */
+const rebuild: ReadonlyArray<string> = [
+  `CREATE TABLE IF NOT EXISTS ${META_TABLE} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`,
+  `INSERT OR IGNORE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.salt}', lower(hex(randomblob(16))))`,
+  `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.admittedBefore}', (SELECT count(*) FROM ${t}))`,
+  `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.settledBefore}', (SELECT count(*) FROM ${t} AS s
+    WHERE s.state = 'settled' OR (s.state = 'terminalizing' AND EXISTS (SELECT 1 ${recordOf("r")} AND ${tag("r")} = 'SubmissionSettled'))))`,
+  `CREATE TABLE ${LEGACY_KEYS_TABLE} (
+    lane_key TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    submission_id TEXT NOT NULL,
+    PRIMARY KEY (lane_key, idempotency_key)
+  ) WITHOUT ROWID`,
+  `INSERT INTO ${LEGACY_KEYS_TABLE} (lane_key, idempotency_key, submission_id)
+    SELECT lane_key, idempotency_key, submission_id FROM ${t}`,
+  `CREATE TABLE ${t}_next (${ledgerColumns}) WITHOUT ROWID`,
+  `INSERT INTO ${t}_next (submission_id, thread_id, lane_key, queue_sequence, idempotency_key, agent_id,
+      agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch, attempt_id,
+      ownership_token, lease_expires_at, owner_incarnation, abort_requested, settlement, created_at, ready_at,
+      history_from)
+    SELECT submission_id, thread_id, lane_key, queue_sequence, idempotency_key, agent_id, agent_digest,
+      input_payload, input_digest, receipt_id, state,
+      CASE
+        WHEN state = 'settled' THEN 'closed'
+        WHEN state = 'suspended' AND ${awaitsApproval} THEN 'parked'
+        WHEN state = 'unknown' AND ${awaitsResolution} THEN 'parked'
+        ELSE 'open'
+      END,
+      producer_epoch, attempt_id, ownership_token, lease_expires_at,
+      CASE WHEN ownership_token IS NULL THEN NULL ELSE 'before-003' END,
+      abort_requested, settlement, created_at, ready_at,
+      -- A Submission without records yet gets its first one after its Thread's newest.
+      coalesce((SELECT min(r.sequence) ${recordOf("r")}),
+        (SELECT max(o.sequence) + 1 FROM ${h} AS o WHERE o.thread_id = s.thread_id), 1)
+    FROM ${t} AS s`,
+  `CREATE TABLE ${h}_next (${historyColumns})`,
+  `INSERT INTO ${h}_next (position, thread_id, sequence, records, submission_id, recorded_at, entries,
+      lane_tail, admitted, settled)
+    SELECT rowid, thread_id, sequence, 1, submission_id, recorded_at, '[' || entry || ']', 0, 0, 0 FROM ${h}`,
+  // Only a Thread's newest row is ever read for its lane tail.
+  `UPDATE ${h}_next SET lane_tail = coalesce(
+      (SELECT max(s.queue_sequence) FROM ${t} AS s WHERE s.thread_id = ${h}_next.thread_id), 0)
+    WHERE position IN (SELECT max(position) FROM ${h}_next GROUP BY thread_id)`,
+  `DROP TABLE ${t}`,
+  `DROP TABLE ${h}`,
+  `ALTER TABLE ${t}_next RENAME TO ${t}`,
+  `ALTER TABLE ${h}_next RENAME TO ${h}`,
+  `CREATE INDEX ${t}_lane ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'open'`,
+  `CREATE INDEX ${t}_parked ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'parked'`,
+  `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
+  `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequence)`,
+]
+
+/** Every migration of the ledger and the history, in order; both services run the list. @internal */
+export const storeMigrations: ReadonlyArray<Migration> = [
+  {
+    name: "submission-ledger/001-create",
+    statements: [
+      `CREATE TABLE IF NOT EXISTS ${t} (
+        submission_id TEXT PRIMARY KEY NOT NULL,
+        thread_id TEXT NOT NULL,
+        lane_key TEXT NOT NULL,
+        queue_sequence INTEGER NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        agent_digest TEXT NOT NULL,
+        input_payload TEXT NOT NULL,
+        input_digest TEXT NOT NULL,
+        receipt_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        producer_epoch INTEGER NOT NULL,
+        attempt_id TEXT,
+        ownership_token TEXT,
+        lease_expires_at REAL,
+        abort_requested INTEGER NOT NULL,
+        settlement TEXT,
+        created_at REAL NOT NULL,
+        ready_at REAL
+      )`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_key ON ${t} (lane_key, idempotency_key)`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_sequence ON ${t} (lane_key, queue_sequence)`,
+      `CREATE INDEX IF NOT EXISTS ${t}_nonterminal ON ${t} (lane_key, queue_sequence) WHERE state <> 'settled'`,
+    ],
+  },
+  {
+    name: "submission-ledger/002-pass-indexes",
+    statements: [
+      `ALTER TABLE ${t} ADD COLUMN settled_ordinal INTEGER`,
+      `UPDATE ${t} SET settled_ordinal =
+        (SELECT count(*) FROM ${t} AS earlier WHERE earlier.state = 'settled' AND earlier.rowid <= ${t}.rowid)
+        WHERE state = 'settled'`,
+      `CREATE INDEX IF NOT EXISTS ${t}_recovery ON ${t} (lane_key, queue_sequence)
+        WHERE state <> 'settled' AND (state <> 'ready' OR abort_requested <> 0 OR producer_epoch <> 0)`,
+      `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_settled ON ${t} (settled_ordinal)`,
+    ],
+  },
+  {
+    name: "thread-history/001-create",
+    statements: [
+      `CREATE TABLE IF NOT EXISTS ${h} (
+        thread_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        submission_id TEXT NOT NULL,
+        recorded_at REAL NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (thread_id, sequence)
+      )`,
+      `CREATE INDEX IF NOT EXISTS ${h}_submission ON ${h} (submission_id, sequence)`,
+    ],
+  },
+  { name: "thread-store/003-billed-rows", statements: rebuild },
+]

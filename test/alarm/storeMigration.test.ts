@@ -1,0 +1,371 @@
+/**
+ * The upgrade to the billed-rows schema, in place: a database written by the previous release
+ * (its ledger and history tables, one record per history row) with live Submissions in every
+ * state is opened by this release, and every one of them settles exactly once, as it would
+ * have: work left between writes is finished, waits stay parked until resolved, a Claim of the
+ * old release is taken over at once, and used idempotency keys keep replaying.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { SqliteClient } from "@effect/sql-sqlite-do"
+import { Effect, Stream } from "effect"
+import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
+import { canonicalJson, contentDigest } from "../../src/core/internal/digest.ts"
+import { runMigrations } from "../../src/core/internal/migrations.ts"
+import { laneKey } from "../../src/core/internal/ledger/sqlStatements.ts"
+import { HISTORY_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/internal/schema.ts"
+import { SubmissionId } from "../../src/core/Identifiers.ts"
+import type { HistoryEntry } from "../../src/core/ThreadHistory.ts"
+import { charging, makeRuns, reviewed, runsOf, threeSteps } from "../core/runtimeAgents.ts"
+import { alarmOf, dayAhead, inObject, objectName } from "./harness.ts"
+import { converge, generationsOf, rowOf, submit, tagsOf } from "./actionable/fixtures.ts"
+import { incarnation } from "../support/incarnation.ts"
+
+/** A Submission as the previous release stored it: its row and its records, oldest first. */
+interface Legacy {
+  readonly id: string
+  readonly thread: string
+  readonly sequence: number
+  readonly agent: AnyAgentDefinition
+  readonly input: { readonly n: number }
+  readonly state: string
+  readonly epoch?: number
+  readonly owned?: boolean
+  readonly settlement?: object
+  readonly records: ReadonlyArray<HistoryEntry>
+}
+
+const accepted = (agent: AnyAgentDefinition, n: number): HistoryEntry => ({
+  _tag: "SubmissionAccepted",
+  agentId: agent.id,
+  agentDigest: agent.digest,
+  input: { n },
+})
+
+/** Writes the previous release's schema and rows, with the clock at `now`. */
+const writeLegacy = (storage: DurableObjectStorage, now: number, rows: ReadonlyArray<Legacy>) =>
+  Effect.gen(function* () {
+    yield* Effect.provide(runMigrations(storeMigrations.slice(0, 3)), SqliteClient.layer({ storage }))
+    const sequences = new Map<string, number>()
+    let settled = 0
+    for (const row of rows) {
+      const payload = canonicalJson(row.input)
+      if (row.state === "settled") settled += 1
+      storage.sql.exec(
+        `INSERT INTO ${SUBMISSIONS_TABLE} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
+          agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch, attempt_id,
+          ownership_token, lease_expires_at, abort_requested, settlement, created_at, ready_at, settled_ordinal)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+        row.id,
+        row.thread,
+        laneKey(row.thread),
+        row.sequence,
+        `key-${row.id}`,
+        row.agent.id,
+        row.agent.digest,
+        payload,
+        contentDigest(payload),
+        `receipt-${row.id}`,
+        row.state,
+        row.epoch ?? 0,
+        row.owned === true ? `attempt-${row.id}` : null,
+        row.owned === true ? `token-${row.id}` : null,
+        // A lease of the old release that is still live by the clock.
+        row.owned === true ? now + 3_600_000 : null,
+        row.settlement === undefined ? null : JSON.stringify(row.settlement),
+        now - 10_000,
+        row.state === "admitted" ? null : now - 9_000,
+        row.state === "settled" ? settled : null,
+      )
+      for (const entry of row.records) {
+        const sequence = (sequences.get(row.thread) ?? 0) + 1
+        sequences.set(row.thread, sequence)
+        storage.sql.exec(
+          `INSERT INTO ${HISTORY_TABLE} (thread_id, sequence, submission_id, recorded_at, entry) VALUES (?, ?, ?, ?, ?)`,
+          row.thread,
+          sequence,
+          row.id,
+          now - 8_000,
+          JSON.stringify(entry),
+        )
+      }
+    }
+  })
+
+describe("the upgrade to the billed-rows schema", () => {
+  it.effect("settles live Submissions of every state exactly once after an in-place upgrade", () =>
+    inObject(objectName("upgrade"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const runs = yield* makeRuns
+        const three = threeSteps(runs)
+        const review = reviewed(runs)
+        const charge = charging(runs)
+        const step = (index: number, name: string, result: unknown): HistoryEntry => ({
+          _tag: "StepCompleted",
+          step: index,
+          name,
+          result: result as never,
+        })
+        const rows: ReadonlyArray<Legacy> = [
+          {
+            id: "done",
+            thread: "done",
+            sequence: 1,
+            agent: three,
+            input: { n: 1 },
+            state: "settled",
+            epoch: 1,
+            settlement: {
+              submissionId: "done",
+              threadId: "done",
+              outcome: "completed",
+              output: 9,
+              settledAt: now - 7_000,
+            },
+            records: [
+              accepted(three, 1),
+              { _tag: "InputApplied" },
+              step(0, "one", 2),
+              step(1, "two", 3),
+              step(2, "three", 4),
+              { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
+            ],
+          },
+          // Admitted, killed before the acceptance record; and after it, before readiness.
+          {
+            id: "bare",
+            thread: "bare",
+            sequence: 1,
+            agent: three,
+            input: { n: 1 },
+            state: "admitted",
+            records: [],
+          },
+          {
+            id: "unready",
+            thread: "unready",
+            sequence: 1,
+            agent: three,
+            input: { n: 2 },
+            state: "admitted",
+            records: [accepted(three, 2)],
+          },
+          {
+            id: "replay",
+            thread: "replay",
+            sequence: 1,
+            agent: three,
+            input: { n: 10 },
+            state: "admitted",
+            records: [],
+          },
+          {
+            id: "ready",
+            thread: "ready",
+            sequence: 1,
+            agent: three,
+            input: { n: 3 },
+            state: "ready",
+            records: [accepted(three, 3)],
+          },
+          // A Claim of the old release, its lease still live: taken over at once.
+          {
+            id: "running",
+            thread: "running",
+            sequence: 1,
+            agent: three,
+            input: { n: 4 },
+            state: "running",
+            epoch: 1,
+            owned: true,
+            records: [accepted(three, 4), { _tag: "InputApplied" }, step(0, "one", 5)],
+          },
+          {
+            id: "waits",
+            thread: "approval",
+            sequence: 1,
+            agent: review,
+            input: { n: 1 },
+            state: "suspended",
+            epoch: 1,
+            records: [
+              accepted(review, 1),
+              { _tag: "InputApplied" },
+              step(0, "draft", "draft-1"),
+              { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-1" } },
+            ],
+          },
+          // Queued behind the approval: dormant until it is resolved.
+          {
+            id: "behind",
+            thread: "approval",
+            sequence: 2,
+            agent: three,
+            input: { n: 5 },
+            state: "ready",
+            records: [accepted(three, 5)],
+          },
+          // Approved, killed before the row moved: recovery resumes it.
+          {
+            id: "approved",
+            thread: "approved",
+            sequence: 1,
+            agent: review,
+            input: { n: 2 },
+            state: "suspended",
+            epoch: 1,
+            records: [
+              accepted(review, 2),
+              { _tag: "InputApplied" },
+              step(0, "draft", "draft-2"),
+              { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-2" } },
+              { _tag: "ApprovalResolved", step: 1, approved: true },
+            ],
+          },
+          {
+            id: "unknown",
+            thread: "unknown",
+            sequence: 1,
+            agent: charge,
+            input: { n: 1 },
+            state: "unknown",
+            epoch: 2,
+            records: [
+              accepted(charge, 1),
+              { _tag: "InputApplied" },
+              step(0, "prepare", 1),
+              { _tag: "UncertainStepStarted", step: 1, name: "charge" },
+              { _tag: "UnknownOutcomeRecorded", step: 1, name: "charge" },
+            ],
+          },
+          {
+            id: "resolved",
+            thread: "resolved",
+            sequence: 1,
+            agent: charge,
+            input: { n: 2 },
+            state: "unknown",
+            epoch: 2,
+            records: [
+              accepted(charge, 2),
+              { _tag: "InputApplied" },
+              step(0, "prepare", 2),
+              { _tag: "UncertainStepStarted", step: 1, name: "charge" },
+              { _tag: "UnknownOutcomeRecorded", step: 1, name: "charge" },
+              { _tag: "UnknownOutcomeResolved", step: 1, resolution: { _tag: "Succeeded", value: "r-2" } },
+            ],
+          },
+          // Reserved, then killed before the record; and recorded, killed before the finalize.
+          {
+            id: "reserved",
+            thread: "reserved",
+            sequence: 1,
+            agent: three,
+            input: { n: 6 },
+            state: "terminalizing",
+            epoch: 1,
+            settlement: {
+              submissionId: "reserved",
+              threadId: "reserved",
+              outcome: "aborted",
+              settledAt: now - 7_000,
+            },
+            records: [accepted(three, 6), { _tag: "AbortRequested" }],
+          },
+          {
+            id: "recorded",
+            thread: "recorded",
+            sequence: 1,
+            agent: three,
+            input: { n: 7 },
+            state: "terminalizing",
+            epoch: 1,
+            settlement: {
+              submissionId: "recorded",
+              threadId: "recorded",
+              outcome: "aborted",
+              settledAt: now - 7_000,
+            },
+            records: [
+              accepted(three, 7),
+              { _tag: "AbortRequested" },
+              { _tag: "SubmissionSettled", outcome: "aborted" },
+            ],
+          },
+        ]
+        yield* writeLegacy(ctx.storage, now, rows)
+
+        const inc = yield* incarnation(ctx, { agents: [three, review, charge] })
+        const ids = (id: string) => SubmissionId.make(id)
+        // Every Submission but the settled one and the one whose settlement is recorded is nonterminal.
+        expect(yield* inc.ledger.countAllNonterminal).toBe(rows.length - 2)
+        // The waits nothing resolved are parked: no pass reads them.
+        const candidates = yield* Stream.runCollect(inc.ledger.scanRecoveryCandidates)
+        expect(candidates.map((row) => row.submissionId).sort()).toEqual(
+          ["approved", "bare", "recorded", "replay", "reserved", "resolved", "unready"].sort(),
+        )
+        // A used key replays its Submission, and finishes a half-admitted one.
+        const replayed = yield* submit(inc, "replay", three.id, "key-replay", { n: 10 })
+        expect([replayed.replayed, replayed.submissionId]).toEqual([true, "replay"])
+        expect((yield* rowOf(inc, ids("replay"))).state).toBe("ready")
+        const readyAgain = yield* submit(inc, "ready", three.id, "key-ready", { n: 3 })
+        expect([readyAgain.replayed, readyAgain.submissionId]).toEqual([true, "ready"])
+        const conflict = yield* Effect.flip(submit(inc, "ready", three.id, "key-ready", { n: 99 }))
+        expect(conflict._tag).toBe("IdempotencyConflict")
+        // A new Submission in an old lane is numbered after the old ones.
+        const after = yield* submit(inc, "approval", three.id, "after-upgrade", { n: 6 })
+        expect(after.queueSequence).toBe(3)
+
+        yield* inc.maintenance.ensureAlarm
+        yield* converge(ctx, inc.maintenance)
+        yield* inc.maintenance.withMutation(
+          inc.runtime.resolveApproval(ids("waits"), { approved: true, note: "ok" }),
+        )
+        yield* inc.maintenance.withMutation(
+          inc.runtime.resolveUnknown(ids("unknown"), { _tag: "Succeeded", value: "r-1" }),
+        )
+        yield* converge(ctx, inc.maintenance)
+
+        const outcome = (id: string) =>
+          Effect.map(rowOf(inc, ids(id)), (row) => [
+            row.state,
+            row.settlement?.outcome,
+            row.settlement?.output,
+          ])
+        expect(yield* outcome("done")).toEqual(["settled", "completed", 9])
+        expect(yield* outcome("bare")).toEqual(["settled", "completed", 9])
+        expect(yield* outcome("unready")).toEqual(["settled", "completed", 12])
+        expect(yield* outcome("replay")).toEqual(["settled", "completed", 36])
+        expect(yield* outcome("ready")).toEqual(["settled", "completed", 15])
+        expect(yield* outcome("running")).toEqual(["settled", "completed", 18])
+        expect(yield* outcome("waits")).toEqual(["settled", "completed", "draft-1 published (ok)"])
+        expect(yield* outcome("behind")).toEqual(["settled", "completed", 21])
+        expect(yield* outcome("approved")).toEqual(["settled", "completed", "draft-2 published (no note)"])
+        expect(yield* outcome("unknown")).toEqual(["settled", "completed", { receipt: "r-1", note: "done" }])
+        expect(yield* outcome("resolved")).toEqual(["settled", "completed", { receipt: "r-2", note: "done" }])
+        expect(yield* outcome("reserved")).toEqual(["settled", "aborted", undefined])
+        expect(yield* outcome("recorded")).toEqual(["settled", "aborted", undefined])
+        expect((yield* rowOf(inc, after.submissionId)).settlement?.output).toBe(24)
+
+        for (const row of [...rows.map((each) => ids(each.id)), after.submissionId]) {
+          const tags = yield* tagsOf(inc, row)
+          expect(
+            tags.filter((tag) => tag === "SubmissionSettled"),
+            row,
+          ).toHaveLength(1)
+          expect(
+            tags.filter((tag) => tag === "SubmissionAccepted"),
+            row,
+          ).toHaveLength(1)
+          expect(tags.filter((tag) => tag === "InputApplied").length, row).toBeLessThanOrEqual(1)
+        }
+        // No step that the old release journaled ran again; the charges never ran.
+        expect(yield* runsOf(runs)).toEqual({ one: 6, two: 7, three: 7, publish: 2, after: 2 })
+        expect(yield* inc.ledger.countAllNonterminal).toBe(0)
+        expect(yield* alarmOf(ctx)).toBeNull()
+        const { dirty, processed } = yield* generationsOf(ctx)
+        expect(processed).toBe(dirty)
+      }),
+    ),
+  )
+})

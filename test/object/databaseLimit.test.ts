@@ -1,0 +1,53 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { echo } from "../core/runtimeAgents.ts"
+import { makeEntryPoints } from "../../src/internal/object/entryPoints.ts"
+import { alarmOf, dayAhead, inObject, objectName, rawState } from "../alarm/harness.ts"
+import { incarnation } from "../support/incarnation.ts"
+
+const entry = makeEntryPoints(undefined)
+const request = (idempotencyKey: string) => ({
+  threadId: "lane",
+  agentId: "echo",
+  idempotencyKey,
+  input: { text: idempotencyKey },
+})
+
+describe("the database size limit", () => {
+  it.effect("refuses new work once the database reaches maxDatabaseBytes, writing nothing", () =>
+    inObject(objectName("database-full"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const roomy = yield* incarnation(ctx, { agents: [echo] })
+        const accepted = yield* entry.submit(request("a")).pipe(Effect.provideContext(roomy.context))
+        const size = ctx.storage.sql.databaseSize
+        expect(size).toBeGreaterThan(0)
+
+        const full = yield* incarnation(ctx, {
+          agents: [echo],
+          config: { limits: { maxDatabaseBytes: size } },
+        })
+        const before = { record: yield* rawState(ctx), alarm: yield* alarmOf(ctx) }
+        const refused = yield* Effect.flip(
+          entry.submit(request("b")).pipe(Effect.provideContext(full.context)),
+        )
+        expect(refused).toMatchObject({ _tag: "AdmissionRefused", reason: "database-bytes" })
+        expect(refused.message).toContain(`${size}`)
+        // Nothing was written: no row, no generation, no alarm.
+        expect(yield* roomy.ledger.countNonterminal(accepted.threadId)).toBe(1)
+        expect({ record: yield* rawState(ctx), alarm: yield* alarmOf(ctx) }).toEqual(before)
+        // A replayed key adds nothing, so it is still answered.
+        const replayed = yield* entry.submit(request("a")).pipe(Effect.provideContext(full.context))
+        expect(replayed).toMatchObject({ submissionId: accepted.submissionId, replayed: true })
+        // One byte more of room and new work is admitted again.
+        const roomier = yield* incarnation(ctx, {
+          agents: [echo],
+          config: { limits: { maxDatabaseBytes: ctx.storage.sql.databaseSize + 1 } },
+        })
+        expect(yield* entry.submit(request("b")).pipe(Effect.provideContext(roomier.context))).toMatchObject({
+          replayed: false,
+        })
+      }),
+    ),
+  )
+})
