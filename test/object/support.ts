@@ -65,7 +65,9 @@ export const storedEverything = (stub: DurableObjectStub) =>
     runInDurableObject(stub, async (_instance, state) => ({
       kv: [...(await state.storage.list()).entries()],
       alarm: await state.storage.getAlarm(),
-      ledger: state.storage.sql.exec("SELECT * FROM effect_agent_submissions ORDER BY rowid").toArray(),
+      ledger: state.storage.sql
+        .exec("SELECT * FROM effect_agent_submissions ORDER BY submission_id")
+        .toArray(),
       history: state.storage.sql.exec("SELECT * FROM effect_agent_history ORDER BY rowid").toArray(),
     })),
   )
