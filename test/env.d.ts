@@ -1,7 +1,7 @@
 import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
-import type { TestThreadObject } from "./worker/threadObject.ts"
+import type { AuthorizedThreadObject, TestThreadObject } from "./worker/threadObject.ts"
 
 declare global {
   namespace Cloudflare {
@@ -10,6 +10,7 @@ declare global {
       readonly LEDGER_TEST: DurableObjectNamespace<LedgerTestObject>
       readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
       readonly THREADS_TEST: DurableObjectNamespace<TestThreadObject>
+      readonly AUTHORIZED_TEST: DurableObjectNamespace<AuthorizedThreadObject>
     }
   }
 }

@@ -1,11 +1,13 @@
 /**
  * A kill at every runtime failpoint, one at a time: the same journey (steps, a cooperative
- * yield, a lease renewal, an uncertain step, an approval, and an aborted Submission in another
- * lane) is driven to the end through fresh incarnations, and each Submission settles exactly once.
+ * yield, a lease renewal, an uncertain step, a reconciled uncertain step whose first run is cut,
+ * an approval, and an aborted Submission in another lane) is driven to the end through fresh
+ * incarnations, and each Submission settles exactly once.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, DateTime, Deferred, Effect, Exit, Fiber, Option, Predicate, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import { Reconcile } from "../../src/core/AgentContext.ts"
 import { define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import {
@@ -36,6 +38,25 @@ const journey = (runs: Runs) =>
         const a = yield* ctx.step("a", Effect.as(Effect.andThen(ran(runs, "a"), TestClock.adjust(5)), n))
         const b = yield* ctx.step("b", Effect.as(Effect.andThen(ran(runs, "b"), TestClock.adjust(5)), a + 1))
         const u = yield* ctx.uncertainStep("u", Effect.as(ran(runs, "u"), `u${b}`), { result: Schema.String })
+        // Its first run is cut before the effect (the Attempt ends mid-step): the next Attempt
+        // asks its reconcile, which answers from whether the effect really ran.
+        yield* ctx.uncertainStep(
+          "v",
+          Effect.flatMap(runsOf(runs), (counts) =>
+            counts["v-cut"] === undefined
+              ? Effect.andThen(ran(runs, "v-cut"), Effect.interrupt)
+              : Effect.as(ran(runs, "v"), "v"),
+          ),
+          {
+            result: Schema.String,
+            reconcile: Effect.andThen(
+              ran(runs, "reconcile"),
+              Effect.map(runsOf(runs), (counts) =>
+                counts["v"] === undefined ? Reconcile.notHappened : Reconcile.happened("v"),
+              ),
+            ),
+          },
+        )
         const decision = yield* ctx.requestApproval({ u })
         return yield* ctx.step("c", Effect.as(ran(runs, "c"), `${u}-${decision.approved}`))
       }),
@@ -45,6 +66,8 @@ interface Crash {
   readonly handler: RuntimeFailpointHandler
   /** Completes when the failpoint froze its fiber (a kill); never for a typed failure. */
   readonly reached: Effect.Effect<void>
+  /** Whether the fault was injected (a typed failure inside a finalizer is swallowed there). */
+  readonly fired: Effect.Effect<boolean>
 }
 
 /** Freezes the `index`-th hit of any location (1-based) forever. */
@@ -53,15 +76,22 @@ const freezeAtHit = (index: number) =>
     const board = yield* runtimeSwitchboard()
     const reached = yield* Deferred.make<void>()
     yield* board.atHit(index, () => Effect.andThen(Deferred.succeed(reached, undefined), Effect.never))
-    return { handler: board.handler, reached: Deferred.await(reached) } satisfies Crash
+    return {
+      handler: board.handler,
+      reached: Deferred.await(reached),
+      fired: Deferred.isDone(reached),
+    } satisfies Crash
   })
 
 /** Fails the `index`-th hit of any location (1-based) with a typed error. */
 const failAtHit = (index: number) =>
   Effect.gen(function* () {
     const board = yield* runtimeSwitchboard()
-    yield* board.atHit(index, (location) => Effect.fail(failpointError(location)))
-    return { handler: board.handler, reached: Effect.never } satisfies Crash
+    const hit = yield* Deferred.make<void>()
+    yield* board.atHit(index, (location) =>
+      Effect.andThen(Deferred.succeed(hit, undefined), Effect.fail(failpointError(location))),
+    )
+    return { handler: board.handler, reached: Effect.never, fired: Deferred.isDone(hit) } satisfies Crash
   })
 
 const drive = (
@@ -80,16 +110,27 @@ const drive = (
     })
     let crashed = false
 
+    /**
+     * The journey's own cut: the Attempt ended mid-step as if its process died, so time moves
+     * past any lease it may still hold (its release can fail too) and the incarnation carries on.
+     */
+    const cut = Effect.as(TestClock.adjust(30_001), Option.none<never>())
+
     /** Runs one operation; after a kill, continues with a fresh incarnation once leases expired. */
     const op = <A, E>(f: (incarnation: Incarnation) => Effect.Effect<A, E>) =>
       Effect.gen(function* () {
-        if (crash === undefined || crashed) return Option.some(yield* f(current))
+        if (crash === undefined || crashed) {
+          const exit = yield* Effect.exit(f(current))
+          if (!Exit.hasInterrupts(exit)) return Option.some(yield* exit)
+          return yield* cut
+        }
         const fiber = yield* Effect.forkDetach(f(current))
         const outcome = yield* Effect.raceFirst(
           Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
           Effect.as(crash.reached, { _tag: "Killed" as const }),
         )
         if (outcome._tag === "Done") {
+          if (Exit.hasInterrupts(outcome.exit)) return yield* cut
           const failed = Exit.findErrorOption(outcome.exit)
           if (Option.isNone(failed) || !Predicate.isTagged(failed.value, "DurableRuntimeFailpointError")) {
             return Option.some(yield* outcome.exit)
@@ -157,7 +198,7 @@ const drive = (
     const settledA = yield* rowOf(current, a.submissionId)
     const settledB = yield* rowOf(current, b.submissionId)
     return {
-      crashed,
+      crashed: crashed || (crash !== undefined && (yield* crash.fired)),
       runs: yield* runsOf(runs),
       a: settledA,
       b: settledB,
@@ -183,7 +224,8 @@ for (const harness of runtimeHarnesses) {
           expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS))
           expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
           expect(result.b.settlement?.outcome).toBe("aborted")
-          expect(result.runs).toEqual({ a: 1, b: 1, u: 1, c: 1 })
+          expect(result.runs).toEqual({ a: 1, b: 1, u: 1, "v-cut": 1, reconcile: 1, v: 1, c: 1 })
+          expect(result.tagsA).toContain("ReconcileAnswered")
           expect(result.tagsA).toContain("ApprovalResolved")
         }),
       ),
@@ -213,6 +255,7 @@ for (const harness of runtimeHarnesses) {
               expect(result.remaining, label).toEqual([])
               // The uncertain effect never runs twice; plain steps run at least once.
               expect(result.runs.u ?? 0, label).toBeLessThanOrEqual(1)
+              expect(result.runs.v ?? 0, label).toBeLessThanOrEqual(1)
               expect(result.runs.c ?? 0, label).toBeGreaterThanOrEqual(1)
             }
           }),

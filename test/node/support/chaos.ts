@@ -178,11 +178,10 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
     const client = clientOf(driver, name)
     const mutations: Array<Mutation> = []
     let kills = 0
+    const lateKills: Array<Fiber.Fiber<void>> = []
     let deliveries = 0
     let sleeps = 0
     const id = yield* driver.id(name)
-    /** Kills that land while later rounds run. */
-    const pending: Array<Fiber.Fiber<void>> = []
 
     const mutate = (mutation: Mutation) =>
       Effect.tap(client.apply(mutation), () => Effect.sync(() => mutations.push(mutation)))
@@ -193,7 +192,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         // Half of the kills land while the next rounds run: inside a mutation or a pass.
         const delay = random() < 0.5 ? 0 : Math.floor(random() * 40)
         if (delay === 0) yield* driver.kill(name)
-        else pending.push(yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(name))))
+        else lateKills.push(yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(name))))
         kills += 1
       } else if (roll < 0.45) {
         // Deliver the alarm: wait for the next delivery to this Object (or give up after 300 ms).
@@ -229,8 +228,8 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         sleeps += 1
       }
     }
-    // A late kill must land before the final reads, not in the middle of one.
-    yield* Fiber.joinAll(pending)
+    // A late kill belongs to the rounds: it must not land on the final reads.
+    yield* Fiber.joinAll(lateKills)
     const final = yield* finish(driver, name, client)
     const run: ChaosRun = {
       seed,

@@ -8,6 +8,7 @@ import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
 import { makeAttemptThreadHead, makeProcessThreadHead } from "./attemptRun.ts"
+import { makeInspect, makePreviewRecovery } from "./inspect.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
 import { makeRuntimeEnv } from "./env.ts"
 import { makeResolutions } from "./resolve.ts"
@@ -33,6 +34,8 @@ export const makeRuntime = Effect.gen(function* () {
     runRecovery: makeRunRecovery(env),
     attemptThreadHead,
     processThreadHead: makeProcessThreadHead(attemptThreadHead),
+    inspect: makeInspect(env),
+    previewRecovery: makePreviewRecovery(env),
   }
   return service
 })

@@ -6,7 +6,7 @@
 import type { RecoveryDecision, RecoveryDisposition } from "./model.ts"
 import type { SubmissionSnapshot } from "../ledger/model.ts"
 import { hasLiveLease } from "../ledger/rules.ts"
-import type { Journal } from "./journal.ts"
+import { type Journal, type OpenUncertain, reconcileStatus } from "./journal.ts"
 
 type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
 
@@ -54,19 +54,30 @@ export const classifyRecovery = (
     case "running":
       return journal.openUncertain === undefined
         ? { _tag: "ReleaseExpiredLease" }
-        : { _tag: "MarkUnknown", step: journal.openUncertain.step }
+        : unknownDecision(journal.openUncertain, now)
     case "suspended":
       return journal.openApproval === undefined
         ? { _tag: "ResumeSuspended" }
         : { _tag: "AwaitApprovalDecision" }
-    case "unknown": {
-      const open = journal.openUncertain
-      if (open === undefined) return { _tag: "ApplyUnknownResolutions" }
-      return open.recorded
-        ? { _tag: "AwaitUnknownResolution", step: open.step }
-        : { _tag: "MarkUnknown", step: open.step }
-    }
+    case "unknown":
+      return journal.openUncertain === undefined
+        ? { _tag: "ApplyUnknownResolutions" }
+        : unknownDecision(journal.openUncertain, now)
   }
+}
+
+/**
+ * An open uncertain step: reconciled by the next Attempt when its reconcile may run now, waiting
+ * for a later pass after a failed reconcile, or else recorded and left for an operator.
+ */
+const unknownDecision = (open: OpenUncertain, now: number): RecoveryDecision => {
+  const reconcile = reconcileStatus(open, now)
+  if (reconcile._tag === "Due") return { _tag: "ReconcileUnknown", step: open.step }
+  if (reconcile._tag === "Backoff")
+    return { _tag: "AwaitReconcileRetry", step: open.step, notBefore: reconcile.notBefore }
+  return open.recorded
+    ? { _tag: "AwaitUnknownResolution", step: open.step }
+    : { _tag: "MarkUnknown", step: open.step }
 }
 
 /** What executing (or deferring) a decision means for the pass. @internal */
@@ -80,9 +91,11 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "SettleAborted":
     case "ApplyUnknownResolutions":
     case "ResumeSuspended":
+    case "ReconcileUnknown":
       return "repaired"
     case "ApplyInput":
     case "ResumeFromTurnBoundary":
+    case "AwaitReconcileRetry":
       return "deferred"
     case "MarkUnknown":
     case "AwaitUnknownResolution":

@@ -31,6 +31,25 @@ export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candida
   { defaultValue: () => "every-nonterminal" },
 )
 
+/** Appends the Unknown Outcome record of the open uncertain step, unless it is there. */
+const recordUnknown = (
+  env: RuntimeEnv,
+  row: SubmissionSnapshot,
+  journal: Journal,
+  fence: ReturnType<typeof unownedFence>,
+  now: number,
+) => {
+  const open = journal.openUncertain
+  return open === undefined || open.recorded
+    ? Effect.void
+    : env.history.append(
+        row.submissionId,
+        { _tag: "UnknownOutcomeRecorded", step: open.step, name: open.name },
+        fence,
+        now,
+      )
+}
+
 /** Executes one decision; `false` when there was nothing to execute. */
 const execute = (
   env: RuntimeEnv,
@@ -48,19 +67,17 @@ const execute = (
       case "ReleaseExpiredLease":
         yield* env.ledger.transition(fence, "ready")
         return
-      case "MarkUnknown": {
-        const open = journal.openUncertain
-        if (open !== undefined && !open.recorded) {
-          yield* env.history.append(
-            row.submissionId,
-            { _tag: "UnknownOutcomeRecorded", step: open.step, name: open.name },
-            fence,
-            now,
-          )
-        }
+      case "MarkUnknown":
+      case "AwaitReconcileRetry":
+        yield* recordUnknown(env, row, journal, fence, now)
         if (row.state === "running") yield* env.ledger.transition(fence, "unknown")
         return
-      }
+      case "ReconcileUnknown":
+        // The evidence first, then the next Attempt replays to the step and runs its reconcile.
+        yield* recordUnknown(env, row, journal, fence, now)
+        yield* env.ledger.transition(fence, "ready")
+        yield* env.wake.notify(row.threadId)
+        return
       case "AppendReservedSettlement":
       case "FinalizeLedgerFromHistory":
         yield* finishReserved(env, row, decision._tag === "FinalizeLedgerFromHistory")
