@@ -12,8 +12,10 @@ import { TestClock } from "effect/testing"
 import type { MaintenancePassFailure, MaintenancePassReport, ThreadMaintenance } from "../../../src/Alarm.ts"
 import { define } from "../../../src/core/AgentRegistration.ts"
 import { AgentId, IdempotencyKey, type SubmissionId, ThreadId } from "../../../src/core/Identifiers.ts"
-import { ran, type Runs } from "../../core/runtimeAgents.ts"
-import type { Incarnation } from "../../support/incarnation.ts"
+import { makeRuns, ran, type Runs, threeSteps } from "../../core/runtimeAgents.ts"
+import { type Incarnation, incarnation } from "../../support/incarnation.ts"
+import { failAt } from "../../support/switchboard.ts"
+import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/CloudflareConfig.ts"
 import { alarmOf, rawState } from "../harness.ts"
 
 /**
@@ -186,4 +188,18 @@ export const deliverAcross = (
     yield* TestClock.withLive(Effect.sleep("10 millis"))
     yield* TestClock.adjust(duration)
     return yield* Fiber.join(pass)
+  })
+
+/** An incarnation of three-step agents whose second Attempt fails right after its Claim. */
+export const failingSecondAttempt = (
+  ctx: DurableObjectState,
+  config?: CloudflareDurableRuntimeConfigOverrides,
+) =>
+  Effect.gen(function* () {
+    const runs = yield* makeRuns
+    return yield* incarnation(ctx, {
+      agents: [threeSteps(runs)],
+      runtime: yield* failAt("claim:after-claim", 2),
+      ...(config === undefined ? {} : { config }),
+    })
   })

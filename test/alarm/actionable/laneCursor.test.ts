@@ -9,8 +9,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { makeRuns, threeSteps } from "../../core/runtimeAgents.ts"
 import { dayAhead, inObject, objectName, rawState } from "../harness.ts"
-import { abandon, deliver, deliverOk, reportOf, rowOf, submit } from "./fixtures.ts"
-import { failAt, freezeAt, runtimeSwitchboard } from "../../support/switchboard.ts"
+import { abandon, deliver, deliverOk, failingSecondAttempt, reportOf, rowOf, submit } from "./fixtures.ts"
+import { freezeAt, runtimeSwitchboard } from "../../support/switchboard.ts"
 import { incarnation } from "../../support/incarnation.ts"
 
 const cursorOf = (ctx: DurableObjectState) => Effect.map(rawState(ctx), (raw) => raw?.["lastServedThreadId"])
@@ -82,11 +82,7 @@ describe("the lane cursor", () => {
     inObject(objectName("cursor-fails"), (ctx) =>
       Effect.gen(function* () {
         yield* dayAhead
-        const runs = yield* makeRuns
-        const inc = yield* incarnation(ctx, {
-          agents: [threeSteps(runs)],
-          runtime: yield* failAt("claim:after-claim", 2),
-        })
+        const inc = yield* failingSecondAttempt(ctx)
         yield* submit(inc, "lane-a", "three-steps", "a1", { n: 1 })
         yield* submit(inc, "lane-a", "three-steps", "a2", { n: 2 })
         const failing = yield* submit(inc, "lane-b", "three-steps", "b", { n: 1 })

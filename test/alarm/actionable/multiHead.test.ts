@@ -13,13 +13,14 @@ import {
   deliver,
   deliverAcross,
   deliverOk,
+  failingSecondAttempt,
   generationsOf,
   longFirstStep,
   reportOf,
   rowOf,
   submit,
 } from "./fixtures.ts"
-import { failAt, runtimeSwitchboard } from "../../support/switchboard.ts"
+import { runtimeSwitchboard } from "../../support/switchboard.ts"
 import { type Incarnation, incarnation } from "../../support/incarnation.ts"
 
 const cursorOf = (ctx: DurableObjectState) => Effect.map(rawState(ctx), (raw) => raw?.["lastServedThreadId"])
@@ -144,12 +145,7 @@ describe("several heads per event", () => {
     inObject(objectName("multi-failure"), (ctx) =>
       Effect.gen(function* () {
         yield* dayAhead
-        const runs = yield* makeRuns
-        const inc = yield* incarnation(ctx, {
-          agents: [threeSteps(runs)],
-          runtime: yield* failAt("claim:after-claim", 2),
-          config: { maxHeadsPerEvent: 4 },
-        })
+        const inc = yield* failingSecondAttempt(ctx, { maxHeadsPerEvent: 4 })
         const a = yield* submit(inc, "lane-a", "three-steps", "a", { n: 1 })
         const b = yield* submit(inc, "lane-b", "three-steps", "b", { n: 1 })
         const c = yield* submit(inc, "lane-c", "three-steps", "c", { n: 1 })
