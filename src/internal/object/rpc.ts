@@ -24,6 +24,7 @@ import {
   OwnershipLost,
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
+import { MessageOutboxError } from "../../core/MessageOutbox.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableAlarmError } from "../maintenance/errors.ts"
 import { InvalidRequest, type RpcResult } from "./protocol.ts"
@@ -53,6 +54,7 @@ export const ThreadObjectError = Schema.Union([
   BindingUnavailable,
   BindingDigestMismatch,
   ThreadProjectionError,
+  MessageOutboxError,
   DurableAlarmError,
 ])
 export type ThreadObjectError = typeof ThreadObjectError.Type

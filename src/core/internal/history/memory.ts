@@ -7,8 +7,39 @@ import { ThreadStoreError } from "../runtime/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
-import { HistoryRecord } from "./model.ts"
-import { checkFenceNow, memoryStoreOf } from "../ledger/memory.ts"
+import { type HistoryEntry, HistoryRecord } from "./model.ts"
+import { checkFenceNow, type MemoryStore, memoryStoreOf } from "../ledger/memory.ts"
+import type { Fence } from "../ledger/model.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
+
+/**
+ * Checks the fence and adds the record, synchronously: nothing can interleave with it, so a
+ * caller may add further writes to the same block. @internal
+ */
+export const appendNow = (
+  store: MemoryStore,
+  submissionId: SubmissionId,
+  entry: HistoryEntry,
+  fence: Fence,
+  now: number,
+) =>
+  Result.map(checkFenceNow(store, fence), (snapshot) => {
+    const records = store.history.get(snapshot.threadId) ?? []
+    const record = new HistoryRecord({
+      threadId: snapshot.threadId,
+      sequence: records.length + 1,
+      submissionId,
+      recordedAt: now,
+      entry,
+    })
+    records.push(record)
+    store.history.set(snapshot.threadId, records)
+    const own = store.historyBySubmission.get(submissionId) ?? []
+    own.push(record)
+    store.historyBySubmission.set(submissionId, own)
+    store.historyFeed.push(record)
+    return record
+  })
 
 /** Builds the in-memory history over the in-memory ledger's store. @internal */
 export const makeMemoryHistory = Effect.gen(function* () {
@@ -28,25 +59,7 @@ export const makeMemoryHistory = Effect.gen(function* () {
       if (foreign !== undefined) return yield* foreign
       const { stored } = yield* encodeEntry("ThreadHistory.append", entry)
       return yield* Effect.suspend(() =>
-        Effect.fromResult(
-          Result.map(checkFenceNow(store, fence), (snapshot) => {
-            const records = store.history.get(snapshot.threadId) ?? []
-            const record = new HistoryRecord({
-              threadId: snapshot.threadId,
-              sequence: records.length + 1,
-              submissionId,
-              recordedAt: now,
-              entry: stored,
-            })
-            records.push(record)
-            store.history.set(snapshot.threadId, records)
-            const own = store.historyBySubmission.get(submissionId) ?? []
-            own.push(record)
-            store.historyBySubmission.set(submissionId, own)
-            store.historyFeed.push(record)
-            return record
-          }),
-        ),
+        Effect.fromResult(appendNow(store, submissionId, stored, fence, now)),
       )
     }),
 

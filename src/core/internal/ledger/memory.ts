@@ -9,6 +9,7 @@ import { Effect, Option, Result, Stream } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import type { HistoryRecord } from "../history/model.ts"
+import type { OutboxMessage } from "../outbox/model.ts"
 import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
 import { Claim, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
 import type {
@@ -37,6 +38,8 @@ export interface MemoryStore {
   readonly historyBySubmission: Map<SubmissionId, Array<HistoryRecord>>
   /** Every record of the Object in commit order; a record's feed position is its index + 1. */
   readonly historyFeed: Array<HistoryRecord>
+  /** The outbox, in insertion order. */
+  readonly outbox: Map<string, OutboxMessage>
 }
 
 const stores = new WeakMap<object, MemoryStore>()
@@ -87,6 +90,7 @@ export const makeMemoryStore = (): MemoryStore => ({
   history: new Map(),
   historyBySubmission: new Map(),
   historyFeed: [],
+  outbox: new Map(),
 })
 
 /**

@@ -12,6 +12,7 @@ import type {
   LedgerError,
   OwnershipLost,
 } from "../ledger/model.ts"
+import type { MessageOutboxError } from "../outbox/model.ts"
 
 /** One recovery classification of a nonterminal Submission. */
 export const RecoveryDecision = Schema.Union([
@@ -123,6 +124,7 @@ export type DurableWorkerFailure =
   | ThreadStoreError
   | RunJournalError
   | DurableRuntimeFailpointError
+  | MessageOutboxError
 
 /** Failures of a caller's request at the runtime boundary. */
 export type SubmitFailure = AdmissionRefused | IdempotencyConflict | DurableWorkerFailure

@@ -1,0 +1,79 @@
+/**
+ * The outbox of one physical Object: messages to the Threads of other Objects (a child's
+ * admission, a child's settlement for its parent, an abort for a child).
+ *
+ * A message is enqueued in the same storage transaction as the fact that caused it, so a
+ * fact is never durable without its message nor a message without its fact; a delivery
+ * driver sends due messages at least once and records an acknowledgement or the next attempt.
+ * A message waits for the one it depends on to be acknowledged, so the receiver sees them in
+ * that order.
+ */
+import { Context, Layer } from "effect"
+import type { Effect, Option } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import type { SubmissionId } from "./Identifiers.ts"
+import type { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
+import type { Fence, SubmissionNotFound } from "./internal/ledger/model.ts"
+import type { MessageOutboxError, NewMessage, OutboxMessage } from "./internal/outbox/model.ts"
+import { makeMemoryOutbox } from "./internal/outbox/memory.ts"
+import { makeSqlOutbox } from "./internal/outbox/sql.ts"
+import type { DurableWorkerFailure } from "./internal/runtime/model.ts"
+import type { SubmissionLedger } from "./SubmissionLedger.ts"
+import type { ThreadHistory } from "./ThreadHistory.ts"
+
+export {
+  MessageOutboxError,
+  ObjectAddress,
+  OutboxMessage,
+  ParentLink,
+  ThreadMessage,
+} from "./internal/outbox/model.ts"
+export type { NewMessage } from "./internal/outbox/model.ts"
+
+/** The outbox of one physical Object. */
+export class MessageOutbox extends Context.Service<
+  MessageOutbox,
+  {
+    /**
+     * Appends one history record (fenced like `ThreadHistory.append`) and enqueues `messages`,
+     * atomically: both commit or neither does.
+     */
+    readonly appendWithMessages: (
+      submissionId: SubmissionId,
+      entry: HistoryEntry,
+      fence: Fence,
+      now: number,
+      messages: ReadonlyArray<NewMessage>,
+    ) => Effect.Effect<HistoryRecord, SubmissionNotFound | DurableWorkerFailure>
+    /** Enqueues messages due at `now`; an id already in the outbox is left as it is. */
+    readonly enqueue: (
+      messages: ReadonlyArray<NewMessage>,
+      now: number,
+    ) => Effect.Effect<void, MessageOutboxError>
+    /**
+     * Unacknowledged messages due at `now` whose dependency (if any) is acknowledged, earliest
+     * first, at most `limit`.
+     */
+    readonly due: (
+      now: number,
+      limit: number,
+    ) => Effect.Effect<ReadonlyArray<OutboxMessage>, MessageOutboxError>
+    /** When the earliest sendable message is due; none when nothing is left to send. */
+    readonly nextDue: Effect.Effect<Option.Option<number>, MessageOutboxError>
+    /** Records a failed delivery: one more attempt, the next one at `nextAttemptAt`. */
+    readonly retry: (
+      messageId: string,
+      failure: { readonly nextAttemptAt: number; readonly error: string },
+    ) => Effect.Effect<void, MessageOutboxError>
+    /** Records the receiver's acknowledgement; a repeat is a no-op. */
+    readonly acknowledge: (messageId: string, now: number) => Effect.Effect<void, MessageOutboxError>
+    readonly lookup: (messageId: string) => Effect.Effect<Option.Option<OutboxMessage>, MessageOutboxError>
+  }
+>()("@effect-agent/platform-cloudflare/MessageOutbox") {
+  /** The outbox on Durable Object SQLite; runs its migration when built. */
+  static readonly layer: Layer.Layer<MessageOutbox, MessageOutboxError, SqlClient | ThreadHistory> =
+    Layer.effect(this, makeSqlOutbox)
+  /** A faithful in-memory outbox; needs the in-memory ledger and history, whose store it shares. */
+  static readonly layerMemory: Layer.Layer<MessageOutbox, MessageOutboxError, SubmissionLedger> =
+    Layer.effect(this, makeMemoryOutbox)
+}
