@@ -1,6 +1,7 @@
 import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
+import type { PortProbeObject } from "./worker/portProbeObject.ts"
 import type { TestThreadObject } from "./worker/threadObject.ts"
 
 declare global {
@@ -9,6 +10,7 @@ declare global {
       readonly BENCH_TEST: DurableObjectNamespace<BenchTestObject>
       readonly LEDGER_TEST: DurableObjectNamespace<LedgerTestObject>
       readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
+      readonly PORT_PROBE: DurableObjectNamespace<PortProbeObject>
       readonly THREADS_TEST: DurableObjectNamespace<TestThreadObject>
     }
   }

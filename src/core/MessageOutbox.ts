@@ -22,13 +22,19 @@ import type { SubmissionLedger } from "./SubmissionLedger.ts"
 import type { ThreadHistory } from "./ThreadHistory.ts"
 
 export {
+  ChildAbortRecorded,
+  ChildAdmitted,
+  ChildRefusalReason,
+  ChildRefused,
+  ChildSettledRecorded,
   MessageOutboxError,
   ObjectAddress,
   OutboxMessage,
   ParentLink,
   ThreadMessage,
+  ThreadMessageReply,
 } from "./internal/outbox/model.ts"
-export type { NewMessage } from "./internal/outbox/model.ts"
+export type { DeliveryOutcome, NewMessage, ThreadMessageReplies } from "./internal/outbox/model.ts"
 
 /** The outbox of one physical Object. */
 export class MessageOutbox extends Context.Service<

@@ -2,6 +2,7 @@
 export { BenchTestObject } from "./benchObject.ts"
 export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
+export { PortProbeObject } from "./portProbeObject.ts"
 export { TestThreadObject } from "./threadObject.ts"
 
 export default {

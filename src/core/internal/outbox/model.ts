@@ -8,7 +8,7 @@
  * receiver deduplicates by, so a repeated delivery changes nothing.
  */
 import { Schema } from "effect"
-import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { SettlementOutcome } from "../ledger/model.ts"
 
 const Name = (what: string) =>
@@ -66,6 +66,74 @@ export const ThreadMessage = Schema.Union([
   Schema.TaggedStruct("AbortChild", { threadId: ThreadId, idempotencyKey: IdempotencyKey }),
 ])
 export type ThreadMessage = typeof ThreadMessage.Type
+
+/** Why a child Thread refused an admission; the parent records it as the child's failure. */
+export const ChildRefusalReason = Schema.Literals([
+  "unknown-agent",
+  "digest-mismatch",
+  "malformed-input",
+  "input-bytes",
+  "queue-depth",
+  "idempotency-conflict",
+  "same-thread",
+])
+export type ChildRefusalReason = typeof ChildRefusalReason.Type
+
+/** The child was admitted (or had been, under the same key). */
+export const ChildAdmitted = Schema.TaggedStruct("ChildAdmitted", {
+  submissionId: SubmissionId,
+  receiptId: ReceiptId,
+  replayed: Schema.Boolean,
+})
+/** The child Thread refused the admission; nothing was written there. */
+export const ChildRefused = Schema.TaggedStruct("ChildRefused", {
+  reason: ChildRefusalReason,
+  message: Schema.String,
+})
+/** `applied` is false for a repeat, or when the parent had already settled. */
+export const ChildSettledRecorded = Schema.TaggedStruct("ChildSettledRecorded", { applied: Schema.Boolean })
+/** `known` is false when no child was admitted under the key. */
+export const ChildAbortRecorded = Schema.TaggedStruct("ChildAbortRecorded", { known: Schema.Boolean })
+
+/** The receiver's answer to a message. */
+export const ThreadMessageReply = Schema.Union([
+  ChildAdmitted,
+  ChildRefused,
+  ChildSettledRecorded,
+  ChildAbortRecorded,
+])
+export type ThreadMessageReply = typeof ThreadMessageReply.Type
+
+/** The reply each message kind answers with. */
+export interface ThreadMessageReplies {
+  readonly AdmitChild: typeof ChildAdmitted.Type | typeof ChildRefused.Type
+  readonly ChildSettled: typeof ChildSettledRecorded.Type
+  readonly AbortChild: typeof ChildAbortRecorded.Type
+}
+
+/** The reply tags each message kind may be answered with. @internal */
+export const expectedReplies: {
+  readonly [K in ThreadMessage["_tag"]]: ReadonlyArray<ThreadMessageReplies[K]["_tag"]>
+} = {
+  AdmitChild: ["ChildAdmitted", "ChildRefused"],
+  ChildSettled: ["ChildSettledRecorded"],
+  AbortChild: ["ChildAbortRecorded"],
+}
+
+/** Whether `reply` answers `message`'s kind. @internal */
+export const answers = (
+  message: ThreadMessage,
+  reply: { readonly _tag: string },
+): reply is ThreadMessageReply =>
+  (expectedReplies[message._tag] as ReadonlyArray<string>).includes(reply._tag)
+
+/**
+ * How one delivery ended for the sender: the receiver's reply, or a failure that retrying the
+ * same message cannot cure (the address names no Object, the receiver cannot decode it).
+ */
+export type DeliveryOutcome =
+  | { readonly _tag: "Replied"; readonly reply: ThreadMessageReply }
+  | { readonly _tag: "Undeliverable"; readonly message: string }
 
 /** A message to enqueue. */
 export interface NewMessage {
