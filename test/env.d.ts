@@ -12,6 +12,8 @@ declare global {
       readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
       readonly PORT_PROBE: DurableObjectNamespace<PortProbeObject>
       readonly THREADS_TEST: DurableObjectNamespace<TestThreadObject>
+      /** `full` runs every crash point of the SQLite crash matrices; anything else samples them. */
+      readonly CRASH_MATRIX: string
     }
   }
 }

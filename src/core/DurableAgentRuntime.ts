@@ -35,6 +35,13 @@ import type {
   SubmissionNotFound,
 } from "./SubmissionLedger.ts"
 import type { ThreadHistory } from "./ThreadHistory.ts"
+import type { MessageOutbox } from "./MessageOutbox.ts"
+import type {
+  DeliveryOutcome,
+  OutboxMessage,
+  ThreadMessage,
+  ThreadMessageReplies,
+} from "./internal/outbox/model.ts"
 import type { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 import type { WakeScheduler } from "./WakeScheduler.ts"
 
@@ -52,6 +59,7 @@ export {
   DurableRuntimeFailpointError,
   NotPending,
   SettlementTimeout,
+  JoinRefused,
 } from "./internal/runtime/model.ts"
 export type { DurableWorkerFailure, SubmitFailure } from "./internal/runtime/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
@@ -101,6 +109,19 @@ export class DurableAgentRuntime extends Context.Service<
      * `RecoveryWorklist` set to `candidates`, every one but plain queued input.
      */
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
+    /**
+     * Receives a message from another Object's runtime (a child's admission, a child's
+     * settlement, an abort for a child) and answers it; a repeated message changes nothing.
+     * Hosts run it inside the mutation gate.
+     */
+    readonly receive: <M extends ThreadMessage>(
+      message: M,
+    ) => Effect.Effect<ThreadMessageReplies[M["_tag"]], DurableWorkerFailure>
+    /** Records how the delivery of one of this Object's messages ended, and acknowledges it. */
+    readonly recordDelivery: (
+      row: OutboxMessage,
+      outcome: DeliveryOutcome,
+    ) => Effect.Effect<void, DurableWorkerFailure>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */
     readonly processThreadHead: (
       threadId: ThreadId,
@@ -115,7 +136,7 @@ export class DurableAgentRuntime extends Context.Service<
   static readonly layer: Layer.Layer<
     DurableAgentRuntime,
     never,
-    SubmissionLedger | ThreadHistory | AgentRegistry | RuntimeFailpoint | WakeScheduler
+    SubmissionLedger | ThreadHistory | MessageOutbox | AgentRegistry | RuntimeFailpoint | WakeScheduler
   > = Layer.effect(this, makeRuntime)
 
   /** The runtime with its own registry of `registrations`. */
@@ -124,6 +145,6 @@ export class DurableAgentRuntime extends Context.Service<
   ): Layer.Layer<
     DurableAgentRuntime,
     never,
-    SubmissionLedger | ThreadHistory | RuntimeFailpoint | WakeScheduler
+    SubmissionLedger | ThreadHistory | MessageOutbox | RuntimeFailpoint | WakeScheduler
   > => DurableAgentRuntime.layer.pipe(Layer.provide(AgentRegistry.layer(registrations)))
 }

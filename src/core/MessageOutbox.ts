@@ -13,7 +13,7 @@ import type { Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SubmissionId } from "./Identifiers.ts"
 import type { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
-import type { Fence, SubmissionNotFound } from "./internal/ledger/model.ts"
+import type { AppendFence, SubmissionNotFound } from "./internal/ledger/model.ts"
 import type { MessageOutboxError, NewMessage, OutboxMessage } from "./internal/outbox/model.ts"
 import { makeMemoryOutbox } from "./internal/outbox/memory.ts"
 import { makeSqlOutbox } from "./internal/outbox/sql.ts"
@@ -36,6 +36,16 @@ export {
 } from "./internal/outbox/model.ts"
 export type { DeliveryOutcome, NewMessage, ThreadMessageReplies } from "./internal/outbox/model.ts"
 
+/**
+ * Where this Object is reached: its namespace binding and its id. A Submission starts children
+ * only when both are known (its children send their settlements here); the id alone lets a
+ * child Thread refuse a parent in its own lane.
+ */
+export const SelfAddress = Context.Reference<{ readonly namespace?: string; readonly objectId?: string }>(
+  "@effect-agent/platform-cloudflare/SelfAddress",
+  { defaultValue: () => ({}) },
+)
+
 /** The outbox of one physical Object. */
 export class MessageOutbox extends Context.Service<
   MessageOutbox,
@@ -47,7 +57,7 @@ export class MessageOutbox extends Context.Service<
     readonly appendWithMessages: (
       submissionId: SubmissionId,
       entry: HistoryEntry,
-      fence: Fence,
+      fence: AppendFence,
       now: number,
       messages: ReadonlyArray<NewMessage>,
     ) => Effect.Effect<HistoryRecord, SubmissionNotFound | DurableWorkerFailure>

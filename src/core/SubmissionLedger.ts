@@ -9,9 +9,10 @@
  */
 import { Context, Layer } from "effect"
 import type { Effect, Option, Stream } from "effect"
-import type { AttemptId, OwnershipToken, SubmissionId, ThreadId } from "./Identifiers.ts"
+import type { AttemptId, IdempotencyKey, OwnershipToken, SubmissionId, ThreadId } from "./Identifiers.ts"
 import type {
   Admission,
+  AppendFence,
   AdmissionRefused,
   AdmissionRequest,
   Claim,
@@ -47,6 +48,7 @@ export {
 export type {
   Admission,
   AdmissionRequest,
+  AppendFence,
   Fence,
   FenceFailure,
   LedgerLimits,
@@ -67,6 +69,11 @@ export class SubmissionLedger extends Context.Service<
     ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
     readonly lookup: (
       submissionId: SubmissionId,
+    ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
+    /** The Submission admitted in a lane under an idempotency key. */
+    readonly lookupByKey: (
+      threadId: ThreadId,
+      idempotencyKey: IdempotencyKey,
     ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
     /** The first nonterminal Submission of a lane. */
     readonly head: (threadId: ThreadId) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
@@ -101,6 +108,25 @@ export class SubmissionLedger extends Context.Service<
       fence: Fence,
       to: "ready" | "unknown",
     ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /** `admitted` → `joining` as input of its lane's head `host`; a repeat is a no-op. */
+    readonly claimJoining: (
+      submissionId: SubmissionId,
+      host: SubmissionId,
+    ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
+    /** `joining` → `joined` once the host read it; a repeat is a no-op. */
+    readonly markJoined: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
+    /** `joining` → `ready`: its host ended first, so it runs as ordinary input; a repeat is a no-op. */
+    readonly revertJoining: (
+      submissionId: SubmissionId,
+      now: number,
+    ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
+    /** The `joining` and `joined` Submissions of `host` (in its lane), in queue order. */
+    readonly joinsOf: (
+      threadId: ThreadId,
+      host: SubmissionId,
+    ) => Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
     /** Records an accepted abort intent; idempotent, and a settled row is returned unchanged. */
     readonly requestAbort: (
       submissionId: SubmissionId,
@@ -119,7 +145,7 @@ export class SubmissionLedger extends Context.Service<
       submissionId: SubmissionId,
     ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
     /** Checks a fence without writing (history appends run it in their transaction). */
-    readonly checkFence: (fence: Fence) => Effect.Effect<SubmissionSnapshot, FenceFailure>
+    readonly checkFence: (fence: AppendFence) => Effect.Effect<SubmissionSnapshot, FenceFailure>
     /** Every nonterminal Submission of this Object, ordered by `(threadId, queueSequence)`. */
     readonly scanNonterminal: Stream.Stream<SubmissionSnapshot, LedgerError>
     /**

@@ -113,6 +113,8 @@ export const idleRuntimeLayer = Layer.succeed(DurableAgentRuntime, {
   retry: () => mustNotRun("retry"),
   awaitSettlement: () => mustNotRun("awaitSettlement"),
   runRecovery: mustNotRun("runRecovery"),
+  receive: () => mustNotRun("receive"),
+  recordDelivery: () => mustNotRun("recordDelivery"),
   processThreadHead: () => mustNotRun("processThreadHead"),
 })
 

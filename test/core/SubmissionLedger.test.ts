@@ -38,6 +38,7 @@ describe("SubmissionLedger on SQLite", () => {
         expect(names()).toEqual([
           "submission-ledger/001-create",
           "submission-ledger/002-pass-indexes",
+          "submission-ledger/003-links",
           "thread-history/001-create",
         ])
         const second = yield* Effect.provide(
@@ -51,6 +52,7 @@ describe("SubmissionLedger on SQLite", () => {
         expect(names()).toEqual([
           "submission-ledger/001-create",
           "submission-ledger/002-pass-indexes",
+          "submission-ledger/003-links",
           "thread-history/001-create",
         ])
         expect(second[0]).toEqual([first, second[1]])

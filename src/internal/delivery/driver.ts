@@ -19,6 +19,7 @@ import type { Scope } from "effect"
 import { answers, type DeliveryOutcome, type OutboxMessage } from "../../core/internal/outbox/model.ts"
 import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
 import type { MessageOutbox } from "../../core/MessageOutbox.ts"
+import type { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { type PortFailure, PortUnavailable, type RoutedPort } from "../../RoutedPort.ts"
 import { alarmErrorFromCause, type DurableAlarmError } from "../maintenance/errors.ts"
 import type { ThreadMutationGate } from "../maintenance/gate.ts"
@@ -64,8 +65,13 @@ export const makeMessageDelivery = (deps: {
   readonly gate: ThreadMutationGate["Service"]
   readonly recorder: DeliveryRecorder
   readonly settings: DeliverySettings
+  /** The runtime's failpoints: `delivery:after-reply` sits between a reply and its record. */
+  readonly hit?: RuntimeFailpoint["Service"]["hit"]
 }): ThreadMessageDeliveryService => {
   const { outbox, port, gate, recorder, settings } = deps
+  const afterReply = (deps.hit ?? (() => Effect.void))("delivery:after-reply").pipe(
+    Effect.mapError((error) => alarmErrorFromCause("record message delivery", error)),
+  )
 
   const storage = <A, E extends { readonly message: string }>(
     operation: string,
@@ -110,7 +116,7 @@ export const makeMessageDelivery = (deps: {
       Effect.matchEffect({
         onSuccess: (reply) =>
           answers(row.message, reply)
-            ? record(row, { _tag: "Replied", reply })
+            ? Effect.andThen(afterReply, record(row, { _tag: "Replied", reply }))
             : retry(row, `the receiver answered ${row.message._tag} with ${reply._tag}`),
         onFailure: (failure) =>
           isPermanent(failure) && recorder.undeliverableIsFinal(row)

@@ -16,21 +16,28 @@ export const indexReports = (reports: ReadonlyArray<RecoveryReport>): ReportInde
   new Map(reports.map((report) => [report.submissionId, report]))
 
 /**
- * @internal A stable external wait: approval-suspended, or an Unknown Outcome awaiting an
- * authorized resolution. An accepted abort is never a wait: it still owes its settlement.
+ * @internal A stable external wait: suspended (for an approval or a child), an Unknown Outcome
+ * awaiting an authorized resolution, a join waiting for its live host, or a child whose
+ * recorded settlement waits for its parent's acknowledgement (the delivery driver's deadline
+ * owns that alarm, so it must not back off the whole Object). An accepted abort is never a
+ * wait: it still owes its settlement.
  */
 export const isStableExternalWait = (row: Row, reports: ReportIndex): boolean => {
   const decision = reports.get(row.submissionId)?.decision._tag
   if (decision === "SettleAborted") return false
   switch (row.state) {
     case "suspended":
+    case "joined":
       return true
     case "unknown":
       return decision === "AwaitUnknownResolution" || decision === "MarkUnknown"
+    case "joining":
+      return decision === "AwaitHostSettlement"
+    case "terminalizing":
+      return decision === "AwaitSettlementDelivery"
     case "admitted":
     case "ready":
     case "running":
-    case "terminalizing":
     case "settled":
       return false
   }

@@ -27,6 +27,9 @@ import {
 import { ThreadMutationGate } from "../maintenance/gate.ts"
 import { ThreadPublication } from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import { MessageOutbox, SelfAddress } from "../../core/MessageOutbox.ts"
+import { RoutedPort } from "../../RoutedPort.ts"
+import { messageDeliveryLayer } from "../delivery/layer.ts"
 import { instrumentState, type StorageFailpointHandler } from "./instrumentedStorage.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 
@@ -39,6 +42,8 @@ export type ThreadObjectPlatform =
   | DurableAlarmService
   | SubmissionLedger
   | ThreadHistory
+  | MessageOutbox
+  | RoutedPort
 
 /** Test failpoints, each built per incarnation from the live state so a hit can abort it. */
 export interface ThreadObjectFailpoints {
@@ -62,6 +67,11 @@ export interface ThreadObjectOptions {
    * relays) and `ThreadMessageDelivery`; the maintenance layer captures them when built.
    */
   readonly hooks?: Layer.Layer<never, unknown, ThreadObjectPlatform>
+  /**
+   * The Worker binding of this class's namespace (e.g. `"THREADS"`): how other Objects reach
+   * this one, and the default namespace of its children. Needed to start children.
+   */
+  readonly namespaceBinding?: string
   readonly failpoints?: ThreadObjectFailpoints
 }
 
@@ -132,7 +142,15 @@ export const incarnationLayer = (
   const platform = Layer.mergeAll(
     ThreadMutationGate.layer,
     DurableAlarmService.layer,
-    ThreadHistory.layer.pipe(Layer.provideMerge(SubmissionLedger.layer)),
+    MessageOutbox.layer.pipe(
+      Layer.provideMerge(ThreadHistory.layer),
+      Layer.provideMerge(SubmissionLedger.layer),
+    ),
+    RoutedPort.layer,
+    Layer.succeed(SelfAddress, {
+      objectId: ctx.id.toString(),
+      ...(options.namespaceBinding === undefined ? {} : { namespace: options.namespaceBinding }),
+    }),
   ).pipe(Layer.provideMerge(base))
   const runtime = DurableAgentRuntime.layerWithBindings(options.agents).pipe(
     Layer.provide(cloudflareWakeScheduler),
@@ -142,8 +160,9 @@ export const incarnationLayer = (
     options.projection ?? ThreadProjectionMaintenance.layer,
     options.hooks ?? Layer.empty,
   )
+  // The native delivery comes last: it is the runtime's, never an application's.
   return ThreadMaintenance.layer.pipe(
-    Layer.provideMerge(Layer.mergeAll(runtime, hooks)),
+    Layer.provideMerge(Layer.mergeAll(hooks, messageDeliveryLayer.pipe(Layer.provideMerge(runtime)))),
     Layer.provideMerge(platform),
   )
 }

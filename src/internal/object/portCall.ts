@@ -5,18 +5,40 @@
  * failed prearm refuses the request without running it; a read-only kind bypasses the gate.
  * The handler never calls another Object, so the gate is never held across one.
  */
-import { Effect } from "effect"
+import { Cause, Effect, Exit, Schema } from "effect"
 import { DurableAlarmError } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import {
   PortEnvelope,
   PortProtocolError,
+  PortReply,
   type PortReplies,
   type PortRequest,
   type PortRequestTag,
   portRequestAccess,
 } from "../port/protocol.ts"
 import { decodeInput } from "./entryPoints.ts"
+import type { RpcResult } from "./protocol.ts"
+
+const encodeReply = Schema.encodeSync(PortReply)
+const encodeRefusal = Schema.encodeSync(PortProtocolError)
+
+/**
+ * The envelope of a port call: the encoded reply, or the encoded refusal. A defect or an
+ * interruption rejects the call; the sender sees it as unavailable and retries. @internal
+ */
+export const toPortResult = (exit: Exit.Exit<PortReply, unknown>): RpcResult => {
+  if (Exit.isSuccess(exit)) return { ok: true, value: encodeReply(exit.value) }
+  const failure = exit.cause.reasons.find(Cause.isFailReason)
+  if (failure === undefined || !(failure.error instanceof PortProtocolError)) {
+    throw new Error(
+      Cause.hasInterruptsOnly(exit.cause)
+        ? "portCall was interrupted (the Object is shutting down)"
+        : "portCall failed unexpectedly",
+    )
+  }
+  return { ok: false, error: encodeRefusal(failure.error) }
+}
 
 /** The receiver's handler of each request kind. @internal */
 export type PortHandlers<R> = {

@@ -9,6 +9,7 @@ import { Cause, Effect, Exit, Schema } from "effect"
 import { BindingDigestMismatch, BindingUnavailable } from "../../core/AgentRegistration.ts"
 import {
   DurableRuntimeFailpointError,
+  JoinRefused,
   NotPending,
   RunJournalError,
   SettlementConflict,
@@ -40,6 +41,7 @@ export const ThreadObjectError = Schema.Union([
   InvalidRequest,
   AdmissionRefused,
   IdempotencyConflict,
+  JoinRefused,
   SubmissionNotFound,
   NotPending,
   SettlementTimeout,

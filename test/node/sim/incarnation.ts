@@ -19,6 +19,7 @@ import { DurableAgentRuntime } from "../../../src/core/DurableAgentRuntime.ts"
 import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../../src/core/RuntimeFailpoint.ts"
 import { LedgerError, SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
+import { MessageOutbox, MessageOutboxError } from "../../../src/core/MessageOutbox.ts"
 import { ThreadStoreError } from "../../../src/core/DurableAgentRuntime.ts"
 import { ThreadProjectionMaintenance } from "../../../src/core/ThreadProjectionMaintenance.ts"
 import { makeEntryPoints, type EntryPoints } from "../../../src/internal/object/entryPoints.ts"
@@ -36,6 +37,7 @@ export const SimHolder = Context.Reference<Holder | undefined>("@effect-agent/si
 export interface DurableStores {
   readonly ledger: SubmissionLedger["Service"]
   readonly history: ThreadHistory["Service"]
+  readonly outbox: MessageOutbox["Service"]
 }
 
 /** Everything an incarnation's entry points, constructor and alarm handler use. */
@@ -126,8 +128,15 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
     (name) => new ThreadStoreError({ operation: `ThreadHistory.${name}`, message: resetMessage }),
     spec.onActivity,
   )
+  const outbox = gated(
+    spec.stores.outbox,
+    alive,
+    (name) => new MessageOutboxError({ operation: `MessageOutbox.${name}`, message: resetMessage }),
+    spec.onActivity,
+  )
   const base = Layer.mergeAll(
     DurableObjectContext.layer(spec.state, {} as Cloudflare.Env),
+    Layer.succeed(MessageOutbox, outbox),
     simSqlClient,
     Layer.succeedContext(spec.config),
     ThreadMaintenanceFailpoint.layerTest(spec.maintenanceFailpoint),

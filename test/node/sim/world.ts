@@ -17,6 +17,7 @@ import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/Cloud
 import { SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, ThreadHistory } from "../../../src/core/ThreadHistory.ts"
 import { memoryStoreOf } from "../../../src/core/internal/ledger/memory.ts"
+import { MessageOutbox } from "../../../src/core/MessageOutbox.ts"
 import { deploymentAgents, type Deployment, type ExternalWorld, SimExternalWorld } from "./agents.ts"
 import type { FaultPlan } from "./faults.ts"
 import { makeFailpoints, type Pause } from "./failpoints.ts"
@@ -69,10 +70,13 @@ export const makeWorld = (options: WorldOptions) =>
   Effect.gen(function* () {
     const clock = yield* Clock.Clock
     const now = () => clock.currentTimeMillisUnsafe()
-    const durable = yield* Layer.build(layerMemoryWithLedger).pipe(Effect.orDie)
+    const durable = yield* Layer.build(
+      MessageOutbox.layerMemory.pipe(Layer.provideMerge(layerMemoryWithLedger)),
+    ).pipe(Effect.orDie)
     const stores = {
       ledger: Context.get(durable, SubmissionLedger),
       history: Context.get(durable, ThreadHistory),
+      outbox: Context.get(durable, MessageOutbox),
     }
     const config = yield* buildConfig(options.config)
     const store = memoryStoreOf(stores.ledger)

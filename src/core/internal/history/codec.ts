@@ -5,7 +5,7 @@
 import { Effect, Schema } from "effect"
 import { ThreadStoreError } from "../runtime/model.ts"
 import { FenceRejected } from "../ledger/model.ts"
-import type { Fence } from "../ledger/model.ts"
+import type { AppendFence } from "../ledger/model.ts"
 import { HistoryEntry, HistoryRecord } from "./model.ts"
 import { fenceEpoch, fenceSubmissionId } from "../ledger/rules.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
@@ -62,13 +62,13 @@ export const decodeRecord = (
   })
 
 /** Refuses a fence issued for another Submission than the record's. @internal */
-export const foreignFence = (submissionId: SubmissionId, fence: Fence): FenceRejected | undefined =>
+export const foreignFence = (submissionId: SubmissionId, fence: AppendFence): FenceRejected | undefined =>
   fenceSubmissionId(fence) === submissionId
     ? undefined
     : new FenceRejected({
         submissionId,
-        expectedEpoch: fenceEpoch(fence),
-        actualEpoch: fenceEpoch(fence),
+        expectedEpoch: fence._tag === "Input" ? -1 : fenceEpoch(fence),
+        actualEpoch: fence._tag === "Input" ? -1 : fenceEpoch(fence),
         message: `the fence authorizes submission ${fenceSubmissionId(fence)}, not ${submissionId}`,
       })
 

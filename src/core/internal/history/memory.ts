@@ -9,7 +9,7 @@ import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
 import { type HistoryEntry, HistoryRecord } from "./model.ts"
 import { checkFenceNow, type MemoryStore, memoryStoreOf } from "../ledger/memory.ts"
-import type { Fence } from "../ledger/model.ts"
+import type { AppendFence } from "../ledger/model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 
 /**
@@ -20,7 +20,7 @@ export const appendNow = (
   store: MemoryStore,
   submissionId: SubmissionId,
   entry: HistoryEntry,
-  fence: Fence,
+  fence: AppendFence,
   now: number,
 ) =>
   Result.map(checkFenceNow(store, fence), (snapshot) => {

@@ -14,6 +14,7 @@ import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from 
 import { Claim, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
 import type {
   Admission,
+  AppendFence,
   AdmissionRefused,
   AdmissionRequest,
   Fence,
@@ -77,9 +78,9 @@ const apply = (store: MemoryStore, change: Rules.Change): SubmissionSnapshot => 
   return change.next
 }
 
-/** Checks a fence against the current row, synchronously. @internal */
-export const checkFenceNow = (store: MemoryStore, fence: Fence) =>
-  Rules.verifyFence(fence, store.rows.get(Rules.fenceSubmissionId(fence)))
+/** Checks an append fence against the current row, synchronously. @internal */
+export const checkFenceNow = (store: MemoryStore, fence: AppendFence) =>
+  Rules.verifyAppendFence(fence, store.rows.get(Rules.fenceSubmissionId(fence)))
 
 const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
@@ -160,6 +161,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
       producerEpoch: 0,
       abortRequested: false,
       createdAt: request.now,
+      ...(request.parent === undefined ? {} : { parent: request.parent }),
     })
     target.lastSequence = snapshot.queueSequence
     target.nonterminal.push(snapshot.submissionId)
@@ -204,6 +206,13 @@ export const makeMemoryLedger = Effect.gen(function* () {
 
     lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(store.rows.get(submissionId)))
+    }),
+
+    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
+      return yield* Effect.sync(() => {
+        const id = store.lanes.get(threadId)?.keys.get(idempotencyKey)
+        return Option.fromUndefinedOr(id === undefined ? undefined : store.rows.get(id))
+      })
     }),
 
     head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
@@ -254,6 +263,36 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
+    claimJoining: Effect.fn("SubmissionLedger.claimJoining")(function* (submissionId, host) {
+      return yield* existing("SubmissionLedger.claimJoining", submissionId, (row) =>
+        applied(Rules.claimJoiningRule(row, host)),
+      )
+    }),
+
+    markJoined: Effect.fn("SubmissionLedger.markJoined")(function* (submissionId) {
+      return yield* existing("SubmissionLedger.markJoined", submissionId, (row) =>
+        applied(Rules.markJoinedRule(row)),
+      )
+    }),
+
+    revertJoining: Effect.fn("SubmissionLedger.revertJoining")(function* (submissionId, now) {
+      const operation = "SubmissionLedger.revertJoining"
+      return yield* existing(operation, submissionId, (row) =>
+        refuse(Rules.nonFinite(operation, { now }), () => applied(Rules.revertJoiningRule(row, now))),
+      )
+    }),
+
+    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+      return yield* Effect.sync(() =>
+        (store.lanes.get(threadId)?.nonterminal ?? []).flatMap((id) => {
+          const row = store.rows.get(id)
+          return row !== undefined && row.host === host && (row.state === "joining" || row.state === "joined")
+            ? [row]
+            : []
+        }),
+      )
+    }),
+
     requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
       return yield* existing("SubmissionLedger.requestAbort", submissionId, (row) =>
         Result.succeed(apply(store, Rules.requestAbortRule(row))),
@@ -275,7 +314,9 @@ export const makeMemoryLedger = Effect.gen(function* () {
     checkFence: Effect.fn("SubmissionLedger.checkFence")(function* (fence) {
       const operation = "SubmissionLedger.checkFence"
       return yield* atomically(operation, () =>
-        refuse(Rules.nonFinite(operation, Rules.fenceInstants(fence)), () => checkFenceNow(store, fence)),
+        refuse(Rules.nonFinite(operation, Rules.appendFenceInstants(fence)), () =>
+          checkFenceNow(store, fence),
+        ),
       )
     }),
 

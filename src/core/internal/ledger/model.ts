@@ -12,11 +12,17 @@ import {
   SubmissionId,
   ThreadId,
 } from "../../Identifiers.ts"
+import { ParentLink } from "../outbox/parentLink.ts"
 
-/** Lifecycle states of a Submission. */
+/**
+ * Lifecycle states of a Submission. `joining`: admitted as input of its lane's running head
+ * (its host), not yet read by it; `joined`: read by the host, settles with it.
+ */
 export const SubmissionState = Schema.Literals([
   "admitted",
   "ready",
+  "joining",
+  "joined",
   "running",
   "suspended",
   "unknown",
@@ -37,6 +43,8 @@ export class Settlement extends Schema.Class<Settlement>("@effect-agent/Settleme
   output: Schema.optionalKey(Schema.Json),
   error: Schema.optionalKey(Schema.String),
   settledAt: Schema.Finite,
+  /** A joined Submission settles with its host and names it here. */
+  host: Schema.optionalKey(SubmissionId),
 }) {}
 
 /** The live owner of a running Submission. */
@@ -66,6 +74,10 @@ export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>("@effec
   settlement: Schema.optionalKey(Settlement),
   createdAt: Schema.Finite,
   readyAt: Schema.optionalKey(Schema.Finite),
+  /** A child Submission's parent: where its settlement goes. */
+  parent: Schema.optionalKey(ParentLink),
+  /** The host of a `joining` or `joined` Submission. */
+  host: Schema.optionalKey(SubmissionId),
 }) {}
 
 /** Ownership of one Attempt, granted by `claim`. */
@@ -92,6 +104,14 @@ export type Fence =
       readonly now: number
     }
 
+/**
+ * The authority of a history append: a `Fence`, or an input fence for a record that arrives
+ * from outside while the Submission may be running (a child's settlement). An input fence
+ * holds while the Submission is neither settling nor settled; its record occupies no call
+ * position of the journal, so it never contends with the owner's records.
+ */
+export type AppendFence = Fence | { readonly _tag: "Input"; readonly submissionId: SubmissionId }
+
 /** What a caller asks the ledger to admit. */
 export interface AdmissionRequest {
   readonly threadId: ThreadId
@@ -101,6 +121,8 @@ export interface AdmissionRequest {
   readonly inputPayload: string
   readonly inputDigest: string
   readonly now: number
+  /** Admits a child Submission linked to its parent. */
+  readonly parent?: ParentLink
 }
 
 /** The result of admission: a new row, or the original row of a replayed key. */

@@ -20,7 +20,7 @@ import {
   SubmissionSnapshot,
 } from "./model.ts"
 import { canonicalJson } from "../digest.ts"
-import type { Fence, SubmissionState } from "./model.ts"
+import type { AppendFence, Fence, SubmissionState } from "./model.ts"
 
 /** The outcome of a rule: keep the row as it is, or replace it. @internal */
 export type Change =
@@ -32,14 +32,15 @@ export type FenceError = FenceRejected | OwnershipLost | SubmissionNotFound
 
 const unchanged = (snapshot: SubmissionSnapshot): Change => ({ _tag: "Unchanged", snapshot })
 
-/** Builds the next row; `ownership: undefined` clears the ownership. */
+/** Builds the next row; `ownership: undefined` clears the ownership, `host: undefined` the host. */
 const update = (
   row: SubmissionSnapshot,
-  patch: Partial<Omit<SubmissionSnapshot, "ownership">> & {
+  patch: Partial<Omit<SubmissionSnapshot, "ownership" | "host">> & {
     readonly ownership?: Ownership | undefined
+    readonly host?: SubmissionId | undefined
   },
 ): Change => {
-  const { ownership, settlement, readyAt, ...rest } = { ...row, ...patch }
+  const { ownership, settlement, readyAt, parent, host, ...rest } = { ...row, ...patch }
   return {
     _tag: "Update",
     next: new SubmissionSnapshot({
@@ -47,12 +48,14 @@ const update = (
       ...(ownership === undefined ? {} : { ownership }),
       ...(settlement === undefined ? {} : { settlement }),
       ...(readyAt === undefined ? {} : { readyAt }),
+      ...(parent === undefined ? {} : { parent }),
+      ...(host === undefined ? {} : { host }),
     }),
   }
 }
 
 /** The Submission a fence speaks for. @internal */
-export const fenceSubmissionId = (fence: Fence): SubmissionId =>
+export const fenceSubmissionId = (fence: AppendFence): SubmissionId =>
   fence._tag === "Owner" ? fence.claim.submissionId : fence.submissionId
 
 /** The epoch a fence expects. @internal */
@@ -209,6 +212,34 @@ export const claimOf = (row: SubmissionSnapshot, ownership: Ownership): Claim =>
   })
 
 /**
+ * Checks the fence of a history append: a `Fence` as `verifyFence` does; an input fence needs
+ * a Submission that is neither settling nor settled.
+ * @internal
+ */
+export const verifyAppendFence = (
+  fence: AppendFence,
+  row: SubmissionSnapshot | undefined,
+): Result.Result<SubmissionSnapshot, FenceError> => {
+  if (fence._tag !== "Input") return verifyFence(fence, row)
+  if (row === undefined) return Result.fail(notFound(fence.submissionId))
+  if (row.state === "terminalizing" || row.state === "settled") {
+    return Result.fail(
+      new FenceRejected({
+        submissionId: fence.submissionId,
+        expectedEpoch: row.producerEpoch,
+        actualEpoch: row.producerEpoch,
+        message: `submission ${fence.submissionId} is ${row.state} and takes no more input`,
+      }),
+    )
+  }
+  return Result.succeed(row)
+}
+
+/** The instants an append fence carries, for `nonFinite`. @internal */
+export const appendFenceInstants = (fence: AppendFence): Readonly<Record<string, number>> =>
+  fence._tag === "Unowned" ? { now: fence.now } : {}
+
+/**
  * Refuses instants and durations that are not finite numbers before they reach storage
  * (SQLite would store `NaN` as `NULL`).
  * @internal
@@ -264,6 +295,39 @@ export const transitionRule = (fence: Fence, row: SubmissionSnapshot | undefined
     }
     return Result.fail(invalid(current, to))
   })
+
+/** `admitted` → `joining` as input of `host`; a repeat for the same host is a no-op. @internal */
+export const claimJoiningRule = (
+  row: SubmissionSnapshot,
+  host: SubmissionId,
+): Result.Result<Change, InvalidTransition> => {
+  if (row.state === "admitted") return Result.succeed(update(row, { state: "joining", host }))
+  if (row.state === "joining" && row.host === host) return Result.succeed(unchanged(row))
+  return Result.fail(invalid(row, "joining"))
+}
+
+/** `joining` → `joined` once the host read it; a repeat is a no-op. @internal */
+export const markJoinedRule = (row: SubmissionSnapshot): Result.Result<Change, InvalidTransition> => {
+  if (row.state === "joining") return Result.succeed(update(row, { state: "joined" }))
+  if (row.state === "joined") return Result.succeed(unchanged(row))
+  return Result.fail(invalid(row, "joined"))
+}
+
+/**
+ * `joining` → `ready`: the host ended before reading it, so it runs as ordinary queued input;
+ * a repeat is a no-op.
+ * @internal
+ */
+export const revertJoiningRule = (
+  row: SubmissionSnapshot,
+  now: number,
+): Result.Result<Change, InvalidTransition> => {
+  if (row.state === "joining") {
+    return Result.succeed(update(row, { state: "ready", host: undefined, readyAt: row.readyAt ?? now }))
+  }
+  if (row.state === "ready" && row.host === undefined) return Result.succeed(unchanged(row))
+  return Result.fail(invalid(row, "ready"))
+}
 
 /** Records the abort intent; settled rows stay as they are. @internal */
 export const requestAbortRule = (row: SubmissionSnapshot): Change =>

@@ -14,6 +14,7 @@ import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
 import { LedgerError, Settlement, SubmissionLedgerLimits } from "./model.ts"
+import { ParentLink } from "../outbox/parentLink.ts"
 import type { Claim, Fence, InvalidTransition, SubmissionNotFound, SubmissionSnapshot } from "./model.ts"
 import * as Rules from "./rules.ts"
 import { runMigrations } from "../migrations.ts"
@@ -24,6 +25,7 @@ const scanPageSize = 128
 const raceRetries = 3
 
 const encodeSettlementJson = Schema.encodeEffect(Schema.fromJsonString(Settlement))
+const encodeParentJson = Schema.encodeEffect(Schema.fromJsonString(ParentLink))
 
 /** @internal */
 export const storageError = (operation: string) => (cause: SqlError | Schema.SchemaError) =>
@@ -154,6 +156,10 @@ export const makeSqlLedger = Effect.gen(function* () {
       yield* requireFinite(operation, { now: request.now })
       const ids = newAdmissionIds()
       const lane = laneKey(request.threadId)
+      const parentJson =
+        request.parent === undefined
+          ? null
+          : yield* encodeParentJson(request.parent).pipe(Effect.mapError(storageError(operation)))
       return yield* sql
         .withTransaction(
           Effect.gen(function* () {
@@ -186,6 +192,8 @@ export const makeSqlLedger = Effect.gen(function* () {
               lease_expires_at: null,
               settlement: null,
               ready_at: null,
+              parent_link: parentJson,
+              host_submission_id: null,
             }
             yield* query(operation, statements.insert, [
               row.submission_id,
@@ -199,6 +207,7 @@ export const makeSqlLedger = Effect.gen(function* () {
               row.input_digest,
               row.receipt_id,
               row.created_at,
+              row.parent_link,
             ])
             const inserted = yield* decodeRow(operation)(row)
             return { _tag: "Admitted" as const, snapshot: inserted }
@@ -221,6 +230,13 @@ export const makeSqlLedger = Effect.gen(function* () {
 
     lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
       return yield* first("SubmissionLedger.lookup", statements.byId, [submissionId])
+    }),
+
+    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
+      return yield* first("SubmissionLedger.lookupByKey", statements.byKey, [
+        laneKey(threadId),
+        idempotencyKey,
+      ])
     }),
 
     head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
@@ -292,6 +308,46 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
+    claimJoining: Effect.fn("SubmissionLedger.claimJoining")(function* (submissionId, host) {
+      const operation = "SubmissionLedger.claimJoining"
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.claimJoining, [host, submissionId]),
+        (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
+          row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.claimJoiningRule(row, host),
+      )
+    }),
+
+    markJoined: Effect.fn("SubmissionLedger.markJoined")(function* (submissionId) {
+      const operation = "SubmissionLedger.markJoined"
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.markJoined, [submissionId]),
+        (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
+          row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.markJoinedRule(row),
+      )
+    }),
+
+    revertJoining: Effect.fn("SubmissionLedger.revertJoining")(function* (submissionId, now) {
+      const operation = "SubmissionLedger.revertJoining"
+      yield* requireFinite(operation, { now })
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.revertJoining, [now, submissionId]),
+        (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
+          row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.revertJoiningRule(row, now),
+      )
+    }),
+
+    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+      const operation = "SubmissionLedger.joinsOf"
+      const rows = yield* query(operation, statements.joinsOf, [laneKey(threadId), host])
+      return yield* Effect.forEach(rows, decodeRow(operation))
+    }),
+
     requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
       const operation = "SubmissionLedger.requestAbort"
       return yield* guarded(
@@ -332,9 +388,9 @@ export const makeSqlLedger = Effect.gen(function* () {
     }),
 
     checkFence: Effect.fn("SubmissionLedger.checkFence")(function* (fence) {
-      yield* requireFinite("SubmissionLedger.checkFence", Rules.fenceInstants(fence))
+      yield* requireFinite("SubmissionLedger.checkFence", Rules.appendFenceInstants(fence))
       const row = yield* byId("SubmissionLedger.checkFence", Rules.fenceSubmissionId(fence))
-      return yield* Effect.fromResult(Rules.verifyFence(fence, row))
+      return yield* Effect.fromResult(Rules.verifyAppendFence(fence, row))
     }),
 
     // Keyset pages: no cursor stays open while the consumer writes to the ledger.

@@ -74,6 +74,14 @@ export const ledgerMigrations: ReadonlyArray<Migration> = [
       `CREATE UNIQUE INDEX IF NOT EXISTS ${t}_settled ON ${t} (settled_ordinal)`,
     ],
   },
+  {
+    // A child's link to its parent and the host of a join: plain columns, in no index.
+    name: "submission-ledger/003-links",
+    statements: [
+      `ALTER TABLE ${t} ADD COLUMN parent_link TEXT`,
+      `ALTER TABLE ${t} ADD COLUMN host_submission_id TEXT`,
+    ],
+  },
 ]
 
 /** The Thread id as an order-preserving key (see the module header). @internal */
@@ -110,9 +118,19 @@ export const statements = {
     ORDER BY queue_sequence LIMIT 1 OFFSET ?`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
-      abort_requested, created_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', 0, 0, ?)`,
+      abort_requested, created_at, parent_link)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', 0, 0, ?, ?)`,
   markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
+  // Parameters: host, submission id.
+  claimJoining: `UPDATE ${t} SET state = 'joining', host_submission_id = ?
+    WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
+  markJoined: `UPDATE ${t} SET state = 'joined' WHERE submission_id = ? AND state = 'joining' RETURNING *`,
+  // Parameters: now, submission id.
+  revertJoining: `UPDATE ${t} SET state = 'ready', host_submission_id = NULL, ready_at = coalesce(ready_at, ?)
+    WHERE submission_id = ? AND state = 'joining' RETURNING *`,
+  // The joins of a host among its lane's nonterminal rows. Parameters: lane key, host.
+  joinsOf: `SELECT * FROM ${t} WHERE lane_key = ? AND state <> 'settled' AND state IN ('joining', 'joined')
+    AND host_submission_id = ? ORDER BY queue_sequence`,
   head: `SELECT * FROM ${t} WHERE lane_key = ? AND state <> 'settled' ORDER BY queue_sequence LIMIT 1`,
   count: `SELECT count(*) AS depth FROM ${t} WHERE lane_key = ? AND state <> 'settled'`,
   // Parameters: attempt id, token, lease expiry, lane key, now.
@@ -184,6 +202,18 @@ export const decodeRow = (operation: string) => (row: Row) =>
                 cause,
               }),
           })
+    const parent =
+      row.parent_link === null || row.parent_link === undefined
+        ? undefined
+        : yield* Effect.try({
+            try: () => JSON.parse(String(row.parent_link)) as unknown,
+            catch: (cause) =>
+              new LedgerError({
+                operation,
+                message: `stored parent link of ${String(row.submission_id)} is not JSON`,
+                cause,
+              }),
+          })
     const owned = row.attempt_id !== null || row.ownership_token !== null || row.lease_expires_at !== null
     const encoded = {
       submissionId: row.submission_id,
@@ -210,6 +240,8 @@ export const decodeRow = (operation: string) => (row: Row) =>
         : {}),
       ...(settlement === undefined ? {} : { settlement }),
       ...(nullable(row.ready_at) === undefined ? {} : { readyAt: row.ready_at }),
+      ...(parent === undefined ? {} : { parent }),
+      ...(nullable(row.host_submission_id) === undefined ? {} : { host: row.host_submission_id }),
     }
     return yield* decodeSnapshotUnknown(encoded).pipe(
       Effect.mapError(

@@ -10,37 +10,9 @@
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { SettlementOutcome } from "../ledger/model.ts"
+import { ObjectAddress, ParentLink } from "./parentLink.ts"
 
-const Name = (what: string) =>
-  Schema.String.check(
-    Schema.isNonEmpty({ expected: `a non-empty ${what}` }),
-    Schema.isMaxLength(256, { expected: `a ${what} of at most 256 characters` }),
-  )
-
-/**
- * Where an Object lives: the name of the Worker binding of its namespace, and either its id
- * (`DurableObjectId.toString()`) or the name it is reached by (`getByName`).
- */
-export const ObjectAddress = Schema.Struct({
-  namespace: Name("namespace binding name"),
-  objectId: Schema.optionalKey(Name("object id")),
-  objectName: Schema.optionalKey(Name("object name")),
-}).check(
-  Schema.makeFilter((address) => (address.objectId === undefined) !== (address.objectName === undefined), {
-    expected: "an address with exactly one of objectId and objectName",
-  }),
-)
-export type ObjectAddress = typeof ObjectAddress.Type
-
-/** The parent of a child Submission: where its settlement marker goes. */
-export const ParentLink = Schema.Struct({
-  address: ObjectAddress,
-  threadId: ThreadId,
-  submissionId: SubmissionId,
-  /** The call position of `startChild` in the parent's journal. */
-  step: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
-})
-export type ParentLink = typeof ParentLink.Type
+export { ObjectAddress, ParentLink } from "./parentLink.ts"
 
 /** A message from one Object's runtime to another's. */
 export const ThreadMessage = Schema.Union([

@@ -4,6 +4,10 @@
  * ordered by due time serves both the due page and the next deadline, so acknowledged rows are
  * never read again. Rows are kept after acknowledgement: enqueueing an acknowledged id again
  * (a repaired fact) then sends nothing.
+ *
+ * Only this Object's own runtime enqueues, through this instance, so once a read finds nothing
+ * left to send the instance remembers it until it enqueues again: a caught-up pass of an
+ * Object that sends nothing reads no outbox row. A fresh incarnation reads once.
  */
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -73,6 +77,9 @@ export const makeSqlOutbox = Effect.gen(function* () {
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     sql.unsafe<Record<string, unknown>>(text, params).pipe(Effect.mapError(storageError(operation)))
 
+  /** Whether a read found nothing left to send since this instance last enqueued. */
+  let knownEmpty = false
+
   const insertAll = (operation: string, messages: ReadonlyArray<NewMessage>, now: number) =>
     Effect.forEach(
       messages,
@@ -95,6 +102,8 @@ export const makeSqlOutbox = Effect.gen(function* () {
       function* (submissionId, entry, fence, now, messages) {
         const operation = "MessageOutbox.appendWithMessages"
         yield* requireInstant(operation, now)
+        // Before the write: a rolled-back one only costs a later read.
+        if (messages.length > 0) knownEmpty = false
         return yield* sql
           .withTransaction(
             Effect.gen(function* () {
@@ -110,6 +119,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
     enqueue: Effect.fn("MessageOutbox.enqueue")(function* (messages, now) {
       const operation = "MessageOutbox.enqueue"
       yield* requireFinite(operation, { now })
+      if (messages.length > 0) knownEmpty = false
       yield* sql
         .withTransaction(insertAll(operation, messages, now))
         .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
@@ -118,12 +128,22 @@ export const makeSqlOutbox = Effect.gen(function* () {
     due: Effect.fn("MessageOutbox.due")(function* (now, limit) {
       const operation = "MessageOutbox.due"
       yield* requireFinite(operation, { now, limit })
+      if (knownEmpty) return []
       const rows = yield* query(operation, outboxStatements.due, [now, limit])
       return yield* Effect.forEach(rows, (row) => decodeStored(operation, row))
     }),
 
-    nextDue: Effect.map(query("MessageOutbox.nextDue", outboxStatements.nextDue, []), (rows) =>
-      rows[0] === undefined ? Option.none<number>() : Option.some(Number(rows[0]["next_attempt_at"])),
+    // Nothing sendable means nothing unacknowledged: a dependency is itself always sendable.
+    nextDue: Effect.suspend(() =>
+      knownEmpty
+        ? Effect.succeed(Option.none<number>())
+        : Effect.map(query("MessageOutbox.nextDue", outboxStatements.nextDue, []), (rows) => {
+            if (rows[0] === undefined) {
+              knownEmpty = true
+              return Option.none<number>()
+            }
+            return Option.some(Number(rows[0]["next_attempt_at"]))
+          }),
     ),
 
     retry: Effect.fn("MessageOutbox.retry")(function* (messageId, failure) {

@@ -20,6 +20,7 @@ import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
 import { emptyJournal, type Journal } from "./journal.ts"
 import { asConflict, makeSettlement, settle, settleAborted } from "./settle.ts"
+import { finishJoinsOf } from "./joins.ts"
 
 const operation = "DurableAgentRuntime.processThreadHead"
 
@@ -99,7 +100,7 @@ const runProgram = (
         error: `the stored input does not decode: ${decoded.failure}`,
       })
     }
-    const exit = yield* Effect.exit(agent.program(decoded.success, makeAgentContext(attempt, journal)))
+    const exit = yield* Effect.exit(agent.program(decoded.success, makeAgentContext(attempt, journal, agent)))
     if (attempt.stop !== undefined) return yield* endStopped(attempt, journal, attempt.stop)
     if (Exit.isSuccess(exit)) {
       const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
@@ -181,7 +182,12 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
       (attempt) =>
         Option.isNone(attempt)
           ? Effect.as(env.hit("ledger:claim:after"), Option.none<Settlement>())
-          : runAttempt(attempt.value),
+          : runAttempt(attempt.value).pipe(
+              // Its joins settle with it, or run on their own if it never read them.
+              Effect.tap((settled) =>
+                Option.isSome(settled) ? finishJoinsOf(env, attempt.value.claim, settled.value) : Effect.void,
+              ),
+            ),
       // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
       (attempt) =>
         Option.isNone(attempt) || attempt.value.ended

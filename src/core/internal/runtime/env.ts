@@ -12,14 +12,19 @@ import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../../Runtime
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import type { WakeScheduler } from "../../WakeScheduler.ts"
+import type { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { LedgerError, type SubmissionNotFound } from "../ledger/model.ts"
 
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]
+type Outbox = MessageOutbox["Service"]
 
 const ledgerWrites = {
   admit: "admit",
   markReady: "mark-ready",
+  claimJoining: "claim-joining",
+  markJoined: "mark-joined",
+  revertJoining: "revert-joining",
   claim: "claim",
   renew: "renew",
   release: "release",
@@ -42,6 +47,11 @@ export type RuntimeLedger = Omit<Ledger, WriteKey> & { readonly [K in WriteKey]:
 /** The history as the runtime sees it. @internal */
 export type RuntimeHistory = Omit<History, "append"> & { readonly append: WithFailpoint<History["append"]> }
 
+/** The outbox as the runtime sees it: an append with messages is a history append. @internal */
+export type RuntimeOutbox = Omit<Outbox, "appendWithMessages"> & {
+  readonly appendWithMessages: WithFailpoint<Outbox["appendWithMessages"]>
+}
+
 /** @internal */
 export type Hit = (location: RuntimeFailpointLocation) => Effect.Effect<void, DurableRuntimeFailpointError>
 
@@ -54,6 +64,9 @@ export interface RuntimeEnv {
    */
   readonly claimUnhooked: Ledger["claim"]
   readonly history: RuntimeHistory
+  readonly outbox: RuntimeOutbox
+  /** Where this Object is reached, for its children's replies. */
+  readonly self: (typeof SelfAddress)["Service"]
   readonly hit: Hit
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
@@ -88,6 +101,9 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
     ...ledger,
     admit: wrap("admit"),
     markReady: wrap("markReady"),
+    claimJoining: wrap("claimJoining"),
+    markJoined: wrap("markJoined"),
+    revertJoining: wrap("revertJoining"),
     claim: wrap("claim"),
     renew: wrap("renew"),
     release: wrap("release"),
@@ -103,6 +119,8 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
 export const makeRuntimeEnv = (services: {
   readonly ledger: Ledger
   readonly history: History
+  readonly outbox: Outbox
+  readonly self: (typeof SelfAddress)["Service"]
   readonly hit: Hit
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
@@ -116,6 +134,14 @@ export const makeRuntimeEnv = (services: {
     history: {
       ...services.history,
       append: bracket(services.hit, "history:append:before", "history:append:after")(services.history.append),
+    },
+    outbox: {
+      ...services.outbox,
+      appendWithMessages: bracket(
+        services.hit,
+        "history:append:before",
+        "history:append:after",
+      )(services.outbox.appendWithMessages),
     },
     exclusive: (effect) => Semaphore.withPermit(lock, effect),
   }

@@ -29,6 +29,22 @@ export const RecoveryDecision = Schema.Union([
   Schema.TaggedStruct("ApplyUnknownResolutions", {}),
   Schema.TaggedStruct("AwaitApprovalDecision", {}),
   Schema.TaggedStruct("ResumeSuspended", {}),
+  /** A child admitted with its parent link, not yet accepted in its history. */
+  Schema.TaggedStruct("CompleteChildAdmission", {}),
+  /** A parent parked on a child that has not settled: a stable wait. */
+  Schema.TaggedStruct("AwaitChildSettlement", { child: Schema.Int }),
+  /** A parent parked on a child whose settlement arrived: it runs again. */
+  Schema.TaggedStruct("ResumeWaitingParent", {}),
+  /** A child whose settlement is recorded, waiting until its parent acknowledges it. */
+  Schema.TaggedStruct("AwaitSettlementDelivery", {}),
+  /** A join whose host ended before reading it: it runs as ordinary input. */
+  Schema.TaggedStruct("RevertJoining", {}),
+  /** A join its host already read, not yet marked joined. */
+  Schema.TaggedStruct("RepairJoinMarker", {}),
+  /** A joined Submission whose host settled: it settles with it. */
+  Schema.TaggedStruct("SettleJoinedWithHost", {}),
+  /** A join waiting for its live host: read at the host's next step boundary, settled with it. */
+  Schema.TaggedStruct("AwaitHostSettlement", {}),
   Schema.TaggedStruct("NoAction", {}),
 ])
 export type RecoveryDecision = typeof RecoveryDecision.Type
@@ -53,6 +69,8 @@ export class Receipt extends Schema.Class<Receipt>("@effect-agent/Receipt")({
   queueSequence: Schema.Int,
   /** True when the idempotency key had been used and the original receipt is returned. */
   replayed: Schema.Boolean,
+  /** Set when the Submission was admitted as joined input of its lane's running head. */
+  host: Schema.optionalKey(SubmissionId),
 }) {}
 
 /** A request to admit one input for an agent in a Thread. */
@@ -62,6 +80,19 @@ export class SubmitRequest extends Schema.Class<SubmitRequest>("@effect-agent/Su
   idempotencyKey: IdempotencyKey,
   /** The input in its encoded (JSON) form; decoded with the agent's input Schema. */
   input: Schema.Json,
+  /**
+   * `queue` (the default) admits ordinary queued input. `join` admits it as input of the
+   * lane's running head, which reads it at its next step boundary, or refuses with
+   * `JoinRefused`; `join-or-queue` queues it instead of refusing.
+   */
+  mode: Schema.optionalKey(Schema.Literals(["queue", "join", "join-or-queue"])),
+}) {}
+
+/** A join the lane's head cannot take; nothing was written. */
+export class JoinRefused extends Schema.TaggedError<JoinRefused>()("JoinRefused", {
+  threadId: ThreadId,
+  reason: Schema.Literals(["no-running-head", "not-joinable", "other-agent", "head-aborting"]),
+  message: Schema.String,
 }) {}
 
 /** An approval decision for a suspended Submission. */
@@ -127,4 +158,4 @@ export type DurableWorkerFailure =
   | MessageOutboxError
 
 /** Failures of a caller's request at the runtime boundary. */
-export type SubmitFailure = AdmissionRefused | IdempotencyConflict | DurableWorkerFailure
+export type SubmitFailure = AdmissionRefused | IdempotencyConflict | JoinRefused | DurableWorkerFailure

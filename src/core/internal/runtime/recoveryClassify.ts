@@ -4,11 +4,24 @@
  * without storage.
  */
 import type { RecoveryDecision, RecoveryDisposition } from "./model.ts"
-import type { SubmissionSnapshot } from "../ledger/model.ts"
+import type { Settlement, SubmissionSnapshot } from "../ledger/model.ts"
 import { hasLiveLease } from "../ledger/rules.ts"
 import type { Journal } from "./journal.ts"
 
-type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
+type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested" | "parent">
+
+/** What some decisions need beyond the row and its journal. @internal */
+export interface RecoveryFacts {
+  /** A child's settlement marker, once its settlement is recorded. */
+  readonly marker?: "pending" | "acknowledged" | "missing"
+  /** The host of a join, when it still exists. */
+  readonly host?: {
+    readonly state: SubmissionSnapshot["state"]
+    readonly settlement?: Settlement
+    /** Whether the host's journal already lists this join as read. */
+    readonly readsThis: boolean
+  }
+}
 
 /**
  * Whether classifying the row reads its history. A `ready` row, a live owner and an accepted
@@ -21,6 +34,8 @@ export const recoveryNeedsHistory = (row: Row, now: number): boolean => {
       return true
     case "ready":
     case "settled":
+    case "joining":
+    case "joined":
       return false
     case "running":
       return !hasLiveLease(row, now) && !row.abortRequested
@@ -31,10 +46,26 @@ export const recoveryNeedsHistory = (row: Row, now: number): boolean => {
   }
 }
 
-/** Classifies one nonterminal row; `journal` is read only where `recoveryNeedsHistory` says so. @internal */
-export const classifyRecovery = (row: Row, now: number, journal: Journal): RecoveryDecision => {
+const hostEnded = (host: RecoveryFacts["host"]) =>
+  host === undefined || host.state === "terminalizing" || host.state === "settled"
+
+/**
+ * Classifies one nonterminal row; `journal` is read only where `recoveryNeedsHistory` says so,
+ * `facts` only for a child's settlement and for joins.
+ * @internal
+ */
+export const classifyRecovery = (
+  row: Row,
+  now: number,
+  journal: Journal,
+  facts: RecoveryFacts = {},
+): RecoveryDecision => {
   if (row.state === "terminalizing") {
-    return journal.settled ? { _tag: "FinalizeLedgerFromHistory" } : { _tag: "AppendReservedSettlement" }
+    if (!journal.settled) return { _tag: "AppendReservedSettlement" }
+    // A child finalizes only once its parent acknowledged the settlement.
+    if (row.parent !== undefined && facts.marker !== "acknowledged")
+      return { _tag: "AwaitSettlementDelivery" }
+    return { _tag: "FinalizeLedgerFromHistory" }
   }
   if (row.state === "settled") return { _tag: "NoAction" }
   if (row.state === "running" && hasLiveLease(row, now)) return { _tag: "NoAction" }
@@ -42,7 +73,15 @@ export const classifyRecovery = (row: Row, now: number, journal: Journal): Recov
   if (row.abortRequested) return { _tag: "SettleAborted" }
   switch (row.state) {
     case "admitted":
-      return journal.accepted ? { _tag: "RepairReadiness" } : { _tag: "CompleteMaterialization" }
+      if (journal.accepted) return { _tag: "RepairReadiness" }
+      return row.parent === undefined
+        ? { _tag: "CompleteMaterialization" }
+        : { _tag: "CompleteChildAdmission" }
+    case "joining":
+      if (facts.host?.readsThis === true) return { _tag: "RepairJoinMarker" }
+      return hostEnded(facts.host) ? { _tag: "RevertJoining" } : { _tag: "AwaitHostSettlement" }
+    case "joined":
+      return hostEnded(facts.host) ? { _tag: "SettleJoinedWithHost" } : { _tag: "AwaitHostSettlement" }
     case "ready":
       return row.producerEpoch === 0 ? { _tag: "ApplyInput" } : { _tag: "ResumeFromTurnBoundary" }
     case "running":
@@ -50,9 +89,10 @@ export const classifyRecovery = (row: Row, now: number, journal: Journal): Recov
         ? { _tag: "ReleaseExpiredLease" }
         : { _tag: "MarkUnknown", step: journal.openUncertain.step }
     case "suspended":
-      return journal.openApproval === undefined
-        ? { _tag: "ResumeSuspended" }
-        : { _tag: "AwaitApprovalDecision" }
+      if (journal.openApproval !== undefined) return { _tag: "AwaitApprovalDecision" }
+      if (journal.openChildWait !== undefined)
+        return { _tag: "AwaitChildSettlement", child: journal.openChildWait.child }
+      return journal.lastWait === "child" ? { _tag: "ResumeWaitingParent" } : { _tag: "ResumeSuspended" }
     case "unknown": {
       const open = journal.openUncertain
       if (open === undefined) return { _tag: "ApplyUnknownResolutions" }
@@ -74,6 +114,11 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "SettleAborted":
     case "ApplyUnknownResolutions":
     case "ResumeSuspended":
+    case "CompleteChildAdmission":
+    case "ResumeWaitingParent":
+    case "RevertJoining":
+    case "RepairJoinMarker":
+    case "SettleJoinedWithHost":
       return "repaired"
     case "ApplyInput":
     case "ResumeFromTurnBoundary":
@@ -82,6 +127,9 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "AwaitUnknownResolution":
       return "unknown"
     case "AwaitApprovalDecision":
+    case "AwaitChildSettlement":
+    case "AwaitSettlementDelivery":
+    case "AwaitHostSettlement":
     case "NoAction":
       return "none"
   }

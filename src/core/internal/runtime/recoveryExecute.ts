@@ -7,12 +7,20 @@
 import { Clock, Context, Effect, Option, Stream } from "effect"
 import { type RecoveryDecision, RecoveryReport } from "./model.ts"
 import type { SubmissionSnapshot } from "../ledger/model.ts"
-import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
+import {
+  classifyRecovery,
+  dispositionOf,
+  type RecoveryFacts,
+  recoveryNeedsHistory,
+} from "./recoveryClassify.ts"
+import { messageIds } from "../outbox/model.ts"
+import { settlementMarker } from "./children.ts"
+import { revertJoin, settleJoined } from "./joins.ts"
 import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
 import { emptyJournal, type Journal } from "./journal.ts"
-import { finishReserved, settleAborted } from "./settle.ts"
-import { materialize } from "./submit.ts"
+import { finishReserved, makeSettlement, settle, settleAborted } from "./settle.ts"
+import { materialize } from "./admission.ts"
 
 const operation = "DurableAgentRuntime.runRecovery"
 
@@ -28,18 +36,49 @@ export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candida
   { defaultValue: () => "every-nonterminal" },
 )
 
-/** Executes one decision; `false` when there was nothing to execute. */
+/** What the decision of `row` needs beyond its journal: its marker, or its host. */
+const recoveryFacts = (env: RuntimeEnv, row: SubmissionSnapshot, journal: Journal) =>
+  Effect.gen(function* () {
+    if (row.state === "terminalizing" && row.parent !== undefined && journal.settled) {
+      const marker = yield* env.outbox.lookup(messageIds.childSettled(row.submissionId))
+      return {
+        marker: Option.isNone(marker)
+          ? "missing"
+          : marker.value.acknowledgedAt === undefined
+            ? "pending"
+            : "acknowledged",
+      } satisfies RecoveryFacts
+    }
+    if ((row.state === "joining" || row.state === "joined") && row.host !== undefined) {
+      const host = yield* env.ledger.lookup(row.host)
+      if (Option.isNone(host)) return {} satisfies RecoveryFacts
+      const readsThis =
+        row.state === "joined" || (yield* loadJournal(env, row.host)).joined.has(row.submissionId)
+      return {
+        host: {
+          state: host.value.state,
+          readsThis,
+          ...(host.value.settlement === undefined ? {} : { settlement: host.value.settlement }),
+        },
+      } satisfies RecoveryFacts
+    }
+    return {} satisfies RecoveryFacts
+  })
+
+/** Executes one decision. */
 const execute = (
   env: RuntimeEnv,
   row: SubmissionSnapshot,
   decision: RecoveryDecision,
   journal: Journal,
+  facts: RecoveryFacts,
   now: number,
 ) =>
   Effect.gen(function* () {
     const fence = unownedFence(row, now)
     switch (decision._tag) {
       case "CompleteMaterialization":
+      case "CompleteChildAdmission":
       case "RepairReadiness":
         return yield* materialize(env, row, { accepted: journal.accepted })
       case "ReleaseExpiredLease":
@@ -69,13 +108,38 @@ const execute = (
       }
       case "ApplyUnknownResolutions":
       case "ResumeSuspended":
+      case "ResumeWaitingParent":
         yield* env.ledger.transition(fence, "ready")
         yield* env.wake.notify(row.threadId)
         return
+      case "AwaitSettlementDelivery": {
+        // The marker is enqueued with the settlement record; re-enqueueing is a no-op then.
+        const settlement = row.settlement
+        if (facts.marker === "missing" && settlement !== undefined)
+          yield* env.outbox.enqueue(settlementMarker(row, settlement), now)
+        return
+      }
+      case "RevertJoining":
+        return yield* revertJoin(env, row)
+      case "RepairJoinMarker":
+        yield* env.ledger.markJoined(row.submissionId)
+        return
+      case "SettleJoinedWithHost": {
+        const host = facts.host?.settlement
+        if (host !== undefined) return yield* settleJoined(env, row, host)
+        // The host is gone (only a damaged ledger loses a row): settle rather than wait forever.
+        return yield* settle(
+          env,
+          fence,
+          yield* makeSettlement(row, { outcome: "failed", error: `its host ${row.host} is gone` }),
+        )
+      }
       case "ApplyInput":
       case "ResumeFromTurnBoundary":
       case "AwaitUnknownResolution":
       case "AwaitApprovalDecision":
+      case "AwaitChildSettlement":
+      case "AwaitHostSettlement":
       case "NoAction":
         return
     }
@@ -101,8 +165,9 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
       const journal = recoveryNeedsHistory(row, now)
         ? yield* loadJournal(env, row.submissionId)
         : emptyJournal
-      const decision = classifyRecovery(row, now, journal)
-      return yield* execute(env, row, decision, journal, now).pipe(
+      const facts = yield* recoveryFacts(env, row, journal)
+      const decision = classifyRecovery(row, now, journal, facts)
+      return yield* execute(env, row, decision, journal, facts, now).pipe(
         Effect.as(report(row, decision, dispositionOf(decision))),
         // Another writer moved the row first (a claim, a racing resolution): nothing is lost,
         // the next pass classifies it again.

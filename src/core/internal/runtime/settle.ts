@@ -9,7 +9,8 @@ import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { type Fence, type InvalidTransition, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
 import type { HistoryEntry } from "../history/model.ts"
 import { unownedFence } from "../ledger/rules.ts"
-import type { RuntimeEnv } from "./env.ts"
+import { loadJournal, type RuntimeEnv } from "./env.ts"
+import { childAborts, settlementMarker } from "./children.ts"
 
 /** A new settlement at the current time. @internal */
 export const makeSettlement = Effect.fnUntraced(function* (
@@ -28,12 +29,17 @@ const settledEntry = (settlement: Settlement): HistoryEntry => ({
   outcome: settlement.outcome,
   ...(settlement.output === undefined ? {} : { output: settlement.output }),
   ...(settlement.error === undefined ? {} : { error: settlement.error }),
+  ...(settlement.host === undefined ? {} : { host: settlement.host }),
 })
 
 /**
  * Appends the reserved settlement of a `terminalizing` row (unless the history already holds
  * it) and finalizes the ledger. The row has no owner any more, so the append is fenced by the
- * epoch alone.
+ * epoch alone. The append carries the messages the settlement owes: a child's settlement
+ * marker for its parent, an aborted parent's aborts for its unsettled children. A child with
+ * a parent stays `terminalizing` until its parent acknowledged the marker (the delivery's
+ * acknowledgement, or recovery, finalizes it); `recorded` means the caller already knows the
+ * record is there and, for a child, that the marker was acknowledged.
  * @internal
  */
 export const finishReserved = Effect.fnUntraced(function* (
@@ -50,10 +56,21 @@ export const finishReserved = Effect.fnUntraced(function* (
   }
   if (!recorded) {
     const now = yield* Clock.currentTimeMillis
-    yield* env.history.append(row.submissionId, settledEntry(settlement), unownedFence(row, now), now)
+    const aborts =
+      settlement.outcome === "aborted"
+        ? childAborts(row.submissionId, yield* loadJournal(env, row.submissionId))
+        : []
+    const messages = [...settlementMarker(row, settlement), ...aborts]
+    const fence = unownedFence(row, now)
+    if (messages.length === 0) {
+      yield* env.history.append(row.submissionId, settledEntry(settlement), fence, now)
+    } else {
+      yield* env.outbox.appendWithMessages(row.submissionId, settledEntry(settlement), fence, now, messages)
+      if (row.parent !== undefined) yield* env.hit("child:after-marker-append")
+    }
   }
   yield* env.hit("terminalize:after-canonical-append")
-  yield* env.ledger.finalizeSettlement(row.submissionId)
+  if (row.parent === undefined || recorded) yield* env.ledger.finalizeSettlement(row.submissionId)
   return settlement
 })
 

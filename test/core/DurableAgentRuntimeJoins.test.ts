@@ -1,0 +1,184 @@
+/**
+ * Joined input: a follow-up Submission admitted into its lane's running head, read by the
+ * head's program at a step boundary and settled with it, or reverted to ordinary queued input
+ * when the head ends first; refused by name when the head cannot take it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option, Schema } from "effect"
+import { define } from "../../src/core/AgentRegistration.ts"
+import { AgentId, IdempotencyKey, ThreadId } from "../../src/core/Identifiers.ts"
+import { conversation } from "./childrenFixtures.ts"
+import { makeRuns, reviewed, runsOf } from "./runtimeAgents.ts"
+import { entriesOf, processHead, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
+import { ledgerOf, runtimeHarnesses, runtimeOf, type Incarnation } from "./runtimeHarness.ts"
+
+const join = (
+  incarnation: Incarnation,
+  key: string,
+  n: number,
+  mode: "join" | "join-or-queue" = "join",
+  agent = "conversation",
+) =>
+  runtimeOf(incarnation).submit({
+    threadId: ThreadId.make("chat"),
+    agentId: AgentId.make(agent),
+    idempotencyKey: IdempotencyKey.make(key),
+    input: { n },
+    mode,
+  })
+
+/** Takes joined input but never reads it: it waits for an approval and answers its own input. */
+const silent = define({
+  id: "silent",
+  version: "1",
+  input: Schema.Struct({ n: Schema.Int }),
+  output: Schema.Int,
+  acceptsJoinedInput: true,
+  program: ({ n }, ctx) => Effect.as(ctx.requestApproval({ n }), n),
+})
+
+for (const harness of runtimeHarnesses) {
+  describe(`DurableAgentRuntime joined input (${harness.label})`, () => {
+    it.effect("folds a follow-up into the running head, which settles both", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const inc = yield* world.incarnation({ agents: [conversation(runs)] })
+          const host = yield* submitTo(inc, "chat", "conversation", "h", { n: 1 })
+          yield* processHead(inc, "chat")
+          expect((yield* rowOf(inc, host.submissionId)).state).toBe("suspended")
+          const first = yield* join(inc, "j1", 10)
+          const second = yield* join(inc, "j2", 100)
+          expect(first.host).toBe(host.submissionId)
+          expect((yield* rowOf(inc, first.submissionId)).state).toBe("joining")
+          // A join waits for its host; it is not ordinary queued input.
+          expect((yield* recover(inc))[first.submissionId]).toEqual(["AwaitHostSettlement", "none"])
+          expect((yield* entriesOf(inc, first.submissionId))[0]).toMatchObject({
+            _tag: "SubmissionAccepted",
+            host: host.submissionId,
+          })
+          // The same key replays its receipt.
+          expect(yield* join(inc, "j1", 10)).toEqual({ ...first, replayed: true })
+          yield* runtimeOf(inc).resolveApproval(host.submissionId, { approved: true })
+          const settled = yield* processHead(inc, "chat")
+          expect(Option.getOrThrow(settled).output).toBe(111)
+          const read = (yield* entriesOf(inc, host.submissionId)).find(
+            (entry) => entry._tag === "InputJoined",
+          )
+          expect(read).toEqual({
+            _tag: "InputJoined",
+            step: 2,
+            joined: [
+              { submissionId: first.submissionId, input: { n: 10 } },
+              { submissionId: second.submissionId, input: { n: 100 } },
+            ],
+          })
+          for (const joined of [first, second]) {
+            const row = yield* rowOf(inc, joined.submissionId)
+            expect(row.state).toBe("settled")
+            expect(row.settlement).toMatchObject({
+              outcome: "completed",
+              output: 111,
+              host: host.submissionId,
+            })
+            expect(yield* tagsOf(inc, joined.submissionId)).toEqual([
+              "SubmissionAccepted",
+              "SubmissionSettled",
+            ])
+          }
+          expect(yield* ledgerOf(inc).countAllNonterminal).toBe(0)
+          expect(yield* runsOf(runs)).toEqual({ greet: 1, sum: 1 })
+        }),
+      ),
+    )
+
+    it.effect("reverts a join its host never read: it runs as an ordinary Submission", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const inc = yield* world.incarnation({ agents: [conversation(runs)] })
+          const host = yield* submitTo(inc, "chat", "conversation", "h", { n: 1 })
+          yield* processHead(inc, "chat")
+          const late = yield* join(inc, "late", 7)
+          yield* runtimeOf(inc).resolveApproval(host.submissionId, { approved: false })
+          // The denial settled the host directly; recovery reverts its unread join.
+          expect((yield* recover(inc))[late.submissionId]).toEqual(["RevertJoining", "repaired"])
+          const reverted = yield* rowOf(inc, late.submissionId)
+          expect([reverted.state, reverted.host]).toEqual(["ready", undefined])
+          yield* processHead(inc, "chat")
+          expect((yield* rowOf(inc, late.submissionId)).state).toBe("suspended")
+          yield* runtimeOf(inc).resolveApproval(late.submissionId, { approved: true })
+          yield* processHead(inc, "chat")
+          expect((yield* rowOf(inc, late.submissionId)).settlement?.output).toBe(7)
+        }),
+      ),
+    )
+
+    it.effect("reverts the joins a host never read when it settles by itself", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const inc = yield* world.incarnation({ agents: [silent] })
+          const host = yield* submitTo(inc, "chat", "silent", "h", { n: 1 })
+          yield* processHead(inc, "chat")
+          const unread = yield* join(inc, "j", 5, "join", "silent")
+          expect(unread.host).toBe(host.submissionId)
+          yield* runtimeOf(inc).resolveApproval(host.submissionId, { approved: true })
+          // The host settles without reading it: the join goes back to the lane as ordinary input.
+          expect(Option.getOrThrow(yield* processHead(inc, "chat")).output).toBe(1)
+          const reverted = yield* rowOf(inc, unread.submissionId)
+          expect([reverted.state, reverted.host]).toEqual(["ready", undefined])
+          yield* processHead(inc, "chat")
+          expect((yield* rowOf(inc, unread.submissionId)).state).toBe("suspended")
+        }),
+      ),
+    )
+
+    it.effect("refuses a join by name when the head cannot take it, and queues it when asked to", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const inc = yield* world.incarnation({ agents: [conversation(runs), reviewed(runs)] })
+          const empty = yield* Effect.flip(join(inc, "nothing", 1))
+          expect(empty).toMatchObject({ _tag: "JoinRefused", reason: "no-running-head" })
+          const other = yield* submitTo(inc, "chat", "reviewed", "r", { n: 1 })
+          expect(yield* Effect.flip(join(inc, "other", 1))).toMatchObject({
+            _tag: "JoinRefused",
+            reason: "other-agent",
+          })
+          expect(yield* Effect.flip(join(inc, "plain", 1, "join", "reviewed"))).toMatchObject({
+            _tag: "JoinRefused",
+            reason: "not-joinable",
+          })
+          yield* runtimeOf(inc).abort(other.submissionId)
+          expect(yield* Effect.flip(join(inc, "aborting", 1, "join", "reviewed"))).toMatchObject({
+            _tag: "JoinRefused",
+          })
+          // A refused join wrote nothing; the fallback queues an ordinary Submission.
+          expect(yield* ledgerOf(inc).countNonterminal(ThreadId.make("chat"))).toBe(1)
+          const queued = yield* join(inc, "queued", 2, "join-or-queue")
+          expect(queued.host).toBeUndefined()
+          expect((yield* rowOf(inc, queued.submissionId)).state).toBe("ready")
+        }),
+      ),
+    )
+
+    it.effect("fails the read of joined input in an agent that takes none", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const reader = define({
+            id: "reader",
+            version: "1",
+            input: Schema.Struct({ n: Schema.Int }),
+            output: Schema.Int,
+            program: (_input, ctx) => Effect.map(ctx.receiveJoined, (joined) => joined.length),
+          })
+          const inc = yield* world.incarnation({ agents: [reader, conversation(runs)] })
+          yield* submitTo(inc, "chat", "reader", "r", { n: 1 })
+          const settled = Option.getOrThrow(yield* processHead(inc, "chat"))
+          expect(settled).toMatchObject({ outcome: "failed", error: "agent reader takes no joined input" })
+        }),
+      ),
+    )
+  })
+}
