@@ -232,10 +232,7 @@ const sample = (
   label: string,
   hits: ReadonlyArray<RuntimeFailpointLocation>,
 ): ReadonlyArray<readonly [number, RuntimeFailpointLocation]> => {
-  const full =
-    label === "in memory" ||
-    (globalThis as { readonly process?: { readonly env?: Record<string, string | undefined> } }).process
-      ?.env?.["CRASH_MATRIX"] === "full"
+  const full = label === "in memory" || env.CRASH_MATRIX === "full"
   const seen = new Set<string>()
   return [...hits.entries()].filter(([offset, location]) => {
     const first = !seen.has(location)
