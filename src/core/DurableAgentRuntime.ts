@@ -111,11 +111,12 @@ export class DurableAgentRuntime extends Context.Service<
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
     /**
      * Receives a message from another Object's runtime (a child's admission, a child's
-     * settlement, an abort for a child) and answers it; a repeated message changes nothing.
-     * Hosts run it inside the mutation gate.
+     * settlement, an abort for a child) and answers it; a repeated message (the same
+     * `messageId`) changes nothing. Hosts run it inside the mutation gate.
      */
     readonly receive: <M extends ThreadMessage>(
       message: M,
+      messageId: string,
     ) => Effect.Effect<ThreadMessageReplies[M["_tag"]], DurableWorkerFailure>
     /** Records how the delivery of one of this Object's messages ended, and acknowledges it. */
     readonly recordDelivery: (

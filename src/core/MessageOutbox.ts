@@ -14,7 +14,12 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SubmissionId } from "./Identifiers.ts"
 import type { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
 import type { AppendFence, SubmissionNotFound } from "./internal/ledger/model.ts"
-import type { MessageOutboxError, NewMessage, OutboxMessage } from "./internal/outbox/model.ts"
+import type {
+  MessageOutboxError,
+  NewMessage,
+  OutboxMessage,
+  ThreadMessageReply,
+} from "./internal/outbox/model.ts"
 import { makeMemoryOutbox } from "./internal/outbox/memory.ts"
 import { makeSqlOutbox } from "./internal/outbox/sql.ts"
 import type { DurableWorkerFailure } from "./internal/runtime/model.ts"
@@ -84,6 +89,20 @@ export class MessageOutbox extends Context.Service<
     /** Records the receiver's acknowledgement; a repeat is a no-op. */
     readonly acknowledge: (messageId: string, now: number) => Effect.Effect<void, MessageOutboxError>
     readonly lookup: (messageId: string) => Effect.Effect<Option.Option<OutboxMessage>, MessageOutboxError>
+    /**
+     * Remembers, on the receiving side, the answer given to a message whose effect nothing else
+     * records (a refused admission writes no row): a late duplicate of the message gets the
+     * same answer, so a refused child never runs.
+     */
+    readonly rememberAnswer: (
+      messageId: string,
+      reply: ThreadMessageReply,
+      now: number,
+    ) => Effect.Effect<void, MessageOutboxError>
+    /** The answer remembered for a message, if any. */
+    readonly answerOf: (
+      messageId: string,
+    ) => Effect.Effect<Option.Option<ThreadMessageReply>, MessageOutboxError>
   }
 >()("@effect-agent/platform-cloudflare/MessageOutbox") {
   /** The outbox on Durable Object SQLite; runs its migration when built. */

@@ -85,8 +85,8 @@ for (const harness of runtimeHarnesses) {
             yield* outboxOf(inc).lookup(messageIds.admitChild(parent.submissionId, 0)),
           )
           const runtime = runtimeOf(inc)
-          const first = yield* runtime.receive(row.message)
-          const second = yield* runtime.receive(row.message)
+          const first = yield* runtime.receive(row.message, row.messageId)
+          const second = yield* runtime.receive(row.message, "another-attempt")
           expect(first).toMatchObject({ _tag: "ChildAdmitted", replayed: false })
           expect(second).toEqual({ ...first, replayed: true })
           expect(yield* ledgerOf(inc).countNonterminal(ThreadId.make("kids"))).toBe(1)
@@ -111,9 +111,15 @@ for (const harness of runtimeHarnesses) {
             output: 6,
           } as const
           const runtime = runtimeOf(inc)
-          expect(yield* runtime.receive(marker)).toEqual({ _tag: "ChildSettledRecorded", applied: true })
-          expect(yield* runtime.receive(marker)).toEqual({ _tag: "ChildSettledRecorded", applied: false })
-          expect(yield* runtime.receive({ ...marker, step: 7 })).toEqual({
+          expect(yield* runtime.receive(marker, "m1")).toEqual({
+            _tag: "ChildSettledRecorded",
+            applied: true,
+          })
+          expect(yield* runtime.receive(marker, "m1")).toEqual({
+            _tag: "ChildSettledRecorded",
+            applied: false,
+          })
+          expect(yield* runtime.receive({ ...marker, step: 7 }, "m2")).toEqual({
             _tag: "ChildSettledRecorded",
             applied: false,
           })
@@ -122,7 +128,7 @@ for (const harness of runtimeHarnesses) {
           ).toHaveLength(1)
           yield* processHead(inc, "p")
           expect((yield* rowOf(inc, parent.submissionId)).settlement?.output).toBe("child said 6")
-          expect(yield* runtime.receive({ ...marker, outcome: "failed" })).toEqual({
+          expect(yield* runtime.receive({ ...marker, outcome: "failed" }, "m3")).toEqual({
             _tag: "ChildSettledRecorded",
             applied: false,
           })
@@ -167,20 +173,23 @@ for (const harness of runtimeHarnesses) {
             refused: "same-thread",
           })
           const changed = yield* world.incarnation({ agents: [doubler(runs)], self })
-          const refusal = yield* runtimeOf(changed).receive({
-            _tag: "AdmitChild",
-            threadId: ThreadId.make("kids"),
-            idempotencyKey: "k" as never,
-            agentId: child.id,
-            agentDigest: "another-digest",
-            input: { n: 1 },
-            parent: {
-              address: self,
-              threadId: ThreadId.make("p"),
-              submissionId: parent.submissionId,
-              step: 0,
+          const refusal = yield* runtimeOf(changed).receive(
+            {
+              _tag: "AdmitChild",
+              threadId: ThreadId.make("kids"),
+              idempotencyKey: "k" as never,
+              agentId: child.id,
+              agentDigest: "another-digest",
+              input: { n: 1 },
+              parent: {
+                address: self,
+                threadId: ThreadId.make("p"),
+                submissionId: parent.submissionId,
+                step: 0,
+              },
             },
-          })
+            "admit-with-other-digest",
+          )
           expect(refusal).toMatchObject({ _tag: "ChildRefused", reason: "digest-mismatch" })
         }),
       ),
@@ -230,13 +239,42 @@ for (const harness of runtimeHarnesses) {
           expect((yield* rowOf(inc, child.submissionId)).state).toBe("settled")
           expect(yield* tagsOf(inc, parent.submissionId)).not.toContain("ChildSettled")
           expect(
-            yield* runtimeOf(inc).receive({
-              _tag: "AbortChild",
-              threadId: ThreadId.make("kids"),
-              idempotencyKey: "unknown" as never,
-            }),
+            yield* runtimeOf(inc).receive(
+              {
+                _tag: "AbortChild",
+                threadId: ThreadId.make("kids"),
+                idempotencyKey: "unknown" as never,
+              },
+              "abort-unknown",
+            ),
           ).toEqual({ _tag: "ChildAbortRecorded", known: false })
         }),
+      ),
+    )
+
+    it.effect("refuses a late duplicate of a refused admission, so a refused child never runs", () =>
+      harness.run(
+        (world) =>
+          Effect.gen(function* () {
+            const runs = yield* makeRuns
+            const child = doubler(runs)
+            const inc = yield* world.incarnation({ agents: [parentOf("parent", child, "kids"), child], self })
+            // The child lane is full: the admission is refused and the parent told so.
+            const blocker = yield* submitTo(inc, "kids", "doubler", "blocker", { n: 1 })
+            const parent = yield* submitTo(inc, "p", "parent", "p1", { n: 3 })
+            yield* processHead(inc, "p")
+            const row = Option.getOrThrow(
+              yield* outboxOf(inc).lookup(messageIds.admitChild(parent.submissionId, 0)),
+            )
+            const refused = yield* runtimeOf(inc).receive(row.message, row.messageId)
+            expect(refused).toMatchObject({ _tag: "ChildRefused", reason: "queue-depth" })
+            // The lane drains; an attempt that outlived its timeout arrives: refused all the same.
+            yield* processHead(inc, "kids")
+            expect((yield* rowOf(inc, blocker.submissionId)).state).toBe("settled")
+            expect(yield* runtimeOf(inc).receive(row.message, row.messageId)).toEqual(refused)
+            expect(yield* ledgerOf(inc).countNonterminal(ThreadId.make("kids"))).toBe(0)
+          }),
+        { limits: { maxQueueDepthPerLane: 1, maxInputBytes: 4_096 } },
       ),
     )
 

@@ -141,7 +141,7 @@ export const deliverLocally = (incarnation: Incarnation, hit?: RuntimeFailpointH
       const due = yield* outbox.due(now, 100)
       if (due.length === 0) return delivered
       for (const row of due) {
-        const reply = yield* runtime.receive(row.message)
+        const reply = yield* runtime.receive(row.message, row.messageId)
         if (hit !== undefined) yield* hit("delivery:after-reply")
         yield* runtime.recordDelivery(row, { _tag: "Replied", reply })
         delivered++

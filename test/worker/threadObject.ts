@@ -47,7 +47,10 @@ export const verifierAgent = define({
   output: Schema.Struct({ genuine: Schema.Boolean }),
   program: ({ claim }, ctx) =>
     Effect.map(
-      ctx.step("verify", Effect.sync(() => !claim.includes("fake"))),
+      ctx.step(
+        "verify",
+        Effect.sync(() => !claim.includes("fake")),
+      ),
       (genuine) => ({ genuine }),
     ),
 })

@@ -78,10 +78,10 @@ const addressed = (address: Address) =>
   })
 
 /** A message from another Object's runtime, received by this one's. */
-const receive = <M extends ThreadMessage>(message: M) =>
+const receive = <M extends ThreadMessage>(message: M, messageId: string) =>
   Effect.gen(function* () {
     const runtime = yield* DurableAgentRuntime
-    return yield* runtime.receive(message)
+    return yield* runtime.receive(message, messageId)
   })
 
 /** @internal */

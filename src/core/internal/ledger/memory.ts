@@ -9,7 +9,7 @@ import { Effect, Option, Result, Stream } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import type { HistoryRecord } from "../history/model.ts"
-import type { OutboxMessage } from "../outbox/model.ts"
+import type { OutboxMessage, ThreadMessageReply } from "../outbox/model.ts"
 import { inputBytesRefusal, newAdmissionIds, queueDepthRefusal, replayOf } from "./admission.ts"
 import { Claim, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
 import type {
@@ -41,6 +41,8 @@ export interface MemoryStore {
   readonly historyFeed: Array<HistoryRecord>
   /** The outbox, in insertion order. */
   readonly outbox: Map<string, OutboxMessage>
+  /** Answers the receiver remembers, by message id. */
+  readonly answers: Map<string, ThreadMessageReply>
 }
 
 const stores = new WeakMap<object, MemoryStore>()
@@ -92,6 +94,7 @@ export const makeMemoryStore = (): MemoryStore => ({
   historyBySubmission: new Map(),
   historyFeed: [],
   outbox: new Map(),
+  answers: new Map(),
 })
 
 /**

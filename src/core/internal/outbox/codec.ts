@@ -1,11 +1,30 @@
 /** Encoding of outbox rows, shared by both outboxes so each returns what survives storage. @internal */
 import { Effect, Schema } from "effect"
-import { MessageOutboxError, ObjectAddress, OutboxMessage, ThreadMessage } from "./model.ts"
+import {
+  MessageOutboxError,
+  ObjectAddress,
+  OutboxMessage,
+  ThreadMessage,
+  ThreadMessageReply,
+} from "./model.ts"
 import type { NewMessage } from "./model.ts"
 
 const encodeMessageJson = Schema.encodeEffect(Schema.fromJsonString(ThreadMessage))
 const encodeTargetJson = Schema.encodeEffect(Schema.fromJsonString(ObjectAddress))
 const decodeRow = Schema.decodeUnknownEffect(OutboxMessage)
+const replyJson = Schema.fromJsonString(ThreadMessageReply)
+
+/** A reply as stored JSON. @internal */
+export const encodeReply = (operation: string, reply: ThreadMessageReply) =>
+  Schema.encodeEffect(replyJson)(reply).pipe(
+    Effect.mapError(outboxError(operation, "the answer does not encode")),
+  )
+
+/** A stored reply; one that does not decode is an error. @internal */
+export const decodeReply = (operation: string, json: unknown) =>
+  Schema.decodeUnknownEffect(replyJson)(json).pipe(
+    Effect.mapError(outboxError(operation, "a remembered answer does not decode")),
+  )
 
 /** Longest failure text kept on a row. */
 const maxErrorLength = 300

@@ -8,7 +8,7 @@ import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { encodeEntry, foreignFence, requireInstant } from "../history/codec.ts"
 import { appendNow } from "../history/memory.ts"
 import { type MemoryStore, memoryStoreOf } from "../ledger/memory.ts"
-import { decodeStored, encodeNew, errorText, requireFinite } from "./codec.ts"
+import { decodeReply, decodeStored, encodeNew, encodeReply, errorText, requireFinite } from "./codec.ts"
 import { MessageOutboxError, OutboxMessage } from "./model.ts"
 import type { NewMessage } from "./model.ts"
 
@@ -123,6 +123,22 @@ export const makeMemoryOutbox = Effect.gen(function* () {
 
     lookup: Effect.fn("MessageOutbox.lookup")(function* (messageId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(store.outbox.get(messageId)))
+    }),
+
+    rememberAnswer: Effect.fn("MessageOutbox.rememberAnswer")(function* (messageId, reply, now) {
+      const operation = "MessageOutbox.rememberAnswer"
+      yield* requireFinite(operation, { now })
+      // What survives storage: the reply through its JSON encoding.
+      const stored = yield* Effect.flatMap(encodeReply(operation, reply), (json) =>
+        decodeReply(operation, json),
+      )
+      yield* Effect.sync(() => {
+        if (!store.answers.has(messageId)) store.answers.set(messageId, stored)
+      })
+    }),
+
+    answerOf: Effect.fn("MessageOutbox.answerOf")(function* (messageId) {
+      return yield* Effect.sync(() => Option.fromUndefinedOr(store.answers.get(messageId)))
     }),
   }
   return service

@@ -16,13 +16,26 @@ import type { MessageOutbox } from "../../MessageOutbox.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { requireInstant } from "../history/codec.ts"
 import { runMigrations, type Migration } from "../migrations.ts"
-import { decodeStored, encodeNew, errorText, outboxError, requireFinite } from "./codec.ts"
+import {
+  decodeReply,
+  decodeStored,
+  encodeNew,
+  encodeReply,
+  errorText,
+  outboxError,
+  requireFinite,
+} from "./codec.ts"
 import type { NewMessage } from "./model.ts"
 
 /** @internal */
 export const outboxTable = "effect_agent_outbox"
 
 const o = outboxTable
+
+/** @internal The answers a receiver remembers. */
+export const answersTable = "effect_agent_answers"
+
+const answers = answersTable
 
 /** @internal */
 export const outboxMigrations: ReadonlyArray<Migration> = [
@@ -41,6 +54,11 @@ export const outboxMigrations: ReadonlyArray<Migration> = [
         last_error TEXT
       ) WITHOUT ROWID`,
       `CREATE INDEX IF NOT EXISTS ${o}_due ON ${o} (next_attempt_at) WHERE acknowledged_at IS NULL`,
+      `CREATE TABLE IF NOT EXISTS ${answers} (
+        message_id TEXT PRIMARY KEY NOT NULL,
+        reply TEXT NOT NULL,
+        answered_at REAL NOT NULL
+      ) WITHOUT ROWID`,
     ],
   },
 ]
@@ -63,6 +81,9 @@ export const outboxStatements = {
   // Parameters: now, id.
   acknowledge: `UPDATE ${o} SET acknowledged_at = ? WHERE message_id = ? AND acknowledged_at IS NULL`,
   byId: `SELECT * FROM ${o} WHERE message_id = ?`,
+  // Parameters: id, reply, now.
+  remember: `INSERT OR IGNORE INTO ${answers} (message_id, reply, answered_at) VALUES (?, ?, ?)`,
+  answer: `SELECT reply FROM ${answers} WHERE message_id = ?`,
 } as const
 
 const storageError = (operation: string) => (cause: SqlError) =>
@@ -166,6 +187,19 @@ export const makeSqlOutbox = Effect.gen(function* () {
       const operation = "MessageOutbox.lookup"
       const [row] = yield* query(operation, outboxStatements.byId, [messageId])
       return row === undefined ? Option.none() : Option.some(yield* decodeStored(operation, row))
+    }),
+
+    rememberAnswer: Effect.fn("MessageOutbox.rememberAnswer")(function* (messageId, reply, now) {
+      const operation = "MessageOutbox.rememberAnswer"
+      yield* requireFinite(operation, { now })
+      const json = yield* encodeReply(operation, reply)
+      yield* query(operation, outboxStatements.remember, [messageId, json, now])
+    }),
+
+    answerOf: Effect.fn("MessageOutbox.answerOf")(function* (messageId) {
+      const operation = "MessageOutbox.answerOf"
+      const [row] = yield* query(operation, outboxStatements.answer, [messageId])
+      return row === undefined ? Option.none() : Option.some(yield* decodeReply(operation, row["reply"]))
     }),
   }
   return service

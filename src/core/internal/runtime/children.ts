@@ -29,7 +29,7 @@ import type { HistoryEntry } from "../history/model.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
 import type { Journal } from "./journal.ts"
 import type { DurableWorkerFailure } from "./model.ts"
-import { admitEncoded, prepare } from "./admission.ts"
+import { admitRow, materialize, prepare } from "./admission.ts"
 
 const operation = "DurableAgentRuntime.receive"
 
@@ -105,54 +105,97 @@ const refusal = (reason: ChildRefusalReason, message: string): Reply<"AdmitChild
   message,
 })
 
-/** Admits a child, or answers why its Thread refuses it; a refusal writes nothing. */
-const admitChild = (env: RuntimeEnv, message: Extract<ThreadMessage, { readonly _tag: "AdmitChild" }>) =>
-  Effect.gen(function* () {
-    const { parent } = message
-    if (parent.address.objectId !== undefined && parent.address.objectId === env.self.objectId) {
-      if (parent.threadId === message.threadId)
-        return refusal("same-thread", `a child cannot run in its parent's Thread ${message.threadId}`)
-    }
-    const prepared = yield* Effect.result(
-      prepare(env, { threadId: message.threadId, agentId: message.agentId, input: message.input }),
-    )
-    if (prepared._tag === "Failure") {
-      const refused = prepared.failure
-      return refusal(refused.reason === "queue-depth" ? "input-bytes" : refused.reason, refused.message)
-    }
-    if (prepared.success.agent.digest !== message.agentDigest) {
-      return refusal(
-        "digest-mismatch",
-        `agent ${message.agentId} is registered here with digest ${prepared.success.agent.digest}, but the parent expects ${message.agentDigest}`,
+/**
+ * Admits a child, or answers why its Thread refuses it. The answer to a refusal is remembered
+ * under the message's id, so a late duplicate of the message (an attempt that outlived its
+ * timeout) is refused too: a child its parent was told is refused never runs. The whole
+ * decision runs under the runtime's lock, so two deliveries of one message never disagree.
+ */
+const admitChild = (
+  env: RuntimeEnv,
+  message: Extract<ThreadMessage, { readonly _tag: "AdmitChild" }>,
+  messageId: string,
+) =>
+  env.exclusive(
+    Effect.gen(function* () {
+      const remembered = yield* env.outbox.answerOf(messageId)
+      if (Option.isSome(remembered) && remembered.value._tag === "ChildRefused") return remembered.value
+      const refuse = (reason: ChildRefusalReason, text: string) =>
+        Effect.gen(function* () {
+          const reply = refusal(reason, text)
+          yield* env.outbox.rememberAnswer(messageId, reply, yield* Clock.currentTimeMillis)
+          return reply
+        })
+      const { parent } = message
+      const existing = Option.getOrUndefined(
+        yield* env.ledger.lookupByKey(message.threadId, message.idempotencyKey),
       )
-    }
-    const admitted = yield* Effect.result(
-      admitEncoded(env, prepared.success.agent, {
-        threadId: message.threadId,
-        idempotencyKey: message.idempotencyKey,
-        input: prepared.success.encoded,
-        parent,
-      }),
-    )
-    if (admitted._tag === "Success") {
-      const receipt = admitted.success
-      return {
-        _tag: "ChildAdmitted",
-        submissionId: receipt.submissionId,
-        receiptId: receipt.receiptId,
-        replayed: receipt.replayed,
-      } satisfies Reply<"AdmitChild">
-    }
-    const failure = admitted.failure
-    switch (failure._tag) {
-      case "AdmissionRefused":
-        return refusal(failure.reason === "queue-depth" ? "queue-depth" : "input-bytes", failure.message)
-      case "IdempotencyConflict":
-        return refusal("idempotency-conflict", failure.message)
-      default:
-        return yield* Effect.fail(failure)
-    }
-  })
+      if (existing !== undefined) {
+        if (existing.agentId !== message.agentId)
+          return yield* refuse(
+            "idempotency-conflict",
+            `key ${message.idempotencyKey} was used for another agent`,
+          )
+        // A repeat: the original admission, finished if it was cut short.
+        if (existing.state === "admitted") yield* materialize(env, existing)
+        return admittedReply(existing, true)
+      }
+      if (parent.address.objectId !== undefined && parent.address.objectId === env.self.objectId) {
+        if (parent.threadId === message.threadId)
+          return yield* refuse("same-thread", `a child cannot run in its parent's Thread ${message.threadId}`)
+      }
+      const prepared = yield* Effect.result(
+        prepare(env, { threadId: message.threadId, agentId: message.agentId, input: message.input }),
+      )
+      if (prepared._tag === "Failure") {
+        const refused = prepared.failure
+        return yield* refuse(
+          refused.reason === "queue-depth" ? "input-bytes" : refused.reason,
+          refused.message,
+        )
+      }
+      if (prepared.success.agent.digest !== message.agentDigest) {
+        return yield* refuse(
+          "digest-mismatch",
+          `agent ${message.agentId} is registered here with digest ${prepared.success.agent.digest}, but the parent expects ${message.agentDigest}`,
+        )
+      }
+      const admitted = yield* Effect.result(
+        admitRow(env, prepared.success.agent, {
+          threadId: message.threadId,
+          idempotencyKey: message.idempotencyKey,
+          input: prepared.success.encoded,
+          parent,
+        }),
+      )
+      if (admitted._tag === "Failure") {
+        const failure = admitted.failure
+        switch (failure._tag) {
+          case "AdmissionRefused":
+            return yield* refuse(
+              failure.reason === "queue-depth" ? "queue-depth" : "input-bytes",
+              failure.message,
+            )
+          case "IdempotencyConflict":
+            return yield* refuse("idempotency-conflict", failure.message)
+          default:
+            return yield* Effect.fail(failure)
+        }
+      }
+      const row = admitted.success.snapshot
+      yield* env.hit("child:after-admit")
+      yield* materialize(env, row, { accepted: false })
+      yield* env.wake.notify(row.threadId)
+      return admittedReply(row, false)
+    }),
+  )
+
+const admittedReply = (row: SubmissionSnapshot, replayed: boolean): Reply<"AdmitChild"> => ({
+  _tag: "ChildAdmitted",
+  submissionId: row.submissionId,
+  receiptId: row.receiptId,
+  replayed,
+})
 
 const abortChild = (env: RuntimeEnv, message: Extract<ThreadMessage, { readonly _tag: "AbortChild" }>) =>
   Effect.gen(function* () {
@@ -178,11 +221,18 @@ const abortChild = (env: RuntimeEnv, message: Extract<ThreadMessage, { readonly 
 /** `receive`. @internal */
 export const makeReceive =
   (env: RuntimeEnv) =>
-  <M extends ThreadMessage>(message: M): Effect.Effect<Reply<M["_tag"]>, DurableWorkerFailure> => {
+  <M extends ThreadMessage>(
+    message: M,
+    messageId: string,
+  ): Effect.Effect<Reply<M["_tag"]>, DurableWorkerFailure> => {
     const reply = (): Effect.Effect<ThreadMessageReply, DurableWorkerFailure> => {
       switch (message._tag) {
         case "AdmitChild":
-          return admitChild(env, message as Extract<ThreadMessage, { readonly _tag: "AdmitChild" }>)
+          return admitChild(
+            env,
+            message as Extract<ThreadMessage, { readonly _tag: "AdmitChild" }>,
+            messageId,
+          )
         case "AbortChild":
           return abortChild(env, message as Extract<ThreadMessage, { readonly _tag: "AbortChild" }>)
         case "ChildSettled": {
