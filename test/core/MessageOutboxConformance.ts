@@ -197,6 +197,23 @@ export const outboxConformance = (name: string, harness: OutboxHarness) =>
       ),
     )
 
+    it.effect("remembers the first answer to a message for its late duplicates", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const outbox = yield* MessageOutbox
+          expect(yield* outbox.answerOf("admit:p:0")).toEqual(Option.none())
+          const refused = {
+            _tag: "ChildRefused",
+            reason: "queue-depth",
+            message: "the lane is full",
+          } as const
+          yield* outbox.rememberAnswer("admit:p:0", refused, 1_000)
+          yield* outbox.rememberAnswer("admit:p:0", { ...refused, reason: "unknown-agent" }, 2_000)
+          expect(yield* outbox.answerOf("admit:p:0")).toEqual(Option.some(refused))
+        }),
+      ),
+    )
+
     it.effect("refuses instants that are not finite numbers", () =>
       harness.run(
         Effect.gen(function* () {
