@@ -80,6 +80,22 @@ export const linkCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect(
+      "keeps a join's host from its admission, and drops it when the row becomes ordinary input",
+      () =>
+        harness.run(
+          Effect.gen(function* () {
+            const ledger = yield* SubmissionLedger
+            const host = yield* admitReady(request("t", "host"))
+            const join = yield* admitNew(request("t", "j", { host: host.submissionId }))
+            expect([join.state, join.host]).toEqual(["admitted", host.submissionId])
+            const ready = yield* ledger.markReady(join.submissionId, 2_000)
+            expect([ready.state, ready.host]).toEqual(["ready", undefined])
+            expect(yield* rowOf(join.submissionId)).toEqual(ready)
+          }),
+        ),
+    )
+
     it.effect("reverts a join to ordinary queued input that claims like any other", () =>
       harness.run(
         Effect.gen(function* () {

@@ -165,6 +165,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
       abortRequested: false,
       createdAt: request.now,
       ...(request.parent === undefined ? {} : { parent: request.parent }),
+      ...(request.host === undefined ? {} : { host: request.host }),
     })
     target.lastSequence = snapshot.queueSequence
     target.nonterminal.push(snapshot.submissionId)

@@ -123,6 +123,8 @@ export interface AdmissionRequest {
   readonly now: number
   /** Admits a child Submission linked to its parent. */
   readonly parent?: ParentLink
+  /** Admits a join of this host: the intent is durable with the row, completed by `claimJoining`. */
+  readonly host?: SubmissionId
 }
 
 /** The result of admission: a new row, or the original row of a replayed key. */

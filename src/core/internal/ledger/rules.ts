@@ -137,7 +137,9 @@ export const markReadyRule = (
   row: SubmissionSnapshot,
   now: number,
 ): Result.Result<Change, InvalidTransition> => {
-  if (row.state === "admitted") return Result.succeed(update(row, { state: "ready", readyAt: now }))
+  // A join that cannot be completed any more becomes ordinary input: it no longer names a host.
+  if (row.state === "admitted")
+    return Result.succeed(update(row, { state: "ready", readyAt: now, host: undefined }))
   if (row.state === "ready") return Result.succeed(unchanged(row))
   return Result.fail(invalid(row, "ready"))
 }

@@ -193,7 +193,7 @@ export const makeSqlLedger = Effect.gen(function* () {
               settlement: null,
               ready_at: null,
               parent_link: parentJson,
-              host_submission_id: null,
+              host_submission_id: request.host ?? null,
             }
             yield* query(operation, statements.insert, [
               row.submission_id,
@@ -208,6 +208,7 @@ export const makeSqlLedger = Effect.gen(function* () {
               row.receipt_id,
               row.created_at,
               row.parent_link,
+              row.host_submission_id,
             ])
             const inserted = yield* decodeRow(operation)(row)
             return { _tag: "Admitted" as const, snapshot: inserted }

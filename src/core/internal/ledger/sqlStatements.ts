@@ -118,9 +118,10 @@ export const statements = {
     ORDER BY queue_sequence LIMIT 1 OFFSET ?`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, producer_epoch,
-      abort_requested, created_at, parent_link)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', 0, 0, ?, ?)`,
-  markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
+      abort_requested, created_at, parent_link, host_submission_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'admitted', 0, 0, ?, ?, ?)`,
+  markReady: `UPDATE ${t} SET state = 'ready', ready_at = ?, host_submission_id = NULL
+    WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
   // Parameters: host, submission id.
   claimJoining: `UPDATE ${t} SET state = 'joining', host_submission_id = ?
     WHERE submission_id = ? AND state = 'admitted' RETURNING *`,

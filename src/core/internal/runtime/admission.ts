@@ -45,7 +45,16 @@ export const materialize = (
 ) =>
   Effect.gen(function* () {
     const operation = "DurableAgentRuntime.materialize"
-    yield* accept(env, row, known)
+    yield* accept(env, row, known, row.host)
+    // A join completes while its host can still take it; otherwise it runs as ordinary input.
+    if (row.host !== undefined && (yield* hostTakesJoins(env, row.host))) {
+      yield* env.ledger.claimJoining(row.submissionId, row.host).pipe(
+        Effect.catchTag("InvalidTransition", () => Effect.void),
+        Effect.catchTag("SubmissionNotFound", (missing) => Effect.fail(vanished(operation)(missing))),
+      )
+      yield* env.hit("join:after-claim")
+      return
+    }
     const now = yield* Clock.currentTimeMillis
     // A row that moved on (an accepted abort settled it meanwhile) needs no readiness.
     yield* env.ledger.markReady(row.submissionId, now).pipe(
@@ -112,6 +121,17 @@ export const admitEncoded = Effect.fnUntraced(function* (
   return receiptOf(row, admission._tag === "Replayed")
 })
 
+/** Whether `host` is still a lane head that reads joins: nonterminal, not settling, not aborted. @internal */
+export const hostTakesJoins = (env: RuntimeEnv, host: SubmissionId) =>
+  Effect.map(env.ledger.lookup(host), (found) => {
+    const row = Option.getOrUndefined(found)
+    return (
+      row !== undefined &&
+      !row.abortRequested &&
+      ["ready", "running", "suspended", "unknown"].includes(row.state)
+    )
+  })
+
 /** Writes the ledger row of an admission (or finds the row of a used key). @internal */
 export const admitRow = (
   env: RuntimeEnv,
@@ -121,6 +141,7 @@ export const admitRow = (
     readonly idempotencyKey: IdempotencyKey
     readonly input: Schema.Json
     readonly parent?: ParentLink
+    readonly host?: SubmissionId
   },
 ) =>
   Effect.gen(function* () {
@@ -135,6 +156,7 @@ export const admitRow = (
       inputDigest: contentDigest(inputPayload),
       now,
       ...(request.parent === undefined ? {} : { parent: request.parent }),
+      ...(request.host === undefined ? {} : { host: request.host }),
     })
   })
 

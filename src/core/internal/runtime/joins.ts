@@ -12,7 +12,7 @@ import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { LedgerError, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
 import { unownedFence } from "../ledger/rules.ts"
-import { accept, admitEncoded, admitRow, materialize, receiptOf } from "./admission.ts"
+import { admitEncoded, admitRow, materialize, receiptOf } from "./admission.ts"
 import { type RuntimeEnv, vanished } from "./env.ts"
 import { JoinRefused } from "./model.ts"
 import { settle } from "./settle.ts"
@@ -74,26 +74,15 @@ export const admitJoin = (
         const reason = joinRefusal(head, agent)
         if (used === undefined && (reason !== undefined || head === undefined))
           return { _tag: "Refused", reason } as const
-        const admission = yield* admitRow(env, agent, request)
+        // The host is part of the row from its first write: a crash anywhere after it leaves a
+        // join that recovery (or this replay) completes while the host can still take it.
+        const host = used?.host ?? head?.submissionId
+        const admission = yield* admitRow(env, agent, { ...request, ...(host === undefined ? {} : { host }) })
         const row = admission.snapshot
         const replayed = admission._tag === "Replayed"
         if (!replayed) yield* env.hit("submit:after-admit")
-        // Another writer finished it meanwhile.
-        if (row.state !== "admitted") return { _tag: "Admitted", row, replayed } as const
-        if (reason !== undefined || head === undefined) {
-          yield* materialize(env, row)
-          return { _tag: "Admitted", row: yield* current(env, row), replayed } as const
-        }
-        yield* accept(env, row, replayed ? undefined : { accepted: false }, head.submissionId)
-        const joining = yield* env.ledger.claimJoining(row.submissionId, head.submissionId).pipe(
-          Effect.catchTag("SubmissionNotFound", (missing) => Effect.fail(vanished(operation)(missing))),
-          // Only admission writes an admitted row, under the lock: another state is corruption.
-          Effect.catchTag("InvalidTransition", (refused) =>
-            Effect.fail(new LedgerError({ operation, message: refused.message })),
-          ),
-        )
-        yield* env.hit("join:after-claim")
-        return { _tag: "Admitted", row: joining, replayed } as const
+        if (row.state === "admitted") yield* materialize(env, row, replayed ? undefined : { accepted: false })
+        return { _tag: "Admitted", row: yield* current(env, row), replayed } as const
       }),
     )
     if (joined._tag === "Admitted") {

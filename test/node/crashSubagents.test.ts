@@ -1,0 +1,27 @@
+/**
+ * A crash (`ctx.abort()`) at every boundary of subagents across two Objects and of joined
+ * input, in the parent's Object, the child's or both, then a Miniflare restart over the same
+ * storage: both Objects converge by alarm delivery alone, every Submission settles exactly
+ * once, the parent sees each child's settlement once, no step journals twice, both end with
+ * no alarm, nothing owed and nothing left to send, as a crash-free control pair does.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { pairPoints, runPairGroup } from "./support/crashPairs.ts"
+
+describe("crash and restart across two Objects", () => {
+  it.live(
+    "crashes the parent, the child or both at every subagent and join boundary and converges",
+    () =>
+      Effect.gen(function* () {
+        const report = yield* runPairGroup("crash-pairs", pairPoints)
+        console.log(JSON.stringify({ ...report, violations: report.violations.length }))
+        expect(report.violations).toEqual([])
+        expect(report.crashed).toBe(pairPoints.length)
+        expect(report.bothKilled).toBe(
+          pairPoints.filter((p) => p.parent !== undefined && p.child !== undefined).length,
+        )
+      }),
+    240_000,
+  )
+})

@@ -1,0 +1,505 @@
+/**
+ * Crash and restart across two Objects: a parent Object and its child Object (a second Object
+ * of the same namespace). Each point arms `ctx.abort()` in the parent, the child or both, and
+ * runs one scenario of subagents or joined input; the runner then goes through the same five
+ * runtimes as the single-Object runner (crash, restart with alarms alone, inspect, complete,
+ * inspect) and compares both Objects with a crash-free control pair.
+ */
+import { Effect, type Scope } from "effect"
+import { chargeOf } from "../fixtures/crashAgents.ts"
+import type { ArmEntry, CrashRecord, OrderInput, RawView } from "../fixtures/crashProtocol.ts"
+import { type CrashDriver, crashDriver, type Envelope } from "./crashDriver.ts"
+import { invariantViolations, normalizedHistory, rowKey, statesOf, supplierCounts } from "./crashEvidence.ts"
+
+/** Which Object of the pair. */
+export type Role = "parent" | "child"
+
+/** One client step of a pair scenario. */
+export type PairStep =
+  | {
+      readonly op: "submit"
+      readonly lane: string
+      readonly key: string
+      readonly agentId: string
+      /** `childObject` is filled in with the pair's child Object. */
+      readonly input: Record<string, unknown>
+      readonly mode?: "join"
+    }
+  | { readonly op: "approve"; readonly role: Role; readonly key: string; readonly approved: boolean }
+  | { readonly op: "abort"; readonly key: string }
+  | { readonly op: "settle" }
+
+/** A prefix of steps (nothing armed yet) and the one final call after which a crash comes. */
+export interface PairScenario {
+  readonly name: string
+  readonly prefix: ReadonlyArray<PairStep>
+  readonly final: PairStep
+}
+
+/** One crash point: its scenario and what is armed in which Object. */
+export interface PairPoint {
+  readonly scenario: PairScenario
+  readonly parent?: ArmEntry
+  readonly child?: ArmEntry
+}
+
+const order: OrderInput = { orderId: "o1", amount: 40 }
+const large: OrderInput = { orderId: "o2", amount: 150 }
+
+const delegate = (input: OrderInput): PairStep => ({
+  op: "submit",
+  lane: "desk",
+  key: "d1",
+  agentId: "delegate",
+  input: { ...input },
+})
+
+const tab = {
+  op: "submit",
+  lane: "tab",
+  key: "t1",
+  agentId: "tab",
+  input: { orderId: "t", amount: 10 },
+} as const
+const join = {
+  op: "submit",
+  lane: "tab",
+  key: "j1",
+  agentId: "tab",
+  input: { orderId: "j", amount: 5 },
+  mode: "join",
+} as const
+
+/** The scenarios. */
+export const pairScenarios = {
+  /** A parent delegates an order to a child in the other Object and reports its confirmation. */
+  delegate: { name: "delegate", prefix: [], final: delegate(order) },
+  /** The same, but the child's order needs an approval, given at completion. */
+  delegateApproval: { name: "delegateApproval", prefix: [], final: delegate(large) },
+  /** The parent is aborted while its child waits for an approval: the abort reaches the child. */
+  delegateAbort: {
+    name: "delegateAbort",
+    prefix: [delegate(large), { op: "settle" }],
+    final: { op: "abort", key: "d1" },
+  },
+  /** A follow-up joins a tab that waits for its approval. */
+  join: { name: "join", prefix: [tab, { op: "settle" }], final: join },
+  /** The approved tab reads its follow-up and both settle together. */
+  joinRead: {
+    name: "joinRead",
+    prefix: [tab, { op: "settle" }, join, { op: "settle" }],
+    final: { op: "approve", role: "parent", key: "t1", approved: true },
+  },
+  /** The tab is denied before it read its follow-up: the follow-up runs as a tab of its own. */
+  joinRevert: {
+    name: "joinRevert",
+    prefix: [tab, { op: "settle" }, join, { op: "settle" }],
+    final: { op: "approve", role: "parent", key: "t1", approved: false },
+  },
+} as const satisfies Record<string, PairScenario>
+
+const crash = (kind: ArmEntry["kind"], location: string, extra: Partial<ArmEntry> = {}): ArmEntry => ({
+  kind,
+  location,
+  action: "crash",
+  freeze: true,
+  ...extra,
+})
+const runtime = (location: string, extra?: Partial<ArmEntry>) => crash("runtime", location, extra)
+
+const s = pairScenarios
+
+/** Every subagent, delivery, abort-propagation and join boundary, in the parent, the child or both. */
+export const pairPoints: ReadonlyArray<PairPoint> = [
+  { scenario: s.delegate, parent: runtime("child:after-start-append") },
+  { scenario: s.delegate, parent: runtime("child:after-await-append") },
+  { scenario: s.delegate, parent: runtime("delivery:after-reply") },
+  { scenario: s.delegate, parent: runtime("child:after-settled-append") },
+  {
+    scenario: s.delegate,
+    parent: crash("storage", "storage:sql:before", { match: "insert effect_agent_outbox" }),
+  },
+  { scenario: s.delegate, child: runtime("child:after-admit") },
+  { scenario: s.delegate, child: runtime("ledger:admit:after") },
+  { scenario: s.delegate, child: runtime("child:after-marker-append") },
+  { scenario: s.delegate, child: runtime("terminalize:after-canonical-append") },
+  { scenario: s.delegate, child: runtime("delivery:after-reply") },
+  { scenario: s.delegate, child: runtime("child:after-marker-ack") },
+  { scenario: s.delegate, child: runtime("ledger:finalize-settlement:before") },
+  {
+    scenario: s.delegate,
+    child: crash("storage", "storage:sql:after", { match: "insert effect_agent_outbox" }),
+  },
+  // Both die: the parent once its child was admitted, the child once its settlement is recorded.
+  {
+    scenario: s.delegate,
+    parent: runtime("delivery:after-reply"),
+    child: runtime("child:after-marker-append"),
+  },
+  { scenario: s.delegateApproval, child: runtime("approval:after-request-append") },
+  { scenario: s.delegateAbort, parent: runtime("terminalize:after-canonical-append") },
+  { scenario: s.delegateAbort, parent: runtime("delivery:after-reply") },
+  { scenario: s.delegateAbort, child: runtime("abort:after-intent") },
+  // Both die: the parent once its child took the abort, the child once its aborted settlement is recorded.
+  {
+    scenario: s.delegateAbort,
+    parent: runtime("delivery:after-reply"),
+    child: runtime("child:after-marker-append"),
+  },
+  { scenario: s.delegateAbort, parent: runtime("terminalize:after-reserve") },
+
+  { scenario: s.join, parent: runtime("ledger:claim-joining:before") },
+  { scenario: s.join, parent: runtime("ledger:claim-joining:after") },
+  { scenario: s.join, parent: runtime("join:after-claim") },
+  { scenario: s.joinRead, parent: runtime("join:after-canonical-append") },
+  { scenario: s.joinRead, parent: runtime("ledger:mark-joined:before") },
+  { scenario: s.joinRead, parent: runtime("ledger:mark-joined:after") },
+  { scenario: s.joinRevert, parent: runtime("ledger:revert-joining:before") },
+  { scenario: s.joinRevert, parent: runtime("ledger:revert-joining:after") },
+]
+
+/** One pair: a crash point, or the control of a scenario. */
+interface PairRun {
+  readonly label: string
+  readonly scenario: PairScenario
+  readonly point: PairPoint | undefined
+  readonly names: Readonly<Record<Role, string>>
+  readonly ids: Record<Role, string>
+  readonly keys: Map<string, { readonly role: Role; readonly lane: string; submissionId?: string }>
+  readonly failed: Array<PairStep>
+  readonly crashes: Array<CrashRecord>
+  mutatingBeforeRestart: Record<Role, number>
+  phase1: Record<Role, RawView> | undefined
+  phase2: Record<Role, RawView> | undefined
+}
+
+const roles: ReadonlyArray<Role> = ["parent", "child"]
+
+const pointLabel = (point: PairPoint) =>
+  [
+    point.scenario.name,
+    point.parent === undefined
+      ? ""
+      : `parent ${point.parent.location}${point.parent.match === undefined ? "" : ` ${point.parent.match}`}`,
+    point.child === undefined
+      ? ""
+      : `child ${point.child.location}${point.child.match === undefined ? "" : ` ${point.child.match}`}`,
+  ]
+    .filter((part) => part !== "")
+    .join(" / ")
+
+const newRun = (label: string, scenario: PairScenario, point: PairPoint | undefined): PairRun => ({
+  label,
+  scenario,
+  point,
+  names: { parent: `${label} P`, child: `${label} C` },
+  ids: { parent: "", child: "" },
+  keys: new Map(),
+  failed: [],
+  crashes: [],
+  mutatingBeforeRestart: { parent: 0, child: 0 },
+  phase1: undefined,
+  phase2: undefined,
+})
+
+const deadline = (millis: number) => Date.now() + millis
+
+/** Waits, reading only, until both Objects have no alarm and owe no maintenance. */
+const settle = (driver: CrashDriver, run: PairRun) =>
+  Effect.gen(function* () {
+    const until = deadline(20_000)
+    while (Date.now() < until) {
+      let quiet = true
+      for (const role of roles) {
+        const answer = yield* driver.call("/inspect", { name: run.names[role] })
+        const view = answer.ok ? (answer.value as { alarm: number | null; owed: boolean }) : undefined
+        if (view === undefined || view.alarm !== null || view.owed) quiet = false
+      }
+      if (quiet) return
+      yield* Effect.sleep(50)
+    }
+    return yield* Effect.die(new Error(`${run.label} did not settle within 20 s`))
+  })
+
+const execute = (driver: CrashDriver, run: PairRun, step: PairStep): Effect.Effect<Envelope | undefined> =>
+  Effect.gen(function* () {
+    const address = (key: string) => {
+      const known = run.keys.get(key)
+      return {
+        name: run.names[known?.role ?? "parent"],
+        lane: known?.lane ?? "",
+        submissionId: known?.submissionId ?? "",
+      }
+    }
+    switch (step.op) {
+      case "settle":
+        yield* settle(driver, run)
+        return undefined
+      case "submit": {
+        const known = run.keys.get(step.key) ?? { role: "parent" as const, lane: step.lane }
+        run.keys.set(step.key, known)
+        const input =
+          step.agentId === "delegate" ? { ...step.input, childObject: run.names.child } : step.input
+        const answer = yield* driver.call("/submit", {
+          name: run.names.parent,
+          lane: step.lane,
+          key: step.key,
+          agentId: step.agentId,
+          input,
+          ...(step.mode === undefined ? {} : { mode: step.mode }),
+        })
+        if (answer.ok) known.submissionId = (answer.value as { submissionId: string }).submissionId
+        return answer
+      }
+      case "approve":
+        return yield* driver.call("/approve", { ...address(step.key), approved: step.approved, note: "ops" })
+      case "abort":
+        return yield* driver.call("/abort", address(step.key))
+    }
+  })
+
+/** Phase 1: prefix, arm, the final call, and (for a point) every armed crash. */
+const runToCrash = (driver: CrashDriver, run: PairRun) =>
+  Effect.gen(function* () {
+    for (const role of roles) run.ids[role] = yield* driver.id(run.names[role])
+    for (const step of run.scenario.prefix) {
+      const answer = yield* execute(driver, run, step)
+      if (answer !== undefined && !answer.ok)
+        return yield* Effect.die(new Error(`${run.label}: prefix ${step.op} failed: ${answer.error.message}`))
+    }
+    yield* settle(driver, run)
+    const armed = roles.filter((role) => run.point?.[role] !== undefined)
+    for (const role of armed) yield* driver.arm(run.names[role], [run.point?.[role] as ArmEntry])
+    const answer = yield* execute(driver, run, run.scenario.final)
+    if (answer !== undefined && !answer.ok) run.failed.push(run.scenario.final)
+    const until = deadline(40_000)
+    while (armed.length > 0 && Date.now() < until) {
+      const logs = yield* Effect.forEach(armed, (role) => driver.log(run.names[role]))
+      if (logs.every((log) => log.pending === 0 && log.crashes.length > 0)) {
+        run.crashes.push(...logs.flatMap((log) => log.crashes))
+        return
+      }
+      yield* Effect.sleep(50)
+    }
+  })
+
+/** Waits until no alarm is delivered any more and every Object's last delivery cleared its slot. */
+const awaitConvergence = (driver: CrashDriver, runs: ReadonlyArray<PairRun>, bootedAt: number) =>
+  Effect.gen(function* () {
+    const until = deadline(30_000)
+    while (Date.now() < until) {
+      const signals = (yield* driver.signals).filter((signal) => signal.startedAt >= bootedAt)
+      const converged = runs.every((run) =>
+        roles.every((role) => {
+          const last = signals.filter((signal) => signal.name === run.ids[role]).at(-1)
+          return last === undefined || (last.ok && last.alarm === null)
+        }),
+      )
+      const latest = Math.max(bootedAt, ...signals.map((signal) => signal.finishedAt))
+      if (converged && Date.now() - latest >= 2_500) return
+      yield* Effect.sleep(100)
+    }
+  })
+
+/** Phase 4: failed calls retried, then approvals until nothing waits in either Object. */
+const complete = (driver: CrashDriver, run: PairRun) =>
+  Effect.gen(function* () {
+    for (const step of run.failed) yield* execute(driver, run, step)
+    for (let round = 0; round < 6; round++) {
+      yield* settle(driver, run)
+      let waiting = 0
+      for (const role of roles) {
+        const view = yield* driver.raw(run.names[role])
+        for (const row of view.submissions.filter((row) => row.state === "suspended")) {
+          waiting++
+          yield* driver.call("/approve", {
+            name: run.names[role],
+            lane: row.threadId,
+            submissionId: row.submissionId,
+            approved: true,
+            note: "ops",
+          })
+        }
+        for (const row of view.submissions.filter((row) => row.state === "unknown")) {
+          waiting++
+          const reference = `${row.threadId}/${row.submissionId}`
+          const calls = yield* driver.supplier(run.names[role])
+          if (!calls.some((call) => call.operation === "charge" && call.reference === reference))
+            yield* driver.perform(run.names[role], "charge", reference)
+          const amount = row.idempotencyKey.startsWith("parent:") ? 150 : 40
+          yield* driver.call("/resolve", {
+            name: run.names[role],
+            lane: row.threadId,
+            submissionId: row.submissionId,
+            succeeded: true,
+            value: chargeOf({ orderId: amount === 150 ? "o2" : "o1", amount }),
+          })
+        }
+      }
+      if (waiting === 0) return
+    }
+  })
+
+const equal = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+
+/** What spans both Objects: each child linked to a parent that started it, its settlement applied once. */
+const linkViolations = (views: Record<Role, RawView>): Array<string> => {
+  const problems: Array<string> = []
+  const parentEntries = views.parent.history.map((record) => ({
+    submissionId: record.submissionId,
+    entry: record.entry as {
+      readonly _tag: string
+      readonly step?: number
+      readonly idempotencyKey?: string
+    },
+  }))
+  for (const row of views.child.submissions) {
+    const link = row.parent as { submissionId: string; step: number } | null
+    if (link === null) continue
+    const mine = parentEntries.filter((record) => record.submissionId === link.submissionId)
+    const started = mine.find(
+      (record) => record.entry._tag === "ChildStarted" && record.entry.step === link.step,
+    )
+    if (started?.entry.idempotencyKey !== row.idempotencyKey)
+      problems.push(`child ${rowKey(row)} is not linked to a parent that started it`)
+    const applied = mine.filter(
+      (record) => record.entry._tag === "ChildSettled" && record.entry.step === link.step,
+    )
+    const parentRow = views.parent.submissions.find(
+      (candidate) => candidate.submissionId === link.submissionId,
+    )
+    const parentOutcome = (parentRow?.settlement as { outcome?: string } | null)?.outcome
+    if (applied.length > 1 || (parentOutcome !== "aborted" && applied.length !== 1))
+      problems.push(`child ${rowKey(row)} settled into its parent ${applied.length} times`)
+  }
+  return problems
+}
+
+/** A view with the pair's own Object names replaced by their roles, to compare with the control's. */
+const anonymous = (run: PairRun, view: RawView): RawView =>
+  JSON.parse(
+    JSON.stringify(view)
+      .replaceAll(JSON.stringify(run.names.child).slice(1, -1), "C")
+      .replaceAll(JSON.stringify(run.names.parent).slice(1, -1), "P"),
+  ) as RawView
+
+/** What is wrong with a pair's evidence against its control's. */
+const judge = (run: PairRun, control: PairRun): Array<string> => {
+  const problems: Array<string> = []
+  const armed = roles.filter((role) => run.point?.[role] !== undefined)
+  if (run.crashes.length < armed.length)
+    return [`${armed.length - run.crashes.length} armed crash(es) never happened`]
+  if (run.phase1 === undefined || run.phase2 === undefined || control.phase2 === undefined)
+    return ["missing evidence"]
+  for (const role of roles) {
+    // After the restart, alarms alone brought both Objects to rest: nothing owed, nothing to send.
+    problems.push(...invariantViolations(run.phase1[role]).map((p) => `after restart ${role}: ${p}`))
+    problems.push(...invariantViolations(run.phase2[role]).map((p) => `final ${role}: ${p}`))
+    if (!equal(statesOf(run.phase2[role]), statesOf(control.phase2[role])))
+      problems.push(
+        `final ${role} states ${JSON.stringify(statesOf(run.phase2[role]))} != control ${JSON.stringify(statesOf(control.phase2[role]))}`,
+      )
+    const history = normalizedHistory(anonymous(run, run.phase2[role]))
+    const reference = normalizedHistory(anonymous(control, control.phase2[role]))
+    for (const key of new Set([...Object.keys(history), ...Object.keys(reference)]))
+      if (!equal(history[key], reference[key]))
+        problems.push(
+          `${role} ${key}: history ${JSON.stringify(history[key])} != control ${JSON.stringify(reference[key])}`,
+        )
+    if (!equal(supplierCounts(run.phase2[role], "charge"), supplierCounts(control.phase2[role], "charge")))
+      problems.push(`${role}: charges differ from the control`)
+  }
+  problems.push(...linkViolations(run.phase2))
+  return problems
+}
+
+/** What the pair group found. */
+export interface PairReport {
+  readonly points: number
+  readonly crashed: number
+  readonly bothKilled: number
+  readonly violations: ReadonlyArray<string>
+  readonly timings: ReadonlyArray<string>
+}
+
+/** Runs every pair point, each in its own two Objects, beside a control pair per scenario. */
+export const runPairGroup = (
+  label: string,
+  points: ReadonlyArray<PairPoint>,
+): Effect.Effect<PairReport, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const driver = yield* crashDriver(label)
+    const controls = new Map<string, PairRun>()
+    for (const point of points)
+      if (!controls.has(point.scenario.name))
+        controls.set(point.scenario.name, newRun(`control ${point.scenario.name}`, point.scenario, undefined))
+    const crashing = points.map((point) => newRun(pointLabel(point), point.scenario, point))
+    const all = [...controls.values(), ...crashing]
+    const each = <A>(f: (run: PairRun) => Effect.Effect<A>) =>
+      Effect.forEach(all, f, { concurrency: 12, discard: true })
+    const timings: Array<string> = []
+    let mark = Date.now()
+    const lap = (name: string) => {
+      timings.push(`${name} ${Date.now() - mark}ms`)
+      mark = Date.now()
+    }
+
+    yield* each((run) => runToCrash(driver, run))
+    lap("crash")
+    yield* each((run) =>
+      Effect.forEach(roles, (role) =>
+        Effect.map(driver.log(run.names[role]), (log) => {
+          run.mutatingBeforeRestart[role] = log.calls.mutating
+        }),
+      ),
+    )
+    yield* driver.stop
+    const bootedAt = Date.now()
+    yield* driver.boot("normal")
+    yield* awaitConvergence(driver, all, bootedAt)
+    lap("restart and converge")
+    yield* driver.boot("inspect")
+    const inspect = (run: PairRun) =>
+      Effect.map(
+        Effect.all({ parent: driver.raw(run.names.parent), child: driver.raw(run.names.child) }),
+        (views) => views as Record<Role, RawView>,
+      )
+    yield* each((run) =>
+      Effect.map(inspect(run), (views) => {
+        run.phase1 = views
+      }),
+    )
+    yield* driver.boot("normal")
+    yield* each((run) => complete(driver, run))
+    lap("complete")
+    yield* driver.boot("inspect")
+    yield* each((run) =>
+      Effect.map(inspect(run), (views) => {
+        run.phase2 = views
+      }),
+    )
+    yield* driver.stop
+    lap("inspect")
+
+    const violations: Array<string> = []
+    for (const control of controls.values()) {
+      for (const role of roles)
+        for (const problem of invariantViolations((control.phase2 as Record<Role, RawView>)[role]))
+          violations.push(`${control.label} ${role}: ${problem}`)
+      for (const problem of linkViolations(control.phase2 as Record<Role, RawView>))
+        violations.push(`${control.label}: ${problem}`)
+    }
+    for (const run of crashing) {
+      const control = controls.get(run.scenario.name) as PairRun
+      for (const problem of judge(run, control)) violations.push(`${run.label}: ${problem}`)
+    }
+    return {
+      points: crashing.length,
+      crashed: crashing.filter((run) => run.crashes.length > 0).length,
+      bothKilled: crashing.filter(
+        (run) => run.point?.parent !== undefined && run.point.child !== undefined && run.crashes.length === 2,
+      ).length,
+      violations,
+      timings,
+    }
+  })
