@@ -7,8 +7,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
+import { pairPoints } from "./support/crashPairs.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
 import { type CrashPoint, maintenancePoints, runtimePoints, storagePoints } from "./support/crashScenarios.ts"
+
+const acrossObjects = new Set(
+  pairPoints
+    .flatMap((point) => [point.parent, point.child])
+    .flatMap((entry) => (entry === undefined ? [] : [entry.location])),
+)
 
 const group = (kind: "maintenance" | "runtime" | "storage", points: ReadonlyArray<CrashPoint>) =>
   it.live(
@@ -17,7 +24,8 @@ const group = (kind: "maintenance" | "runtime" | "storage", points: ReadonlyArra
       Effect.gen(function* () {
         const report = yield* runCrashGroup(`crash-${kind}`, kind, points)
         console.log(JSON.stringify({ kind, ...report, violations: report.violations.length }))
-        expect(report.uncovered).toEqual([])
+        // Subagent and join locations need two Objects: crashSubagents.test.ts arms every one of them.
+        expect(report.uncovered.filter((location) => !acrossObjects.has(location))).toEqual([])
         expect(report.violations).toEqual([])
         expect(report.crashed).toBe(points.length)
       }),

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { runtimeFailpointLocations } from "../../src/core/RuntimeFailpoint.ts"
 import { pairPoints, runPairGroup } from "./support/crashPairs.ts"
 
 describe("crash and restart across two Objects", () => {
@@ -17,6 +18,17 @@ describe("crash and restart across two Objects", () => {
         const report = yield* runPairGroup("crash-pairs", pairPoints)
         console.log(JSON.stringify({ ...report, violations: report.violations.length }))
         expect(report.violations).toEqual([])
+        // Every subagent, delivery and join location is armed by some point.
+        const armed = new Set(
+          pairPoints
+            .flatMap((point) => [point.parent, point.child])
+            .flatMap((entry) => (entry === undefined ? [] : [entry.location])),
+        )
+        expect(
+          runtimeFailpointLocations.filter(
+            (at) => /^(child|join|delivery):|joining|joined/.test(at) && !armed.has(at),
+          ),
+        ).toEqual([])
         expect(report.crashed).toBe(pairPoints.length)
         expect(report.bothKilled).toBe(
           pairPoints.filter((p) => p.parent !== undefined && p.child !== undefined).length,
