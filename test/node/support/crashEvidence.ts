@@ -197,3 +197,54 @@ export const invariantViolations = (view: RawView): Array<string> => {
   }
   return problems
 }
+
+/**
+ * What spans a parent Object and its children's Object: every child is linked to a parent
+ * that journaled its start under the child's key, and its settlement was applied to its parent
+ * once (at most once when the parent was aborted).
+ */
+export const linkViolations = (parent: RawView, children: RawView): Array<string> => {
+  const problems: Array<string> = []
+  const entries = parent.history.map((record) => ({
+    submissionId: record.submissionId,
+    entry: record.entry as {
+      readonly _tag: string
+      readonly step?: number
+      readonly idempotencyKey?: string
+    },
+  }))
+  for (const row of children.submissions) {
+    const link = row.parent as { submissionId: string; step: number } | null
+    if (link === null) continue
+    const mine = entries.filter((record) => record.submissionId === link.submissionId)
+    const started = mine.find(
+      (record) => record.entry._tag === "ChildStarted" && record.entry.step === link.step,
+    )
+    if (started?.entry.idempotencyKey !== row.idempotencyKey)
+      problems.push(`child ${rowKey(row)} is not linked to a parent that started it`)
+    const applied = mine.filter(
+      (record) => record.entry._tag === "ChildSettled" && record.entry.step === link.step,
+    )
+    const parentRow = parent.submissions.find((candidate) => candidate.submissionId === link.submissionId)
+    const outcome = (parentRow?.settlement as { outcome?: string } | null)?.outcome
+    if (applied.length > 1 || (outcome !== "aborted" && applied.length !== 1))
+      problems.push(`child ${rowKey(row)} settled into its parent ${applied.length} times`)
+  }
+  return problems
+}
+
+/**
+ * The children's view with each child's key (`parent:<id>:<step>`) naming its parent by the
+ * parent's own key instead of its random id, so several children stay apart when compared.
+ */
+export const withParentKeys = (children: RawView, parent: RawView): RawView => {
+  const keys = new Map(parent.submissions.map((row) => [row.submissionId, row.idempotencyKey]))
+  return {
+    ...children,
+    submissions: children.submissions.map((row) => {
+      const match = /^parent:(.+):(\d+)$/.exec(row.idempotencyKey)
+      const key = match === null ? undefined : keys.get(match[1] ?? "")
+      return key === undefined ? row : { ...row, idempotencyKey: `child of ${key}@${match?.[2]}` }
+    }),
+  }
+}

@@ -9,7 +9,13 @@ import { Effect, type Scope } from "effect"
 import { chargeOf } from "../fixtures/crashAgents.ts"
 import type { ArmEntry, CrashRecord, OrderInput, RawView } from "../fixtures/crashProtocol.ts"
 import { type CrashDriver, crashDriver, type Envelope } from "./crashDriver.ts"
-import { invariantViolations, normalizedHistory, rowKey, statesOf, supplierCounts } from "./crashEvidence.ts"
+import {
+  invariantViolations,
+  linkViolations,
+  normalizedHistory,
+  statesOf,
+  supplierCounts,
+} from "./crashEvidence.ts"
 
 /** Which Object of the pair. */
 export type Role = "parent" | "child"
@@ -342,39 +348,6 @@ const complete = (driver: CrashDriver, run: PairRun) =>
 
 const equal = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 
-/** What spans both Objects: each child linked to a parent that started it, its settlement applied once. */
-const linkViolations = (views: Record<Role, RawView>): Array<string> => {
-  const problems: Array<string> = []
-  const parentEntries = views.parent.history.map((record) => ({
-    submissionId: record.submissionId,
-    entry: record.entry as {
-      readonly _tag: string
-      readonly step?: number
-      readonly idempotencyKey?: string
-    },
-  }))
-  for (const row of views.child.submissions) {
-    const link = row.parent as { submissionId: string; step: number } | null
-    if (link === null) continue
-    const mine = parentEntries.filter((record) => record.submissionId === link.submissionId)
-    const started = mine.find(
-      (record) => record.entry._tag === "ChildStarted" && record.entry.step === link.step,
-    )
-    if (started?.entry.idempotencyKey !== row.idempotencyKey)
-      problems.push(`child ${rowKey(row)} is not linked to a parent that started it`)
-    const applied = mine.filter(
-      (record) => record.entry._tag === "ChildSettled" && record.entry.step === link.step,
-    )
-    const parentRow = views.parent.submissions.find(
-      (candidate) => candidate.submissionId === link.submissionId,
-    )
-    const parentOutcome = (parentRow?.settlement as { outcome?: string } | null)?.outcome
-    if (applied.length > 1 || (parentOutcome !== "aborted" && applied.length !== 1))
-      problems.push(`child ${rowKey(row)} settled into its parent ${applied.length} times`)
-  }
-  return problems
-}
-
 /** A view with the pair's own Object names replaced by their roles, to compare with the control's. */
 const anonymous = (run: PairRun, view: RawView): RawView =>
   JSON.parse(
@@ -409,7 +382,7 @@ const judge = (run: PairRun, control: PairRun): Array<string> => {
     if (!equal(supplierCounts(run.phase2[role], "charge"), supplierCounts(control.phase2[role], "charge")))
       problems.push(`${role}: charges differ from the control`)
   }
-  problems.push(...linkViolations(run.phase2))
+  problems.push(...linkViolations(run.phase2.parent, run.phase2.child))
   return problems
 }
 
@@ -486,7 +459,8 @@ export const runPairGroup = (
       for (const role of roles)
         for (const problem of invariantViolations((control.phase2 as Record<Role, RawView>)[role]))
           violations.push(`${control.label} ${role}: ${problem}`)
-      for (const problem of linkViolations(control.phase2 as Record<Role, RawView>))
+      const views = control.phase2 as Record<Role, RawView>
+      for (const problem of linkViolations(views.parent, views.child))
         violations.push(`${control.label}: ${problem}`)
     }
     for (const run of crashing) {
