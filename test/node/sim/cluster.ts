@@ -9,7 +9,9 @@
 import { Effect } from "effect"
 import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 import type { FaultPlan } from "./faults.ts"
+import { readRecord } from "./invariants.ts"
 import { makeNetwork, type NetworkFaults } from "./network.ts"
+import { openWaits } from "./oracle.ts"
 import type { Rng } from "./random.ts"
 import { makeWorld, settleAll, type World, type WorldOptions } from "./world.ts"
 
@@ -63,6 +65,17 @@ export const makeCluster = (options: ClusterOptions) =>
     const entriesOf = (world: World, row: SubmissionSnapshot) =>
       (world.store.historyBySubmission.get(row.submissionId) ?? []).map((record) => record.entry)
 
+    /** An Object at rest: no alarm, nothing owed, no handler, no call in flight. */
+    const quiet = (world: World) => {
+      const record = readRecord(world.storage)
+      return (
+        world.storage.alarm === null &&
+        world.storage.run === undefined &&
+        world.inFlight.size === 0 &&
+        (record === undefined || record.dirty === record.processed)
+      )
+    }
+
     /** The cross-Object invariants, after every step; `check` is the first Object's monitor. */
     const checkLinks = () => {
       const check = (worlds[0] as World).monitor.check
@@ -104,6 +117,16 @@ export const makeCluster = (options: ClusterOptions) =>
         }
         if (marker !== undefined && row.settlement === undefined) {
           check("marker-matches", false, () => `parent saw a settlement of child ${name} before it settled`)
+        }
+        // Once the parent's Object is at rest, no parent still waits on a child that settled.
+        if (applied.length === 1 && parent.state === "suspended" && quiet(parentWorld)) {
+          const open = openWaits(entriesOf(parentWorld, parent))
+          check(
+            "no-parent-waits-on-settled-child",
+            open.approval || open.child || parent.abortRequested,
+            () =>
+              `parent ${link.submissionId} is parked at rest with nothing open, its child ${name} settled`,
+          )
         }
       }
     }

@@ -293,7 +293,18 @@ export const makeMonitor = (view: WorldView) => {
         check(
           "due-alarm",
           storage.alarm !== null && storage.alarm <= bound,
-          () => `autonomous work due by ${bound} but the alarm is ${storage.alarm} (now ${now})`,
+          () =>
+            `autonomous work due by ${bound} but the alarm is ${storage.alarm} (now ${now}): ${lanes(store)
+              .filter((lane) => lane.autonomous)
+              .map((lane) =>
+                lane.rows
+                  .map(
+                    (row) =>
+                      `${row.threadId}#${row.queueSequence} ${row.agentId} ${row.state}${row.abortRequested ? " abort" : ""}`,
+                  )
+                  .join(", "),
+              )
+              .join("; ")}`,
         )
       }
     }

@@ -54,7 +54,8 @@ const entriesOf = (store: MemoryStore, row: SubmissionSnapshot): ReadonlyArray<H
  * settle it), or a child whose recorded settlement waits for its parent's acknowledgement.
  */
 export const isStableWait = (store: MemoryStore, row: SubmissionSnapshot): boolean => {
-  if (row.abortRequested) return false
+  // A settling row's abort is moot: its settlement is reserved.
+  if (row.abortRequested && row.state !== "terminalizing") return false
   switch (row.state) {
     case "suspended": {
       const open = openWaits(entriesOf(store, row))

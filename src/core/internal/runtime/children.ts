@@ -299,6 +299,9 @@ export const makeRecordDelivery = (env: RuntimeEnv) =>
       }
       case "ChildSettled": {
         if (outcome._tag === "Undeliverable") return
+        // The acknowledgement first: a crash before the finalization leaves a child whose
+        // acknowledged settlement recovery finalizes, never a finalized child still owing it.
+        yield* env.outbox.acknowledge(row.messageId, yield* Clock.currentTimeMillis)
         yield* env.hit("child:after-marker-ack")
         yield* env
           .exclusive(
@@ -311,7 +314,7 @@ export const makeRecordDelivery = (env: RuntimeEnv) =>
             }),
           )
           .pipe(Effect.catchTag("SubmissionNotFound", (missing) => Effect.fail(vanished(operation)(missing))))
-        break
+        return
       }
       case "AbortChild":
         break
