@@ -97,16 +97,22 @@ export const accept = (
       .pipe(Effect.catchTag("SubmissionNotFound", (missing) => Effect.fail(vanished(operation)(missing))))
   })
 
+/** An admission whose input the agent's Schema already encoded. @internal */
+export interface EncodedAdmission {
+  readonly threadId: ThreadId
+  readonly idempotencyKey: IdempotencyKey
+  readonly input: Schema.Json
+  /** The parent Submission that started this one as its child. */
+  readonly parent?: ParentLink
+  /** The lane head whose run a join delivers into. */
+  readonly host?: SubmissionId
+}
+
 /** Admits an input already encoded by the agent's input Schema. @internal */
 export const admitEncoded = Effect.fnUntraced(function* (
   env: RuntimeEnv,
   agent: AnyAgentDefinition,
-  request: {
-    readonly threadId: ThreadId
-    readonly idempotencyKey: IdempotencyKey
-    readonly input: Schema.Json
-    readonly parent?: ParentLink
-  },
+  request: Omit<EncodedAdmission, "host">,
 ) {
   const admission = yield* admitRow(env, agent, request)
   yield* env.hit(request.parent === undefined ? "submit:after-admit" : "child:after-admit")
@@ -133,17 +139,7 @@ export const hostTakesJoins = (env: RuntimeEnv, host: SubmissionId) =>
   })
 
 /** Writes the ledger row of an admission (or finds the row of a used key). @internal */
-export const admitRow = (
-  env: RuntimeEnv,
-  agent: AnyAgentDefinition,
-  request: {
-    readonly threadId: ThreadId
-    readonly idempotencyKey: IdempotencyKey
-    readonly input: Schema.Json
-    readonly parent?: ParentLink
-    readonly host?: SubmissionId
-  },
-) =>
+export const admitRow = (env: RuntimeEnv, agent: AnyAgentDefinition, request: EncodedAdmission) =>
   Effect.gen(function* () {
     const inputPayload = canonicalJson(request.input)
     const now = yield* Clock.currentTimeMillis

@@ -7,12 +7,12 @@
  * its host. If the host ends before reading it, the join reverts and runs as ordinary queued
  * input. Recovery repairs a crash between any two of these writes.
  */
-import { Clock, Effect, Option, type Schema } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
-import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { LedgerError, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
 import { unownedFence } from "../ledger/rules.ts"
-import { admitEncoded, admitRow, materialize, receiptOf } from "./admission.ts"
+import { admitEncoded, admitRow, type EncodedAdmission, materialize, receiptOf } from "./admission.ts"
 import { type RuntimeEnv, vanished } from "./env.ts"
 import { JoinRefused } from "./model.ts"
 import { settle } from "./settle.ts"
@@ -55,11 +55,7 @@ const refusalMessage = (reason: JoinRefused["reason"], threadId: ThreadId, agent
 export const admitJoin = (
   env: RuntimeEnv,
   agent: AnyAgentDefinition,
-  request: {
-    readonly threadId: ThreadId
-    readonly idempotencyKey: IdempotencyKey
-    readonly input: Schema.Json
-  },
+  request: Omit<EncodedAdmission, "parent" | "host">,
   mode: "join" | "join-or-queue",
 ) =>
   Effect.gen(function* () {
