@@ -8,13 +8,9 @@ import { Context, DateTime, Deferred, Effect, Fiber, Layer, Option } from "effec
 import type { ThreadMessageDeliveryService } from "../../src/Alarm.ts"
 import { ThreadMaintenance, ThreadMutationGate } from "../../src/Alarm.ts"
 import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
-import {
-  type DeliveryOutcome,
-  MessageOutbox,
-  type NewMessage,
-  type OutboxMessage,
-} from "../../src/core/MessageOutbox.ts"
+import { type DeliveryOutcome, MessageOutbox, type NewMessage } from "../../src/core/MessageOutbox.ts"
 import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { undeliverableIsFinal } from "../../src/core/internal/runtime/children.ts"
 import { type DeliverySettings, makeMessageDelivery, retryDelay } from "../../src/internal/delivery/driver.ts"
 import {
   type PortEnvelope,
@@ -76,6 +72,18 @@ const abort = (id: string, dependsOn?: string): NewMessage => ({
   ...(dependsOn === undefined ? {} : { dependsOn }),
 })
 
+const settledMarker = (id: string): NewMessage => ({
+  messageId: id,
+  target: { namespace: "THREADS", objectId: "f".repeat(64) },
+  message: {
+    _tag: "ChildSettled",
+    parentSubmissionId: SubmissionId.make("parent"),
+    step: 0,
+    childSubmissionId: SubmissionId.make("child-1"),
+    outcome: "completed",
+  },
+})
+
 const admitted: PortReply = {
   _tag: "ChildAdmitted",
   submissionId: SubmissionId.make("child-1"),
@@ -116,7 +124,7 @@ const deliveryWorld = (ctx: DurableObjectState, script: Script, invalidates = fa
       },
       recorder: {
         invalidatesRecovery: () => invalidates,
-        undeliverableIsFinal: (row: OutboxMessage) => row.message._tag === "AdmitChild",
+        undeliverableIsFinal,
         record: (row, outcome) =>
           Effect.flatMap(
             Effect.sync(() => recorded.push({ messageId: row.messageId, outcome })),
@@ -254,28 +262,39 @@ describe("ThreadMessageDelivery driver", () => {
     ),
   )
 
-  it.effect("records an admission that can never be delivered and keeps retrying other messages", () =>
-    inObject(objectName("delivery-permanent"), (ctx) =>
-      Effect.gen(function* () {
-        const now = yield* dayAhead
-        yield* putRawState(ctx, caughtUpRecord(3n))
-        const world = yield* deliveryWorld(ctx, (envelope) =>
-          envelope.request._tag === "AdmitChild"
-            ? Effect.fail(new PortUnreachable({ message: "no Durable Object namespace is bound as THREADS" }))
-            : Effect.fail(new PortProtocolError({ reason: "malformed-request", message: "unknown kind" })),
-        )
-        yield* world.outbox.enqueue([admit("a"), abort("x")], now)
-        yield* world.driver.drainUntil(Effect.void, horizon(now)).pipe(Effect.scoped)
-        expect(world.recorded).toEqual([
-          {
-            messageId: "a",
-            outcome: { _tag: "Undeliverable", message: "no Durable Object namespace is bound as THREADS" },
-          },
-        ])
-        const x = (yield* world.outbox.lookup("x")).pipe(Option.getOrThrow)
-        expect(x).toMatchObject({ attempts: 1, lastError: "malformed-request: unknown kind" })
-      }),
-    ),
+  it.effect(
+    "ends an admission or an abort that can never be delivered, and keeps retrying a settlement marker",
+    () =>
+      inObject(objectName("delivery-permanent"), (ctx) =>
+        Effect.gen(function* () {
+          const now = yield* dayAhead
+          yield* putRawState(ctx, caughtUpRecord(3n))
+          const world = yield* deliveryWorld(ctx, (envelope) =>
+            envelope.request._tag === "AdmitChild"
+              ? Effect.fail(
+                  new PortUnreachable({ message: "no Durable Object namespace is bound as THREADS" }),
+                )
+              : Effect.fail(new PortProtocolError({ reason: "malformed-request", message: "unknown kind" })),
+          )
+          yield* world.outbox.enqueue([admit("a"), abort("x"), settledMarker("s")], now)
+          yield* world.driver.drainUntil(Effect.void, horizon(now)).pipe(Effect.scoped)
+          expect(world.recorded).toEqual([
+            {
+              messageId: "a",
+              outcome: { _tag: "Undeliverable", message: "no Durable Object namespace is bound as THREADS" },
+            },
+            {
+              messageId: "x",
+              outcome: { _tag: "Undeliverable", message: "malformed-request: unknown kind" },
+            },
+          ])
+          // The parent must hear its child: the marker waits for a receiver that can decode it.
+          const marker = (yield* world.outbox.lookup("s")).pipe(Option.getOrThrow)
+          expect(marker).toMatchObject({ attempts: 1, lastError: "malformed-request: unknown kind" })
+          expect(marker.acknowledgedAt).toBeUndefined()
+          expect(yield* world.driver.pendingDeadline).toEqual(Option.some(now + settings.retryBaseMillis))
+        }),
+      ),
   )
 
   it.effect("retries a reply that does not answer the message's kind", () =>

@@ -118,21 +118,20 @@ export const makeMessageDelivery = (deps: {
           answers(row.message, reply)
             ? Effect.andThen(afterReply, record(row, { _tag: "Replied", reply }))
             : retry(row, `the receiver answered ${row.message._tag} with ${reply._tag}`),
-        onFailure: (failure) =>
-          isPermanent(failure) && recorder.undeliverableIsFinal(row)
-            ? record(row, { _tag: "Undeliverable", message: describeFailure(failure) })
-            : isPermanent(failure)
-              ? Effect.andThen(
-                  Effect.logError(
-                    "Message cannot be delivered until the receiver's code or binding changes",
-                    {
-                      messageId: row.messageId,
-                      error: describeFailure(failure),
-                    },
-                  ),
-                  retry(row, describeFailure(failure)),
-                )
-              : retry(row, describeFailure(failure)),
+        onFailure: (failure) => {
+          const error = describeFailure(failure)
+          if (!isPermanent(failure)) return retry(row, error)
+          const final = recorder.undeliverableIsFinal(row)
+          return Effect.andThen(
+            Effect.logError(
+              final
+                ? "Message can never be delivered; its failure is recorded"
+                : "Message cannot be delivered until the receiver's code or binding changes",
+              { messageId: row.messageId, error },
+            ),
+            final ? record(row, { _tag: "Undeliverable", message: error }) : retry(row, error),
+          )
+        },
       }),
     )
 

@@ -269,8 +269,13 @@ export const deliveryInvalidatesRecovery = (row: OutboxMessage, outcome: Deliver
   }
 }
 
-/** Whether a message that can never be delivered is recorded as such: only an admission. @internal */
-export const undeliverableIsFinal = (row: OutboxMessage): boolean => row.message._tag === "AdmitChild"
+/**
+ * Whether a message that can never be delivered is recorded as such rather than retried. An
+ * admission ends as the child's failure, and an abort ends unsent (a child it cannot reach
+ * runs on, as one its parent stopped awaiting does); only a settlement marker waits, because
+ * its parent must hear it. @internal
+ */
+export const undeliverableIsFinal = (row: OutboxMessage): boolean => row.message._tag !== "ChildSettled"
 
 /** `recordDelivery`. @internal */
 export const makeRecordDelivery = (env: RuntimeEnv) =>
