@@ -14,6 +14,7 @@ import {
   doubler,
   fanOut,
   parentOf,
+  reporter,
   self,
   unregisteredChild,
 } from "./childrenFixtures.ts"
@@ -191,6 +192,54 @@ for (const harness of runtimeHarnesses) {
             "admit-with-other-digest",
           )
           expect(refusal).toMatchObject({ _tag: "ChildRefused", reason: "digest-mismatch" })
+        }),
+      ),
+    )
+
+    it.effect("hands a child's failure and a child's own abort to its parent as values", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const failing = doubler(runs)
+          const inc = yield* world.incarnation({
+            agents: [
+              reporter("fails", failing, "f"),
+              reporter("stopped", approvingChild, "s"),
+              failing,
+              approvingChild,
+            ],
+            self,
+          })
+          const doomed = yield* submitTo(inc, "p1", "fails", "p1", { n: -4 })
+          const waiting = yield* submitTo(inc, "p2", "stopped", "p2", { n: 4 })
+          yield* processHead(inc, "p1")
+          yield* processHead(inc, "p2")
+          yield* deliverLocally(inc)
+          // One child fails on its own; the other is aborted by a client while it waits.
+          const failedChild = Option.getOrThrow(yield* ledgerOf(inc).head(ThreadId.make("f")))
+          yield* processHead(inc, "f")
+          yield* processHead(inc, "s")
+          const stopped = Option.getOrThrow(yield* ledgerOf(inc).head(ThreadId.make("s")))
+          yield* runtimeOf(inc).abort(stopped.submissionId)
+          yield* recover(inc)
+          expect(yield* deliverLocally(inc)).toBe(2)
+          const failed = Option.getOrThrow(yield* processHead(inc, "p1"))
+          const aborted = Option.getOrThrow(yield* processHead(inc, "p2"))
+          // Each parent completes: what its child did is a value it handled.
+          expect(failed.outcome).toBe("completed")
+          expect(JSON.parse(String(failed.output))).toEqual({
+            outcome: "failed",
+            error: "cannot double -4",
+            submissionId: failedChild.submissionId,
+          })
+          expect(aborted.outcome).toBe("completed")
+          expect(JSON.parse(String(aborted.output))).toEqual({
+            outcome: "aborted",
+            submissionId: stopped.submissionId,
+          })
+          for (const parent of [doomed, waiting])
+            expect((yield* rowOf(inc, parent.submissionId)).state).toBe("settled")
+          expect(yield* ledgerOf(inc).countAllNonterminal).toBe(0)
         }),
       ),
     )

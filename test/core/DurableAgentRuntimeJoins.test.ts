@@ -37,6 +37,24 @@ const silent = define({
   program: ({ n }, ctx) => Effect.as(ctx.requestApproval({ n }), n),
 })
 
+/** Reads joined input twice, each time after an approval. */
+const twoRounds = define({
+  id: "two-rounds",
+  version: "1",
+  input: Schema.Struct({ n: Schema.Int }),
+  output: Schema.Int,
+  acceptsJoinedInput: true,
+  program: ({ n }, ctx) =>
+    Effect.gen(function* () {
+      let total = n
+      for (const round of [1, 2]) {
+        yield* ctx.requestApproval({ round })
+        for (const input of yield* ctx.receiveJoined) total += input.n
+      }
+      return total
+    }),
+})
+
 for (const harness of runtimeHarnesses) {
   describe(`DurableAgentRuntime joined input (${harness.label})`, () => {
     it.effect("folds a follow-up into the running head, which settles both", () =>
@@ -129,6 +147,39 @@ for (const harness of runtimeHarnesses) {
           expect([reverted.state, reverted.host]).toEqual(["ready", undefined])
           yield* processHead(inc, "chat")
           expect((yield* rowOf(inc, unread.submissionId)).state).toBe("suspended")
+        }),
+      ),
+    )
+
+    it.effect("settles a read join aborted with its aborted host, and reverts the unread one", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const inc = yield* world.incarnation({ agents: [twoRounds] })
+          const host = yield* submitTo(inc, "chat", "two-rounds", "h", { n: 1 })
+          yield* processHead(inc, "chat")
+          const read = yield* join(inc, "read", 10, "join", "two-rounds")
+          yield* runtimeOf(inc).resolveApproval(host.submissionId, { approved: true })
+          // The host reads the first join and parks again; a second join arrives meanwhile.
+          expect(yield* processHead(inc, "chat")).toEqual(Option.none())
+          expect((yield* rowOf(inc, read.submissionId)).state).toBe("joined")
+          const unread = yield* join(inc, "unread", 100, "join", "two-rounds")
+          yield* runtimeOf(inc).abort(host.submissionId)
+          const reports = yield* recover(inc)
+          expect(reports[host.submissionId]).toEqual(["SettleAborted", "repaired"])
+          expect(reports[read.submissionId]).toEqual(["SettleJoinedWithHost", "repaired"])
+          expect(reports[unread.submissionId]).toEqual(["RevertJoining", "repaired"])
+          expect((yield* rowOf(inc, read.submissionId)).settlement).toMatchObject({
+            outcome: "aborted",
+            host: host.submissionId,
+          })
+          // The input the aborted host never read is not lost: it runs on its own.
+          const reverted = yield* rowOf(inc, unread.submissionId)
+          expect([reverted.state, reverted.host]).toEqual(["ready", undefined])
+          yield* processHead(inc, "chat")
+          yield* runtimeOf(inc).resolveApproval(unread.submissionId, { approved: true })
+          yield* processHead(inc, "chat")
+          yield* runtimeOf(inc).resolveApproval(unread.submissionId, { approved: true })
+          expect(Option.getOrThrow(yield* processHead(inc, "chat")).output).toBe(100)
         }),
       ),
     )

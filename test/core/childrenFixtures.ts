@@ -73,6 +73,28 @@ export const parentOf = (
       }),
   })
 
+/** Starts a child of `child` in `lane`, awaits it, and answers its settlement as JSON. */
+export const reporter = (
+  id: string,
+  child: ReturnType<typeof doubler> | typeof approvingChild,
+  lane: string,
+) =>
+  define({
+    id,
+    version: "1",
+    input: Input,
+    output: Schema.String,
+    program: ({ n }, ctx) =>
+      Effect.gen(function* () {
+        const handle = yield* ctx.startChild({
+          agent: child,
+          input: { n },
+          thread: { objectName: "local", threadId: lane },
+        })
+        return JSON.stringify(yield* ctx.awaitChild(handle))
+      }),
+  })
+
 /** Two children at once in two lanes, awaited in reverse order. */
 export const fanOut = (runs: Runs) =>
   define({
