@@ -2,7 +2,7 @@ import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
-import type { TestThreadObject } from "./worker/threadObject.ts"
+import type { OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
 
 declare global {
   namespace Cloudflare {
@@ -12,6 +12,8 @@ declare global {
       readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
       readonly PORT_PROBE: DurableObjectNamespace<PortProbeObject>
       readonly THREADS_TEST: DurableObjectNamespace<TestThreadObject>
+      /** A second `ThreadObject` namespace: children across namespace bindings. */
+      readonly THREADS_OTHER: DurableObjectNamespace<OtherThreadObject>
       /** `full` runs every crash point of the SQLite crash matrices; anything else samples them. */
       readonly CRASH_MATRIX: string
     }

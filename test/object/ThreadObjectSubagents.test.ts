@@ -1,12 +1,15 @@
 /**
  * Subagents and joins through real `ThreadObject`s in workerd: a parent in one Object starts
- * children in another through the outbox, the delivery driver and `portCall`; alarms alone
- * carry the work; both Objects end quiet. A follow-up joins a running Submission by the
+ * children in another (of its own namespace, or of another binding) through the outbox, the
+ * delivery driver and `portCall`; alarms alone carry the work; a parent waiting for a waiting
+ * child leaves neither Object an alarm; both Objects end quiet. A follow-up joins a running Submission by the
  * client's `mode`, and the routed port refuses what it cannot decode.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { runInDurableObject } from "cloudflare:test"
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { Effect } from "effect"
+import * as ThreadClient from "../../src/ThreadClient.ts"
+import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
 import { clientOf, deliverUntil, stubOf, storedMaintenance, threadName } from "./support.ts"
 
 const quiet = (objectName: string) =>
@@ -23,6 +26,28 @@ const outboxOf = (objectName: string) =>
         .toArray(),
     ),
   )
+
+/** An Object of either namespace at rest: no alarm, nothing owed. */
+const atRest = (stub: DurableObjectStub) =>
+  Effect.promise(() =>
+    runInDurableObject(stub, async (_instance, state) => {
+      const record = (await state.storage.get(MAINTENANCE_STATE_KEY)) as
+        { dirty: string; processed: string } | undefined
+      const alarm = await state.storage.getAlarm()
+      return alarm === null && record !== undefined && record.dirty === record.processed
+    }),
+  )
+
+/** Delivers the alarms of both Objects, one each per round, until `done` holds. */
+const deliverBoth = (stubs: ReadonlyArray<DurableObjectStub>, done: Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < 40; round++) {
+      if (yield* done) return
+      for (const stub of stubs) yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
+      yield* Effect.sleep(5)
+    }
+    return yield* Effect.die(new Error("condition not reached after 40 rounds of alarms"))
+  })
 
 describe("ThreadObject subagents across Objects", () => {
   it.live(
@@ -63,6 +88,51 @@ describe("ThreadObject subagents across Objects", () => {
         for (const row of yield* outboxOf(childObject)) expect(row["acknowledged_at"]).not.toBeNull()
         yield* deliverUntil(parentObject, quiet(parentObject))
         yield* deliverUntil(childObject, quiet(childObject))
+      }),
+  )
+
+  it.live(
+    "runs a child in an Object of another namespace binding; while it waits neither Object keeps an alarm",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("escalate")
+        const reviewerObject = threadName("reviewer")
+        const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(reviewerObject)] as const
+        const parent = clientOf("desk", parentObject)
+        const reviews = ThreadClient.make(env.THREADS_OTHER, "reviews", { objectName: reviewerObject })
+        const receipt = yield* parent.submit({
+          agentId: "escalator",
+          idempotencyKey: "e1",
+          input: { draft: "refund 90", reviewerObject },
+        })
+        const childWaits = Effect.map(reviews.threadStatus, (status) => status.head?.state === "suspended")
+        yield* deliverBoth(stubs, childWaits)
+        // Both sides are stable waits: the parent on its child, the child on its reviewer.
+        yield* deliverBoth(
+          stubs,
+          Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean)),
+        )
+        expect((yield* parent.status(receipt.submissionId)).state).toBe("suspended")
+        const child = (yield* reviews.threadStatus).head
+        expect((yield* reviews.history()).records[0]?.entry).toMatchObject({
+          _tag: "SubmissionAccepted",
+          parent: { address: { namespace: "THREADS_TEST" }, submissionId: receipt.submissionId },
+        })
+        // The reviewer answers in the other namespace; the answer reaches the parent by alarms alone.
+        yield* reviews.resolveApproval(child?.submissionId ?? "", { approved: true, note: "Sam" })
+        const settled = Effect.map(
+          parent.status(receipt.submissionId),
+          (status) => status.state === "settled",
+        )
+        yield* deliverBoth(stubs, settled)
+        expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+          outcome: "completed",
+          output: "refund 90 approved (Sam)",
+        })
+        yield* deliverBoth(
+          stubs,
+          Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean)),
+        )
       }),
   )
 

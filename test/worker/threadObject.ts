@@ -93,6 +93,24 @@ export const tallyAgent = define({
     }),
 })
 
+/** Asks a reviewer in the Object `reviewerObject` of the other namespace, and reports its answer. */
+export const escalatorAgent = define({
+  id: "escalator",
+  version: "1",
+  input: Schema.Struct({ draft: Schema.String, reviewerObject: Schema.String }),
+  output: Schema.String,
+  program: ({ draft, reviewerObject }, ctx) =>
+    Effect.gen(function* () {
+      const review = yield* ctx.startChild({
+        agent: reviewAgent,
+        input: { draft },
+        thread: { namespace: "THREADS_OTHER", objectName: reviewerObject, threadId: "reviews" },
+      })
+      const settled = yield* ctx.awaitChild(review)
+      return settled.outcome === "completed" ? settled.output : settled.outcome
+    }),
+})
+
 /** Failpoints of one Object. */
 export interface TestFailpoints {
   maintenance?: ThreadMaintenanceFailpointHandler
@@ -107,7 +125,7 @@ export const installFailpoints = (id: DurableObjectId, failpoints: TestFailpoint
 }
 
 export class TestThreadObject extends ThreadObject.make({
-  agents: [echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent],
+  agents: [echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent, escalatorAgent],
   namespaceBinding: "THREADS_TEST",
   config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
   failpoints: {
@@ -115,4 +133,10 @@ export class TestThreadObject extends ThreadObject.make({
       installed.get(ctx.id.toString())?.maintenance?.(location) ?? Effect.void,
     runtime: (ctx) => (location) => installed.get(ctx.id.toString())?.runtime?.(location) ?? Effect.void,
   },
+}) {}
+
+/** A `ThreadObject` class of another namespace binding, hosting reviewers for the first one. */
+export class OtherThreadObject extends ThreadObject.make({
+  agents: [reviewAgent],
+  namespaceBinding: "THREADS_OTHER",
 }) {}
