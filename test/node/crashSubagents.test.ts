@@ -1,6 +1,7 @@
 /**
  * A crash (`ctx.abort()`) at every boundary of subagents across two Objects and of joined
- * input, in the parent's Object, the child's or both, then a Miniflare restart over the same
+ * input, in the parent's Object, the child's or both (every subagent point again with the other
+ * Object dying at its next boundary as well), then a Miniflare restart over the same
  * storage: both Objects converge by alarm delivery alone, every Submission settles exactly
  * once, the parent sees each child's settlement once, no step journals twice, both end with
  * no alarm, nothing owed and nothing left to send, as a crash-free control pair does.
@@ -33,6 +34,8 @@ describe("crash and restart across two Objects", () => {
         expect(report.bothKilled).toBe(
           pairPoints.filter((p) => p.parent !== undefined && p.child !== undefined).length,
         )
+        // Where the other Object still had work (a retry, its own head), it died at a boundary too.
+        expect(report.peerKilled.length).toBeGreaterThanOrEqual(8)
       }),
     240_000,
   )

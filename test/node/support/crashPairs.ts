@@ -47,6 +47,11 @@ export interface PairPoint {
   readonly scenario: PairScenario
   readonly parent?: ArmEntry
   readonly child?: ArmEntry
+  /**
+   * The other Object dies too: at its next failpoint hit of any kind after this crash (while
+   * the first is still down), or, if it has nothing left to do, with the restart.
+   */
+  readonly peerDies?: boolean
 }
 
 const order: OrderInput = { orderId: "o1", amount: 40 }
@@ -115,8 +120,8 @@ const runtime = (location: string, extra?: Partial<ArmEntry>) => crash("runtime"
 
 const s = pairScenarios
 
-/** Every subagent, delivery, abort-propagation and join boundary, in the parent, the child or both. */
-export const pairPoints: ReadonlyArray<PairPoint> = [
+/** Every subagent, delivery and abort-propagation boundary, killing the parent or the child. */
+const subagentPoints: ReadonlyArray<PairPoint> = [
   { scenario: s.delegate, parent: runtime("child:after-start-append") },
   { scenario: s.delegate, parent: runtime("child:after-await-append") },
   { scenario: s.delegate, parent: runtime("delivery:after-reply") },
@@ -153,7 +158,10 @@ export const pairPoints: ReadonlyArray<PairPoint> = [
     child: runtime("child:after-marker-append"),
   },
   { scenario: s.delegateAbort, parent: runtime("terminalize:after-reserve") },
+]
 
+/** Every joined-input boundary: joins live in one Object, so only the parent's is killed. */
+const joinPoints: ReadonlyArray<PairPoint> = [
   { scenario: s.join, parent: runtime("ledger:claim-joining:before") },
   { scenario: s.join, parent: runtime("ledger:claim-joining:after") },
   { scenario: s.join, parent: runtime("join:after-claim") },
@@ -162,6 +170,18 @@ export const pairPoints: ReadonlyArray<PairPoint> = [
   { scenario: s.joinRead, parent: runtime("ledger:mark-joined:after") },
   { scenario: s.joinRevert, parent: runtime("ledger:revert-joining:before") },
   { scenario: s.joinRevert, parent: runtime("ledger:revert-joining:after") },
+]
+
+/**
+ * Every point: the subagent points killing one side, each again with the other side dying
+ * too, and the join points.
+ */
+export const pairPoints: ReadonlyArray<PairPoint> = [
+  ...subagentPoints,
+  ...subagentPoints
+    .filter((point) => (point.parent === undefined) !== (point.child === undefined))
+    .map((point) => ({ ...point, peerDies: true })),
+  ...joinPoints,
 ]
 
 /** One pair: a crash point, or the control of a scenario. */
@@ -174,6 +194,10 @@ interface PairRun {
   readonly keys: Map<string, { readonly role: Role; readonly lane: string; submissionId?: string }>
   readonly failed: Array<PairStep>
   readonly crashes: Array<CrashRecord>
+  /** Whether the peer of a `peerDies` point crashed at a failpoint hit (else the restart killed it). */
+  peerCrashed: boolean
+  /** The Objects that crashed and stayed down until the restart. */
+  readonly down: Array<Role>
   mutatingBeforeRestart: Record<Role, number>
   phase1: Record<Role, RawView> | undefined
   phase2: Record<Role, RawView> | undefined
@@ -190,6 +214,7 @@ const pointLabel = (point: PairPoint) =>
     point.child === undefined
       ? ""
       : `child ${point.child.location}${point.child.match === undefined ? "" : ` ${point.child.match}`}`,
+    point.peerDies === true ? "the other dies too" : "",
   ]
     .filter((part) => part !== "")
     .join(" / ")
@@ -203,6 +228,8 @@ const newRun = (label: string, scenario: PairScenario, point: PairPoint | undefi
   keys: new Map(),
   failed: [],
   crashes: [],
+  peerCrashed: false,
+  down: [],
   mutatingBeforeRestart: { parent: 0, child: 0 },
   phase1: undefined,
   phase2: undefined,
@@ -276,6 +303,14 @@ const runToCrash = (driver: CrashDriver, run: PairRun) =>
     yield* settle(driver, run)
     const armed = roles.filter((role) => run.point?.[role] !== undefined)
     for (const role of armed) yield* driver.arm(run.names[role], [run.point?.[role] as ArmEntry])
+    const peer = run.point?.peerDies === true ? roles.find((role) => !armed.includes(role)) : undefined
+    if (peer !== undefined) {
+      // The peer dies at its next failpoint hit of any kind once the first Object crashed.
+      const first = run.ids[armed[0] as Role]
+      yield* driver.arm(run.names[peer], [
+        { kind: "any", location: "*", action: "crash", freeze: true, after: first },
+      ])
+    }
     const answer = yield* execute(driver, run, run.scenario.final)
     if (answer !== undefined && !answer.ok) run.failed.push(run.scenario.final)
     const until = deadline(40_000)
@@ -283,22 +318,42 @@ const runToCrash = (driver: CrashDriver, run: PairRun) =>
       const logs = yield* Effect.forEach(armed, (role) => driver.log(run.names[role]))
       if (logs.every((log) => log.pending === 0 && log.crashes.length > 0)) {
         run.crashes.push(...logs.flatMap((log) => log.crashes))
+        run.down.push(...armed)
+        break
+      }
+      yield* Effect.sleep(50)
+    }
+    // A peer with work left (a retry, its own head) reaches a failpoint within its backoff.
+    const peerUntil = deadline(1_500)
+    while (peer !== undefined && Date.now() < peerUntil) {
+      const log = yield* driver.log(run.names[peer])
+      if (log.crashes.length > 0) {
+        run.crashes.push(...log.crashes)
+        run.peerCrashed = true
+        run.down.push(peer)
         return
       }
       yield* Effect.sleep(50)
     }
   })
 
-/** Waits until no alarm is delivered any more and every Object's last delivery cleared its slot. */
+/**
+ * Waits until no alarm is delivered any more and every Object's last delivery cleared its
+ * slot. An Object that crashed is down with its alarm pending until the restart, so it must
+ * have been delivered one since; workerd delivers an overdue alarm about two seconds after a
+ * restart, so an Object with no delivery at all is judged only after `quiet` ms.
+ */
 const awaitConvergence = (driver: CrashDriver, runs: ReadonlyArray<PairRun>, bootedAt: number) =>
   Effect.gen(function* () {
-    const until = deadline(30_000)
+    const quiet = 5_000
+    const until = deadline(45_000)
     while (Date.now() < until) {
       const signals = (yield* driver.signals).filter((signal) => signal.startedAt >= bootedAt)
       const converged = runs.every((run) =>
         roles.every((role) => {
           const last = signals.filter((signal) => signal.name === run.ids[role]).at(-1)
-          return last === undefined || (last.ok && last.alarm === null)
+          if (last !== undefined) return last.ok && last.alarm === null
+          return !run.down.includes(role) && Date.now() - bootedAt >= quiet
         }),
       )
       const latest = Math.max(bootedAt, ...signals.map((signal) => signal.finishedAt))
@@ -360,8 +415,8 @@ const anonymous = (run: PairRun, view: RawView): RawView =>
 const judge = (run: PairRun, control: PairRun): Array<string> => {
   const problems: Array<string> = []
   const armed = roles.filter((role) => run.point?.[role] !== undefined)
-  if (run.crashes.length < armed.length)
-    return [`${armed.length - run.crashes.length} armed crash(es) never happened`]
+  const crashed = run.crashes.length - (run.peerCrashed ? 1 : 0)
+  if (crashed < armed.length) return [`${armed.length - crashed} armed crash(es) never happened`]
   if (run.phase1 === undefined || run.phase2 === undefined || control.phase2 === undefined)
     return ["missing evidence"]
   for (const role of roles) {
@@ -391,6 +446,8 @@ export interface PairReport {
   readonly points: number
   readonly crashed: number
   readonly bothKilled: number
+  /** The `peerDies` points whose peer crashed at a failpoint hit, not only with the restart. */
+  readonly peerKilled: ReadonlyArray<string>
   readonly violations: ReadonlyArray<string>
   readonly timings: ReadonlyArray<string>
 }
@@ -473,6 +530,7 @@ export const runPairGroup = (
       bothKilled: crashing.filter(
         (run) => run.point?.parent !== undefined && run.point.child !== undefined && run.crashes.length === 2,
       ).length,
+      peerKilled: crashing.filter((run) => run.peerCrashed).map((run) => run.label),
       violations,
       timings,
     }
