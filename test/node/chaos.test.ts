@@ -1,9 +1,10 @@
 /**
  * Seeded chaos in real workerd over two Objects: several lanes of orders and delegating desks
- * in one, the desks' children in the other; rounds of random {kill either incarnation
+ * in one, the desks' children in the other, routed requests between them lost, duplicated,
+ * delayed and reordered by a seeded network; rounds of random {kill either incarnation
  * (`ctx.abort()`), wait for an alarm delivery, mutate, let time pass}; each run converges and
- * matches a control pair that replays its mutations with no kill, every child linked to its
- * desk and settled into it once.
+ * matches a control pair that replays its mutations with no kill and no network fault, every
+ * child linked to its desk and settled into it once.
  *
  * Reproduce a run with `CHAOS_SEED=<seed>`; `CHAOS_SEEDS=a,b,c` and `CHAOS_ROUNDS=n` set the
  * lanes of a longer soak (`npm run soak`).
@@ -85,6 +86,10 @@ const chaosRun = (seed: number) =>
         problems: problems.length,
       }),
     )
+    // The network did get in the way (a run without routed requests would prove nothing).
+    const { received, droppedRequests, droppedReplies, duplicated } = chaos.run.network
+    if (received === 0 || droppedRequests + droppedReplies + duplicated === 0)
+      problems.push(`the network injected no fault into ${received} routed requests`)
     return problems.map((problem) => `seed ${seed} (reproduce: CHAOS_SEED=${seed}): ${problem}`)
   })
 

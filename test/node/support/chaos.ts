@@ -1,8 +1,10 @@
 /**
  * Seeded chaos over two crash-Worker Objects: one hosting several lanes of orders and of
- * delegating desks, the other the children those desks start. Rounds of random {kill either
- * incarnation, wait for an alarm delivery, mutate, let time pass}, then convergence, then a
- * control pair that replays the same mutations in the same order with no kill.
+ * delegating desks, the other the children those desks start, joined by a seeded faulty network
+ * (requests and replies lost, requests duplicated, delayed and so reordered). Rounds of random
+ * {kill either incarnation, wait for an alarm delivery, mutate, let time pass}, then
+ * convergence, then a control pair that replays the same mutations in the same order with no
+ * kill and a faultless network.
  *
  * Mutations are chosen so that their effect does not depend on timing: approvals, denials and
  * aborts target only Submissions that cannot move without them (a suspended one without an
@@ -12,7 +14,7 @@
  * call that fails (the kill hit it) is retried by the client until it gets a definite answer.
  */
 import { Effect } from "effect"
-import type { OrderInput, RawView } from "../fixtures/crashProtocol.ts"
+import type { NetworkStats, OrderInput, RawView } from "../fixtures/crashProtocol.ts"
 import { chargeOf } from "../fixtures/crashAgents.ts"
 import type { CrashDriver, Envelope } from "./crashDriver.ts"
 
@@ -50,6 +52,19 @@ export interface ChaosRun {
   readonly sleeps: number
   readonly mutations: ReadonlyArray<Mutation>
   readonly retries: number
+  /** What the network between the two Objects did to routed requests. */
+  readonly network: NetworkStats
+}
+
+/** The network's fault rates: every routed request risks each fault. */
+const networkFaults = { drop: 0.1, duplicate: 0.15, delay: 0.4 } as const
+
+const sumStats = (stats: ReadonlyArray<NetworkStats | null>): NetworkStats => {
+  const total = { received: 0, droppedRequests: 0, droppedReplies: 0, duplicated: 0, delayed: 0 }
+  for (const one of stats)
+    if (one !== null)
+      for (const key of Object.keys(total) as Array<keyof NetworkStats>) total[key] += one[key]
+  return total
 }
 
 interface Known {
@@ -245,6 +260,9 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
     let deliveries = 0
     let sleeps = 0
     const id = yield* driver.id(name)
+    // Routed requests between the two Objects cross a faulty network, both ways.
+    for (const [index, object] of [name, childrenOf(name)].entries())
+      yield* driver.network(object, { seed: seed * 2 + index, ...networkFaults })
 
     const mutate = (mutation: Mutation) =>
       Effect.tap(client.apply(mutation), () => Effect.sync(() => mutations.push(mutation)))
@@ -306,6 +324,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
       }
     }
     const final = yield* finish(driver, name, client)
+    const network = yield* Effect.forEach([name, childrenOf(name)], (object) => driver.network(object))
     const run: ChaosRun = {
       seed,
       rounds,
@@ -314,6 +333,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
       sleeps,
       mutations,
       retries: client.retries(),
+      network: sumStats(network),
     }
     return { run, final }
   })
