@@ -184,6 +184,25 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
+    it.effect("settles an aborted follow-up by itself; its host never reads it", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const inc = yield* world.incarnation({ agents: [conversation(runs)] })
+          const host = yield* submitTo(inc, "chat", "conversation", "h", { n: 1 })
+          yield* processHead(inc, "chat")
+          const dropped = yield* join(inc, "dropped", 50)
+          yield* runtimeOf(inc).abort(dropped.submissionId)
+          expect((yield* recover(inc))[dropped.submissionId]).toEqual(["SettleAborted", "repaired"])
+          const settled = yield* rowOf(inc, dropped.submissionId)
+          expect([settled.settlement?.outcome, settled.settlement?.host]).toEqual(["aborted", undefined])
+          yield* runtimeOf(inc).resolveApproval(host.submissionId, { approved: true })
+          expect(Option.getOrThrow(yield* processHead(inc, "chat")).output).toBe(1)
+          expect(yield* ledgerOf(inc).countAllNonterminal).toBe(0)
+        }),
+      ),
+    )
+
     it.effect("refuses a join by name when the head cannot take it, and queues it when asked to", () =>
       harness.run((world) =>
         Effect.gen(function* () {
