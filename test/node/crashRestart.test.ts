@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
-import { pairPoints } from "./support/crashPairs.ts"
+import { pairPoints } from "./support/crashPairPoints.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
 import { type CrashPoint, maintenancePoints, runtimePoints, storagePoints } from "./support/crashScenarios.ts"
 

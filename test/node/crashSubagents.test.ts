@@ -9,7 +9,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { runtimeFailpointLocations } from "../../src/core/RuntimeFailpoint.ts"
-import { pairPoints, runPairGroup } from "./support/crashPairs.ts"
+import { pairPoints } from "./support/crashPairPoints.ts"
+import { runPairGroup } from "./support/crashPairs.ts"
 
 describe("crash and restart across two Objects", () => {
   it.live(
