@@ -136,6 +136,26 @@ describe("ThreadObject subagents across Objects", () => {
       }),
   )
 
+  it.live("runs a child in another Thread of its parent's own Object, by alarms alone", () =>
+    Effect.gen(function* () {
+      const object = threadName("self")
+      const parent = clientOf("desk", object)
+      const receipt = yield* parent.submit({
+        agentId: "delegator",
+        idempotencyKey: "own-object",
+        input: { claims: ["fake claim"], verifierObject: object },
+      })
+      const settled = Effect.map(parent.status(receipt.submissionId), (status) => status.state === "settled")
+      yield* deliverUntil(object, settled)
+      expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+        outcome: "completed",
+        output: ["false"],
+      })
+      yield* deliverUntil(object, quiet(object))
+      for (const row of yield* outboxOf(object)) expect(row["acknowledged_at"]).not.toBeNull()
+    }),
+  )
+
   it.live("folds a follow-up into a running Submission and refuses a join nothing can take", () =>
     Effect.gen(function* () {
       const object = threadName("tally")
