@@ -10,7 +10,13 @@ import { AgentId, IdempotencyKey, ThreadId } from "../../src/core/Identifiers.ts
 import { conversation } from "./childrenFixtures.ts"
 import { makeRuns, reviewed, runsOf } from "./runtimeAgents.ts"
 import { entriesOf, processHead, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { ledgerOf, runtimeHarnesses, runtimeOf, type Incarnation } from "./runtimeHarness.ts"
+import {
+  ledgerOf,
+  runtimeHarnesses,
+  runtimeOf,
+  type Incarnation,
+  type RuntimeWorld,
+} from "./runtimeHarness.ts"
 
 const join = (
   incarnation: Incarnation,
@@ -25,6 +31,16 @@ const join = (
     idempotencyKey: IdempotencyKey.make(key),
     input: { n },
     mode,
+  })
+
+/** A conversation that joins may reach: its host parked on its approval. */
+const parkedHost = (world: RuntimeWorld) =>
+  Effect.gen(function* () {
+    const runs = yield* makeRuns
+    const inc = yield* world.incarnation({ agents: [conversation(runs)] })
+    const host = yield* submitTo(inc, "chat", "conversation", "h", { n: 1 })
+    yield* processHead(inc, "chat")
+    return { runs, inc, host }
   })
 
 /** Takes joined input but never reads it: it waits for an approval and answers its own input. */
@@ -113,10 +129,7 @@ for (const harness of runtimeHarnesses) {
     it.effect("reverts a join its host never read: it runs as an ordinary Submission", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const runs = yield* makeRuns
-          const inc = yield* world.incarnation({ agents: [conversation(runs)] })
-          const host = yield* submitTo(inc, "chat", "conversation", "h", { n: 1 })
-          yield* processHead(inc, "chat")
+          const { inc, host } = yield* parkedHost(world)
           const late = yield* join(inc, "late", 7)
           yield* runtimeOf(inc).resolveApproval(host.submissionId, { approved: false })
           // The denial settled the host directly; recovery reverts its unread join.
@@ -187,10 +200,7 @@ for (const harness of runtimeHarnesses) {
     it.effect("settles an aborted follow-up by itself; its host never reads it", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const runs = yield* makeRuns
-          const inc = yield* world.incarnation({ agents: [conversation(runs)] })
-          const host = yield* submitTo(inc, "chat", "conversation", "h", { n: 1 })
-          yield* processHead(inc, "chat")
+          const { inc, host } = yield* parkedHost(world)
           const dropped = yield* join(inc, "dropped", 50)
           yield* runtimeOf(inc).abort(dropped.submissionId)
           expect((yield* recover(inc))[dropped.submissionId]).toEqual(["SettleAborted", "repaired"])

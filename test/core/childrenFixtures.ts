@@ -5,6 +5,7 @@
  * across Objects.
  */
 import { Clock, Effect, Schema } from "effect"
+import type { ChildSettlement } from "../../src/core/AgentContext.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
 import { ran, type Runs } from "./runtimeAgents.ts"
@@ -48,11 +49,20 @@ export const unregisteredChild = define({
   program: ({ n }) => Effect.succeed(n),
 })
 
-/** Starts a child of `agent` in `lane`, awaits it, and reports what it saw. */
+type Child = ReturnType<typeof doubler> | typeof approvingChild | typeof unregisteredChild
+
+/** What `parentOf` answers by default: the child's output, or its outcome and refusal. */
+const summary = (settled: ChildSettlement<number>) =>
+  settled.outcome === "completed"
+    ? `child said ${settled.output}`
+    : `child ${settled.outcome}${settled.outcome === "failed" && settled.refused !== undefined ? ` (${settled.refused})` : ""}`
+
+/** Starts a child of `agent` in `lane`, awaits it, and answers what it saw (`report`). */
 export const parentOf = (
   id: string,
-  child: ReturnType<typeof doubler> | typeof approvingChild | typeof unregisteredChild,
+  child: Child,
   lane: string,
+  report: (settled: ChildSettlement<number>) => string = summary,
 ) =>
   define({
     id,
@@ -66,34 +76,12 @@ export const parentOf = (
           input: { n },
           thread: { objectName: "local", threadId: lane },
         })
-        const settled = yield* ctx.awaitChild(handle)
-        return settled.outcome === "completed"
-          ? `child said ${settled.output}`
-          : `child ${settled.outcome}${settled.outcome === "failed" && settled.refused !== undefined ? ` (${settled.refused})` : ""}`
+        return report(yield* ctx.awaitChild(handle))
       }),
   })
 
-/** Starts a child of `child` in `lane`, awaits it, and answers its settlement as JSON. */
-export const reporter = (
-  id: string,
-  child: ReturnType<typeof doubler> | typeof approvingChild,
-  lane: string,
-) =>
-  define({
-    id,
-    version: "1",
-    input: Input,
-    output: Schema.String,
-    program: ({ n }, ctx) =>
-      Effect.gen(function* () {
-        const handle = yield* ctx.startChild({
-          agent: child,
-          input: { n },
-          thread: { objectName: "local", threadId: lane },
-        })
-        return JSON.stringify(yield* ctx.awaitChild(handle))
-      }),
-  })
+/** A parent that answers its child's settlement as JSON. */
+export const reporter = (id: string, child: Child, lane: string) => parentOf(id, child, lane, JSON.stringify)
 
 /** Two children at once in two lanes, awaited in reverse order. */
 export const fanOut = (runs: Runs) =>
