@@ -50,6 +50,11 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
   /** Native maintenance cadence while a generation is dirty without a matching retry. */
   wakeScanInterval: PositiveMillis,
   projectionDispatchTimeoutMillis: AuxiliaryDispatchMillis,
+  /** How long one delivery of a message to another Object may take before it is retried. */
+  deliveryAttemptTimeoutMillis: AuxiliaryDispatchMillis,
+  /** First retry delay of a failed delivery; it doubles per attempt up to the cap. */
+  deliveryRetryBaseMillis: PositiveMillis,
+  deliveryRetryCapMillis: PositiveMillis,
   limits: CloudflareRuntimeLimits,
 }) {}
 
@@ -70,6 +75,9 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   alarmBackoffCap: 5_000,
   wakeScanInterval: 1_000,
   projectionDispatchTimeoutMillis: 30_000,
+  deliveryAttemptTimeoutMillis: 30_000,
+  deliveryRetryBaseMillis: 1_000,
+  deliveryRetryCapMillis: 60_000,
   limits: { ...LEDGER_LIMIT_DEFAULTS, maxDatabaseBytes: 9_000_000_000 },
 }
 

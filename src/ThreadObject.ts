@@ -21,6 +21,7 @@ import {
   type ThreadObjectServices,
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
+import { toPortResult } from "./internal/object/portCall.ts"
 import type { RpcResult } from "./internal/object/protocol.ts"
 import { type ThreadObjectError, toRpcResult } from "./internal/object/rpc.ts"
 import {
@@ -53,6 +54,8 @@ export interface ThreadObjectRpc {
   history(request: unknown): Promise<RpcResult>
   awaitSettlement(request: unknown): Promise<RpcResult>
   inspectMaintenance(): Promise<RpcResult>
+  /** A routed request from another `ThreadObject` (see `RoutedPort`). */
+  portCall(request: unknown): Promise<RpcResult>
 }
 
 /** The constructor of a `ThreadObject` class. */
@@ -165,6 +168,11 @@ export const make = (options: ThreadObjectOptions): ThreadObjectClass => {
     }
     inspectMaintenance() {
       return this.#call("inspectMaintenance", MaintenanceInspection, this.#entry.inspectMaintenance())
+    }
+    async portCall(request: unknown): Promise<RpcResult> {
+      const exit = await this.#runtime.runPromiseExit(this.#entry.portCall(request))
+      await this.#noteAlarm()
+      return toPortResult(exit)
     }
   }
 }

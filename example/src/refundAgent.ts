@@ -1,12 +1,16 @@
 /**
- * The example agent: a refund desk. It looks the order up (a journaled step), asks a human to
- * approve refunds above a threshold (the Thread then waits without keeping its Object awake),
- * issues the refund with the payment provider (an uncertain step: if the Object dies between
- * sending and recording, nobody knows whether money moved, so the lane blocks until an operator
- * resolves the outcome), and writes the confirmation (another journaled step).
+ * The example agent: a refund desk. It looks the order up (a journaled step), asks the fraud
+ * desk in another Object (a child Submission, awaited as a value), asks a human to approve
+ * refunds above a threshold or flagged by the fraud desk (the Thread then waits without
+ * keeping its Object awake), adds the follow-ups that joined it meanwhile (e.g. "refund the
+ * shipping too", submitted with `mode: "join"`), issues the refund with the payment provider
+ * (an uncertain step: if the Object dies between sending and recording, nobody knows whether
+ * money moved, so the lane blocks until an operator resolves the outcome), and writes the
+ * confirmation (another journaled step).
  */
 import { Effect, Schema } from "effect"
 import { AgentFailure, define } from "@effect-agent/platform-cloudflare/agent-registration"
+import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
 
 /** Refunds above this amount need a human's approval. */
 export const approvalThreshold = 100
@@ -20,6 +24,9 @@ const RefundResult = Schema.Struct({
   orderId: Schema.String,
   refundId: Schema.String,
   amount: Schema.Number,
+  /** Follow-ups that joined this refund and were paid with it. */
+  followUps: Schema.Int,
+  fraudScore: Schema.optionalKey(Schema.Number),
   approvedBy: Schema.optionalKey(Schema.String),
 })
 
@@ -35,9 +42,10 @@ const sendRefund = (orderId: string, amount: number) =>
 export const refundAgent = define({
   id: "refund",
   name: "Refund desk",
-  version: "1",
+  version: "2",
   input: RefundRequest,
   output: RefundResult,
+  acceptsJoinedInput: true,
   program: (request, ctx) =>
     Effect.gen(function* () {
       const order = yield* ctx.step("look up order", lookUpOrder(request.orderId), { result: Order })
@@ -46,22 +54,38 @@ export const refundAgent = define({
           message: `cannot refund ${request.amount}: the order paid ${order.paid}`,
         })
       }
+      // A child Submission in the fraud desk's Object; its failure would be a value here too.
+      const check = yield* ctx.startChild({
+        agent: fraudCheckAgent,
+        input: { orderId: order.orderId, customer: order.customer, amount: request.amount },
+        thread: { objectName: fraudDeskObject, threadId: order.customer },
+      })
+      const fraud = yield* ctx.awaitChild(check)
+      const flagged = fraud.outcome !== "completed" || fraud.output.verdict === "review"
       const approval =
-        request.amount > approvalThreshold
+        request.amount > approvalThreshold || flagged
           ? yield* ctx.requestApproval({
               orderId: order.orderId,
               customer: order.customer,
               amount: request.amount,
+              fraud: fraud.outcome === "completed" ? fraud.output : fraud.outcome,
             })
           : undefined
-      const refundId = yield* ctx.uncertainStep("issue refund", sendRefund(order.orderId, request.amount), {
+      const followUps = yield* ctx.receiveJoined
+      const amount = followUps.reduce((total, followUp) => total + followUp.amount, request.amount)
+      if (amount > order.paid) {
+        return yield* new AgentFailure({ message: `cannot refund ${amount}: the order paid ${order.paid}` })
+      }
+      const refundId = yield* ctx.uncertainStep("issue refund", sendRefund(order.orderId, amount), {
         result: Schema.String,
       })
       yield* ctx.step("confirm to customer", Effect.succeed(`sent confirmation to ${order.customer}`))
       return {
         orderId: order.orderId,
         refundId,
-        amount: request.amount,
+        amount,
+        followUps: followUps.length,
+        ...(fraud.outcome === "completed" ? { fraudScore: fraud.output.score } : {}),
         ...(approval?.note === undefined ? {} : { approvedBy: approval.note }),
       }
     }),

@@ -31,6 +31,7 @@ const statusOf = (error: ThreadClient.ThreadClientError): number => {
       return 404
     case "NotPending":
     case "IdempotencyConflict":
+    case "JoinRefused":
     case "InvalidTransition":
       return 409
     case "SettlementTimeout":
@@ -63,12 +64,17 @@ const text = (body: unknown, key: string): string | undefined => {
   return typeof value === "string" ? value : undefined
 }
 
-const submit: Route = (client, body) =>
-  client.submit({
+const modes = ["queue", "join", "join-or-queue"] as const
+
+const submit: Route = (client, body) => {
+  const mode = modes.find((candidate) => candidate === text(body, "mode"))
+  return client.submit({
     agentId: text(body, "agentId") ?? "refund",
     idempotencyKey: text(body, "idempotencyKey") ?? crypto.randomUUID(),
     input: (field(body, "input") ?? null) as Schema.Json,
+    ...(mode === undefined ? {} : { mode }),
   })
+}
 
 const decide =
   (approved: boolean): Route =>
@@ -127,7 +133,12 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
     if (route === undefined) return json(404, { error: `no route ${request.method} ${url.pathname}` })
     const body: unknown =
       request.method === "POST" ? yield* Effect.promise(() => request.json().catch(() => ({}))) : undefined
-    const client = ThreadClient.make(namespace, decodeURIComponent(parts[2]))
+    const object = url.searchParams.get("object")
+    const client = ThreadClient.make(
+      namespace,
+      decodeURIComponent(parts[2]),
+      object === null || object === "" ? {} : { objectName: object },
+    )
     return yield* route(client, body, url).pipe(
       Effect.match({
         onSuccess: (value) => json(200, value ?? { ok: true }),

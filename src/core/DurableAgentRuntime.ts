@@ -19,6 +19,7 @@ import { makeRuntime } from "./internal/runtime/make.ts"
 import type {
   ApprovalDecision,
   DurableWorkerFailure,
+  JoinRefused,
   NotPending,
   PreparedSubmission,
   Receipt,
@@ -37,6 +38,13 @@ import type {
   SubmissionNotFound,
 } from "./SubmissionLedger.ts"
 import type { ThreadHistory } from "./ThreadHistory.ts"
+import type { MessageOutbox } from "./MessageOutbox.ts"
+import type {
+  DeliveryOutcome,
+  OutboxMessage,
+  ThreadMessage,
+  ThreadMessageReplies,
+} from "./internal/outbox/model.ts"
 import type { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 import type { WakeScheduler } from "./WakeScheduler.ts"
 
@@ -54,6 +62,7 @@ export {
   DurableRuntimeFailpointError,
   NotPending,
   SettlementTimeout,
+  JoinRefused,
 } from "./internal/runtime/model.ts"
 export type { DurableWorkerFailure, PreparedSubmission, SubmitFailure } from "./internal/runtime/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
@@ -64,12 +73,13 @@ export class DurableAgentRuntime extends Context.Service<
   {
     /**
      * Everything `submit` checks, without writing: the agent is registered, the input decodes,
-     * and the ledger would admit it (a used key replays; an input or lane over its limit is
-     * refused). A host refuses bad input with it before it opens a mutation, then `admit`s.
+     * the ledger would admit it (a used key replays; an input or lane over its limit is
+     * refused), and a `join` finds a lane head that takes it. A host refuses bad input with it
+     * before it opens a mutation, then `admit`s.
      */
     readonly prepare: (
       request: SubmitRequest,
-    ) => Effect.Effect<PreparedSubmission, AdmissionRefused | IdempotencyConflict | LedgerError>
+    ) => Effect.Effect<PreparedSubmission, AdmissionRefused | IdempotencyConflict | JoinRefused | LedgerError>
     /** Admits what `prepare` returned; the ledger checks its limits again as it writes. */
     readonly admit: (prepared: PreparedSubmission) => Effect.Effect<Receipt, SubmitFailure>
     /** Admits an encoded input for a registered agent; a used idempotency key replays its receipt. */
@@ -109,6 +119,20 @@ export class DurableAgentRuntime extends Context.Service<
      * accepted abort, work an older release left between writes).
      */
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
+    /**
+     * Receives a message from another Object's runtime (a child's admission, a child's
+     * settlement, an abort for a child) and answers it; a repeated message (the same
+     * `messageId`) changes nothing. Hosts run it inside the mutation gate.
+     */
+    readonly receive: <M extends ThreadMessage>(
+      message: M,
+      messageId: string,
+    ) => Effect.Effect<ThreadMessageReplies[M["_tag"]], DurableWorkerFailure>
+    /** Records how the delivery of one of this Object's messages ended, and acknowledges it. */
+    readonly recordDelivery: (
+      row: OutboxMessage,
+      outcome: DeliveryOutcome,
+    ) => Effect.Effect<void, DurableWorkerFailure>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */
     readonly processThreadHead: (
       threadId: ThreadId,
@@ -123,7 +147,7 @@ export class DurableAgentRuntime extends Context.Service<
   static readonly layer: Layer.Layer<
     DurableAgentRuntime,
     never,
-    SubmissionLedger | ThreadHistory | AgentRegistry | RuntimeFailpoint | WakeScheduler
+    SubmissionLedger | ThreadHistory | MessageOutbox | AgentRegistry | RuntimeFailpoint | WakeScheduler
   > = Layer.effect(this, makeRuntime)
 
   /** The runtime with its own registry of `registrations`. */
@@ -132,6 +156,6 @@ export class DurableAgentRuntime extends Context.Service<
   ): Layer.Layer<
     DurableAgentRuntime,
     never,
-    SubmissionLedger | ThreadHistory | RuntimeFailpoint | WakeScheduler
+    SubmissionLedger | ThreadHistory | MessageOutbox | RuntimeFailpoint | WakeScheduler
   > => DurableAgentRuntime.layer.pipe(Layer.provide(AgentRegistry.layer(registrations)))
 }

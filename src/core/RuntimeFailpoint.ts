@@ -13,6 +13,8 @@ import type { DurableRuntimeFailpointError } from "./internal/runtime/model.ts"
 
 const LEDGER_WRITES = [
   "admit",
+  "mark-joined",
+  "revert-joining",
   "claim",
   "renew",
   "release",
@@ -38,6 +40,15 @@ export const RUNTIME_FAILPOINT_LOCATIONS = [
   "approval:after-request-append",
   "abort:after-intent",
   "resolve:after-intent",
+  "join:after-claim",
+  "join:after-canonical-append",
+  "child:after-start-append",
+  "child:after-await-append",
+  "child:after-admit",
+  "child:after-settled-append",
+  "child:after-marker-append",
+  "child:after-marker-ack",
+  "delivery:after-reply",
 ] as const
 
 /** A point between durable commits where tests may pause, fail or kill the Object. */

@@ -4,7 +4,7 @@
  * lane) is driven to the end through fresh incarnations, and each Submission settles exactly once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, DateTime, Deferred, Effect, Exit, Fiber, Option, Predicate, Schema, Stream } from "effect"
+import { Clock, DateTime, Effect, Option, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
@@ -13,16 +13,10 @@ import {
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "../../src/core/RuntimeFailpoint.ts"
-import { failpointError, runtimeSwitchboard } from "../support/switchboard.ts"
+import { childOrJoin, type Crash, crashingOps, failAtHit, freezeAtHit } from "./crashMatrix.ts"
 import { echo, makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import {
-  type Incarnation,
-  ledgerOf,
-  runtimeHarnesses,
-  runtimeOf,
-  type RuntimeWorld,
-} from "./runtimeHarness.ts"
+import { ledgerOf, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
 
 const journey = (runs: Runs) =>
   define({
@@ -41,29 +35,6 @@ const journey = (runs: Runs) =>
       }),
   })
 
-interface Crash {
-  readonly handler: RuntimeFailpointHandler
-  /** Completes when the failpoint froze its fiber (a kill); never for a typed failure. */
-  readonly reached: Effect.Effect<void>
-}
-
-/** Freezes the `index`-th hit of any location (1-based) forever. */
-const freezeAtHit = (index: number) =>
-  Effect.gen(function* () {
-    const board = yield* runtimeSwitchboard()
-    const reached = yield* Deferred.make<void>()
-    yield* board.atHit(index, () => Effect.andThen(Deferred.succeed(reached, undefined), Effect.never))
-    return { handler: board.handler, reached: Deferred.await(reached) } satisfies Crash
-  })
-
-/** Fails the `index`-th hit of any location (1-based) with a typed error. */
-const failAtHit = (index: number) =>
-  Effect.gen(function* () {
-    const board = yield* runtimeSwitchboard()
-    yield* board.atHit(index, (location) => Effect.fail(failpointError(location)))
-    return { handler: board.handler, reached: Effect.never } satisfies Crash
-  })
-
 const drive = (
   world: RuntimeWorld,
   failpoint: RuntimeFailpointHandler | undefined,
@@ -71,38 +42,13 @@ const drive = (
 ) =>
   Effect.gen(function* () {
     const runs = yield* makeRuns
-    const agents = [journey(runs), echo]
-    const config = { leaseRenewalInterval: 1 }
-    let current: Incarnation = yield* world.incarnation({
-      agents,
-      config,
-      ...(failpoint === undefined ? {} : { failpoint }),
-    })
-    let crashed = false
-
-    /** Runs one operation; after a kill, continues with a fresh incarnation once leases expired. */
-    const op = <A, E>(f: (incarnation: Incarnation) => Effect.Effect<A, E>) =>
-      Effect.gen(function* () {
-        if (crash === undefined || crashed) return Option.some(yield* f(current))
-        const fiber = yield* Effect.forkDetach(f(current))
-        const outcome = yield* Effect.raceFirst(
-          Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
-          Effect.as(crash.reached, { _tag: "Killed" as const }),
-        )
-        if (outcome._tag === "Done") {
-          const failed = Exit.findErrorOption(outcome.exit)
-          if (Option.isNone(failed) || !Predicate.isTagged(failed.value, "DurableRuntimeFailpointError")) {
-            return Option.some(yield* outcome.exit)
-          }
-          // A typed failure ends the operation; the same incarnation carries on.
-          crashed = true
-          return Option.none<A>()
-        }
-        crashed = true
-        yield* TestClock.adjust(30_001)
-        current = yield* world.incarnation({ agents, config })
-        return Option.none<A>()
-      })
+    const ops = yield* crashingOps(
+      world,
+      { agents: [journey(runs), echo], config: { leaseRenewalInterval: 1 } },
+      failpoint,
+      crash,
+    )
+    const { op } = ops
 
     const ignoreNotPending = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
       Effect.catchIf(
@@ -126,8 +72,8 @@ const drive = (
 
     for (let round = 0; round < 12; round++) {
       yield* op((incarnation) => runtimeOf(incarnation).runRecovery)
-      const rowA = yield* rowOf(current, a.submissionId)
-      const rowB = yield* rowOf(current, b.submissionId)
+      const rowA = yield* rowOf(ops.current, a.submissionId)
+      const rowB = yield* rowOf(ops.current, b.submissionId)
       if (rowA.state === "settled" && rowB.state === "settled") break
       if (rowA.state === "suspended") {
         yield* op((incarnation) =>
@@ -154,10 +100,11 @@ const drive = (
       )
     }
 
+    const current = ops.current
     const settledA = yield* rowOf(current, a.submissionId)
     const settledB = yield* rowOf(current, b.submissionId)
     return {
-      crashed,
+      crashed: ops.crashed,
       runs: yield* runsOf(runs),
       a: settledA,
       b: settledB,
@@ -180,7 +127,8 @@ for (const harness of runtimeHarnesses) {
             (location) => Effect.sync(() => void hits.push(location)),
             undefined,
           )
-          expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS))
+          // Subagents and joins have a journey of their own (DurableAgentRuntimeChildrenCrashMatrix).
+          expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at))))
           expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
           expect(result.b.settlement?.outcome).toBe("aborted")
           expect(result.runs).toEqual({ a: 1, b: 1, u: 1, c: 1 })

@@ -16,13 +16,16 @@ export const call = async (method: "GET" | "POST", path: string, body?: unknown)
   return { status: response.status, body: (await response.json()) as Record<string, any> }
 }
 
-/** Delivers the Thread Object's alarm (when one is set) until `done` holds, at most `rounds` times. */
+/**
+ * Delivers the alarms of the Thread's Object and of the fraud desk's Object (where refunds run
+ * their fraud checks) until `done` holds, at most `rounds` times.
+ */
 export const deliverUntil = async (thread: string, done: () => Promise<boolean>, rounds = 50) => {
-  const stub = env.THREADS.getByName(thread)
+  const stubs = [env.THREADS.getByName(thread), env.THREADS.getByName("fraud-desk")]
   for (let round = 0; round < rounds; round++) {
     if (await done()) return
     // A pass may reject (workerd would redeliver); the next round delivers again.
-    await runDurableObjectAlarm(stub).catch(() => false)
+    for (const stub of stubs) await runDurableObjectAlarm(stub).catch(() => false)
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
   throw new Error(`condition not reached after ${rounds} alarm deliveries`)

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
+import { pairPoints } from "./support/crashPairPoints.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
 import type { ArmEntry, FailpointKind, OrderInput } from "./fixtures/crashProtocol.ts"
 import { type CrashPoint, point, type Scenario } from "./support/crashPoints.ts"
@@ -227,6 +228,12 @@ const storagePoints: ReadonlyArray<CrashPoint> = [
   s("alarm:before", { skip: 1 }, scenarios.deny),
 ]
 
+const acrossObjects = new Set(
+  pairPoints
+    .flatMap((point) => [point.parent, point.child])
+    .flatMap((entry) => (entry === undefined ? [] : [entry.location])),
+)
+
 const group = (kind: "maintenance" | "runtime" | "storage", points: ReadonlyArray<CrashPoint>) =>
   it.live(
     `crashes at every ${kind} location and converges by alarm delivery alone after a restart`,
@@ -234,7 +241,8 @@ const group = (kind: "maintenance" | "runtime" | "storage", points: ReadonlyArra
       Effect.gen(function* () {
         const report = yield* runCrashGroup(`crash-${kind}`, kind, points)
         console.log(JSON.stringify({ kind, ...report, violations: report.violations.length }))
-        expect(report.uncovered).toEqual([])
+        // Subagent and join locations need two Objects: crashSubagents.test.ts arms every one of them.
+        expect(report.uncovered.filter((location) => !acrossObjects.has(location))).toEqual([])
         expect(report.violations).toEqual([])
         expect(report.crashed).toBe(points.length)
       }),

@@ -14,7 +14,6 @@ import {
   type ThreadHostMaintenanceService,
   ThreadMaintenance,
   type ThreadMaintenanceFailpointHandler,
-  ThreadMessageDelivery,
   type ThreadMessageDeliveryService,
   ThreadMutationGate,
   ThreadPublication,
@@ -40,6 +39,7 @@ export interface IncarnationOptions {
   readonly runtime?: RuntimeFailpointHandler
   readonly publication?: ThreadPublicationService
   readonly projection?: ThreadProjectionMaintenance["Service"]
+  /** Replaces the native message delivery. */
   readonly messages?: ThreadMessageDeliveryService
   readonly host?: ThreadHostMaintenanceService
 }
@@ -59,10 +59,7 @@ export interface Incarnation {
 }
 
 const contextValues = (options: IncarnationOptions) =>
-  Layer.mergeAll(
-    options.messages === undefined ? Layer.empty : Layer.succeed(ThreadMessageDelivery, options.messages),
-    options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host),
-  )
+  options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host)
 
 /** Builds a fresh incarnation over the Object's storage, into the current scope. */
 export const incarnation = (
@@ -71,21 +68,26 @@ export const incarnation = (
 ): Effect.Effect<Incarnation, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { maintenance, runtime } = options
-    const layer = incarnationLayer(ctx, env, {
-      agents: options.agents ?? [],
-      ...(options.config === undefined ? {} : { config: options.config }),
-      ...(options.publication === undefined
-        ? {}
-        : { publication: Layer.succeed(ThreadPublication, options.publication) }),
-      ...(options.projection === undefined
-        ? {}
-        : { projection: Layer.succeed(ThreadProjectionMaintenance, options.projection) }),
-      hooks: contextValues(options),
-      failpoints: {
-        ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
-        ...(runtime === undefined ? {} : { runtime: () => runtime }),
+    const layer = incarnationLayer(
+      ctx,
+      env,
+      {
+        agents: options.agents ?? [],
+        ...(options.config === undefined ? {} : { config: options.config }),
+        ...(options.publication === undefined
+          ? {}
+          : { publication: Layer.succeed(ThreadPublication, options.publication) }),
+        ...(options.projection === undefined
+          ? {}
+          : { projection: Layer.succeed(ThreadProjectionMaintenance, options.projection) }),
+        hooks: contextValues(options),
+        failpoints: {
+          ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
+          ...(runtime === undefined ? {} : { runtime: () => runtime }),
+        },
       },
-    })
+      options.messages,
+    )
     const context = yield* Layer.build(Layer.fresh(layer)).pipe(Effect.orDie)
     return {
       maintenance: Context.get(context, ThreadMaintenance),

@@ -39,6 +39,78 @@ export const reviewAgent = define({
     }),
 })
 
+/** Checks a claim in another Object and answers whether it is genuine. */
+export const verifierAgent = define({
+  id: "verifier",
+  version: "1",
+  input: Schema.Struct({ claim: Schema.String }),
+  output: Schema.Struct({ genuine: Schema.Boolean }),
+  program: ({ claim }, ctx) =>
+    Effect.map(
+      ctx.step(
+        "verify",
+        Effect.sync(() => !claim.includes("fake")),
+      ),
+      (genuine) => ({ genuine }),
+    ),
+})
+
+/** Delegates each claim to a verifier in the Object `input.verifierObject`, then reports. */
+export const delegatorAgent = define({
+  id: "delegator",
+  version: "1",
+  input: Schema.Struct({ claims: Schema.Array(Schema.String), verifierObject: Schema.String }),
+  output: Schema.Array(Schema.String),
+  program: ({ claims, verifierObject }, ctx) =>
+    Effect.gen(function* () {
+      const handles = yield* Effect.forEach(claims, (claim, index) =>
+        ctx.startChild({
+          agent: verifierAgent,
+          input: { claim },
+          thread: { objectName: verifierObject, threadId: `verify-${index}` },
+        }),
+      )
+      return yield* Effect.forEach(handles, (handle) =>
+        Effect.map(ctx.awaitChild(handle), (settled) =>
+          settled.outcome === "completed" ? String(settled.output.genuine) : settled.outcome,
+        ),
+      )
+    }),
+})
+
+/** Waits for an approval, then adds the joined inputs to its own. */
+export const tallyAgent = define({
+  id: "tally",
+  version: "1",
+  input: Schema.Struct({ n: Schema.Int }),
+  output: Schema.Int,
+  acceptsJoinedInput: true,
+  program: ({ n }, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.requestApproval({ n })
+      const joined = yield* ctx.receiveJoined
+      return joined.reduce((total, input) => total + input.n, n)
+    }),
+})
+
+/** Asks a reviewer in the Object `reviewerObject` of the other namespace, and reports its answer. */
+export const escalatorAgent = define({
+  id: "escalator",
+  version: "1",
+  input: Schema.Struct({ draft: Schema.String, reviewerObject: Schema.String }),
+  output: Schema.String,
+  program: ({ draft, reviewerObject }, ctx) =>
+    Effect.gen(function* () {
+      const review = yield* ctx.startChild({
+        agent: reviewAgent,
+        input: { draft },
+        thread: { namespace: "THREADS_OTHER", objectName: reviewerObject, threadId: "reviews" },
+      })
+      const settled = yield* ctx.awaitChild(review)
+      return settled.outcome === "completed" ? settled.output : settled.outcome
+    }),
+})
+
 /** Failpoints of one Object. */
 export interface TestFailpoints {
   maintenance?: ThreadMaintenanceFailpointHandler
@@ -53,11 +125,18 @@ export const installFailpoints = (id: DurableObjectId, failpoints: TestFailpoint
 }
 
 export class TestThreadObject extends ThreadObject.make({
-  agents: [echoAgent, reviewAgent],
+  agents: [echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent, escalatorAgent],
+  namespaceBinding: "THREADS_TEST",
   config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
   failpoints: {
     maintenance: (ctx) => (location) =>
       installed.get(ctx.id.toString())?.maintenance?.(location) ?? Effect.void,
     runtime: (ctx) => (location) => installed.get(ctx.id.toString())?.runtime?.(location) ?? Effect.void,
   },
+}) {}
+
+/** A `ThreadObject` class of another namespace binding, hosting reviewers for the first one. */
+export class OtherThreadObject extends ThreadObject.make({
+  agents: [reviewAgent],
+  namespaceBinding: "THREADS_OTHER",
 }) {}

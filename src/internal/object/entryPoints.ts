@@ -6,6 +6,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { DurableAgentRuntime, SubmitRequest } from "../../core/DurableAgentRuntime.ts"
+import type { ThreadMessage } from "../../core/MessageOutbox.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { AdmissionRefused, SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
@@ -17,6 +18,7 @@ import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { ThreadMaintenanceState, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
 import { makeStorageOperation } from "../maintenance/storage.ts"
 import { readCounters } from "./metrics.ts"
+import { makePortCall } from "./portCall.ts"
 import {
   ApprovalInput,
   AwaitInput,
@@ -95,6 +97,13 @@ const addressed = (address: Address) =>
     return row.value
   })
 
+/** A message from another Object's runtime, received by this one's. */
+const receive = <M extends ThreadMessage>(message: M, messageId: string) =>
+  Effect.gen(function* () {
+    const runtime = yield* DurableAgentRuntime
+    return yield* runtime.receive(message, messageId)
+  })
+
 /** @internal */
 export const makeEntryPoints = () => {
   const decode = decodeInput
@@ -164,6 +173,25 @@ export const makeEntryPoints = () => {
       yield* addressed(request)
       const runtime = yield* DurableAgentRuntime
       return yield* runtime.awaitSettlement(request.submissionId, { timeoutMillis: request.timeoutMillis })
+    }),
+    portCall: makePortCall<DurableAgentRuntime | SubmissionLedger>({
+      AdmitChild: receive,
+      ChildSettled: receive,
+      AbortChild: receive,
+      DescribeChild: (request) =>
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const row = yield* ledger.lookupByKey(request.threadId, request.idempotencyKey)
+          if (Option.isNone(row)) return { _tag: "ChildDescribed" } as const
+          return {
+            _tag: "ChildDescribed",
+            child: {
+              submissionId: row.value.submissionId,
+              state: row.value.state,
+              ...(row.value.settlement === undefined ? {} : { settlement: row.value.settlement }),
+            },
+          } as const
+        }),
     }),
     inspectMaintenance: Effect.fn("ThreadObject.inspectMaintenance")(function* () {
       const { ctx } = yield* DurableObjectContext

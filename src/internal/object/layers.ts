@@ -25,8 +25,15 @@ import {
   type ThreadMaintenanceFailpointHandler,
 } from "../maintenance/failpoint.ts"
 import { ThreadMutationGate } from "../maintenance/gate.ts"
-import { ThreadPublication } from "../maintenance/hooks.ts"
+import {
+  ThreadMessageDelivery,
+  type ThreadMessageDeliveryService,
+  ThreadPublication,
+} from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import { MessageOutbox, SelfAddress } from "../../core/MessageOutbox.ts"
+import { RoutedPort } from "../../RoutedPort.ts"
+import { messageDeliveryLayer } from "../delivery/layer.ts"
 import { instrumentState, type StorageFailpointHandler } from "./instrumentedStorage.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 
@@ -39,6 +46,8 @@ export type ThreadObjectPlatform =
   | DurableAlarmService
   | SubmissionLedger
   | ThreadHistory
+  | MessageOutbox
+  | RoutedPort
 
 /** Test failpoints, each built per incarnation from the live state so a hit can abort it. */
 export interface ThreadObjectFailpoints {
@@ -59,9 +68,14 @@ export interface ThreadObjectOptions {
   readonly projection?: Layer.Layer<ThreadProjectionMaintenance, unknown, ThreadObjectPlatform>
   /**
    * Application hooks provided as context values, typically `ThreadHostMaintenance` (outboxes,
-   * relays) and `ThreadMessageDelivery`; the maintenance layer captures them when built.
+   * relays); the maintenance layer captures them when built. Message delivery is native.
    */
   readonly hooks?: Layer.Layer<never, unknown, ThreadObjectPlatform>
+  /**
+   * The Worker binding of this class's namespace (e.g. `"THREADS"`): how other Objects reach
+   * this one, and the default namespace of its children. Needed to start children.
+   */
+  readonly namespaceBinding?: string
   readonly failpoints?: ThreadObjectFailpoints
 }
 
@@ -114,11 +128,15 @@ const failpointLayers = (ctx: DurableObjectState, failpoints: ThreadObjectFailpo
       : RuntimeFailpoint.layerTest(failpoints.runtime(ctx)),
   )
 
-/** @internal The layer of one incarnation. */
+/**
+ * @internal The layer of one incarnation. `delivery` replaces the native message delivery, for
+ * tests that script what the pass's delivery does.
+ */
 export const incarnationLayer = (
   ctx: DurableObjectState,
   env: Cloudflare.Env,
   options: ThreadObjectOptions,
+  delivery?: ThreadMessageDeliveryService,
 ) => {
   const base = Layer.mergeAll(
     storageSeam(ctx, env, options),
@@ -128,7 +146,15 @@ export const incarnationLayer = (
   const platform = Layer.mergeAll(
     ThreadMutationGate.layer,
     DurableAlarmService.layer,
-    ThreadHistory.layer.pipe(Layer.provideMerge(SubmissionLedger.layer)),
+    MessageOutbox.layer.pipe(
+      Layer.provideMerge(ThreadHistory.layer),
+      Layer.provideMerge(SubmissionLedger.layer),
+    ),
+    RoutedPort.layer,
+    Layer.succeed(SelfAddress, {
+      objectId: ctx.id.toString(),
+      ...(options.namespaceBinding === undefined ? {} : { namespace: options.namespaceBinding }),
+    }),
   ).pipe(Layer.provideMerge(base))
   const runtime = DurableAgentRuntime.layerWithBindings(options.agents).pipe(
     Layer.provide(cloudflareWakeScheduler),
@@ -138,8 +164,16 @@ export const incarnationLayer = (
     options.projection ?? ThreadProjectionMaintenance.layer,
     options.hooks ?? Layer.empty,
   )
+  // The native delivery comes last: it is the runtime's, never an application's.
   return ThreadMaintenance.layer.pipe(
-    Layer.provideMerge(Layer.mergeAll(runtime, hooks)),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        hooks,
+        delivery === undefined
+          ? messageDeliveryLayer.pipe(Layer.provideMerge(runtime))
+          : Layer.merge(runtime, Layer.succeed(ThreadMessageDelivery, delivery)),
+      ),
+    ),
     Layer.provideMerge(platform),
   )
 }

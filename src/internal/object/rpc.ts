@@ -9,6 +9,7 @@ import { Cause, Effect, Exit, Schema } from "effect"
 import { BindingDigestMismatch, BindingUnavailable } from "../../core/AgentRegistration.ts"
 import {
   DurableRuntimeFailpointError,
+  JoinRefused,
   NotPending,
   RunJournalError,
   SettlementConflict,
@@ -24,6 +25,7 @@ import {
   OwnershipLost,
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
+import { MessageOutboxError } from "../../core/MessageOutbox.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableAlarmError } from "../maintenance/errors.ts"
 import { InvalidRequest, type RpcResult } from "./protocol.ts"
@@ -39,6 +41,7 @@ export const ThreadObjectError = Schema.Union([
   InvalidRequest,
   AdmissionRefused,
   IdempotencyConflict,
+  JoinRefused,
   SubmissionNotFound,
   NotPending,
   SettlementTimeout,
@@ -53,6 +56,7 @@ export const ThreadObjectError = Schema.Union([
   BindingUnavailable,
   BindingDigestMismatch,
   ThreadProjectionError,
+  MessageOutboxError,
   DurableAlarmError,
 ])
 export type ThreadObjectError = typeof ThreadObjectError.Type

@@ -22,6 +22,7 @@ import {
 } from "../schema.ts"
 
 const t = SUBMISSIONS_TABLE
+const h = HISTORY_TABLE
 
 /** The Thread id as an order-preserving key (see the module header). @internal */
 export const laneKey = (threadId: string): string => {
@@ -67,8 +68,22 @@ export const statements = {
       + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch,
-      abort_requested, created_at, ready_at, history_from)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ready', 'open', 0, 0, ?, ?, ?)`,
+      abort_requested, created_at, ready_at, history_from, parent_link, host_submission_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', 0, 0, ?, ?, ?, ?, ?)`,
+  markJoined: `UPDATE ${t} SET state = 'joined' WHERE submission_id = ? AND state = 'joining' RETURNING *`,
+  // Parameters: now, submission id.
+  revertJoining: `UPDATE ${t} SET state = 'ready', host_submission_id = NULL, ready_at = coalesce(ready_at, ?)
+    WHERE submission_id = ? AND state = 'joining' RETURNING *`,
+  // The joins of a host among its lane's recovery candidates. Parameters: lane key, host.
+  joinsOf: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND lane_key = ? AND state IN ('joining', 'joined')
+    AND host_submission_id = ? ORDER BY queue_sequence`,
+  // Whether the settlement of the child started at a step is among a Submission's records.
+  // Parameters: submission id, step.
+  childSettled: `SELECT 1 AS found FROM ${t} AS l
+    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= l.history_from AND r.submission_id = l.submission_id,
+      json_each(r.entries) AS e
+    WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'ChildSettled'
+      AND json_extract(e.value, '$.step') = ? LIMIT 1`,
   markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
   // The open head and the parked row of a lane; the lane's head is the earlier. Parameters: lane key ×2.
   head: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)
@@ -155,6 +170,18 @@ export const decodeRow = (operation: string) => (row: Row) =>
                 cause,
               }),
           })
+    const parent =
+      row.parent_link === null || row.parent_link === undefined
+        ? undefined
+        : yield* Effect.try({
+            try: () => JSON.parse(String(row.parent_link)) as unknown,
+            catch: (cause) =>
+              new LedgerError({
+                operation,
+                message: `stored parent link of ${String(row.submission_id)} is not JSON`,
+                cause,
+              }),
+          })
     const owned = row.attempt_id !== null || row.ownership_token !== null || row.lease_expires_at !== null
     const encoded = {
       submissionId: row.submission_id,
@@ -184,6 +211,8 @@ export const decodeRow = (operation: string) => (row: Row) =>
         : {}),
       ...(settlement === undefined ? {} : { settlement }),
       ...(nullable(row.ready_at) === undefined ? {} : { readyAt: row.ready_at }),
+      ...(parent === undefined ? {} : { parent }),
+      ...(nullable(row.host_submission_id) === undefined ? {} : { host: row.host_submission_id }),
     }
     return yield* decodeSnapshotUnknown(encoded).pipe(
       Effect.mapError(

@@ -7,9 +7,11 @@ import { RuntimeFailpoint } from "../../RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
+import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { makeProcessThreadHead } from "./attemptRun.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
 import { makeRuntimeEnv } from "./env.ts"
+import { makeReceive, makeRecordDelivery } from "./children.ts"
 import { makeResolutions } from "./resolve.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./submit.ts"
 
@@ -18,6 +20,8 @@ export const makeRuntime = Effect.gen(function* () {
   const env = makeRuntimeEnv({
     ledger: yield* SubmissionLedger,
     history: yield* ThreadHistory,
+    outbox: yield* MessageOutbox,
+    self: yield* SelfAddress,
     hit: (yield* RuntimeFailpoint).hit,
     registry: yield* AgentRegistry,
     wake: yield* WakeScheduler,
@@ -30,6 +34,8 @@ export const makeRuntime = Effect.gen(function* () {
     submitRegistered: makeSubmitRegistered(env),
     ...makeResolutions(env),
     runRecovery: makeRunRecovery(env),
+    receive: makeReceive(env),
+    recordDelivery: makeRecordDelivery(env),
     processThreadHead: makeProcessThreadHead(env),
   }
   return service

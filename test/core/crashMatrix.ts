@@ -1,0 +1,88 @@
+/**
+ * The machinery of the runtime crash matrices: a fault at the n-th failpoint hit (a kill that
+ * freezes the fiber forever, or a typed failure), and operations that carry on in a fresh
+ * incarnation over the same storage after a kill, once the dead owner's leases expired.
+ */
+import { Deferred, Effect, Exit, Fiber, Option, Predicate } from "effect"
+import { TestClock } from "effect/testing"
+import { failpointError, runtimeSwitchboard } from "../support/switchboard.ts"
+import type { RuntimeFailpointHandler, RuntimeFailpointLocation } from "../../src/core/RuntimeFailpoint.ts"
+import type { Incarnation, IncarnationOptions, RuntimeWorld } from "./runtimeHarness.ts"
+
+/** A fault at one hit. */
+export interface Crash {
+  readonly handler: RuntimeFailpointHandler
+  /** Completes when the failpoint froze its fiber (a kill); never for a typed failure. */
+  readonly reached: Effect.Effect<void>
+}
+
+/** Freezes the `index`-th hit of any location (1-based) forever. */
+export const freezeAtHit = (index: number) =>
+  Effect.gen(function* () {
+    const board = yield* runtimeSwitchboard()
+    const reached = yield* Deferred.make<void>()
+    yield* board.atHit(index, () => Effect.andThen(Deferred.succeed(reached, undefined), Effect.never))
+    return { handler: board.handler, reached: Deferred.await(reached) } satisfies Crash
+  })
+
+/** Fails the `index`-th hit of any location (1-based) with a typed error. */
+export const failAtHit = (index: number) =>
+  Effect.gen(function* () {
+    const board = yield* runtimeSwitchboard()
+    yield* board.atHit(index, (location) => Effect.fail(failpointError(location)))
+    return { handler: board.handler, reached: Effect.never } satisfies Crash
+  })
+
+/**
+ * Operations over a world that survive one injected fault: a kill switches to a fresh
+ * incarnation (without the failpoint) after the leases expired, a typed failure ends only the
+ * operation it hit. `None` when the operation did not complete.
+ */
+export const crashingOps = (
+  world: RuntimeWorld,
+  options: Omit<IncarnationOptions, "failpoint">,
+  failpoint: RuntimeFailpointHandler | undefined,
+  crash: Crash | undefined,
+) =>
+  Effect.gen(function* () {
+    let current: Incarnation = yield* world.incarnation({
+      ...options,
+      ...(failpoint === undefined ? {} : { failpoint }),
+    })
+    let crashed = false
+    const op = <A, E>(f: (incarnation: Incarnation) => Effect.Effect<A, E>) =>
+      Effect.gen(function* () {
+        if (crash === undefined || crashed) return Option.some(yield* f(current))
+        const fiber = yield* Effect.forkDetach(f(current))
+        const outcome = yield* Effect.raceFirst(
+          Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
+          Effect.as(crash.reached, { _tag: "Killed" as const }),
+        )
+        if (outcome._tag === "Done") {
+          const failed = Exit.findErrorOption(outcome.exit)
+          if (Option.isNone(failed) || !Predicate.isTagged(failed.value, "DurableRuntimeFailpointError")) {
+            return Option.some(yield* outcome.exit)
+          }
+          // A typed failure ends the operation; the same incarnation carries on.
+          crashed = true
+          return Option.none<A>()
+        }
+        crashed = true
+        yield* TestClock.adjust(30_001)
+        current = yield* world.incarnation(options)
+        return Option.none<A>()
+      })
+    return {
+      op,
+      get current() {
+        return current
+      },
+      get crashed() {
+        return crashed
+      },
+    }
+  })
+
+/** Locations only the subagent and join journey reaches. */
+export const childOrJoin = (location: RuntimeFailpointLocation) =>
+  /^(child|join|delivery):|joining|joined/.test(location)
