@@ -1,8 +1,9 @@
 /**
  * Subagents in the runtime: a parent journals a child's start with its admission message; the
- * child's Thread admits it once, linked to the parent; the child's settlement reaches the
- * parent before the child finalizes; a parent waiting for a child is a stable wait; refusals
- * and aborts are values the parent handles.
+ * child's Thread admits it once, linked to the parent; the child settles with its marker for
+ * the parent in one write, and the marker's delivery resumes the parent in one write; a
+ * parent waiting for a child is a stable wait; refusals and aborts are values the parent
+ * handles.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -53,17 +54,17 @@ for (const harness of runtimeHarnesses) {
             _tag: "SubmissionAccepted",
             parent: { submissionId: parent.submissionId },
           })
-          // The child settles, but finalizes only once its parent acknowledged the settlement.
+          // The child settles in one write with its marker in the outbox, owed until the
+          // parent acknowledges it: the outbox, not recovery, holds the obligation.
           const childSettled = yield* processHead(inc, "kids")
           expect(Option.getOrThrow(childSettled).output).toBe(42)
-          expect((yield* rowOf(inc, childRow.submissionId)).state).toBe("terminalizing")
-          expect((yield* recover(inc))[childRow.submissionId]).toEqual(["AwaitSettlementDelivery", "none"])
-          expect(yield* deliverLocally(inc)).toBe(1)
           expect((yield* rowOf(inc, childRow.submissionId)).state).toBe("settled")
-          const marker = Option.getOrThrow(
-            yield* outboxOf(inc).lookup(messageIds.childSettled(childRow.submissionId)),
-          )
-          expect(marker.acknowledgedAt).toBeDefined()
+          const markerId = messageIds.childSettled(childRow.submissionId)
+          expect(Option.getOrThrow(yield* outboxOf(inc).lookup(markerId)).acknowledgedAt).toBeUndefined()
+          expect(Option.isSome(yield* outboxOf(inc).nextDue)).toBe(true)
+          expect((yield* recover(inc))[childRow.submissionId]).toBeUndefined()
+          expect(yield* deliverLocally(inc)).toBe(1)
+          expect(Option.getOrThrow(yield* outboxOf(inc).lookup(markerId)).acknowledgedAt).toBeDefined()
           // The settlement made the parent runnable in the same step; it completes with the value.
           expect((yield* rowOf(inc, parent.submissionId)).state).toBe("ready")
           const settled = yield* processHead(inc, "p")
