@@ -7,7 +7,7 @@
  *
  * Only this Object's own runtime enqueues, through this instance, so once a read finds nothing
  * left to send the instance remembers it until it enqueues again: a caught-up pass of an
- * Object that sends nothing reads no outbox row. A fresh incarnation reads once.
+ * Object that sends nothing reads no outbox row. A fresh incarnation reads once, as it opens.
  */
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -100,8 +100,11 @@ export const makeSqlOutbox = Effect.gen(function* () {
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     sql.unsafe<Record<string, unknown>>(text, params).pipe(Effect.mapError(storageError(operation)))
 
-  /** Whether a read found nothing left to send since this instance last enqueued. */
-  let knownEmpty = false
+  /**
+   * Whether a read found nothing left to send since this instance last enqueued. Read once as
+   * the outbox opens (with its migrations), so a caught-up pass runs no statement at all.
+   */
+  let knownEmpty = (yield* query("MessageOutbox.open", outboxStatements.nextDue, [])).length === 0
 
   const insertAll = (operation: string, messages: ReadonlyArray<NewMessage>, now: number) =>
     Effect.forEach(
