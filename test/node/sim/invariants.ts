@@ -388,11 +388,12 @@ export const makeMonitor = (view: WorldView) => {
       if (seenRows.get(row.submissionId) === row) continue
       seenRows.set(row.submissionId, row)
       if (row.state === "settled" && row.parent !== undefined) {
-        // A child finalizes only once its parent acknowledged its settlement.
+        // A child settles with its marker for the parent: the outbox owes it from that write on.
+        const marker = store.outbox.get(`settled:${row.submissionId}`)?.message
         check(
-          "child-after-ack",
-          store.outbox.get(`settled:${row.submissionId}`)?.acknowledgedAt !== undefined,
-          () => `child ${row.submissionId} finalized before its parent acknowledged its settlement`,
+          "child-marker-durable",
+          marker?._tag === "ChildSettled" && marker.outcome === row.settlement?.outcome,
+          () => `child ${row.submissionId} settled without its settlement marker in the outbox`,
         )
       }
       if (row.state !== "settled") {

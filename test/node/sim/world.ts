@@ -323,7 +323,10 @@ export const makeWorld = (options: WorldOptions) =>
           { kind: "rpc", name },
           Deferred.await(incarnation.ready).pipe(
             Effect.andThen(Effect.exit(body(incarnation))),
-            Effect.tap((exit) => Effect.sync(() => onExit(exit))),
+            // A call whose incarnation is closed under it ends interrupted: its caller hears so.
+            Effect.onExit((outer) =>
+              Effect.sync(() => onExit(Exit.isSuccess(outer) ? outer.value : (outer as Exit.Exit<A, E>))),
+            ),
             Effect.ensuring(Effect.sync(() => inFlight.delete(id) && touch())),
           ),
         )
