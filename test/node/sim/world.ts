@@ -325,7 +325,9 @@ export const makeWorld = (options: WorldOptions) =>
             Effect.andThen(Effect.exit(body(incarnation))),
             // A call whose incarnation is closed under it ends interrupted: its caller hears so.
             Effect.onExit((outer) =>
-              Effect.sync(() => onExit(Exit.isSuccess(outer) ? outer.value : (outer as Exit.Exit<A, E>))),
+              Effect.sync(() =>
+                onExit(Exit.isSuccess(outer) ? outer.value : (outer as unknown as Exit.Exit<A, E>)),
+              ),
             ),
             Effect.ensuring(Effect.sync(() => inFlight.delete(id) && touch())),
           ),
