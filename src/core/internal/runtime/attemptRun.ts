@@ -167,15 +167,23 @@ const runAttempt = (attempt: AttemptState) =>
         ? EMPTY_JOURNAL
         : yield* loadJournal(env, claim.submissionId)
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
-    if (row.abortRequested) return yield* abortOwned(attempt, row, journal)
+    if (row.abortRequested) return yield* withJoins(attempt, abortOwned(attempt, row, journal))
     const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)
     // Applying the input is recorded with the Attempt's first record (see `AttemptState.staged`).
     if (!journal.inputApplied) {
       attempt.staged = [{ _tag: "InputApplied" }]
       journal = { ...journal, inputApplied: true }
     }
-    return yield* runProgram(attempt, agent, journal, row)
+    const settled = runProgram(attempt, agent, journal, row)
+    // Only an agent that takes joined input can have joins to finish.
+    return yield* agent.acceptsJoinedInput ? withJoins(attempt, settled) : settled
   })
+
+/** Once the Attempt settled its Submission, its joins settle with it or run on their own. */
+const withJoins = <E, R>(attempt: AttemptState, settling: Effect.Effect<Option.Option<Settlement>, E, R>) =>
+  Effect.tap(settling, (settled) =>
+    Option.isSome(settled) ? finishJoinsOf(attempt.env, attempt.claim, settled.value) : Effect.void,
+  )
 
 /** `processThreadHead`. @internal */
 export const makeProcessThreadHead = (env: RuntimeEnv) =>
@@ -208,12 +216,7 @@ export const makeProcessThreadHead = (env: RuntimeEnv) =>
       (attempt) =>
         Option.isNone(attempt)
           ? Effect.as(env.hit("ledger:claim:after"), Option.none<Settlement>())
-          : runAttempt(attempt.value).pipe(
-              // Its joins settle with it, or run on their own if it never read them.
-              Effect.tap((settled) =>
-                Option.isSome(settled) ? finishJoinsOf(env, attempt.value.claim, settled.value) : Effect.void,
-              ),
-            ),
+          : runAttempt(attempt.value),
       // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
       (attempt) =>
         Option.isNone(attempt) || attempt.value.ended
