@@ -1,6 +1,27 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers"
+import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { defineConfig } from "vitest/config"
+
+// In this repository the package's own subpaths resolve to its sources (as tsconfig.json's
+// `paths` do for tsc and wrangler), not to the build that `exports` names for applications.
+const { name, exports } = JSON.parse(readFileSync("./package.json", "utf8")) as {
+  name: string
+  exports: Record<string, { default: string } | string | null>
+}
+const sources = Object.entries(exports).flatMap(([subpath, target]) =>
+  typeof target === "object" && target !== null
+    ? [
+        {
+          find: new RegExp(`^${name}${subpath.slice(1)}$`),
+          replacement: new URL(
+            target.default.replace(/^\.\/dist\//, "./src/").replace(/\.js$/, ".ts"),
+            import.meta.url,
+          ).pathname,
+        },
+      ]
+    : [],
+)
 
 export default defineConfig({
   test: {
@@ -20,8 +41,9 @@ export default defineConfig({
         },
       },
       {
-        // The example Worker end to end, under its own wrangler config.
-        plugins: [cloudflareTest({ wrangler: { configPath: "./example/wrangler.jsonc" } })],
+        // The example Worker end to end, under the root wrangler config that serves it.
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        resolve: { alias: sources },
         test: {
           name: "example",
           include: ["test/example/**/*.test.ts"],

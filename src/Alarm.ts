@@ -1,14 +1,13 @@
 /**
  * The maintenance subsystem of a Cloudflare Durable Object: the single alarm slot, the
- * mutation gate that prearms every producer, the idempotent maintenance pass, its host hooks
- * and its test failpoints. See the README for the alarm invariant it maintains.
+ * mutation gate that prearms every producer, the idempotent maintenance pass and its host
+ * hooks. `ThreadMaintenanceFailpoint` is here with its inert production layer; the list of
+ * failpoint locations and the handlers tests install are in `Testing`. See the README for the alarm invariant.
  */
 export { DurableAlarmService } from "./internal/maintenance/alarmService.ts"
-export { DurableAlarmError } from "./internal/maintenance/errors.ts"
-export {
-  ThreadMaintenanceFailpoint,
-  THREAD_MAINTENANCE_FAILPOINT_LOCATIONS,
-} from "./internal/maintenance/failpoint.ts"
+export { DurableAlarmError, MaintenanceRecordDamaged } from "./internal/maintenance/errors.ts"
+export { MaintenanceRepair } from "./internal/maintenance/repair.ts"
+export { ThreadMaintenanceFailpoint } from "./internal/maintenance/failpoint.ts"
 export type {
   ThreadMaintenanceFailpointHandler,
   ThreadMaintenanceFailpointLocation,

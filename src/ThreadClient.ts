@@ -18,8 +18,32 @@ import {
   ThreadStatus,
 } from "./internal/object/views.ts"
 import type { ThreadObjectRpc } from "./ThreadObject.ts"
+import { Caller } from "./internal/object/authorization.ts"
+import { MaintenanceRepair } from "./internal/maintenance/repair.ts"
+import {
+  ObjectObligations,
+  SubmissionExplanation,
+  SubmissionProgress,
+  VerifyReport,
+} from "./internal/operator/views.ts"
+import { ThreadId } from "./core/Identifiers.ts"
 
 export { InvalidRequest } from "./internal/object/protocol.ts"
+export { Caller, Unauthorized } from "./internal/object/authorization.ts"
+export { MaintenanceRecordDamaged } from "./internal/maintenance/errors.ts"
+export { MaintenanceRepair } from "./internal/maintenance/repair.ts"
+export {
+  AlarmMismatch,
+  Invariant,
+  ObjectObligations,
+  Obligation,
+  ObligationSource,
+  Reason,
+  SubmissionExplanation,
+  SubmissionProgress,
+  VerifyReport,
+  Violation,
+} from "./internal/operator/views.ts"
 export { ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 export {
   HistoryPageView,
@@ -76,14 +100,46 @@ export interface ThreadClient {
   ) => Effect.Effect<SettlementType, ThreadClientError>
   /** The Object's maintenance record, alarm and counters. */
   readonly inspectMaintenance: Effect.Effect<MaintenanceInspection, ThreadClientError>
+  /** Why the Submission is where it is: one decisive reason with its evidence. Reads only. */
+  readonly explain: (submissionId: string) => Effect.Effect<SubmissionExplanation, ThreadClientError>
+  /** Every due time the Object owes, the alarm they imply and the alarm scheduled. Reads only. */
+  readonly obligations: Effect.Effect<ObjectObligations, ThreadClientError>
+  /** The storage invariants of the Object and every violation found. Reads everything. */
+  readonly verify: Effect.Effect<VerifyReport, ThreadClientError>
+  /**
+   * Waits up to `timeoutMillis` (at most 60 s) until the Submission moves past `after` (the
+   * token of a previous answer; without it the current progress returns at once).
+   */
+  readonly awaitProgress: (
+    submissionId: string,
+    options: { readonly after?: string; readonly timeoutMillis: number },
+  ) => Effect.Effect<SubmissionProgress, ThreadClientError>
+  /** A page of this Thread's Submissions, settled ones included, oldest first. */
+  readonly submissions: (options?: {
+    readonly after?: number
+    readonly limit?: number
+  }) => Effect.Effect<ReadonlyArray<SubmissionStatus>, ThreadClientError>
+  /** The Threads with Submissions in this Thread's Object. */
+  readonly threads: Effect.Effect<ReadonlyArray<string>, ThreadClientError>
+  /** A droppable hint to run a maintenance pass soon; never needed for correctness. */
+  readonly wake: Effect.Effect<void, ThreadClientError>
+  /** Admin: rebuilds a damaged maintenance record from the ledger; a no-op on a healthy one. */
+  readonly repairMaintenance: Effect.Effect<MaintenanceRepair, ThreadClientError>
 }
 
 /** A client of the Thread `threadId` in `namespace`. */
 export const make = (
   namespace: ThreadNamespace,
   threadId: string,
-  options: { readonly objectName?: string } = {},
+  options: {
+    readonly objectName?: string
+    /** The identity sent with privileged calls, for the Object's authorization checks. */
+    readonly caller?: { readonly subject: string; readonly credential?: string }
+  } = {},
 ): ThreadClient => {
+  // RPC arguments are structured-cloned: the identity travels encoded, and the Object decodes it.
+  const caller =
+    options.caller === undefined ? {} : { caller: Schema.encodeSync(Caller)(Caller.make(options.caller)) }
   const stub = () => namespace.getByName(options.objectName ?? threadId) as ThreadObjectRpc
 
   const call = <A, I>(
@@ -104,20 +160,21 @@ export const make = (
     )
 
   const address = (submissionId: string) => ({ threadId, submissionId })
+  const command = (submissionId: string) => ({ threadId, submissionId, ...caller })
 
   return {
     threadId,
     submit: (request) => call("submit", Receipt, (rpc) => rpc.submit({ threadId, ...request })),
-    abort: (submissionId) => call("abort", Schema.Void, (rpc) => rpc.abort(address(submissionId))),
+    abort: (submissionId) => call("abort", Schema.Void, (rpc) => rpc.abort(command(submissionId))),
     resolveApproval: (submissionId, decision) =>
       call("resolveApproval", Schema.Void, (rpc) =>
-        rpc.resolveApproval({ ...address(submissionId), decision }),
+        rpc.resolveApproval({ ...command(submissionId), decision }),
       ),
     resolveUnknown: (submissionId, resolution) =>
       call("resolveUnknown", Schema.Void, (rpc) =>
-        rpc.resolveUnknown({ ...address(submissionId), resolution }),
+        rpc.resolveUnknown({ ...command(submissionId), resolution }),
       ),
-    retry: (submissionId) => call("retry", Schema.Void, (rpc) => rpc.retry(address(submissionId))),
+    retry: (submissionId) => call("retry", Schema.Void, (rpc) => rpc.retry(command(submissionId))),
     status: (submissionId) =>
       call("submissionStatus", SubmissionStatus, (rpc) => rpc.submissionStatus(address(submissionId))),
     threadStatus: call("threadStatus", ThreadStatus, (rpc) => rpc.threadStatus({ threadId })),
@@ -127,5 +184,20 @@ export const make = (
         rpc.awaitSettlement({ ...address(submissionId), timeoutMillis }),
       ),
     inspectMaintenance: call("inspectMaintenance", MaintenanceInspection, (rpc) => rpc.inspectMaintenance()),
+    explain: (submissionId) =>
+      call("explain", SubmissionExplanation, (rpc) => rpc.explain(address(submissionId))),
+    obligations: call("obligations", ObjectObligations, (rpc) => rpc.obligations({ threadId })),
+    verify: call("verify", VerifyReport, (rpc) => rpc.verify({ threadId })),
+    awaitProgress: (submissionId, progress) =>
+      call("awaitProgress", SubmissionProgress, (rpc) =>
+        rpc.awaitProgress({ ...address(submissionId), ...progress }),
+      ),
+    submissions: (page = {}) =>
+      call("submissions", Schema.Array(SubmissionStatus), (rpc) => rpc.submissions({ threadId, ...page })),
+    threads: call("threads", Schema.Array(ThreadId), (rpc) => rpc.threads()),
+    wake: call("wake", Schema.Void, (rpc) => rpc.wake({ threadId })),
+    repairMaintenance: call("repairMaintenance", MaintenanceRepair, (rpc) =>
+      rpc.repairMaintenance({ threadId, ...caller }),
+    ),
   }
 }

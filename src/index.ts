@@ -1,6 +1,7 @@
 /**
  * `@effect-agent/platform-cloudflare`: durable agent Threads inside Cloudflare Durable Objects.
- * Each public module is also a subpath export of the package.
+ * Each public module is also a subpath export of the package; test-only surface is in the
+ * `Testing` subpath, which this barrel leaves out.
  */
 export * as AgentContext from "./core/AgentContext.ts"
 export * as AgentRegistration from "./core/AgentRegistration.ts"
@@ -12,7 +13,6 @@ export * as DurableRuntimeConfig from "./core/DurableRuntimeConfig.ts"
 export * as Identifiers from "./core/Identifiers.ts"
 export * as MessageOutbox from "./core/MessageOutbox.ts"
 export * as RoutedPort from "./RoutedPort.ts"
-export * as RuntimeFailpoint from "./core/RuntimeFailpoint.ts"
 export * as SubmissionLedger from "./core/SubmissionLedger.ts"
 export * as ThreadClient from "./ThreadClient.ts"
 export * as ThreadHistory from "./core/ThreadHistory.ts"

@@ -2,7 +2,7 @@ import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
-import type { OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
+import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
 
 declare global {
   namespace Cloudflare {
@@ -16,6 +16,7 @@ declare global {
       readonly THREADS_OTHER: DurableObjectNamespace<OtherThreadObject>
       /** `full` runs every crash point of the SQLite crash matrices; anything else samples them. */
       readonly CRASH_MATRIX: string
+      readonly AUTHORIZED_TEST: DurableObjectNamespace<AuthorizedThreadObject>
     }
   }
 }

@@ -120,10 +120,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** Builds the bench class of the library's Object with these configuration overrides. */
 export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverrides) =>
-  class BenchThreadObject extends ThreadObject.make({
-    agents: [noopAgent, approvalAgent, holdingAgent],
-    config,
-  }) {
+  class BenchThreadObject extends ThreadObject.make(
+    ThreadObject.layer([noopAgent, approvalAgent, holdingAgent]),
+    { config },
+  ) {
     readonly meter: StorageMeter
     readonly progress = new BurstProgress()
     readonly #raw: { readonly id: DurableObjectId; readonly storage: DurableObjectStorage }

@@ -27,8 +27,10 @@ import type {
   SettlementTimeout,
   SubmitFailure,
   SubmitRequest,
+  ThreadStoreError,
   UnknownResolution,
 } from "./internal/runtime/model.ts"
+import type { SubmissionInspection } from "./internal/runtime/inspect.ts"
 import type {
   AdmissionRefused,
   IdempotencyConflict,
@@ -59,13 +61,19 @@ export {
   ThreadStoreError,
   SettlementConflict,
   RunJournalError,
-  DurableRuntimeFailpointError,
   NotPending,
   SettlementTimeout,
   JoinRefused,
 } from "./internal/runtime/model.ts"
 export type { DurableWorkerFailure, PreparedSubmission, SubmitFailure } from "./internal/runtime/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
+export {
+  OpenApproval,
+  OpenUncertainStep,
+  ReconcileState,
+  SubmissionInspection,
+} from "./internal/runtime/inspect.ts"
+export { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 
 /** The durable agent runtime of one physical Object. */
 export class DurableAgentRuntime extends Context.Service<
@@ -141,6 +149,15 @@ export class DurableAgentRuntime extends Context.Service<
       Option.Option<Settlement>,
       DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch
     >
+    /**
+     * One Submission as recovery sees it now: its row, the decision recovery would make, and
+     * the open approval or uncertain step behind it. Reads only.
+     */
+    readonly inspect: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<Option.Option<SubmissionInspection>, LedgerError | ThreadStoreError>
+    /** The decision recovery would make for every nonterminal Submission now; executes nothing. */
+    readonly previewRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, LedgerError | ThreadStoreError>
   }
 >()("@effect-agent/platform-cloudflare/DurableAgentRuntime") {
   /** The runtime over the Object's ledger, history and registered agents. */

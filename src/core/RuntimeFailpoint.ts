@@ -2,6 +2,8 @@
  * Test hooks at every durable commit boundary of the runtime: before and after each ledger
  * write and history append, and at the semantic points between them. The production layer is
  * inert; tests fail typed, pause on a `Deferred`, or kill the Object at a location.
+ * `DurableAgentRuntime` exports the service (its layer requires it); `Testing` exports the
+ * locations and handlers.
  *
  * Admission and settlement are each one transaction (the ledger records their canonical
  * records itself), so they have no boundary inside them. The repairs of rows an older release
@@ -9,7 +11,7 @@
  * `finalizeSettlement`) run unbracketed.
  */
 import { Context, Effect, Layer } from "effect"
-import type { DurableRuntimeFailpointError } from "./internal/runtime/model.ts"
+import type { DurableRuntimeFailpointError } from "./internal/runtime/failpointError.ts"
 
 const LEDGER_WRITES = [
   "admit",
@@ -27,29 +29,32 @@ const LEDGER_WRITES = [
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
 export type RuntimeLedgerWrite = (typeof LEDGER_WRITES)[number]
 
-/** Every runtime failpoint location. */
-export const RUNTIME_FAILPOINT_LOCATIONS = [
-  ...LEDGER_WRITES.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
-  "history:append:before",
-  "history:append:after",
-  "submit:after-admit",
-  "claim:after-claim",
-  "input:after-canonical-append",
-  "step:after-step-append",
-  "uncertain:after-start-append",
-  "approval:after-request-append",
-  "abort:after-intent",
-  "resolve:after-intent",
-  "join:after-claim",
-  "join:after-canonical-append",
-  "child:after-start-append",
-  "child:after-await-append",
-  "child:after-admit",
-  "child:after-settled-append",
-  "child:after-marker-append",
-  "child:after-marker-ack",
-  "delivery:after-reply",
-] as const
+/** Every runtime failpoint location (pure: a bundle that does not use it drops it). */
+export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
+  [
+    ...LEDGER_WRITES.flatMap((write) => [`ledger:${write}:before`, `ledger:${write}:after`] as const),
+    "history:append:before",
+    "history:append:after",
+    "submit:after-admit",
+    "claim:after-claim",
+    "input:after-canonical-append",
+    "step:after-step-append",
+    "uncertain:after-start-append",
+    "reconcile:after-start-append",
+    "reconcile:after-answer-append",
+    "approval:after-request-append",
+    "abort:after-intent",
+    "resolve:after-intent",
+    "join:after-claim",
+    "join:after-canonical-append",
+    "child:after-start-append",
+    "child:after-await-append",
+    "child:after-admit",
+    "child:after-settled-append",
+    "child:after-marker-append",
+    "child:after-marker-ack",
+    "delivery:after-reply",
+  ] as const)()
 
 /** A point between durable commits where tests may pause, fail or kill the Object. */
 export type RuntimeFailpointLocation = (typeof RUNTIME_FAILPOINT_LOCATIONS)[number]

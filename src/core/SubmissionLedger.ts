@@ -214,6 +214,18 @@ export class SubmissionLedger extends Context.Service<
     ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
     /** The number of nonterminal Submissions of this Object, without reading them. */
     readonly countAllNonterminal: Effect.Effect<number, LedgerError>
+    /**
+     * Every Submission of this Object, settled ones included, in no particular order: reads
+     * every row, for operator checks only.
+     */
+    readonly scanAll: Stream.Stream<SubmissionSnapshot, LedgerError>
+    /** Up to `limit` Submissions of one lane with `queueSequence > after`, oldest first. */
+    readonly lanePage: (
+      threadId: ThreadId,
+      options: { readonly after: number; readonly limit: number },
+    ) => Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
+    /** Every Thread with at least one Submission, settled or not, in lane order; one seek per lane. */
+    readonly threadIds: Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
   }
 >()("@effect-agent/platform-cloudflare/SubmissionLedger") {
   /** The ledger on Durable Object SQLite; runs its migrations when built. */

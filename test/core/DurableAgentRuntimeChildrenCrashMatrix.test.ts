@@ -197,7 +197,7 @@ const drive = (
         "step" in entry ? `${entry._tag}@${entry.step}` : entry._tag,
       )
     }
-    return { crashed: ops.crashed, remaining: all, settlements, journal, runs: yield* runsOf(runs) }
+    return { crashed: yield* ops.crashed, remaining: all, settlements, journal, runs: yield* runsOf(runs) }
   })
 
 const count = (entries: ReadonlyArray<string>, entry: string) => entries.filter((e) => e === entry).length

@@ -1,11 +1,13 @@
 /**
  * A kill at every runtime failpoint, one at a time: the same journey (steps, a cooperative
- * yield, a lease renewal, an uncertain step, an approval, and an aborted Submission in another
- * lane) is driven to the end through fresh incarnations, and each Submission settles exactly once.
+ * yield, a lease renewal, an uncertain step, a reconciled uncertain step whose first run is cut,
+ * an approval, and an aborted Submission in another lane) is driven to the end through fresh
+ * incarnations, and each Submission settles exactly once.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, DateTime, Effect, Option, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import { Reconcile } from "../../src/core/AgentContext.ts"
 import { define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import {
@@ -30,6 +32,25 @@ const journey = (runs: Runs) =>
         const a = yield* ctx.step("a", Effect.as(Effect.andThen(ran(runs, "a"), TestClock.adjust(5)), n))
         const b = yield* ctx.step("b", Effect.as(Effect.andThen(ran(runs, "b"), TestClock.adjust(5)), a + 1))
         const u = yield* ctx.uncertainStep("u", Effect.as(ran(runs, "u"), `u${b}`), { result: Schema.String })
+        // Its first run is cut before the effect (the Attempt ends mid-step): the next Attempt
+        // asks its reconcile, which answers from whether the effect really ran.
+        yield* ctx.uncertainStep(
+          "v",
+          Effect.flatMap(runsOf(runs), (counts) =>
+            counts["v-cut"] === undefined
+              ? Effect.andThen(ran(runs, "v-cut"), Effect.interrupt)
+              : Effect.as(ran(runs, "v"), "v"),
+          ),
+          {
+            result: Schema.String,
+            reconcile: Effect.andThen(
+              ran(runs, "reconcile"),
+              Effect.map(runsOf(runs), (counts) =>
+                counts["v"] === undefined ? Reconcile.notHappened : Reconcile.happened("v"),
+              ),
+            ),
+          },
+        )
         const decision = yield* ctx.requestApproval({ u })
         return yield* ctx.step("c", Effect.as(ran(runs, "c"), `${u}-${decision.approved}`))
       }),
@@ -104,7 +125,7 @@ const drive = (
     const settledA = yield* rowOf(current, a.submissionId)
     const settledB = yield* rowOf(current, b.submissionId)
     return {
-      crashed: ops.crashed,
+      crashed: yield* ops.crashed,
       runs: yield* runsOf(runs),
       a: settledA,
       b: settledB,
@@ -131,7 +152,8 @@ for (const harness of runtimeHarnesses) {
           expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at))))
           expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
           expect(result.b.settlement?.outcome).toBe("aborted")
-          expect(result.runs).toEqual({ a: 1, b: 1, u: 1, c: 1 })
+          expect(result.runs).toEqual({ a: 1, b: 1, u: 1, "v-cut": 1, reconcile: 1, v: 1, c: 1 })
+          expect(result.tagsA).toContain("ReconcileAnswered")
           expect(result.tagsA).toContain("ApprovalResolved")
         }),
       ),
@@ -161,6 +183,7 @@ for (const harness of runtimeHarnesses) {
               expect(result.remaining, label).toEqual([])
               // The uncertain effect never runs twice; plain steps run at least once.
               expect(result.runs.u ?? 0, label).toBeLessThanOrEqual(1)
+              expect(result.runs.v ?? 0, label).toBeLessThanOrEqual(1)
               expect(result.runs.c ?? 0, label).toBeGreaterThanOrEqual(1)
             }
           }),

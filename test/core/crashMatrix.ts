@@ -14,6 +14,8 @@ export interface Crash {
   readonly handler: RuntimeFailpointHandler
   /** Completes when the failpoint froze its fiber (a kill); never for a typed failure. */
   readonly reached: Effect.Effect<void>
+  /** Whether the fault was injected (a typed failure inside a finalizer is swallowed there). */
+  readonly fired: Effect.Effect<boolean>
 }
 
 /** Freezes the `index`-th hit of any location (1-based) forever. */
@@ -22,21 +24,30 @@ export const freezeAtHit = (index: number) =>
     const board = yield* runtimeSwitchboard()
     const reached = yield* Deferred.make<void>()
     yield* board.atHit(index, () => Effect.andThen(Deferred.succeed(reached, undefined), Effect.never))
-    return { handler: board.handler, reached: Deferred.await(reached) } satisfies Crash
+    return {
+      handler: board.handler,
+      reached: Deferred.await(reached),
+      fired: Deferred.isDone(reached),
+    } satisfies Crash
   })
 
 /** Fails the `index`-th hit of any location (1-based) with a typed error. */
 export const failAtHit = (index: number) =>
   Effect.gen(function* () {
     const board = yield* runtimeSwitchboard()
-    yield* board.atHit(index, (location) => Effect.fail(failpointError(location)))
-    return { handler: board.handler, reached: Effect.never } satisfies Crash
+    const hit = yield* Deferred.make<void>()
+    yield* board.atHit(index, (location) =>
+      Effect.andThen(Deferred.succeed(hit, undefined), Effect.fail(failpointError(location))),
+    )
+    return { handler: board.handler, reached: Effect.never, fired: Deferred.isDone(hit) } satisfies Crash
   })
 
 /**
  * Operations over a world that survive one injected fault: a kill switches to a fresh
  * incarnation (without the failpoint) after the leases expired, a typed failure ends only the
- * operation it hit. `None` when the operation did not complete.
+ * operation it hit. An operation that ends interrupted (a journey's own cut: its Attempt ended
+ * mid-step as if its process died) moves time past any lease it may still hold, and the
+ * incarnation carries on. `None` when the operation did not complete.
  */
 export const crashingOps = (
   world: RuntimeWorld,
@@ -50,15 +61,21 @@ export const crashingOps = (
       ...(failpoint === undefined ? {} : { failpoint }),
     })
     let crashed = false
+    const cut = Effect.as(TestClock.adjust(30_001), Option.none<never>())
     const op = <A, E>(f: (incarnation: Incarnation) => Effect.Effect<A, E>) =>
       Effect.gen(function* () {
-        if (crash === undefined || crashed) return Option.some(yield* f(current))
+        if (crash === undefined || crashed) {
+          const exit = yield* Effect.exit(f(current))
+          if (!Exit.hasInterrupts(exit)) return Option.some(yield* exit)
+          return yield* cut
+        }
         const fiber = yield* Effect.forkDetach(f(current))
         const outcome = yield* Effect.raceFirst(
           Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
           Effect.as(crash.reached, { _tag: "Killed" as const }),
         )
         if (outcome._tag === "Done") {
+          if (Exit.hasInterrupts(outcome.exit)) return yield* cut
           const failed = Exit.findErrorOption(outcome.exit)
           if (Option.isNone(failed) || !Predicate.isTagged(failed.value, "DurableRuntimeFailpointError")) {
             return Option.some(yield* outcome.exit)
@@ -77,9 +94,8 @@ export const crashingOps = (
       get current() {
         return current
       },
-      get crashed() {
-        return crashed
-      },
+      /** Whether the fault was injected. */
+      crashed: Effect.suspend(() => (crashed || crash === undefined ? Effect.succeed(crashed) : crash.fired)),
     }
   })
 

@@ -188,7 +188,34 @@ describe("refund desk example", () => {
     const thread = threadName("relay-retry")
     await call("POST", "/relay/refuse", { count: 1 })
     await submit(thread, { orderId: "G7", amount: 7 })
+    // Until it is delivered, the outbox (a hook the application provides to the Thread layer)
+    // owes the envelope: obligations name its deadline.
+    await deliverUntil(thread, async () => {
+      const { body } = await call("GET", `/threads/${thread}/obligations`)
+      return (body["obligations"] as Array<{ source: string }>).some(
+        ({ source }) => source === "host-deadline",
+      )
+    })
     await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1, 100)
     expect((await relayedFor(thread))[0]?.deliveries).toBe(1)
+  })
+
+  it("refuses operator routes without the bearer token, writing nothing", async () => {
+    const thread = threadName("auth")
+    const id = (await submit(thread, { orderId: "J1", amount: 150 })).body["submissionId"] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
+    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    const before = await maintenanceOf(thread)
+    for (const token of [null, "wrong-token"]) {
+      const refused = await call("POST", `/threads/${thread}/submissions/${id}/approve`, {}, token)
+      expect(refused).toMatchObject({ status: 403, body: { error: "Unauthorized" } })
+      expect((await call("POST", `/threads/${thread}/repair`, {}, token)).status).toBe(403)
+    }
+    expect((await maintenanceOf(thread))["record"]).toEqual(before["record"])
+    expect(await stateOf(thread, id)).toBe("suspended")
+    // Reads need no token: why it waits, and what the Object owes.
+    const explained = await call("GET", `/threads/${thread}/submissions/${id}/explain`, undefined, null)
+    expect(explained.body["reason"]).toMatchObject({ _tag: "WaitingForApproval", payload: { orderId: "J1" } })
+    expect((await call("GET", "/threads", undefined, null)).body).toContain(thread)
   })
 })

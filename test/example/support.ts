@@ -7,11 +7,20 @@ import { env, runDurableObjectAlarm, SELF } from "cloudflare:test"
 /** A unique Thread per test: storage is shared by every test of a file. */
 export const threadName = (label: string) => `desk-${label}-${crypto.randomUUID()}`
 
-/** Calls the example Worker and returns the status and the JSON body. */
-export const call = async (method: "GET" | "POST", path: string, body?: unknown) => {
+/** The operator token of the example's wrangler config. */
+export const operatorToken = "dev-operator-token"
+
+/** Calls the example Worker as its operator (or as `token`) and returns the status and the JSON body. */
+export const call = async (
+  method: "GET" | "POST",
+  path: string,
+  body?: unknown,
+  token: string | null = operatorToken,
+) => {
   const response = await SELF.fetch(`http://example.test${path}`, {
     method,
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(token === null ? {} : { headers: { authorization: `Bearer ${token}` } }),
   })
   return { status: response.status, body: (await response.json()) as Record<string, any> }
 }

@@ -105,6 +105,38 @@ const scenarios = {
     before: [crashAt("maintenance", "maintenance:mutation:finished")],
     final: { op: "submit", lane: "a", key: "k1", input: small },
   },
+  /**
+   * A charge with a reconcile, cut right after its start: recovery has the next Attempt ask the
+   * supplier, which never saw it, so the charge runs once after all, with no operator.
+   */
+  reconcile: {
+    name: "reconcile",
+    prefix: [],
+    before: [crashAt("runtime", "uncertain:after-start-append")],
+    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
+  },
+  /**
+   * The same charge cut after the supplier performed it: the reconcile finds it and its
+   * result stands, so the charge is not run again.
+   */
+  reconcileHappened: {
+    name: "reconcileHappened",
+    prefix: [],
+    before: [crashAt("effect", "effect:charge:after-external")],
+    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
+  },
+  /** A parked approval and a damaged record; the operator repairs it, then approves. */
+  repair: {
+    name: "repair",
+    prefix: [
+      { op: "submit", lane: "a", key: "k1", input: large },
+      { op: "submit", lane: "a", key: "k2", input: follower },
+      { op: "settle" },
+      { op: "damage" },
+    ],
+    before: [],
+    final: { op: "repair" },
+  },
   /** A crash holding the lease: recovery releases it once expired. */
   expiredLease: {
     name: "expiredLease",
@@ -142,6 +174,8 @@ const maintenancePoints: ReadonlyArray<CrashPoint> = [
   m("mutation:finished", scenarios.approve),
   m("dirty:after", scenarios.abortHead),
   m("begin:after", scenarios.expiredLease),
+  m("repair:before", scenarios.repair),
+  m("repair:after", scenarios.repair),
 ]
 
 const r = (
@@ -178,6 +212,10 @@ const runtimePoints: ReadonlyArray<CrashPoint> = [
   r("history:append:after"),
   r("step:after-step-append"),
   r("uncertain:after-start-append", scenarios.plain, { unknown: true }),
+  r("reconcile:after-start-append", scenarios.reconcile),
+  r("reconcile:after-answer-append", scenarios.reconcile),
+  r("reconcile:after-start-append", scenarios.reconcileHappened),
+  r("reconcile:after-answer-append", scenarios.reconcileHappened),
   // The charge ran, its result is not journaled: cut mid-effect.
   r("history:append:before", scenarios.plain, { skip: 2, unknown: true }),
   r("history:append:after", scenarios.plain, { skip: 1, unknown: true }),

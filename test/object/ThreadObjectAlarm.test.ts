@@ -1,8 +1,8 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { DurableRuntimeFailpointError } from "../../src/core/DurableAgentRuntime.ts"
-import { installFailpoints } from "../worker/threadObject.ts"
+import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
+import { switchboard } from "../worker/threadObject.ts"
 import {
   clientOf,
   deliverUntil,
@@ -20,7 +20,7 @@ describe("ThreadObject alarm", () => {
       const thread = threadName("redeliver")
       const client = clientOf(thread)
       let armed = true
-      installFailpoints(idOf(thread), {
+      switchboard.install(idOf(thread), {
         runtime: (location) =>
           location === "claim:after-claim" && armed
             ? Effect.suspend(() => {
@@ -33,7 +33,7 @@ describe("ThreadObject alarm", () => {
       yield* deliverUntil(
         thread,
         Effect.map(client.status(receipt.submissionId), (status) => status.state === "settled"),
-      ).pipe(Effect.ensuring(Effect.sync(() => installFailpoints(idOf(thread), {}))))
+      ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(idOf(thread)))))
       expect(armed).toBe(false)
       const inspection = yield* client.inspectMaintenance
       expect(inspection.counters.failedPasses).toBeGreaterThanOrEqual(1)
@@ -52,11 +52,11 @@ describe("ThreadObject alarm", () => {
         runInDurableObject(stubOf(thread), (_instance, state) => state.storage.deleteAlarm()),
       )
       const hits: Array<string> = []
-      installFailpoints(idOf(thread), { runtime: (location) => Effect.sync(() => hits.push(location)) })
+      switchboard.install(idOf(thread), { runtime: (location) => Effect.sync(() => hits.push(location)) })
       yield* Effect.promise(() => abortAllDurableObjects())
       // A fresh incarnation: the read-only call runs its constructor first.
       yield* client.threadStatus
-      installFailpoints(idOf(thread), {})
+      switchboard.remove(idOf(thread))
       expect(hits).toEqual([])
       const stored = yield* storedMaintenance(thread)
       expect(stored.alarm).not.toBeNull()

@@ -106,10 +106,14 @@ describe("ThreadObject entry points", () => {
       const thread = threadName("raw-rpc")
       const client = clientOf(thread)
       const receipt = yield* client.submit({ agentId: "review", idempotencyKey: "k", input: { draft: "d" } })
-      // Quiescent first (parked on its approval, no alarm), so nothing but the calls could write.
+      // Quiescent first (parked on its approval, no alarm, nothing owed), so nothing but the
+      // calls could write: an empty slot alone can be an alarm workerd is delivering.
       yield* deliverUntil(
         thread,
-        Effect.map(storedMaintenance(thread), (stored) => stored.alarm === null),
+        Effect.map(storedMaintenance(thread), (stored) => {
+          const record = stored.record as { dirty: string; processed: string } | undefined
+          return stored.alarm === null && record?.dirty === record?.processed
+        }),
       )
       const before = { rows: yield* ledgerRows(thread), maintenance: yield* storedMaintenance(thread) }
       const rpc = stubOf(thread) as unknown as ThreadObjectRpc
@@ -207,15 +211,13 @@ describe("ThreadObject entry points", () => {
       const failure = failureOf(
         yield* Effect.exit(client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })),
       )
-      expect(failure).toMatchObject({
-        _tag: "DurableAlarmError",
-        operation: "advance maintenance generation",
-      })
+      expect(failure).toMatchObject({ _tag: "MaintenanceRecordDamaged", field: "dirty" })
       expect(yield* ledgerRows(thread)).toEqual([])
       // The damaged record is reported, never silently reset.
       expect((yield* storedMaintenance(thread)).record).toMatchObject({ dirty: "not a number" })
-      const inspected = failureOf(yield* Effect.exit(client.inspectMaintenance))
-      expect(inspected).toMatchObject({ _tag: "DurableAlarmError" })
+      const inspected = yield* client.inspectMaintenance
+      expect(inspected.record).toBeUndefined()
+      expect(inspected.damage).toMatchObject({ field: "dirty" })
     }),
   )
 

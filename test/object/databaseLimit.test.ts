@@ -5,7 +5,7 @@ import { makeEntryPoints } from "../../src/internal/object/entryPoints.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../alarm/harness.ts"
 import { incarnation } from "../support/incarnation.ts"
 
-const entry = makeEntryPoints()
+const entry = makeEntryPoints(undefined)
 const request = (idempotencyKey: string) => ({
   threadId: "lane",
   agentId: "echo",

@@ -3,7 +3,7 @@
  * condition holds, and raw reads of the Object's maintenance record and alarm.
  */
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
 
@@ -53,4 +53,21 @@ export const ledgerRows = (objectName: string) =>
         .exec("SELECT submission_id, thread_id, state FROM effect_agent_submissions")
         .toArray(),
     ),
+  )
+
+/** The typed failure of an exit, if it failed with one. */
+export const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
+  Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
+
+/** Everything an Object stores: KV (the record), the alarm, every ledger and history row. */
+export const storedEverything = (stub: DurableObjectStub) =>
+  Effect.promise(() =>
+    runInDurableObject(stub, async (_instance, state) => ({
+      kv: [...(await state.storage.list()).entries()],
+      alarm: await state.storage.getAlarm(),
+      ledger: state.storage.sql
+        .exec("SELECT * FROM effect_agent_submissions ORDER BY submission_id")
+        .toArray(),
+      history: state.storage.sql.exec("SELECT * FROM effect_agent_history ORDER BY rowid").toArray(),
+    })),
   )

@@ -1,8 +1,8 @@
 /**
- * The one incarnation builder of the workerd suites: the real `incarnationLayer` of
- * `ThreadObject` (storage seam, decoded config, migrations, ledger, history, runtime, wake
- * scheduler, gate, alarm service, maintenance with the application's hooks) over an Object's
- * live state, built fresh into the calling scope. A second incarnation over the same state is
+ * The one incarnation builder of the workerd suites: the real layers of a `ThreadObject`
+ * incarnation (the platform: storage seam, decoded config, migrations, ledger, history, gate,
+ * alarm service, failpoints; and `ThreadObject.layer` with the application's hooks: runtime,
+ * wake scheduler, maintenance) over an Object's live state, built fresh into the calling scope. A second incarnation over the same state is
  * what a new instance of the Object would build after an eviction.
  */
 import { env } from "cloudflare:test"
@@ -26,7 +26,9 @@ import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../src/core/ThreadProjectionMaintenance.ts"
-import { incarnationLayer } from "../../src/internal/object/layers.ts"
+import { platformLayer, threadLayer } from "../../src/internal/object/layers.ts"
+import type * as ThreadObject from "../../src/ThreadObject.ts"
+import { failpoints } from "../../src/Testing.ts"
 
 /** What one incarnation runs with; everything defaults to what an application leaves out. */
 export interface IncarnationOptions {
@@ -44,7 +46,7 @@ export interface IncarnationOptions {
   readonly host?: ThreadHostMaintenanceService
 }
 
-type IncarnationServices = Layer.Success<ReturnType<typeof incarnationLayer>>
+type IncarnationServices = ThreadObject.ThreadObjectPlatform | ThreadObject.ThreadObjectThread
 
 /** The services of one incarnation. */
 export interface Incarnation {
@@ -68,27 +70,29 @@ export const incarnation = (
 ): Effect.Effect<Incarnation, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { maintenance, runtime } = options
-    const layer = incarnationLayer(
-      ctx,
-      env,
+    const platform = platformLayer(ctx, env, {
+      ...(options.config === undefined ? {} : { config: options.config }),
+      failpoints: failpoints({
+        ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
+        ...(runtime === undefined ? {} : { runtime: () => runtime }),
+      }),
+    })
+    const thread = threadLayer(
+      options.agents ?? [],
       {
-        agents: options.agents ?? [],
-        ...(options.config === undefined ? {} : { config: options.config }),
         ...(options.publication === undefined
           ? {}
           : { publication: Layer.succeed(ThreadPublication, options.publication) }),
         ...(options.projection === undefined
           ? {}
           : { projection: Layer.succeed(ThreadProjectionMaintenance, options.projection) }),
-        hooks: contextValues(options),
-        failpoints: {
-          ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
-          ...(runtime === undefined ? {} : { runtime: () => runtime }),
-        },
       },
       options.messages,
+    ).pipe(Layer.provide(contextValues(options)))
+    const layer = Layer.provideMerge(thread, platform)
+    const context: Context.Context<IncarnationServices> = yield* Layer.build(Layer.fresh(layer)).pipe(
+      Effect.orDie,
     )
-    const context = yield* Layer.build(Layer.fresh(layer)).pipe(Effect.orDie)
     return {
       maintenance: Context.get(context, ThreadMaintenance),
       gate: Context.get(context, ThreadMutationGate),

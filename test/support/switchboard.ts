@@ -8,7 +8,7 @@
  */
 import { Deferred, Effect } from "effect"
 import type { ThreadMaintenanceFailpointLocation } from "../../src/Alarm.ts"
-import { DurableRuntimeFailpointError } from "../../src/core/DurableAgentRuntime.ts"
+import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 import type { RuntimeFailpointLocation } from "../../src/core/RuntimeFailpoint.ts"
 
 /** Which hit of a location an action waits for: the `nth` from now (1 = the next). */

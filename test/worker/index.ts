@@ -3,7 +3,7 @@ export { BenchTestObject } from "./benchObject.ts"
 export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
 export { PortProbeObject } from "./portProbeObject.ts"
-export { OtherThreadObject, TestThreadObject } from "./threadObject.ts"
+export { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./threadObject.ts"
 
 export default {
   fetch: () => new Response("effect-agent test worker"),

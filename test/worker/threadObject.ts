@@ -1,12 +1,12 @@
 /**
  * A `ThreadObject` for the entry-point suites: small agents, and failpoints a test installs
- * per Object id (module state of the test isolate, so it survives `abortAllDurableObjects`).
+ * per Object id (a switchboard in the test isolate, so it survives `abortAllDurableObjects`).
  */
 import { Effect, Schema } from "effect"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
-import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
-import type { ThreadMaintenanceFailpointHandler } from "../../src/Alarm.ts"
+import * as Testing from "../../src/Testing.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
+import { Unauthorized } from "../../src/ThreadClient.ts"
 
 /** How many times each agent effect ran, by Object id and effect name. */
 export const effectRuns = new Map<string, number>()
@@ -111,32 +111,35 @@ export const escalatorAgent = define({
     }),
 })
 
-/** Failpoints of one Object. */
-export interface TestFailpoints {
-  maintenance?: ThreadMaintenanceFailpointHandler
-  runtime?: RuntimeFailpointHandler
-}
+/** Failpoints a test installs on one Object by its id. */
+export const switchboard = Testing.makeSwitchboard()
 
-const installed = new Map<string, TestFailpoints>()
-
-/** Installs (or with `{}` removes) the failpoints of the Object `id`. */
-export const installFailpoints = (id: DurableObjectId, failpoints: TestFailpoints): void => {
-  installed.set(id.toString(), failpoints)
-}
-
-export class TestThreadObject extends ThreadObject.make({
-  agents: [echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent, escalatorAgent],
-  namespaceBinding: "THREADS_TEST",
-  config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
-  failpoints: {
-    maintenance: (ctx) => (location) =>
-      installed.get(ctx.id.toString())?.maintenance?.(location) ?? Effect.void,
-    runtime: (ctx) => (location) => installed.get(ctx.id.toString())?.runtime?.(location) ?? Effect.void,
+export class TestThreadObject extends ThreadObject.make(
+  ThreadObject.layer([echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent, escalatorAgent]),
+  {
+    namespaceBinding: "THREADS_TEST",
+    config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
+    failpoints: switchboard,
   },
+) {}
+
+/** The operator's token of `AuthorizedThreadObject`. */
+export const operatorToken = "operator-token-for-tests"
+
+/** The same agents behind a bearer-token policy for every privileged entry point. */
+export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
+  authorization: ({ caller, entryPoint }) =>
+    caller?.credential === operatorToken
+      ? Effect.void
+      : Effect.fail(
+          new Unauthorized({
+            entryPoint,
+            message: caller === undefined ? "no caller identity" : `${caller.subject} may not ${entryPoint}`,
+          }),
+        ),
 }) {}
 
 /** A `ThreadObject` class of another namespace binding, hosting reviewers for the first one. */
-export class OtherThreadObject extends ThreadObject.make({
-  agents: [reviewAgent],
+export class OtherThreadObject extends ThreadObject.make(ThreadObject.layer([reviewAgent]), {
   namespaceBinding: "THREADS_OTHER",
 }) {}

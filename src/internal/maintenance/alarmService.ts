@@ -30,6 +30,11 @@ export class DurableAlarmService extends Context.Service<
     /** Runs `body` with wake hints deferred. */
     readonly withWakesDeferred: <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
     /**
+     * Whether a pass runs in this incarnation now. While it does, the slot may be empty (workerd
+     * clears a delivered alarm) until the pass writes the alarm its finish decides.
+     */
+    readonly passRunning: Effect.Effect<boolean>
+    /**
      * Deletes the slot, for host code outside maintenance (which clears only inside its own
      * generation transactions): owed maintenance then waits for the next gated mutation, wake
      * hint or incarnation.
@@ -75,6 +80,7 @@ export class DurableAlarmService extends Context.Service<
                   runningPasses = Math.max(0, runningPasses - 1)
                 }),
             ),
+          passRunning: Effect.sync(() => runningPasses > 0),
           cancel: write("delete alarm", { _tag: "Clear" }).pipe(
             Effect.withSpan("DurableAlarmService.cancel"),
           ),

@@ -12,10 +12,28 @@ export class DurableAlarmError extends Schema.TaggedError<DurableAlarmError>()("
   cause: Schema.optionalKey(Schema.Defect()),
 }) {}
 
+/**
+ * The stored maintenance record does not decode. Nothing runs on a record that cannot be
+ * trusted: mutations and passes refuse with this error until an operator calls
+ * `repairMaintenance`, which rebuilds it from the ledger. `field` is the path of the first
+ * problem (`dirty`, `retry.stalls`, …, or `record` for the record as a whole).
+ */
+export class MaintenanceRecordDamaged extends Schema.TaggedError<MaintenanceRecordDamaged>()(
+  "MaintenanceRecordDamaged",
+  { field: Schema.String, message: Schema.String },
+) {}
+
+/** @internal The record damage behind a storage failure, if that is what it was. */
+export const recordDamageOf = (error: { readonly cause?: unknown }): MaintenanceRecordDamaged | undefined =>
+  error.cause instanceof MaintenanceRecordDamaged ? error.cause : undefined
+
 /** @internal */
 export const alarmErrorFromCause = (operation: string, cause: unknown): DurableAlarmError =>
   new DurableAlarmError({
     operation,
-    message: safeCauseMessage(cause, `Durable Object storage could not ${operation}`),
+    message:
+      cause instanceof MaintenanceRecordDamaged
+        ? `${cause.message} (damaged field: ${cause.field}); repair it with repairMaintenance`
+        : safeCauseMessage(cause, `Durable Object storage could not ${operation}`),
     cause,
   })

@@ -19,6 +19,8 @@ export const THREAD_MAINTENANCE_FAILPOINT_LOCATIONS = [
   "maintenance:retry:after",
   "maintenance:finish:before",
   "maintenance:finish:after",
+  "maintenance:repair:before",
+  "maintenance:repair:after",
 ] as const
 
 /** A point in the maintenance algorithm where tests may pause, fail or evict. */

@@ -2,10 +2,10 @@
  * `ThreadMaintenance`: the idempotent maintenance pass of one physical Object, its O(1)
  * constructor gate, and the gated mutation with best-effort publication.
  */
-import { Context, Effect, Layer, Semaphore } from "effect"
+import { Context, Effect, Layer, Option, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
-import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
+import { type LedgerError, SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
@@ -19,6 +19,7 @@ import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { ThreadMutationGate } from "./gate.ts"
 import { publishCommitted, ThreadHostMaintenance, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
 import { makePass, type MaintenancePassFailure } from "./pass.ts"
+import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
 import { makeStorageOperation } from "./storage.ts"
 
@@ -42,6 +43,13 @@ export class ThreadMaintenance extends Context.Service<
     readonly withMutation: <A, E, R>(
       body: Effect.Effect<A, E, R>,
     ) => Effect.Effect<A, E | DurableAlarmError, R>
+    /** Rebuilds a damaged maintenance record from the ledger; a no-op on a healthy one. */
+    readonly repair: Effect.Effect<MaintenanceRepair, DurableAlarmError | LedgerError>
+    /**
+     * The earliest deadline of the hooks this pass serves besides publication (message delivery,
+     * projection, host maintenance), as captured when the layer was built; read-only.
+     */
+    readonly hostDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
   }
 >()("@effect-agent/platform-cloudflare/ThreadMaintenance") {
   static readonly layer: Layer.Layer<
@@ -102,6 +110,13 @@ export class ThreadMaintenance extends Context.Service<
         ensureAlarm: gate.withSnapshot(() => ensureAlarm),
         withMutation: <A, E, R>(body: Effect.Effect<A, E, R>) =>
           gate.withMutation(Effect.tap(body, () => publishCommitted(publication))),
+        repair: makeRepair(env, ledger),
+        hostDeadline: makePendingDeadline({
+          publication: { ...publication, pendingDeadline: Effect.succeed(Option.none()) },
+          messages,
+          projection,
+          host,
+        }),
       }
     }),
   )

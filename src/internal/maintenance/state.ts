@@ -3,11 +3,14 @@
  * so that the O(1) paths never touch the SQLite tables.
  *
  * Records written by older releases lack the optional keys and decode unchanged; a malformed
- * record throws inside the storage transaction and surfaces as `DurableAlarmError`. There is
- * no repair path: resetting it could acknowledge work that was never done.
+ * record throws `MaintenanceRecordDamaged` (naming the field) inside the storage transaction,
+ * so nothing runs on it. Only `repairMaintenance` replaces it, rebuilt from the ledger with a
+ * new generation: resetting it in place could acknowledge work that was never done.
  */
-import { Schema } from "effect"
+import { Exit, Schema, SchemaIssue } from "effect"
 import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { safeCauseMessage } from "../boundary.ts"
+import { MaintenanceRecordDamaged } from "./errors.ts"
 
 /** @internal */
 export const MAINTENANCE_STATE_KEY = "effect-agent:thread-maintenance:v1"
@@ -57,8 +60,44 @@ const bootstrap = ThreadMaintenanceState.make({
   nonterminal: 0,
 })
 
-const decodeState = Schema.decodeUnknownSync(ThreadMaintenanceState)
+const decodeExit = Schema.decodeUnknownExit(ThreadMaintenanceState)
 const encodeState = Schema.encodeSync(ThreadMaintenanceState)
+
+/** The path of the first problem of a decoding issue. */
+const issuePath = (issue: SchemaIssue.Issue): ReadonlyArray<PropertyKey> => {
+  switch (issue._tag) {
+    case "Pointer":
+      return [...issue.path, ...issuePath(issue.issue)]
+    case "Filter":
+    case "Encoding":
+      return issuePath(issue.issue)
+    case "Composite":
+    case "AnyOf":
+      return issue.issues[0] === undefined ? [] : issuePath(issue.issues[0])
+    default:
+      return []
+  }
+}
+
+/** @internal Decodes a stored record, or names its first damaged field. */
+export const decodeMaintenanceRecord = (
+  raw: unknown,
+): { readonly _tag: "Ok"; readonly state: ThreadMaintenanceState } | MaintenanceRecordDamaged => {
+  const exit = decodeExit(raw)
+  if (Exit.isSuccess(exit)) return { _tag: "Ok", state: exit.value }
+  const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
+  const path = error === undefined ? [] : issuePath(error.issue)
+  return new MaintenanceRecordDamaged({
+    field: path.length === 0 ? "record" : path.map(String).join("."),
+    message: `the maintenance record ${MAINTENANCE_STATE_KEY} does not decode: ${safeCauseMessage(error?.message ?? "", "unknown problem")}`,
+  })
+}
+
+const decodeState = (raw: unknown): ThreadMaintenanceState => {
+  const decoded = decodeMaintenanceRecord(raw)
+  if (decoded._tag === "MaintenanceRecordDamaged") throw decoded
+  return decoded.state
+}
 
 /** @internal */
 export interface StoredState {

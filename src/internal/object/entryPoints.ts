@@ -10,21 +10,21 @@ import type { ThreadMessage } from "../../core/MessageOutbox.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { AdmissionRefused, SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
+import { DurableAlarmError, type MaintenanceRecordDamaged, recordDamageOf } from "../maintenance/errors.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
-import { DurableAlarmService } from "../maintenance/alarmService.ts"
-import { alarmErrorFromCause } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
-import { ThreadMaintenanceState, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
-import { makeStorageOperation } from "../maintenance/storage.ts"
+import { type Authorization, authorize, type Caller, type PrivilegedEntryPoint } from "./authorization.ts"
 import { readCounters } from "./metrics.ts"
 import { makePortCall } from "./portCall.ts"
+import { readMaintenanceView } from "./operatorReads.ts"
 import {
   ApprovalInput,
   AwaitInput,
   HistoryInput,
   InvalidRequest,
   SubmissionAddress,
+  SubmissionCommand,
   SubmitInput,
   ThreadAddress,
   UnknownInput,
@@ -103,23 +103,36 @@ const receive = <M extends ThreadMessage>(message: M, messageId: string) =>
     const runtime = yield* DurableAgentRuntime
     return yield* runtime.receive(message, messageId)
   })
+/** A mutation refused because the maintenance record is damaged answers with the damage. @internal */
+export const refuseOnDamage = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+): Effect.Effect<A, E | MaintenanceRecordDamaged, R> =>
+  Effect.mapError(effect, (error: E) =>
+    error instanceof DurableAlarmError ? (recordDamageOf(error) ?? error) : error,
+  )
 
 /** @internal */
-export const makeEntryPoints = () => {
+export const makeEntryPoints = (authorization: Authorization | undefined) => {
   const decode = decodeInput
 
   /** Decodes an addressed request and runs `body` for it inside the mutation gate. */
-  const gated = <A extends Address, I, E>(
-    entryPoint: string,
+  const gated = <A extends Address & { readonly caller?: Caller }, I, E>(
+    entryPoint: PrivilegedEntryPoint,
     schema: Schema.Codec<A, I>,
     body: (runtime: DurableAgentRuntime["Service"], request: A) => Effect.Effect<void, E>,
   ) =>
     Effect.fn(`ThreadObject.${entryPoint}`)(function* (raw: unknown) {
       const request = yield* decode(entryPoint, schema)(raw)
+      yield* authorize(authorization, {
+        entryPoint,
+        caller: request.caller,
+        threadId: request.threadId,
+        submissionId: request.submissionId,
+      })
       yield* addressed(request)
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
-      yield* maintenance.withMutation(body(runtime, request))
+      yield* refuseOnDamage(maintenance.withMutation(body(runtime, request)))
     })
 
   return {
@@ -132,10 +145,10 @@ export const makeEntryPoints = () => {
       const prepared = yield* runtime.prepare(request)
       // A replay adds nothing to the database.
       if (!prepared.replay) yield* refuseWhenDatabaseFull(request.threadId)
-      return yield* maintenance.withMutation(runtime.admit(prepared))
+      return yield* refuseOnDamage(maintenance.withMutation(runtime.admit(prepared)))
     }),
-    abort: gated("abort", SubmissionAddress, (runtime, request) => runtime.abort(request.submissionId)),
-    retry: gated("retry", SubmissionAddress, (runtime, request) => runtime.retry(request.submissionId)),
+    abort: gated("abort", SubmissionCommand, (runtime, request) => runtime.abort(request.submissionId)),
+    retry: gated("retry", SubmissionCommand, (runtime, request) => runtime.retry(request.submissionId)),
     resolveApproval: gated("resolveApproval", ApprovalInput, (runtime, request) =>
       runtime.resolveApproval(request.submissionId, request.decision),
     ),
@@ -194,17 +207,8 @@ export const makeEntryPoints = () => {
         }),
     }),
     inspectMaintenance: Effect.fn("ThreadObject.inspectMaintenance")(function* () {
-      const { ctx } = yield* DurableObjectContext
-      const run = yield* makeStorageOperation
-      const raw = yield* run("inspect maintenance", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
-      const record =
-        raw === undefined
-          ? undefined
-          : yield* Schema.decodeUnknownEffect(ThreadMaintenanceState)(raw).pipe(
-              Effect.mapError((cause) => alarmErrorFromCause("inspect maintenance", cause)),
-            )
-      const alarm = yield* (yield* DurableAlarmService).scheduled
-      return inspection(record, Option.getOrNull(alarm), yield* readCounters)
+      const view = yield* readMaintenanceView
+      return inspection(view, yield* readCounters)
     }),
   }
 }

@@ -1,8 +1,9 @@
 /**
- * The services of one `ThreadObject` incarnation, built once in its constructor gate over the
- * live `DurableObjectState`: storage and config, the ledger and history (migrations run here),
- * the runtime, the mutation gate (one per physical Object, shared by everything), the alarm
- * service and the maintenance pass with the application's hooks.
+ * The layers of one `ThreadObject` incarnation, built once in its constructor gate over the
+ * live `DurableObjectState`. The platform (storage, config, the ledger and history with their
+ * migrations, the one mutation gate every producer shares, the alarm service, failpoints) is
+ * built by the class; the application's Thread layer (`ThreadObject.layer` composed with its
+ * own hooks) is built over it, so hooks and the pass see the same gate and storage.
  */
 import { SqliteClient } from "@effect/sql-sqlite-do"
 import { Effect, Layer, Schema } from "effect"
@@ -10,20 +11,17 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { AnyAgentDefinition } from "../../core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig, DurableRuntimeSettings } from "../../core/DurableRuntimeConfig.ts"
-import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../core/RuntimeFailpoint.ts"
+import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { LedgerLimits, SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
-import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { DurableObjectContext, ThreadObjectNamespace } from "../../CloudflareBindings.ts"
 import {
   CloudflareDurableRuntimeConfig,
   type CloudflareDurableRuntimeConfigOverrides,
 } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "../maintenance/alarmService.ts"
-import {
-  ThreadMaintenanceFailpoint,
-  type ThreadMaintenanceFailpointHandler,
-} from "../maintenance/failpoint.ts"
+import { ThreadMaintenanceFailpoint } from "../maintenance/failpoint.ts"
 import { ThreadMutationGate } from "../maintenance/gate.ts"
 import {
   ThreadMessageDelivery,
@@ -34,10 +32,10 @@ import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { MessageOutbox, SelfAddress } from "../../core/MessageOutbox.ts"
 import { RoutedPort } from "../../RoutedPort.ts"
 import { messageDeliveryLayer } from "../delivery/layer.ts"
-import { instrumentState, type StorageFailpointHandler } from "./instrumentedStorage.ts"
+import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 
-/** What application hooks may use when they are built: the Object's own platform services. */
+/** The per-incarnation services a `ThreadObject` class provides to its application layer. */
 export type ThreadObjectPlatform =
   | DurableObjectContext
   | SqlClient
@@ -48,52 +46,48 @@ export type ThreadObjectPlatform =
   | ThreadHistory
   | MessageOutbox
   | RoutedPort
+  | ThreadMaintenanceFailpoint
+  | RuntimeFailpoint
 
-/** Test failpoints, each built per incarnation from the live state so a hit can abort it. */
+/** What the application's Thread layer provides: the runtime and the maintenance pass. */
+export type ThreadObjectThread =
+  DurableAgentRuntime | ThreadMaintenance | ThreadPublication | ThreadProjectionMaintenance
+
+/**
+ * Test failpoints of an incarnation, made by `Testing.failpoints`: the state its storage is
+ * built over, and its failpoint services, both from the live state so a hit can abort it.
+ */
 export interface ThreadObjectFailpoints {
-  readonly maintenance?: (ctx: DurableObjectState) => ThreadMaintenanceFailpointHandler
-  readonly runtime?: (ctx: DurableObjectState) => RuntimeFailpointHandler
-  readonly storage?: (ctx: DurableObjectState) => StorageFailpointHandler
+  readonly state: (ctx: DurableObjectState) => DurableObjectState
+  readonly layer: (ctx: DurableObjectState) => Layer.Layer<ThreadMaintenanceFailpoint | RuntimeFailpoint>
 }
 
-/** How an application assembles its Threads. */
+/** How the class builds the platform of each incarnation. */
 export interface ThreadObjectOptions {
-  /** The agents this deployment can run; admitted work is bound to `(id, digest)`. */
-  readonly agents: ReadonlyArray<AnyAgentDefinition>
   /** Overrides of `CLOUDFLARE_RUNTIME_DEFAULTS`, decoded once per incarnation. */
   readonly config?: CloudflareDurableRuntimeConfigOverrides
-  /** A `ThreadPublication` gate; none by default. */
-  readonly publication?: Layer.Layer<ThreadPublication, unknown, ThreadObjectPlatform>
-  /** A `ThreadProjectionMaintenance`; none by default. */
-  readonly projection?: Layer.Layer<ThreadProjectionMaintenance, unknown, ThreadObjectPlatform>
   /**
-   * Application hooks provided as context values, typically `ThreadHostMaintenance` (outboxes,
-   * relays); the maintenance layer captures them when built. Message delivery is native.
-   */
-  readonly hooks?: Layer.Layer<never, unknown, ThreadObjectPlatform>
-  /**
-   * The Worker binding of this class's namespace (e.g. `"THREADS"`): how other Objects reach
-   * this one, and the default namespace of its children. Needed to start children.
+   * The env binding of this class's own namespace (e.g. `"THREADS"`). The incarnation checks
+   * that it addresses this Object and provides it to the application as
+   * `ThreadObjectNamespace`; other Objects reach this one through it, and it is the default
+   * namespace of its children. Needed to start children.
    */
   readonly namespaceBinding?: string
+  /**
+   * Checks of the privileged entry points (approve/deny, resolve, abort, retry, repair). Without
+   * it every caller that reaches the Object is trusted.
+   */
+  readonly authorization?: Authorization
+  /** Test failpoints from `Testing.failpoints`; production Objects have none. */
   readonly failpoints?: ThreadObjectFailpoints
 }
 
-/** Everything an incarnation's entry points use. */
-export type ThreadObjectServices =
-  | ThreadObjectPlatform
-  | DurableAgentRuntime
-  | ThreadMaintenance
-  | ThreadPublication
-  | ThreadProjectionMaintenance
-
-const storageSeam = (ctx: DurableObjectState, env: Cloudflare.Env, options: ThreadObjectOptions) => {
-  const observed =
-    options.failpoints?.storage === undefined ? ctx : instrumentState(ctx, options.failpoints.storage(ctx))
-  return Layer.mergeAll(
-    DurableObjectContext.layer(observed, env),
-    SqliteClient.layer({ storage: observed.storage }),
-  )
+/** Hooks of `ThreadObject.layer`. */
+export interface ThreadLayerOptions<EP, RP, EJ, RJ> {
+  /** A `ThreadPublication` gate; none by default. */
+  readonly publication?: Layer.Layer<ThreadPublication, EP, RP>
+  /** A `ThreadProjectionMaintenance`; none by default. */
+  readonly projection?: Layer.Layer<ThreadProjectionMaintenance, EJ, RJ>
 }
 
 // The configuration is composed of these: its decoded value holds theirs, already checked.
@@ -118,32 +112,20 @@ export const configLayers = (overrides: ThreadObjectOptions["config"]) => {
   return Layer.provideMerge(derived, cloudflare)
 }
 
-const failpointLayers = (ctx: DurableObjectState, failpoints: ThreadObjectFailpoints = {}) =>
-  Layer.mergeAll(
-    failpoints.maintenance === undefined
-      ? ThreadMaintenanceFailpoint.layer
-      : ThreadMaintenanceFailpoint.layerTest(failpoints.maintenance(ctx)),
-    failpoints.runtime === undefined
-      ? RuntimeFailpoint.layer
-      : RuntimeFailpoint.layerTest(failpoints.runtime(ctx)),
-  )
-
-/**
- * @internal The layer of one incarnation. `delivery` replaces the native message delivery, for
- * tests that script what the pass's delivery does.
- */
-export const incarnationLayer = (
-  ctx: DurableObjectState,
-  env: Cloudflare.Env,
-  options: ThreadObjectOptions,
-  delivery?: ThreadMessageDeliveryService,
-) => {
+/** @internal The platform of one incarnation: one gate, one storage seam, one config. */
+export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, options: ThreadObjectOptions) => {
+  const state = options.failpoints === undefined ? ctx : options.failpoints.state(ctx)
+  const failpoints =
+    options.failpoints === undefined
+      ? Layer.mergeAll(ThreadMaintenanceFailpoint.layer, RuntimeFailpoint.layer)
+      : options.failpoints.layer(ctx)
   const base = Layer.mergeAll(
-    storageSeam(ctx, env, options),
+    DurableObjectContext.layer(state, env),
+    SqliteClient.layer({ storage: state.storage }),
     configLayers(options.config),
-    failpointLayers(ctx, options.failpoints),
+    failpoints,
   )
-  const platform = Layer.mergeAll(
+  return Layer.mergeAll(
     ThreadMutationGate.layer,
     DurableAlarmService.layer,
     MessageOutbox.layer.pipe(
@@ -156,24 +138,32 @@ export const incarnationLayer = (
       ...(options.namespaceBinding === undefined ? {} : { namespace: options.namespaceBinding }),
     }),
   ).pipe(Layer.provideMerge(base))
-  const runtime = DurableAgentRuntime.layerWithBindings(options.agents).pipe(
+}
+
+/** @internal The namespace of this class, when `namespaceBinding` names it. */
+export const namespaceLayer = (ctx: DurableObjectState, env: Cloudflare.Env, binding: string | undefined) =>
+  binding === undefined ? Layer.empty : ThreadObjectNamespace.layer(ctx, env, binding)
+
+/**
+ * @internal The application's Thread layer; see `ThreadObject.layer`. Message delivery is the
+ * runtime's own (an application's `ThreadMessageDelivery` is not used); `delivery` replaces it
+ * for tests that script what the pass's delivery does.
+ */
+export const threadLayer = <EP = never, RP = never, EJ = never, RJ = never>(
+  registrations: ReadonlyArray<AnyAgentDefinition>,
+  options: ThreadLayerOptions<EP, RP, EJ, RJ> = {},
+  delivery?: ThreadMessageDeliveryService,
+): Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> => {
+  const runtime = DurableAgentRuntime.layerWithBindings(registrations).pipe(
     Layer.provide(cloudflareWakeScheduler),
   )
   const hooks = Layer.mergeAll(
     options.publication ?? ThreadPublication.layer,
     options.projection ?? ThreadProjectionMaintenance.layer,
-    options.hooks ?? Layer.empty,
   )
-  // The native delivery comes last: it is the runtime's, never an application's.
-  return ThreadMaintenance.layer.pipe(
-    Layer.provideMerge(
-      Layer.mergeAll(
-        hooks,
-        delivery === undefined
-          ? messageDeliveryLayer.pipe(Layer.provideMerge(runtime))
-          : Layer.merge(runtime, Layer.succeed(ThreadMessageDelivery, delivery)),
-      ),
-    ),
-    Layer.provideMerge(platform),
-  )
+  const native =
+    delivery === undefined
+      ? messageDeliveryLayer.pipe(Layer.provideMerge(runtime))
+      : Layer.merge(runtime, Layer.succeed(ThreadMessageDelivery, delivery))
+  return ThreadMaintenance.layer.pipe(Layer.provideMerge(Layer.mergeAll(hooks, native)))
 }

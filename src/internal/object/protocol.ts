@@ -6,6 +6,10 @@
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
+import { Caller } from "./authorization.ts"
+
+/** Who asks for a privileged entry point; the application's check decides. */
+const caller = Schema.optionalKey(Caller)
 
 /** A request the Object refused before doing anything: malformed, oversized or misaddressed. */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
@@ -38,11 +42,15 @@ export const SubmitInput = Schema.Struct({
 /** @internal */
 export const SubmissionAddress = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId })
 
+/** @internal A privileged action on one Submission (abort, retry). */
+export const SubmissionCommand = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId, caller })
+
 /** @internal */
 export const ApprovalInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
   decision: ApprovalDecision,
+  caller,
 })
 
 /** @internal */
@@ -50,29 +58,49 @@ export const UnknownInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
   resolution: UnknownResolution,
+  caller,
 })
 
 /** @internal */
 export const ThreadAddress = Schema.Struct({ threadId: ThreadId })
 
-/** @internal */
-export const HistoryInput = Schema.Struct({
-  threadId: ThreadId,
-  after: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optionalKey(
-    Schema.Int.check(
-      Schema.isBetween(
-        { minimum: 1, maximum: MAX_HISTORY_PAGE },
-        { expected: `a page size of 1 to ${MAX_HISTORY_PAGE}` },
+/** A page of one Thread: a position to start after, and a page size up to `maximum`. */
+const ThreadPage = (maximum: number) =>
+  Schema.Struct({
+    threadId: ThreadId,
+    after: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+    limit: Schema.optionalKey(
+      Schema.Int.check(
+        Schema.isBetween({ minimum: 1, maximum }, { expected: `a page size of 1 to ${maximum}` }),
       ),
     ),
-  ),
-})
+  })
+
+/** @internal */
+export const HistoryInput = ThreadPage(MAX_HISTORY_PAGE)
 
 /** @internal */
 export const AwaitInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
+  timeoutMillis: Millis(MAX_AWAIT_MILLIS),
+})
+
+/** @internal */
+export const RepairInput = Schema.Struct({ threadId: ThreadId, caller })
+
+/** Largest page of a lane's Submissions. */
+export const MAX_SUBMISSIONS_PAGE = 200
+
+/** @internal */
+export const SubmissionsInput = ThreadPage(MAX_SUBMISSIONS_PAGE)
+
+/** @internal */
+export const ProgressInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  /** The token of a previous answer; without it the current progress returns at once. */
+  after: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
 

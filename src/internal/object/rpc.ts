@@ -8,7 +8,6 @@
 import { Cause, Effect, Exit, Schema } from "effect"
 import { BindingDigestMismatch, BindingUnavailable } from "../../core/AgentRegistration.ts"
 import {
-  DurableRuntimeFailpointError,
   JoinRefused,
   NotPending,
   RunJournalError,
@@ -26,8 +25,10 @@ import {
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
 import { MessageOutboxError } from "../../core/MessageOutbox.ts"
+import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
-import { DurableAlarmError } from "../maintenance/errors.ts"
+import { DurableAlarmError, MaintenanceRecordDamaged } from "../maintenance/errors.ts"
+import { Unauthorized } from "./authorization.ts"
 import { InvalidRequest, type RpcResult } from "./protocol.ts"
 
 /** The RPC could not reach the Object, or the Object failed unexpectedly. */
@@ -36,7 +37,7 @@ export class ThreadObjectUnavailable extends Schema.TaggedError<ThreadObjectUnav
   { entryPoint: Schema.String, message: Schema.String },
 ) {}
 
-/** Every typed error an entry point may return. */
+/** Every typed error a client may see from an entry point. */
 export const ThreadObjectError = Schema.Union([
   InvalidRequest,
   AdmissionRefused,
@@ -52,14 +53,32 @@ export const ThreadObjectError = Schema.Union([
   SettlementConflict,
   ThreadStoreError,
   RunJournalError,
-  DurableRuntimeFailpointError,
   BindingUnavailable,
   BindingDigestMismatch,
   ThreadProjectionError,
   MessageOutboxError,
   DurableAlarmError,
+  MaintenanceRecordDamaged,
+  Unauthorized,
 ])
 export type ThreadObjectError = typeof ThreadObjectError.Type
+
+/**
+ * What an entry point may fail with inside the Object: a client error, or a typed failure a
+ * test failpoint injected, which reaches the caller as an unexpected failure. @internal
+ */
+export type EntryPointError = ThreadObjectError | DurableRuntimeFailpointError
+
+const isClientError = Schema.is(ThreadObjectError)
+
+/**
+ * The client error of a failed entry point; none for a defect, an interruption, a failed
+ * incarnation or an injected test failure. @internal
+ */
+export const clientError = (cause: Cause.Cause<unknown>): ThreadObjectError | undefined => {
+  const failure = cause.reasons.find(Cause.isFailReason)
+  return failure !== undefined && isClientError(failure.error) ? failure.error : undefined
+}
 
 const encodeError = Schema.encodeUnknownSync(ThreadObjectError)
 const decodeError = Schema.decodeUnknownEffect(ThreadObjectError)
@@ -79,18 +98,18 @@ const rejection = (entryPoint: string, cause: Cause.Cause<unknown>) =>
   )
 
 /**
- * Runs an entry point to its envelope. Typed failures become `{ ok: false }`; a defect or an
- * interruption rejects. @internal
+ * Runs an entry point to its envelope. Client errors become `{ ok: false }`; anything else
+ * rejects. @internal
  */
 export const toRpcResult = <A, I>(
   entryPoint: string,
   value: Schema.Codec<A, I>,
-  exit: Exit.Exit<A, ThreadObjectError>,
+  exit: Exit.Exit<A, unknown>,
 ): RpcResult => {
   if (Exit.isSuccess(exit)) return { ok: true, value: Schema.encodeSync(value)(exit.value) }
-  const failure = exit.cause.reasons.find(Cause.isFailReason)
-  if (failure === undefined) throw rejection(entryPoint, exit.cause)
-  return { ok: false, error: withoutCause(encodeError(failure.error)) }
+  const error = clientError(exit.cause)
+  if (error === undefined) throw rejection(entryPoint, exit.cause)
+  return { ok: false, error: withoutCause(encodeError(error)) }
 }
 
 /** Decodes an envelope back into the value or the typed error. @internal */

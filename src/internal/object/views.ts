@@ -79,8 +79,10 @@ export class MaintenanceCounters extends Schema.Class<MaintenanceCounters>(
 export class MaintenanceInspection extends Schema.Class<MaintenanceInspection>(
   "@effect-agent/platform-cloudflare/ThreadClient/MaintenanceInspection",
 )({
-  /** Absent until the first gate, pass or mutation persists it. */
+  /** Absent until the first gate, pass or mutation persists it, and when it is damaged. */
   record: Schema.optionalKey(ThreadMaintenanceState),
+  /** Why the stored record does not decode; `repairMaintenance` rebuilds it. */
+  damage: Schema.optionalKey(Schema.Struct({ field: Schema.String, message: Schema.String })),
   /** Whether native maintenance is owed (`dirty > processed`). */
   owed: Schema.Boolean,
   /** The scheduled alarm (epoch ms), or null when the slot is empty. */
@@ -90,13 +92,19 @@ export class MaintenanceInspection extends Schema.Class<MaintenanceInspection>(
 
 /** @internal */
 export const inspection = (
-  record: ThreadMaintenanceState | undefined,
-  alarm: number | null,
+  view: {
+    readonly state: ThreadMaintenanceState | undefined
+    readonly damage: { readonly field: string; readonly message: string } | undefined
+    readonly alarm: number | null
+  },
   counters: MaintenanceCounters,
 ): MaintenanceInspection =>
   MaintenanceInspection.make({
-    ...(record === undefined ? {} : { record }),
-    owed: record === undefined || record.dirty > record.processed,
-    alarm,
+    ...(view.state === undefined ? {} : { record: view.state }),
+    ...(view.damage === undefined
+      ? {}
+      : { damage: { field: view.damage.field, message: view.damage.message } }),
+    owed: view.state === undefined || view.state.dirty > view.state.processed,
+    alarm: view.alarm,
     counters,
   })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit } from "effect"
-import { DurableRuntimeFailpointError } from "../../../src/core/DurableAgentRuntime.ts"
+import { DurableRuntimeFailpointError } from "../../../src/Testing.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { failureOf } from "../fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"

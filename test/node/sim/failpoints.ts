@@ -5,7 +5,7 @@
  */
 import { Deferred, Effect } from "effect"
 import type { ThreadMaintenanceFailpointLocation } from "../../../src/Alarm.ts"
-import { DurableRuntimeFailpointError } from "../../../src/core/DurableAgentRuntime.ts"
+import { DurableRuntimeFailpointError } from "../../../src/Testing.ts"
 import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoint.ts"
 import type { FaultPlan } from "./faults.ts"
 import type { Monitor } from "./invariants.ts"

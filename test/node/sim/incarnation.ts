@@ -282,7 +282,7 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
 }
 
 /** Entry points hold no state: one set serves every incarnation of the process. */
-const entryPoints: EntryPoints = makeEntryPoints()
+const entryPoints: EntryPoints = makeEntryPoints(undefined)
 
 /** Builds an incarnation in its own scope; its constructor is started by the caller. */
 export const buildIncarnation = (

@@ -13,7 +13,7 @@
  * waits for its child until then and an abort of it always reaches a waiting child. A mutating
  * call that fails (the kill hit it) is retried by the client until it gets a definite answer.
  */
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import type { NetworkStats, OrderInput, RawView } from "../fixtures/crashProtocol.ts"
 import { chargeOf } from "../fixtures/crashAgents.ts"
 import type { CrashDriver, Envelope } from "./crashDriver.ts"
@@ -257,6 +257,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
     const client = clientOf(driver, name)
     const mutations: Array<Mutation> = []
     let kills = 0
+    const lateKills: Array<Fiber.Fiber<void>> = []
     let deliveries = 0
     let sleeps = 0
     const id = yield* driver.id(name)
@@ -275,7 +276,7 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         const target = random() < 1 / 3 ? childrenOf(name) : name
         const delay = random() < 0.5 ? 0 : Math.floor(random() * 40)
         if (delay === 0) yield* driver.kill(target)
-        else yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(target)))
+        else lateKills.push(yield* Effect.forkChild(Effect.andThen(Effect.sleep(delay), driver.kill(target))))
         kills += 1
       } else if (roll < 0.45) {
         // Deliver the alarm: wait for the next delivery to this Object (or give up after 300 ms).
@@ -323,6 +324,8 @@ export const runChaos = (driver: CrashDriver, name: string, seed: number, rounds
         sleeps += 1
       }
     }
+    // A late kill belongs to the rounds: it must not land on the final reads.
+    yield* Fiber.joinAll(lateKills)
     const final = yield* finish(driver, name, client)
     const network = yield* Effect.forEach([name, childrenOf(name)], (object) => driver.network(object))
     const run: ChaosRun = {

@@ -15,6 +15,8 @@
  *   it supplies (`StepCompleted`/`StepFailed` under the uncertain step's name): a crash inside
  *   an uncertain step legitimately adds the Unknown Outcome, and the operator's resolution
  *   (taken from the supplier's own record) then stands for the result the crash cut off.
+ * - `ReconcileStarted` is dropped and `ReconcileAnswered` loses its attempt number: a crash
+ *   during a reconcile legitimately costs one attempt, and the answer is what counts.
  */
 import type { RawRecord, RawView } from "../fixtures/crashProtocol.ts"
 
@@ -77,7 +79,8 @@ export const normalizedHistory = (view: RawView): Record<string, ReadonlyArray<u
     for (const entry of entries)
       if (entry._tag === "UncertainStepStarted") names.set(entry["step"], entry["name"])
     result[rowKey(row)] = entries.flatMap((entry): Array<unknown> => {
-      if (entry._tag === "UnknownOutcomeRecorded") return []
+      if (entry._tag === "UnknownOutcomeRecorded" || entry._tag === "ReconcileStarted") return []
+      if (entry._tag === "ReconcileAnswered") return [{ ...entry, attempt: undefined }]
       if (entry._tag !== "UnknownOutcomeResolved") return [withoutForeignIds(entry)]
       const resolution = entry["resolution"] as { _tag: string; value?: unknown; message?: string }
       const step = entry["step"]
@@ -157,9 +160,16 @@ export const invariantViolations = (view: RawView): Array<string> => {
     } else if (settled.length > 0) problems.push(`${key}: settlement recorded but the row is ${row.state}`)
     if (entries.filter((entry) => entry._tag === "SubmissionAccepted").length !== 1)
       problems.push(`${key}: not accepted exactly once`)
+    // An uncertain step starts again only after a reconcile found it did not happen.
+    const reruns = entries.filter(
+      (entry) =>
+        entry._tag === "ReconcileAnswered" && (entry["answer"] as { _tag: string })._tag === "NotHappened",
+    ).length
     for (const tag of ["StepCompleted", "StepFailed", "UncertainStepStarted", "UnknownOutcomeRecorded"]) {
       const steps = entries.filter((entry) => entry._tag === tag).map((entry) => entry["step"])
-      if (new Set(steps).size !== steps.length) problems.push(`${key}: ${tag} journaled twice for a step`)
+      const allowed = tag === "UncertainStepStarted" || tag === "UnknownOutcomeRecorded" ? reruns : 0
+      if (steps.length - new Set(steps).size > allowed)
+        problems.push(`${key}: ${tag} journaled twice for a step`)
     }
     const results = entries
       .filter((entry) => entry._tag === "StepCompleted" || entry._tag === "StepFailed")

@@ -23,6 +23,10 @@ export type Step =
   | { readonly op: "arm"; readonly entries: ReadonlyArray<ArmEntry> }
   /** Waits (reading only) until the Object is quiescent. */
   | { readonly op: "settle" }
+  /** Garbles the stored maintenance record (behind the library's back). */
+  | { readonly op: "damage" }
+  /** The operator's `repairMaintenance`. */
+  | { readonly op: "repair" }
 
 export interface Scenario {
   readonly name: string

@@ -82,6 +82,11 @@ const execute = (driver: CrashDriver, run: ObjectRun, step: Step): Effect.Effect
       case "settle":
         yield* settle(driver, name)
         return undefined
+      case "damage":
+        yield* driver.call("/damage", { name })
+        return undefined
+      case "repair":
+        return yield* driver.call("/repair", { name, lane: "a" })
       case "submit": {
         const known = run.keys.get(step.key) ?? { lane: step.lane, input: step.input }
         run.keys.set(step.key, known)
@@ -117,15 +122,18 @@ const execute = (driver: CrashDriver, run: ObjectRun, step: Step): Effect.Effect
     }
   })
 
-/** Waits, reading only, until the Object's alarm is cleared and no maintenance is owed. */
+/**
+ * Waits, reading only, until the Object's alarm is cleared and no maintenance is owed (or its
+ * record is damaged: then nothing runs until a repair).
+ */
 const settle = (driver: CrashDriver, name: string) =>
   Effect.gen(function* () {
     const until = deadline(20_000)
     while (Date.now() < until) {
       const answer = yield* driver.call("/inspect", { name })
       if (answer.ok) {
-        const view = answer.value as { alarm: number | null; owed: boolean }
-        if (view.alarm === null && !view.owed) return
+        const view = answer.value as { alarm: number | null; owed: boolean; damage?: unknown }
+        if (view.alarm === null && (!view.owed || view.damage !== undefined)) return
       }
       yield* sleep(50)
     }

@@ -8,6 +8,19 @@ import { SettlementOutcome } from "../ledger/model.ts"
 import { ChildRefusalReason } from "../outbox/model.ts"
 import { ObjectAddress, ParentLink } from "../outbox/parentLink.ts"
 
+/**
+ * What a reconcile found: the effect happened (with the step's encoded result), did not happen
+ * (the step runs again), cannot tell (a person decides), or the reconcile itself failed (it is
+ * retried at a later alarm, not before `retryAt`, while attempts remain).
+ */
+export const ReconcileAnswerRecord = Schema.Union([
+  Schema.TaggedStruct("Happened", { value: Schema.Json }),
+  Schema.TaggedStruct("NotHappened", {}),
+  Schema.TaggedStruct("CannotTell", { reason: Schema.String }),
+  Schema.TaggedStruct("Failed", { message: Schema.String, retryAt: Schema.Finite }),
+])
+export type ReconcileAnswerRecord = typeof ReconcileAnswerRecord.Type
+
 /** The kinds of canonical records. `step` is the 0-based position of a journaled call. */
 export const HistoryEntry = Schema.Union([
   Schema.TaggedStruct("SubmissionAccepted", {
@@ -22,7 +35,19 @@ export const HistoryEntry = Schema.Union([
   Schema.TaggedStruct("InputApplied", {}),
   Schema.TaggedStruct("StepCompleted", { step: Schema.Int, name: Schema.String, result: Schema.Json }),
   Schema.TaggedStruct("StepFailed", { step: Schema.Int, name: Schema.String, error: Schema.String }),
-  Schema.TaggedStruct("UncertainStepStarted", { step: Schema.Int, name: Schema.String }),
+  Schema.TaggedStruct("UncertainStepStarted", {
+    step: Schema.Int,
+    name: Schema.String,
+    /** Present when the step can be reconciled: how many reconcile attempts recovery may make. */
+    reconcileAttempts: Schema.optionalKey(Schema.Int),
+  }),
+  /** A reconcile of an Unknown Outcome is about to run (counted even if it never answers). */
+  Schema.TaggedStruct("ReconcileStarted", { step: Schema.Int, attempt: Schema.Int }),
+  Schema.TaggedStruct("ReconcileAnswered", {
+    step: Schema.Int,
+    attempt: Schema.Int,
+    answer: ReconcileAnswerRecord,
+  }),
   Schema.TaggedStruct("UnknownOutcomeRecorded", { step: Schema.Int, name: Schema.String }),
   Schema.TaggedStruct("UnknownOutcomeResolved", {
     step: Schema.Int,

@@ -257,6 +257,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
   // JavaScript string order, which the SQLite ledger's lane key reproduces.
   const sortedLanes = () => [...store.lanes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
 
+  /** Every row of a lane, settled ones included, in queue order. */
+  const laneRows = (threadId: ThreadId) =>
+    [...store.rows.values()]
+      .filter((row) => row.threadId === threadId)
+      .sort((a, b) => a.queueSequence - b.queueSequence)
+
   const nonterminalRows = () =>
     sortedLanes().flatMap(([, lane]) => lane.nonterminal.flatMap((id) => store.rows.get(id) ?? []))
 
@@ -487,6 +493,24 @@ export const makeMemoryLedger = Effect.gen(function* () {
 
     countAllNonterminal: Effect.sync(() =>
       [...store.lanes.values()].reduce((sum, lane) => sum + lane.nonterminal.length, 0),
+    ),
+
+    scanAll: Stream.fromIterableEffect(
+      Effect.sync(() => sortedLanes().flatMap(([threadId]) => laneRows(threadId))),
+    ),
+
+    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
+      return yield* Effect.sync(() =>
+        laneRows(threadId)
+          .filter((row) => row.queueSequence > options.after)
+          .slice(0, options.limit),
+      )
+    }),
+
+    threadIds: Effect.sync(() =>
+      sortedLanes()
+        .filter(([, lane]) => lane.lastSequence > 0)
+        .map(([threadId]) => threadId),
     ),
   }
   stores.set(service, store)

@@ -682,6 +682,40 @@ export const makeSqlLedger = Effect.gen(function* () {
         countedBefore.settled -
         numberOr(rows[0]?.settled, 0),
     ).pipe(Effect.withSpan("SubmissionLedger.countAllNonterminal")),
+
+    scanAll: Stream.paginate("", (after: string) =>
+      Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after, SCAN_PAGE_SIZE]), (rows) =>
+        Effect.map(
+          Effect.forEach(rows, decodeRow("SubmissionLedger.scanAll")),
+          (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<string>] => {
+            const last = page.at(-1)
+            return [
+              page,
+              page.length < SCAN_PAGE_SIZE || last === undefined
+                ? Option.none()
+                : Option.some(last.submissionId),
+            ]
+          },
+        ),
+      ),
+    ),
+
+    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
+      const operation = "SubmissionLedger.lanePage"
+      const rows = yield* query(operation, statements.lanePage, [threadId, options.after, options.limit])
+      return yield* Effect.forEach(rows, decodeRow(operation))
+    }),
+
+    threadIds: Effect.gen(function* () {
+      const threads: Array<ThreadId> = []
+      let after = ""
+      while (true) {
+        const [row] = yield* query("SubmissionLedger.threadIds", statements.nextThread, [after])
+        if (row === undefined) return threads
+        after = String(row.thread_id)
+        threads.push(after as ThreadId)
+      }
+    }).pipe(Effect.withSpan("SubmissionLedger.threadIds")),
   }
   return service
 })

@@ -144,6 +144,17 @@ export const statements = {
   // Whether a wait before `queue_sequence` parks the lane. Parameters: lane key, queue sequence.
   parkedBefore: `SELECT 1 AS parked FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' AND queue_sequence < ?
     LIMIT 1`,
+  // Operator reads, settled rows included, from seeks the ledger already pays for: no index is
+  // written for them. Keyset page of every row by id. Parameters: last id, page size.
+  allPage: `SELECT * FROM ${t} WHERE submission_id > ? ORDER BY submission_id LIMIT ?`,
+  // A lane's Submissions in queue order, found from their acceptance records in the Thread's
+  // history (each admission appends one row that starts with it). Parameters: thread id, after
+  // queue sequence, page size.
+  lanePage: `SELECT s.* FROM ${HISTORY_TABLE} AS a JOIN ${t} AS s ON s.submission_id = a.submission_id
+    WHERE a.thread_id = ? AND json_extract(a.entries, '$[0]._tag') = 'SubmissionAccepted' AND s.queue_sequence > ?
+    ORDER BY a.sequence LIMIT ?`,
+  // The first Thread after a Thread id ('' for the first), from the history's Thread index.
+  nextThread: `SELECT thread_id FROM ${HISTORY_TABLE} WHERE thread_id > ? ORDER BY thread_id LIMIT 1`,
 } as const
 
 /** A raw row as the driver returns it. @internal */

@@ -3,10 +3,18 @@
  * canonical records and run live past them. See `AgentContext` for the contract.
  */
 import { Cause, Clock, Effect, Exit, Schema } from "effect"
-import type { AgentContext, StepFunction, StepOptions } from "../../AgentContext.ts"
+import {
+  type AgentContext,
+  type ReconcileAnswer,
+  type ReconcileOptions,
+  reconcileDefaults,
+  type StepFunction,
+  type StepOptions,
+  type UncertainStepFunction,
+} from "../../AgentContext.ts"
 import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../AgentRegistration.ts"
 import { ApprovalDecision } from "./model.ts"
-import type { HistoryEntry } from "../history/model.ts"
+import type { HistoryEntry, ReconcileAnswerRecord } from "../history/model.ts"
 import type { NewMessage } from "../outbox/model.ts"
 import {
   type AttemptState,
@@ -19,12 +27,23 @@ import {
   runWatched,
   takeStaged,
 } from "./attemptState.ts"
-import type { Journal, JournalPosition } from "./journal.ts"
+import {
+  type Journal,
+  type JournalPosition,
+  reconciledHappened,
+  reconciledNotHappened,
+  reconcileRetryDelay,
+  reconcileStatus,
+} from "./journal.ts"
 import { makeChildCalls } from "./agentContextChildren.ts"
 
 /** The kind of a journaled call. @internal */
 export type Kind =
   "step" | "uncertain step" | "approval request" | "child start" | "child await" | "joined read"
+
+/** The reconcile attempts an uncertain step's start records. */
+const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
+  Math.max(1, Math.floor(options.reconcileAttempts ?? reconcileDefaults.attempts))
 
 const kindOf = (position: JournalPosition): Kind | undefined =>
   position.approvalRequested !== undefined
@@ -164,32 +183,146 @@ export const makeAgentContext = (
       return yield* runLive(position, name, effect, codec, true)
     })
 
+  /** Starts a run of an uncertain step: its start is journaled before the effect runs. */
+  const startUncertain = <A>(
+    step: number,
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    codec: JsonCodec<A>,
+    options: ReconcileOptions<A> | undefined,
+  ) =>
+    Effect.gen(function* () {
+      yield* boundary(attempt)
+      const attempts = options?.reconcile === undefined ? undefined : reconcileAttemptsOf(options)
+      yield* append({
+        _tag: "UncertainStepStarted",
+        step,
+        name,
+        ...(attempts === undefined ? {} : { reconcileAttempts: attempts }),
+      })
+      yield* hit("uncertain:after-start-append")
+      return yield* runLive(step, name, effect, codec, false)
+    })
+
+  /**
+   * Runs the reconcile of an open uncertain step, journaled: its start (so a reconcile that
+   * never answers still counts), then its answer. `Happened` is the step's result, `NotHappened`
+   * runs the effect again, and anything else leaves the Unknown Outcome for a later
+   * reconcile or an operator.
+   */
+  const runReconcile = <A>(
+    step: number,
+    name: string,
+    position: JournalPosition,
+    effect: Effect.Effect<A, AgentFailure>,
+    codec: JsonCodec<A>,
+    options: ReconcileOptions<A> & { readonly reconcile: Effect.Effect<ReconcileAnswer<A>, AgentFailure> },
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      yield* boundary(attempt)
+      const number = (position.reconcileAttempts ?? 0) + 1
+      yield* append({ _tag: "ReconcileStarted", step, attempt: number })
+      yield* hit("reconcile:after-start-append")
+      const timeoutMillis = Math.max(1, options.reconcileTimeoutMillis ?? reconcileDefaults.timeoutMillis)
+      const exit = yield* runWatched(
+        attempt,
+        options.reconcile.pipe(
+          Effect.timeoutOrElse({
+            duration: timeoutMillis,
+            orElse: () =>
+              Effect.fail(
+                new AgentFailure({ message: `the reconcile did not answer within ${timeoutMillis} ms` }),
+              ),
+          }),
+        ),
+        true,
+      )
+      attempt.liveSteps++
+      let answer: ReconcileAnswerRecord
+      let value: A | undefined
+      if (Exit.isSuccess(exit)) {
+        const found = exit.value
+        if (found._tag === "Happened") {
+          const encoded = yield* Effect.result(Schema.encodeEffect(codec)(found.value))
+          if (encoded._tag === "Success") {
+            answer = { _tag: "Happened", value: encoded.success }
+            value = found.value
+          } else {
+            answer = {
+              _tag: "CannotTell",
+              reason: `the reconciled result does not encode: ${encoded.failure.message}`,
+            }
+          }
+        } else {
+          answer =
+            found._tag === "NotHappened"
+              ? { _tag: "NotHappened" }
+              : { _tag: "CannotTell", reason: found.reason }
+        }
+      } else {
+        // Stopped by an abort or a lost Claim: the started reconcile counts, nothing is answered.
+        if (attempt.stop !== undefined) return yield* halt(attempt, attempt.stop)
+        const failure = Cause.findErrorOption(exit.cause)
+        const now = yield* Clock.currentTimeMillis
+        answer = {
+          _tag: "Failed",
+          message:
+            failure._tag === "Some"
+              ? failure.value.message
+              : `the reconcile died: ${Cause.pretty(exit.cause)}`,
+          retryAt: now + reconcileRetryDelay(number),
+        }
+      }
+      yield* append({ _tag: "ReconcileAnswered", step, attempt: number, answer })
+      yield* hit("reconcile:after-answer-append")
+      if (answer._tag === "Happened") return value as A
+      if (answer._tag === "NotHappened") return yield* startUncertain(step, name, effect, codec, options)
+      return yield* halt(attempt, { _tag: "Unknown" })
+    })
+
   const uncertainStep = <A>(
     name: string,
     effect: Effect.Effect<A, AgentFailure>,
-    options?: StepOptions<A>,
+    options?: Partial<StepOptions<A>> & ReconcileOptions<A>,
   ): Effect.Effect<A, AgentFailure> =>
     Effect.gen(function* () {
       const position = cursor++
       const codec = options?.result ?? (Schema.Json as unknown as JsonCodec<A>)
       const found = yield* recorded(position, "uncertain step", name)
-      if (found !== undefined) {
-        if (found.completed !== undefined || found.failed !== undefined) {
-          return yield* replayResult(found, codec, position, name)
-        }
-        const resolution = found.unknownResolved?.resolution
-        if (resolution?._tag === "Succeeded")
-          return yield* decodeRecorded(codec, position, name, resolution.value)
-        if (resolution?._tag === "Failed") return yield* new AgentFailure({ message: resolution.message })
-        // Started, never finished, not resolved: its outcome is unknown and it never runs again.
-        if (found.unknownRecorded === undefined)
-          yield* append({ _tag: "UnknownOutcomeRecorded", step: position, name })
-        return yield* halt(attempt, { _tag: "Unknown" })
+      if (found === undefined) return yield* startUncertain(position, name, effect, codec, options)
+      if (found.completed !== undefined || found.failed !== undefined) {
+        return yield* replayResult(found, codec, position, name)
       }
-      yield* boundary(attempt)
-      yield* append({ _tag: "UncertainStepStarted", step: position, name })
-      yield* hit("uncertain:after-start-append")
-      return yield* runLive(position, name, effect, codec, false)
+      const resolution = found.unknownResolved?.resolution
+      if (resolution?._tag === "Succeeded")
+        return yield* decodeRecorded(codec, position, name, resolution.value)
+      if (resolution?._tag === "Failed") return yield* new AgentFailure({ message: resolution.message })
+      const happened = reconciledHappened(found)
+      if (happened !== undefined) return yield* decodeRecorded(codec, position, name, happened.value)
+      // The effect verifiably never took place: this run is its first real one.
+      if (reconciledNotHappened(found)) return yield* startUncertain(position, name, effect, codec, options)
+      // Started, never finished, not resolved: its outcome is unknown and it never runs again
+      // unless its reconcile finds it did not happen.
+      if (found.unknownRecorded === undefined)
+        yield* append({ _tag: "UnknownOutcomeRecorded", step: position, name })
+      const started = found.uncertainStarted
+      const reconcile = options?.reconcile
+      if (reconcile !== undefined && started !== undefined) {
+        const status = reconcileStatus(
+          {
+            step: position,
+            name,
+            recorded: true,
+            reconcileAttempts: started.reconcileAttempts ?? 0,
+            reconciles: found.reconcileAttempts ?? 0,
+            ...(found.reconciled === undefined ? {} : { lastAnswer: found.reconciled.answer }),
+          },
+          yield* Clock.currentTimeMillis,
+        )
+        if (status._tag === "Due")
+          return yield* runReconcile(position, name, found, effect, codec, { ...options, reconcile })
+      }
+      return yield* halt(attempt, { _tag: "Unknown" })
     })
 
   const requestApproval = (payload: Schema.Json): Effect.Effect<ApprovalDecision> =>
@@ -221,7 +354,7 @@ export const makeAgentContext = (
     threadId,
     attemptId,
     step: step as StepFunction,
-    uncertainStep: uncertainStep as StepFunction,
+    uncertainStep: uncertainStep as UncertainStepFunction,
     requestApproval,
     ...makeChildCalls({ attempt, journal, agent, next: () => cursor++, recorded, append, hit }),
   }

@@ -18,6 +18,10 @@ export interface JournalPosition {
   readonly childStarted?: Entry<"ChildStarted">
   readonly childAwaited?: Entry<"ChildAwaited">
   readonly inputJoined?: Entry<"InputJoined">
+  /** Reconciles started for the current run of an uncertain step. */
+  readonly reconcileAttempts?: number
+  /** The last reconcile answer for the current run of an uncertain step. */
+  readonly reconciled?: Entry<"ReconcileAnswered">
 }
 
 /** An uncertain step that started and has neither a result nor a resolution. @internal */
@@ -26,7 +30,51 @@ export interface OpenUncertain {
   readonly name: string
   /** Whether its Unknown Outcome is already recorded. */
   readonly recorded: boolean
+  /** How many reconcile attempts its start allows (0: it has no reconcile). */
+  readonly reconcileAttempts: number
+  /** Reconciles started so far. */
+  readonly reconciles: number
+  /** The last reconcile answer that did not settle the outcome (`CannotTell` or `Failed`). */
+  readonly lastAnswer?: Entry<"ReconcileAnswered">["answer"]
 }
+
+/** What recovery may do with an open uncertain step's reconcile at `now`. @internal */
+export type ReconcileStatus =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Due" }
+  | { readonly _tag: "Backoff"; readonly notBefore: number }
+  | { readonly _tag: "Exhausted" }
+
+/**
+ * Whether an open uncertain step can be reconciled now, later, or only by a person: it has a
+ * reconcile, attempts remain, no reconcile said "cannot tell", and a failed one's wait is over.
+ * @internal
+ */
+export const reconcileStatus = (open: OpenUncertain, now: number): ReconcileStatus => {
+  if (open.reconcileAttempts === 0) return { _tag: "None" }
+  if (open.reconciles >= open.reconcileAttempts || open.lastAnswer?._tag === "CannotTell")
+    return { _tag: "Exhausted" }
+  if (open.lastAnswer?._tag === "Failed" && open.lastAnswer.retryAt > now)
+    return { _tag: "Backoff", notBefore: open.lastAnswer.retryAt }
+  return { _tag: "Due" }
+}
+
+/** First wait after a failed reconcile; it doubles per attempt up to `RECONCILE_MAX_DELAY`. @internal */
+export const RECONCILE_BASE_DELAY = 1_000
+/** @internal */
+export const RECONCILE_MAX_DELAY = 60_000
+
+/** The wait after the `attempt`-th reconcile (1-based) failed. @internal */
+export const reconcileRetryDelay = (attempt: number): number =>
+  Math.min(RECONCILE_MAX_DELAY, RECONCILE_BASE_DELAY * 2 ** (Math.max(1, attempt) - 1))
+
+/** Whether a position's outcome is settled by a reconcile that found the effect happened. @internal */
+export const reconciledHappened = (position: JournalPosition) =>
+  position.reconciled?.answer._tag === "Happened" ? position.reconciled.answer : undefined
+
+/** Whether a position's reconcile found the effect did not happen, so it runs again. @internal */
+export const reconciledNotHappened = (position: JournalPosition) =>
+  position.uncertainStarted !== undefined && position.reconciled?.answer._tag === "NotHappened"
 
 /** What the records of one Submission say. @internal */
 export interface Journal {
@@ -87,8 +135,22 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
       case "StepFailed":
         at(entry.step).failed = entry
         break
-      case "UncertainStepStarted":
-        at(entry.step).uncertainStarted = entry
+      case "UncertainStepStarted": {
+        // A start after a "did not happen" reconcile begins a new run of the step.
+        const position = at(entry.step)
+        position.uncertainStarted = entry
+        delete position.unknownRecorded
+        delete position.reconciled
+        position.reconcileAttempts = 0
+        break
+      }
+      case "ReconcileStarted": {
+        const position = at(entry.step)
+        position.reconcileAttempts = (position.reconcileAttempts ?? 0) + 1
+        break
+      }
+      case "ReconcileAnswered":
+        at(entry.step).reconciled = entry
         break
       case "UnknownOutcomeRecorded":
         at(entry.step).unknownRecorded = entry
@@ -136,9 +198,19 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
       started !== undefined &&
       position.completed === undefined &&
       position.failed === undefined &&
-      position.unknownResolved === undefined
+      position.unknownResolved === undefined &&
+      reconciledHappened(position) === undefined &&
+      !reconciledNotHappened(position)
     ) {
-      openUncertain = { step, name: started.name, recorded: position.unknownRecorded !== undefined }
+      const answer = position.reconciled?.answer
+      openUncertain = {
+        step,
+        name: started.name,
+        recorded: position.unknownRecorded !== undefined,
+        reconcileAttempts: started.reconcileAttempts ?? 0,
+        reconciles: position.reconcileAttempts ?? 0,
+        ...(answer === undefined ? {} : { lastAnswer: answer }),
+      }
     }
     if (
       openApproval === undefined &&

@@ -9,6 +9,7 @@ import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
 import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { makeProcessThreadHead } from "./attemptRun.ts"
+import { makeInspect, makePreviewRecovery } from "./inspect.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
 import { makeRuntimeEnv } from "./env.ts"
 import { makeReceive, makeRecordDelivery } from "./children.ts"
@@ -37,6 +38,8 @@ export const makeRuntime = Effect.gen(function* () {
     receive: makeReceive(env),
     recordDelivery: makeRecordDelivery(env),
     processThreadHead: makeProcessThreadHead(env),
+    inspect: makeInspect(env),
+    previewRecovery: makePreviewRecovery(env),
   }
   return service
 })

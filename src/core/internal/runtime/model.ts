@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import type { DurableRuntimeFailpointError } from "./failpointError.ts"
 import type {
   AdmissionCheck,
   AdmissionRefused,
@@ -27,6 +28,10 @@ export const RecoveryDecision = Schema.Union([
   Schema.TaggedStruct("SettleAborted", {}),
   Schema.TaggedStruct("MarkUnknown", { step: Schema.Int }),
   Schema.TaggedStruct("AwaitUnknownResolution", { step: Schema.Int }),
+  /** An Unknown Outcome whose step has a reconcile that may run now: the next Attempt runs it. */
+  Schema.TaggedStruct("ReconcileUnknown", { step: Schema.Int }),
+  /** An Unknown Outcome whose last reconcile failed: it runs again at a pass after `notBefore`. */
+  Schema.TaggedStruct("AwaitReconcileRetry", { step: Schema.Int, notBefore: Schema.Finite }),
   Schema.TaggedStruct("ApplyUnknownResolutions", {}),
   Schema.TaggedStruct("AwaitApprovalDecision", {}),
   Schema.TaggedStruct("ResumeSuspended", {}),
@@ -146,12 +151,6 @@ export class RunJournalError extends Schema.TaggedError<RunJournalError>()("RunJ
   message: Schema.String,
 }) {}
 
-/** A test failpoint that fired as a typed failure. */
-export class DurableRuntimeFailpointError extends Schema.TaggedError<DurableRuntimeFailpointError>()(
-  "DurableRuntimeFailpointError",
-  { location: Schema.String, message: Schema.String },
-) {}
-
 /** A resolution asked of a Submission that is not waiting for it. */
 export class NotPending extends Schema.TaggedError<NotPending>()("NotPending", {
   submissionId: SubmissionId,
@@ -164,6 +163,8 @@ export class SettlementTimeout extends Schema.TaggedError<SettlementTimeout>()("
   submissionId: SubmissionId,
   message: Schema.String,
 }) {}
+
+export type { DurableRuntimeFailpointError } from "./failpointError.ts"
 
 /** Failures of the runtime's own durable work; the pass propagates them. */
 export type DurableWorkerFailure =

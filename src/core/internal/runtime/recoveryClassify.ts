@@ -6,7 +6,7 @@
 import type { RecoveryDecision, RecoveryDisposition } from "./model.ts"
 import type { Settlement, SubmissionSnapshot } from "../ledger/model.ts"
 import { hasLiveLease } from "../ledger/rules.ts"
-import type { Journal } from "./journal.ts"
+import { type Journal, type OpenUncertain, reconcileStatus } from "./journal.ts"
 
 type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
 
@@ -81,20 +81,31 @@ export const classifyRecovery = (
     case "running":
       return journal.openUncertain === undefined
         ? { _tag: "ReleaseExpiredLease" }
-        : { _tag: "MarkUnknown", step: journal.openUncertain.step }
+        : unknownDecision(journal.openUncertain, now)
     case "suspended":
       if (journal.openApproval !== undefined) return { _tag: "AwaitApprovalDecision" }
       if (journal.openChildWait !== undefined)
         return { _tag: "AwaitChildSettlement", child: journal.openChildWait.child }
       return journal.lastWait === "child" ? { _tag: "ResumeWaitingParent" } : { _tag: "ResumeSuspended" }
-    case "unknown": {
-      const open = journal.openUncertain
-      if (open === undefined) return { _tag: "ApplyUnknownResolutions" }
-      return open.recorded
-        ? { _tag: "AwaitUnknownResolution", step: open.step }
-        : { _tag: "MarkUnknown", step: open.step }
-    }
+    case "unknown":
+      return journal.openUncertain === undefined
+        ? { _tag: "ApplyUnknownResolutions" }
+        : unknownDecision(journal.openUncertain, now)
   }
+}
+
+/**
+ * An open uncertain step: reconciled by the next Attempt when its reconcile may run now, waiting
+ * for a later pass after a failed reconcile, or else recorded and left for an operator.
+ */
+const unknownDecision = (open: OpenUncertain, now: number): RecoveryDecision => {
+  const reconcile = reconcileStatus(open, now)
+  if (reconcile._tag === "Due") return { _tag: "ReconcileUnknown", step: open.step }
+  if (reconcile._tag === "Backoff")
+    return { _tag: "AwaitReconcileRetry", step: open.step, notBefore: reconcile.notBefore }
+  return open.recorded
+    ? { _tag: "AwaitUnknownResolution", step: open.step }
+    : { _tag: "MarkUnknown", step: open.step }
 }
 
 /** What executing (or deferring) a decision means for the pass. @internal */
@@ -112,9 +123,11 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "RevertJoining":
     case "RepairJoinMarker":
     case "SettleJoinedWithHost":
+    case "ReconcileUnknown":
       return "repaired"
     case "ApplyInput":
     case "ResumeFromTurnBoundary":
+    case "AwaitReconcileRetry":
       return "deferred"
     case "MarkUnknown":
     case "AwaitUnknownResolution":

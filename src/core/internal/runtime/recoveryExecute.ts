@@ -37,17 +37,15 @@ export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candida
   { defaultValue: () => "every-nonterminal" },
 )
 
-/** What the decision of `row` needs beyond its journal: the incarnation, and a join's host. */
-const recoveryFacts = (env: RuntimeEnv, row: SubmissionSnapshot) =>
+/** What the decision of a join needs beyond its row: its host, when it still exists. @internal */
+export const joinFacts = (env: RuntimeEnv, row: SubmissionSnapshot) =>
   Effect.gen(function* () {
-    const incarnation = { incarnation: env.incarnation }
-    if ((row.state !== "joining" && row.state !== "joined") || row.host === undefined) return incarnation
+    if ((row.state !== "joining" && row.state !== "joined") || row.host === undefined) return {}
     const host = yield* env.ledger.lookup(row.host)
-    if (Option.isNone(host)) return incarnation
+    if (Option.isNone(host)) return {}
     const readsThis =
       row.state === "joined" || (yield* loadJournal(env, row.host)).joined.has(row.submissionId)
     return {
-      ...incarnation,
       host: {
         state: host.value.state,
         readsThis,
@@ -56,7 +54,26 @@ const recoveryFacts = (env: RuntimeEnv, row: SubmissionSnapshot) =>
     } satisfies RecoveryFacts
   })
 
-/** Executes one decision. */
+/** Appends the Unknown Outcome record of the open uncertain step, unless it is there. */
+const recordUnknown = (
+  env: RuntimeEnv,
+  row: SubmissionSnapshot,
+  journal: Journal,
+  fence: ReturnType<typeof unownedFence>,
+  now: number,
+) => {
+  const open = journal.openUncertain
+  return open === undefined || open.recorded
+    ? Effect.void
+    : env.history.append(
+        row.submissionId,
+        { _tag: "UnknownOutcomeRecorded", step: open.step, name: open.name },
+        fence,
+        now,
+      )
+}
+
+/** Executes one decision; `false` when there was nothing to execute. */
 const execute = (
   env: RuntimeEnv,
   row: SubmissionSnapshot,
@@ -74,19 +91,17 @@ const execute = (
       case "ReleaseExpiredLease":
         yield* env.ledger.transition(fence, "ready")
         return
-      case "MarkUnknown": {
-        const open = journal.openUncertain
-        if (open !== undefined && !open.recorded) {
-          yield* env.history.append(
-            row.submissionId,
-            { _tag: "UnknownOutcomeRecorded", step: open.step, name: open.name },
-            fence,
-            now,
-          )
-        }
+      case "MarkUnknown":
+      case "AwaitReconcileRetry":
+        yield* recordUnknown(env, row, journal, fence, now)
         if (row.state === "running") yield* env.ledger.transition(fence, "unknown")
         return
-      }
+      case "ReconcileUnknown":
+        // The evidence first, then the next Attempt replays to the step and runs its reconcile.
+        yield* recordUnknown(env, row, journal, fence, now)
+        yield* env.ledger.transition(fence, "ready")
+        yield* env.wake.notify(row.threadId)
+        return
       case "AppendReservedSettlement":
       case "FinalizeLedgerFromHistory":
         yield* finishReserved(env, row, decision._tag === "FinalizeLedgerFromHistory")
@@ -149,7 +164,7 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
       const journal = recoveryNeedsHistory(row, now, env.incarnation)
         ? yield* loadJournal(env, row.submissionId)
         : EMPTY_JOURNAL
-      const facts = yield* recoveryFacts(env, row)
+      const facts: RecoveryFacts = { ...(yield* joinFacts(env, row)), incarnation: env.incarnation }
       const decision = classifyRecovery(row, now, journal, facts)
       return yield* execute(env, row, decision, journal, facts, now).pipe(
         Effect.as(report(row, decision, dispositionOf(decision))),

@@ -5,7 +5,7 @@
  * `clear` or `review`.
  */
 import { Effect, Schema } from "effect"
-import { define } from "@effect-agent/platform-cloudflare/agent-registration"
+import { define } from "@effect-agent/platform-cloudflare/AgentRegistration"
 
 /** The Object the fraud desk's Threads live in. */
 export const fraudDeskObject = "fraud-desk"

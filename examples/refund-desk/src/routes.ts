@@ -1,6 +1,9 @@
 /**
  * The example's HTTP routes. Each route is one `ThreadClient` call; typed errors become JSON
- * bodies with an HTTP status that names the kind of problem.
+ * bodies with an HTTP status that names the kind of problem. A request's
+ * `Authorization: Bearer <token>` travels as the caller's credential; the Thread Object's
+ * authorization check decides the privileged routes (approve, deny, resolve, abort, retry,
+ * repair).
  */
 import { Effect, Schema } from "effect"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
@@ -36,7 +39,10 @@ const statusOf = (error: ThreadClient.ThreadClientError): number => {
       return 409
     case "SettlementTimeout":
       return 408
+    case "Unauthorized":
+      return 403
     case "ThreadObjectUnavailable":
+    case "MaintenanceRecordDamaged":
       return 503
     default:
       return 500
@@ -111,6 +117,23 @@ const routes: Record<string, Route> = {
       limit: Number(url.searchParams.get("limit") ?? 50),
     }),
   "GET maintenance": (client) => client.inspectMaintenance,
+  "GET submissions": (client, _body, url) =>
+    client.submissions({
+      ...(url.searchParams.has("after") ? { after: Number(url.searchParams.get("after")) } : {}),
+      limit: Number(url.searchParams.get("limit") ?? 50),
+    }),
+  "GET explain": (client, _body, url) => client.explain(submissionOf(url)),
+  "GET progress": (client, _body, url) => {
+    const after = url.searchParams.get("after")
+    return client.awaitProgress(submissionOf(url), {
+      ...(after === null ? {} : { after }),
+      timeoutMillis: Number(url.searchParams.get("timeoutMillis") ?? 0),
+    })
+  },
+  "GET obligations": (client) => client.obligations,
+  "GET verify": (client) => client.verify,
+  "POST wake": (client) => client.wake,
+  "POST repair": (client) => client.repairMaintenance,
 }
 
 /** The route key of a Thread path: `/threads/t`, `/threads/t/history`, `/threads/t/submissions/s/approve`, … */
@@ -134,11 +157,11 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
     const body: unknown =
       request.method === "POST" ? yield* Effect.promise(() => request.json().catch(() => ({}))) : undefined
     const object = url.searchParams.get("object")
-    const client = ThreadClient.make(
-      namespace,
-      decodeURIComponent(parts[2]),
-      object === null || object === "" ? {} : { objectName: object },
-    )
+    const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
+    const client = ThreadClient.make(namespace, decodeURIComponent(parts[2]), {
+      ...(object === null || object === "" ? {} : { objectName: object }),
+      ...(token === undefined ? {} : { caller: { subject: "bearer", credential: token } }),
+    })
     return yield* route(client, body, url).pipe(
       Effect.match({
         onSuccess: (value) => json(200, value ?? { ok: true }),

@@ -5,11 +5,14 @@
  * keeping its Object awake), adds the follow-ups that joined it meanwhile (e.g. "refund the
  * shipping too", submitted with `mode: "join"`), issues the refund with the payment provider
  * (an uncertain step: if the Object dies between sending and recording, nobody knows whether
- * money moved, so the lane blocks until an operator resolves the outcome), and writes the
- * confirmation (another journaled step).
+ * money moved), and writes the confirmation (another journaled step). The refund sends an
+ * idempotency key, so after a crash the step reconciles itself: it asks the provider about
+ * that key, and only if the provider cannot answer does the lane wait for an operator.
  */
+import { env } from "cloudflare:workers"
 import { Effect, Schema } from "effect"
-import { AgentFailure, define } from "@effect-agent/platform-cloudflare/agent-registration"
+import { Reconcile } from "@effect-agent/platform-cloudflare/AgentContext"
+import { AgentFailure, define } from "@effect-agent/platform-cloudflare/AgentRegistration"
 import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
 
 /** Refunds above this amount need a human's approval. */
@@ -24,10 +27,10 @@ const RefundResult = Schema.Struct({
   orderId: Schema.String,
   refundId: Schema.String,
   amount: Schema.Number,
+  approvedBy: Schema.optionalKey(Schema.String),
   /** Follow-ups that joined this refund and were paid with it. */
   followUps: Schema.Int,
   fraudScore: Schema.optionalKey(Schema.Number),
-  approvedBy: Schema.optionalKey(Schema.String),
 })
 
 const Order = Schema.Struct({ orderId: Schema.String, customer: Schema.String, paid: Schema.Number })
@@ -36,8 +39,22 @@ const Order = Schema.Struct({ orderId: Schema.String, customer: Schema.String, p
 const lookUpOrder = (orderId: string) =>
   Effect.succeed({ orderId, customer: `customer-of-${orderId}`, paid: 250 })
 
-const sendRefund = (orderId: string, amount: number) =>
-  Effect.succeed(`refund-${orderId}-${Math.round(amount * 100)}`)
+const provider = () => env.PAYMENTS.getByName("provider")
+
+const providerCall = <A>(operation: string, call: () => Promise<A>) =>
+  Effect.tryPromise({
+    try: call,
+    catch: (cause) => new AgentFailure({ message: `the payment provider could not ${operation}`, cause }),
+  })
+
+const sendRefund = (key: string, orderId: string, amount: number) =>
+  providerCall("issue the refund", () => provider().refund(key, orderId, amount))
+
+/** Did the provider issue a refund for `key`? Its answer settles an Unknown Outcome. */
+const findRefund = (key: string) =>
+  providerCall("look the refund up", () => provider().lookup(key)).pipe(
+    Effect.map((refundId) => (refundId === null ? Reconcile.notHappened : Reconcile.happened(refundId))),
+  )
 
 export const refundAgent = define({
   id: "refund",
@@ -76,8 +93,11 @@ export const refundAgent = define({
       if (amount > order.paid) {
         return yield* new AgentFailure({ message: `cannot refund ${amount}: the order paid ${order.paid}` })
       }
-      const refundId = yield* ctx.uncertainStep("issue refund", sendRefund(order.orderId, amount), {
+      // The provider deduplicates by this key, and can be asked about it after a crash.
+      const key = `${ctx.threadId}/${ctx.submissionId}`
+      const refundId = yield* ctx.uncertainStep("issue refund", sendRefund(key, order.orderId, amount), {
         result: Schema.String,
+        reconcile: findRefund(key),
       })
       yield* ctx.step("confirm to customer", Effect.succeed(`sent confirmation to ${order.customer}`))
       return {

@@ -20,7 +20,7 @@ import {
   ThreadMutationGate,
 } from "@effect-agent/platform-cloudflare/Alarm"
 import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
-import { ThreadHistory } from "@effect-agent/platform-cloudflare/thread-history"
+import { ThreadHistory } from "@effect-agent/platform-cloudflare/ThreadHistory"
 import { Envelope, type RelayInboxRpc } from "./relayInbox.ts"
 
 /** Envelopes dispatched per wave, one after another. */

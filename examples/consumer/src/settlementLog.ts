@@ -1,0 +1,58 @@
+import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import {
+  DurableAlarmError,
+  ThreadHostMaintenance,
+  ThreadMutationGate,
+} from "@effect-agent/platform-cloudflare/Alarm"
+import { ThreadHistory } from "@effect-agent/platform-cloudflare/ThreadHistory"
+
+const failed = (operation: string) => (cause: unknown) =>
+  new DurableAlarmError({ operation, message: `the settlement log could not ${operation}`, cause })
+
+/**
+ * A host maintenance hook: each settlement becomes a row of this Object's own `settlement_log`
+ * table at an alarm the Object already has. It reads the canonical history after its cursor,
+ * and writes through the mutation gate as receipt-only bookkeeping.
+ */
+export const SettlementLog = Layer.effect(
+  ThreadHostMaintenance,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    const gate = yield* ThreadMutationGate
+    const history = yield* ThreadHistory
+    yield* sql`CREATE TABLE IF NOT EXISTS settlement_log (
+      submission_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, outcome TEXT NOT NULL)`
+    yield* sql`CREATE TABLE IF NOT EXISTS settlement_log_cursor (id INTEGER PRIMARY KEY, position INTEGER NOT NULL)`
+    const position = Effect.map(
+      sql<{ position: number }>`SELECT position FROM settlement_log_cursor WHERE id = 1`,
+      (rows) => rows[0]?.position ?? 0,
+    )
+
+    const collect = Effect.gen(function* () {
+      const feed = yield* history.feed({ after: yield* position, limit: 100 })
+      if (feed.entries.length === 0) return
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          for (const { record } of feed.entries) {
+            if (record.entry._tag !== "SubmissionSettled") continue
+            yield* sql`INSERT OR IGNORE INTO settlement_log
+              VALUES (${record.submissionId}, ${record.threadId}, ${record.entry.outcome})`
+          }
+          yield* sql`INSERT OR REPLACE INTO settlement_log_cursor VALUES (1, ${feed.last})`
+        }),
+      )
+    }).pipe(Effect.mapError(failed("record settlements")))
+    const record = gate.withMutation(collect, { invalidatesRecovery: false })
+
+    return {
+      dispatchTimeoutMillis: 1_000,
+      // Once now, and once more when native work is done, so its settlements are logged too.
+      drainUntil: (sourceFinished) => record.pipe(Effect.andThen(sourceFinished), Effect.andThen(record)),
+      // Due at once while the history has records after the cursor; otherwise nothing is owed.
+      pendingDeadline: Effect.zipWith(position, history.feedEnd, (at, end) =>
+        end > at ? Option.some(0) : Option.none<number>(),
+      ).pipe(Effect.mapError(failed("read its cursor"))),
+    }
+  }),
+)

@@ -1,0 +1,9 @@
+import type { Threads } from "./worker"
+
+declare global {
+  namespace Cloudflare {
+    interface Env {
+      readonly THREADS: DurableObjectNamespace<Threads>
+    }
+  }
+}

@@ -1,0 +1,17 @@
+import type { ThreadDirectory } from "./directory.ts"
+import type { Payments } from "./payments.ts"
+import type { RelayInbox } from "./relayInbox.ts"
+import type { Threads } from "./worker.ts"
+
+declare global {
+  namespace Cloudflare {
+    interface Env {
+      readonly THREADS: DurableObjectNamespace<Threads>
+      readonly RELAY: DurableObjectNamespace<RelayInbox>
+      readonly PAYMENTS: DurableObjectNamespace<Payments>
+      readonly DIRECTORY: DurableObjectNamespace<ThreadDirectory>
+      /** The operator routes' bearer token (a secret in production). */
+      readonly OPERATOR_TOKEN: string
+    }
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The example Worker: a refund desk whose Threads live in `Threads` Durable Objects, asking a
+ * fraud desk (a child agent in the `fraud-desk` Object of the same namespace) before it pays,
+ * with a settlement outbox relaying every outcome to the `RelayInbox` Object, a stand-in
+ * payment provider (`Payments`) and an operator console at `/console`.
+ *
+ *   POST /threads/:thread/submissions            {"input":{"orderId":"A1","amount":40}}
+ *        a follow-up joining the running refund:  {"mode":"join","input":{"orderId":"A1","amount":10}}
+ *   GET  /threads/:thread/submissions            the Thread's Submissions, oldest first
+ *   GET  /threads/:thread/submissions/:id        status;  …/:id/explain  why it waits
+ *   GET  /threads/:thread/submissions/:id/progress?after=<token>&timeoutMillis=5000
+ *   GET  /threads/:thread/submissions/:id/settlement?timeoutMillis=5000
+ *   POST /threads/:thread/submissions/:id/approve|deny   {"note":"ok by Sam"}      (operator)
+ *   POST /threads/:thread/submissions/:id/resolve        {"succeeded":true,"value":"…"} (operator)
+ *   POST /threads/:thread/submissions/:id/abort|retry                               (operator)
+ *   GET  /threads/:thread   …/history   …/maintenance   …/obligations   …/verify
+ *        (add ?object=fraud-desk to read a Thread of the fraud desk, e.g. /threads/customer-of-A1/history)
+ *   POST /threads/:thread/repair (operator)   POST /threads/:thread/wake
+ *   GET  /threads           the Threads seen;   GET /console   the operator console
+ *   GET  /relay             what the outbox delivered;   POST /relay/refuse {"count":2}
+ *
+ * Operator routes need `Authorization: Bearer <OPERATOR_TOKEN>`; the Thread Object checks it.
+ */
+import { Effect, Layer } from "effect"
+import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
+import { Unauthorized } from "@effect-agent/platform-cloudflare/ThreadClient"
+import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
+import { consolePage } from "./console.ts"
+import { fraudCheckAgent } from "./fraudAgent.ts"
+import { RefundOutbox } from "./outbox.ts"
+import { refundAgent } from "./refundAgent.ts"
+import { json, threadRoute } from "./routes.ts"
+
+export { ThreadDirectory } from "./directory.ts"
+export { Payments } from "./payments.ts"
+export { RelayInbox } from "./relayInbox.ts"
+
+/** Compares in time independent of where the strings differ. */
+const sameSecret = (a: string, b: string): boolean => {
+  let difference = a.length ^ b.length
+  for (let i = 0; i < Math.max(a.length, b.length); i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i)
+  return difference === 0
+}
+
+/** The operator policy: every privileged entry point needs the Worker's bearer token. */
+const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint }) =>
+  Effect.gen(function* () {
+    const { env } = yield* DurableObjectContext
+    const expected = env.OPERATOR_TOKEN
+    if (caller?.credential !== undefined && expected !== "" && sameSecret(caller.credential, expected)) return
+    return yield* new Unauthorized({
+      entryPoint,
+      message:
+        caller === undefined
+          ? `${entryPoint} is an operator action: send Authorization: Bearer <token>`
+          : "the bearer token is not valid",
+    })
+  })
+
+/**
+ * The Threads of this Worker: the refund agent and the fraud desk it asks, with the settlement
+ * outbox sharing the alarm.
+ */
+const RefundDesk = ThreadObject.layer([refundAgent, fraudCheckAgent]).pipe(Layer.provide(RefundOutbox))
+
+/**
+ * The Thread Objects of this Worker; operator actions need the bearer token. The namespace
+ * binding is how the fraud desk's answers find their way back to a refund's Object.
+ */
+export class Threads extends ThreadObject.make(RefundDesk, {
+  authorization: operatorsOnly,
+  namespaceBinding: "THREADS",
+}) {}
+
+const usage = {
+  about: "effect-agent refund desk example",
+  console: "open /console",
+  try: [
+    'curl -s -X POST localhost:8787/threads/desk-1/submissions -d \'{"input":{"orderId":"A1","amount":40}}\'',
+    "curl -s localhost:8787/threads/desk-1/history",
+  ],
+}
+
+const relayRoute = async (request: Request, env: Cloudflare.Env) => {
+  const inbox = env.RELAY.getByName("relay")
+  if (request.method === "POST") {
+    const body = (await request.json().catch(() => ({}))) as { count?: unknown }
+    await inbox.refuse(typeof body.count === "number" ? body.count : 1)
+    return json(200, { ok: true })
+  }
+  return json(200, await inbox.received())
+}
+
+export default {
+  async fetch(request: Request, env: Cloudflare.Env): Promise<Response> {
+    const url = new URL(request.url)
+    const path = url.pathname.replace(/\/+$/, "")
+    if (path === "/relay" || path === "/relay/refuse") return relayRoute(request, env)
+    if (path === "/console")
+      return new Response(consolePage, { headers: { "content-type": "text/html; charset=utf-8" } })
+    const directory = env.DIRECTORY.getByName("directory")
+    if (path === "/threads") return json(200, await directory.list())
+    const parts = path.split("/")
+    if (
+      request.method === "POST" &&
+      parts[1] === "threads" &&
+      parts[3] === "submissions" &&
+      parts.length === 4
+    ) {
+      await directory.note(decodeURIComponent(parts[2] ?? ""))
+    }
+    const response = await Effect.runPromise(threadRoute(request, env.THREADS))
+    return response ?? json(200, usage)
+  },
+} satisfies ExportedHandler<Cloudflare.Env>

@@ -1,0 +1,56 @@
+/**
+ * The reads behind the operator entry points: the maintenance record (or its damage) and the
+ * alarm, every history record, every ledger row and the ledger's counts. Reads only: none of
+ * them writes the record, the alarm or the ledger, and none runs inside a storage transaction.
+ */
+import { Effect, Stream } from "effect"
+import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
+import { type HistoryRecord, ThreadHistory } from "../../core/ThreadHistory.ts"
+import type { ThreadId } from "../../core/Identifiers.ts"
+import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { decodeMaintenanceRecord, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
+import { makeStorageOperation } from "../maintenance/storage.ts"
+import type { MaintenanceView } from "../operator/explain.ts"
+
+/** @internal The stored maintenance record (or its damage) and the alarm. */
+export const readMaintenanceView = Effect.gen(function* () {
+  const { ctx } = yield* DurableObjectContext
+  const run = yield* makeStorageOperation
+  const raw = yield* run("read maintenance record", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
+  const alarm = yield* run("get alarm", () => ctx.storage.getAlarm())
+  const decoded = raw === undefined ? undefined : decodeMaintenanceRecord(raw)
+  return {
+    state: decoded?._tag === "Ok" ? decoded.state : undefined,
+    damage: decoded?._tag === "MaintenanceRecordDamaged" ? decoded : undefined,
+    alarm,
+  } satisfies MaintenanceView
+})
+
+const feedPage = 500
+
+/** @internal Every history record of the Object, in commit order. */
+export const readAllHistory = Effect.gen(function* () {
+  const history = yield* ThreadHistory
+  const records: Array<HistoryRecord> = []
+  let after = 0
+  while (true) {
+    const page = yield* history.feed({ after, limit: feedPage })
+    for (const entry of page.entries) records.push(entry.record)
+    if (page.entries.length < feedPage) return records
+    after = page.last
+  }
+})
+
+/** @internal Every ledger row and the ledger's nonterminal counts (the Object's and each lane's). */
+export const readLedger = Effect.gen(function* () {
+  const ledger = yield* SubmissionLedger
+  // Lane order: lanes by Thread id, each by queue sequence.
+  const rows = Array.from(yield* Stream.runCollect(ledger.scanAll)).sort((a, b) =>
+    a.threadId === b.threadId ? a.queueSequence - b.queueSequence : a.threadId < b.threadId ? -1 : 1,
+  )
+  const all = yield* ledger.countAllNonterminal
+  const lanes = new Map<ThreadId, number>()
+  for (const threadId of yield* ledger.threadIds)
+    lanes.set(threadId, yield* ledger.countNonterminal(threadId))
+  return { rows, counted: { all, lanes } }
+})

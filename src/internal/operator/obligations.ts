@@ -1,0 +1,181 @@
+/**
+ * `obligations`: every due time the Object owes with its source, the alarm the maintenance
+ * rules imply for them, and the alarm actually scheduled. The implied alarm is the latest one
+ * the constructor gate's rule (`decideAlarm`'s ensure commits) accepts for this record and
+ * these deadlines,
+ * and autonomous work is told from stable waits by the pass's own classification, so these
+ * rules exist once.
+ */
+import { Option } from "effect"
+import type { RecoveryReport } from "../../core/DurableAgentRuntime.ts"
+import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
+import { hasAutonomousWork, indexReports, isStableExternalWait } from "../maintenance/classify.ts"
+import { earliestDeadline } from "../maintenance/deadlines.ts"
+import { type AlarmTiming, type AlarmWrite, decideAlarm } from "../maintenance/alarmPolicy.ts"
+import { applicableRetry } from "../maintenance/state.ts"
+import type { MaintenanceView } from "./explain.ts"
+import { ObjectObligations, Obligation } from "./views.ts"
+
+/** The latest alarm an ensure commit accepts; `undefined` when it keeps the slot. */
+const ensuredBy = (write: AlarmWrite): number | undefined =>
+  write._tag === "EnsureBy" || write._tag === "Set" ? write.at : undefined
+
+/** @internal */
+export interface ObligationsInput {
+  readonly maintenance: MaintenanceView
+  /** Every nonterminal Submission, in lane order. */
+  readonly nonterminal: ReadonlyArray<SubmissionSnapshot>
+  /** What recovery would decide for each of them now. */
+  readonly reports: ReadonlyArray<RecoveryReport>
+  readonly hostDeadline: Option.Option<number>
+  readonly publicationDeadline: Option.Option<number>
+  readonly now: number
+  readonly timing: AlarmTiming
+  readonly passRunning: boolean
+}
+
+const minOf = (a: number | undefined, b: number | undefined) =>
+  a === undefined ? b : b === undefined ? a : Math.min(a, b)
+
+/** @internal */
+export const deriveObligations = (input: ObligationsInput): ObjectObligations => {
+  const { maintenance, now } = input
+  const state = maintenance.state
+  const reports = indexReports(input.reports)
+  const obligations: Array<Obligation> = []
+  const waits = state?.bindingRetries ?? []
+  const seenLanes = new Set<string>()
+  for (const row of input.nonterminal) {
+    const ids = { threadId: row.threadId, submissionId: row.submissionId }
+    const decision = reports.get(row.submissionId)?.decision
+    if (row.ownership !== undefined && row.ownership.leaseExpiresAt > now) {
+      obligations.push(
+        Obligation.make({
+          source: "lease-expiry",
+          dueAt: row.ownership.leaseExpiresAt,
+          ...ids,
+          detail: `attempt ${row.ownership.attemptId} holds it`,
+        }),
+      )
+    }
+    if (decision?._tag === "AwaitReconcileRetry") {
+      obligations.push(
+        Obligation.make({
+          source: "reconcile-retry",
+          dueAt: decision.notBefore,
+          ...ids,
+          detail: `reconcile of step ${decision.step} runs again`,
+        }),
+      )
+    }
+    const isHead = !seenLanes.has(row.threadId)
+    seenLanes.add(row.threadId)
+    if (!isHead || isStableExternalWait(row, reports)) continue
+    const wait = waits.find((retry) => retry.submissionId === row.submissionId && retry.notBefore > now)
+    const live = row.ownership !== undefined && row.ownership.leaseExpiresAt > now
+    if (wait === undefined && !live && decision?._tag !== "AwaitReconcileRetry") {
+      obligations.push(
+        Obligation.make({
+          source: "lane-head",
+          dueAt: now,
+          ...ids,
+          detail: `${row.state} head, recovery decides ${decision?._tag ?? "ApplyInput"}`,
+        }),
+      )
+    }
+  }
+  for (const wait of waits) {
+    obligations.push(
+      Obligation.make({
+        source: "binding-wait",
+        dueAt: wait.notBefore,
+        threadId: wait.threadId,
+        submissionId: wait.submissionId,
+        detail: `no compatible agent after ${wait.attempts} attempt(s)`,
+      }),
+    )
+  }
+  if (state !== undefined && state.dirty > state.processed) {
+    obligations.push(
+      Obligation.make({
+        source: "generation-owed",
+        dueAt: now,
+        detail: `generation ${state.dirty} not acknowledged (processed ${state.processed})`,
+      }),
+    )
+  }
+  const retry = state === undefined ? undefined : applicableRetry(state)
+  if (retry !== undefined) {
+    obligations.push(
+      Obligation.make({
+        source: "maintenance-retry",
+        dueAt: retry.notBefore,
+        detail: `backoff after ${retry.stalls} stall(s)`,
+      }),
+    )
+  }
+  if (Option.isSome(input.hostDeadline))
+    obligations.push(
+      Obligation.make({
+        source: "host-deadline",
+        dueAt: input.hostDeadline.value,
+        detail: "host maintenance, delivery or projection",
+      }),
+    )
+  if (Option.isSome(input.publicationDeadline))
+    obligations.push(
+      Obligation.make({
+        source: "publication-deadline",
+        dueAt: input.publicationDeadline.value,
+        detail: "required publication",
+      }),
+    )
+  obligations.sort((a, b) => a.dueAt - b.dueAt)
+
+  const scheduledAlarm = maintenance.alarm
+  const common = { obligations, scheduledAlarm, passRunning: input.passRunning, observedAt: now }
+  if (maintenance.damage !== undefined || state === undefined) {
+    return ObjectObligations.make({
+      ...common,
+      impliedAlarm: null,
+      ...(maintenance.damage === undefined
+        ? {}
+        : { damaged: { field: maintenance.damage.field, message: maintenance.damage.message } }),
+    })
+  }
+  const deadline = Option.getOrUndefined(earliestDeadline(input.hostDeadline, input.publicationDeadline))
+  const native = ensuredBy(decideAlarm(input.timing, { commit: "ensure", now, record: state }))
+  const host = ensuredBy(
+    decideAlarm(input.timing, { commit: "ensure-deadline", now, record: state, deadline }),
+  )
+  // Autonomous work behind an acknowledged generation is something no commit of the pass leaves.
+  const autonomous = hasAutonomousWork(input.nonterminal, reports)
+  const stranded = autonomous && state.dirty <= state.processed
+  const implied = minOf(minOf(native, host), stranded ? now : undefined)
+  const mismatch =
+    implied !== undefined && scheduledAlarm === null && !input.passRunning
+      ? {
+          kind: "missing" as const,
+          message: stranded
+            ? "autonomous work remains, the generation is acknowledged and no alarm is set"
+            : "work is owed and no alarm is set",
+        }
+      : implied !== undefined && scheduledAlarm !== null && scheduledAlarm > implied
+        ? {
+            kind: "late" as const,
+            message: `the alarm is ${scheduledAlarm - implied} ms later than the rules allow`,
+          }
+        : implied === undefined && scheduledAlarm !== null
+          ? {
+              kind: "extra" as const,
+              message: "an alarm is set with nothing owed: one billed wake, nothing else",
+            }
+          : undefined
+  return ObjectObligations.make({
+    ...common,
+    impliedAlarm: implied ?? null,
+    dirty: state.dirty.toString(),
+    processed: state.processed.toString(),
+    ...(mismatch === undefined ? {} : { mismatch }),
+  })
+}

@@ -1,0 +1,171 @@
+/**
+ * What the operator entry points answer: why a Submission is not moving, what the Object owes
+ * and when, what the stored state violates, and how a Submission progressed. Plain Schema
+ * values, safe to send to any operator (no ownership tokens, no stored inputs).
+ */
+import { Schema } from "effect"
+import { OpenUncertainStep, RecoveryDecision, ReconcileState } from "../../core/DurableAgentRuntime.ts"
+import { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { Settlement, SubmissionState } from "../../core/SubmissionLedger.ts"
+import { HistoryRecord } from "../../core/ThreadHistory.ts"
+
+/** The one decisive reason a Submission is where it is, with its evidence. */
+export const Reason = Schema.Union([
+  Schema.TaggedStruct("Settled", { settlement: Settlement }),
+  /** Nothing runs until an operator repairs the maintenance record. */
+  Schema.TaggedStruct("MaintenanceRecordDamaged", { field: Schema.String, message: Schema.String }),
+  /** FIFO: the lane's head must settle first. */
+  Schema.TaggedStruct("QueuedBehind", {
+    head: SubmissionId,
+    headState: SubmissionState,
+    /** Nonterminal Submissions ahead of it in the lane. */
+    ahead: Schema.Int,
+  }),
+  Schema.TaggedStruct("WaitingForApproval", { step: Schema.Int, since: Schema.Finite, payload: Schema.Json }),
+  /** An uncertain step cut by a crash; `waitingFor` says whether its reconcile or a person settles it. */
+  Schema.TaggedStruct("UnknownOutcome", {
+    step: Schema.Int,
+    name: Schema.String,
+    since: Schema.Finite,
+    waitingFor: Schema.Literals(["reconciliation", "operator"]),
+    reconcile: ReconcileState,
+  }),
+  /** The running code has no compatible agent; the next try is at `nextTryAt`. */
+  Schema.TaggedStruct("BindingWait", {
+    agentId: AgentId,
+    agentDigest: Schema.String,
+    attempts: Schema.Int,
+    nextTryAt: Schema.Finite,
+  }),
+  /** Maintenance of this Object made no progress and backs off until `until`. */
+  Schema.TaggedStruct("LaneBackoff", { until: Schema.Finite, stalls: Schema.Int }),
+  /** A live Attempt holds it; if that Attempt died, recovery takes over after `leaseExpiresAt`. */
+  Schema.TaggedStruct("HeldByAttempt", { attemptId: Schema.String, leaseExpiresAt: Schema.Finite }),
+  /** Runnable: the next maintenance pass serves it (the alarm is `at`, null when none is set). */
+  Schema.TaggedStruct("WaitingForAlarm", {
+    at: Schema.NullOr(Schema.Finite),
+    abortRequested: Schema.Boolean,
+  }),
+])
+export type Reason = typeof Reason.Type
+
+/** `explain`: the reason and what it rests on. */
+export class SubmissionExplanation extends Schema.Class<SubmissionExplanation>(
+  "@effect-agent/platform-cloudflare/SubmissionExplanation",
+)({
+  submissionId: SubmissionId,
+  threadId: ThreadId,
+  queueSequence: Schema.Int,
+  state: SubmissionState,
+  /** What recovery would decide for it now. */
+  decision: RecoveryDecision,
+  reason: Reason,
+  /** The uncertain step whose outcome is not known, if any. */
+  openUncertain: Schema.optionalKey(OpenUncertainStep),
+  explainedAt: Schema.Finite,
+}) {}
+
+/** Where a due time comes from. */
+export const ObligationSource = Schema.Literals([
+  /** A lane head that a pass can serve now. */
+  "lane-head",
+  /** A mutation advanced the generation and no pass has acknowledged it. */
+  "generation-owed",
+  /** The durable backoff of failed or stalled maintenance. */
+  "maintenance-retry",
+  /** A Submission waiting for compatible code. */
+  "binding-wait",
+  /** A running Attempt's lease; recovery can release it once it expires. */
+  "lease-expiry",
+  /** A failed reconcile of an Unknown Outcome runs again after this. */
+  "reconcile-retry",
+  /** Host maintenance, message delivery or projection deadline. */
+  "host-deadline",
+  /** Required publication must drain before native work. */
+  "publication-deadline",
+])
+export type ObligationSource = typeof ObligationSource.Type
+
+/** One due time the Object owes. */
+export class Obligation extends Schema.Class<Obligation>("@effect-agent/platform-cloudflare/Obligation")({
+  source: ObligationSource,
+  dueAt: Schema.Finite,
+  threadId: Schema.optionalKey(ThreadId),
+  submissionId: Schema.optionalKey(SubmissionId),
+  detail: Schema.String,
+}) {}
+
+/** A disagreement between the alarm the rules imply and the one scheduled. */
+export const AlarmMismatch = Schema.Struct({
+  /** `missing`: work is owed and no alarm is set; `late`: the alarm is later than the rules allow; `extra`: an alarm with nothing owed (a billed wake, harmless). */
+  kind: Schema.Literals(["missing", "late", "extra"]),
+  message: Schema.String,
+})
+
+/** `obligations`: every due time, the alarm they imply, the alarm scheduled. */
+export class ObjectObligations extends Schema.Class<ObjectObligations>(
+  "@effect-agent/platform-cloudflare/ObjectObligations",
+)({
+  obligations: Schema.Array(Obligation),
+  /** The latest alarm the maintenance rules allow (null when nothing is owed). */
+  impliedAlarm: Schema.NullOr(Schema.Finite),
+  scheduledAlarm: Schema.NullOr(Schema.Finite),
+  mismatch: Schema.optionalKey(AlarmMismatch),
+  dirty: Schema.optionalKey(Schema.String),
+  processed: Schema.optionalKey(Schema.String),
+  damaged: Schema.optionalKey(Schema.Struct({ field: Schema.String, message: Schema.String })),
+  /** A pass runs in the Object now: an empty slot is not missing, the pass writes it at its finish. */
+  passRunning: Schema.Boolean,
+  observedAt: Schema.Finite,
+}) {}
+
+/** The invariants `verify` checks. */
+export const Invariant = Schema.Literals([
+  "maintenance-record",
+  "one-settlement",
+  "history-gap-free",
+  "fifo",
+  "nonterminal-counted",
+  "dirty-at-least-processed",
+  "owed-work-has-alarm",
+  "binding-waits-nonterminal",
+  "settlement-agreement",
+])
+export type Invariant = typeof Invariant.Type
+
+/** One violation, with the rows involved. */
+export class Violation extends Schema.Class<Violation>("@effect-agent/platform-cloudflare/Violation")({
+  invariant: Invariant,
+  message: Schema.String,
+  threadId: Schema.optionalKey(ThreadId),
+  submissionIds: Schema.Array(SubmissionId),
+  /** The stored values that show it. */
+  evidence: Schema.Json,
+}) {}
+
+/** `verify`: what was read and every violation found. */
+export class VerifyReport extends Schema.Class<VerifyReport>(
+  "@effect-agent/platform-cloudflare/VerifyReport",
+)({
+  submissions: Schema.Int,
+  historyRecords: Schema.Int,
+  invariants: Schema.Array(Invariant),
+  violations: Schema.Array(Violation),
+  /** A pass ran while `verify` read: a transient state may show (an empty alarm slot). */
+  passRunning: Schema.Boolean,
+  verifiedAt: Schema.Finite,
+}) {}
+
+/** `awaitProgress`: where a Submission is now, and the records it gained after `after`. */
+export class SubmissionProgress extends Schema.Class<SubmissionProgress>(
+  "@effect-agent/platform-cloudflare/SubmissionProgress",
+)({
+  /** Pass it back as `after` to wait for the next change. */
+  token: Schema.String,
+  /** False when the wait timed out with nothing new. */
+  changed: Schema.Boolean,
+  state: SubmissionState,
+  producerEpoch: Schema.Int,
+  records: Schema.Array(HistoryRecord),
+  settlement: Schema.optionalKey(Settlement),
+}) {}

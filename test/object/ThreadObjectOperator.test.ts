@@ -1,0 +1,267 @@
+/**
+ * The operator entry points: `explain` names the one decisive reason a Submission is not
+ * moving, `obligations` lists what the Object owes against the alarm it holds, `verify` finds
+ * storage inconsistencies with their rows, `awaitProgress` long-polls a Submission. None of
+ * them writes: the record, the alarm, the ledger and the history stay byte-identical.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { runInDurableObject } from "cloudflare:test"
+import { Effect, Fiber } from "effect"
+import {
+  clientOf,
+  deliverUntil,
+  failureOf,
+  storedEverything,
+  putMaintenanceRecord,
+  storedMaintenance,
+  stubOf,
+  threadName,
+} from "./support.ts"
+
+const snapshot = (objectName: string) => storedEverything(stubOf(objectName))
+
+const sql = (objectName: string, statement: string, ...bindings: Array<unknown>) =>
+  Effect.promise(() =>
+    runInDurableObject(stubOf(objectName), (_instance, state) => {
+      state.storage.sql.exec(statement, ...bindings)
+    }),
+  )
+
+/** Nothing owed and no alarm: a pass cannot be running or about to run. */
+const quiet = (objectName: string) =>
+  Effect.map(storedMaintenance(objectName), (stored) => {
+    const record = stored.record as { dirty: string; processed: string } | undefined
+    return stored.alarm === null && record !== undefined && record.dirty === record.processed
+  })
+
+describe("ThreadObject operator entry points", () => {
+  it.live("explains a wait for approval, a queued follower and a settlement, reading only", () =>
+    Effect.gen(function* () {
+      const thread = threadName("explain")
+      const client = clientOf(thread)
+      const head = yield* client.submit({ agentId: "review", idempotencyKey: "h", input: { draft: "plan" } })
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(head.submissionId), (s) => s.state === "suspended"),
+      )
+      const follower = yield* client.submit({ agentId: "echo", idempotencyKey: "f", input: { text: "next" } })
+      yield* deliverUntil(thread, quiet(thread))
+
+      const before = yield* snapshot(thread)
+      const waiting = yield* client.explain(head.submissionId)
+      expect(waiting).toMatchObject({
+        state: "suspended",
+        decision: { _tag: "AwaitApprovalDecision" },
+        reason: { _tag: "WaitingForApproval", payload: { draft: "plan" } },
+      })
+      expect(waiting.reason._tag === "WaitingForApproval" && waiting.reason.since).toBeGreaterThan(0)
+      expect((yield* client.explain(follower.submissionId)).reason).toEqual({
+        _tag: "QueuedBehind",
+        head: head.submissionId,
+        headState: "suspended",
+        ahead: 1,
+      })
+      // Stable waits only: nothing owed, no alarm, nothing flagged.
+      const owed = yield* client.obligations
+      expect(owed).toMatchObject({ impliedAlarm: null, scheduledAlarm: null })
+      expect(owed.mismatch).toBeUndefined()
+      expect(owed.obligations).toEqual([])
+      const report = yield* client.verify
+      expect(report.violations).toEqual([])
+      expect(report).toMatchObject({ submissions: 2 })
+      yield* client.awaitProgress(head.submissionId, { timeoutMillis: 0 })
+      yield* client.submissions()
+      yield* client.threads
+      yield* client.inspectMaintenance
+      expect(yield* snapshot(thread)).toEqual(before)
+
+      yield* client.resolveApproval(head.submissionId, { approved: true, note: "ok" })
+      // The approval is owed work: its alarm (or the pass it started) serves it.
+      expect((yield* client.obligations).mismatch).toBeUndefined()
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(follower.submissionId), (s) => s.state === "settled"),
+      )
+      expect((yield* client.explain(head.submissionId)).reason).toMatchObject({
+        _tag: "Settled",
+        settlement: { outcome: "completed" },
+      })
+      expect((yield* client.verify).violations).toEqual([])
+      expect((yield* client.submissions()).map((s) => s.state)).toEqual(["settled", "settled"])
+      expect(yield* client.threads).toEqual([thread])
+    }),
+  )
+
+  it.live("verifies storage and reports each violation with the rows involved", () =>
+    Effect.gen(function* () {
+      const thread = threadName("verify")
+      const client = clientOf(thread)
+      const first = yield* client.submit({ agentId: "echo", idempotencyKey: "a", input: { text: "1" } })
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(first.submissionId), (s) => s.state === "settled"),
+      )
+      const parked = yield* client.submit({ agentId: "review", idempotencyKey: "b", input: { draft: "d" } })
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(parked.submissionId), (s) => s.state === "suspended"),
+      )
+      yield* deliverUntil(thread, quiet(thread))
+      expect((yield* client.verify).violations).toEqual([])
+
+      // Damage the stored evidence behind the library's back.
+      yield* sql(
+        thread,
+        `UPDATE effect_agent_submissions SET settlement = json_set(settlement, '$.outcome', 'failed') WHERE submission_id = ?`,
+        first.submissionId,
+      )
+      yield* sql(thread, "DELETE FROM effect_agent_history WHERE thread_id = ? AND sequence = 2", thread)
+      yield* sql(
+        thread,
+        "UPDATE effect_agent_submissions SET state = 'ready' WHERE submission_id = ?",
+        parked.submissionId,
+      )
+      const report = yield* client.verify
+      const found = report.violations.map((v) => v.invariant).sort()
+      expect(found).toEqual(["history-gap-free", "owed-work-has-alarm", "settlement-agreement"])
+      expect(report.violations.find((v) => v.invariant === "settlement-agreement")).toMatchObject({
+        submissionIds: [first.submissionId],
+        evidence: { ledger: "failed", history: ["completed"] },
+      })
+      // The runnable head with no alarm is flagged by obligations too.
+      const owed = yield* client.obligations
+      expect(owed.mismatch?.kind).toBe("missing")
+      expect(owed.obligations).toContainEqual(
+        expect.objectContaining({ source: "lane-head", submissionId: parked.submissionId }),
+      )
+    }),
+  )
+
+  it.live("long-polls a Submission until it moves past the token it was given", () =>
+    Effect.gen(function* () {
+      const thread = threadName("progress")
+      const client = clientOf(thread)
+      const receipt = yield* client.submit({ agentId: "review", idempotencyKey: "p", input: { draft: "go" } })
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(receipt.submissionId), (s) => s.state === "suspended"),
+      )
+      yield* deliverUntil(thread, quiet(thread))
+      const start = yield* client.awaitProgress(receipt.submissionId, { timeoutMillis: 0 })
+      expect(start).toMatchObject({ changed: true, state: "suspended" })
+      expect(start.records.map((r) => r.entry._tag)).toEqual([
+        "SubmissionAccepted",
+        "InputApplied",
+        "ApprovalRequested",
+      ])
+      const idle = yield* client.awaitProgress(receipt.submissionId, {
+        after: start.token,
+        timeoutMillis: 50,
+      })
+      expect(idle).toMatchObject({ changed: false, token: start.token, records: [] })
+      // A waiter sees the approval's record as soon as it lands.
+      const waiter = yield* Effect.forkChild(
+        client.awaitProgress(receipt.submissionId, { after: start.token, timeoutMillis: 5_000 }),
+      )
+      yield* client.resolveApproval(receipt.submissionId, { approved: true, note: "yes" })
+      const moved = yield* Fiber.join(waiter)
+      expect(moved.changed).toBe(true)
+      expect(moved.records.map((r) => r.entry._tag)).toContain("ApprovalResolved")
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(receipt.submissionId), (s) => s.state === "settled"),
+      )
+      // Without a token the current progress returns at once.
+      const settled = yield* client.awaitProgress(receipt.submissionId, { timeoutMillis: 0 })
+      expect(settled).toMatchObject({ changed: true, state: "settled", settlement: { outcome: "completed" } })
+      expect(settled.token).not.toBe(start.token)
+      expect(settled.records.at(-1)?.entry._tag).toBe("SubmissionSettled")
+    }),
+  )
+
+  it.live("wakes a quiet Object with a droppable alarm hint that runs a pass", () =>
+    Effect.gen(function* () {
+      const thread = threadName("wake")
+      const client = clientOf(thread)
+      yield* client.threadStatus
+      yield* deliverUntil(thread, quiet(thread))
+      const before = (yield* client.inspectMaintenance).counters.passes
+      yield* client.wake
+      // workerd delivers the hinted alarm by itself; the pass finds nothing owed.
+      let passes = before
+      for (let i = 0; i < 200 && passes === before; i++) {
+        yield* Effect.sleep(10)
+        passes = (yield* client.inspectMaintenance).counters.passes
+      }
+      expect(passes).toBeGreaterThan(before)
+      yield* deliverUntil(thread, quiet(thread))
+    }),
+  )
+
+  it.live("keeps a damaged Object reachable, refuses mutations by name, and repairs it from the ledger", () =>
+    Effect.gen(function* () {
+      const thread = threadName("repair")
+      const client = clientOf(thread)
+      const parked = yield* client.submit({ agentId: "review", idempotencyKey: "r", input: { draft: "d" } })
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(parked.submissionId), (s) => s.state === "suspended"),
+      )
+      const queued = yield* client.submit({ agentId: "echo", idempotencyKey: "q", input: { text: "q" } })
+      yield* deliverUntil(thread, quiet(thread))
+      const healthy = (yield* client.inspectMaintenance).record
+      yield* putMaintenanceRecord(thread, {
+        schemaVersion: 1,
+        dirty: "41",
+        processed: "oops",
+        nonterminal: 2,
+      })
+
+      // Reads answer, and say why nothing moves.
+      expect((yield* client.explain(queued.submissionId)).reason).toMatchObject({
+        _tag: "MaintenanceRecordDamaged",
+        field: "processed",
+      })
+      expect((yield* client.verify).violations.map((v) => v.invariant)).toEqual(["maintenance-record"])
+      expect((yield* client.obligations).damaged).toMatchObject({ field: "processed" })
+      // Mutations refuse with the damage and write nothing.
+      const before = yield* snapshot(thread)
+      expect(
+        failureOf(yield* Effect.exit(client.resolveApproval(parked.submissionId, { approved: true }))),
+      ).toMatchObject({ _tag: "MaintenanceRecordDamaged", field: "processed" })
+      expect(
+        failureOf(
+          yield* Effect.exit(client.submit({ agentId: "echo", idempotencyKey: "x", input: { text: "x" } })),
+        ),
+      ).toMatchObject({
+        _tag: "MaintenanceRecordDamaged",
+      })
+      expect(yield* snapshot(thread)).toEqual(before)
+
+      const repair = yield* client.repairMaintenance
+      expect(repair).toMatchObject({
+        repaired: true,
+        damage: { field: "processed" },
+        record: { nonterminal: 2 },
+      })
+      // A generation above anything stored, owed, with an alarm armed.
+      expect(repair.record!.dirty).toBeGreaterThan(41n)
+      expect(repair.record!.dirty).toBeGreaterThan(healthy!.dirty)
+      expect(repair.record!.dirty).toBe(repair.record!.processed + 1n)
+      expect((yield* storedMaintenance(thread)).alarm).not.toBeNull()
+      expect(yield* client.repairMaintenance).toMatchObject({ repaired: false })
+
+      yield* client.resolveApproval(parked.submissionId, { approved: true })
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(queued.submissionId), (s) => s.state === "settled"),
+      )
+      yield* deliverUntil(thread, quiet(thread))
+      expect((yield* client.verify).violations).toEqual([])
+      expect((yield* client.submissions()).map((s) => s.settlement?.outcome)).toEqual([
+        "completed",
+        "completed",
+      ])
+    }),
+  )
+})
