@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { call, deliverUntil, maintenanceOf, relayedFor, stateOf, threadName } from "./support.ts"
+import { call, deliverUntil, maintenanceOf, quiet, relayedFor, stateOf, threadName } from "./support.ts"
 
 const submit = (thread: string, input: unknown, idempotencyKey?: string) =>
   call("POST", `/threads/${thread}/submissions`, {
@@ -26,7 +26,7 @@ describe("refund desk example", () => {
     const id = receipt.body["submissionId"] as string
 
     await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1)
-    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    await deliverUntil(thread, () => quiet(thread))
 
     const status = await call("GET", `/threads/${thread}/submissions/${id}`)
     expect(status.body["state"]).toBe("settled")
@@ -65,7 +65,7 @@ describe("refund desk example", () => {
     const thread = threadName("approve")
     const id = (await submit(thread, { orderId: "B2", amount: 140 })).body["submissionId"] as string
     await deliverUntil(thread, () => awaitsApproval(thread, id))
-    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    await deliverUntil(thread, () => quiet(thread))
     // A stable wait keeps nothing awake: the record is acknowledged and the slot empty.
     const parked = await maintenanceOf(thread)
     expect(parked).toMatchObject({ owed: false, alarm: null })
@@ -203,8 +203,9 @@ describe("refund desk example", () => {
   it("refuses operator routes without the bearer token, writing nothing", async () => {
     const thread = threadName("auth")
     const id = (await submit(thread, { orderId: "J1", amount: 150 })).body["submissionId"] as string
-    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
-    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    // Suspended for its fraud check first, then for the approval.
+    await deliverUntil(thread, () => awaitsApproval(thread, id))
+    await deliverUntil(thread, () => quiet(thread))
     const before = await maintenanceOf(thread)
     for (const token of [null, "wrong-token"]) {
       const refused = await call("POST", `/threads/${thread}/submissions/${id}/approve`, {}, token)

@@ -48,6 +48,16 @@ export const stateOf = async (thread: string, submissionId: string) =>
 export const maintenanceOf = async (thread: string) =>
   (await call("GET", `/threads/${thread}/maintenance`)).body
 
+/**
+ * Whether the Thread's Object is at rest: nothing owed and no alarm. An empty slot alone is not
+ * enough: workerd clears a delivered alarm before its handler runs (the fraud desk's answer
+ * arrives as a mutation, whose alarm fires on its own).
+ */
+export const quiet = async (thread: string) => {
+  const maintenance = await maintenanceOf(thread)
+  return maintenance["alarm"] === null && maintenance["owed"] === false
+}
+
 /** Envelopes the relay inbox received for one Thread. */
 export const relayedFor = async (thread: string) => {
   const { body } = await call("GET", "/relay")
