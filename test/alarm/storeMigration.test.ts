@@ -43,6 +43,38 @@ const accepted = (agent: AnyAgentDefinition, n: number): HistoryEntry => ({
   input: { n },
 })
 
+const step = (index: number, name: string, result: unknown): HistoryEntry => ({
+  _tag: "StepCompleted",
+  step: index,
+  name,
+  result: result as never,
+})
+
+/** A three-step Submission both releases stored settled: its row fields and its records. */
+const settledThreeSteps = (three: AnyAgentDefinition, now: number) => ({
+  id: "done",
+  thread: "done",
+  agent: three,
+  input: { n: 1 },
+  state: "settled" as const,
+  epoch: 1,
+  settlement: {
+    submissionId: "done",
+    threadId: "done",
+    outcome: "completed",
+    output: 9,
+    settledAt: now - 7_000,
+  },
+  records: [
+    accepted(three, 1),
+    { _tag: "InputApplied" },
+    step(0, "one", 2),
+    step(1, "two", 3),
+    step(2, "three", 4),
+    { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
+  ] satisfies ReadonlyArray<HistoryEntry>,
+})
+
 /** Writes the previous release's schema and rows, with the clock at `now`. */
 const writeLegacy = (storage: DurableObjectStorage, now: number, rows: ReadonlyArray<Legacy>) =>
   Effect.gen(function* () {
@@ -166,37 +198,8 @@ describe("the upgrade to the billed-rows schema", () => {
         const three = threeSteps(runs)
         const review = reviewed(runs)
         const charge = charging(runs)
-        const step = (index: number, name: string, result: unknown): HistoryEntry => ({
-          _tag: "StepCompleted",
-          step: index,
-          name,
-          result: result as never,
-        })
         const rows: ReadonlyArray<Legacy> = [
-          {
-            id: "done",
-            thread: "done",
-            sequence: 1,
-            agent: three,
-            input: { n: 1 },
-            state: "settled",
-            epoch: 1,
-            settlement: {
-              submissionId: "done",
-              threadId: "done",
-              outcome: "completed",
-              output: 9,
-              settledAt: now - 7_000,
-            },
-            records: [
-              accepted(three, 1),
-              { _tag: "InputApplied" },
-              step(0, "one", 2),
-              step(1, "two", 3),
-              step(2, "three", 4),
-              { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
-            ],
-          },
+          { ...settledThreeSteps(three, now), sequence: 1 },
           // Admitted, killed before the acceptance record; and after it, before readiness.
           {
             id: "bare",
@@ -442,36 +445,8 @@ describe("the upgrade to the billed-rows schema", () => {
         const runs = yield* makeRuns
         const three = threeSteps(runs)
         const review = reviewed(runs)
-        const step = (index: number, name: string, result: unknown): HistoryEntry => ({
-          _tag: "StepCompleted",
-          step: index,
-          name,
-          result: result as never,
-        })
         const rows: ReadonlyArray<Billed> = [
-          {
-            id: "done",
-            thread: "done",
-            agent: three,
-            input: { n: 1 },
-            state: "settled",
-            epoch: 1,
-            settlement: {
-              submissionId: "done",
-              threadId: "done",
-              outcome: "completed",
-              output: 9,
-              settledAt: now - 7_000,
-            },
-            records: [
-              accepted(three, 1),
-              { _tag: "InputApplied" },
-              step(0, "one", 2),
-              step(1, "two", 3),
-              step(2, "three", 4),
-              { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
-            ],
-          },
+          settledThreeSteps(three, now),
           {
             id: "queued",
             thread: "queued",

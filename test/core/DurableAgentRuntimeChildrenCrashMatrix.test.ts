@@ -23,7 +23,7 @@ import {
 } from "../../src/core/RuntimeFailpoint.ts"
 import type { SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
 import { approvingChild, deliverLocally, doubler, self, unregisteredChild } from "./childrenFixtures.ts"
-import { childOrJoin, type Crash, crashingOps, failAtHit, freezeAtHit } from "./crashMatrix.ts"
+import { atEachHit, childOrJoin, type Crash, crashingOps, FAULTS } from "./crashMatrix.ts"
 import { makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { entriesOf, noYield } from "./runtimeFixtures.ts"
 import {
@@ -261,27 +261,17 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    for (const [mode, inject] of [
-      ["a kill", freezeAtHit],
-      ["a typed failure", failAtHit],
-    ] as const) {
+    for (const [mode, inject] of FAULTS) {
       it.effect(
         `settles every Submission exactly once after ${mode} at each hit`,
         () =>
-          Effect.gen(function* () {
-            const hits: Array<RuntimeFailpointLocation> = []
-            yield* harness.run((world) =>
-              drive(world, (location) => Effect.sync(() => void hits.push(location)), undefined),
-            )
-            for (const [offset, location] of sample(harness.label, hits)) {
-              const label = `${mode} at hit ${offset + 1} (${location})`
-              const result = yield* harness.run((world) =>
-                Effect.flatMap(inject(offset + 1), (crash) => drive(world, crash.handler, crash)),
-              )
-              expect(result.crashed, label).toBe(true)
-              expectStory(result, label)
-            }
-          }),
+          atEachHit(
+            harness,
+            inject,
+            drive,
+            (hits) => sample(harness.label, hits),
+            (result, label) => expectStory(result, `${mode} ${label}`),
+          ),
         240_000,
       )
     }

@@ -15,7 +15,7 @@ import {
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "../../src/core/RuntimeFailpoint.ts"
-import { childOrJoin, type Crash, crashingOps, failAtHit, freezeAtHit } from "./crashMatrix.ts"
+import { atEachHit, childOrJoin, type Crash, crashingOps, FAULTS } from "./crashMatrix.ts"
 import { echo, makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
 import { ledgerOf, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
@@ -159,24 +159,17 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    for (const [mode, inject] of [
-      ["a kill", freezeAtHit],
-      ["a typed failure", failAtHit],
-    ] as const) {
+    for (const [mode, inject] of FAULTS) {
       it.effect(
         `settles every Submission exactly once after ${mode} at each hit`,
         () =>
-          Effect.gen(function* () {
-            const hits: Array<RuntimeFailpointLocation> = []
-            yield* harness.run((world) =>
-              drive(world, (location) => Effect.sync(() => void hits.push(location)), undefined),
-            )
-            for (const [offset, location] of hits.entries()) {
-              const label = `${mode} at hit ${offset + 1} (${location})`
-              const result = yield* harness.run((world) =>
-                Effect.flatMap(inject(offset + 1), (crash) => drive(world, crash.handler, crash)),
-              )
-              expect(result.crashed, label).toBe(true)
+          atEachHit(
+            harness,
+            inject,
+            drive,
+            (hits) => [...hits.entries()],
+            (result, at) => {
+              const label = `${mode} ${at}`
               expect(result.a.settlement?.outcome, label).toBe("completed")
               expect(result.b.settlement?.outcome, label).toBe("aborted")
               expect([once(result.tagsA), once(result.tagsB)], label).toEqual([1, 1])
@@ -185,8 +178,8 @@ for (const harness of runtimeHarnesses) {
               expect(result.runs.u ?? 0, label).toBeLessThanOrEqual(1)
               expect(result.runs.v ?? 0, label).toBeLessThanOrEqual(1)
               expect(result.runs.c ?? 0, label).toBeGreaterThanOrEqual(1)
-            }
-          }),
+            },
+          ),
         // One fresh Object per injected fault.
         60_000,
       )

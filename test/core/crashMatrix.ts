@@ -3,11 +3,12 @@
  * freezes the fiber forever, or a typed failure), and operations that carry on in a fresh
  * incarnation over the same storage after a kill, once the dead owner's leases expired.
  */
-import { Deferred, Effect, Exit, Fiber, Option, Predicate } from "effect"
+import { expect } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Option, Predicate, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { failpointError, runtimeSwitchboard } from "../support/switchboard.ts"
 import type { RuntimeFailpointHandler, RuntimeFailpointLocation } from "../../src/core/RuntimeFailpoint.ts"
-import type { Incarnation, IncarnationOptions, RuntimeWorld } from "./runtimeHarness.ts"
+import type { Incarnation, IncarnationOptions, RuntimeHarness, RuntimeWorld } from "./runtimeHarness.ts"
 
 /** A fault at one hit. */
 export interface Crash {
@@ -102,3 +103,41 @@ export const crashingOps = (
 /** Locations only the subagent and join journey reaches. */
 export const childOrJoin = (location: RuntimeFailpointLocation) =>
   /^(child|join|delivery):|joining|joined/.test(location)
+
+/** The faults a matrix injects, each at one hit: a kill, and a typed failure. */
+export const FAULTS = [
+  ["a kill", freezeAtHit],
+  ["a typed failure", failAtHit],
+] as const
+
+/**
+ * Drives a journey once to record its hits, then once per chosen hit with `inject` there (each
+ * run in a fresh world), and checks every run: it must have crashed, and `check` says the rest.
+ */
+export const atEachHit = <A extends { readonly crashed: boolean }, E>(
+  harness: RuntimeHarness,
+  inject: (hit: number) => Effect.Effect<Crash>,
+  drive: (
+    world: RuntimeWorld,
+    failpoint: RuntimeFailpointHandler | undefined,
+    crash: Crash | undefined,
+  ) => Effect.Effect<A, E, Scope.Scope>,
+  choose: (
+    hits: ReadonlyArray<RuntimeFailpointLocation>,
+  ) => ReadonlyArray<readonly [number, RuntimeFailpointLocation]>,
+  check: (result: A, label: string) => void,
+) =>
+  Effect.gen(function* () {
+    const hits: Array<RuntimeFailpointLocation> = []
+    yield* harness.run((world) =>
+      drive(world, (location) => Effect.sync(() => void hits.push(location)), undefined),
+    )
+    for (const [offset, location] of choose(hits)) {
+      const label = `at hit ${offset + 1} (${location})`
+      const result = yield* harness.run((world) =>
+        Effect.flatMap(inject(offset + 1), (crash) => drive(world, crash.handler, crash)),
+      )
+      expect(result.crashed, label).toBe(true)
+      check(result, label)
+    }
+  })

@@ -166,33 +166,25 @@ const nullable = (value: unknown) => (value === null ? undefined : value)
 
 const flag = (value: unknown): unknown => (value === 0 ? false : value === 1 ? true : value)
 
+/** A JSON column of a stored row, parsed; `undefined` when it is NULL. */
+const jsonColumn = (operation: string, row: Row, column: string, what: string) =>
+  row[column] === null || row[column] === undefined
+    ? Effect.succeed(undefined)
+    : Effect.try({
+        try: () => JSON.parse(String(row[column])) as unknown,
+        catch: (cause) =>
+          new LedgerError({
+            operation,
+            message: `stored ${what} of ${String(row.submission_id)} is not JSON`,
+            cause,
+          }),
+      })
+
 /** Decodes a stored row; a row that does not decode is an error, never skipped. @internal */
 export const decodeRow = (operation: string) => (row: Row) =>
   Effect.gen(function* () {
-    const settlement =
-      row.settlement === null || row.settlement === undefined
-        ? undefined
-        : yield* Effect.try({
-            try: () => JSON.parse(String(row.settlement)) as unknown,
-            catch: (cause) =>
-              new LedgerError({
-                operation,
-                message: `stored settlement of ${String(row.submission_id)} is not JSON`,
-                cause,
-              }),
-          })
-    const parent =
-      row.parent_link === null || row.parent_link === undefined
-        ? undefined
-        : yield* Effect.try({
-            try: () => JSON.parse(String(row.parent_link)) as unknown,
-            catch: (cause) =>
-              new LedgerError({
-                operation,
-                message: `stored parent link of ${String(row.submission_id)} is not JSON`,
-                cause,
-              }),
-          })
+    const settlement = yield* jsonColumn(operation, row, "settlement", "settlement")
+    const parent = yield* jsonColumn(operation, row, "parent_link", "parent link")
     const owned = row.attempt_id !== null || row.ownership_token !== null || row.lease_expires_at !== null
     const encoded = {
       submissionId: row.submission_id,

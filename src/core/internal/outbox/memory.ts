@@ -3,14 +3,13 @@
  * checks the fence, adds the records and inserts the messages in one synchronous block, and a
  * settlement with messages inserts them right after the ledger's own synchronous block.
  */
-import { Effect, Option, Result } from "effect"
+import { Effect, Option } from "effect"
 import type { MessageOutbox } from "../../MessageOutbox.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { encodeEntry, foreignFence, requireInstant } from "../history/codec.ts"
-import { appendNow, checkFenceNow, type MemoryStore, memoryStoreOf } from "../ledger/memory.ts"
+import { appendInBlock } from "../history/memory.ts"
+import { type MemoryStore, memoryStoreOf } from "../ledger/memory.ts"
 import { decodeReply, decodeStored, encodeNew, encodeReply, errorText, requireFinite } from "./codec.ts"
 import { MessageOutboxError, OutboxMessage } from "./model.ts"
-import { ThreadStoreError } from "../runtime/model.ts"
 import type { NewMessage } from "./model.ts"
 
 /** Due order: earliest first, then by id (as the SQLite index orders ties). */
@@ -63,24 +62,9 @@ export const makeMemoryOutbox = Effect.gen(function* () {
     appendWithMessages: Effect.fn("MessageOutbox.appendWithMessages")(
       function* (submissionId, entries, fence, now, messages) {
         const operation = "MessageOutbox.appendWithMessages"
-        yield* requireInstant(operation, now)
-        const foreign = foreignFence(submissionId, fence)
-        if (foreign !== undefined) return yield* foreign
-        if (entries.length === 0) {
-          return yield* new ThreadStoreError({ operation, message: "an append needs at least one record" })
-        }
-        const stored = yield* Effect.forEach(entries, (entry) =>
-          Effect.map(encodeEntry(operation, entry), (encoded) => encoded.stored),
-        )
         const rows = yield* prepare(operation, messages, now)
-        return yield* Effect.suspend(() =>
-          Effect.fromResult(
-            Result.map(checkFenceNow(store, fence), (snapshot) => {
-              const records = appendNow(store, snapshot.threadId, submissionId, stored, now)
-              insertNow(rows)
-              return records
-            }),
-          ),
+        return yield* appendInBlock(store, operation, { submissionId, entries, fence, now }, () =>
+          insertNow(rows),
         )
       },
     ),
