@@ -75,6 +75,22 @@ const settledThreeSteps = (three: AnyAgentDefinition, now: number) => ({
   ] satisfies ReadonlyArray<HistoryEntry>,
 })
 
+/** A reviewed Submission both releases stored waiting for its approval. */
+const awaitingApproval = (review: AnyAgentDefinition) => ({
+  id: "waits",
+  thread: "approval",
+  agent: review,
+  input: { n: 1 },
+  state: "suspended" as const,
+  epoch: 1,
+  records: [
+    accepted(review, 1),
+    { _tag: "InputApplied" },
+    step(0, "draft", "draft-1"),
+    { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-1" } },
+  ] satisfies ReadonlyArray<HistoryEntry>,
+})
+
 /** Writes the previous release's schema and rows, with the clock at `now`. */
 const writeLegacy = (storage: DurableObjectStorage, now: number, rows: ReadonlyArray<Legacy>) =>
   Effect.gen(function* () {
@@ -249,21 +265,7 @@ describe("the upgrade to the billed-rows schema", () => {
             owned: true,
             records: [accepted(three, 4), { _tag: "InputApplied" }, step(0, "one", 5)],
           },
-          {
-            id: "waits",
-            thread: "approval",
-            sequence: 1,
-            agent: review,
-            input: { n: 1 },
-            state: "suspended",
-            epoch: 1,
-            records: [
-              accepted(review, 1),
-              { _tag: "InputApplied" },
-              step(0, "draft", "draft-1"),
-              { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-1" } },
-            ],
-          },
+          { ...awaitingApproval(review), sequence: 1 },
           // Queued behind the approval: dormant until it is resolved.
           {
             id: "behind",
@@ -465,20 +467,7 @@ describe("the upgrade to the billed-rows schema", () => {
             epoch: 1,
             records: [accepted(three, 4), { _tag: "InputApplied" }, step(0, "one", 5)],
           },
-          {
-            id: "waits",
-            thread: "approval",
-            agent: review,
-            input: { n: 1 },
-            state: "suspended",
-            epoch: 1,
-            records: [
-              accepted(review, 1),
-              { _tag: "InputApplied" },
-              step(0, "draft", "draft-1"),
-              { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-1" } },
-            ],
-          },
+          awaitingApproval(review),
         ]
         yield* writeBilled(ctx.storage, now, rows)
 
