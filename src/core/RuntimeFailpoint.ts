@@ -6,7 +6,9 @@
  * locations and handlers.
  *
  * Admission and settlement are each one transaction (the ledger records their canonical
- * records itself), so they have no boundary inside them. The repairs of rows an older release
+ * records itself), so they have no boundary inside them; nor have a settlement with the
+ * messages it owes other Objects (`ledger:settle:*`), a join's admission (`ledger:admit:*`),
+ * and a child's settlement recorded with its waiting parent's resumption. The repairs of rows an older release
  * left mid-admission or mid-settlement (`markReady`, `reserveSettlement`,
  * `finalizeSettlement`) run unbracketed.
  */
