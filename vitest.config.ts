@@ -27,7 +27,13 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./test/worker/wrangler.jsonc" } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./test/worker/wrangler.jsonc" },
+            // `CRASH_MATRIX=full` (the soak) runs every crash point of the SQLite crash matrices.
+            miniflare: { bindings: { CRASH_MATRIX: process.env["CRASH_MATRIX"] ?? "sample" } },
+          }),
+        ],
         test: {
           name: "workerd",
           include: ["test/**/*.test.ts"],

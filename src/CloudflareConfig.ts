@@ -56,6 +56,11 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
    */
   maxHeadsPerEvent: PositiveCount,
   projectionDispatchTimeoutMillis: AuxiliaryDispatchMillis,
+  /** How long one delivery of a message to another Object may take before it is retried. */
+  deliveryAttemptTimeoutMillis: AuxiliaryDispatchMillis,
+  /** First retry delay of a failed delivery; it doubles per attempt up to the cap. */
+  deliveryRetryBaseMillis: PositiveMillis,
+  deliveryRetryCapMillis: PositiveMillis,
   limits: CloudflareRuntimeLimits,
 }) {}
 
@@ -77,6 +82,9 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   wakeScanInterval: 1_000,
   maxHeadsPerEvent: 1,
   projectionDispatchTimeoutMillis: 30_000,
+  deliveryAttemptTimeoutMillis: 30_000,
+  deliveryRetryBaseMillis: 1_000,
+  deliveryRetryCapMillis: 60_000,
   limits: { ...LEDGER_LIMIT_DEFAULTS, maxDatabaseBytes: 9_000_000_000 },
 }
 

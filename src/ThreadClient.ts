@@ -64,11 +64,17 @@ export type ThreadClientError = ThreadObjectError | ThreadObjectUnavailable
 /** The entry points of one Thread. */
 export interface ThreadClient {
   readonly threadId: string
-  /** Admits an input; the same idempotency key returns the original receipt. */
+  /**
+   * Admits an input; the same idempotency key returns the original receipt. With `mode:
+   * "join"` the input joins the Thread's running Submission (its agent reads it at its next
+   * step boundary and it settles with it) or is refused with `JoinRefused`; `"join-or-queue"`
+   * queues it instead of refusing.
+   */
   readonly submit: (request: {
     readonly agentId: string
     readonly idempotencyKey: string
     readonly input: Schema.Json
+    readonly mode?: "queue" | "join" | "join-or-queue"
   }) => Effect.Effect<Receipt, ThreadClientError>
   readonly abort: (submissionId: string) => Effect.Effect<void, ThreadClientError>
   readonly resolveApproval: (

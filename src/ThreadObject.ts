@@ -37,6 +37,7 @@ import {
   type ThreadObjectThread,
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
+import { toPortResult } from "./internal/object/portCall.ts"
 import type { RpcResult } from "./internal/object/protocol.ts"
 import { clientError, type EntryPointError, toRpcResult } from "./internal/object/rpc.ts"
 import {
@@ -83,6 +84,8 @@ export interface ThreadObjectRpc {
   threads(): Promise<RpcResult>
   wake(request: unknown): Promise<RpcResult>
   repairMaintenance(request: unknown): Promise<RpcResult>
+  /** A routed request from another `ThreadObject` (see `RoutedPort`). */
+  portCall(request: unknown): Promise<RpcResult>
 }
 
 /** The constructor of a `ThreadObject` class; a subclass may add methods and wrap `alarm`. */
@@ -275,6 +278,11 @@ export function make<E>(
     }
     repairMaintenance(request: unknown) {
       return this.#call("repairMaintenance", MaintenanceRepair, this.#operator.repairMaintenance(request))
+    }
+    async portCall(request: unknown): Promise<RpcResult> {
+      const exit = await this.#runtime.runPromiseExit(this.#entryPoints.portCall(request))
+      await this.#noteAlarm()
+      return toPortResult(exit)
     }
   }
 }

@@ -1,7 +1,8 @@
 import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
-import type { AuthorizedThreadObject, TestThreadObject } from "./worker/threadObject.ts"
+import type { PortProbeObject } from "./worker/portProbeObject.ts"
+import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
 
 declare global {
   namespace Cloudflare {
@@ -9,7 +10,12 @@ declare global {
       readonly BENCH_TEST: DurableObjectNamespace<BenchTestObject>
       readonly LEDGER_TEST: DurableObjectNamespace<LedgerTestObject>
       readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
+      readonly PORT_PROBE: DurableObjectNamespace<PortProbeObject>
       readonly THREADS_TEST: DurableObjectNamespace<TestThreadObject>
+      /** A second `ThreadObject` namespace: children across namespace bindings. */
+      readonly THREADS_OTHER: DurableObjectNamespace<OtherThreadObject>
+      /** `full` runs every crash point of the SQLite crash matrices; anything else samples them. */
+      readonly CRASH_MATRIX: string
       readonly AUTHORIZED_TEST: DurableObjectNamespace<AuthorizedThreadObject>
     }
   }

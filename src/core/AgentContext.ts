@@ -13,7 +13,8 @@
  * ignores whatever the program does afterwards.
  */
 import type { Effect, Schema } from "effect"
-import type { AgentFailure, JsonCodec } from "./AgentRegistration.ts"
+import type { AgentDefinition, AgentFailure, JsonCodec } from "./AgentRegistration.ts"
+import type { ChildRefusalReason } from "./internal/outbox/model.ts"
 import type { ApprovalDecision } from "./internal/runtime/model.ts"
 import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
 
@@ -34,6 +35,36 @@ export interface StepFunction {
     options: StepOptions<A>,
   ): Effect.Effect<A, AgentFailure>
 }
+
+/**
+ * The Thread a child runs in: a Thread of the Object reached by `objectName` (`getByName`) in
+ * the namespace bound as `namespace`, by default this Object's own namespace.
+ */
+export interface ChildThread {
+  readonly objectName: string
+  readonly threadId: string
+  readonly namespace?: string
+}
+
+/** A started child, returned by `startChild` (and by its replay); pass it to `awaitChild`. */
+export interface ChildHandle<O> {
+  /** The call position of the `startChild` that started it. */
+  readonly step: number
+  readonly agent: AgentDefinition<unknown, O>
+  readonly thread: ChildThread
+}
+
+/** How a child ended: a value the parent handles, never a failure of the parent. */
+export type ChildSettlement<O> =
+  | { readonly outcome: "completed"; readonly output: O; readonly submissionId: SubmissionId }
+  | {
+      readonly outcome: "failed"
+      readonly error: string
+      /** Absent when the child's Thread refused the admission, so no child ran. */
+      readonly submissionId?: SubmissionId
+      readonly refused?: ChildRefusalReason
+    }
+  | { readonly outcome: "aborted"; readonly submissionId: SubmissionId }
 
 /**
  * What a reconcile found out about an uncertain step whose outcome is unknown: the effect
@@ -85,8 +116,8 @@ export interface UncertainStepFunction {
   ): Effect.Effect<A, AgentFailure>
 }
 
-/** The context of one Attempt of one Submission. */
-export interface AgentContext {
+/** The context of one Attempt of one Submission whose agent takes input `I`. */
+export interface AgentContext<I = unknown> {
   readonly submissionId: SubmissionId
   readonly threadId: ThreadId
   readonly attemptId: AttemptId
@@ -110,4 +141,29 @@ export interface AgentContext {
    * approval resumes the program with the decision; a denial settles the Submission `failed`.
    */
   readonly requestApproval: (payload: Schema.Json) => Effect.Effect<ApprovalDecision>
+  /**
+   * Starts a child Submission of `agent` in another Thread (usually another Object): the
+   * intent is journaled together with the child's admission message, which is delivered at
+   * least once and admitted exactly once. Several children may run at once. An abort of this
+   * Submission aborts its children that have not settled; children still running when it
+   * completes or fails keep running. Fails only when the call itself is invalid (no address
+   * of this Object, an input the agent cannot encode, a malformed Thread).
+   */
+  readonly startChild: <CI, CO>(options: {
+    readonly agent: AgentDefinition<CI, CO>
+    readonly input: CI
+    readonly thread: ChildThread
+  }) => Effect.Effect<ChildHandle<CO>, AgentFailure>
+  /**
+   * The settlement of a started child. If it is not recorded yet the Submission parks in a
+   * stable wait (no alarm keeps the Object awake) until the child's settlement arrives.
+   */
+  readonly awaitChild: <CO>(handle: ChildHandle<CO>) => Effect.Effect<ChildSettlement<CO>, AgentFailure>
+  /**
+   * Reads the follow-up inputs that joined this Submission since the last read (submitted
+   * with `mode: "join"` while it ran), oldest first; journaled, so a replay reads the same.
+   * Each joined Submission settles with this one. Inputs not read before this Submission
+   * settles run as ordinary Submissions. Fails for an agent that takes no joined input.
+   */
+  readonly receiveJoined: Effect.Effect<ReadonlyArray<I>, AgentFailure>
 }

@@ -42,7 +42,12 @@ export interface AgentDefinition<I, O> {
   readonly digest: string
   readonly input: JsonCodec<I>
   readonly output: JsonCodec<O>
-  readonly program: (input: I, context: AgentContext) => Effect.Effect<O, AgentFailure>
+  /**
+   * Whether a follow-up input may join a running Submission of this agent (it is read with
+   * `context.receiveJoined` at a step boundary) instead of queueing behind it.
+   */
+  readonly acceptsJoinedInput: boolean
+  readonly program: (input: I, context: AgentContext<I>) => Effect.Effect<O, AgentFailure>
 }
 
 /** Any agent definition, as registries hold them. */
@@ -63,6 +68,7 @@ export const contractDigest = (contract: {
   readonly version: string
   readonly input: Schema.Top
   readonly output: Schema.Top
+  readonly acceptsJoinedInput?: boolean
 }): string =>
   contentDigest(
     canonicalJson({
@@ -71,6 +77,8 @@ export const contractDigest = (contract: {
       version: contract.version,
       input: describeSchema(contract.input),
       output: describeSchema(contract.output),
+      // Present only when set, so the digests of agents that take no joined input are unchanged.
+      ...(contract.acceptsJoinedInput === true ? { acceptsJoinedInput: true } : {}),
     }),
   )
 
@@ -81,7 +89,9 @@ export const define = <I, O>(definition: {
   readonly version: string
   readonly input: JsonCodec<I>
   readonly output: JsonCodec<O>
-  readonly program: (input: I, context: AgentContext) => Effect.Effect<O, AgentFailure>
+  /** A follow-up input may join a running Submission (see `AgentContext.receiveJoined`). */
+  readonly acceptsJoinedInput?: boolean
+  readonly program: (input: I, context: AgentContext<I>) => Effect.Effect<O, AgentFailure>
 }): AgentDefinition<I, O> => {
   const id = Schema.decodeUnknownSync(AgentId)(definition.id)
   const name = definition.name ?? definition.id
@@ -92,6 +102,7 @@ export const define = <I, O>(definition: {
     digest: contractDigest({ ...definition, id, name }),
     input: definition.input,
     output: definition.output,
+    acceptsJoinedInput: definition.acceptsJoinedInput === true,
     program: definition.program,
   }
 }

@@ -20,6 +20,7 @@ import type {
   ApprovalDecision,
   DurableWorkerFailure,
   HeadAttempt,
+  JoinRefused,
   NotPending,
   PreparedSubmission,
   Receipt,
@@ -40,6 +41,13 @@ import type {
   SubmissionNotFound,
 } from "./SubmissionLedger.ts"
 import type { ThreadHistory } from "./ThreadHistory.ts"
+import type { MessageOutbox } from "./MessageOutbox.ts"
+import type {
+  DeliveryOutcome,
+  OutboxMessage,
+  ThreadMessage,
+  ThreadMessageReplies,
+} from "./internal/outbox/model.ts"
 import type { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 import type { WakeScheduler } from "./WakeScheduler.ts"
 
@@ -56,6 +64,7 @@ export {
   RunJournalError,
   NotPending,
   SettlementTimeout,
+  JoinRefused,
 } from "./internal/runtime/model.ts"
 export type {
   DurableWorkerFailure,
@@ -78,12 +87,13 @@ export class DurableAgentRuntime extends Context.Service<
   {
     /**
      * Everything `submit` checks, without writing: the agent is registered, the input decodes,
-     * and the ledger would admit it (a used key replays; an input or lane over its limit is
-     * refused). A host refuses bad input with it before it opens a mutation, then `admit`s.
+     * the ledger would admit it (a used key replays; an input or lane over its limit is
+     * refused), and a `join` finds a lane head that takes it. A host refuses bad input with it
+     * before it opens a mutation, then `admit`s.
      */
     readonly prepare: (
       request: SubmitRequest,
-    ) => Effect.Effect<PreparedSubmission, AdmissionRefused | IdempotencyConflict | LedgerError>
+    ) => Effect.Effect<PreparedSubmission, AdmissionRefused | IdempotencyConflict | JoinRefused | LedgerError>
     /** Admits what `prepare` returned; the ledger checks its limits again as it writes. */
     readonly admit: (prepared: PreparedSubmission) => Effect.Effect<Receipt, SubmitFailure>
     /** Admits an encoded input for a registered agent; a used idempotency key replays its receipt. */
@@ -124,6 +134,20 @@ export class DurableAgentRuntime extends Context.Service<
      */
     readonly runRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, DurableWorkerFailure>
     /**
+     * Receives a message from another Object's runtime (a child's admission, a child's
+     * settlement, an abort for a child) and answers it; a repeated message (the same
+     * `messageId`) changes nothing. Hosts run it inside the mutation gate.
+     */
+    readonly receive: <M extends ThreadMessage>(
+      message: M,
+      messageId: string,
+    ) => Effect.Effect<ThreadMessageReplies[M["_tag"]], DurableWorkerFailure>
+    /** Records how the delivery of one of this Object's messages ended, and acknowledges it. */
+    readonly recordDelivery: (
+      row: OutboxMessage,
+      outcome: DeliveryOutcome,
+    ) => Effect.Effect<void, DurableWorkerFailure>
+    /**
      * Claims the lane head if claimable and runs one bounded Attempt; how it ended tells
      * whether the Submission moved forward (settled, parked in a stable wait, journaled).
      */
@@ -154,7 +178,7 @@ export class DurableAgentRuntime extends Context.Service<
   static readonly layer: Layer.Layer<
     DurableAgentRuntime,
     never,
-    SubmissionLedger | ThreadHistory | AgentRegistry | RuntimeFailpoint | WakeScheduler
+    SubmissionLedger | ThreadHistory | MessageOutbox | AgentRegistry | RuntimeFailpoint | WakeScheduler
   > = Layer.effect(this, makeRuntime)
 
   /** The runtime with its own registry of `registrations`. */
@@ -163,6 +187,6 @@ export class DurableAgentRuntime extends Context.Service<
   ): Layer.Layer<
     DurableAgentRuntime,
     never,
-    SubmissionLedger | ThreadHistory | RuntimeFailpoint | WakeScheduler
+    SubmissionLedger | ThreadHistory | MessageOutbox | RuntimeFailpoint | WakeScheduler
   > => DurableAgentRuntime.layer.pipe(Layer.provide(AgentRegistry.layer(registrations)))
 }

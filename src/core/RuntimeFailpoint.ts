@@ -6,7 +6,9 @@
  * locations and handlers.
  *
  * Admission and settlement are each one transaction (the ledger records their canonical
- * records itself), so they have no boundary inside them. The repairs of rows an older release
+ * records itself), so they have no boundary inside them; nor have a settlement with the
+ * messages it owes other Objects (`ledger:settle:*`), a join's admission (`ledger:admit:*`),
+ * and a child's settlement recorded with its waiting parent's resumption. The repairs of rows an older release
  * left mid-admission or mid-settlement (`markReady`, `reserveSettlement`,
  * `finalizeSettlement`) run unbracketed.
  */
@@ -15,6 +17,8 @@ import type { DurableRuntimeFailpointError } from "./internal/runtime/failpointE
 
 const LEDGER_WRITES = [
   "admit",
+  "mark-joined",
+  "revert-joining",
   "claim",
   "renew",
   "release",
@@ -43,6 +47,15 @@ export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
     "approval:after-request-append",
     "abort:after-intent",
     "resolve:after-intent",
+    "join:after-claim",
+    "join:after-canonical-append",
+    "child:after-start-append",
+    "child:after-await-append",
+    "child:after-admit",
+    "child:after-settled-append",
+    "child:after-marker-append",
+    "child:after-marker-ack",
+    "delivery:after-reply",
   ] as const)()
 
 /** A point between durable commits where tests may pause, fail or kill the Object. */

@@ -9,11 +9,12 @@
  */
 import { Context, Layer } from "effect"
 import type { Effect, Option, Stream } from "effect"
-import type { SubmissionId, ThreadId } from "./Identifiers.ts"
+import type { IdempotencyKey, SubmissionId, ThreadId } from "./Identifiers.ts"
 import type { HistoryEntry } from "./internal/history/model.ts"
 import type {
   Admission,
   AdmissionCheck,
+  AppendFence,
   AdmissionRefused,
   AdmissionRequest,
   Claim,
@@ -53,6 +54,7 @@ export type {
   Admission,
   AdmissionCheck,
   AdmissionRequest,
+  AppendFence,
   ClaimGrant,
   Fence,
   FenceFailure,
@@ -69,8 +71,9 @@ export class SubmissionLedger extends Context.Service<
   {
     /**
      * Admits a new Submission and records its acceptance, in one transaction: the row is
-     * `ready` at once. Returns the original row for a used key. The Submission id is derived
-     * from the Thread and the key.
+     * `ready` at once (a join of a host that still takes joins is `joining`; a child keeps its
+     * parent link). Returns the original row for a used key. The Submission id is derived from
+     * the Thread and the key.
      */
     readonly admit: (
       request: AdmissionRequest,
@@ -97,6 +100,11 @@ export class SubmissionLedger extends Context.Service<
     readonly lookup: (
       submissionId: SubmissionId,
     ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
+    /** The Submission admitted in a lane under an idempotency key. */
+    readonly lookupByKey: (
+      threadId: ThreadId,
+      idempotencyKey: IdempotencyKey,
+    ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
     /** The first nonterminal Submission of a lane. */
     readonly head: (threadId: ThreadId) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
     /** Nonterminal Submissions of one lane (admission limits). */
@@ -114,8 +122,17 @@ export class SubmissionLedger extends Context.Service<
     readonly renew: (claim: Claim, leaseExpiresAt: number) => Effect.Effect<Claim, FenceFailure>
     /** Ends the owner's Attempt: `running` → `ready`. */
     readonly release: (claim: Claim) => Effect.Effect<void, FenceFailure>
-    /** Ends the owner's Attempt in a stable wait: `running` → `suspended` or `unknown`. */
-    readonly park: (claim: Claim, state: "suspended" | "unknown") => Effect.Effect<void, FenceFailure>
+    /**
+     * Ends the owner's Attempt in a stable wait: `running` → `suspended` or `unknown`. A wait
+     * `awaiting` the child started at a call position checks, in the same transaction, whether
+     * that child's settlement is recorded: then the row is `ready` instead, since no other
+     * writer would resume it. Returns the state the row was left in.
+     */
+    readonly park: (
+      claim: Claim,
+      state: "suspended" | "unknown",
+      awaiting?: { readonly child: number },
+    ) => Effect.Effect<"ready" | "suspended" | "unknown", FenceFailure>
     /**
      * Recovery transitions of an unowned row: expired-lease release (`running` → `ready` or
      * `unknown`, clears the ownership and advances the epoch), `ready` → `unknown` marking,
@@ -128,6 +145,20 @@ export class SubmissionLedger extends Context.Service<
       to: "ready" | "unknown",
       recorded?: { readonly entries: ReadonlyArray<HistoryEntry>; readonly now: number },
     ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /** `joining` → `joined` once the host read it; a repeat is a no-op. */
+    readonly markJoined: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
+    /** `joining` → `ready`: its host ended first, so it runs as ordinary input; a repeat is a no-op. */
+    readonly revertJoining: (
+      submissionId: SubmissionId,
+      now: number,
+    ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
+    /** The `joining` and `joined` Submissions of `host` (in its lane), in queue order. */
+    readonly joinsOf: (
+      threadId: ThreadId,
+      host: SubmissionId,
+    ) => Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
     /** Records an accepted abort intent; idempotent, and a settled row is returned unchanged. */
     readonly requestAbort: (
       submissionId: SubmissionId,
@@ -157,13 +188,15 @@ export class SubmissionLedger extends Context.Service<
       submissionId: SubmissionId,
     ) => Effect.Effect<SubmissionSnapshot, InvalidTransition | SubmissionNotFound | LedgerError>
     /** Checks a fence without writing (history appends run it in their transaction). */
-    readonly checkFence: (fence: Fence) => Effect.Effect<SubmissionSnapshot, FenceFailure>
+    readonly checkFence: (fence: AppendFence) => Effect.Effect<SubmissionSnapshot, FenceFailure>
     /** Every nonterminal Submission of this Object, ordered by `(threadId, queueSequence)`. */
     readonly scanNonterminal: Stream.Stream<SubmissionSnapshot, LedgerError>
     /**
      * The nonterminal Submissions recovery must look at: an accepted abort, and rows an older
-     * release left mid-admission or mid-settlement (`admitted`, `terminalizing`). Same order as
-     * the scan; queued input, running Attempts and waits nothing resolved add nothing to it.
+     * release left mid-admission or mid-settlement (`admitted`, `terminalizing`), and joins
+     * (`joining`, `joined`), which their host's settlement finishes in a later write. Same
+     * order as the scan; queued input, running Attempts and waits nothing resolved add
+     * nothing to it.
      */
     readonly scanRecoveryCandidates: Stream.Stream<SubmissionSnapshot, LedgerError>
     /**

@@ -10,7 +10,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/model.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
 import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./internal/history/model.ts"
-import type { Fence, LedgerError, SubmissionNotFound } from "./internal/ledger/model.ts"
+import type { AppendFence, LedgerError, SubmissionNotFound } from "./internal/ledger/model.ts"
 import { makeMemoryHistory } from "./internal/history/memory.ts"
 import { makeSqlHistory } from "./internal/history/sql.ts"
 import { SubmissionLedger } from "./SubmissionLedger.ts"
@@ -26,7 +26,7 @@ export class ThreadHistory extends Context.Service<
     readonly append: (
       submissionId: SubmissionId,
       entry: HistoryEntry,
-      fence: Fence,
+      fence: AppendFence,
       now: number,
     ) => Effect.Effect<HistoryRecord, SubmissionNotFound | DurableWorkerFailure>
     /**
@@ -36,7 +36,7 @@ export class ThreadHistory extends Context.Service<
     readonly appendAll: (
       submissionId: SubmissionId,
       entries: ReadonlyArray<HistoryEntry>,
-      fence: Fence,
+      fence: AppendFence,
       now: number,
     ) => Effect.Effect<ReadonlyArray<HistoryRecord>, SubmissionNotFound | DurableWorkerFailure>
     /** All records of one Submission, oldest first. */

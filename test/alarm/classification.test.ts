@@ -43,10 +43,27 @@ describe("stable external waits", () => {
     ).toBe(false)
   })
 
+  it("include joins waiting for their host", () => {
+    expect(isStableExternalWait(row("t", "s", "joined"), none)).toBe(true)
+    const waitsForHost = indexReports([report("s", { _tag: "AwaitHostSettlement" })])
+    expect(isStableExternalWait(row("t", "s", "joining"), waitsForHost)).toBe(true)
+    expect(
+      isStableExternalWait(row("t", "s", "joining"), indexReports([report("s", { _tag: "RevertJoining" })])),
+    ).toBe(false)
+    // A follower behind a join-waiting head is dormant plain input.
+    const rows = [row("a", "a1", "joining"), row("a", "a2", "ready")]
+    const reports = indexReports([
+      report("a1", { _tag: "AwaitHostSettlement" }),
+      report("a2", { _tag: "ApplyInput" }),
+    ])
+    expect(hasAutonomousWork(rows, reports)).toBe(false)
+  })
+
   it("never include an accepted abort or autonomous states", () => {
     const aborted = indexReports([report("s", { _tag: "SettleAborted" })])
     expect(isStableExternalWait(row("t", "s", "suspended"), aborted)).toBe(false)
-    for (const state of ["admitted", "ready", "running", "terminalizing", "settled"] as const) {
+    expect(isStableExternalWait(row("t", "s", "joined"), aborted)).toBe(false)
+    for (const state of ["admitted", "ready", "running", "terminalizing", "settled", "joining"] as const) {
       expect(isStableExternalWait(row("t", "s", state), none)).toBe(false)
     }
   })

@@ -1,9 +1,11 @@
 /**
- * The upgrade to the billed-rows schema, in place: a database written by the previous release
- * (its ledger and history tables, one record per history row) with live Submissions in every
- * state is opened by this release, and every one of them settles exactly once, as it would
- * have: work left between writes is finished, waits stay parked until resolved, a Claim of the
- * old release is taken over at once, and used idempotency keys keep replaying.
+ * The upgrades of the store, in place. A database written by the release before the
+ * billed-rows schema (its ledger and history tables, one record per history row) with live
+ * Submissions in every state is opened by this release, and every one of them settles exactly
+ * once, as it would have: work left between writes is finished, waits stay parked until
+ * resolved, a Claim of the old release is taken over at once, and used idempotency keys keep
+ * replaying. A database of the billed-rows release gains the columns and the recovery index of
+ * subagents and joins, and its live Submissions settle the same way.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { SqliteClient } from "@effect/sql-sqlite-do"
@@ -39,6 +41,54 @@ const accepted = (agent: AnyAgentDefinition, n: number): HistoryEntry => ({
   agentId: agent.id,
   agentDigest: agent.digest,
   input: { n },
+})
+
+const step = (index: number, name: string, result: unknown): HistoryEntry => ({
+  _tag: "StepCompleted",
+  step: index,
+  name,
+  result: result as never,
+})
+
+/** A three-step Submission both releases stored settled: its row fields and its records. */
+const settledThreeSteps = (three: AnyAgentDefinition, now: number) => ({
+  id: "done",
+  thread: "done",
+  agent: three,
+  input: { n: 1 },
+  state: "settled" as const,
+  epoch: 1,
+  settlement: {
+    submissionId: "done",
+    threadId: "done",
+    outcome: "completed",
+    output: 9,
+    settledAt: now - 7_000,
+  },
+  records: [
+    accepted(three, 1),
+    { _tag: "InputApplied" },
+    step(0, "one", 2),
+    step(1, "two", 3),
+    step(2, "three", 4),
+    { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
+  ] satisfies ReadonlyArray<HistoryEntry>,
+})
+
+/** A reviewed Submission both releases stored waiting for its approval. */
+const awaitingApproval = (review: AnyAgentDefinition) => ({
+  id: "waits",
+  thread: "approval",
+  agent: review,
+  input: { n: 1 },
+  state: "suspended" as const,
+  epoch: 1,
+  records: [
+    accepted(review, 1),
+    { _tag: "InputApplied" },
+    step(0, "draft", "draft-1"),
+    { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-1" } },
+  ] satisfies ReadonlyArray<HistoryEntry>,
 })
 
 /** Writes the previous release's schema and rows, with the clock at `now`. */
@@ -91,6 +141,70 @@ const writeLegacy = (storage: DurableObjectStorage, now: number, rows: ReadonlyA
     }
   })
 
+/** A Submission as the billed-rows release (`thread-store/003`) stored it. */
+interface Billed {
+  readonly id: string
+  readonly thread: string
+  readonly agent: AnyAgentDefinition
+  readonly input: { readonly n: number }
+  readonly state: "ready" | "running" | "suspended" | "settled"
+  readonly epoch: number
+  readonly settlement?: object
+  readonly records: ReadonlyArray<HistoryEntry>
+}
+
+/** Writes the billed-rows release's schema and rows (one history row each), at `now`. */
+const writeBilled = (storage: DurableObjectStorage, now: number, rows: ReadonlyArray<Billed>) =>
+  Effect.gen(function* () {
+    yield* Effect.provide(runMigrations(storeMigrations.slice(0, 4)), SqliteClient.layer({ storage }))
+    let position = 1
+    let settled = 0
+    for (const [index, row] of rows.entries()) {
+      const payload = canonicalJson(row.input)
+      if (row.state === "settled") settled += 1
+      storage.sql.exec(
+        `INSERT INTO ${SUBMISSIONS_TABLE} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
+          agent_id, agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch,
+          attempt_id, ownership_token, lease_expires_at, owner_incarnation, abort_requested, settlement,
+          created_at, ready_at, history_from)
+          VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, 1)`,
+        row.id,
+        row.thread,
+        laneKey(row.thread),
+        `key-${row.id}`,
+        row.agent.id,
+        row.agent.digest,
+        payload,
+        contentDigest(payload),
+        `receipt-${row.id}`,
+        row.state,
+        row.state === "settled" ? "closed" : row.state === "suspended" ? "parked" : "open",
+        row.epoch,
+        row.state === "running" ? `attempt-${row.id}` : null,
+        row.state === "running" ? `token-${row.id}` : null,
+        // A Claim of the old release's incarnation, its lease still live by the clock.
+        row.state === "running" ? now + 3_600_000 : null,
+        row.state === "running" ? "incarnation-of-003" : null,
+        row.settlement === undefined ? null : JSON.stringify(row.settlement),
+        now - 10_000,
+        now - 9_000,
+      )
+      storage.sql.exec(
+        `INSERT INTO ${HISTORY_TABLE} (position, thread_id, sequence, records, submission_id, recorded_at,
+          entries, lane_tail, admitted, settled) VALUES (?, ?, 1, ?, ?, ?, ?, 1, ?, ?)`,
+        position,
+        row.thread,
+        row.records.length,
+        row.id,
+        now - 8_000,
+        JSON.stringify(row.records),
+        index + 1,
+        settled,
+      )
+      position += row.records.length
+    }
+  })
+
 describe("the upgrade to the billed-rows schema", () => {
   it.effect("settles live Submissions of every state exactly once after an in-place upgrade", () =>
     inObject(objectName("upgrade"), (ctx) =>
@@ -100,37 +214,8 @@ describe("the upgrade to the billed-rows schema", () => {
         const three = threeSteps(runs)
         const review = reviewed(runs)
         const charge = charging(runs)
-        const step = (index: number, name: string, result: unknown): HistoryEntry => ({
-          _tag: "StepCompleted",
-          step: index,
-          name,
-          result: result as never,
-        })
         const rows: ReadonlyArray<Legacy> = [
-          {
-            id: "done",
-            thread: "done",
-            sequence: 1,
-            agent: three,
-            input: { n: 1 },
-            state: "settled",
-            epoch: 1,
-            settlement: {
-              submissionId: "done",
-              threadId: "done",
-              outcome: "completed",
-              output: 9,
-              settledAt: now - 7_000,
-            },
-            records: [
-              accepted(three, 1),
-              { _tag: "InputApplied" },
-              step(0, "one", 2),
-              step(1, "two", 3),
-              step(2, "three", 4),
-              { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
-            ],
-          },
+          { ...settledThreeSteps(three, now), sequence: 1 },
           // Admitted, killed before the acceptance record; and after it, before readiness.
           {
             id: "bare",
@@ -180,21 +265,7 @@ describe("the upgrade to the billed-rows schema", () => {
             owned: true,
             records: [accepted(three, 4), { _tag: "InputApplied" }, step(0, "one", 5)],
           },
-          {
-            id: "waits",
-            thread: "approval",
-            sequence: 1,
-            agent: review,
-            input: { n: 1 },
-            state: "suspended",
-            epoch: 1,
-            records: [
-              accepted(review, 1),
-              { _tag: "InputApplied" },
-              step(0, "draft", "draft-1"),
-              { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-1" } },
-            ],
-          },
+          { ...awaitingApproval(review), sequence: 1 },
           // Queued behind the approval: dormant until it is resolved.
           {
             id: "behind",
@@ -362,6 +433,86 @@ describe("the upgrade to the billed-rows schema", () => {
         // No step that the old release journaled ran again; the charges never ran.
         expect(yield* runsOf(runs)).toEqual({ one: 6, two: 7, three: 7, publish: 2, after: 2 })
         expect(yield* inc.ledger.countAllNonterminal).toBe(0)
+        expect(yield* alarmOf(ctx)).toBeNull()
+        const { dirty, processed } = yield* generationsOf(ctx)
+        expect(processed).toBe(dirty)
+      }),
+    ),
+  )
+
+  it.effect("upgrades a database of the billed-rows release in place for subagents and joins", () =>
+    inObject(objectName("upgrade-links"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const runs = yield* makeRuns
+        const three = threeSteps(runs)
+        const review = reviewed(runs)
+        const rows: ReadonlyArray<Billed> = [
+          settledThreeSteps(three, now),
+          {
+            id: "queued",
+            thread: "queued",
+            agent: three,
+            input: { n: 3 },
+            state: "ready",
+            epoch: 0,
+            records: [accepted(three, 3)],
+          },
+          {
+            id: "running",
+            thread: "running",
+            agent: three,
+            input: { n: 4 },
+            state: "running",
+            epoch: 1,
+            records: [accepted(three, 4), { _tag: "InputApplied" }, step(0, "one", 5)],
+          },
+          awaitingApproval(review),
+        ]
+        yield* writeBilled(ctx.storage, now, rows)
+
+        const inc = yield* incarnation(ctx, { agents: [three, review] })
+        const applied = ctx.storage.sql
+          .exec("SELECT name FROM effect_agent_migrations ORDER BY name")
+          .toArray()
+          .map((row) => String(row.name))
+        expect(applied.slice(-2)).toEqual(["thread-store/003-billed-rows", "thread-store/004-subagent-links"])
+        // The recovery index now takes joins in; the parked wait and the old Claim stay out of it.
+        const [index] = ctx.storage.sql
+          .exec("SELECT sql FROM sqlite_master WHERE name = ?", `${SUBMISSIONS_TABLE}_recovery`)
+          .toArray()
+        expect(String(index?.sql)).toContain("'joining', 'joined'")
+        expect(yield* Stream.runCollect(inc.ledger.scanRecoveryCandidates)).toEqual([])
+        expect(yield* inc.ledger.countAllNonterminal).toBe(3)
+
+        yield* inc.maintenance.ensureAlarm
+        yield* converge(ctx, inc.maintenance)
+        yield* inc.maintenance.withMutation(
+          inc.runtime.resolveApproval(SubmissionId.make("waits"), { approved: true, note: "ok" }),
+        )
+        yield* converge(ctx, inc.maintenance)
+        const outcome = (id: string) =>
+          Effect.map(rowOf(inc, SubmissionId.make(id)), (row) => [row.state, row.settlement?.output])
+        expect(yield* outcome("done")).toEqual(["settled", 9])
+        expect(yield* outcome("queued")).toEqual(["settled", 15])
+        expect(yield* outcome("running")).toEqual(["settled", 18])
+        expect(yield* outcome("waits")).toEqual(["settled", "draft-1 published (ok)"])
+        for (const row of rows) {
+          const tags = yield* tagsOf(inc, SubmissionId.make(row.id))
+          expect(
+            tags.filter((tag) => tag === "SubmissionSettled"),
+            row.id,
+          ).toHaveLength(1)
+        }
+        expect(yield* runsOf(runs)).toEqual({ one: 1, two: 2, three: 2, publish: 1 })
+        // The old rows have no parent and no host.
+        const links = ctx.storage.sql
+          .exec(
+            `SELECT count(*) AS linked FROM ${SUBMISSIONS_TABLE}
+            WHERE parent_link IS NOT NULL OR host_submission_id IS NOT NULL`,
+          )
+          .toArray()
+        expect(Number(links[0]?.linked)).toBe(0)
         expect(yield* alarmOf(ctx)).toBeNull()
         const { dirty, processed } = yield* generationsOf(ctx)
         expect(processed).toBe(dirty)

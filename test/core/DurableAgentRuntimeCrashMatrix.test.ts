@@ -5,7 +5,7 @@
  * incarnations, and each Submission settles exactly once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, DateTime, Deferred, Effect, Exit, Fiber, Option, Predicate, Schema, Stream } from "effect"
+import { Clock, DateTime, Effect, Option, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { Reconcile } from "../../src/core/AgentContext.ts"
 import { define } from "../../src/core/AgentRegistration.ts"
@@ -15,16 +15,10 @@ import {
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "../../src/core/RuntimeFailpoint.ts"
-import { failpointError, runtimeSwitchboard } from "../support/switchboard.ts"
+import { atEachHit, childOrJoin, type Crash, crashingOps, FAULTS } from "./crashMatrix.ts"
 import { echo, makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import {
-  type Incarnation,
-  ledgerOf,
-  runtimeHarnesses,
-  runtimeOf,
-  type RuntimeWorld,
-} from "./runtimeHarness.ts"
+import { ledgerOf, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
 
 const journey = (runs: Runs) =>
   define({
@@ -62,38 +56,6 @@ const journey = (runs: Runs) =>
       }),
   })
 
-interface Crash {
-  readonly handler: RuntimeFailpointHandler
-  /** Completes when the failpoint froze its fiber (a kill); never for a typed failure. */
-  readonly reached: Effect.Effect<void>
-  /** Whether the fault was injected (a typed failure inside a finalizer is swallowed there). */
-  readonly fired: Effect.Effect<boolean>
-}
-
-/** Freezes the `index`-th hit of any location (1-based) forever. */
-const freezeAtHit = (index: number) =>
-  Effect.gen(function* () {
-    const board = yield* runtimeSwitchboard()
-    const reached = yield* Deferred.make<void>()
-    yield* board.atHit(index, () => Effect.andThen(Deferred.succeed(reached, undefined), Effect.never))
-    return {
-      handler: board.handler,
-      reached: Deferred.await(reached),
-      fired: Deferred.isDone(reached),
-    } satisfies Crash
-  })
-
-/** Fails the `index`-th hit of any location (1-based) with a typed error. */
-const failAtHit = (index: number) =>
-  Effect.gen(function* () {
-    const board = yield* runtimeSwitchboard()
-    const hit = yield* Deferred.make<void>()
-    yield* board.atHit(index, (location) =>
-      Effect.andThen(Deferred.succeed(hit, undefined), Effect.fail(failpointError(location))),
-    )
-    return { handler: board.handler, reached: Effect.never, fired: Deferred.isDone(hit) } satisfies Crash
-  })
-
 const drive = (
   world: RuntimeWorld,
   failpoint: RuntimeFailpointHandler | undefined,
@@ -101,49 +63,13 @@ const drive = (
 ) =>
   Effect.gen(function* () {
     const runs = yield* makeRuns
-    const agents = [journey(runs), echo]
-    const config = { leaseRenewalInterval: 1 }
-    let current: Incarnation = yield* world.incarnation({
-      agents,
-      config,
-      ...(failpoint === undefined ? {} : { failpoint }),
-    })
-    let crashed = false
-
-    /**
-     * The journey's own cut: the Attempt ended mid-step as if its process died, so time moves
-     * past any lease it may still hold (its release can fail too) and the incarnation carries on.
-     */
-    const cut = Effect.as(TestClock.adjust(30_001), Option.none<never>())
-
-    /** Runs one operation; after a kill, continues with a fresh incarnation once leases expired. */
-    const op = <A, E>(f: (incarnation: Incarnation) => Effect.Effect<A, E>) =>
-      Effect.gen(function* () {
-        if (crash === undefined || crashed) {
-          const exit = yield* Effect.exit(f(current))
-          if (!Exit.hasInterrupts(exit)) return Option.some(yield* exit)
-          return yield* cut
-        }
-        const fiber = yield* Effect.forkDetach(f(current))
-        const outcome = yield* Effect.raceFirst(
-          Effect.map(Fiber.await(fiber), (exit) => ({ _tag: "Done" as const, exit })),
-          Effect.as(crash.reached, { _tag: "Killed" as const }),
-        )
-        if (outcome._tag === "Done") {
-          if (Exit.hasInterrupts(outcome.exit)) return yield* cut
-          const failed = Exit.findErrorOption(outcome.exit)
-          if (Option.isNone(failed) || !Predicate.isTagged(failed.value, "DurableRuntimeFailpointError")) {
-            return Option.some(yield* outcome.exit)
-          }
-          // A typed failure ends the operation; the same incarnation carries on.
-          crashed = true
-          return Option.none<A>()
-        }
-        crashed = true
-        yield* TestClock.adjust(30_001)
-        current = yield* world.incarnation({ agents, config })
-        return Option.none<A>()
-      })
+    const ops = yield* crashingOps(
+      world,
+      { agents: [journey(runs), echo], config: { leaseRenewalInterval: 1 } },
+      failpoint,
+      crash,
+    )
+    const { op } = ops
 
     const ignoreNotPending = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
       Effect.catchIf(
@@ -167,8 +93,8 @@ const drive = (
 
     for (let round = 0; round < 12; round++) {
       yield* op((incarnation) => runtimeOf(incarnation).runRecovery)
-      const rowA = yield* rowOf(current, a.submissionId)
-      const rowB = yield* rowOf(current, b.submissionId)
+      const rowA = yield* rowOf(ops.current, a.submissionId)
+      const rowB = yield* rowOf(ops.current, b.submissionId)
       if (rowA.state === "settled" && rowB.state === "settled") break
       if (rowA.state === "suspended") {
         yield* op((incarnation) =>
@@ -195,10 +121,11 @@ const drive = (
       )
     }
 
+    const current = ops.current
     const settledA = yield* rowOf(current, a.submissionId)
     const settledB = yield* rowOf(current, b.submissionId)
     return {
-      crashed: crashed || (crash !== undefined && (yield* crash.fired)),
+      crashed: yield* ops.crashed,
       runs: yield* runsOf(runs),
       a: settledA,
       b: settledB,
@@ -221,7 +148,8 @@ for (const harness of runtimeHarnesses) {
             (location) => Effect.sync(() => void hits.push(location)),
             undefined,
           )
-          expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS))
+          // Subagents and joins have a journey of their own (DurableAgentRuntimeChildrenCrashMatrix).
+          expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at))))
           expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
           expect(result.b.settlement?.outcome).toBe("aborted")
           expect(result.runs).toEqual({ a: 1, b: 1, u: 1, "v-cut": 1, reconcile: 1, v: 1, c: 1 })
@@ -231,24 +159,17 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    for (const [mode, inject] of [
-      ["a kill", freezeAtHit],
-      ["a typed failure", failAtHit],
-    ] as const) {
+    for (const [mode, inject] of FAULTS) {
       it.effect(
         `settles every Submission exactly once after ${mode} at each hit`,
         () =>
-          Effect.gen(function* () {
-            const hits: Array<RuntimeFailpointLocation> = []
-            yield* harness.run((world) =>
-              drive(world, (location) => Effect.sync(() => void hits.push(location)), undefined),
-            )
-            for (const [offset, location] of hits.entries()) {
-              const label = `${mode} at hit ${offset + 1} (${location})`
-              const result = yield* harness.run((world) =>
-                Effect.flatMap(inject(offset + 1), (crash) => drive(world, crash.handler, crash)),
-              )
-              expect(result.crashed, label).toBe(true)
+          atEachHit(
+            harness,
+            inject,
+            drive,
+            (hits) => [...hits.entries()],
+            (result, at) => {
+              const label = `${mode} ${at}`
               expect(result.a.settlement?.outcome, label).toBe("completed")
               expect(result.b.settlement?.outcome, label).toBe("aborted")
               expect([once(result.tagsA), once(result.tagsB)], label).toEqual([1, 1])
@@ -257,8 +178,8 @@ for (const harness of runtimeHarnesses) {
               expect(result.runs.u ?? 0, label).toBeLessThanOrEqual(1)
               expect(result.runs.v ?? 0, label).toBeLessThanOrEqual(1)
               expect(result.runs.c ?? 0, label).toBeGreaterThanOrEqual(1)
-            }
-          }),
+            },
+          ),
         // One fresh Object per injected fault.
         60_000,
       )

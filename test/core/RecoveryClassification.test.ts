@@ -163,9 +163,67 @@ describe("Recovery classification", () => {
       [{ _tag: "MarkUnknown", step: 1 }, "unknown"],
       [{ _tag: "AwaitUnknownResolution", step: 1 }, "unknown"],
       [{ _tag: "AwaitApprovalDecision" }, "none"],
+      [{ _tag: "ResumeWaitingParent" }, "repaired"],
+      [{ _tag: "RevertJoining" }, "repaired"],
+      [{ _tag: "RepairJoinMarker" }, "repaired"],
+      [{ _tag: "SettleJoinedWithHost" }, "repaired"],
+      [{ _tag: "AwaitChildSettlement", child: 1 }, "none"],
+      [{ _tag: "AwaitHostSettlement" }, "none"],
       [{ _tag: "NoAction" }, "none"],
     ]
     for (const [decision, disposition] of cases)
       expect(dispositionOf(decision), decision._tag).toBe(disposition)
+  })
+
+  const childStarted: HistoryEntry = {
+    _tag: "ChildStarted",
+    step: 1,
+    target: { namespace: "THREADS", objectName: "o" },
+    threadId: "kids" as never,
+    agentId: AgentId.make("kid"),
+    agentDigest: "d",
+    idempotencyKey: "parent:parent:1" as never,
+    input: null,
+  }
+  const waiting: ReadonlyArray<HistoryEntry> = [
+    accepted,
+    { _tag: "InputApplied" },
+    childStarted,
+    { _tag: "ChildAwaited", step: 2, child: 1 },
+  ]
+  const childSettled: HistoryEntry = { _tag: "ChildSettled", step: 1, outcome: "completed", output: 2 }
+
+  it("waits for a child's settlement, and resumes the parent once it is recorded", () => {
+    expect(classify(row("suspended"), waiting)).toEqual({ _tag: "AwaitChildSettlement", child: 1 })
+    // A settlement resumes its parent in the transaction that records it; a row that shows it
+    // recorded but still suspended (a damaged one, or a release that did not) is resumed.
+    expect(classify(row("suspended"), [...waiting, childSettled])).toEqual({ _tag: "ResumeWaitingParent" })
+    // The latest wait decides: an approval requested after the child's answer.
+    expect(
+      classify(row("suspended"), [
+        ...waiting,
+        childSettled,
+        { _tag: "ApprovalRequested", step: 3, payload: null },
+      ]),
+    ).toEqual({ _tag: "AwaitApprovalDecision" })
+  })
+
+  it("waits, repairs, reverts or settles a join by what its host did", () => {
+    const decide = (state: "joining" | "joined", host?: { state: SubmissionState; readsThis: boolean }) =>
+      classifyRecovery(row(state), now, EMPTY_JOURNAL, host === undefined ? {} : { host })
+    expect(decide("joining", { state: "running", readsThis: false })).toEqual({ _tag: "AwaitHostSettlement" })
+    expect(decide("joining", { state: "suspended", readsThis: true })).toEqual({ _tag: "RepairJoinMarker" })
+    expect(decide("joining", { state: "settled", readsThis: true })).toEqual({ _tag: "RepairJoinMarker" })
+    for (const ended of ["terminalizing", "settled"] as const)
+      expect(decide("joining", { state: ended, readsThis: false })).toEqual({ _tag: "RevertJoining" })
+    expect(decide("joining")).toEqual({ _tag: "RevertJoining" })
+    expect(decide("joined", { state: "running", readsThis: true })).toEqual({ _tag: "AwaitHostSettlement" })
+    expect(decide("joined", { state: "settled", readsThis: true })).toEqual({ _tag: "SettleJoinedWithHost" })
+    // An accepted abort settles a join like any other Submission.
+    expect(classifyRecovery(row("joined", { abort: true }), now, EMPTY_JOURNAL)).toEqual({
+      _tag: "SettleAborted",
+    })
+    for (const state of ["joining", "joined"] as const)
+      expect(recoveryNeedsHistory(row(state), now)).toBe(false)
   })
 })

@@ -8,6 +8,7 @@
 import { describe } from "@effect/vitest"
 import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
+import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
@@ -21,5 +22,6 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     admissionCases(harness)
     fencingCases(harness)
     passReadCases(harness)
+    linkCases(harness)
     operatorReadCases(harness)
   })

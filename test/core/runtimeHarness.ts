@@ -21,9 +21,12 @@ import {
 } from "../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { WakeScheduler } from "../../src/core/WakeScheduler.ts"
+import { MessageOutbox, SelfAddress } from "../../src/core/MessageOutbox.ts"
 
 /** The services of one incarnation. */
-export type Incarnation = Context.Context<DurableAgentRuntime | SubmissionLedger | ThreadHistory>
+export type Incarnation = Context.Context<
+  DurableAgentRuntime | SubmissionLedger | ThreadHistory | MessageOutbox
+>
 
 /** What one incarnation runs with. */
 export interface IncarnationOptions {
@@ -32,6 +35,8 @@ export interface IncarnationOptions {
   readonly config?: Partial<DurableRuntimeSettings>
   /** Records wake hints. */
   readonly wakes?: Ref.Ref<ReadonlyArray<ThreadId>>
+  /** Where the Object is reached; Submissions start children only when it is known. */
+  readonly self?: { readonly namespace: string; readonly objectId: string }
 }
 
 /** One storage and the incarnations built over it. */
@@ -65,13 +70,14 @@ const runtimeLayer = (options: IncarnationOptions) =>
                 Ref.update(options.wakes as Ref.Ref<ReadonlyArray<ThreadId>>, (all) => [...all, threadId]),
             }),
         DurableRuntimeConfig.layer(options.config),
+        options.self === undefined ? Layer.empty : Layer.succeed(SelfAddress, options.self),
       ),
     ),
     Layer.orDie,
   )
 
 const buildOver = <R>(
-  storage: Layer.Layer<R | SubmissionLedger | ThreadHistory>,
+  storage: Layer.Layer<R | SubmissionLedger | ThreadHistory | MessageOutbox>,
   options: IncarnationOptions,
 ) =>
   Layer.build(Layer.fresh(runtimeLayer(options).pipe(Layer.provideMerge(storage)))) as Effect.Effect<
@@ -94,7 +100,8 @@ export const sqlRuntimeHarness: RuntimeHarness = {
                 body({
                   incarnation: (incarnation) =>
                     buildOver(
-                      layerWithLedger.pipe(
+                      MessageOutbox.layer.pipe(
+                        Layer.provideMerge(layerWithLedger),
                         Layer.provide(SqliteClient.layer({ storage: state.storage })),
                         Layer.provide(limitsLayer(options?.limits)),
                         Layer.orDie,
@@ -119,7 +126,11 @@ export const memoryRuntimeHarness: RuntimeHarness = {
     Effect.scoped(
       Effect.gen(function* () {
         const store = yield* Layer.build(
-          layerMemoryWithLedger.pipe(Layer.provide(limitsLayer(options?.limits)), Layer.orDie),
+          MessageOutbox.layerMemory.pipe(
+            Layer.provideMerge(layerMemoryWithLedger),
+            Layer.provide(limitsLayer(options?.limits)),
+            Layer.orDie,
+          ),
         )
         return yield* body({
           incarnation: (incarnation) => buildOver(Layer.succeedContext(store), incarnation),
@@ -147,3 +158,6 @@ export const ledgerOf = (incarnation: Incarnation) => Context.get(incarnation, S
 
 /** The history of an incarnation. */
 export const historyOf = (incarnation: Incarnation) => Context.get(incarnation, ThreadHistory)
+
+/** The outbox of an incarnation. */
+export const outboxOf = (incarnation: Incarnation) => Context.get(incarnation, MessageOutbox)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { call, deliverUntil, maintenanceOf, relayedFor, stateOf, threadName } from "./support.ts"
+import { call, deliverUntil, maintenanceOf, quiet, relayedFor, stateOf, threadName } from "./support.ts"
 
 const submit = (thread: string, input: unknown, idempotencyKey?: string) =>
   call("POST", `/threads/${thread}/submissions`, {
@@ -14,6 +14,10 @@ const history = async (thread: string) =>
     }>
   ).map((record) => record.entry._tag)
 
+/** Whether the refund waits for a human: suspended after its approval request (not for its fraud check). */
+const awaitsApproval = async (thread: string, id: string) =>
+  (await stateOf(thread, id)) === "suspended" && (await history(thread)).includes("ApprovalRequested")
+
 describe("refund desk example", () => {
   it("settles a small refund, relays it through the outbox and clears the alarm at quiescence", async () => {
     const thread = threadName("small")
@@ -22,23 +26,34 @@ describe("refund desk example", () => {
     const id = receipt.body["submissionId"] as string
 
     await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1)
-    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    await deliverUntil(thread, () => quiet(thread))
 
     const status = await call("GET", `/threads/${thread}/submissions/${id}`)
     expect(status.body["state"]).toBe("settled")
     expect(status.body["settlement"]).toMatchObject({
       outcome: "completed",
-      output: { refundId: "refund-A1-4000" },
+      output: { refundId: "refund-A1-4000", fraudScore: 13, followUps: 0 },
     })
     expect(await history(thread)).toEqual([
       "SubmissionAccepted",
       "InputApplied",
       "StepCompleted",
+      "ChildStarted",
+      "ChildAwaited",
+      "ChildSettled",
+      "InputJoined",
       "UncertainStepStarted",
       "StepCompleted",
       "StepCompleted",
       "SubmissionSettled",
     ])
+    // The fraud check ran as a child in the fraud desk's Object, linked to this refund.
+    const fraud = await call("GET", "/threads/customer-of-A1/history?object=fraud-desk&limit=500")
+    const accepted = (fraud.body["records"] as Array<{ entry: Record<string, any> }>).find(
+      (record) =>
+        record.entry["_tag"] === "SubmissionAccepted" && record.entry["parent"]?.submissionId === id,
+    )
+    expect(accepted?.entry).toMatchObject({ agentId: "fraud-check", input: { orderId: "A1", amount: 40 } })
     const [relayed] = await relayedFor(thread)
     expect(relayed).toMatchObject({ deliveries: 1, envelope: { submissionId: id, outcome: "completed" } })
     const maintenance = await maintenanceOf(thread)
@@ -49,8 +64,8 @@ describe("refund desk example", () => {
   it("parks a large refund for approval with no alarm, and settles it once approved", async () => {
     const thread = threadName("approve")
     const id = (await submit(thread, { orderId: "B2", amount: 140 })).body["submissionId"] as string
-    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
-    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    await deliverUntil(thread, () => awaitsApproval(thread, id))
+    await deliverUntil(thread, () => quiet(thread))
     // A stable wait keeps nothing awake: the record is acknowledged and the slot empty.
     const parked = await maintenanceOf(thread)
     expect(parked).toMatchObject({ owed: false, alarm: null })
@@ -85,7 +100,7 @@ describe("refund desk example", () => {
   it("settles a denied refund failed and relays the failure", async () => {
     const thread = threadName("deny")
     const id = (await submit(thread, { orderId: "C3", amount: 200 })).body["submissionId"] as string
-    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
+    await deliverUntil(thread, () => awaitsApproval(thread, id))
     await call("POST", `/threads/${thread}/submissions/${id}/deny`, { note: "too large" })
     await deliverUntil(thread, async () => (await stateOf(thread, id)) === "settled")
     const status = await call("GET", `/threads/${thread}/submissions/${id}`)
@@ -98,7 +113,7 @@ describe("refund desk example", () => {
     const thread = threadName("abort")
     const head = (await submit(thread, { orderId: "D4", amount: 200 })).body["submissionId"] as string
     const follower = (await submit(thread, { orderId: "D5", amount: 10 })).body["submissionId"] as string
-    await deliverUntil(thread, async () => (await stateOf(thread, head)) === "suspended")
+    await deliverUntil(thread, () => awaitsApproval(thread, head))
     expect(await stateOf(thread, follower)).toBe("ready")
 
     await call("POST", `/threads/${thread}/submissions/${follower}/abort`)
@@ -136,6 +151,39 @@ describe("refund desk example", () => {
     expect((await maintenanceOf(thread))["record"]["dirty"]).toBe(before["record"]["dirty"])
   })
 
+  it("folds a follow-up into a refund waiting for approval, which pays both and settles both", async () => {
+    const thread = threadName("follow-up")
+    const id = (await submit(thread, { orderId: "J9", amount: 140 })).body["submissionId"] as string
+    await deliverUntil(thread, () => awaitsApproval(thread, id))
+    const followUp = await call("POST", `/threads/${thread}/submissions`, {
+      mode: "join",
+      idempotencyKey: "J9-shipping",
+      input: { orderId: "J9", amount: 10 },
+    })
+    expect(followUp.body).toMatchObject({ host: id, replayed: false })
+    const joined = followUp.body["submissionId"] as string
+    expect(await stateOf(thread, joined)).toBe("joining")
+    await call("POST", `/threads/${thread}/submissions/${id}/approve`, { note: "ok by Sam" })
+    await deliverUntil(thread, async () => (await stateOf(thread, joined)) === "settled")
+    const refund = await call("GET", `/threads/${thread}/submissions/${id}/settlement?timeoutMillis=1000`)
+    expect(refund.body).toMatchObject({
+      outcome: "completed",
+      output: { amount: 150, followUps: 1, refundId: "refund-J9-15000" },
+    })
+    const settledWith = await call("GET", `/threads/${thread}/submissions/${joined}`)
+    expect(settledWith.body["settlement"]).toMatchObject({
+      outcome: "completed",
+      host: id,
+      output: { amount: 150 },
+    })
+    // A follow-up with nothing running to join is refused by name, unless it may queue.
+    const late = await call("POST", `/threads/${thread}/submissions`, {
+      mode: "join",
+      input: { orderId: "J9", amount: 1 },
+    })
+    expect(late).toMatchObject({ status: 409, body: { error: "JoinRefused" } })
+  })
+
   it("retries a refused relay delivery at a later alarm and delivers it once", async () => {
     const thread = threadName("relay-retry")
     await call("POST", "/relay/refuse", { count: 1 })
@@ -155,8 +203,9 @@ describe("refund desk example", () => {
   it("refuses operator routes without the bearer token, writing nothing", async () => {
     const thread = threadName("auth")
     const id = (await submit(thread, { orderId: "J1", amount: 150 })).body["submissionId"] as string
-    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "suspended")
-    await deliverUntil(thread, async () => (await maintenanceOf(thread))["alarm"] === null)
+    // Suspended for its fraud check first, then for the approval.
+    await deliverUntil(thread, () => awaitsApproval(thread, id))
+    await deliverUntil(thread, () => quiet(thread))
     const before = await maintenanceOf(thread)
     for (const token of [null, "wrong-token"]) {
       const refused = await call("POST", `/threads/${thread}/submissions/${id}/approve`, {}, token)

@@ -25,13 +25,16 @@ export const call = async (
   return { status: response.status, body: (await response.json()) as Record<string, any> }
 }
 
-/** Delivers the Thread Object's alarm (when one is set) until `done` holds, at most `rounds` times. */
+/**
+ * Delivers the alarms of the Thread's Object and of the fraud desk's Object (where refunds run
+ * their fraud checks) until `done` holds, at most `rounds` times.
+ */
 export const deliverUntil = async (thread: string, done: () => Promise<boolean>, rounds = 50) => {
-  const stub = env.THREADS.getByName(thread)
+  const stubs = [env.THREADS.getByName(thread), env.THREADS.getByName("fraud-desk")]
   for (let round = 0; round < rounds; round++) {
     if (await done()) return
     // A pass may reject (workerd would redeliver); the next round delivers again.
-    await runDurableObjectAlarm(stub).catch(() => false)
+    for (const stub of stubs) await runDurableObjectAlarm(stub).catch(() => false)
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
   throw new Error(`condition not reached after ${rounds} alarm deliveries`)
@@ -44,6 +47,16 @@ export const stateOf = async (thread: string, submissionId: string) =>
 /** The Thread Object's maintenance inspection view. */
 export const maintenanceOf = async (thread: string) =>
   (await call("GET", `/threads/${thread}/maintenance`)).body
+
+/**
+ * Whether the Thread's Object is at rest: nothing owed and no alarm. An empty slot alone is not
+ * enough: workerd clears a delivered alarm before its handler runs (the fraud desk's answer
+ * arrives as a mutation, whose alarm fires on its own).
+ */
+export const quiet = async (thread: string) => {
+  const maintenance = await maintenanceOf(thread)
+  return maintenance["alarm"] === null && maintenance["owed"] === false
+}
 
 /** Envelopes the relay inbox received for one Thread. */
 export const relayedFor = async (thread: string) => {

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
+import { pairPoints } from "./support/crashPairPoints.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
 import type { ArmEntry, FailpointKind, OrderInput } from "./fixtures/crashProtocol.ts"
 import { type CrashPoint, point, type Scenario } from "./support/crashPoints.ts"
@@ -271,6 +272,12 @@ const variants = [
   { name: "four heads per event", label: "multi", options: { maxHeadsPerEvent: 4 } },
 ] as const
 
+const acrossObjects = new Set(
+  pairPoints
+    .flatMap((point) => [point.parent, point.child])
+    .flatMap((entry) => (entry === undefined ? [] : [entry.location])),
+)
+
 const group = (
   kind: "maintenance" | "runtime" | "storage",
   points: ReadonlyArray<CrashPoint>,
@@ -284,7 +291,8 @@ const group = (
         console.log(
           JSON.stringify({ kind, variant: variant.label, ...report, violations: report.violations.length }),
         )
-        expect(report.uncovered).toEqual([])
+        // Subagent and join locations need two Objects: crashSubagents.test.ts arms every one of them.
+        expect(report.uncovered.filter((location) => !acrossObjects.has(location))).toEqual([])
         expect(report.violations).toEqual([])
         expect(report.crashed).toBe(points.length)
       }),

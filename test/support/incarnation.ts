@@ -14,7 +14,6 @@ import {
   type ThreadHostMaintenanceService,
   ThreadMaintenance,
   type ThreadMaintenanceFailpointHandler,
-  ThreadMessageDelivery,
   type ThreadMessageDeliveryService,
   ThreadMutationGate,
   ThreadPublication,
@@ -27,8 +26,8 @@ import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../src/core/ThreadProjectionMaintenance.ts"
-import { platformLayer } from "../../src/internal/object/layers.ts"
-import * as ThreadObject from "../../src/ThreadObject.ts"
+import { platformLayer, threadLayer } from "../../src/internal/object/layers.ts"
+import type * as ThreadObject from "../../src/ThreadObject.ts"
 import { failpoints } from "../../src/Testing.ts"
 
 /** What one incarnation runs with; everything defaults to what an application leaves out. */
@@ -42,6 +41,7 @@ export interface IncarnationOptions {
   readonly runtime?: RuntimeFailpointHandler
   readonly publication?: ThreadPublicationService
   readonly projection?: ThreadProjectionMaintenance["Service"]
+  /** Replaces the native message delivery. */
   readonly messages?: ThreadMessageDeliveryService
   readonly host?: ThreadHostMaintenanceService
 }
@@ -61,10 +61,7 @@ export interface Incarnation {
 }
 
 const contextValues = (options: IncarnationOptions) =>
-  Layer.mergeAll(
-    options.messages === undefined ? Layer.empty : Layer.succeed(ThreadMessageDelivery, options.messages),
-    options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host),
-  )
+  options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host)
 
 /** Builds a fresh incarnation over the Object's storage, into the current scope. */
 export const incarnation = (
@@ -80,14 +77,18 @@ export const incarnation = (
         ...(runtime === undefined ? {} : { runtime: () => runtime }),
       }),
     })
-    const thread = ThreadObject.layer(options.agents ?? [], {
-      ...(options.publication === undefined
-        ? {}
-        : { publication: Layer.succeed(ThreadPublication, options.publication) }),
-      ...(options.projection === undefined
-        ? {}
-        : { projection: Layer.succeed(ThreadProjectionMaintenance, options.projection) }),
-    }).pipe(Layer.provide(contextValues(options)))
+    const thread = threadLayer(
+      options.agents ?? [],
+      {
+        ...(options.publication === undefined
+          ? {}
+          : { publication: Layer.succeed(ThreadPublication, options.publication) }),
+        ...(options.projection === undefined
+          ? {}
+          : { projection: Layer.succeed(ThreadProjectionMaintenance, options.projection) }),
+      },
+      options.messages,
+    ).pipe(Layer.provide(contextValues(options)))
     const layer = Layer.provideMerge(thread, platform)
     const context: Context.Context<IncarnationServices> = yield* Layer.build(Layer.fresh(layer)).pipe(
       Effect.orDie,

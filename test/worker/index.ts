@@ -2,7 +2,8 @@
 export { BenchTestObject } from "./benchObject.ts"
 export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
-export { AuthorizedThreadObject, TestThreadObject } from "./threadObject.ts"
+export { PortProbeObject } from "./portProbeObject.ts"
+export { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./threadObject.ts"
 
 export default {
   fetch: () => new Response("effect-agent test worker"),

@@ -39,13 +39,89 @@ export const reviewAgent = define({
     }),
 })
 
+/** Checks a claim in another Object and answers whether it is genuine. */
+export const verifierAgent = define({
+  id: "verifier",
+  version: "1",
+  input: Schema.Struct({ claim: Schema.String }),
+  output: Schema.Struct({ genuine: Schema.Boolean }),
+  program: ({ claim }, ctx) =>
+    Effect.map(
+      ctx.step(
+        "verify",
+        Effect.sync(() => !claim.includes("fake")),
+      ),
+      (genuine) => ({ genuine }),
+    ),
+})
+
+/** Delegates each claim to a verifier in the Object `input.verifierObject`, then reports. */
+export const delegatorAgent = define({
+  id: "delegator",
+  version: "1",
+  input: Schema.Struct({ claims: Schema.Array(Schema.String), verifierObject: Schema.String }),
+  output: Schema.Array(Schema.String),
+  program: ({ claims, verifierObject }, ctx) =>
+    Effect.gen(function* () {
+      const handles = yield* Effect.forEach(claims, (claim, index) =>
+        ctx.startChild({
+          agent: verifierAgent,
+          input: { claim },
+          thread: { objectName: verifierObject, threadId: `verify-${index}` },
+        }),
+      )
+      return yield* Effect.forEach(handles, (handle) =>
+        Effect.map(ctx.awaitChild(handle), (settled) =>
+          settled.outcome === "completed" ? String(settled.output.genuine) : settled.outcome,
+        ),
+      )
+    }),
+})
+
+/** Waits for an approval, then adds the joined inputs to its own. */
+export const tallyAgent = define({
+  id: "tally",
+  version: "1",
+  input: Schema.Struct({ n: Schema.Int }),
+  output: Schema.Int,
+  acceptsJoinedInput: true,
+  program: ({ n }, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.requestApproval({ n })
+      const joined = yield* ctx.receiveJoined
+      return joined.reduce((total, input) => total + input.n, n)
+    }),
+})
+
+/** Asks a reviewer in the Object `reviewerObject` of the other namespace, and reports its answer. */
+export const escalatorAgent = define({
+  id: "escalator",
+  version: "1",
+  input: Schema.Struct({ draft: Schema.String, reviewerObject: Schema.String }),
+  output: Schema.String,
+  program: ({ draft, reviewerObject }, ctx) =>
+    Effect.gen(function* () {
+      const review = yield* ctx.startChild({
+        agent: reviewAgent,
+        input: { draft },
+        thread: { namespace: "THREADS_OTHER", objectName: reviewerObject, threadId: "reviews" },
+      })
+      const settled = yield* ctx.awaitChild(review)
+      return settled.outcome === "completed" ? settled.output : settled.outcome
+    }),
+})
+
 /** Failpoints a test installs on one Object by its id. */
 export const switchboard = Testing.makeSwitchboard()
 
-export class TestThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
-  config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
-  failpoints: switchboard,
-}) {}
+export class TestThreadObject extends ThreadObject.make(
+  ThreadObject.layer([echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent, escalatorAgent]),
+  {
+    namespaceBinding: "THREADS_TEST",
+    config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
+    failpoints: switchboard,
+  },
+) {}
 
 /** The operator's token of `AuthorizedThreadObject`. */
 export const operatorToken = "operator-token-for-tests"
@@ -61,4 +137,9 @@ export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer
             message: caller === undefined ? "no caller identity" : `${caller.subject} may not ${entryPoint}`,
           }),
         ),
+}) {}
+
+/** A `ThreadObject` class of another namespace binding, hosting reviewers for the first one. */
+export class OtherThreadObject extends ThreadObject.make(ThreadObject.layer([reviewAgent]), {
+  namespaceBinding: "THREADS_OTHER",
 }) {}

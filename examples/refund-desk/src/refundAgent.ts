@@ -1,16 +1,19 @@
 /**
- * The example agent: a refund desk. It looks the order up (a journaled step), asks a human to
- * approve refunds above a threshold (the Thread then waits without keeping its Object awake),
- * issues the refund with the payment provider (an uncertain step: if the Object dies between
- * sending and recording, nobody knows whether money moved), and writes the confirmation
- * (another journaled step). The refund sends an idempotency key, so after a crash the step
- * reconciles itself: it asks the provider about that key, and only if the provider cannot
- * answer does the lane wait for an operator.
+ * The example agent: a refund desk. It looks the order up (a journaled step), asks the fraud
+ * desk in another Object (a child Submission, awaited as a value), asks a human to approve
+ * refunds above a threshold or flagged by the fraud desk (the Thread then waits without
+ * keeping its Object awake), adds the follow-ups that joined it meanwhile (e.g. "refund the
+ * shipping too", submitted with `mode: "join"`), issues the refund with the payment provider
+ * (an uncertain step: if the Object dies between sending and recording, nobody knows whether
+ * money moved), and writes the confirmation (another journaled step). The refund sends an
+ * idempotency key, so after a crash the step reconciles itself: it asks the provider about
+ * that key, and only if the provider cannot answer does the lane wait for an operator.
  */
 import { env } from "cloudflare:workers"
 import { Effect, Schema } from "effect"
 import { Reconcile } from "@effect-agent/platform-cloudflare/AgentContext"
 import { AgentFailure, define } from "@effect-agent/platform-cloudflare/AgentRegistration"
+import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
 
 /** Refunds above this amount need a human's approval. */
 export const approvalThreshold = 100
@@ -25,6 +28,9 @@ const RefundResult = Schema.Struct({
   refundId: Schema.String,
   amount: Schema.Number,
   approvedBy: Schema.optionalKey(Schema.String),
+  /** Follow-ups that joined this refund and were paid with it. */
+  followUps: Schema.Int,
+  fraudScore: Schema.optionalKey(Schema.Number),
 })
 
 const Order = Schema.Struct({ orderId: Schema.String, customer: Schema.String, paid: Schema.Number })
@@ -53,9 +59,10 @@ const findRefund = (key: string) =>
 export const refundAgent = define({
   id: "refund",
   name: "Refund desk",
-  version: "1",
+  version: "2",
   input: RefundRequest,
   output: RefundResult,
+  acceptsJoinedInput: true,
   program: (request, ctx) =>
     Effect.gen(function* () {
       const order = yield* ctx.step("look up order", lookUpOrder(request.orderId), { result: Order })
@@ -64,29 +71,41 @@ export const refundAgent = define({
           message: `cannot refund ${request.amount}: the order paid ${order.paid}`,
         })
       }
+      // A child Submission in the fraud desk's Object; its failure would be a value here too.
+      const check = yield* ctx.startChild({
+        agent: fraudCheckAgent,
+        input: { orderId: order.orderId, customer: order.customer, amount: request.amount },
+        thread: { objectName: fraudDeskObject, threadId: order.customer },
+      })
+      const fraud = yield* ctx.awaitChild(check)
+      const flagged = fraud.outcome !== "completed" || fraud.output.verdict === "review"
       const approval =
-        request.amount > approvalThreshold
+        request.amount > approvalThreshold || flagged
           ? yield* ctx.requestApproval({
               orderId: order.orderId,
               customer: order.customer,
               amount: request.amount,
+              fraud: fraud.outcome === "completed" ? fraud.output : fraud.outcome,
             })
           : undefined
+      const followUps = yield* ctx.receiveJoined
+      const amount = followUps.reduce((total, followUp) => total + followUp.amount, request.amount)
+      if (amount > order.paid) {
+        return yield* new AgentFailure({ message: `cannot refund ${amount}: the order paid ${order.paid}` })
+      }
       // The provider deduplicates by this key, and can be asked about it after a crash.
       const key = `${ctx.threadId}/${ctx.submissionId}`
-      const refundId = yield* ctx.uncertainStep(
-        "issue refund",
-        sendRefund(key, order.orderId, request.amount),
-        {
-          result: Schema.String,
-          reconcile: findRefund(key),
-        },
-      )
+      const refundId = yield* ctx.uncertainStep("issue refund", sendRefund(key, order.orderId, amount), {
+        result: Schema.String,
+        reconcile: findRefund(key),
+      })
       yield* ctx.step("confirm to customer", Effect.succeed(`sent confirmation to ${order.customer}`))
       return {
         orderId: order.orderId,
         refundId,
-        amount: request.amount,
+        amount,
+        followUps: followUps.length,
+        ...(fraud.outcome === "completed" ? { fraudScore: fraud.output.score } : {}),
         ...(approval?.note === undefined ? {} : { approvedBy: approval.note }),
       }
     }),

@@ -34,6 +34,7 @@ const statusOf = (error: ThreadClient.ThreadClientError): number => {
       return 404
     case "NotPending":
     case "IdempotencyConflict":
+    case "JoinRefused":
     case "InvalidTransition":
       return 409
     case "SettlementTimeout":
@@ -69,12 +70,17 @@ const text = (body: unknown, key: string): string | undefined => {
   return typeof value === "string" ? value : undefined
 }
 
-const submit: Route = (client, body) =>
-  client.submit({
+const modes = ["queue", "join", "join-or-queue"] as const
+
+const submit: Route = (client, body) => {
+  const mode = modes.find((candidate) => candidate === text(body, "mode"))
+  return client.submit({
     agentId: text(body, "agentId") ?? "refund",
     idempotencyKey: text(body, "idempotencyKey") ?? crypto.randomUUID(),
     input: (field(body, "input") ?? null) as Schema.Json,
+    ...(mode === undefined ? {} : { mode }),
   })
+}
 
 const decide =
   (approved: boolean): Route =>
@@ -150,12 +156,12 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
     if (route === undefined) return json(404, { error: `no route ${request.method} ${url.pathname}` })
     const body: unknown =
       request.method === "POST" ? yield* Effect.promise(() => request.json().catch(() => ({}))) : undefined
+    const object = url.searchParams.get("object")
     const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
-    const client = ThreadClient.make(
-      namespace,
-      decodeURIComponent(parts[2]),
-      token === undefined ? {} : { caller: { subject: "bearer", credential: token } },
-    )
+    const client = ThreadClient.make(namespace, decodeURIComponent(parts[2]), {
+      ...(object === null || object === "" ? {} : { objectName: object }),
+      ...(token === undefined ? {} : { caller: { subject: "bearer", credential: token } }),
+    })
     return yield* route(client, body, url).pipe(
       Effect.match({
         onSuccess: (value) => json(200, value ?? { ok: true }),

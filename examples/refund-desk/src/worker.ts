@@ -1,9 +1,11 @@
 /**
- * The example Worker: a refund desk whose Threads live in `Threads` Durable Objects, with a
- * settlement outbox relaying every outcome to the `RelayInbox` Object, a stand-in payment
- * provider (`Payments`) and an operator console at `/console`.
+ * The example Worker: a refund desk whose Threads live in `Threads` Durable Objects, asking a
+ * fraud desk (a child agent in the `fraud-desk` Object of the same namespace) before it pays,
+ * with a settlement outbox relaying every outcome to the `RelayInbox` Object, a stand-in
+ * payment provider (`Payments`) and an operator console at `/console`.
  *
  *   POST /threads/:thread/submissions            {"input":{"orderId":"A1","amount":40}}
+ *        a follow-up joining the running refund:  {"mode":"join","input":{"orderId":"A1","amount":10}}
  *   GET  /threads/:thread/submissions            the Thread's Submissions, oldest first
  *   GET  /threads/:thread/submissions/:id        status;  …/:id/explain  why it waits
  *   GET  /threads/:thread/submissions/:id/progress?after=<token>&timeoutMillis=5000
@@ -12,6 +14,7 @@
  *   POST /threads/:thread/submissions/:id/resolve        {"succeeded":true,"value":"…"} (operator)
  *   POST /threads/:thread/submissions/:id/abort|retry                               (operator)
  *   GET  /threads/:thread   …/history   …/maintenance   …/obligations   …/verify
+ *        (add ?object=fraud-desk to read a Thread of the fraud desk, e.g. /threads/customer-of-A1/history)
  *   POST /threads/:thread/repair (operator)   POST /threads/:thread/wake
  *   GET  /threads           the Threads seen;   GET /console   the operator console
  *   GET  /relay             what the outbox delivered;   POST /relay/refuse {"count":2}
@@ -23,6 +26,7 @@ import { DurableObjectContext } from "@effect-agent/platform-cloudflare/Cloudfla
 import { Unauthorized } from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
 import { consolePage } from "./console.ts"
+import { fraudCheckAgent } from "./fraudAgent.ts"
 import { RefundOutbox } from "./outbox.ts"
 import { refundAgent } from "./refundAgent.ts"
 import { json, threadRoute } from "./routes.ts"
@@ -53,11 +57,20 @@ const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint }) 
     })
   })
 
-/** The Threads of this Worker: the refund agent, with the settlement outbox sharing the alarm. */
-const RefundDesk = ThreadObject.layer([refundAgent]).pipe(Layer.provide(RefundOutbox))
+/**
+ * The Threads of this Worker: the refund agent and the fraud desk it asks, with the settlement
+ * outbox sharing the alarm.
+ */
+const RefundDesk = ThreadObject.layer([refundAgent, fraudCheckAgent]).pipe(Layer.provide(RefundOutbox))
 
-/** The Thread Objects of this Worker; operator actions need the bearer token. */
-export class Threads extends ThreadObject.make(RefundDesk, { authorization: operatorsOnly }) {}
+/**
+ * The Thread Objects of this Worker; operator actions need the bearer token. The namespace
+ * binding is how the fraud desk's answers find their way back to a refund's Object.
+ */
+export class Threads extends ThreadObject.make(RefundDesk, {
+  authorization: operatorsOnly,
+  namespaceBinding: "THREADS",
+}) {}
 
 const usage = {
   about: "effect-agent refund desk example",

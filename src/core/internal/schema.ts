@@ -19,7 +19,8 @@
  *   tail rows answer "next queue sequence" and "how many nonterminal" with no row to maintain.
  *
  * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
- * the earlier schema in place (see `rebuild`).
+ * the earlier schema in place (see `rebuild`), and `thread-store/004-subagent-links` adds what
+ * subagents and joins store (see `links`).
  */
 import type { Migration } from "./migrations.ts"
 
@@ -37,12 +38,16 @@ const h = HISTORY_TABLE
 
 /**
  * Rows recovery must look at: an accepted abort, a row an older release left between the
- * writes of an admission (`admitted`) or a settlement (`terminalizing`), and a wait of an older
- * release that may have been resolved without resuming (`open` while suspended or unknown).
+ * writes of an admission (`admitted`) or a settlement (`terminalizing`), a wait of an older
+ * release that may have been resolved without resuming (`open` while suspended or unknown),
+ * and a join (`joining`, `joined`), which its host's settlement finishes in a later write.
  * Queries repeat it verbatim so that SQLite uses the partial index.
  * @internal
  */
-export const RECOVERY_CANDIDATE = `lane_status <> 'closed' AND (abort_requested <> 0 OR state IN ('admitted', 'terminalizing') OR (lane_status = 'open' AND state IN ('suspended', 'unknown')))`
+export const RECOVERY_CANDIDATE = `lane_status <> 'closed' AND (abort_requested <> 0 OR state IN ('admitted', 'terminalizing', 'joining', 'joined') OR (lane_status = 'open' AND state IN ('suspended', 'unknown')))`
+
+/** The recovery index as `thread-store/003-billed-rows` created it, before joins existed. */
+const RECOVERY_CANDIDATE_003 = `lane_status <> 'closed' AND (abort_requested <> 0 OR state IN ('admitted', 'terminalizing') OR (lane_status = 'open' AND state IN ('suspended', 'unknown')))`
 
 /** Meta keys. @internal */
 export const META_KEYS = {
@@ -159,8 +164,21 @@ const rebuild: ReadonlyArray<string> = [
   `ALTER TABLE ${h}_next RENAME TO ${h}`,
   `CREATE INDEX ${t}_lane ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'open'`,
   `CREATE INDEX ${t}_parked ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'parked'`,
-  `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
+  `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE_003}`,
   `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequence)`,
+]
+
+/**
+ * Subagents and joined input: a child's link to its parent and a join's host are plain columns
+ * in no index (set once, at admission), and the recovery index takes the joins in. No row of
+ * the earlier schema is a child or a join, and none is in a new state, so rebuilding the index
+ * is the only data change.
+ */
+const links: ReadonlyArray<string> = [
+  `ALTER TABLE ${t} ADD COLUMN parent_link TEXT`,
+  `ALTER TABLE ${t} ADD COLUMN host_submission_id TEXT`,
+  `DROP INDEX ${t}_recovery`,
+  `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
 ]
 
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
@@ -221,4 +239,5 @@ export const storeMigrations: ReadonlyArray<Migration> = [
     ],
   },
   { name: "thread-store/003-billed-rows", statements: rebuild },
+  { name: "thread-store/004-subagent-links", statements: links },
 ]

@@ -16,20 +16,24 @@ export const indexReports = (reports: ReadonlyArray<RecoveryReport>): ReportInde
   new Map(reports.map((report) => [report.submissionId, report]))
 
 /**
- * @internal A stable external wait: approval-suspended, or an Unknown Outcome awaiting an
- * authorized resolution. An accepted abort is never a wait: it still owes its settlement.
+ * @internal A stable external wait: suspended (for an approval or a child), an Unknown Outcome
+ * awaiting an authorized resolution, or a join waiting for its live host. An accepted abort is
+ * never a wait: it still owes its settlement.
  */
 export const isStableExternalWait = (row: Row, reports: ReportIndex): boolean => {
   const decision = reports.get(row.submissionId)?.decision._tag
   if (decision === "SettleAborted") return false
   switch (row.state) {
     case "suspended":
+    case "joined":
       return true
     case "unknown":
       // Recovery reports an unknown row only when something may have resolved it or it owes a
       // record; one it did not report waits for its resolution, which resumes it in its own
       // transaction.
       return decision === undefined || decision === "AwaitUnknownResolution" || decision === "MarkUnknown"
+    case "joining":
+      return decision === "AwaitHostSettlement"
     case "admitted":
     case "ready":
     case "running":

@@ -6,6 +6,7 @@
  */
 import { Effect, Option, Schema } from "effect"
 import { DurableAgentRuntime, SubmitRequest } from "../../core/DurableAgentRuntime.ts"
+import type { ThreadMessage } from "../../core/MessageOutbox.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { AdmissionRefused, SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
@@ -15,6 +16,7 @@ import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { type Authorization, authorize, type Caller, type PrivilegedEntryPoint } from "./authorization.ts"
 import { readCounters } from "./metrics.ts"
+import { makePortCall } from "./portCall.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
 import {
   ApprovalInput,
@@ -95,6 +97,12 @@ const addressed = (address: Address) =>
     return row.value
   })
 
+/** A message from another Object's runtime, received by this one's. */
+const receive = <M extends ThreadMessage>(message: M, messageId: string) =>
+  Effect.gen(function* () {
+    const runtime = yield* DurableAgentRuntime
+    return yield* runtime.receive(message, messageId)
+  })
 /** A mutation refused because the maintenance record is damaged answers with the damage. @internal */
 export const refuseOnDamage = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
@@ -178,6 +186,25 @@ export const makeEntryPoints = (authorization: Authorization | undefined) => {
       yield* addressed(request)
       const runtime = yield* DurableAgentRuntime
       return yield* runtime.awaitSettlement(request.submissionId, { timeoutMillis: request.timeoutMillis })
+    }),
+    portCall: makePortCall<DurableAgentRuntime | SubmissionLedger>({
+      AdmitChild: receive,
+      ChildSettled: receive,
+      AbortChild: receive,
+      DescribeChild: (request) =>
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const row = yield* ledger.lookupByKey(request.threadId, request.idempotencyKey)
+          if (Option.isNone(row)) return { _tag: "ChildDescribed" } as const
+          return {
+            _tag: "ChildDescribed",
+            child: {
+              submissionId: row.value.submissionId,
+              state: row.value.state,
+              ...(row.value.settlement === undefined ? {} : { settlement: row.value.settlement }),
+            },
+          } as const
+        }),
     }),
     inspectMaintenance: Effect.fn("ThreadObject.inspectMaintenance")(function* () {
       const view = yield* readMaintenanceView

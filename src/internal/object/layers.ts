@@ -23,8 +23,15 @@ import {
 import { DurableAlarmService } from "../maintenance/alarmService.ts"
 import { ThreadMaintenanceFailpoint } from "../maintenance/failpoint.ts"
 import { ThreadMutationGate } from "../maintenance/gate.ts"
-import { ThreadPublication } from "../maintenance/hooks.ts"
+import {
+  ThreadMessageDelivery,
+  type ThreadMessageDeliveryService,
+  ThreadPublication,
+} from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import { MessageOutbox, SelfAddress } from "../../core/MessageOutbox.ts"
+import { RoutedPort } from "../../RoutedPort.ts"
+import { messageDeliveryLayer } from "../delivery/layer.ts"
 import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 
@@ -37,6 +44,8 @@ export type ThreadObjectPlatform =
   | DurableAlarmService
   | SubmissionLedger
   | ThreadHistory
+  | MessageOutbox
+  | RoutedPort
   | ThreadMaintenanceFailpoint
   | RuntimeFailpoint
 
@@ -58,8 +67,10 @@ export interface ThreadObjectOptions {
   /** Overrides of `CLOUDFLARE_RUNTIME_DEFAULTS`, decoded once per incarnation. */
   readonly config?: CloudflareDurableRuntimeConfigOverrides
   /**
-   * The env binding of this class's own namespace. The incarnation checks that it addresses
-   * this Object and provides it to the application as `ThreadObjectNamespace`.
+   * The env binding of this class's own namespace (e.g. `"THREADS"`). The incarnation checks
+   * that it addresses this Object and provides it to the application as
+   * `ThreadObjectNamespace`; other Objects reach this one through it, and it is the default
+   * namespace of its children. Needed to start children.
    */
   readonly namespaceBinding?: string
   /**
@@ -117,7 +128,15 @@ export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, opti
   return Layer.mergeAll(
     ThreadMutationGate.layer,
     DurableAlarmService.layer,
-    ThreadHistory.layer.pipe(Layer.provideMerge(SubmissionLedger.layer)),
+    MessageOutbox.layer.pipe(
+      Layer.provideMerge(ThreadHistory.layer),
+      Layer.provideMerge(SubmissionLedger.layer),
+    ),
+    RoutedPort.layer,
+    Layer.succeed(SelfAddress, {
+      objectId: ctx.id.toString(),
+      ...(options.namespaceBinding === undefined ? {} : { namespace: options.namespaceBinding }),
+    }),
   ).pipe(Layer.provideMerge(base))
 }
 
@@ -125,10 +144,15 @@ export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, opti
 export const namespaceLayer = (ctx: DurableObjectState, env: Cloudflare.Env, binding: string | undefined) =>
   binding === undefined ? Layer.empty : ThreadObjectNamespace.layer(ctx, env, binding)
 
-/** @internal The application's Thread layer; see `ThreadObject.layer`. */
+/**
+ * @internal The application's Thread layer; see `ThreadObject.layer`. Message delivery is the
+ * runtime's own (an application's `ThreadMessageDelivery` is not used); `delivery` replaces it
+ * for tests that script what the pass's delivery does.
+ */
 export const threadLayer = <EP = never, RP = never, EJ = never, RJ = never>(
   registrations: ReadonlyArray<AnyAgentDefinition>,
   options: ThreadLayerOptions<EP, RP, EJ, RJ> = {},
+  delivery?: ThreadMessageDeliveryService,
 ): Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> => {
   const runtime = DurableAgentRuntime.layerWithBindings(registrations).pipe(
     Layer.provide(cloudflareWakeScheduler),
@@ -137,5 +161,9 @@ export const threadLayer = <EP = never, RP = never, EJ = never, RJ = never>(
     options.publication ?? ThreadPublication.layer,
     options.projection ?? ThreadProjectionMaintenance.layer,
   )
-  return ThreadMaintenance.layer.pipe(Layer.provideMerge(Layer.mergeAll(runtime, hooks)))
+  const native =
+    delivery === undefined
+      ? messageDeliveryLayer.pipe(Layer.provideMerge(runtime))
+      : Layer.merge(runtime, Layer.succeed(ThreadMessageDelivery, delivery))
+  return ThreadMaintenance.layer.pipe(Layer.provideMerge(Layer.mergeAll(hooks, native)))
 }

@@ -36,6 +36,7 @@ export const SubmitInput = Schema.Struct({
   agentId: AgentId,
   idempotencyKey: IdempotencyKey,
   input: Schema.Json,
+  mode: Schema.optionalKey(Schema.Literals(["queue", "join", "join-or-queue"])),
 })
 
 /** @internal */

@@ -8,6 +8,7 @@
 import { Cause, Effect, Exit, Schema } from "effect"
 import { BindingDigestMismatch, BindingUnavailable } from "../../core/AgentRegistration.ts"
 import {
+  JoinRefused,
   NotPending,
   RunJournalError,
   SettlementConflict,
@@ -23,6 +24,7 @@ import {
   OwnershipLost,
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
+import { MessageOutboxError } from "../../core/MessageOutbox.ts"
 import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableAlarmError, MaintenanceRecordDamaged } from "../maintenance/errors.ts"
@@ -40,6 +42,7 @@ export const ThreadObjectError = Schema.Union([
   InvalidRequest,
   AdmissionRefused,
   IdempotencyConflict,
+  JoinRefused,
   SubmissionNotFound,
   NotPending,
   SettlementTimeout,
@@ -53,6 +56,7 @@ export const ThreadObjectError = Schema.Union([
   BindingUnavailable,
   BindingDigestMismatch,
   ThreadProjectionError,
+  MessageOutboxError,
   DurableAlarmError,
   MaintenanceRecordDamaged,
   Unauthorized,

@@ -8,6 +8,7 @@ import { Context, Effect, Schema } from "effect"
 import type { AgentContext } from "../../../src/core/AgentContext.ts"
 import {
   AgentFailure,
+  type AgentDefinition,
   type AnyAgentDefinition,
   define,
   withDigest,
@@ -103,16 +104,75 @@ const reviewer = define({
     }),
 })
 
+/** A conversation: it asks for an approval, then adds up the follow-ups that joined it. */
+const chat = define({
+  id: "chat",
+  version: "1",
+  input: AgentInput,
+  output: Schema.Int,
+  acceptsJoinedInput: true,
+  program: (input, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.step("hello", plain(ctx, "hello").pipe(Effect.as(input.n)))
+      yield* ctx.requestApproval({ n: input.n })
+      const joined = yield* ctx.receiveJoined
+      return joined.reduce((total, item) => total + item.n, input.n)
+    }),
+})
+
+/** What a delegator asks of its child. */
+export const DelegateInput = Schema.Struct({
+  n: Schema.Int,
+  child: Schema.Literals(["stepper", "charger", "reviewer"]),
+  object: Schema.String,
+  lane: Schema.String,
+  sleep: Schema.Int,
+})
+export type DelegateInput = typeof DelegateInput.Type
+
+const childAgents = { stepper, charger, reviewer } as const
+
+/** How a delegator reports its child's settlement. */
+export const childReport = (settled: {
+  readonly outcome: string
+  readonly output?: unknown
+  readonly refused?: string
+}): string =>
+  settled.outcome === "completed"
+    ? `completed:${JSON.stringify(settled.output)}`
+    : `${settled.outcome}${settled.refused === undefined ? "" : `(${settled.refused})`}`
+
+/** Starts a child in the Object and lane its input names, does a step, then awaits it. */
+const delegator = define({
+  id: "delegator",
+  version: "1",
+  input: DelegateInput,
+  output: Schema.String,
+  program: (input, ctx) =>
+    Effect.gen(function* () {
+      const handle = yield* ctx.startChild({
+        agent: childAgents[input.child] as AgentDefinition<AgentInput, unknown>,
+        input: { n: input.n, steps: 1, sleep: input.sleep, fail: false },
+        thread: { objectName: input.object, threadId: input.lane },
+      })
+      yield* ctx.step("meanwhile", plain(ctx, "meanwhile").pipe(Effect.as(input.n)))
+      const settled = yield* ctx.awaitChild(handle)
+      return childReport(
+        settled.outcome === "completed" ? { outcome: "completed", output: settled.output } : settled,
+      )
+    }),
+})
+
 /** The agent kinds a lane can be given. */
-export type AgentKind = "stepper" | "charger" | "reviewer"
+export type AgentKind = "stepper" | "charger" | "reviewer" | "chat" | "delegator"
 
 /** A deployment: which code the next incarnation runs. */
 export type Deployment = "full" | "without-reviewer" | "charger-changed"
 
 const registered: Record<Deployment, ReadonlyArray<AnyAgentDefinition>> = {
-  full: [stepper, charger, reviewer],
-  "without-reviewer": [stepper, charger],
-  "charger-changed": [stepper, withDigest(charger, "changed-charger-digest"), reviewer],
+  full: [stepper, charger, reviewer, chat, delegator],
+  "without-reviewer": [stepper, charger, chat, delegator],
+  "charger-changed": [stepper, withDigest(charger, "changed-charger-digest"), reviewer, chat, delegator],
 }
 
 /** The agents a deployment registers. */
@@ -127,12 +187,38 @@ export const admitsSharedDigest = (deployment: Deployment, kind: AgentKind): boo
 /** The settlement a Submission must reach, given its input and its recorded resolutions. */
 export const expectedOutcome = (
   agentId: string,
-  input: AgentInput,
+  input: unknown,
   entries: ReadonlyArray<HistoryEntry>,
 ): { readonly outcome: "completed"; readonly output: unknown } | { readonly outcome: "failed" } => {
   const denied = entries.some((entry) => entry._tag === "ApprovalResolved" && !entry.approved)
   const approval = entries.find((entry) => entry._tag === "ApprovalResolved")
   const resolution = entries.find((entry) => entry._tag === "UnknownOutcomeResolved")
+  if (agentId === "delegator") {
+    const settled = entries.find((entry) => entry._tag === "ChildSettled")
+    return settled === undefined
+      ? { outcome: "failed" }
+      : { outcome: "completed", output: childReport(settled) }
+  }
+  if (agentId === "chat") {
+    if (denied) return { outcome: "failed" }
+    const joined = entries.find((entry) => entry._tag === "InputJoined")
+    const extra =
+      joined?._tag === "InputJoined" ? joined.joined.map((item) => (item.input as AgentInput).n) : []
+    return { outcome: "completed", output: extra.reduce((total, n) => total + n, (input as AgentInput).n) }
+  }
+  return expectedOf(agentId, input as AgentInput, { denied, approval, resolution })
+}
+
+const expectedOf = (
+  agentId: string,
+  input: AgentInput,
+  recorded: {
+    readonly denied: boolean
+    readonly approval: HistoryEntry | undefined
+    readonly resolution: HistoryEntry | undefined
+  },
+): { readonly outcome: "completed"; readonly output: unknown } | { readonly outcome: "failed" } => {
+  const { denied, approval, resolution } = recorded
   switch (agentId) {
     case "stepper": {
       if (input.fail) return { outcome: "failed" }
@@ -141,9 +227,9 @@ export const expectedOutcome = (
       return { outcome: "completed", output: total }
     }
     case "charger": {
-      if (resolution?.resolution._tag === "Failed") return { outcome: "failed" }
-      const charge =
-        resolution?.resolution._tag === "Succeeded" ? resolution.resolution.value : `charged-${input.n}`
+      const resolved = resolution?._tag === "UnknownOutcomeResolved" ? resolution.resolution : undefined
+      if (resolved?._tag === "Failed") return { outcome: "failed" }
+      const charge = resolved?._tag === "Succeeded" ? resolved.value : `charged-${input.n}`
       return { outcome: "completed", output: { charge } }
     }
     default: {

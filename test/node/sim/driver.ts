@@ -1,25 +1,35 @@
 /**
- * The seeded driver of one simulated run. A chaos phase picks actions (submit to a lane,
- * replay a key, approve or deny, resolve an unknown, abort, admin retry, advance virtual time,
- * deliver the due alarm, evict, redeploy, release a paused fiber) while failpoints fire by
- * seed; a calm phase then stops injecting, resolves every external wait and delivers alarms
- * until the Object is quiescent. Invariants are checked after every step; at the end every
- * accepted Submission must have settled exactly once with the outcome its input implies.
+ * The seeded driver of one simulated run over a cluster of one to three Objects. A chaos phase
+ * picks actions (submit to a lane of an Object, delegate to a child in another Object, join a
+ * running conversation, replay a key, approve or deny, resolve an unknown, abort, admin retry,
+ * advance virtual time, deliver an Object's due alarm, evict or redeploy an Object, release a
+ * paused fiber) while failpoints fire and the network misbehaves by seed; a calm phase then
+ * stops injecting, resolves every external wait and delivers alarms until every Object is
+ * quiescent. Invariants are checked after every step; at the end every accepted Submission must
+ * have settled exactly once with the outcome its input and its records imply.
  */
 import { Effect, Exit } from "effect"
 import { TestClock } from "effect/testing"
-import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 import type { ThreadId } from "../../../src/core/Identifiers.ts"
-import { admitsSharedDigest, AgentInput, type AgentKind, type Deployment } from "./agents.ts"
-import { makeFaultPlan } from "./faults.ts"
+import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
+import { admitsSharedDigest, type AgentKind, type Deployment } from "./agents.ts"
+import { makeCluster, type Cluster } from "./cluster.ts"
 import { checkEndState } from "./endState.ts"
+import { makeFaultPlan } from "./faults.ts"
 import { readRecord } from "./invariants.ts"
+import { makeNetworkFaults } from "./network.ts"
 import { lanes, openWaits } from "./oracle.ts"
 import { makeRng, type Rng } from "./random.ts"
-import { makeWorld, type World } from "./world.ts"
+import type { World } from "./world.ts"
 
 const LANES = ["lane-a", "lane-b", "lane-c"] as unknown as ReadonlyArray<ThreadId>
-const KINDS: ReadonlyArray<AgentKind> = ["stepper", "charger", "reviewer"]
+/**
+ * Children run in lanes of their own: a parent holds its lane while it waits, so a child queued
+ * behind another waiting parent whose child waits behind the first would deadlock, as locks
+ * taken in opposite orders do (the README's rule). A child in its parent's own lane is refused.
+ */
+const CHILD_LANES = ["kid-a", "kid-b"] as const
+const CHILD_KINDS = ["stepper", "charger", "reviewer"] as const
 /** Virtual time starts here (2026-01-01), far from 0 so no deadline is special. */
 const EPOCH = 1_767_225_600_000
 
@@ -54,8 +64,18 @@ const describeExit = (exit: Exit.Exit<unknown, unknown>): string => {
   return exit.cause.reasons.some((reason) => reason._tag === "Interrupt") ? "interrupted" : "died"
 }
 
+/** A submitted request, kept for replays. */
+interface Request {
+  readonly object: string
+  readonly threadId: ThreadId
+  readonly agentId: AgentKind
+  readonly idempotencyKey: string
+  readonly input: Record<string, unknown>
+  readonly mode?: "join" | "join-or-queue"
+}
+
 /** The driver's bookkeeping of one run. */
-const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose: boolean) => {
+const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, verbose: boolean) => {
   const labels = new Map<string, string>()
   const label = (submissionId: string) => {
     let name = labels.get(submissionId)
@@ -65,35 +85,41 @@ const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose
     }
     return name
   }
-  const requests: Array<{
-    threadId: ThreadId
-    agentId: AgentKind
-    idempotencyKey: string
-    input: AgentInput
-  }> = []
-  const rows = () => [...world.store.rows.values()]
-  const entriesOf = (row: SubmissionSnapshot) =>
+  const requests: Array<Request> = []
+  const { worlds } = cluster
+  const names = worlds.map((world) => world.name)
+  const worldOf = (name: string) => cluster.objects.get(name) as World
+  const rows = () => worlds.flatMap((world) => [...world.store.rows.values()].map((row) => ({ world, row })))
+  const entriesOf = (world: World, row: SubmissionSnapshot) =>
     (world.store.historyBySubmission.get(row.submissionId) ?? []).map((record) => record.entry)
   const awaitingApproval = () =>
-    rows().filter((row) => row.state === "suspended" && openWaits(entriesOf(row)).approval)
+    rows().filter(({ world, row }) => row.state === "suspended" && openWaits(entriesOf(world, row)).approval)
   const awaitingResolution = () =>
-    rows().filter((row) => row.state === "unknown" && openWaits(entriesOf(row)).uncertain)
+    rows().filter(({ world, row }) => row.state === "unknown" && openWaits(entriesOf(world, row)).uncertain)
+  const pickWorld = () => worldOf(rng.pick(names))
 
-  const submit = (request: (typeof requests)[number], note: string) =>
-    world.call(
+  const submit = (request: Request, note: string) =>
+    worldOf(request.object).call(
       "submit",
-      (incarnation) => incarnation.entry.submit(request),
+      (incarnation) =>
+        incarnation.entry.submit({
+          threadId: request.threadId,
+          agentId: request.agentId,
+          idempotencyKey: request.idempotencyKey,
+          input: request.input,
+          ...(request.mode === undefined ? {} : { mode: request.mode }),
+        }),
       (exit) =>
         log(
-          `  submit ${note} ${request.agentId}@${request.threadId} -> ${
+          `  submit ${note} ${request.agentId}@${request.object}/${request.threadId}${request.mode === undefined ? "" : ` ${request.mode}`} -> ${
             Exit.isSuccess(exit)
-              ? `${label(exit.value.submissionId)}${exit.value.replayed ? " (replayed)" : ""}`
+              ? `${label(exit.value.submissionId)}${exit.value.replayed ? " (replayed)" : ""}${exit.value.host === undefined ? "" : ` joins ${label(exit.value.host)}`}`
               : describeExit(exit)
           }`,
         ),
     )
 
-  const approve = (row: SubmissionSnapshot, approved: boolean) =>
+  const approve = (world: World, row: SubmissionSnapshot, approved: boolean) =>
     world.call(
       "resolveApproval",
       (incarnation) =>
@@ -105,7 +131,7 @@ const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose
       (exit) => log(`  ${approved ? "approve" : "deny"} ${label(row.submissionId)} -> ${describeExit(exit)}`),
     )
 
-  const resolve = (row: SubmissionSnapshot, succeeded: boolean) =>
+  const resolve = (world: World, row: SubmissionSnapshot, succeeded: boolean) =>
     world.call(
       "resolveUnknown",
       (incarnation) =>
@@ -122,7 +148,7 @@ const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose
         ),
     )
 
-  const addressed = (name: "abort" | "retry", row: SubmissionSnapshot) =>
+  const addressed = (name: "abort" | "retry", world: World, row: SubmissionSnapshot) =>
     world.call(
       name,
       (incarnation) => incarnation.entry[name]({ threadId: row.threadId, submissionId: row.submissionId }),
@@ -130,11 +156,37 @@ const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose
     )
 
   /** Advances virtual time to `to` (never backwards). */
-  const advanceTo = (to: number) => (to > world.now() ? TestClock.setTime(to) : Effect.void)
+  const advanceTo = (to: number) => (to > (worlds[0] as World).now() ? TestClock.setTime(to) : Effect.void)
+
+  const newRequest = (world: World): Request | undefined => {
+    const kind = rng.weighted<AgentKind>({ stepper: 2, charger: 2, reviewer: 2, chat: 2, delegator: 3 })
+    if (!admitsSharedDigest(world.deployment, kind)) return undefined
+    const key = `key-${requests.length + 1}`
+    const threadId = rng.pick(LANES)
+    const base = {
+      n: rng.int(0, 99),
+      steps: rng.int(1, 3),
+      sleep: rng.pick([0, 0, 40, 300, 1_200]),
+      fail: rng.chance(0.1),
+    }
+    if (kind === "delegator") {
+      const own = rng.chance(0.1)
+      const input = {
+        n: base.n,
+        child: rng.pick(CHILD_KINDS),
+        object: own ? world.name : rng.pick(names),
+        lane: own ? threadId : rng.pick(CHILD_LANES),
+        sleep: base.sleep,
+      }
+      return { object: world.name, threadId, agentId: kind, idempotencyKey: key, input }
+    }
+    return { object: world.name, threadId, agentId: kind, idempotencyKey: key, input: base }
+  }
 
   const chaosStep = Effect.gen(function* () {
     const action = rng.weighted({
-      submit: 20,
+      submit: 18,
+      join: 8,
       replay: 3,
       deliver: 24,
       early: 3,
@@ -150,47 +202,59 @@ const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose
     log(`  ${action}`)
     switch (action) {
       case "submit": {
-        const kind = rng.pick(KINDS)
-        const agentId = kind === "charger" && !admitsSharedDigest(world.deployment, kind) ? "stepper" : kind
-        const request = {
-          threadId: rng.pick(LANES),
-          agentId,
-          idempotencyKey: `key-${requests.length + 1}`,
-          input: {
-            n: rng.int(0, 99),
-            steps: rng.int(1, 3),
-            sleep: rng.pick([0, 0, 40, 300, 1_200]),
-            fail: rng.chance(0.1),
-          },
-        }
+        const request = newRequest(pickWorld())
+        if (request === undefined) return
         requests.push(request)
         return yield* submit(request, "new")
+      }
+      case "join": {
+        // A follow-up, mostly for a lane where a conversation runs; refused or queued otherwise.
+        const world = pickWorld()
+        const chats = LANES.filter((lane) => {
+          const head = world.store.lanes.get(lane)?.nonterminal[0]
+          return head !== undefined && world.store.rows.get(head)?.agentId === "chat"
+        })
+        const request: Request = {
+          object: world.name,
+          threadId: chats.length > 0 && rng.chance(0.8) ? rng.pick(chats) : rng.pick(LANES),
+          agentId: "chat",
+          idempotencyKey: `key-${requests.length + 1}`,
+          input: { n: rng.int(100, 199), steps: 1, sleep: 0, fail: false },
+          mode: rng.chance(0.7) ? "join-or-queue" : "join",
+        }
+        requests.push(request)
+        return yield* submit(request, "follow-up")
       }
       case "replay": {
         if (requests.length === 0) return
         const original = rng.pick(requests)
-        if (original.agentId === "charger" && !admitsSharedDigest(world.deployment, "charger")) return
+        if (!admitsSharedDigest(worldOf(original.object).deployment, original.agentId)) return
         // Now and then the same key with another payload: a typed conflict, nothing admitted.
         const changed = rng.chance(0.2)
         return yield* submit(
-          changed ? { ...original, input: { ...original.input, n: original.input.n + 1 } } : original,
+          changed
+            ? { ...original, input: { ...original.input, n: Number(original.input["n"]) + 1 } }
+            : original,
           changed ? "conflicting" : "replay",
         )
       }
       case "deliver": {
+        const world = pickWorld()
         const at = world.storage.alarm
         if (at !== null && at > world.now() && rng.chance(0.7)) {
-          log(`  advance to the alarm ${at}`)
+          log(`  advance to the alarm of ${world.name} ${at}`)
           yield* advanceTo(at)
-          yield* world.settle
+          yield* cluster.settle
         }
-        if (!(yield* world.deliver())) log(`  nothing to deliver`)
+        if (!(yield* world.deliver())) log(`  nothing to deliver in ${world.name}`)
         return
       }
-      case "early":
+      case "early": {
         // A forced or duplicate delivery before the alarm is due.
-        if (!(yield* world.deliver({ early: true }))) log(`  nothing to deliver`)
+        const world = pickWorld()
+        if (!(yield* world.deliver({ early: true }))) log(`  nothing to deliver in ${world.name}`)
         return
+      }
       case "advance": {
         const by = rng.chance(0.02)
           ? 15 * 60_000
@@ -200,34 +264,42 @@ const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose
       }
       case "approve": {
         const waiting = awaitingApproval()
-        if (waiting.length > 0) yield* approve(rng.pick(waiting), rng.chance(0.75))
-        return
+        if (waiting.length === 0) return
+        const { world, row } = rng.pick(waiting)
+        return yield* approve(world, row, rng.chance(0.75))
       }
       case "resolve": {
         const waiting = awaitingResolution()
-        if (waiting.length > 0) yield* resolve(rng.pick(waiting), rng.chance(0.7))
-        return
+        if (waiting.length === 0) return
+        const { world, row } = rng.pick(waiting)
+        return yield* resolve(world, row, rng.chance(0.7))
       }
       case "abort": {
         const all = rows()
-        const open = all.filter((row) => row.state !== "settled")
+        const open = all.filter(({ row }) => row.state !== "settled")
         const pool = open.length > 0 && rng.chance(0.85) ? open : all
-        if (pool.length > 0) yield* addressed("abort", rng.pick(pool))
-        return
+        if (pool.length === 0) return
+        const { world, row } = rng.pick(pool)
+        return yield* addressed("abort", world, row)
       }
       case "retry": {
-        const running = rows().filter((row) => row.state === "running")
-        if (running.length > 0) yield* addressed("retry", rng.pick(running))
-        return
+        const running = rows().filter(({ row }) => row.state === "running")
+        if (running.length === 0) return
+        const { world, row } = rng.pick(running)
+        return yield* addressed("retry", world, row)
       }
-      case "evict":
-        return yield* world.evict("evicted by the driver")
+      case "evict": {
+        const world = pickWorld()
+        return yield* world.evict(`${world.name} evicted by the driver`)
+      }
       case "redeploy": {
+        const world = pickWorld()
         const next = rng.pick<Deployment>(["full", "full", "without-reviewer", "charger-changed"])
-        log(`  redeploy ${next}`)
+        log(`  redeploy ${world.name} ${next}`)
         return yield* world.redeploy(next)
       }
       case "release": {
+        const world = pickWorld()
         if (world.paused.length === 0) return
         if (rng.chance(0.3)) {
           while (world.paused.length > 0) yield* world.release(0)
@@ -242,47 +314,55 @@ const makeDriver = (world: World, rng: Rng, log: (line: string) => void, verbose
   /** The open rows, for the trace. */
   const openRows = () =>
     rows()
-      .filter((row) => row.state !== "settled")
+      .filter(({ row }) => row.state !== "settled")
       .map(
-        (row) =>
-          `${label(row.submissionId)}@${row.threadId}#${row.queueSequence} ${row.agentId} ${row.state} e${row.producerEpoch}${row.abortRequested ? " abort" : ""}${row.ownership === undefined ? "" : ` lease ${row.ownership.leaseExpiresAt}`}`,
+        ({ world, row }) =>
+          `${label(row.submissionId)}@${world.name}/${row.threadId}#${row.queueSequence} ${row.agentId} ${row.state} e${row.producerEpoch}${row.abortRequested ? " abort" : ""}${row.ownership === undefined ? "" : ` lease ${row.ownership.leaseExpiresAt}`}`,
       )
       .join("; ")
 
   /** One round of convergence: resolve waits, then move time or deliver. `false`: quiescent. */
   const calmStep = Effect.gen(function* () {
     if (verbose) log(`  open: ${openRows()}`)
-    while (world.paused.length > 0) yield* world.release(0)
-    for (const row of awaitingApproval()) yield* approve(row, rng.chance(0.7))
-    for (const row of awaitingResolution()) yield* resolve(row, rng.chance(0.7))
-    yield* world.settle
-    const open = rows().some((row) => row.state !== "settled")
-    if (world.handlerRunning) {
+    for (const world of worlds) while (world.paused.length > 0) yield* world.release(0)
+    for (const { world, row } of awaitingApproval()) yield* approve(world, row, rng.chance(0.7))
+    for (const { world, row } of awaitingResolution()) yield* resolve(world, row, rng.chance(0.7))
+    yield* cluster.settle
+    const open = rows().some(({ row }) => row.state !== "settled")
+    if (worlds.some((world) => world.handlerRunning)) {
       log(`  advance 1000 ms (handler running)`)
       yield* TestClock.adjust(1_000)
       return true
     }
-    const at = world.storage.alarm
-    if (at !== null) {
-      yield* advanceTo(at)
-      yield* world.settle
-      yield* world.deliver()
+    const next = cluster.nextAlarm()
+    if (next !== undefined) {
+      yield* advanceTo(next.at)
+      yield* cluster.settle
+      yield* next.world.deliver()
       return true
     }
-    if (world.inFlight.size > 0) {
-      log(
-        `  waiting for ${[...world.inFlight.values()].map((call) => `${call.name}@${call.incarnation}`).join(", ")}`,
-      )
+    const calls = worlds.flatMap((world) =>
+      [...world.inFlight.values()].map((call) => `${call.name}@${world.name}/${call.incarnation}`),
+    )
+    if (calls.length > 0 || cluster.network.stats.inFlight > 0) {
+      log(`  waiting for ${calls.join(", ")}${cluster.network.stats.inFlight > 0 ? " and the network" : ""}`)
       yield* TestClock.adjust(100)
       return true
     }
     if (open) {
-      const stranded = lanes(world.store).filter((lane) => lane.autonomous)
-      world.monitor.check(
+      const stranded = worlds.flatMap((world) =>
+        lanes(world.store)
+          .filter((lane) => lane.autonomous)
+          .map(
+            (lane) =>
+              `${world.name}/${lane.threadId} head ${label(lane.head.submissionId)} ${lane.head.state}`,
+          ),
+      )
+      const first = worlds[0] as World
+      first.monitor.check(
         "liveness",
         stranded.length === 0,
-        () =>
-          `stranded: ${stranded.map((lane) => `${lane.threadId} head ${label(lane.head.submissionId)} ${lane.head.state}`).join(", ")} with no alarm, pass or call`,
+        () => `stranded: ${stranded.join(", ")} with no alarm, pass or call`,
       )
       return stranded.length === 0 && awaitingApproval().length + awaitingResolution().length > 0
     }
@@ -308,26 +388,48 @@ export const simulate = (seed: number, options: SimulationOptions) =>
       ownershipLeaseDuration: rng.pick([3_000, 30_000]),
       leaseRenewalInterval: 1_000,
       abortPollInterval: rng.pick([500, 2_000]),
+      deliveryAttemptTimeoutMillis: rng.pick([500, 3_000]),
+      deliveryRetryBaseMillis: rng.pick([50, 500]),
+      deliveryRetryCapMillis: rng.pick([1_000, 10_000]),
       ...(options.multiHead === true ? { maxHeadsPerEvent: rng.pick([2, 3, 16]) } : {}),
     }
-    log(`seed ${seed}: faults ${faults.describe()}; config ${JSON.stringify(config)}`)
+    const network = makeNetworkFaults(rng)
+    const names = ["o1", "o2", "o3"].slice(0, rng.pick([1, 2, 2, 3]))
+    log(
+      `seed ${seed}: ${names.length} Object(s); faults ${faults.describe()}; ${network.describe()}; config ${JSON.stringify(config)}`,
+    )
     yield* TestClock.setTime(EPOCH)
-    const world = yield* makeWorld({ config, faults, trace: log, verbose: options.verbose ?? false })
-    const driver = makeDriver(world, rng, log, options.verbose ?? false)
+    const cluster = yield* makeCluster({
+      names,
+      config,
+      faults,
+      network,
+      rng,
+      trace: log,
+      verbose: options.verbose ?? false,
+    })
+    const driver = makeDriver(cluster, rng, log, options.verbose ?? false)
+    const { worlds } = cluster
+    const first = worlds[0] as World
 
-    const status = () => {
-      const record = readRecord(world.storage)
-      const run = world.storage.run
-      return `alarm=${world.storage.alarm === null ? "none" : world.storage.alarm - EPOCH} gen=${record?.dirty ?? "-"}/${record?.processed ?? "-"}${run === undefined ? "" : ` run=${run.id}`}${world.paused.length > 0 ? ` paused=${world.paused.length}` : ""}`
-    }
+    const status = () =>
+      worlds
+        .map((world) => {
+          const record = readRecord(world.storage)
+          const run = world.storage.run
+          return `${world.name} alarm=${world.storage.alarm === null ? "none" : world.storage.alarm - EPOCH} gen=${record?.dirty ?? "-"}/${record?.processed ?? "-"}${run === undefined ? "" : ` run=${run.id}`}${world.paused.length > 0 ? ` paused=${world.paused.length}` : ""}`
+        })
+        .join("; ")
     let steps = 0
+    const violations = () => worlds.flatMap((world) => world.monitor.violations)
     const step = (body: Effect.Effect<unknown>) =>
       Effect.gen(function* () {
         steps++
-        log(`#${steps} t=${world.now() - EPOCH}`)
+        log(`#${steps} t=${first.now() - EPOCH}`)
         yield* body
-        yield* world.settle
-        world.monitor.step()
+        yield* cluster.settle
+        for (const world of worlds) world.monitor.step()
+        cluster.checkLinks()
         log(`   ${status()}`)
       })
 
@@ -336,46 +438,72 @@ export const simulate = (seed: number, options: SimulationOptions) =>
     const chaosSteps = rng.chance(0.2)
       ? rng.int(Math.floor((shortest + longest) / 2), longest)
       : rng.int(shortest, Math.floor((shortest + 2 * longest) / 5))
-    for (let index = 0; index < chaosSteps && world.monitor.violations.length === 0; index++) {
+    for (let index = 0; index < chaosSteps && violations().length === 0; index++) {
       yield* step(driver.chaosStep)
     }
-    if (world.monitor.violations.length === 0) {
+    if (violations().length === 0) {
       log(`calm: no more faults`)
       faults.calm()
-      yield* step(world.deployment === "full" ? world.evict("calm restart") : world.redeploy("full"))
+      network.calm()
+      yield* step(
+        Effect.forEach(
+          worlds,
+          (world) => (world.deployment === "full" ? world.evict("calm restart") : world.redeploy("full")),
+          { discard: true },
+        ),
+      )
       let converging = true
-      for (
-        let round = 0;
-        round < options.calmRounds && converging && world.monitor.violations.length === 0;
-        round++
-      ) {
+      for (let round = 0; round < options.calmRounds && converging && violations().length === 0; round++) {
         yield* step(
           Effect.map(driver.calmStep, (more) => {
             converging = more
           }),
         )
       }
-      if (world.monitor.violations.length === 0) {
-        world.monitor.check(
+      if (violations().length === 0) {
+        first.monitor.check(
           "liveness",
           !converging,
           () => `no quiescence after ${options.calmRounds} calm rounds`,
         )
-        checkEndState(world, driver.label)
+        for (const world of worlds) checkEndState(world, driver.label)
+        cluster.checkLinksAtEnd()
       }
     }
+    const stats: Record<string, number | string> = {
+      objects: worlds.length,
+      ...cluster.network.stats,
+      plan: `${faults.describe()}; ${network.describe()}`,
+    }
+    const add = (key: string, value: number) => {
+      stats[key] = Number(stats[key] ?? 0) + value
+    }
+    for (const world of worlds) {
+      const rowsOf = [...world.store.rows.values()]
+      add("children", rowsOf.filter((row) => row.parent !== undefined).length)
+      add("joined", rowsOf.filter((row) => row.settlement?.host !== undefined).length)
+      add(
+        "refusedChildren",
+        [...world.store.historyFeed].filter(
+          (record) => record.entry._tag === "ChildSettled" && record.entry.refused !== undefined,
+        ).length,
+      )
+      add("messages", world.store.outbox.size)
+      for (const [key, value] of Object.entries(world.stats)) stats[key] = Number(stats[key] ?? 0) + value
+      add("selfCancellations", world.monitor.selfCancellations)
+      add("takeovers", world.monitor.takeovers)
+    }
+    const checksByKind: Record<string, number> = {}
+    for (const world of worlds)
+      for (const [kind, count] of Object.entries(world.monitor.byKind))
+        checksByKind[kind] = (checksByKind[kind] ?? 0) + count
     return {
       seed,
       steps,
-      checks: world.monitor.checks,
-      violations: world.monitor.violations,
+      checks: worlds.reduce((total, world) => total + world.monitor.checks, 0),
+      violations: violations(),
       trace,
-      stats: {
-        ...world.stats,
-        selfCancellations: world.monitor.selfCancellations,
-        takeovers: world.monitor.takeovers,
-        plan: faults.describe(),
-      },
-      checksByKind: world.monitor.byKind,
+      stats,
+      checksByKind,
     } satisfies RunReport
   })

@@ -2,8 +2,9 @@
  * One incarnation of the simulated Object: the real platform layers (mutation gate, alarm
  * service, `ThreadMaintenance`, the durable runtime with the Cloudflare wake scheduler) built
  * over the storage port's facade, a fresh `SqlClient` stand-in, and the durable in-memory
- * ledger and history seen through a gate that refuses every operation once the incarnation is
- * dead. The assembly mirrors `ThreadObject`'s, with in-memory stores in place of SQLite.
+ * ledger, history and outbox seen through a gate that refuses every operation once the
+ * incarnation is dead, the native delivery driver over the simulated network. The assembly
+ * mirrors `ThreadObject`'s, with in-memory stores in place of SQLite.
  */
 import { Context, Deferred, Effect, Layer, Option, Scope, Stream } from "effect"
 import {
@@ -19,6 +20,7 @@ import { DurableAgentRuntime } from "../../../src/core/DurableAgentRuntime.ts"
 import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../../src/core/RuntimeFailpoint.ts"
 import {
   type Claim,
+  type AppendFence,
   type Fence,
   LedgerError,
   SubmissionLedger,
@@ -26,6 +28,9 @@ import {
 } from "../../../src/core/SubmissionLedger.ts"
 import { memoryStoreOf } from "../../../src/core/internal/ledger/memory.ts"
 import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
+import { MessageOutbox, MessageOutboxError, SelfAddress } from "../../../src/core/MessageOutbox.ts"
+import { messageDeliveryLayer } from "../../../src/internal/delivery/layer.ts"
+import { RoutedPort } from "../../../src/RoutedPort.ts"
 import { ThreadStoreError } from "../../../src/core/DurableAgentRuntime.ts"
 import { ThreadProjectionMaintenance } from "../../../src/core/ThreadProjectionMaintenance.ts"
 import { makeEntryPoints, type EntryPoints } from "../../../src/internal/object/entryPoints.ts"
@@ -46,6 +51,7 @@ export const SimHolder = Context.Reference<Holder | undefined>(
 export interface DurableStores {
   readonly ledger: SubmissionLedger["Service"]
   readonly history: ThreadHistory["Service"]
+  readonly outbox: MessageOutbox["Service"]
 }
 
 /** Everything an incarnation's entry points, constructor and alarm handler use. */
@@ -133,6 +139,10 @@ export interface IncarnationSpec {
     now: number,
   ) => void
   readonly onActivity: () => void
+  /** The network as this Object reaches other Objects. */
+  readonly port: RoutedPort["Service"]
+  /** Where other Objects reach this one. */
+  readonly self: { readonly namespace: string; readonly objectId: string }
 }
 
 /**
@@ -167,10 +177,15 @@ const fenceOf = (name: string, args: ReadonlyArray<unknown>): Fence | undefined 
     case "transition":
     case "settle":
     case "reserveSettlement":
+    case "settleWithMessages":
       return args[0] as Fence
     case "append":
     case "appendAll":
-      return args[2] as Fence
+    case "appendWithMessages": {
+      // An input record (a child's settlement) is no owner's write.
+      const fence = args[2] as AppendFence
+      return fence._tag === "Input" ? undefined : fence
+    }
     default:
       return undefined
   }
@@ -234,8 +249,18 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
     spec.onActivity,
     fenced,
   )
+  const outbox = gated(
+    watchingZombies(spec.stores.outbox, store, zombie, onZombieWrite),
+    storesAlive,
+    (name) => new MessageOutboxError({ operation: `MessageOutbox.${name}`, message: resetMessage }),
+    spec.onActivity,
+    fenced,
+  )
   const base = Layer.mergeAll(
     DurableObjectContext.layer(spec.state, {} as Cloudflare.Env),
+    Layer.succeed(MessageOutbox, outbox),
+    Layer.succeed(RoutedPort, spec.port),
+    Layer.succeed(SelfAddress, spec.self),
     simSqlClient,
     Layer.succeedContext(spec.config),
     ThreadMaintenanceFailpoint.layerTest(spec.maintenanceFailpoint),
@@ -251,7 +276,7 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
   )
   const hooks = Layer.mergeAll(ThreadPublication.layer, ThreadProjectionMaintenance.layer)
   return ThreadMaintenance.layer.pipe(
-    Layer.provideMerge(Layer.mergeAll(runtime, hooks)),
+    Layer.provideMerge(Layer.mergeAll(hooks, messageDeliveryLayer.pipe(Layer.provideMerge(runtime)))),
     Layer.provideMerge(platform),
   )
 }
@@ -265,7 +290,10 @@ export const buildIncarnation = (
 ): Effect.Effect<Incarnation> =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(incarnationLayer(spec), scope).pipe(Effect.orDie)
+    // A memo map of its own: an incarnation built from another Object's fiber (a routed request
+    // constructs its target) must not reuse that Object's services.
+    const memoMap = yield* Layer.makeMemoMap
+    const context = yield* Layer.buildWithMemoMap(incarnationLayer(spec), memoMap, scope).pipe(Effect.orDie)
     return {
       id: spec.holder.id,
       holder: spec.holder,

@@ -29,7 +29,7 @@ import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoin
 import type { MemoryStore } from "../../../src/core/internal/ledger/memory.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
-import { lanes } from "./oracle.ts"
+import { hasPendingMessages, lanes } from "./oracle.ts"
 import {
   type AlarmRun,
   currentOrigin,
@@ -167,9 +167,13 @@ export const makeMonitor = (view: WorldView) => {
       () => `processed ${after.processed} beyond dirty ${after.dirty} by ${who}`,
     )
     if (after.dirty !== before.dirty) {
+      // Client calls and routed requests prearm; so does a pass's delivery driver when it records
+      // a reply that changes native work.
       check(
         "record",
-        event.origin?.kind === "rpc" && after.dirty === before.dirty + 1n,
+        event.origin !== undefined &&
+          event.origin.kind !== "constructor" &&
+          after.dirty === before.dirty + 1n,
         () => `dirty advanced ${before.dirty} -> ${after.dirty} outside a single prearm (${who})`,
       )
     }
@@ -322,6 +326,7 @@ export const makeMonitor = (view: WorldView) => {
       record !== undefined &&
       record.dirty === record.processed &&
       view.rpcInFlight() === 0 &&
+      !hasPendingMessages(view.store) &&
       !lanes(view.store).some((lane) => lane.autonomous)
     if (quiet) {
       check(
@@ -347,6 +352,12 @@ export const makeMonitor = (view: WorldView) => {
         !owed || storage.alarm !== null,
         () => `generation ${record?.dirty}/${record?.processed} owed with no alarm`,
       )
+      // A message still to send keeps an alarm: the delivery driver's deadline.
+      check(
+        "delivery-alarm",
+        !hasPendingMessages(store) || storage.alarm !== null,
+        () => `messages are left to send with no alarm`,
+      )
       // Pending autonomous work has an alarm no later than its due time: the bounded backoff,
       // or later only for a lane whose head waits for compatible code (a binding wait never
       // delays another lane, and never shortens the backoff either).
@@ -365,7 +376,18 @@ export const makeMonitor = (view: WorldView) => {
         check(
           "due-alarm",
           storage.alarm !== null && storage.alarm <= bound,
-          () => `autonomous work due by ${bound} but the alarm is ${storage.alarm} (now ${now})`,
+          () =>
+            `autonomous work due by ${bound} but the alarm is ${storage.alarm} (now ${now}): ${lanes(store)
+              .filter((lane) => lane.autonomous)
+              .map((lane) =>
+                lane.rows
+                  .map(
+                    (row) =>
+                      `${row.threadId}#${row.queueSequence} ${row.agentId} ${row.state}${row.abortRequested ? " abort" : ""}`,
+                  )
+                  .join(", "),
+              )
+              .join("; ")}`,
         )
       }
     }
@@ -378,6 +400,15 @@ export const makeMonitor = (view: WorldView) => {
       // Rows are replaced on every write: an unchanged object was checked already.
       if (seenRows.get(row.submissionId) === row) continue
       seenRows.set(row.submissionId, row)
+      if (row.state === "settled" && row.parent !== undefined) {
+        // A child settles with its marker for the parent: the outbox owes it from that write on.
+        const marker = store.outbox.get(`settled:${row.submissionId}`)?.message
+        check(
+          "child-marker-durable",
+          marker?._tag === "ChildSettled" && marker.outcome === row.settlement?.outcome,
+          () => `child ${row.submissionId} settled without its settlement marker in the outbox`,
+        )
+      }
       if (row.state !== "settled") {
         check(
           "settlement-immutable",
@@ -424,7 +455,11 @@ export const makeMonitor = (view: WorldView) => {
         case "StepCompleted":
         case "StepFailed":
         case "UncertainStepStarted":
-        case "ApprovalRequested": {
+        case "ApprovalRequested":
+        case "ChildStarted":
+        case "ChildAwaited":
+        case "ChildSettled":
+        case "InputJoined": {
           const kind = entry._tag === "StepFailed" ? "StepCompleted" : entry._tag
           const key = `${submissionId}:${kind}:${entry.step}`
           check(

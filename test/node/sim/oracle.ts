@@ -8,12 +8,20 @@ import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 import type { MemoryStore } from "../../../src/core/internal/ledger/memory.ts"
 import type { ThreadId } from "../../../src/core/Identifiers.ts"
 
-/** Whether the records leave an approval or an uncertain step open. */
+/** Whether the records leave an approval, an uncertain step or a wait for a child open. */
 export const openWaits = (entries: ReadonlyArray<HistoryEntry>) => {
   const approvals = new Set<number>()
   const uncertain = new Set<number>()
+  const awaited = new Set<number>()
+  const settledChildren = new Set<number>()
   for (const entry of entries) {
     switch (entry._tag) {
+      case "ChildAwaited":
+        awaited.add(entry.child)
+        break
+      case "ChildSettled":
+        settledChildren.add(entry.step)
+        break
       case "ApprovalRequested":
         approvals.add(entry.step)
         break
@@ -30,18 +38,60 @@ export const openWaits = (entries: ReadonlyArray<HistoryEntry>) => {
         break
     }
   }
-  return { approval: approvals.size > 0, uncertain: uncertain.size > 0 }
+  return {
+    approval: approvals.size > 0,
+    uncertain: uncertain.size > 0,
+    child: [...awaited].some((step) => !settledChildren.has(step)),
+  }
 }
 
 const entriesOf = (store: MemoryStore, row: SubmissionSnapshot): ReadonlyArray<HistoryEntry> =>
   (store.historyBySubmission.get(row.submissionId) ?? []).map((record: HistoryRecord) => record.entry)
 
-/** A head only an external actor can move: an open approval or an unresolved uncertain step. */
+/**
+ * A row only something outside its lane can move: an open approval, an unresolved uncertain
+ * step, a child it waits for, a join whose live host has not read it yet (or has, and will
+ * settle it), or a child whose recorded settlement waits for its parent's acknowledgement.
+ */
 export const isStableWait = (store: MemoryStore, row: SubmissionSnapshot): boolean => {
-  if (row.abortRequested) return false
-  const open = openWaits(entriesOf(store, row))
-  return (row.state === "suspended" && open.approval) || (row.state === "unknown" && open.uncertain)
+  // A settling row's abort is moot: its settlement is reserved.
+  if (row.abortRequested && row.state !== "terminalizing") return false
+  switch (row.state) {
+    case "suspended": {
+      const open = openWaits(entriesOf(store, row))
+      return open.approval || open.child
+    }
+    case "unknown":
+      return openWaits(entriesOf(store, row)).uncertain
+    case "joined":
+      return true
+    case "joining": {
+      const host = row.host === undefined ? undefined : store.rows.get(row.host)
+      if (host === undefined || host.state === "terminalizing" || host.state === "settled") return false
+      return !(store.historyBySubmission.get(host.submissionId) ?? []).some(
+        (record) =>
+          record.entry._tag === "InputJoined" &&
+          record.entry.joined.some((joined) => joined.submissionId === row.submissionId),
+      )
+    }
+    case "terminalizing":
+      return (
+        row.parent !== undefined &&
+        entriesOf(store, row).some((entry) => entry._tag === "SubmissionSettled") &&
+        store.outbox.get(`settled:${row.submissionId}`)?.acknowledgedAt === undefined
+      )
+    default:
+      return false
+  }
 }
+
+/** Whether the outbox holds a message still to be sent (its dependency acknowledged). */
+export const hasPendingMessages = (store: MemoryStore): boolean =>
+  [...store.outbox.values()].some(
+    (row) =>
+      row.acknowledgedAt === undefined &&
+      (row.dependsOn === undefined || store.outbox.get(row.dependsOn)?.acknowledgedAt !== undefined),
+  )
 
 /** A lane's nonterminal rows in queue order, with its head's standing. */
 export interface LaneView {

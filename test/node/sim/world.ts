@@ -17,6 +17,16 @@ import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/Cloud
 import { SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, ThreadHistory } from "../../../src/core/ThreadHistory.ts"
 import { memoryStoreOf } from "../../../src/core/internal/ledger/memory.ts"
+import { MessageOutbox } from "../../../src/core/MessageOutbox.ts"
+import {
+  type PortEnvelope,
+  type PortFailure,
+  PortProtocolError,
+  type PortReply,
+  PortUnavailable,
+  PortUnreachable,
+  type RoutedPort,
+} from "../../../src/RoutedPort.ts"
 import { deploymentAgents, type Deployment, type ExternalWorld, SimExternalWorld } from "./agents.ts"
 import type { FaultPlan } from "./faults.ts"
 import { makeFailpoints, type Pause } from "./failpoints.ts"
@@ -62,6 +72,20 @@ export interface WorldOptions {
   readonly trace: (line: string) => void
   /** Traces every failpoint hit too. */
   readonly verbose?: boolean
+  /** The Object's name; other Objects reach it by this name (or the same string as its id). */
+  readonly name?: string
+  /** How this Object reaches the others; by default it reaches none. */
+  readonly port?: RoutedPort["Service"]
+  /** Activity counter shared by the Objects of a cluster, to detect quiescence. */
+  readonly activity?: { count: number }
+}
+
+/** The namespace binding every simulated Object lives in. */
+export const SIM_NAMESPACE = "SIM_THREADS"
+
+const nowhere: RoutedPort["Service"] = {
+  call: (address) =>
+    Effect.fail(new PortUnreachable({ message: `no Object ${address.objectName ?? address.objectId} here` })),
 }
 
 /** Builds the world of one run; everything it forks lives in the caller's scope. */
@@ -69,19 +93,23 @@ export const makeWorld = (options: WorldOptions) =>
   Effect.gen(function* () {
     const clock = yield* Clock.Clock
     const now = () => clock.currentTimeMillisUnsafe()
-    const durable = yield* Layer.build(layerMemoryWithLedger).pipe(Effect.orDie)
+    const durable = yield* Layer.build(
+      MessageOutbox.layerMemory.pipe(Layer.provideMerge(layerMemoryWithLedger)),
+    ).pipe(Effect.orDie)
     const stores = {
       ledger: Context.get(durable, SubmissionLedger),
       history: Context.get(durable, ThreadHistory),
+      outbox: Context.get(durable, MessageOutbox),
     }
     const config = yield* buildConfig(options.config)
     const store = memoryStoreOf(stores.ledger)
     if (store === undefined)
       return yield* Effect.die(new Error("the durable ledger is not the in-memory one"))
 
-    let activity = 0
+    const name = options.name ?? "object"
+    const activity = options.activity ?? { count: 0 }
     const touch = () => {
-      activity++
+      activity.count++
     }
     let current: Incarnation | undefined
     let incarnations = 0
@@ -260,6 +288,8 @@ export const makeWorld = (options: WorldOptions) =>
         },
         onActivity: touch,
         deployment,
+        port: options.port ?? nowhere,
+        self: { namespace: SIM_NAMESPACE, objectId: name },
       })
       current = incarnation
       options.trace(`  incarnation ${id} (${deployment})`)
@@ -294,7 +324,12 @@ export const makeWorld = (options: WorldOptions) =>
           { kind: "rpc", name },
           Deferred.await(incarnation.ready).pipe(
             Effect.andThen(Effect.exit(body(incarnation))),
-            Effect.tap((exit) => Effect.sync(() => onExit(exit))),
+            // A call whose incarnation is closed under it ends interrupted: its caller hears so.
+            Effect.onExit((outer) =>
+              Effect.sync(() =>
+                onExit(Exit.isSuccess(outer) ? outer.value : (outer as unknown as Exit.Exit<A, E>)),
+              ),
+            ),
             Effect.ensuring(Effect.sync(() => inFlight.delete(id) && touch())),
           ),
         )
@@ -378,28 +413,42 @@ export const makeWorld = (options: WorldOptions) =>
         current?.holder.abort(reason)
       })
 
-    /**
-     * Lets every fiber run until nothing happens any more; closes dead incarnations. Fibers run
-     * on microtasks (the sync scheduler) and storage promises resolve on microtasks, so one turn
-     * of the event loop drains all of it: the run is quiescent when a turn changes nothing.
-     */
-    const settle = Effect.gen(function* () {
-      let last = -1
-      for (let round = 0; round < 1_000 && activity !== last; round++) {
-        last = activity
-        yield* eventLoopTurn
-        // A zombie keeps running until its window has passed (virtual time moves on meanwhile).
-        for (const incarnation of dead.filter((each) => !each.holder.storesAlive())) {
-          dead.splice(dead.indexOf(incarnation), 1)
-          incarnation.closed = true
-          yield* Effect.forkDetach(Scope.close(incarnation.scope, Exit.void))
-          touch()
-        }
+    /** Closes dead incarnations; a zombie keeps running until its window has passed. */
+    const closeDead = Effect.gen(function* () {
+      for (const incarnation of dead.filter((each) => !each.holder.storesAlive())) {
+        dead.splice(dead.indexOf(incarnation), 1)
+        incarnation.closed = true
+        yield* Effect.forkDetach(Scope.close(incarnation.scope, Exit.void))
+        touch()
       }
     })
+    const settle = settleAll(activity, [closeDead])
+
+    /**
+     * A routed request from another Object, run in this one's live incarnation like any RPC.
+     * The answer never comes if the incarnation dies first: the sender's timeout takes over.
+     */
+    const portCall = (envelope: PortEnvelope): Effect.Effect<PortReply, PortFailure> =>
+      Effect.gen(function* () {
+        const answer = yield* Deferred.make<Exit.Exit<PortReply, unknown>>()
+        yield* call(
+          "portCall",
+          (incarnation) => incarnation.entry.portCall(envelope),
+          (exit) => Deferred.doneUnsafe(answer, Effect.succeed(exit)),
+        )
+        const exit = yield* Deferred.await(answer)
+        if (Exit.isSuccess(exit)) return exit.value
+        const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+        if (failure?._tag === "Fail" && failure.error instanceof PortProtocolError)
+          return yield* failure.error
+        return yield* new PortUnavailable({ message: `${name}: portCall failed unexpectedly` })
+      })
 
     return {
+      name,
       now,
+      portCall,
+      closeDead,
       storage,
       store,
       stores,
@@ -431,6 +480,21 @@ export const makeWorld = (options: WorldOptions) =>
       get handlerRunning() {
         return storage.run !== undefined
       },
+    }
+  })
+
+/**
+ * Lets every fiber run until nothing happens any more, closing dead incarnations. Fibers run
+ * on microtasks (the sync scheduler) and storage promises resolve on microtasks, so one turn
+ * of the event loop drains all of it: the run is quiescent when a turn changes nothing.
+ */
+export const settleAll = (activity: { count: number }, closeDead: ReadonlyArray<Effect.Effect<void>>) =>
+  Effect.gen(function* () {
+    let last = -1
+    for (let round = 0; round < 1_000 && activity.count !== last; round++) {
+      last = activity.count
+      yield* eventLoopTurn
+      for (const close of closeDead) yield* close
     }
   })
 

@@ -4,7 +4,15 @@
  * `inspect` (the Objects open without their runtime, so storage is read exactly as left).
  */
 import { Effect, Schema, type Scope } from "effect"
-import { AlarmSignal, type ArmEntry, CrashLog, RawView, SupplierCall } from "../fixtures/crashProtocol.ts"
+import {
+  AlarmSignal,
+  type ArmEntry,
+  CrashLog,
+  type NetworkFaults,
+  NetworkStats,
+  RawView,
+  SupplierCall,
+} from "../fixtures/crashProtocol.ts"
 import { type LocalWorker, postJson, startLocalWorker } from "./localWorker.ts"
 import { signalListener } from "./signalListener.ts"
 import { tempDir } from "./tempDir.ts"
@@ -37,6 +45,8 @@ export interface CrashDriver {
   readonly log: (name: string) => Effect.Effect<CrashLog>
   readonly trace: (name: string) => Effect.Effect<ReadonlyArray<string>>
   readonly kill: (name: string) => Effect.Effect<void>
+  /** Puts a faulty network in front of the Object's `portCall` (with `faults`); what it did so far. */
+  readonly network: (name: string, faults?: NetworkFaults) => Effect.Effect<NetworkStats | null>
   readonly supplier: (name: string) => Effect.Effect<ReadonlyArray<SupplierCall>>
   readonly perform: (name: string, operation: string, reference: string) => Effect.Effect<void>
   readonly raw: (name: string) => Effect.Effect<RawView>
@@ -100,6 +110,8 @@ export const crashDriver = (
       log: (name) => post(CrashLog, "/log", { name }),
       trace: (name) => post(Schema.Array(Schema.String), "/trace", { name }),
       kill: (name) => Effect.asVoid(post(ignore, "/kill", { name })),
+      network: (name, faults) =>
+        post(Schema.NullOr(NetworkStats), "/network", { name, ...(faults === undefined ? {} : { faults }) }),
       supplier: (name) => post(Schema.Array(SupplierCall), "/supplier", { name }),
       perform: (name, operation, reference) =>
         Effect.asVoid(post(ignore, "/perform", { name, operation, reference })),

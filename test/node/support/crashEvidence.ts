@@ -7,6 +7,10 @@
  *   sequences, Submission ids and timestamps: ids are random and times differ per run.
  *   Interleaving of different Submissions of one lane is not compared (an accepted abort of a
  *   queued Submission is recorded whenever a pass reaches it); FIFO order is checked instead.
+ * - A child's idempotency key and the fields that carry random ids of another Object (a
+ *   child's key and Object name in `ChildStarted`, its Submission id in `ChildSettled`, the
+ *   parent's ids in the child's acceptance, the joined Submissions' ids) are reduced to what
+ *   the run decides: the call position, the outcome, the inputs.
  * - `UnknownOutcomeRecorded` is dropped and `UnknownOutcomeResolved` becomes the step result
  *   it supplies (`StepCompleted`/`StepFailed` under the uncertain step's name): a crash inside
  *   an uncertain step legitimately adds the Unknown Outcome, and the operator's resolution
@@ -31,6 +35,40 @@ const bySubmission = (view: RawView): Map<string, Array<RawRecord>> => {
   return groups
 }
 
+/** A row's key, `lane/idempotencyKey`; a child's key (`parent:<id>:<step>`) becomes `child@<step>`. */
+export const rowKey = (row: { readonly threadId: string; readonly idempotencyKey: string }): string =>
+  `${row.threadId}/${row.idempotencyKey.replace(/^parent:.+:(\d+)$/, "child@$1")}`
+
+/** An entry without the ids another Object or run chose. */
+const withoutForeignIds = (entry: Entry): Entry => {
+  switch (entry._tag) {
+    case "ChildStarted": {
+      const { idempotencyKey: _key, target: _target, ...rest } = entry
+      return rest as Entry
+    }
+    case "ChildSettled": {
+      const { childSubmissionId: _child, ...rest } = entry
+      return rest as Entry
+    }
+    case "SubmissionAccepted": {
+      const { parent, host, ...rest } = entry as Entry & { parent?: { step: number }; host?: string }
+      return {
+        ...rest,
+        ...(parent === undefined ? {} : { parentStep: parent.step }),
+        ...(host === undefined ? {} : { joined: true }),
+      } as Entry
+    }
+    case "SubmissionSettled": {
+      const { host, ...rest } = entry as Entry & { host?: string }
+      return (host === undefined ? rest : { ...rest, withHost: true }) as Entry
+    }
+    case "InputJoined":
+      return { ...entry, joined: (entry["joined"] as Array<{ input: unknown }>).map((item) => item.input) }
+    default:
+      return entry
+  }
+}
+
 /** The normalised history of each Submission, by idempotency key. */
 export const normalizedHistory = (view: RawView): Record<string, ReadonlyArray<unknown>> => {
   const groups = bySubmission(view)
@@ -40,10 +78,10 @@ export const normalizedHistory = (view: RawView): Record<string, ReadonlyArray<u
     const names = new Map<unknown, unknown>()
     for (const entry of entries)
       if (entry._tag === "UncertainStepStarted") names.set(entry["step"], entry["name"])
-    result[`${row.threadId}/${row.idempotencyKey}`] = entries.flatMap((entry): Array<unknown> => {
+    result[rowKey(row)] = entries.flatMap((entry): Array<unknown> => {
       if (entry._tag === "UnknownOutcomeRecorded" || entry._tag === "ReconcileStarted") return []
       if (entry._tag === "ReconcileAnswered") return [{ ...entry, attempt: undefined }]
-      if (entry._tag !== "UnknownOutcomeResolved") return [entry]
+      if (entry._tag !== "UnknownOutcomeResolved") return [withoutForeignIds(entry)]
       const resolution = entry["resolution"] as { _tag: string; value?: unknown; message?: string }
       const step = entry["step"]
       const name = names.get(step)
@@ -60,10 +98,7 @@ export const statesOf = (view: RawView): Record<string, string> =>
   Object.fromEntries(
     view.submissions.map((row) => {
       const outcome = (row.settlement as { outcome?: string } | null)?.outcome
-      return [
-        `${row.threadId}/${row.idempotencyKey}`,
-        outcome === undefined ? row.state : `settled:${outcome}`,
-      ]
+      return [rowKey(row), outcome === undefined ? row.state : `settled:${outcome}`]
     }),
   )
 
@@ -71,7 +106,7 @@ export const statesOf = (view: RawView): Record<string, string> =>
 export const supplierCounts = (view: RawView, operation: string): Record<string, number> =>
   Object.fromEntries(
     view.submissions.map((row) => [
-      `${row.threadId}/${row.idempotencyKey}`,
+      rowKey(row),
       view.supplier.filter(
         (call) => call.operation === operation && call.reference === `${row.threadId}/${row.submissionId}`,
       ).length,
@@ -82,7 +117,8 @@ export const supplierCounts = (view: RawView, operation: string): Record<string,
 export const unknownOutcomes = (view: RawView): number =>
   view.history.filter((record) => entryOf(record)._tag === "UnknownOutcomeRecorded").length
 
-const stableWait = (state: string) => state === "suspended" || state === "unknown"
+const stableWait = (state: string) =>
+  state === "suspended" || state === "unknown" || state === "joining" || state === "joined"
 
 /**
  * Violations of the quiescence invariants: alarm cleared, `dirty == processed`, gap-free
@@ -94,6 +130,8 @@ export const invariantViolations = (view: RawView): Array<string> => {
   const problems: Array<string> = []
   if (view.alarm !== null) problems.push(`the alarm is still set (${view.alarm})`)
   if (view.alarmDelivered) problems.push("an alarm was still pending at inspection")
+  for (const message of view.outbox)
+    if (!message.acknowledged) problems.push(`message ${message.messageId} was never acknowledged`)
   if (view.record === null) problems.push("no maintenance record")
   else if (view.record.dirty !== view.record.processed)
     problems.push(`dirty ${view.record.dirty} != processed ${view.record.processed}`)
@@ -168,4 +206,55 @@ export const invariantViolations = (view: RawView): Array<string> => {
     }
   }
   return problems
+}
+
+/**
+ * What spans a parent Object and its children's Object: every child is linked to a parent
+ * that journaled its start under the child's key, and its settlement was applied to its parent
+ * once (at most once when the parent was aborted).
+ */
+export const linkViolations = (parent: RawView, children: RawView): Array<string> => {
+  const problems: Array<string> = []
+  const entries = parent.history.map((record) => ({
+    submissionId: record.submissionId,
+    entry: record.entry as {
+      readonly _tag: string
+      readonly step?: number
+      readonly idempotencyKey?: string
+    },
+  }))
+  for (const row of children.submissions) {
+    const link = row.parent as { submissionId: string; step: number } | null
+    if (link === null) continue
+    const mine = entries.filter((record) => record.submissionId === link.submissionId)
+    const started = mine.find(
+      (record) => record.entry._tag === "ChildStarted" && record.entry.step === link.step,
+    )
+    if (started?.entry.idempotencyKey !== row.idempotencyKey)
+      problems.push(`child ${rowKey(row)} is not linked to a parent that started it`)
+    const applied = mine.filter(
+      (record) => record.entry._tag === "ChildSettled" && record.entry.step === link.step,
+    )
+    const parentRow = parent.submissions.find((candidate) => candidate.submissionId === link.submissionId)
+    const outcome = (parentRow?.settlement as { outcome?: string } | null)?.outcome
+    if (applied.length > 1 || (outcome !== "aborted" && applied.length !== 1))
+      problems.push(`child ${rowKey(row)} settled into its parent ${applied.length} times`)
+  }
+  return problems
+}
+
+/**
+ * The children's view with each child's key (`parent:<id>:<step>`) naming its parent by the
+ * parent's own key instead of its random id, so several children stay apart when compared.
+ */
+export const withParentKeys = (children: RawView, parent: RawView): RawView => {
+  const keys = new Map(parent.submissions.map((row) => [row.submissionId, row.idempotencyKey]))
+  return {
+    ...children,
+    submissions: children.submissions.map((row) => {
+      const match = /^parent:(.+):(\d+)$/.exec(row.idempotencyKey)
+      const key = match === null ? undefined : keys.get(match[1] ?? "")
+      return key === undefined ? row : { ...row, idempotencyKey: `child of ${key}@${match?.[2]}` }
+    }),
+  }
 }

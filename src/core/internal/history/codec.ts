@@ -5,7 +5,7 @@
 import { Effect, Schema } from "effect"
 import { ThreadStoreError } from "../runtime/model.ts"
 import { FenceRejected } from "../ledger/model.ts"
-import type { Fence } from "../ledger/model.ts"
+import type { AppendFence } from "../ledger/model.ts"
 import { HistoryEntry, HistoryRecord } from "./model.ts"
 import { fenceEpoch, fenceSubmissionId } from "../ledger/rules.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
@@ -58,7 +58,7 @@ export const decodeRecord = (
   })
 
 /** Refuses a fence issued for another Submission than the record's. @internal */
-export const foreignFence = (submissionId: SubmissionId, fence: Fence): FenceRejected | undefined =>
+export const foreignFence = (submissionId: SubmissionId, fence: AppendFence): FenceRejected | undefined =>
   fenceSubmissionId(fence) === submissionId
     ? undefined
     : new FenceRejected({
@@ -102,11 +102,11 @@ export const appendOne =
     appendAll: (
       submissionId: SubmissionId,
       entries: ReadonlyArray<HistoryEntry>,
-      fence: Fence,
+      fence: AppendFence,
       now: number,
     ) => Effect.Effect<ReadonlyArray<HistoryRecord>, E, R>,
   ) =>
-  (submissionId: SubmissionId, entry: HistoryEntry, fence: Fence, now: number) =>
+  (submissionId: SubmissionId, entry: HistoryEntry, fence: AppendFence, now: number) =>
     Effect.flatMap(appendAll(submissionId, [entry], fence, now), (records) =>
       records[0] === undefined
         ? Effect.fail(

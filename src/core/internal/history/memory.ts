@@ -7,7 +7,47 @@ import { ThreadStoreError } from "../runtime/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
-import { appendNow, checkFenceNow, memoryStoreOf } from "../ledger/memory.ts"
+import { appendNow, checkFenceNow, type MemoryStore, memoryStoreOf } from "../ledger/memory.ts"
+import type { AppendFence } from "../ledger/model.ts"
+import type { HistoryEntry } from "./model.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
+
+/**
+ * Checks an append and adds its records in one synchronous block with the fence check, running
+ * `alongside` in the same block (an outbox inserts its messages there). @internal
+ */
+export const appendInBlock = (
+  store: MemoryStore,
+  operation: string,
+  append: {
+    readonly submissionId: SubmissionId
+    readonly entries: ReadonlyArray<HistoryEntry>
+    readonly fence: AppendFence
+    readonly now: number
+  },
+  alongside: () => void = () => {},
+) =>
+  Effect.gen(function* () {
+    const { submissionId, entries, fence, now } = append
+    yield* requireInstant(operation, now)
+    const foreign = foreignFence(submissionId, fence)
+    if (foreign !== undefined) return yield* foreign
+    if (entries.length === 0) {
+      return yield* new ThreadStoreError({ operation, message: "an append needs at least one record" })
+    }
+    const stored = yield* Effect.forEach(entries, (entry) =>
+      Effect.map(encodeEntry(operation, entry), (encoded) => encoded.stored),
+    )
+    return yield* Effect.suspend(() =>
+      Effect.fromResult(
+        Result.map(checkFenceNow(store, fence), (snapshot) => {
+          const records = appendNow(store, snapshot.threadId, submissionId, stored, now)
+          alongside()
+          return records
+        }),
+      ),
+    )
+  })
 
 /** Builds the in-memory history over the in-memory ledger's store. @internal */
 export const makeMemoryHistory = Effect.gen(function* () {
@@ -22,23 +62,7 @@ export const makeMemoryHistory = Effect.gen(function* () {
 
   const appendAll: typeof ThreadHistory.Service.appendAll = Effect.fn("ThreadHistory.append")(
     function* (submissionId, entries, fence, now) {
-      const operation = "ThreadHistory.append"
-      yield* requireInstant(operation, now)
-      const foreign = foreignFence(submissionId, fence)
-      if (foreign !== undefined) return yield* foreign
-      if (entries.length === 0) {
-        return yield* new ThreadStoreError({ operation, message: "an append needs at least one record" })
-      }
-      const stored = yield* Effect.forEach(entries, (entry) =>
-        Effect.map(encodeEntry(operation, entry), (encoded) => encoded.stored),
-      )
-      return yield* Effect.suspend(() =>
-        Effect.fromResult(
-          Result.map(checkFenceNow(store, fence), (snapshot) =>
-            appendNow(store, snapshot.threadId, submissionId, stored, now),
-          ),
-        ),
-      )
+      return yield* appendInBlock(store, "ThreadHistory.append", { submissionId, entries, fence, now })
     },
   )
 

@@ -3,8 +3,10 @@
  * can import them without a cycle. Re-exported by `ThreadHistory`.
  */
 import { Schema } from "effect"
-import { AgentId, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { SettlementOutcome } from "../ledger/model.ts"
+import { ChildRefusalReason } from "../outbox/model.ts"
+import { ObjectAddress, ParentLink } from "../outbox/parentLink.ts"
 
 /**
  * What a reconcile found: the effect happened (with the step's encoded result), did not happen
@@ -25,6 +27,10 @@ export const HistoryEntry = Schema.Union([
     agentId: AgentId,
     agentDigest: Schema.String,
     input: Schema.Json,
+    /** A child Submission's parent. */
+    parent: Schema.optionalKey(ParentLink),
+    /** The host a joining Submission was admitted into. */
+    host: Schema.optionalKey(SubmissionId),
   }),
   Schema.TaggedStruct("InputApplied", {}),
   Schema.TaggedStruct("StepCompleted", { step: Schema.Int, name: Schema.String, result: Schema.Json }),
@@ -56,11 +62,42 @@ export const HistoryEntry = Schema.Union([
     approved: Schema.Boolean,
     note: Schema.optionalKey(Schema.String),
   }),
+  /** A child Submission this one started; its admission is sent from the outbox. */
+  Schema.TaggedStruct("ChildStarted", {
+    step: Schema.Int,
+    target: ObjectAddress,
+    threadId: ThreadId,
+    agentId: AgentId,
+    agentDigest: Schema.String,
+    idempotencyKey: IdempotencyKey,
+    input: Schema.Json,
+  }),
+  /** The program waits for the child started at `child`. */
+  Schema.TaggedStruct("ChildAwaited", { step: Schema.Int, child: Schema.Int }),
+  /**
+   * The settlement of the child started at `step` (an input record: it takes no call position).
+   * `refused` says the child's Thread refused the admission, so no child ran.
+   */
+  Schema.TaggedStruct("ChildSettled", {
+    step: Schema.Int,
+    childSubmissionId: Schema.optionalKey(SubmissionId),
+    outcome: SettlementOutcome,
+    output: Schema.optionalKey(Schema.Json),
+    error: Schema.optionalKey(Schema.String),
+    refused: Schema.optionalKey(ChildRefusalReason),
+  }),
+  /** Joined input the program read at `step`: the joined Submissions and their inputs. */
+  Schema.TaggedStruct("InputJoined", {
+    step: Schema.Int,
+    joined: Schema.Array(Schema.Struct({ submissionId: SubmissionId, input: Schema.Json })),
+  }),
   Schema.TaggedStruct("AbortRequested", {}),
   Schema.TaggedStruct("SubmissionSettled", {
     outcome: SettlementOutcome,
     output: Schema.optionalKey(Schema.Json),
     error: Schema.optionalKey(Schema.String),
+    /** A joined Submission settles with its host. */
+    host: Schema.optionalKey(SubmissionId),
   }),
 ])
 export type HistoryEntry = typeof HistoryEntry.Type

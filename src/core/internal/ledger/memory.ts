@@ -11,6 +11,7 @@ import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { encodeEntry } from "../history/codec.ts"
 import { type HistoryEntry, HistoryRecord } from "../history/model.ts"
+import type { OutboxMessage, ThreadMessageReply } from "../outbox/model.ts"
 import {
   idCollision,
   inputBytesRefusal,
@@ -24,6 +25,7 @@ import { Claim, InvalidTransition, LedgerError, SubmissionLedgerLimits, Submissi
 import type {
   Admission,
   AdmissionCheck,
+  AppendFence,
   AdmissionRefused,
   AdmissionRequest,
   Fence,
@@ -49,6 +51,10 @@ export interface MemoryStore {
   readonly historyBySubmission: Map<SubmissionId, Array<HistoryRecord>>
   /** Every record of the Object in commit order; a record's feed position is its index + 1. */
   readonly historyFeed: Array<HistoryRecord>
+  /** The outbox, in insertion order. */
+  readonly outbox: Map<string, OutboxMessage>
+  /** Answers the receiver remembers, by message id. */
+  readonly answers: Map<string, ThreadMessageReply>
 }
 
 const stores = new WeakMap<object, MemoryStore>()
@@ -86,9 +92,9 @@ const apply = (store: MemoryStore, change: Rules.Change): SubmissionSnapshot => 
   return change.next
 }
 
-/** Checks a fence against the current row, synchronously. @internal */
-export const checkFenceNow = (store: MemoryStore, fence: Fence) =>
-  Rules.verifyFence(fence, store.rows.get(Rules.fenceSubmissionId(fence)))
+/** Checks an append fence against the current row, synchronously. @internal */
+export const checkFenceNow = (store: MemoryStore, fence: AppendFence) =>
+  Rules.verifyAppendFence(fence, store.rows.get(Rules.fenceSubmissionId(fence)))
 
 /** Appends records of one Submission of `thread`, synchronously; the caller checked the fence. @internal */
 export const appendNow = (
@@ -128,6 +134,8 @@ export const makeMemoryStore = (): MemoryStore => ({
   history: new Map(),
   historyBySubmission: new Map(),
   historyFeed: [],
+  outbox: new Map(),
+  answers: new Map(),
 })
 
 /**
@@ -206,6 +214,9 @@ export const makeMemoryLedger = Effect.gen(function* () {
     }
     const submissionId = submissionIdFor(store.salt, request.threadId, request.idempotencyKey)
     const target = laneOf(store, request.threadId)
+    // A join whose host ended (or is aborting) meanwhile is ordinary input.
+    const host =
+      request.host !== undefined && Rules.takesJoins(store.rows.get(request.host)) ? request.host : undefined
     const snapshot = new SubmissionSnapshot({
       submissionId,
       threadId: request.threadId,
@@ -216,11 +227,13 @@ export const makeMemoryLedger = Effect.gen(function* () {
       inputPayload: request.inputPayload,
       inputDigest: request.inputDigest,
       receiptId: newReceiptId(),
-      state: "ready",
+      state: host === undefined ? "ready" : "joining",
       producerEpoch: 0,
       abortRequested: false,
       createdAt: request.now,
       readyAt: request.now,
+      ...(request.parent === undefined ? {} : { parent: request.parent }),
+      ...(host === undefined ? {} : { host }),
     })
     target.lastSequence = snapshot.queueSequence
     target.nonterminal.push(snapshot.submissionId)
@@ -267,12 +280,16 @@ export const makeMemoryLedger = Effect.gen(function* () {
         try: () => JSON.parse(request.inputPayload) as Schema.Json,
         catch: (cause) => new LedgerError({ operation, message: "the input payload is not JSON", cause }),
       })
-      const [accepted] = yield* storedEntries(operation, [
-        Rules.acceptedEntry({ agentId: request.agentId, agentDigest: request.agentDigest }, input),
-      ])
+      // The host is named only when the admission takes it (see `admitNow`).
+      const { host: _host, ...unhosted } = request
+      const [accepted] = yield* storedEntries(operation, [Rules.acceptedEntry(unhosted, input)])
       return yield* atomically(operation, () =>
         refuse(Rules.nonFinite(operation, { now: request.now }), () =>
-          admitNow(operation, request, () => accepted as HistoryEntry),
+          admitNow(operation, request, (row) =>
+            row.host === undefined
+              ? (accepted as HistoryEntry)
+              : { ...(accepted as HistoryEntry), host: row.host },
+          ),
         ),
       )
     }),
@@ -293,6 +310,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
 
     lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(store.rows.get(submissionId)))
+    }),
+
+    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
+      return yield* Effect.sync(() =>
+        Option.fromUndefinedOr(store.rows.get(submissionIdFor(store.salt, threadId, idempotencyKey))),
+      )
     }),
 
     head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
@@ -337,9 +360,20 @@ export const makeMemoryLedger = Effect.gen(function* () {
       yield* fenced("SubmissionLedger.release", fence, (row) => Rules.relinquishRule(fence, row, "ready"))
     }),
 
-    park: Effect.fn("SubmissionLedger.park")(function* (claim, state) {
+    park: Effect.fn("SubmissionLedger.park")(function* (claim, state, awaiting) {
       const fence = ownerFence(claim)
-      yield* fenced("SubmissionLedger.park", fence, (row) => Rules.relinquishRule(fence, row, state))
+      // The check and the park in one block: a child's settlement recorded first resumes the row.
+      const to = (): "ready" | "suspended" | "unknown" =>
+        awaiting !== undefined &&
+        (store.historyBySubmission.get(claim.submissionId) ?? []).some((record) =>
+          Rules.settlesChild(record.entry, awaiting.child),
+        )
+          ? "ready"
+          : state
+      const parked = yield* fenced("SubmissionLedger.park", fence, (row) =>
+        Rules.relinquishRule(fence, row, to()),
+      )
+      return parked.state === "ready" ? "ready" : state
     }),
 
     transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to, recorded) {
@@ -370,6 +404,30 @@ export const makeMemoryLedger = Effect.gen(function* () {
             },
           ),
         ),
+      )
+    }),
+
+    markJoined: Effect.fn("SubmissionLedger.markJoined")(function* (submissionId) {
+      return yield* existing("SubmissionLedger.markJoined", submissionId, (row) =>
+        applied(Rules.markJoinedRule(row)),
+      )
+    }),
+
+    revertJoining: Effect.fn("SubmissionLedger.revertJoining")(function* (submissionId, now) {
+      const operation = "SubmissionLedger.revertJoining"
+      return yield* existing(operation, submissionId, (row) =>
+        refuse(Rules.nonFinite(operation, { now }), () => applied(Rules.revertJoiningRule(row, now))),
+      )
+    }),
+
+    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+      return yield* Effect.sync(() =>
+        (store.lanes.get(threadId)?.nonterminal ?? []).flatMap((id) => {
+          const row = store.rows.get(id)
+          return row !== undefined && row.host === host && (row.state === "joining" || row.state === "joined")
+            ? [row]
+            : []
+        }),
       )
     }),
 
@@ -413,7 +471,9 @@ export const makeMemoryLedger = Effect.gen(function* () {
     checkFence: Effect.fn("SubmissionLedger.checkFence")(function* (fence) {
       const operation = "SubmissionLedger.checkFence"
       return yield* atomically(operation, () =>
-        refuse(Rules.nonFinite(operation, Rules.fenceInstants(fence)), () => checkFenceNow(store, fence)),
+        refuse(Rules.nonFinite(operation, Rules.appendFenceInstants(fence)), () =>
+          checkFenceNow(store, fence),
+        ),
       )
     }),
 

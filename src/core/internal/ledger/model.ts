@@ -12,11 +12,17 @@ import {
   SubmissionId,
   ThreadId,
 } from "../../Identifiers.ts"
+import { ParentLink } from "../outbox/parentLink.ts"
 
-/** Lifecycle states of a Submission. */
+/**
+ * Lifecycle states of a Submission. `joining`: admitted as input of its lane's running head
+ * (its host), not yet read by it; `joined`: read by the host, settles with it.
+ */
 export const SubmissionState = Schema.Literals([
   "admitted",
   "ready",
+  "joining",
+  "joined",
   "running",
   "suspended",
   "unknown",
@@ -39,6 +45,8 @@ export class Settlement extends Schema.Class<Settlement>(
   output: Schema.optionalKey(Schema.Json),
   error: Schema.optionalKey(Schema.String),
   settledAt: Schema.Finite,
+  /** A joined Submission settles with its host and names it here. */
+  host: Schema.optionalKey(SubmissionId),
 }) {}
 
 /**
@@ -78,6 +86,10 @@ export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>(
   settlement: Schema.optionalKey(Settlement),
   createdAt: Schema.Finite,
   readyAt: Schema.optionalKey(Schema.Finite),
+  /** A child Submission's parent: where its settlement goes. */
+  parent: Schema.optionalKey(ParentLink),
+  /** The host of a `joining` or `joined` Submission. */
+  host: Schema.optionalKey(SubmissionId),
 }) {}
 
 /** Ownership of one Attempt, granted by `claim`. */
@@ -117,6 +129,23 @@ export interface ClaimGrant {
   readonly incarnation?: string
 }
 
+/**
+ * The authority of a history append: a `Fence`, or an input fence for a record that arrives
+ * from outside while the Submission may be running (a child's settlement). An input fence
+ * holds while the row is still in the `state` at the `producerEpoch` its sender read, and
+ * neither settling nor settled: a writer that parked or settled the row meanwhile makes it
+ * fail, so the sender decides again on the current row. Its record occupies no call position
+ * of the journal, so it never contends with the owner's records.
+ */
+export type AppendFence =
+  | Fence
+  | {
+      readonly _tag: "Input"
+      readonly submissionId: SubmissionId
+      readonly producerEpoch: number
+      readonly state: SubmissionState
+    }
+
 /** What a caller asks the ledger to admit. */
 export interface AdmissionRequest {
   readonly threadId: ThreadId
@@ -126,6 +155,13 @@ export interface AdmissionRequest {
   readonly inputPayload: string
   readonly inputDigest: string
   readonly now: number
+  /** Admits a child Submission linked to its parent. */
+  readonly parent?: ParentLink
+  /**
+   * Admits a join of this host: the row is `joining` when the host is still a lane head that
+   * is neither settling nor aborting, otherwise ordinary `ready` input.
+   */
+  readonly host?: SubmissionId
 }
 
 /** What admission checks before it writes: everything it is asked but the time. */

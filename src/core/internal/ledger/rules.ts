@@ -20,7 +20,7 @@ import {
   SubmissionSnapshot,
 } from "./model.ts"
 import { canonicalJson } from "../digest.ts"
-import type { ClaimGrant, Fence, SubmissionState } from "./model.ts"
+import type { AppendFence, ClaimGrant, Fence, SubmissionState } from "./model.ts"
 import type { HistoryEntry } from "../history/model.ts"
 
 /** The outcome of a rule: keep the row as it is, or replace it. @internal */
@@ -33,14 +33,15 @@ export type FenceError = FenceRejected | OwnershipLost | SubmissionNotFound
 
 const unchanged = (snapshot: SubmissionSnapshot): Change => ({ _tag: "Unchanged", snapshot })
 
-/** Builds the next row; `ownership: undefined` clears the ownership. */
+/** Builds the next row; `ownership: undefined` clears the ownership, `host: undefined` the host. */
 const update = (
   row: SubmissionSnapshot,
-  patch: Partial<Omit<SubmissionSnapshot, "ownership">> & {
+  patch: Partial<Omit<SubmissionSnapshot, "ownership" | "host">> & {
     readonly ownership?: Ownership | undefined
+    readonly host?: SubmissionId | undefined
   },
 ): Change => {
-  const { ownership, settlement, readyAt, ...rest } = { ...row, ...patch }
+  const { ownership, settlement, readyAt, parent, host, ...rest } = { ...row, ...patch }
   return {
     _tag: "Update",
     next: new SubmissionSnapshot({
@@ -48,16 +49,18 @@ const update = (
       ...(ownership === undefined ? {} : { ownership }),
       ...(settlement === undefined ? {} : { settlement }),
       ...(readyAt === undefined ? {} : { readyAt }),
+      ...(parent === undefined ? {} : { parent }),
+      ...(host === undefined ? {} : { host }),
     }),
   }
 }
 
 /** The Submission a fence speaks for. @internal */
-export const fenceSubmissionId = (fence: Fence): SubmissionId =>
+export const fenceSubmissionId = (fence: AppendFence): SubmissionId =>
   fence._tag === "Owner" ? fence.claim.submissionId : fence.submissionId
 
 /** The epoch a fence expects. @internal */
-export const fenceEpoch = (fence: Fence): number =>
+export const fenceEpoch = (fence: AppendFence): number =>
   fence._tag === "Owner" ? fence.claim.producerEpoch : fence.producerEpoch
 
 /** @internal */
@@ -167,15 +170,25 @@ export const isParked = (row: Pick<SubmissionSnapshot, "state">): boolean =>
 
 /**
  * Whether recovery must look at a nonterminal row: an accepted abort (it owes its settlement),
- * or a row left between the writes of an admission or a settlement by an older release
- * (`admitted`, `terminalizing`). A wait nothing resolved, queued input, a row resumed by its
- * resolution and a running row are not: the first moves only by an outside actor, whose
+ * a row left between the writes of an admission or a settlement by an older release
+ * (`admitted`, `terminalizing`), and a join (`joining`, `joined`), which its host's settlement
+ * finishes in a later write than its own. A wait nothing resolved, queued input, a row resumed
+ * by its resolution and a running row are not: the first moves only by an outside actor, whose
  * resolution makes the row `ready` in the same transaction; the others are the claiming
  * Attempt's work (a Claim of a dead incarnation is expired for the next one).
  * @internal
  */
 export const isRecoveryCandidate = (row: Pick<SubmissionSnapshot, "state" | "abortRequested">): boolean =>
-  row.state !== "settled" && (row.abortRequested || row.state === "admitted" || row.state === "terminalizing")
+  row.state !== "settled" &&
+  (row.abortRequested ||
+    row.state === "admitted" ||
+    row.state === "terminalizing" ||
+    row.state === "joining" ||
+    row.state === "joined")
+
+/** Whether a journal record is the settlement of the child started at `step`. @internal */
+export const settlesChild = (entry: HistoryEntry, step: number): boolean =>
+  entry._tag === "ChildSettled" && entry.step === step
 
 /** Whether `claim` may take this lane head at `now` for the grant's incarnation. @internal */
 export const isClaimable = (row: SubmissionSnapshot, now: number, incarnation?: string): boolean =>
@@ -228,6 +241,37 @@ export const claimOf = (row: SubmissionSnapshot, ownership: Ownership): Claim =>
     inputPayload: row.inputPayload,
     ...(ownership.incarnation === undefined ? {} : { incarnation: ownership.incarnation }),
   })
+
+/**
+ * Checks the fence of a history append: a `Fence` as `verifyFence` does; an input fence needs
+ * the row still at the epoch and in the state its sender read, and neither settling nor settled.
+ * @internal
+ */
+export const verifyAppendFence = (
+  fence: AppendFence,
+  row: SubmissionSnapshot | undefined,
+): Result.Result<SubmissionSnapshot, FenceError> => {
+  if (fence._tag !== "Input") return verifyFence(fence, row)
+  if (row === undefined) return Result.fail(notFound(fence.submissionId))
+  const moved = row.producerEpoch !== fence.producerEpoch || row.state !== fence.state
+  if (moved || row.state === "terminalizing" || row.state === "settled") {
+    return Result.fail(
+      new FenceRejected({
+        submissionId: fence.submissionId,
+        expectedEpoch: fence.producerEpoch,
+        actualEpoch: row.producerEpoch,
+        message: moved
+          ? `submission ${fence.submissionId} is ${row.state} at epoch ${row.producerEpoch}, not ${fence.state} at ${fence.producerEpoch}`
+          : `submission ${fence.submissionId} is ${row.state} and takes no more input`,
+      }),
+    )
+  }
+  return Result.succeed(row)
+}
+
+/** The instants an append fence carries, for `nonFinite`. @internal */
+export const appendFenceInstants = (fence: AppendFence): Readonly<Record<string, number>> =>
+  fence._tag === "Unowned" ? { now: fence.now } : {}
 
 /**
  * Refuses instants and durations that are not finite numbers before they reach storage
@@ -285,6 +329,29 @@ export const transitionRule = (fence: Fence, row: SubmissionSnapshot | undefined
     }
     return Result.fail(invalid(current, to))
   })
+
+/** `joining` → `joined` once the host read it; a repeat is a no-op. @internal */
+export const markJoinedRule = (row: SubmissionSnapshot): Result.Result<Change, InvalidTransition> => {
+  if (row.state === "joining") return Result.succeed(update(row, { state: "joined" }))
+  if (row.state === "joined") return Result.succeed(unchanged(row))
+  return Result.fail(invalid(row, "joined"))
+}
+
+/**
+ * `joining` → `ready`: the host ended before reading it, so it runs as ordinary queued input;
+ * a repeat is a no-op.
+ * @internal
+ */
+export const revertJoiningRule = (
+  row: SubmissionSnapshot,
+  now: number,
+): Result.Result<Change, InvalidTransition> => {
+  if (row.state === "joining") {
+    return Result.succeed(update(row, { state: "ready", host: undefined, readyAt: row.readyAt ?? now }))
+  }
+  if (row.state === "ready" && row.host === undefined) return Result.succeed(unchanged(row))
+  return Result.fail(invalid(row, "ready"))
+}
 
 /** Records the abort intent; settled rows stay as they are. @internal */
 export const requestAbortRule = (row: SubmissionSnapshot): Change =>
@@ -388,10 +455,27 @@ export const settledEntry = (settlement: Settlement): HistoryEntry => ({
   outcome: settlement.outcome,
   ...(settlement.output === undefined ? {} : { output: settlement.output }),
   ...(settlement.error === undefined ? {} : { error: settlement.error }),
+  ...(settlement.host === undefined ? {} : { host: settlement.host }),
 })
 
-/** The canonical record of an admission. @internal */
+/** The canonical record of an admission, naming a child's parent and a join's host. @internal */
 export const acceptedEntry = (
-  row: Pick<SubmissionSnapshot, "agentId" | "agentDigest">,
+  row: Pick<SubmissionSnapshot, "agentId" | "agentDigest" | "parent" | "host">,
   input: Schema.Json,
-): HistoryEntry => ({ _tag: "SubmissionAccepted", agentId: row.agentId, agentDigest: row.agentDigest, input })
+): HistoryEntry => ({
+  _tag: "SubmissionAccepted",
+  agentId: row.agentId,
+  agentDigest: row.agentDigest,
+  input,
+  ...(row.parent === undefined ? {} : { parent: row.parent }),
+  ...(row.host === undefined ? {} : { host: row.host }),
+})
+
+/** Whether a join's host is still a lane head that takes joins: live, not settling, not aborting. @internal */
+export const takesJoins = (host: SubmissionSnapshot | undefined): boolean =>
+  host !== undefined &&
+  !host.abortRequested &&
+  (host.state === "ready" ||
+    host.state === "running" ||
+    host.state === "suspended" ||
+    host.state === "unknown")

@@ -12,7 +12,7 @@ import { Effect, Option, Result, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
+import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import {
   idCollision,
   inputBytesRefusal,
@@ -29,6 +29,7 @@ import {
   SubmissionSnapshot,
 } from "./model.ts"
 import type { AdmissionCheck, Claim, Fence, SubmissionNotFound } from "./model.ts"
+import { ParentLink } from "../outbox/parentLink.ts"
 import * as Rules from "./rules.ts"
 import { runMigrations } from "../migrations.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
@@ -42,6 +43,7 @@ const SCAN_PAGE_SIZE = 128
 const RACE_RETRIES = 3
 
 const encodeSettlementJson = Schema.encodeEffect(Schema.fromJsonString(Settlement))
+const encodeParentJson = Schema.encodeEffect(Schema.fromJsonString(ParentLink))
 
 /** @internal */
 export const storageError = (operation: string) => (cause: SqlError | Schema.SchemaError) =>
@@ -227,6 +229,17 @@ export const makeSqlLedger = Effect.gen(function* () {
       return Number(exact?.depth ?? limit)
     })
 
+  /** The row admitted under a key: its derived id, or a key an older release stored. */
+  const byKey = (operation: string, threadId: ThreadId, idempotencyKey: IdempotencyKey) =>
+    Effect.gen(function* () {
+      const existing = yield* byId(operation, submissionIdFor(salt, threadId, idempotencyKey))
+      if (existing !== undefined || !legacyKeys) return existing
+      const [legacy] = yield* query(operation, statements.legacyKey, [laneKey(threadId), idempotencyKey])
+      return legacy === undefined
+        ? undefined
+        : yield* byId(operation, String(legacy.submission_id) as SubmissionId)
+    })
+
   /**
    * What admission would do, without writing: replay a used key (or refuse it for another
    * input), refuse a new Submission over a limit, or admit it after the lane's last sequence.
@@ -235,16 +248,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     Effect.gen(function* () {
       const submissionId = submissionIdFor(salt, request.threadId, request.idempotencyKey)
       const lane = laneKey(request.threadId)
-      const existing = yield* byId(operation, submissionId)
-      const legacy =
-        existing === undefined && legacyKeys
-          ? (yield* query(operation, statements.legacyKey, [lane, request.idempotencyKey]))[0]
-          : undefined
-      const used =
-        existing ??
-        (legacy === undefined
-          ? undefined
-          : yield* byId(operation, String(legacy.submission_id) as SubmissionId))
+      const used = yield* byKey(operation, request.threadId, request.idempotencyKey)
       if (used !== undefined) {
         const collision = idCollision(operation, request, used)
         if (collision !== undefined) return yield* collision
@@ -324,11 +328,20 @@ export const makeSqlLedger = Effect.gen(function* () {
         try: () => JSON.parse(request.inputPayload) as Schema.Json,
         catch: (cause) => new LedgerError({ operation, message: "the input payload is not JSON", cause }),
       })
+      const parentJson =
+        request.parent === undefined
+          ? null
+          : yield* encodeParentJson(request.parent).pipe(Effect.mapError(storageError(operation)))
       return yield* transaction(
         operation,
         Effect.gen(function* () {
           const verdict = yield* admissionVerdict(operation, request)
           if (verdict._tag === "Replayed") return verdict.admission
+          // A join whose host ended (or is aborting) meanwhile is ordinary input.
+          const host =
+            request.host !== undefined && Rules.takesJoins(yield* byId(operation, request.host))
+              ? request.host
+              : undefined
           const snapshot = yield* Effect.try({
             try: () =>
               new SubmissionSnapshot({
@@ -341,11 +354,13 @@ export const makeSqlLedger = Effect.gen(function* () {
                 inputPayload: request.inputPayload,
                 inputDigest: request.inputDigest,
                 receiptId: newReceiptId(),
-                state: "ready",
+                state: host === undefined ? "ready" : "joining",
                 producerEpoch: 0,
                 abortRequested: false,
                 createdAt: request.now,
                 readyAt: request.now,
+                ...(request.parent === undefined ? {} : { parent: request.parent }),
+                ...(host === undefined ? {} : { host }),
               }),
             catch: (cause) =>
               new LedgerError({
@@ -374,9 +389,12 @@ export const makeSqlLedger = Effect.gen(function* () {
             snapshot.inputPayload,
             snapshot.inputDigest,
             snapshot.receiptId,
+            snapshot.state,
             snapshot.createdAt,
             request.now,
             accepted?.sequence ?? null,
+            parentJson,
+            host ?? null,
           ])
           return { _tag: "Admitted" as const, snapshot }
         }),
@@ -402,6 +420,10 @@ export const makeSqlLedger = Effect.gen(function* () {
 
     lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
       return yield* first("SubmissionLedger.lookup", statements.byId, [submissionId])
+    }),
+
+    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
+      return Option.fromUndefinedOr(yield* byKey("SubmissionLedger.lookupByKey", threadId, idempotencyKey))
     }),
 
     head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
@@ -465,14 +487,27 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    park: Effect.fn("SubmissionLedger.park")(function* (claim, state) {
+    park: Effect.fn("SubmissionLedger.park")(function* (claim, state, awaiting) {
       const operation = "SubmissionLedger.park"
       const fence = ownerFence(claim)
-      yield* guarded(
+      const end = (to: "ready" | "suspended" | "unknown") =>
+        guarded(
+          operation,
+          claim.submissionId,
+          to === "ready"
+            ? fencedWrite(operation, statements.release, [], fence)
+            : fencedWrite(operation, statements.park, [to], fence),
+          (current) => Rules.relinquishRule(fence, current, to),
+        ).pipe(Effect.as(to))
+      if (awaiting === undefined) return yield* end(state)
+      // The check and the park commit together: a settlement recorded before them resumes the
+      // row instead, and one recorded after them finds the row parked (see `transition`).
+      return yield* transaction(
         operation,
-        claim.submissionId,
-        fencedWrite(operation, statements.park, [state], fence),
-        (current) => Rules.relinquishRule(fence, current, state),
+        Effect.flatMap(
+          query(operation, statements.childSettled, [claim.submissionId, awaiting.child]),
+          (found) => end(found.length > 0 ? "ready" : state),
+        ),
       )
     }),
 
@@ -506,6 +541,35 @@ export const makeSqlLedger = Effect.gen(function* () {
           return row
         }),
       )
+    }),
+
+    markJoined: Effect.fn("SubmissionLedger.markJoined")(function* (submissionId) {
+      const operation = "SubmissionLedger.markJoined"
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.markJoined, [submissionId]),
+        (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
+          row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.markJoinedRule(row),
+      )
+    }),
+
+    revertJoining: Effect.fn("SubmissionLedger.revertJoining")(function* (submissionId, now) {
+      const operation = "SubmissionLedger.revertJoining"
+      yield* requireFinite(operation, { now })
+      return yield* guarded(
+        operation,
+        submissionId,
+        first(operation, statements.revertJoining, [now, submissionId]),
+        (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
+          row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.revertJoiningRule(row, now),
+      )
+    }),
+
+    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+      const operation = "SubmissionLedger.joinsOf"
+      const rows = yield* query(operation, statements.joinsOf, [laneKey(threadId), host])
+      return yield* Effect.forEach(rows, decodeRow(operation))
     }),
 
     requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
@@ -570,9 +634,9 @@ export const makeSqlLedger = Effect.gen(function* () {
     }),
 
     checkFence: Effect.fn("SubmissionLedger.checkFence")(function* (fence) {
-      yield* requireFinite("SubmissionLedger.checkFence", Rules.fenceInstants(fence))
+      yield* requireFinite("SubmissionLedger.checkFence", Rules.appendFenceInstants(fence))
       const row = yield* byId("SubmissionLedger.checkFence", Rules.fenceSubmissionId(fence))
-      return yield* Effect.fromResult(Rules.verifyFence(fence, row))
+      return yield* Effect.fromResult(Rules.verifyAppendFence(fence, row))
     }),
 
     // Keyset pages: no cursor stays open while the consumer writes to the ledger.

@@ -22,6 +22,7 @@ import {
 } from "../schema.ts"
 
 const t = SUBMISSIONS_TABLE
+const h = HISTORY_TABLE
 
 /** The Thread id as an order-preserving key (see the module header). @internal */
 export const laneKey = (threadId: string): string => {
@@ -67,8 +68,22 @@ export const statements = {
       + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch,
-      abort_requested, created_at, ready_at, history_from)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ready', 'open', 0, 0, ?, ?, ?)`,
+      abort_requested, created_at, ready_at, history_from, parent_link, host_submission_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', 0, 0, ?, ?, ?, ?, ?)`,
+  markJoined: `UPDATE ${t} SET state = 'joined' WHERE submission_id = ? AND state = 'joining' RETURNING *`,
+  // Parameters: now, submission id.
+  revertJoining: `UPDATE ${t} SET state = 'ready', host_submission_id = NULL, ready_at = coalesce(ready_at, ?)
+    WHERE submission_id = ? AND state = 'joining' RETURNING *`,
+  // The joins of a host among its lane's recovery candidates. Parameters: lane key, host.
+  joinsOf: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND lane_key = ? AND state IN ('joining', 'joined')
+    AND host_submission_id = ? ORDER BY queue_sequence`,
+  // Whether the settlement of the child started at a step is among a Submission's records.
+  // Parameters: submission id, step.
+  childSettled: `SELECT 1 AS found FROM ${t} AS l
+    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= l.history_from AND r.submission_id = l.submission_id,
+      json_each(r.entries) AS e
+    WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'ChildSettled'
+      AND json_extract(e.value, '$.step') = ? LIMIT 1`,
   markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
   // The open head and the parked row of a lane; the lane's head is the earlier. Parameters: lane key ×2.
   head: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)
@@ -151,21 +166,25 @@ const nullable = (value: unknown) => (value === null ? undefined : value)
 
 const flag = (value: unknown): unknown => (value === 0 ? false : value === 1 ? true : value)
 
+/** A JSON column of a stored row, parsed; `undefined` when it is NULL. */
+const jsonColumn = (operation: string, row: Row, column: string, what: string) =>
+  row[column] === null || row[column] === undefined
+    ? Effect.succeed(undefined)
+    : Effect.try({
+        try: () => JSON.parse(String(row[column])) as unknown,
+        catch: (cause) =>
+          new LedgerError({
+            operation,
+            message: `stored ${what} of ${String(row.submission_id)} is not JSON`,
+            cause,
+          }),
+      })
+
 /** Decodes a stored row; a row that does not decode is an error, never skipped. @internal */
 export const decodeRow = (operation: string) => (row: Row) =>
   Effect.gen(function* () {
-    const settlement =
-      row.settlement === null || row.settlement === undefined
-        ? undefined
-        : yield* Effect.try({
-            try: () => JSON.parse(String(row.settlement)) as unknown,
-            catch: (cause) =>
-              new LedgerError({
-                operation,
-                message: `stored settlement of ${String(row.submission_id)} is not JSON`,
-                cause,
-              }),
-          })
+    const settlement = yield* jsonColumn(operation, row, "settlement", "settlement")
+    const parent = yield* jsonColumn(operation, row, "parent_link", "parent link")
     const owned = row.attempt_id !== null || row.ownership_token !== null || row.lease_expires_at !== null
     const encoded = {
       submissionId: row.submission_id,
@@ -195,6 +214,8 @@ export const decodeRow = (operation: string) => (row: Row) =>
         : {}),
       ...(settlement === undefined ? {} : { settlement }),
       ...(nullable(row.ready_at) === undefined ? {} : { readyAt: row.ready_at }),
+      ...(parent === undefined ? {} : { parent }),
+      ...(nullable(row.host_submission_id) === undefined ? {} : { host: row.host_submission_id }),
     }
     return yield* decodeSnapshotUnknown(encoded).pipe(
       Effect.mapError(

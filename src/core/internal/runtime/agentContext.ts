@@ -12,9 +12,10 @@ import {
   type StepOptions,
   type UncertainStepFunction,
 } from "../../AgentContext.ts"
-import { AgentFailure, type JsonCodec } from "../../AgentRegistration.ts"
+import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../AgentRegistration.ts"
 import { ApprovalDecision } from "./model.ts"
 import type { HistoryEntry, ReconcileAnswerRecord } from "../history/model.ts"
+import type { NewMessage } from "../outbox/model.ts"
 import {
   type AttemptState,
   boundary,
@@ -34,8 +35,11 @@ import {
   reconcileRetryDelay,
   reconcileStatus,
 } from "./journal.ts"
+import { makeChildCalls } from "./agentContextChildren.ts"
 
-type Kind = "step" | "uncertain step" | "approval request"
+/** The kind of a journaled call. @internal */
+export type Kind =
+  "step" | "uncertain step" | "approval request" | "child start" | "child await" | "joined read"
 
 /** The reconcile attempts an uncertain step's start records. */
 const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
@@ -48,22 +52,42 @@ const kindOf = (position: JournalPosition): Kind | undefined =>
       ? "uncertain step"
       : position.completed !== undefined || position.failed !== undefined
         ? "step"
-        : undefined
+        : position.childStarted !== undefined
+          ? "child start"
+          : position.childAwaited !== undefined
+            ? "child await"
+            : position.inputJoined !== undefined
+              ? "joined read"
+              : undefined
 
 /** Builds the context of an Attempt over the journal read when it started. @internal */
-export const makeAgentContext = (attempt: AttemptState, journal: Journal): AgentContext => {
+export const makeAgentContext = (
+  attempt: AttemptState,
+  journal: Journal,
+  agent: AnyAgentDefinition,
+): AgentContext => {
   const { submissionId, threadId, attemptId } = attempt.claim
+  const { env } = attempt
   let cursor = 0
 
   const hit = (location: Parameters<typeof attempt.env.hit>[0]) => guard(attempt, attempt.env.hit(location))
 
-  /** Appends `entry`, with the records the Attempt staged before it (its `InputApplied`). */
-  const append = (entry: HistoryEntry) =>
+  /**
+   * Appends `entry`, with the records the Attempt staged before it (its `InputApplied`), and
+   * enqueues `messages` in the same transaction.
+   */
+  const append = (entry: HistoryEntry, messages: ReadonlyArray<NewMessage> = []) =>
     Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const applying = attempt.staged.length > 0
       const entries = [...attempt.staged, entry]
-      yield* guard(attempt, attempt.env.history.appendAll(submissionId, entries, ownerFence(attempt), now))
+      const fence = ownerFence(attempt)
+      yield* guard(
+        attempt,
+        messages.length === 0
+          ? env.history.appendAll(submissionId, entries, fence, now)
+          : env.outbox.appendWithMessages(submissionId, entries, fence, now, messages),
+      )
       takeStaged(attempt, [])
       attempt.recorded = true
       if (applying) yield* hit("input:after-canonical-append")
@@ -76,7 +100,10 @@ export const makeAgentContext = (attempt: AttemptState, journal: Journal): Agent
       if (position === undefined) return Effect.succeed(undefined)
       const found = kindOf(position)
       const recordedName =
-        position.completed?.name ?? position.failed?.name ?? position.uncertainStarted?.name
+        position.completed?.name ??
+        position.failed?.name ??
+        position.uncertainStarted?.name ??
+        position.childStarted?.agentId
       // An uncertain step's result is a `StepCompleted`, so both kinds of step share it.
       const sameKind = found === kind || (kind === "uncertain step" && found === "step")
       if (found !== undefined && (!sameKind || (name !== undefined && recordedName !== name))) {
@@ -330,5 +357,6 @@ export const makeAgentContext = (attempt: AttemptState, journal: Journal): Agent
     step: step as StepFunction,
     uncertainStep: uncertainStep as UncertainStepFunction,
     requestApproval,
+    ...makeChildCalls({ attempt, journal, agent, next: () => cursor++, recorded, append, hit }),
   }
 }

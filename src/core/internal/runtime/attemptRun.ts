@@ -19,7 +19,8 @@ import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged 
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
 import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
-import { asConflict, makeSettlement, settle, settleAborted } from "./settle.ts"
+import { asConflict, makeSettlement, type Settling, settle, settleAborted } from "./settle.ts"
+import { finishJoinsOf } from "./joins.ts"
 
 const OPERATION = "DurableAgentRuntime.processThreadHead"
 
@@ -39,25 +40,25 @@ const entitled = <A, E>(
     return error as Exclude<E, InvalidTransition | SubmissionNotFound>
   })
 
-const finish = (attempt: AttemptState, ending: Parameters<typeof makeSettlement>[1]) =>
+const finish = (attempt: AttemptState, row: Settling, ending: Parameters<typeof makeSettlement>[1]) =>
   Effect.gen(function* () {
     const settlement = yield* makeSettlement(attempt.claim, ending)
     return settled(
       yield* entitled(
-        settle(attempt.env, ownerFence(attempt), settlement, takeStaged(attempt, []), ended(attempt)),
+        settle(attempt.env, ownerFence(attempt), row, settlement, takeStaged(attempt, []), ended(attempt)),
       ),
     )
   })
 
 const settled = (settlement: Settlement): HeadAttempt => ({ _tag: "Settled", settlement })
 
-const abortOwned = (attempt: AttemptState, journal: Journal) =>
+const abortOwned = (attempt: AttemptState, row: Settling, journal: Journal) =>
   Effect.map(
     entitled(
       settleAborted(
         attempt.env,
         ownerFence(attempt),
-        attempt.claim,
+        row,
         journal.abortRecorded,
         takeStaged(attempt, []),
         ended(attempt),
@@ -67,9 +68,9 @@ const abortOwned = (attempt: AttemptState, journal: Journal) =>
   )
 
 /** Ends the Attempt for the reason the program was stopped. */
-const endStopped = (attempt: AttemptState, journal: Journal, stop: AttemptStop) =>
+const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop: AttemptStop) =>
   Effect.gen(function* () {
-    const { ledger } = attempt.env
+    const { ledger, wake } = attempt.env
     switch (stop._tag) {
       case "Yield":
         yield* entitled(ledger.release(attempt.claim))
@@ -78,14 +79,25 @@ const endStopped = (attempt: AttemptState, journal: Journal, stop: AttemptStop) 
       case "Suspend":
       case "Unknown": {
         const wait = stop._tag === "Suspend" ? "suspended" : "unknown"
-        yield* entitled(ledger.park(attempt.claim, wait))
+        const left = yield* entitled(
+          ledger.park(
+            attempt.claim,
+            wait,
+            stop._tag === "Suspend" && stop.child !== undefined ? { child: stop.child } : undefined,
+          ),
+        )
         attempt.ended = true
+        // The awaited child settled before the park: the row is ready to run on, its wait journaled.
+        if (left === "ready") {
+          yield* wake.notify(attempt.claim.threadId)
+          return { _tag: "Yielded", journaled: true } satisfies HeadAttempt
+        }
         return { _tag: "Parked", wait } satisfies HeadAttempt
       }
       case "Abort":
-        return yield* abortOwned(attempt, journal)
+        return yield* abortOwned(attempt, row, journal)
       case "Denied":
-        return yield* finish(attempt, {
+        return yield* finish(attempt, row, {
           outcome: "failed",
           error: stop.note === undefined ? "approval denied" : `approval denied: ${stop.note}`,
         })
@@ -109,32 +121,32 @@ const runProgram = (
       ),
     )
     if (decoded._tag === "Failure") {
-      return yield* finish(attempt, {
+      return yield* finish(attempt, row, {
         outcome: "failed",
         error: `the stored input does not decode: ${decoded.failure}`,
       })
     }
-    const exit = yield* Effect.exit(agent.program(decoded.success, makeAgentContext(attempt, journal)))
-    if (attempt.stop !== undefined) return yield* endStopped(attempt, journal, attempt.stop)
+    const exit = yield* Effect.exit(agent.program(decoded.success, makeAgentContext(attempt, journal, agent)))
+    if (attempt.stop !== undefined) return yield* endStopped(attempt, row, journal, attempt.stop)
     if (Exit.isSuccess(exit)) {
       const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
       if (output._tag === "Failure") {
-        return yield* finish(attempt, {
+        return yield* finish(attempt, row, {
           outcome: "failed",
           error: `the output does not encode: ${output.failure.message}`,
         })
       }
       const refusal = oversized(attempt, "the output", output.success)
       return yield* refusal === undefined
-        ? finish(attempt, { outcome: "completed", output: output.success })
-        : finish(attempt, { outcome: "failed", error: refusal })
+        ? finish(attempt, row, { outcome: "completed", output: output.success })
+        : finish(attempt, row, { outcome: "failed", error: refusal })
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (failure._tag === "Some")
-      return yield* finish(attempt, { outcome: "failed", error: failure.value.message })
+      return yield* finish(attempt, row, { outcome: "failed", error: failure.value.message })
     // An interruption without a stop reason came from outside: leave the work for a later Attempt.
     if (Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
-    return yield* finish(attempt, {
+    return yield* finish(attempt, row, {
       outcome: "failed",
       error: `the program died: ${Cause.pretty(exit.cause)}`,
     })
@@ -161,15 +173,23 @@ const runAttempt = (attempt: AttemptState) =>
         ? EMPTY_JOURNAL
         : yield* loadJournal(env, claim.submissionId)
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
-    if (row.abortRequested) return yield* abortOwned(attempt, journal)
+    if (row.abortRequested) return yield* withJoins(attempt, abortOwned(attempt, row, journal))
     const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)
     // Applying the input is recorded with the Attempt's first record (see `AttemptState.staged`).
     if (!journal.inputApplied) {
       attempt.staged = [{ _tag: "InputApplied" }]
       journal = { ...journal, inputApplied: true }
     }
-    return yield* runProgram(attempt, agent, journal, row)
+    const settled = runProgram(attempt, agent, journal, row)
+    // Only an agent that takes joined input can have joins to finish.
+    return yield* agent.acceptsJoinedInput ? withJoins(attempt, settled) : settled
   })
+
+/** Once the Attempt settled its Submission, its joins settle with it or run on their own. */
+const withJoins = <E, R>(attempt: AttemptState, settling: Effect.Effect<HeadAttempt, E, R>) =>
+  Effect.tap(settling, (ended) =>
+    ended._tag === "Settled" ? finishJoinsOf(attempt.env, attempt.claim, ended.settlement) : Effect.void,
+  )
 
 /** `attemptThreadHead`. @internal */
 export const makeAttemptThreadHead = (env: RuntimeEnv) =>

@@ -16,7 +16,7 @@ import { type RuntimeEnv, vanished } from "./env.ts"
 /** Why an Attempt ended before its program returned. @internal */
 export type AttemptStop =
   | { readonly _tag: "Yield" }
-  | { readonly _tag: "Suspend" }
+  | { readonly _tag: "Suspend"; readonly child?: number }
   | { readonly _tag: "Unknown" }
   | { readonly _tag: "Abort" }
   | { readonly _tag: "Denied"; readonly note?: string }

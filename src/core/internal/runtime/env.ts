@@ -12,13 +12,17 @@ import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../../Runtime
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import type { WakeScheduler } from "../../WakeScheduler.ts"
+import type { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { LedgerError, type SubmissionNotFound } from "../ledger/model.ts"
 
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]
+type Outbox = MessageOutbox["Service"]
 
 const LEDGER_WRITE_NAMES = {
   admit: "admit",
+  markJoined: "mark-joined",
+  revertJoining: "revert-joining",
   claim: "claim",
   renew: "renew",
   release: "release",
@@ -43,6 +47,15 @@ export type RuntimeHistory = Omit<History, "append" | "appendAll"> & {
   readonly appendAll: WithFailpoint<History["appendAll"]>
 }
 
+/**
+ * The outbox as the runtime sees it: an append with messages is a history append, a settlement
+ * with messages is a ledger settlement. @internal
+ */
+export type RuntimeOutbox = Omit<Outbox, "appendWithMessages" | "settleWithMessages"> & {
+  readonly appendWithMessages: WithFailpoint<Outbox["appendWithMessages"]>
+  readonly settleWithMessages: WithFailpoint<Outbox["settleWithMessages"]>
+}
+
 /** @internal */
 export type Hit = (location: RuntimeFailpointLocation) => Effect.Effect<void, DurableRuntimeFailpointError>
 
@@ -55,6 +68,9 @@ export interface RuntimeEnv {
    */
   readonly claimUnhooked: Ledger["claim"]
   readonly history: RuntimeHistory
+  readonly outbox: RuntimeOutbox
+  /** Where this Object is reached, for its children's replies. */
+  readonly self: (typeof SelfAddress)["Service"]
   readonly hit: Hit
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
@@ -93,6 +109,8 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
   return {
     ...ledger,
     admit: wrap("admit"),
+    markJoined: wrap("markJoined"),
+    revertJoining: wrap("revertJoining"),
     claim: wrap("claim"),
     renew: wrap("renew"),
     release: wrap("release"),
@@ -107,6 +125,8 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
 export const makeRuntimeEnv = (services: {
   readonly ledger: Ledger
   readonly history: History
+  readonly outbox: Outbox
+  readonly self: (typeof SelfAddress)["Service"]
   readonly hit: Hit
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
@@ -123,6 +143,15 @@ export const makeRuntimeEnv = (services: {
       ...services.history,
       append: appendHooks(services.history.append),
       appendAll: appendHooks(services.history.appendAll),
+    },
+    outbox: {
+      ...services.outbox,
+      appendWithMessages: appendHooks(services.outbox.appendWithMessages),
+      settleWithMessages: bracket(
+        services.hit,
+        "ledger:settle:before",
+        "ledger:settle:after",
+      )(services.outbox.settleWithMessages),
     },
     exclusive: (effect) => Semaphore.withPermit(lock, effect),
   }

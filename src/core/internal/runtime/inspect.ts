@@ -12,6 +12,7 @@ import { loadJournal, type RuntimeEnv } from "./env.ts"
 import { EMPTY_JOURNAL, readJournal, reconcileStatus } from "./journal.ts"
 import { RecoveryDecision, RecoveryReport } from "./model.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
+import { joinFacts } from "./recoveryExecute.ts"
 
 /** An approval request without a decision. */
 export class OpenApproval extends Schema.Class<OpenApproval>("@effect-agent/OpenApproval")({
@@ -64,7 +65,9 @@ export const makeInspect = (env: RuntimeEnv) =>
     const journal = readJournal(records.map((record) => record.entry))
     const now = yield* Clock.currentTimeMillis
     const decision: RecoveryDecision =
-      row.state === "settled" ? { _tag: "NoAction" } : classifyRecovery(row, now, journal)
+      row.state === "settled"
+        ? { _tag: "NoAction" }
+        : classifyRecovery(row, now, journal, yield* joinFacts(env, row))
     const at = (matches: (record: (typeof records)[number]) => boolean) =>
       records.findLast(matches)?.recordedAt
     const approval = journal.openApproval
@@ -122,18 +125,16 @@ export const makeInspect = (env: RuntimeEnv) =>
 
 /** The decision recovery would make for one nonterminal row now, as a report. */
 const preview = (env: RuntimeEnv, row: SubmissionSnapshot, now: number) =>
-  Effect.map(
-    recoveryNeedsHistory(row, now) ? loadJournal(env, row.submissionId) : Effect.succeed(EMPTY_JOURNAL),
-    (journal) => {
-      const decision = classifyRecovery(row, now, journal)
-      return RecoveryReport.make({
-        submissionId: row.submissionId,
-        threadId: row.threadId,
-        decision,
-        disposition: dispositionOf(decision),
-      })
-    },
-  )
+  Effect.gen(function* () {
+    const journal = recoveryNeedsHistory(row, now) ? yield* loadJournal(env, row.submissionId) : EMPTY_JOURNAL
+    const decision = classifyRecovery(row, now, journal, yield* joinFacts(env, row))
+    return RecoveryReport.make({
+      submissionId: row.submissionId,
+      threadId: row.threadId,
+      decision,
+      disposition: dispositionOf(decision),
+    })
+  })
 
 /** `previewRecovery`: one report per nonterminal Submission, nothing executed. @internal */
 export const makePreviewRecovery = (env: RuntimeEnv) =>

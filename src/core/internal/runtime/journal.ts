@@ -15,6 +15,9 @@ export interface JournalPosition {
   readonly unknownResolved?: Entry<"UnknownOutcomeResolved">
   readonly approvalRequested?: Entry<"ApprovalRequested">
   readonly approvalResolved?: Entry<"ApprovalResolved">
+  readonly childStarted?: Entry<"ChildStarted">
+  readonly childAwaited?: Entry<"ChildAwaited">
+  readonly inputJoined?: Entry<"InputJoined">
   /** Reconciles started for the current run of an uncertain step. */
   readonly reconcileAttempts?: number
   /** The last reconcile answer for the current run of an uncertain step. */
@@ -83,6 +86,14 @@ export interface Journal {
   readonly openUncertain?: OpenUncertain
   /** The step of an approval request without a decision. */
   readonly openApproval?: number
+  /** Settlements of started children, by the step that started them. */
+  readonly childSettled: ReadonlyMap<number, Entry<"ChildSettled">>
+  /** A wait for a child that has not settled: the await's step and the child's. */
+  readonly openChildWait?: { readonly step: number; readonly child: number }
+  /** The kind of the latest wait the program parked on, if any. */
+  readonly lastWait?: "approval" | "child"
+  /** Submissions this one read as joined input. */
+  readonly joined: ReadonlySet<string>
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
@@ -102,6 +113,8 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
   let inputApplied = false
   let abortRecorded = false
   let settled = false
+  const childSettled = new Map<number, Entry<"ChildSettled">>()
+  const joined = new Set<string>()
   for (const entry of entries) {
     switch (entry._tag) {
       case "SubmissionAccepted":
@@ -151,12 +164,34 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
       case "ApprovalResolved":
         at(entry.step).approvalResolved = entry
         break
+      case "ChildStarted":
+        at(entry.step).childStarted = entry
+        break
+      case "ChildAwaited":
+        at(entry.step).childAwaited = entry
+        break
+      case "ChildSettled":
+        if (!childSettled.has(entry.step)) childSettled.set(entry.step, entry)
+        break
+      case "InputJoined":
+        at(entry.step).inputJoined = entry
+        for (const item of entry.joined) joined.add(item.submissionId)
+        break
     }
   }
   let openUncertain: OpenUncertain | undefined
   let openApproval: number | undefined
+  let openChildWait: { readonly step: number; readonly child: number } | undefined
+  let lastWait: "approval" | "child" | undefined
   for (const step of [...positions.keys()].sort((a, b) => a - b)) {
     const position = positions.get(step) as JournalPosition
+    if (position.approvalRequested !== undefined) lastWait = "approval"
+    const awaited = position.childAwaited
+    if (awaited !== undefined) {
+      lastWait = "child"
+      if (openChildWait === undefined && !childSettled.has(awaited.child))
+        openChildWait = { step, child: awaited.child }
+    }
     const started = position.uncertainStarted
     if (
       openUncertain === undefined &&
@@ -193,6 +228,10 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
     positions,
     ...(openUncertain === undefined ? {} : { openUncertain }),
     ...(openApproval === undefined ? {} : { openApproval }),
+    childSettled,
+    ...(openChildWait === undefined ? {} : { openChildWait }),
+    ...(lastWait === undefined ? {} : { lastWait }),
+    joined,
   }
 }
 

@@ -7,10 +7,12 @@ import { RuntimeFailpoint } from "../../RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
+import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { makeAttemptThreadHead, makeProcessThreadHead } from "./attemptRun.ts"
 import { makeInspect, makePreviewRecovery } from "./inspect.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
 import { makeRuntimeEnv } from "./env.ts"
+import { makeReceive, makeRecordDelivery } from "./children.ts"
 import { makeResolutions } from "./resolve.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./submit.ts"
 
@@ -19,6 +21,8 @@ export const makeRuntime = Effect.gen(function* () {
   const env = makeRuntimeEnv({
     ledger: yield* SubmissionLedger,
     history: yield* ThreadHistory,
+    outbox: yield* MessageOutbox,
+    self: yield* SelfAddress,
     hit: (yield* RuntimeFailpoint).hit,
     registry: yield* AgentRegistry,
     wake: yield* WakeScheduler,
@@ -33,6 +37,8 @@ export const makeRuntime = Effect.gen(function* () {
     ...makeResolutions(env),
     runRecovery: makeRunRecovery(env),
     attemptThreadHead,
+    receive: makeReceive(env),
+    recordDelivery: makeRecordDelivery(env),
     processThreadHead: makeProcessThreadHead(attemptThreadHead),
     inspect: makeInspect(env),
     previewRecovery: makePreviewRecovery(env),

@@ -15,6 +15,7 @@ import type {
   OwnershipLost,
   Settlement,
 } from "../ledger/model.ts"
+import type { MessageOutboxError } from "../outbox/model.ts"
 
 /** One recovery classification of a nonterminal Submission. */
 export const RecoveryDecision = Schema.Union([
@@ -35,6 +36,21 @@ export const RecoveryDecision = Schema.Union([
   Schema.TaggedStruct("ApplyUnknownResolutions", {}),
   Schema.TaggedStruct("AwaitApprovalDecision", {}),
   Schema.TaggedStruct("ResumeSuspended", {}),
+  /** A parent parked on a child that has not settled: a stable wait. */
+  Schema.TaggedStruct("AwaitChildSettlement", { child: Schema.Int }),
+  /**
+   * A parent parked on a child whose settlement is recorded: it runs again. The settlement
+   * resumes its parent in the transaction that records it, so only a damaged row gets here.
+   */
+  Schema.TaggedStruct("ResumeWaitingParent", {}),
+  /** A join whose host ended before reading it: it runs as ordinary input. */
+  Schema.TaggedStruct("RevertJoining", {}),
+  /** A join its host already read, not yet marked joined. */
+  Schema.TaggedStruct("RepairJoinMarker", {}),
+  /** A joined Submission whose host settled: it settles with it. */
+  Schema.TaggedStruct("SettleJoinedWithHost", {}),
+  /** A join waiting for its live host: read at the host's next step boundary, settled with it. */
+  Schema.TaggedStruct("AwaitHostSettlement", {}),
   Schema.TaggedStruct("NoAction", {}),
 ])
 export type RecoveryDecision = typeof RecoveryDecision.Type
@@ -77,6 +93,8 @@ export class Receipt extends Schema.Class<Receipt>(
   queueSequence: Schema.Int,
   /** True when the idempotency key had been used and the original receipt is returned. */
   replayed: Schema.Boolean,
+  /** Set when the Submission was admitted as joined input of its lane's running head. */
+  host: Schema.optionalKey(SubmissionId),
 }) {}
 
 /** A request to admit one input for an agent in a Thread. */
@@ -88,6 +106,19 @@ export class SubmitRequest extends Schema.Class<SubmitRequest>(
   idempotencyKey: IdempotencyKey,
   /** The input in its encoded (JSON) form; decoded with the agent's input Schema. */
   input: Schema.Json,
+  /**
+   * `queue` (the default) admits ordinary queued input. `join` admits it as input of the
+   * lane's running head, which reads it at its next step boundary, or refuses with
+   * `JoinRefused`; `join-or-queue` queues it instead of refusing.
+   */
+  mode: Schema.optionalKey(Schema.Literals(["queue", "join", "join-or-queue"])),
+}) {}
+
+/** A join the lane's head cannot take; nothing was written. */
+export class JoinRefused extends Schema.TaggedError<JoinRefused>()("JoinRefused", {
+  threadId: ThreadId,
+  reason: Schema.Literals(["no-running-head", "not-joinable", "other-agent", "head-aborting"]),
+  message: Schema.String,
 }) {}
 
 /**
@@ -97,6 +128,8 @@ export class SubmitRequest extends Schema.Class<SubmitRequest>(
 export interface PreparedSubmission extends AdmissionCheck {
   /** The key was used already: admitting returns the original receipt. */
   readonly replay: boolean
+  /** How it is admitted: queued (the default), or joined into the lane's running head. */
+  readonly mode?: SubmitRequest["mode"]
 }
 
 /** An approval decision for a suspended Submission. */
@@ -157,6 +190,7 @@ export type DurableWorkerFailure =
   | ThreadStoreError
   | RunJournalError
   | DurableRuntimeFailpointError
+  | MessageOutboxError
 
 /** Failures of a caller's request at the runtime boundary. */
-export type SubmitFailure = AdmissionRefused | IdempotencyConflict | DurableWorkerFailure
+export type SubmitFailure = AdmissionRefused | IdempotencyConflict | JoinRefused | DurableWorkerFailure

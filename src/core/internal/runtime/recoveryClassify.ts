@@ -4,11 +4,24 @@
  * without storage.
  */
 import type { RecoveryDecision, RecoveryDisposition } from "./model.ts"
-import type { SubmissionSnapshot } from "../ledger/model.ts"
+import type { Settlement, SubmissionSnapshot } from "../ledger/model.ts"
 import { hasLiveLease } from "../ledger/rules.ts"
 import { type Journal, type OpenUncertain, reconcileStatus } from "./journal.ts"
 
 type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
+
+/** What some decisions need beyond the row and its journal. @internal */
+export interface RecoveryFacts {
+  /** The classifying incarnation: a Claim of any other is not live (see `hasLiveLease`). */
+  readonly incarnation?: string | undefined
+  /** The host of a join, when it still exists. */
+  readonly host?: {
+    readonly state: SubmissionSnapshot["state"]
+    readonly settlement?: Settlement
+    /** Whether the host's journal already lists this join as read. */
+    readonly readsThis: boolean
+  }
+}
 
 /**
  * Whether classifying the row reads its history. A `ready` row, a live owner and an accepted
@@ -22,6 +35,8 @@ export const recoveryNeedsHistory = (row: Row, now: number, incarnation?: string
       return true
     case "ready":
     case "settled":
+    case "joining":
+    case "joined":
       return false
     case "running":
       return !hasLiveLease(row, now, incarnation) && !row.abortRequested
@@ -32,23 +47,35 @@ export const recoveryNeedsHistory = (row: Row, now: number, incarnation?: string
   }
 }
 
-/** Classifies one nonterminal row; `journal` is read only where `recoveryNeedsHistory` says so. @internal */
+const hostEnded = (host: RecoveryFacts["host"]) =>
+  host === undefined || host.state === "terminalizing" || host.state === "settled"
+
+/**
+ * Classifies one nonterminal row; `journal` is read only where `recoveryNeedsHistory` says so,
+ * the host in `facts` only for a join.
+ * @internal
+ */
 export const classifyRecovery = (
   row: Row,
   now: number,
   journal: Journal,
-  incarnation?: string,
+  facts: RecoveryFacts = {},
 ): RecoveryDecision => {
   if (row.state === "terminalizing") {
     return journal.settled ? { _tag: "FinalizeLedgerFromHistory" } : { _tag: "AppendReservedSettlement" }
   }
   if (row.state === "settled") return { _tag: "NoAction" }
-  if (row.state === "running" && hasLiveLease(row, now, incarnation)) return { _tag: "NoAction" }
+  if (row.state === "running" && hasLiveLease(row, now, facts.incarnation)) return { _tag: "NoAction" }
   // An accepted abort settles without waiting for the lane head or an external decision.
   if (row.abortRequested) return { _tag: "SettleAborted" }
   switch (row.state) {
     case "admitted":
       return journal.accepted ? { _tag: "RepairReadiness" } : { _tag: "CompleteMaterialization" }
+    case "joining":
+      if (facts.host?.readsThis === true) return { _tag: "RepairJoinMarker" }
+      return hostEnded(facts.host) ? { _tag: "RevertJoining" } : { _tag: "AwaitHostSettlement" }
+    case "joined":
+      return hostEnded(facts.host) ? { _tag: "SettleJoinedWithHost" } : { _tag: "AwaitHostSettlement" }
     case "ready":
       return row.producerEpoch === 0 ? { _tag: "ApplyInput" } : { _tag: "ResumeFromTurnBoundary" }
     case "running":
@@ -56,9 +83,10 @@ export const classifyRecovery = (
         ? { _tag: "ReleaseExpiredLease" }
         : unknownDecision(journal.openUncertain, now)
     case "suspended":
-      return journal.openApproval === undefined
-        ? { _tag: "ResumeSuspended" }
-        : { _tag: "AwaitApprovalDecision" }
+      if (journal.openApproval !== undefined) return { _tag: "AwaitApprovalDecision" }
+      if (journal.openChildWait !== undefined)
+        return { _tag: "AwaitChildSettlement", child: journal.openChildWait.child }
+      return journal.lastWait === "child" ? { _tag: "ResumeWaitingParent" } : { _tag: "ResumeSuspended" }
     case "unknown":
       return journal.openUncertain === undefined
         ? { _tag: "ApplyUnknownResolutions" }
@@ -91,6 +119,10 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "SettleAborted":
     case "ApplyUnknownResolutions":
     case "ResumeSuspended":
+    case "ResumeWaitingParent":
+    case "RevertJoining":
+    case "RepairJoinMarker":
+    case "SettleJoinedWithHost":
     case "ReconcileUnknown":
       return "repaired"
     case "ApplyInput":
@@ -101,6 +133,8 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "AwaitUnknownResolution":
       return "unknown"
     case "AwaitApprovalDecision":
+    case "AwaitChildSettlement":
+    case "AwaitHostSettlement":
     case "NoAction":
       return "none"
   }

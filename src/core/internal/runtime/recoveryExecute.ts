@@ -7,11 +7,17 @@
 import { Clock, Context, Effect, Option, Stream } from "effect"
 import { type RecoveryDecision, RecoveryReport } from "./model.ts"
 import type { SubmissionSnapshot } from "../ledger/model.ts"
-import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
+import {
+  classifyRecovery,
+  dispositionOf,
+  type RecoveryFacts,
+  recoveryNeedsHistory,
+} from "./recoveryClassify.ts"
+import { revertJoin, settleJoined } from "./joins.ts"
 import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
 import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
-import { finishReserved, settleAborted } from "./settle.ts"
+import { finishReserved, makeSettlement, settle, settleAborted } from "./settle.ts"
 import { materialize } from "./submit.ts"
 
 const OPERATION = "DurableAgentRuntime.runRecovery"
@@ -20,7 +26,7 @@ const OPERATION = "DurableAgentRuntime.runRecovery"
  * Which Submissions `runRecovery` classifies. `every-nonterminal` (the default) reports one
  * decision per nonterminal Submission. `candidates` looks only at the rows recovery can have
  * to act on (`scanRecoveryCandidates`: an accepted abort, a row an older release left
- * mid-admission or mid-settlement). The others are decided by their state: queued or resumed
+ * mid-admission or mid-settlement, a join its host's settlement may have left). The others are decided by their state: queued or resumed
  * input is the claiming Attempt's (`ApplyInput`, `ResumeFromTurnBoundary`); a running row is
  * its owner's, or, when its Claim is expired or of a dead incarnation, the next Attempt's,
  * which takes the Claim over and replays the journal; a wait nothing resolved stays parked (a
@@ -30,6 +36,23 @@ export const RecoveryWorklist = Context.Reference<"every-nonterminal" | "candida
   "@effect-agent/platform-cloudflare/DurableAgentRuntime/RecoveryWorklist",
   { defaultValue: () => "every-nonterminal" },
 )
+
+/** What the decision of a join needs beyond its row: its host, when it still exists. @internal */
+export const joinFacts = (env: RuntimeEnv, row: SubmissionSnapshot) =>
+  Effect.gen(function* () {
+    if ((row.state !== "joining" && row.state !== "joined") || row.host === undefined) return {}
+    const host = yield* env.ledger.lookup(row.host)
+    if (Option.isNone(host)) return {}
+    const readsThis =
+      row.state === "joined" || (yield* loadJournal(env, row.host)).joined.has(row.submissionId)
+    return {
+      host: {
+        state: host.value.state,
+        readsThis,
+        ...(host.value.settlement === undefined ? {} : { settlement: host.value.settlement }),
+      },
+    } satisfies RecoveryFacts
+  })
 
 /** Appends the Unknown Outcome record of the open uncertain step, unless it is there. */
 const recordUnknown = (
@@ -56,6 +79,7 @@ const execute = (
   row: SubmissionSnapshot,
   decision: RecoveryDecision,
   journal: Journal,
+  facts: RecoveryFacts,
   now: number,
 ) =>
   Effect.gen(function* () {
@@ -89,13 +113,32 @@ const execute = (
       }
       case "ApplyUnknownResolutions":
       case "ResumeSuspended":
+      case "ResumeWaitingParent":
         yield* env.ledger.transition(fence, "ready")
         yield* env.wake.notify(row.threadId)
         return
+      case "RevertJoining":
+        return yield* revertJoin(env, row)
+      case "RepairJoinMarker":
+        yield* env.ledger.markJoined(row.submissionId)
+        return
+      case "SettleJoinedWithHost": {
+        const host = facts.host?.settlement
+        if (host !== undefined) return yield* settleJoined(env, row, host)
+        // The host is gone (only a damaged ledger loses a row): settle rather than wait forever.
+        return yield* settle(
+          env,
+          fence,
+          row,
+          yield* makeSettlement(row, { outcome: "failed", error: `its host ${row.host} is gone` }),
+        )
+      }
       case "ApplyInput":
       case "ResumeFromTurnBoundary":
       case "AwaitUnknownResolution":
       case "AwaitApprovalDecision":
+      case "AwaitChildSettlement":
+      case "AwaitHostSettlement":
       case "NoAction":
         return
     }
@@ -121,8 +164,9 @@ const recoverOne = (env: RuntimeEnv, scanned: SubmissionSnapshot) =>
       const journal = recoveryNeedsHistory(row, now, env.incarnation)
         ? yield* loadJournal(env, row.submissionId)
         : EMPTY_JOURNAL
-      const decision = classifyRecovery(row, now, journal, env.incarnation)
-      return yield* execute(env, row, decision, journal, now).pipe(
+      const facts: RecoveryFacts = { ...(yield* joinFacts(env, row)), incarnation: env.incarnation }
+      const decision = classifyRecovery(row, now, journal, facts)
+      return yield* execute(env, row, decision, journal, facts, now).pipe(
         Effect.as(report(row, decision, dispositionOf(decision))),
         // Another writer moved the row first (a claim, a racing resolution): nothing is lost,
         // the next pass classifies it again.

@@ -91,7 +91,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
           outcome: "failed",
           error: decision.note === undefined ? "approval denied" : `approval denied: ${decision.note}`,
         })
-        const settled = yield* settle(env, fence, settlement, [resolved]).pipe(lostRace(row, "approval"))
+        const settled = yield* settle(env, fence, row, settlement, [resolved]).pipe(lostRace(row, "approval"))
         yield* env.hit("resolve:after-intent")
         return settled
       }),

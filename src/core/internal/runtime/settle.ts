@@ -1,8 +1,9 @@
 /**
  * Settlement: one ledger write that settles the row and records `SubmissionSettled` (after any
  * records the writer still owes) in the same transaction, so a Submission settles exactly once
- * with nothing for recovery to finish. Rows an older release left `terminalizing` (reserved,
- * then recorded, then finalized in three steps) are finished from either side.
+ * with nothing for recovery to finish; the messages it owes other Objects join that
+ * transaction. Rows an older release left `terminalizing` (reserved, then recorded, then
+ * finalized in three steps) are finished from either side.
  */
 import { Clock, Effect, type Schema } from "effect"
 import { SettlementConflict } from "./model.ts"
@@ -10,7 +11,8 @@ import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { type Fence, type InvalidTransition, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
 import type { HistoryEntry } from "../history/model.ts"
 import { settledEntry, unownedFence } from "../ledger/rules.ts"
-import type { RuntimeEnv } from "./env.ts"
+import { loadJournal, type RuntimeEnv } from "./env.ts"
+import { childAborts, settlementMarker } from "./childMessages.ts"
 
 /** A new settlement at the current time. @internal */
 export const makeSettlement = Effect.fnUntraced(function* (
@@ -55,19 +57,37 @@ export const finishReserved = Effect.fnUntraced(function* (
   return settlement
 })
 
+/** A settling Submission, as far as its settlement concerns other Objects. @internal */
+export type Settling = Pick<SubmissionSnapshot, "submissionId" | "threadId" | "parent">
+
 /**
- * Settles under `fence`, recording `preceding` and then the settlement. `onSettled` runs once
- * the settlement holds: for an owner it marks the end of its ownership.
+ * Settles `row` under `fence`, recording `preceding` and then the settlement. What the
+ * settlement owes other Objects is enqueued in the same transaction: a child's settlement
+ * marker for its parent, and an aborted Submission's aborts for the children it started that
+ * have not settled (read from its journal). So a settled child is one whose marker is durable;
+ * the outbox delivers it until the parent acknowledges it, with nothing left for recovery.
+ * `onSettled` runs once the settlement holds: for an owner it marks the end of its ownership.
  * @internal
  */
 export const settle = Effect.fnUntraced(function* (
   env: RuntimeEnv,
   fence: Fence,
+  row: Settling,
   settlement: Settlement,
   preceding: ReadonlyArray<HistoryEntry> = [],
   onSettled: () => void = () => {},
 ) {
-  yield* env.ledger.settle(fence, settlement, preceding)
+  const aborts =
+    settlement.outcome === "aborted"
+      ? childAborts(row.submissionId, yield* loadJournal(env, row.submissionId))
+      : []
+  const messages = [...settlementMarker(row, settlement), ...aborts]
+  if (messages.length === 0) {
+    yield* env.ledger.settle(fence, settlement, preceding)
+  } else {
+    yield* env.outbox.settleWithMessages(fence, settlement, preceding, messages)
+    if (row.parent !== undefined) yield* env.hit("child:after-marker-append")
+  }
   onSettled()
   return settlement
 })
@@ -76,7 +96,7 @@ export const settle = Effect.fnUntraced(function* (
 export const settleAborted = Effect.fnUntraced(function* (
   env: RuntimeEnv,
   fence: Fence,
-  row: { readonly submissionId: SubmissionId; readonly threadId: ThreadId },
+  row: Settling,
   abortRecorded: boolean,
   preceding: ReadonlyArray<HistoryEntry> = [],
   onSettled?: () => void,
@@ -84,7 +104,14 @@ export const settleAborted = Effect.fnUntraced(function* (
   const entries: ReadonlyArray<HistoryEntry> = abortRecorded
     ? preceding
     : [...preceding, { _tag: "AbortRequested" }]
-  return yield* settle(env, fence, yield* makeSettlement(row, { outcome: "aborted" }), entries, onSettled)
+  return yield* settle(
+    env,
+    fence,
+    row,
+    yield* makeSettlement(row, { outcome: "aborted" }),
+    entries,
+    onSettled,
+  )
 })
 
 /** A settlement write refused because another one got there first. @internal */

@@ -9,13 +9,21 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
 import { type PreparedSubmission, Receipt, type SubmitRequest } from "./model.ts"
-import type { AgentId, IdempotencyKey, ThreadId } from "../../Identifiers.ts"
+import type { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { canonicalJson, contentDigest } from "../digest.ts"
-import { AdmissionRefused, LedgerError, type SubmissionSnapshot } from "../ledger/model.ts"
+import {
+  type AdmissionCheck,
+  AdmissionRefused,
+  LedgerError,
+  type SubmissionSnapshot,
+} from "../ledger/model.ts"
+import type { ParentLink } from "../outbox/parentLink.ts"
+import { admitJoin, checkJoin } from "./joins.ts"
 import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, vanished, type RuntimeEnv } from "./env.ts"
 
-const refuse = (threadId: ThreadId, reason: AdmissionRefused["reason"], message: string) =>
+/** @internal */
+export const refuse = (threadId: ThreadId, reason: AdmissionRefused["reason"], message: string) =>
   new AdmissionRefused({ threadId, reason, message })
 
 const parsePayload = (operation: string, row: SubmissionSnapshot) =>
@@ -60,30 +68,71 @@ export const materialize = (
     )
   })
 
-/** Admits a prepared Submission: the ledger checks its limits again in its transaction. */
-const admitPrepared = Effect.fnUntraced(function* (env: RuntimeEnv, prepared: PreparedSubmission) {
+/**
+ * Writes the admission of a checked Submission (the ledger checks its limits again in its
+ * transaction), linked to a parent or joining a host if asked. @internal
+ */
+export const admitRow = Effect.fnUntraced(function* (
+  env: RuntimeEnv,
+  checkedAdmission: AdmissionCheck,
+  link: { readonly parent?: ParentLink; readonly host?: SubmissionId } = {},
+) {
   const now = yield* Clock.currentTimeMillis
-  const admission = yield* env.ledger.admit({
-    threadId: prepared.threadId,
-    idempotencyKey: prepared.idempotencyKey,
-    agentId: prepared.agentId,
-    agentDigest: prepared.agentDigest,
-    inputPayload: prepared.inputPayload,
-    inputDigest: prepared.inputDigest,
+  return yield* env.ledger.admit({
+    threadId: checkedAdmission.threadId,
+    idempotencyKey: checkedAdmission.idempotencyKey,
+    agentId: checkedAdmission.agentId,
+    agentDigest: checkedAdmission.agentDigest,
+    inputPayload: checkedAdmission.inputPayload,
+    inputDigest: checkedAdmission.inputDigest,
     now,
+    ...link,
   })
-  yield* env.hit("submit:after-admit")
-  const row = admission.snapshot
-  if (row.state === "admitted") yield* env.exclusive(materialize(env, row))
-  if (admission._tag === "Admitted" || row.state === "admitted") yield* env.wake.notify(row.threadId)
-  return new Receipt({
+})
+
+/** The receipt of a row. @internal */
+export const receiptOf = (row: SubmissionSnapshot, replayed: boolean): Receipt =>
+  new Receipt({
     receiptId: row.receiptId,
     submissionId: row.submissionId,
     threadId: row.threadId,
     queueSequence: row.queueSequence,
-    replayed: admission._tag === "Replayed",
+    replayed,
+    ...(row.host === undefined ? {} : { host: row.host }),
   })
+
+/** Admits a prepared Submission as queued input. @internal */
+export const admitQueued = Effect.fnUntraced(function* (env: RuntimeEnv, prepared: AdmissionCheck) {
+  const admission = yield* admitRow(env, prepared)
+  yield* env.hit("submit:after-admit")
+  const row = admission.snapshot
+  if (row.state === "admitted") yield* env.exclusive(materialize(env, row))
+  if (admission._tag === "Admitted" || row.state === "admitted") yield* env.wake.notify(row.threadId)
+  return receiptOf(row, admission._tag === "Replayed")
 })
+
+/** Admits a prepared Submission as its mode asks. */
+const admitPrepared = (env: RuntimeEnv, prepared: PreparedSubmission) =>
+  prepared.mode === undefined || prepared.mode === "queue" || prepared.replay
+    ? admitQueued(env, prepared)
+    : admitJoin(env, prepared, prepared.mode)
+
+/** What admission checks for an input the agent's Schema encoded: its canonical payload. @internal */
+export const admissionCheckOf = (
+  agent: AnyAgentDefinition,
+  request: { readonly threadId: ThreadId; readonly idempotencyKey: IdempotencyKey },
+  encoded: Schema.Json,
+): AdmissionCheck => {
+  const inputPayload = canonicalJson(encoded)
+  return {
+    threadId: request.threadId,
+    idempotencyKey: request.idempotencyKey,
+    agentId: agent.id,
+    agentDigest: agent.digest,
+    inputPayload,
+    inputDigest: contentDigest(inputPayload),
+  }
+}
 
 /**
  * Encodes the input canonically (once) and asks the ledger, without writing, what admission
@@ -95,41 +144,50 @@ const checked = Effect.fnUntraced(function* (
   request: { readonly threadId: ThreadId; readonly idempotencyKey: IdempotencyKey },
   encoded: Schema.Json,
 ) {
-  const inputPayload = canonicalJson(encoded)
-  const admission = {
-    threadId: request.threadId,
-    idempotencyKey: request.idempotencyKey,
-    agentId: agent.id,
-    agentDigest: agent.digest,
-    inputPayload,
-    inputDigest: contentDigest(inputPayload),
-  }
+  const admission = admissionCheckOf(agent, request, encoded)
   const replay = yield* env.ledger.checkAdmission(admission)
   return { ...admission, replay: Option.isSome(replay) } satisfies PreparedSubmission
+})
+
+/** Resolves the agent of a request and decodes and canonically encodes its input. @internal */
+export const encodeFor = Effect.fnUntraced(function* (
+  env: RuntimeEnv,
+  request: { readonly threadId: ThreadId; readonly agentId: AgentId; readonly input: unknown },
+) {
+  const found = env.registry.lookup(request.agentId)
+  if (Option.isNone(found)) {
+    return yield* refuse(
+      request.threadId,
+      "unknown-agent",
+      `no agent ${request.agentId} is registered in this deployment`,
+    )
+  }
+  const agent = found.value
+  const input: unknown = yield* Schema.decodeUnknownEffect(agent.input)(request.input).pipe(
+    Effect.mapError(malformed(request.threadId, agent)),
+  )
+  const encoded = yield* Schema.encodeUnknownEffect(agent.input)(input).pipe(
+    Effect.mapError(malformed(request.threadId, agent)),
+  )
+  return { agent, encoded }
 })
 
 const malformed = (threadId: ThreadId, agent: AnyAgentDefinition) => (cause: Schema.SchemaError) =>
   refuse(threadId, "malformed-input", `the input of agent ${agent.id} is malformed: ${cause.message}`)
 
-/** `prepare`: resolves the agent, decodes and encodes the input, checks admission. @internal */
+/**
+ * `prepare`: resolves the agent, decodes and encodes the input, checks admission, and for a
+ * join refuses (`join`) a lane head that cannot take it; the admission checks the head again.
+ * @internal
+ */
 export const makePrepare = (env: RuntimeEnv) =>
   Effect.fn("DurableAgentRuntime.prepare")(function* (request: SubmitRequest) {
-    const found = env.registry.lookup(request.agentId)
-    if (Option.isNone(found)) {
-      return yield* refuse(
-        request.threadId,
-        "unknown-agent",
-        `no agent ${request.agentId} is registered in this deployment`,
-      )
-    }
-    const agent = found.value
-    const input: unknown = yield* Schema.decodeUnknownEffect(agent.input)(request.input).pipe(
-      Effect.mapError(malformed(request.threadId, agent)),
-    )
-    const encoded = yield* Schema.encodeUnknownEffect(agent.input)(input).pipe(
-      Effect.mapError(malformed(request.threadId, agent)),
-    )
-    return yield* checked(env, agent, request, encoded)
+    const { agent, encoded } = yield* encodeFor(env, request)
+    const prepared = yield* checked(env, agent, request, encoded)
+    const mode = request.mode ?? "queue"
+    if (mode === "queue") return prepared
+    if (mode === "join" && !prepared.replay) yield* checkJoin(env, agent, request.threadId)
+    return { ...prepared, mode }
   })
 
 /** The agent registered here under `agentId`, which must have `digest`. */

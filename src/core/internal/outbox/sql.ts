@@ -1,0 +1,231 @@
+/**
+ * The outbox on Durable Object SQLite. The table is keyed by message id without a rowid (each
+ * insert writes one table row and one index entry); a partial index over unacknowledged rows
+ * ordered by due time serves both the due page and the next deadline, so acknowledged rows are
+ * never read again. Rows are kept after acknowledgement: enqueueing an acknowledged id again
+ * (a repaired fact) then sends nothing.
+ *
+ * Only this Object's own runtime enqueues, through this instance, so once a read finds nothing
+ * left to send the instance remembers it until it enqueues again: a caught-up pass of an
+ * Object that sends nothing reads no outbox row. A fresh incarnation reads once, as it opens.
+ */
+import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import type { MessageOutbox } from "../../MessageOutbox.ts"
+import { SubmissionLedger } from "../../SubmissionLedger.ts"
+import { ThreadHistory } from "../../ThreadHistory.ts"
+import { requireInstant } from "../history/codec.ts"
+import { runMigrations, type Migration } from "../migrations.ts"
+import {
+  decodeReply,
+  decodeStored,
+  encodeNew,
+  encodeReply,
+  errorText,
+  outboxError,
+  requireFinite,
+} from "./codec.ts"
+import type { NewMessage } from "./model.ts"
+
+/** @internal */
+export const outboxTable = "effect_agent_outbox"
+
+const o = outboxTable
+
+/** @internal The answers a receiver remembers. */
+export const answersTable = "effect_agent_answers"
+
+const answers = answersTable
+
+/** @internal */
+export const outboxMigrations: ReadonlyArray<Migration> = [
+  {
+    name: "message-outbox/001-create",
+    statements: [
+      `CREATE TABLE IF NOT EXISTS ${o} (
+        message_id TEXT PRIMARY KEY NOT NULL,
+        target TEXT NOT NULL,
+        message TEXT NOT NULL,
+        depends_on TEXT,
+        attempts INTEGER NOT NULL,
+        next_attempt_at REAL NOT NULL,
+        created_at REAL NOT NULL,
+        acknowledged_at REAL,
+        last_error TEXT
+      ) WITHOUT ROWID`,
+      `CREATE INDEX IF NOT EXISTS ${o}_due ON ${o} (next_attempt_at) WHERE acknowledged_at IS NULL`,
+      `CREATE TABLE IF NOT EXISTS ${answers} (
+        message_id TEXT PRIMARY KEY NOT NULL,
+        reply TEXT NOT NULL,
+        answered_at REAL NOT NULL
+      ) WITHOUT ROWID`,
+    ],
+  },
+]
+
+/** A row may be sent once the message it depends on is acknowledged. */
+const sendable = `acknowledged_at IS NULL AND (depends_on IS NULL OR EXISTS (
+  SELECT 1 FROM ${o} AS first WHERE first.message_id = ${o}.depends_on AND first.acknowledged_at IS NOT NULL))`
+
+/** @internal */
+export const outboxStatements = {
+  // Parameters: id, target, message, depends on, due at, created at.
+  insert: `INSERT OR IGNORE INTO ${o} (message_id, target, message, depends_on, attempts, next_attempt_at, created_at)
+    VALUES (?, ?, ?, ?, 0, ?, ?)`,
+  // Parameters: now, limit.
+  due: `SELECT * FROM ${o} WHERE ${sendable} AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`,
+  nextDue: `SELECT next_attempt_at FROM ${o} WHERE ${sendable} ORDER BY next_attempt_at LIMIT 1`,
+  // Parameters: next attempt at, error, id.
+  retry: `UPDATE ${o} SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
+    WHERE message_id = ? AND acknowledged_at IS NULL`,
+  // Parameters: now, id.
+  acknowledge: `UPDATE ${o} SET acknowledged_at = ? WHERE message_id = ? AND acknowledged_at IS NULL`,
+  byId: `SELECT * FROM ${o} WHERE message_id = ?`,
+  // Parameters: id, reply, now.
+  remember: `INSERT OR IGNORE INTO ${answers} (message_id, reply, answered_at) VALUES (?, ?, ?)`,
+  answer: `SELECT reply FROM ${answers} WHERE message_id = ?`,
+} as const
+
+const storageError = (operation: string) => (cause: SqlError) =>
+  outboxError(operation, `storage failed: ${cause.message}`)(cause)
+
+/** Builds the SQLite outbox and runs its migration. @internal */
+export const makeSqlOutbox = Effect.gen(function* () {
+  const sql = yield* SqlClient
+  const history = yield* ThreadHistory
+  const ledger = yield* SubmissionLedger
+  yield* runMigrations(outboxMigrations).pipe(Effect.mapError(storageError("MessageOutbox.migrate")))
+
+  const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
+    sql.unsafe<Record<string, unknown>>(text, params).pipe(Effect.mapError(storageError(operation)))
+
+  /**
+   * Whether a read found nothing left to send since this instance last enqueued. Read once as
+   * the outbox opens (with its migrations), so a caught-up pass runs no statement at all.
+   */
+  let knownEmpty = (yield* query("MessageOutbox.open", outboxStatements.nextDue, [])).length === 0
+
+  const insertAll = (operation: string, messages: ReadonlyArray<NewMessage>, now: number) =>
+    Effect.forEach(
+      messages,
+      (message) =>
+        Effect.flatMap(encodeNew(operation, message), ({ messageJson, targetJson }) =>
+          query(operation, outboxStatements.insert, [
+            message.messageId,
+            targetJson,
+            messageJson,
+            message.dependsOn ?? null,
+            now,
+            now,
+          ]),
+        ),
+      { discard: true },
+    )
+
+  /** Runs `write` and enqueues `messages` in one storage transaction (nested writes join it). */
+  const withMessages = <A, E>(
+    operation: string,
+    write: Effect.Effect<A, E>,
+    messages: ReadonlyArray<NewMessage>,
+    now: number,
+  ) => {
+    // Before the write: a rolled-back one only costs a later read.
+    if (messages.length > 0) knownEmpty = false
+    return sql
+      .withTransaction(Effect.tap(write, () => insertAll(operation, messages, now)))
+      .pipe(Effect.catchIf(isSqlError, (cause) => Effect.fail(storageError(operation)(cause))))
+  }
+
+  const service: typeof MessageOutbox.Service = {
+    appendWithMessages: Effect.fn("MessageOutbox.appendWithMessages")(
+      function* (submissionId, entries, fence, now, messages) {
+        const operation = "MessageOutbox.appendWithMessages"
+        yield* requireInstant(operation, now)
+        return yield* withMessages(
+          operation,
+          history.appendAll(submissionId, entries, fence, now),
+          messages,
+          now,
+        )
+      },
+    ),
+
+    settleWithMessages: Effect.fn("MessageOutbox.settleWithMessages")(
+      function* (fence, settlement, preceding, messages) {
+        return yield* withMessages(
+          "MessageOutbox.settleWithMessages",
+          ledger.settle(fence, settlement, preceding),
+          messages,
+          settlement.settledAt,
+        )
+      },
+    ),
+
+    enqueue: Effect.fn("MessageOutbox.enqueue")(function* (messages, now) {
+      const operation = "MessageOutbox.enqueue"
+      yield* requireFinite(operation, { now })
+      if (messages.length > 0) knownEmpty = false
+      yield* sql
+        .withTransaction(insertAll(operation, messages, now))
+        .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
+    }),
+
+    due: Effect.fn("MessageOutbox.due")(function* (now, limit) {
+      const operation = "MessageOutbox.due"
+      yield* requireFinite(operation, { now, limit })
+      if (knownEmpty) return []
+      const rows = yield* query(operation, outboxStatements.due, [now, limit])
+      return yield* Effect.forEach(rows, (row) => decodeStored(operation, row))
+    }),
+
+    // Nothing sendable means nothing unacknowledged: a dependency is itself always sendable.
+    nextDue: Effect.suspend(() =>
+      knownEmpty
+        ? Effect.succeed(Option.none<number>())
+        : Effect.map(query("MessageOutbox.nextDue", outboxStatements.nextDue, []), (rows) => {
+            if (rows[0] === undefined) {
+              knownEmpty = true
+              return Option.none<number>()
+            }
+            return Option.some(Number(rows[0]["next_attempt_at"]))
+          }),
+    ),
+
+    retry: Effect.fn("MessageOutbox.retry")(function* (messageId, failure) {
+      const operation = "MessageOutbox.retry"
+      yield* requireFinite(operation, { nextAttemptAt: failure.nextAttemptAt })
+      yield* query(operation, outboxStatements.retry, [
+        failure.nextAttemptAt,
+        errorText(failure.error),
+        messageId,
+      ])
+    }),
+
+    acknowledge: Effect.fn("MessageOutbox.acknowledge")(function* (messageId, now) {
+      const operation = "MessageOutbox.acknowledge"
+      yield* requireFinite(operation, { now })
+      yield* query(operation, outboxStatements.acknowledge, [now, messageId])
+    }),
+
+    lookup: Effect.fn("MessageOutbox.lookup")(function* (messageId) {
+      const operation = "MessageOutbox.lookup"
+      const [row] = yield* query(operation, outboxStatements.byId, [messageId])
+      return row === undefined ? Option.none() : Option.some(yield* decodeStored(operation, row))
+    }),
+
+    rememberAnswer: Effect.fn("MessageOutbox.rememberAnswer")(function* (messageId, reply, now) {
+      const operation = "MessageOutbox.rememberAnswer"
+      yield* requireFinite(operation, { now })
+      const json = yield* encodeReply(operation, reply)
+      yield* query(operation, outboxStatements.remember, [messageId, json, now])
+    }),
+
+    answerOf: Effect.fn("MessageOutbox.answerOf")(function* (messageId) {
+      const operation = "MessageOutbox.answerOf"
+      const [row] = yield* query(operation, outboxStatements.answer, [messageId])
+      return row === undefined ? Option.none() : Option.some(yield* decodeReply(operation, row["reply"]))
+    }),
+  }
+  return service
+})
