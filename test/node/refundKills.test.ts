@@ -11,7 +11,9 @@ import { postJson, startLocalWorker } from "./support/localWorker.ts"
 import { tempDir } from "./support/tempDir.ts"
 
 const threads = Array.from({ length: 10 }, (_, i) => `desk-kill-${i}`)
-const perThread = 5
+/** Rounds of submissions, each followed by a kill; more (up to the maximum) until one cuts a refund. */
+const MIN_ROUNDS = 5
+const MAX_ROUNDS = 15
 
 const Row = Schema.Struct({ submissionId: Schema.String, state: Schema.String })
 const Records = Schema.Struct({
@@ -41,9 +43,21 @@ describe("refund desk under kills", () => {
           persistDir: yield* tempDir("refund-kills"),
           bindings: { OPERATOR_TOKEN: "kill-test-token" },
         })
-        // Submissions arrive while the runtime is killed and restarted under them.
+        const historiesOf = Effect.forEach(threads, (thread) =>
+          worker.json(Records, `/threads/${thread}/history?limit=500`),
+        )
+        const unknownSoFar = Effect.map(
+          historiesOf,
+          (pages) =>
+            pages.flatMap((page) => page.records).filter((r) => r.entry._tag === "UnknownOutcomeRecorded")
+              .length,
+        )
+        // Submissions arrive while the runtime is killed and restarted under them, round after
+        // round until a kill has cut a refund mid-call (where a kill lands depends on timing).
         let kills = 0
-        for (let round = 0; round < perThread; round++) {
+        let rounds = 0
+        while (rounds < MIN_ROUNDS || (rounds < MAX_ROUNDS && (yield* unknownSoFar) === 0)) {
+          const round = rounds
           yield* Effect.forEach(
             threads,
             (thread) =>
@@ -56,10 +70,12 @@ describe("refund desk under kills", () => {
               ),
             { concurrency: "unbounded", discard: true },
           )
-          yield* Effect.sleep(40 + 37 * round)
+          yield* Effect.sleep(40 + 37 * (round % MIN_ROUNDS))
           yield* worker.restart
           kills++
+          rounds++
         }
+        const total = threads.length * rounds
         // Only alarms from here on (the reads below do not write).
         const rowsOf = (thread: string) =>
           worker.json(Schema.Array(Row), `/threads/${thread}/submissions?limit=50`)
@@ -68,12 +84,10 @@ describe("refund desk under kills", () => {
         while (Date.now() < deadline) {
           const rows = yield* Effect.forEach(threads, rowsOf)
           settled = rows.flat().filter((row) => row.state === "settled").length
-          if (settled === threads.length * perThread) break
+          if (settled === total) break
           yield* Effect.sleep(500)
         }
-        const histories = yield* Effect.forEach(threads, (thread) =>
-          worker.json(Records, `/threads/${thread}/history?limit=500`),
-        )
+        const histories = yield* historiesOf
         const entries = histories.flatMap((page) => page.records.map((record) => record.entry))
         const unknown = entries.filter((entry) => entry._tag === "UnknownOutcomeRecorded").length
         const answers = entries
@@ -83,17 +97,16 @@ describe("refund desk under kills", () => {
         console.log(
           JSON.stringify({
             kills,
+            rounds,
             submissions: submissions.length,
             settled,
             unknownOutcomes: unknown,
             reconcileAnswers: answers,
           }),
         )
-        expect(submissions).toHaveLength(threads.length * perThread)
+        expect(submissions).toHaveLength(total)
         expect(submissions.every((row) => row.state === "settled")).toBe(true)
-        expect(entries.filter((entry) => entry._tag === "SubmissionSettled")).toHaveLength(
-          threads.length * perThread,
-        )
+        expect(entries.filter((entry) => entry._tag === "SubmissionSettled")).toHaveLength(total)
         // The kills cut refunds in flight (the provider takes 20 ms), and every Unknown Outcome
         // was settled by its reconcile, none by (or for) a person.
         expect(unknown).toBeGreaterThan(0)
