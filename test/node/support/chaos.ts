@@ -180,10 +180,21 @@ const clientOf = (driver: CrashDriver, name: string) => {
   return { known, apply, observe, resolve, retries: () => retries }
 }
 
-/** Waits, reading only, until the Object and its children's Object are quiescent. */
-const quiescent = (driver: CrashDriver, name: string) =>
+/**
+ * How long a routed request can still be on the faulty network after its sender went quiet: the
+ * longest hold (2.5 s) or a background duplicate (0.5 s), and the call itself.
+ */
+const NETWORK_SETTLE_MILLIS = 3_000
+
+/**
+ * Waits, reading only, until the Object and its children's Object are quiescent and have stayed
+ * so for `settleMillis` (before final reads: a request still held back by the faulty network
+ * makes work when it arrives).
+ */
+const quiescent = (driver: CrashDriver, name: string, settleMillis = 0) =>
   Effect.gen(function* () {
     const until = Date.now() + 30_000
+    let quietSince: number | undefined
     while (Date.now() < until) {
       let quiet = true
       for (const object of [name, childrenOf(name)]) {
@@ -191,7 +202,9 @@ const quiescent = (driver: CrashDriver, name: string) =>
         const view = answer.ok ? (answer.value as { alarm: number | null; owed: boolean }) : undefined
         if (view === undefined || view.alarm !== null || view.owed) quiet = false
       }
-      if (quiet) return
+      if (!quiet) quietSince = undefined
+      else if (quietSince === undefined) quietSince = Date.now()
+      if (quietSince !== undefined && Date.now() - quietSince >= settleMillis) return
       yield* Effect.sleep(50)
     }
     return yield* Effect.die(new Error(`${name} did not reach quiescence within 30 s`))
@@ -211,7 +224,7 @@ const finish = (driver: CrashDriver, name: string, client: ReturnType<typeof cli
   Effect.gen(function* () {
     const children = childrenOf(name)
     for (let round = 0; round < 12; round++) {
-      yield* quiescent(driver, name)
+      yield* quiescent(driver, name, NETWORK_SETTLE_MILLIS)
       const view = yield* driver.raw(name)
       const childView = yield* driver.raw(children)
       // A desk waits for its child: approve the children first, then what still waits here.
