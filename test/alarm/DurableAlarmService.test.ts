@@ -1,8 +1,8 @@
 import { SqlClient } from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { incarnation } from "../support/incarnation.ts"
-import { caughtUpRecord, isDone } from "./fixtures.ts"
+import { caughtUpRecord } from "./fixtures.ts"
 import { alarmOf, dayAhead, generations, inObject, objectName, putRawState, rawState } from "./harness.ts"
 
 const probeTable = "alarm_probe"
@@ -85,33 +85,35 @@ describe("DurableAlarmService", () => {
     ),
   )
 
-  it.effect("alarm and generation writes persist while a concurrent SQL transaction rolls back", () =>
-    inObject(objectName("sql-txn"), (ctx) =>
-      Effect.gen(function* () {
-        const now = yield* dayAhead
-        const { alarm, gate, context } = yield* incarnation(ctx)
-        const sql = Context.get(context, SqlClient)
-        const { whileTransactionRollsBack, probeRows } = yield* rollingBack(ctx, sql)
+  it.effect(
+    "alarm and generation writes persist beside a SQL transaction that waits and is rolled back",
+    () =>
+      inObject(objectName("sql-txn"), (ctx) =>
+        Effect.gen(function* () {
+          const now = yield* dayAhead
+          const { alarm, gate, context } = yield* incarnation(ctx)
+          const sql = Context.get(context, SqlClient)
+          const { whileTransactionRollsBack, probeRows } = yield* rollingBack(ctx, sql)
 
-        yield* whileTransactionRollsBack("schedule", alarm.scheduleAt(now + 30_000))
-        expect(yield* alarmOf(ctx)).toBe(now + 30_000)
-        yield* whileTransactionRollsBack("ensure", alarm.ensureScheduledBy(now + 10_000))
-        expect(yield* alarmOf(ctx)).toBe(now + 10_000)
-        yield* whileTransactionRollsBack("cancel", alarm.cancel)
-        expect(yield* alarmOf(ctx)).toBeNull()
-        const before = yield* generations(ctx)
-        yield* whileTransactionRollsBack("mutation", gate.withMutation(Effect.void))
-        const after = yield* generations(ctx)
-        expect(Option.map(after, (state) => state.dirty)).toEqual(
-          Option.some(Option.match(before, { onNone: () => 1n, onSome: (state) => state.dirty }) + 1n),
-        )
-        expect(yield* alarmOf(ctx)).toBe(now + 50)
-        expect(probeRows()).toEqual([])
-      }),
-    ),
+          yield* whileTransactionRollsBack("schedule", alarm.scheduleAt(now + 30_000))
+          expect(yield* alarmOf(ctx)).toBe(now + 30_000)
+          yield* whileTransactionRollsBack("ensure", alarm.ensureScheduledBy(now + 10_000))
+          expect(yield* alarmOf(ctx)).toBe(now + 10_000)
+          yield* whileTransactionRollsBack("cancel", alarm.cancel)
+          expect(yield* alarmOf(ctx)).toBeNull()
+          const before = yield* generations(ctx)
+          yield* whileTransactionRollsBack("mutation", gate.withMutation(Effect.void))
+          const after = yield* generations(ctx)
+          expect(Option.map(after, (state) => state.dirty)).toEqual(
+            Option.some(Option.match(before, { onNone: () => 1n, onSome: (state) => state.dirty }) + 1n),
+          )
+          expect(yield* alarmOf(ctx)).toBe(now + 50)
+          expect(probeRows()).toEqual([])
+        }),
+      ),
   )
 
-  it.effect("maintenance commits persist while a concurrent SQL transaction rolls back", () =>
+  it.effect("maintenance commits persist beside a SQL transaction that waits and is rolled back", () =>
     inObject(objectName("sql-txn-maintenance"), (ctx) =>
       Effect.gen(function* () {
         const now = yield* dayAhead
@@ -141,9 +143,9 @@ describe("DurableAlarmService", () => {
 })
 
 /**
- * Runs operations while another fiber holds an open SQL transaction (a probe row inserted),
- * which is then interrupted and rolled back. The operation must wait for the connection rather
- * than land inside that transaction.
+ * Runs operations beside a SQL transaction that inserts a probe row and then waits: a
+ * transaction body must be synchronous, so it is rolled back as a defect, and the operation's
+ * own commits must not be caught in it.
  */
 const rollingBack = (ctx: DurableObjectState, sql: SqlClient) =>
   Effect.gen(function* () {
@@ -156,21 +158,18 @@ const rollingBack = (ctx: DurableObjectState, sql: SqlClient) =>
 
     const whileTransactionRollsBack = <A, E>(label: string, operation: Effect.Effect<A, E>) =>
       Effect.gen(function* () {
-        const inserted = yield* Deferred.make<void>()
         const transaction = yield* Effect.forkChild(
           sql.withTransaction(
             Effect.gen(function* () {
               yield* sql`INSERT INTO ${sql(probeTable)} (label) VALUES (${label})`
-              yield* Deferred.succeed(inserted, undefined)
               return yield* Effect.never
             }),
           ),
         )
-        yield* Deferred.await(inserted)
-        const pending = yield* Effect.forkChild(operation)
-        expect(yield* isDone(pending)).toBe(false)
-        yield* Fiber.interrupt(transaction)
-        return yield* Fiber.join(pending)
+        const result = yield* operation
+        const exit = yield* Fiber.await(transaction)
+        expect(Exit.isFailure(exit) && Cause.pretty(exit.cause)).toMatch(/must be synchronous/)
+        return result
       })
     return { whileTransactionRollsBack, probeRows }
   })

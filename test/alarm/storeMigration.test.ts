@@ -8,7 +8,7 @@
  * subagents and joins, and its live Submissions settle the same way.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { SqliteClient } from "@effect/sql-sqlite-do"
+import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { Effect, Stream } from "effect"
 import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
 import { canonicalJson, contentDigest } from "../../src/core/internal/digest.ts"
@@ -94,7 +94,7 @@ const awaitingApproval = (review: AnyAgentDefinition) => ({
 /** Writes the previous release's schema and rows, with the clock at `now`. */
 const writeLegacy = (storage: DurableObjectStorage, now: number, rows: ReadonlyArray<Legacy>) =>
   Effect.gen(function* () {
-    yield* Effect.provide(runMigrations(storeMigrations.slice(0, 3)), SqliteClient.layer({ storage }))
+    yield* Effect.provide(runMigrations(storeMigrations.slice(0, 3)), sqlClientLayer(storage))
     const sequences = new Map<string, number>()
     let settled = 0
     for (const row of rows) {
@@ -156,7 +156,7 @@ interface Billed {
 /** Writes the billed-rows release's schema and rows (one history row each), at `now`. */
 const writeBilled = (storage: DurableObjectStorage, now: number, rows: ReadonlyArray<Billed>) =>
   Effect.gen(function* () {
-    yield* Effect.provide(runMigrations(storeMigrations.slice(0, 4)), SqliteClient.layer({ storage }))
+    yield* Effect.provide(runMigrations(storeMigrations.slice(0, 4)), sqlClientLayer(storage))
     let position = 1
     let settled = 0
     for (const [index, row] of rows.entries()) {

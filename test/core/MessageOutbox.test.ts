@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { SqliteClient } from "@effect/sql-sqlite-do"
+import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { Effect, Layer } from "effect"
 import { MessageOutbox } from "../../src/core/MessageOutbox.ts"
 import { outboxStatements, outboxTable } from "../../src/core/internal/outbox/sql.ts"
@@ -9,10 +9,7 @@ import { abortMessage, outboxConformance, type OutboxHarness } from "./MessageOu
 import { inObject } from "./SubmissionLedgerHarness.ts"
 
 const sqlLayer = (storage: DurableObjectStorage) =>
-  MessageOutbox.layer.pipe(
-    Layer.provideMerge(layerWithLedger),
-    Layer.provideMerge(SqliteClient.layer({ storage })),
-  )
+  MessageOutbox.layer.pipe(Layer.provideMerge(layerWithLedger), Layer.provideMerge(sqlClientLayer(storage)))
 
 const sqlHarness: OutboxHarness = {
   run: (body) => inObject((storage) => Effect.provide(body, sqlLayer(storage))),
@@ -87,7 +84,7 @@ describe("MessageOutbox on SQLite", () => {
       Effect.gen(function* () {
         const layer = MessageOutbox.layerMemory.pipe(
           Layer.provide(SubmissionLedger.layer),
-          Layer.provide(SqliteClient.layer({ storage })),
+          Layer.provide(sqlClientLayer(storage)),
         )
         const error = yield* Effect.flip(Effect.provide(Effect.void, layer))
         expect(error._tag).toBe("MessageOutboxError")

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
-import { SqliteClient } from "@effect/sql-sqlite-do"
+import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { runMigrations } from "../../src/core/internal/migrations.ts"
 import { laneKey, statements } from "../../src/core/internal/ledger/sqlStatements.ts"
 import { rowStatements } from "../../src/core/internal/history/sqlRows.ts"
@@ -57,7 +57,7 @@ describe("SubmissionLedger on SQLite", () => {
   it.effect("upgrades a ledger written before its pass indexes and keeps counting exactly", () =>
     inObject((storage) =>
       Effect.gen(function* () {
-        yield* Effect.provide(runMigrations(storeMigrations.slice(0, 1)), SqliteClient.layer({ storage }))
+        yield* Effect.provide(runMigrations(storeMigrations.slice(0, 1)), sqlClientLayer(storage))
         const insert = (id: string, sequence: number, state: string) =>
           storage.sql.exec(
             `INSERT INTO ${SUBMISSIONS_TABLE} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,

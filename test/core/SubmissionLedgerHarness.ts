@@ -2,7 +2,7 @@
  * Harnesses for the ledger conformance suite: the SQLite ledger and history inside a fresh
  * SQLite-backed Durable Object per case, and the in-memory pair.
  */
-import { SqliteClient } from "@effect/sql-sqlite-do"
+import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { env, runInDurableObject } from "cloudflare:test"
 import { Effect, Layer } from "effect"
 import { SubmissionLedgerLimits, type LedgerLimits } from "../../src/core/SubmissionLedger.ts"
@@ -14,7 +14,7 @@ const limitsLayer = (limits: LedgerLimits | undefined) =>
 
 /** The SQL ledger and history over one Object's storage. */
 export const sqlLayer = (storage: DurableObjectStorage, limits?: LedgerLimits) =>
-  layerWithLedger.pipe(Layer.provide(SqliteClient.layer({ storage })), Layer.provide(limitsLayer(limits)))
+  layerWithLedger.pipe(Layer.provide(sqlClientLayer(storage)), Layer.provide(limitsLayer(limits)))
 
 /** Runs `body` inside the Durable Object named `name` (fresh by default) with its storage. */
 export const inObject = <A, E>(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { SqliteClient } from "@effect/sql-sqlite-do"
+import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { HISTORY_TABLE } from "../../src/core/internal/schema.ts"
@@ -38,7 +38,7 @@ describe("ThreadHistory", () => {
       Effect.gen(function* () {
         const layer = ThreadHistory.layerMemory.pipe(
           Layer.provide(SubmissionLedger.layer),
-          Layer.provide(SqliteClient.layer({ storage })),
+          Layer.provide(sqlClientLayer(storage)),
         )
         const error = yield* Effect.flip(Effect.provide(Effect.void, layer))
         expect(error._tag).toBe("ThreadStoreError")
@@ -54,7 +54,7 @@ describe("ThreadHistory", () => {
         Effect.gen(function* () {
           // Two incarnations over one storage: each admission records its acceptance, then the
           // append follows it.
-          const withClient = layerWithLedger.pipe(Layer.provideMerge(SqliteClient.layer({ storage })))
+          const withClient = layerWithLedger.pipe(Layer.provideMerge(sqlClientLayer(storage)))
           const first = yield* Layer.build(withClient)
           const second = yield* Layer.build(Layer.fresh(withClient))
           const appendIn = (services: typeof first, key: string, now: number) =>

@@ -5,7 +5,7 @@
  * simulates a kill: no finalizer runs and its memory is lost. Bodies run with the calling
  * test's services, so `TestClock` drives every lease, yield and poll.
  */
-import { SqliteClient } from "@effect/sql-sqlite-do"
+import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { env, runInDurableObject } from "cloudflare:test"
 import { Context, Effect, Layer, Ref } from "effect"
 import type { Scope } from "effect"
@@ -102,7 +102,7 @@ export const sqlRuntimeHarness: RuntimeHarness = {
                     buildOver(
                       MessageOutbox.layer.pipe(
                         Layer.provideMerge(layerWithLedger),
-                        Layer.provide(SqliteClient.layer({ storage: state.storage })),
+                        Layer.provide(sqlClientLayer(state.storage)),
                         Layer.provide(limitsLayer(options?.limits)),
                         Layer.orDie,
                       ),

@@ -10,6 +10,7 @@ import type { DurableAlarmError } from "./errors.ts"
 import type { AlarmWrite } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import { makeStorageOperation } from "./storage.ts"
+import { makeTransact } from "./transaction.ts"
 
 /** The alarm slot of this Object. */
 export class DurableAlarmService extends Context.Service<
@@ -51,8 +52,9 @@ export class DurableAlarmService extends Context.Service<
         // A cache of this incarnation only: a fresh one starts with no pass running.
         let runningPasses = 0
 
+        const transact = makeTransact(ctx.storage, run)
         const write = (operation: string, alarm: AlarmWrite) =>
-          run(operation, () => ctx.storage.transaction((txn) => writeAlarm(txn, alarm)))
+          transact(operation, (txn) => writeAlarm(txn, alarm))
         const ensureScheduledBy = Effect.fn("DurableAlarmService.ensureScheduledBy")(function* (at: number) {
           yield* write("ensure alarm", { _tag: "EnsureBy", at })
         })

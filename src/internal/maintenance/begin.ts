@@ -32,10 +32,10 @@ export const beginTransaction = (env: MaintenanceEnv): Effect.Effect<BeginResult
   Effect.gen(function* () {
     yield* env.hit("maintenance:begin:before")
     const now = yield* Clock.currentTimeMillis
-    return yield* env.transact("begin maintenance pass", async (txn): Promise<BeginResult> => {
-      const { state, initialized } = await readMaintenanceState(txn)
-      if (!initialized) await writeMaintenanceState(txn, state)
-      await writeAlarm(txn, decideAlarm(env.timing, { commit: "begin", now }))
+    return yield* env.transact("begin maintenance pass", (txn): BeginResult => {
+      const { state, initialized } = readMaintenanceState(txn)
+      if (!initialized) writeMaintenanceState(txn, state)
+      writeAlarm(txn, decideAlarm(env.timing, { commit: "begin", now }))
       const retry = applicableRetry(state)
       if (state.processed >= state.dirty || (retry?.notBefore ?? 0) > now) {
         return { _tag: "CaughtUp", generation: state.dirty, nonterminal: state.nonterminal }

@@ -15,10 +15,10 @@ export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, Durabl
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
     const now = yield* Clock.currentTimeMillis
-    const record = yield* env.transact("ensure maintenance alarm", async (txn) => {
-      const { state, initialized } = await readMaintenanceState(txn)
-      if (!initialized) await writeMaintenanceState(txn, state)
-      await writeAlarm(txn, decideAlarm(env.timing, { commit: "ensure", now, record: state }))
+    const record = yield* env.transact("ensure maintenance alarm", (txn) => {
+      const { state, initialized } = readMaintenanceState(txn)
+      if (!initialized) writeMaintenanceState(txn, state)
+      writeAlarm(txn, decideAlarm(env.timing, { commit: "ensure", now, record: state }))
       return state
     })
     // A broken deadline read fails the gate only after owed native work has its alarm.

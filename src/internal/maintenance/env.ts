@@ -5,7 +5,7 @@ import type { AlarmTiming } from "./alarmPolicy.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
 import type { ThreadMutationGate } from "./gate.ts"
-import type { StorageOperation } from "./storage.ts"
+import type { Transact } from "./transaction.ts"
 
 /** @internal */
 export interface MaintenanceEnv {
@@ -16,15 +16,6 @@ export interface MaintenanceEnv {
   readonly gate: ThreadMutationGate["Service"]
   /** Earliest of the publication, message, projection and host deadlines. */
   readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
-  /** One storage transaction through the SQL-reserving wrapper. */
-  readonly transact: <A>(
-    operation: string,
-    body: (txn: DurableObjectTransaction) => Promise<A>,
-  ) => Effect.Effect<A, DurableAlarmError>
+  /** One synchronous maintenance transaction (record and alarm). */
+  readonly transact: Transact
 }
-
-/** @internal */
-export const makeTransact =
-  (ctx: DurableObjectState, run: StorageOperation): MaintenanceEnv["transact"] =>
-  (operation, body) =>
-    run(operation, () => ctx.storage.transaction(body))

@@ -41,12 +41,12 @@ export const finishCaughtUp = (env: MaintenanceEnv): Effect.Effect<AlarmDisposit
         // Read under the gate: a concurrent producer cannot be cleared with a stale deadline.
         const deadline = Option.getOrUndefined(yield* env.pendingDeadline)
         const now = yield* Clock.currentTimeMillis
-        return yield* env.transact("finish publication pass", async (txn) => {
-          const { state } = await readMaintenanceState(txn)
+        return yield* env.transact("finish publication pass", (txn) => {
+          const { state } = readMaintenanceState(txn)
           const next = caughtUpRecord(state, now)
-          if (next !== undefined) await writeMaintenanceState(txn, next)
+          if (next !== undefined) writeMaintenanceState(txn, next)
           const alarm = decideAlarm(env.timing, { commit: "caught-up", now, record: state, active, deadline })
-          await writeAlarm(txn, alarm)
+          writeAlarm(txn, alarm)
           return dispositionOf(alarm)
         })
       }),
@@ -120,12 +120,12 @@ export const finishActionable = (
     const disposition = yield* env.gate.withSnapshot((active) =>
       Effect.gen(function* () {
         const deadline = Option.getOrUndefined(yield* env.pendingDeadline)
-        return yield* env.transact("finish maintenance pass", async (txn) => {
-          const { state } = await readMaintenanceState(txn)
+        return yield* env.transact("finish maintenance pass", (txn) => {
+          const { state } = readMaintenanceState(txn)
           const busy = outcome.activeAtStart > 0 || active > 0
           const next = actionableRecord(state, outcome, busy)
           // An unchanged record is already durable: a pass that changes nothing writes nothing.
-          if (!sameRecord(state, next)) await writeMaintenanceState(txn, next)
+          if (!sameRecord(state, next)) writeMaintenanceState(txn, next)
           const alarm = decideAlarm(env.timing, {
             commit: "actionable",
             now,
@@ -136,7 +136,7 @@ export const finishActionable = (
             dueAt: outcome.dueAt,
             deadline,
           })
-          await writeAlarm(txn, alarm)
+          writeAlarm(txn, alarm)
           return dispositionOf(alarm)
         })
       }),

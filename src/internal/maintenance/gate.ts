@@ -17,6 +17,7 @@ import type { DurableAlarmError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 import { makeStorageOperation } from "./storage.ts"
+import { makeTransact } from "./transaction.ts"
 
 /** Options of a gated mutation. */
 export interface MutationOptions {
@@ -53,7 +54,7 @@ export class ThreadMutationGate extends Context.Service<
       const { ctx } = yield* DurableObjectContext
       const config = yield* CloudflareDurableRuntimeConfig
       const failpoint = yield* ThreadMaintenanceFailpoint
-      const run = yield* makeStorageOperation
+      const transact = makeTransact(ctx.storage, yield* makeStorageOperation)
       const permit = yield* Semaphore.make(1)
       const timing = alarmTiming(config)
       let active = 0
@@ -63,20 +64,15 @@ export class ThreadMutationGate extends Context.Service<
       ) {
         yield* failpoint.hit("maintenance:dirty:before")
         const now = yield* Clock.currentTimeMillis
-        yield* run("advance maintenance generation", () =>
-          ctx.storage.transaction(async (txn) => {
-            const { state, initialized } = await readMaintenanceState(txn)
-            if (invalidatesRecovery) {
-              await writeMaintenanceState(
-                txn,
-                ThreadMaintenanceState.make({ ...state, dirty: state.dirty + 1n }),
-              )
-            } else if (!initialized) {
-              await writeMaintenanceState(txn, state)
-            }
-            await writeAlarm(txn, decideAlarm(timing, { commit: "mutation", now }))
-          }),
-        )
+        yield* transact("advance maintenance generation", (txn) => {
+          const { state, initialized } = readMaintenanceState(txn)
+          if (invalidatesRecovery) {
+            writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, dirty: state.dirty + 1n }))
+          } else if (!initialized) {
+            writeMaintenanceState(txn, state)
+          }
+          writeAlarm(txn, decideAlarm(timing, { commit: "mutation", now }))
+        })
         yield* failpoint.hit("maintenance:dirty:after")
         active += 1
       })

@@ -13,7 +13,8 @@ import { DurableAlarmService } from "./alarmService.ts"
 import { alarmTiming } from "./alarmPolicy.ts"
 import { makePendingDeadline } from "./deadlines.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
-import { makeTransact, type MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./env.ts"
+import { makeTransact } from "./transaction.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { ThreadMutationGate } from "./gate.ts"
@@ -90,7 +91,7 @@ export class ThreadMaintenance extends Context.Service<
         hit: failpoint.hit,
         gate,
         pendingDeadline: makePendingDeadline({ publication, messages, projection, host }),
-        transact: makeTransact(ctx, run),
+        transact: makeTransact(ctx.storage, run),
       }
       const ensureAlarm = makeEnsureAlarm(env)
 

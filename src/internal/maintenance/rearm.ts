@@ -33,8 +33,8 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
         )
         const now = yield* Clock.currentTimeMillis
         const jitter = yield* Random.next
-        yield* env.transact("back off failed maintenance", async (txn) => {
-          const { state } = await readMaintenanceState(txn)
+        yield* env.transact("back off failed maintenance", (txn) => {
+          const { state } = readMaintenanceState(txn)
           const retry = nextFailureRetry(env.config, {
             generation,
             previous: state.retry,
@@ -42,7 +42,7 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
             jitter,
             nativeOnly,
           })
-          await writeMaintenanceState(
+          writeMaintenanceState(
             txn,
             ThreadMaintenanceState.make({
               ...state,
@@ -50,7 +50,7 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
               ...(lane === undefined ? {} : { lastServedThreadId: lane }),
             }),
           )
-          await writeAlarm(
+          writeAlarm(
             txn,
             decideAlarm(env.timing, {
               commit: "failure",

@@ -75,8 +75,8 @@ export const makeRepair = (
     const nonterminal = yield* ledger.countAllNonterminal
     const now = yield* Clock.currentTimeMillis
     const result = yield* env.gate.withSnapshot(() =>
-      env.transact("repair maintenance record", async (txn): Promise<MaintenanceRepair> => {
-        const raw = await txn.get(MAINTENANCE_STATE_KEY)
+      env.transact("repair maintenance record", (txn): MaintenanceRepair => {
+        const raw = txn.get(MAINTENANCE_STATE_KEY)
         if (raw === undefined) return MaintenanceRepair.make({ repaired: false })
         const decoded = decodeMaintenanceRecord(raw)
         if (decoded._tag === "Ok") return MaintenanceRepair.make({ repaired: false, record: decoded.state })
@@ -90,10 +90,10 @@ export const makeRepair = (
           nonterminal,
           ...(cursor === undefined ? {} : { lastServedThreadId: cursor }),
         })
-        await txn.put(DAMAGED_MAINTENANCE_KEY, { value: raw, field: damage.field, repairedAt: now })
-        await writeMaintenanceState(txn, record)
+        txn.put(DAMAGED_MAINTENANCE_KEY, { value: raw, field: damage.field, repairedAt: now })
+        writeMaintenanceState(txn, record)
         // The rebuilt generation is owed like a mutation's: its alarm is the mutation prearm.
-        await writeAlarm(txn, decideAlarm(env.timing, { commit: "mutation", now }))
+        writeAlarm(txn, decideAlarm(env.timing, { commit: "mutation", now }))
         return MaintenanceRepair.make({
           repaired: true,
           damage: { field: damage.field, message: damage.message },

@@ -158,11 +158,11 @@ export const selectMaintenanceLane = (
     const selectionTime = yield* Clock.currentTimeMillis
     const { selected } = yield* seekLane(ledger, reports, start, selectionTime, options.attempted)
     yield* env.hit("maintenance:select:before")
-    const selection = yield* env.transact("select maintenance lane", async (txn): Promise<LaneSelection> => {
-      const { state } = await readMaintenanceState(txn)
+    const selection = yield* env.transact("select maintenance lane", (txn): LaneSelection => {
+      const { state } = readMaintenanceState(txn)
       // An unchanged cursor is already durable: serving one lane again writes nothing.
       if (options.persist && selected !== undefined && selected.threadId !== state.lastServedThreadId) {
-        await writeMaintenanceState(
+        writeMaintenanceState(
           txn,
           ThreadMaintenanceState.make({ ...state, lastServedThreadId: selected.threadId }),
         )
@@ -189,13 +189,13 @@ export const recordBindingOutcome = (
       failure === undefined ? undefined : nextBindingRetry(head, previous, yield* Clock.currentTimeMillis)
     if (next === undefined && previous === undefined) return stored
     yield* env.hit("maintenance:binding-retry:before")
-    const written = yield* env.transact("record submission binding retry", async (txn) => {
-      const { state } = await readMaintenanceState(txn)
+    const written = yield* env.transact("record submission binding retry", (txn) => {
+      const { state } = readMaintenanceState(txn)
       const bindingRetries = [
         ...(state.bindingRetries ?? []).filter((wait) => wait.submissionId !== head.submissionId),
         ...(next === undefined ? [] : [next.retry]),
       ]
-      await writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, bindingRetries }))
+      writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, bindingRetries }))
       return bindingRetries
     })
     yield* env.hit("maintenance:binding-retry:after")

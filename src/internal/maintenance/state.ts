@@ -11,6 +11,7 @@ import { Exit, Schema, SchemaIssue } from "effect"
 import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { safeCauseMessage } from "../boundary.ts"
 import { MaintenanceRecordDamaged } from "./errors.ts"
+import type { MaintenanceTxn } from "./transaction.ts"
 
 /** @internal */
 export const MAINTENANCE_STATE_KEY = "effect-agent:thread-maintenance:v1"
@@ -106,18 +107,16 @@ export interface StoredState {
 }
 
 /** @internal Reads (or synthesizes) the record inside a storage transaction. */
-export const readMaintenanceState = async (txn: DurableObjectTransaction): Promise<StoredState> => {
-  const raw = await txn.get(MAINTENANCE_STATE_KEY)
+export const readMaintenanceState = (txn: MaintenanceTxn): StoredState => {
+  const raw = txn.get(MAINTENANCE_STATE_KEY)
   return raw === undefined
     ? { state: bootstrap, initialized: false }
     : { state: decodeState(raw), initialized: true }
 }
 
 /** @internal */
-export const writeMaintenanceState = (
-  txn: DurableObjectTransaction,
-  state: ThreadMaintenanceState,
-): Promise<void> => txn.put(MAINTENANCE_STATE_KEY, encodeState(state))
+export const writeMaintenanceState = (txn: MaintenanceTxn, state: ThreadMaintenanceState): void =>
+  txn.put(MAINTENANCE_STATE_KEY, encodeState(state))
 
 /** @internal Whether two records encode the same. */
 export const sameRecord = (a: ThreadMaintenanceState, b: ThreadMaintenanceState): boolean =>

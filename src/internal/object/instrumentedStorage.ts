@@ -105,6 +105,22 @@ const instrumentSql = (sql: SqlStorage, observe: StorageFailpointHandler): SqlSt
     },
   })
 
+/** The synchronous KV API with its writes reported (inside a `transactionSync`, before commit). */
+const instrumentKv = (kv: SyncKvStorage, observe: StorageFailpointHandler): SyncKvStorage =>
+  overlay(kv, {
+    put: (key: string, value: unknown) => {
+      observe("storage:kv:before", key)
+      kv.put(key, value)
+      observe("storage:kv:after", key)
+    },
+    delete: (key: string) => {
+      observe("storage:kv:before", key)
+      const existed = kv.delete(key)
+      observe("storage:kv:after", key)
+      return existed
+    },
+  })
+
 /** The storage of `ctx` with every durable write reported to `observe`. */
 export const instrumentStorage = (
   storage: DurableObjectStorage,
@@ -113,9 +129,16 @@ export const instrumentStorage = (
   overlay(storage, {
     ...wrapWrites(storage, observe),
     sql: instrumentSql(storage.sql, observe),
+    kv: instrumentKv(storage.kv, observe),
     transaction: async <T>(closure: (txn: DurableObjectTransaction) => Promise<T>): Promise<T> => {
       observe("storage:transaction:before", "begin")
       const result = await storage.transaction((txn) => closure(overlay(txn, wrapWrites(txn, observe))))
+      observe("storage:transaction:after", "commit")
+      return result
+    },
+    transactionSync: <T>(closure: () => T): T => {
+      observe("storage:transaction:before", "begin")
+      const result = storage.transactionSync(closure)
       observe("storage:transaction:after", "commit")
       return result
     },

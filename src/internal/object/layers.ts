@@ -5,7 +5,6 @@
  * built by the class; the application's Thread layer (`ThreadObject.layer` composed with its
  * own hooks) is built over it, so hooks and the pass see the same gate and storage.
  */
-import { SqliteClient } from "@effect/sql-sqlite-do"
 import { Effect, Layer, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { AnyAgentDefinition } from "../../core/AgentRegistration.ts"
@@ -34,6 +33,7 @@ import { RoutedPort } from "../../RoutedPort.ts"
 import { messageDeliveryLayer } from "../delivery/layer.ts"
 import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
+import { sqlClientLayer } from "./sqlClient.ts"
 
 /** The per-incarnation services a `ThreadObject` class provides to its application layer. */
 export type ThreadObjectPlatform =
@@ -121,7 +121,7 @@ export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, opti
       : options.failpoints.layer(ctx)
   const base = Layer.mergeAll(
     DurableObjectContext.layer(state, env),
-    SqliteClient.layer({ storage: state.storage }),
+    sqlClientLayer(state.storage),
     configLayers(options.config),
     failpoints,
   )

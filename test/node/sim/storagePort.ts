@@ -271,13 +271,60 @@ const makeFacade = (port: SimStorage, holder: Holder): DurableObjectState => {
     })
   }
 
+  /** The open `transactionSync`, if any: synchronous KV and alarm calls stage into it. */
+  let open: Staged | undefined
+
+  /** One synchronous operation (workerd's `transactionSync`, or a lone `kv` call). */
+  const operateSync = <A>(body: (staged: Staged) => A): A => {
+    if (open !== undefined) return body(open)
+    const origin = currentOrigin()
+    port.observer.onActivity()
+    if (!holder.alive()) throw evicted()
+    const staged: Staged = { reads: new Map(), writes: new Map(), rolledBack: false }
+    open = staged
+    let result: A
+    try {
+      result = body(staged)
+    } catch (error) {
+      port.observer.onEvent({
+        origin,
+        incarnation: holder.id,
+        at: port.observer.now(),
+        committed: false,
+        reads: staged.reads,
+        before: new Map(),
+        writes: new Map(),
+      })
+      throw error
+    } finally {
+      open = undefined
+    }
+    if (!holder.alive()) throw evicted()
+    commit(port, holder, origin, staged)
+    return result
+  }
+
+  /** An alarm write: staged into the open synchronous transaction, or an operation of its own. */
+  const alarmWrite = (write: (ops: ReturnType<typeof stagedOps>) => void) =>
+    open === undefined
+      ? operate((staged) => write(stagedOps(port, staged)))
+      : Promise.resolve(write(stagedOps(port, open)))
+
+  const kv = {
+    get: (key: string) => operateSync((staged) => stagedOps(port, staged).get(key)),
+    put: (key: string, value: unknown) => operateSync((staged) => stagedOps(port, staged).put(key, value)),
+    delete: (key: string) => operateSync((staged) => stagedOps(port, staged).delete(key)),
+  }
+
   const storage = {
+    kv,
+    transactionSync: <A>(closure: () => A): A => operateSync(() => closure()),
     get: (key: string) => operate((staged) => stagedOps(port, staged).get(key)),
     put: (key: string, value: unknown) => operate((staged) => stagedOps(port, staged).put(key, value)),
     delete: (key: string) => operate((staged) => stagedOps(port, staged).delete(key)),
     getAlarm: () => operate((staged) => stagedOps(port, staged).getAlarm()),
-    setAlarm: (time: number | Date) => operate((staged) => stagedOps(port, staged).setAlarm(time)),
-    deleteAlarm: () => operate((staged) => stagedOps(port, staged).deleteAlarm()),
+    setAlarm: (time: number | Date) => alarmWrite((ops) => ops.setAlarm(time)),
+    deleteAlarm: () => alarmWrite((ops) => ops.deleteAlarm()),
     transaction: <A>(closure: (txn: DurableObjectTransaction) => Promise<A>) =>
       operate(async (staged) => {
         const ops = stagedOps(port, staged)

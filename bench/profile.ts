@@ -1,0 +1,130 @@
+/**
+ * `npx tsx bench/profile.ts [--count 1000] [--binding THREADS_MULTI] [--out profile.cpuprofile]`:
+ * a CPU profile of one burst in the bench Worker, taken through workerd's inspector, with a
+ * summary of the functions that took the most self time. Open the .cpuprofile in Chrome
+ * DevTools for the full picture.
+ */
+import { Effect } from "effect"
+import { Miniflare } from "miniflare"
+import { writeFile } from "node:fs/promises"
+import { parseArgs } from "node:util"
+import WebSocket from "ws"
+import { bundleWorker } from "../test/node/support/bundle.ts"
+import { subjects } from "./subjects.ts"
+
+const { values } = parseArgs({
+  options: {
+    count: { type: "string", default: "1000" },
+    lanes: { type: "string", default: "1" },
+    binding: { type: "string", default: "THREADS_MULTI" },
+    out: { type: "string", default: "bench/profile.cpuprofile" },
+    top: { type: "string", default: "40" },
+  },
+})
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly children?: ReadonlyArray<number>
+}
+interface Profile {
+  readonly nodes: ReadonlyArray<ProfileNode>
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+/** A minimal DevTools protocol session over one WebSocket. */
+const session = async (url: string) => {
+  const socket = new WebSocket(url)
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve)
+    socket.once("error", reject)
+  })
+  let next = 1
+  const pending = new Map<number, (result: unknown) => void>()
+  socket.on("message", (data) => {
+    const message = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: unknown }
+    if (message.id !== undefined) pending.get(message.id)?.(message.error ?? message.result)
+  })
+  const send = <A>(method: string, params: Record<string, unknown> = {}) =>
+    new Promise<A>((resolve) => {
+      const id = next++
+      pending.set(id, (result) => resolve(result as A))
+      socket.send(JSON.stringify({ id, method, params }))
+    })
+  return { send, close: () => socket.close() }
+}
+
+/** Self time per function (name + location), largest first. */
+const selfTimes = (profile: Profile) => {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const totals = new Map<string, number>()
+  profile.samples.forEach((id, index) => {
+    const frame = byId.get(id)?.callFrame
+    if (frame === undefined) return
+    const file = frame.url.split("/").slice(-2).join("/")
+    const key = `${frame.functionName || "(anonymous)"} ${file}:${frame.lineNumber + 1}`
+    totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[index] ?? 0))
+  })
+  return [...totals.entries()].sort((a, b) => b[1] - a[1])
+}
+
+const main = async () => {
+  const script = await Effect.runPromise(bundleWorker(new URL("./worker/index.ts", import.meta.url)))
+  const inspectorPort = 9300 + Math.floor(Math.random() * 500)
+  const mf = new Miniflare({
+    modules: true,
+    script,
+    compatibilityDate: "2026-04-20",
+    compatibilityFlags: ["nodejs_compat"],
+    inspectorPort,
+    durableObjects: Object.fromEntries(
+      Object.values(subjects).map((subject) => [
+        subject.binding,
+        { className: subject.className, useSQLite: true },
+      ]),
+    ),
+  })
+  await mf.ready
+  try {
+    const post = (name: string, path: string, body: unknown) =>
+      mf.dispatchFetch(`http://worker/${values.binding}/${name}/${path}`, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+      })
+    const count = Number(values.count)
+    // Warm up once so the profile shows steady state, not compilation.
+    await (await post("warmup", "burst", { count: 100, lanes: Number(values.lanes) })).text()
+    await (await post("warmup", "wait", {})).text()
+    const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as Array<{
+      id: string
+      webSocketDebuggerUrl: string
+    }>
+    const devtools = await session(
+      (targets.find((target) => target.id === "core:user:") ?? targets[0]!).webSocketDebuggerUrl,
+    )
+    await devtools.send("Profiler.enable")
+    await devtools.send("Profiler.start")
+    const started = performance.now()
+    await (await post("profiled", "burst", { count, lanes: Number(values.lanes) })).text()
+    const submitted = performance.now()
+    await (await post("profiled", "wait", {})).text()
+    const ended = performance.now()
+    const { profile } = await devtools.send<{ profile: Profile }>("Profiler.stop")
+    devtools.close()
+    await writeFile(values.out, JSON.stringify(profile))
+    const sampled = profile.timeDeltas.reduce((sum, delta) => sum + delta, 0) / 1000
+    console.log(
+      `${count} items: submit ${(submitted - started).toFixed(0)} ms, drain ${(ended - submitted).toFixed(0)} ms; ` +
+        `profile ${sampled.toFixed(0)} ms sampled, written to ${values.out}`,
+    )
+    for (const [name, micros] of selfTimes(profile).slice(0, Number(values.top))) {
+      console.log(`${(micros / 1000).toFixed(1).padStart(8)} ms  ${name}`)
+    }
+  } finally {
+    await mf.dispose()
+  }
+}
+
+await main()

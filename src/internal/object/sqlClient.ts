@@ -1,0 +1,119 @@
+/**
+ * `SqlClient` over a Durable Object's SQLite storage whose transactions are synchronous.
+ *
+ * `sql.exec` is synchronous, so a transaction body made of statements needs no event-loop
+ * turn: `withTransaction` runs the body to completion inside `storage.transactionSync` (a
+ * nested one is a savepoint there). An asynchronous `storage.transaction` costs a promise
+ * round trip per commit and holds the input gate across turns; a synchronous one costs a few
+ * microseconds and cannot interleave with another fiber by construction, so a body that tries
+ * to wait (I/O, a sleep, another fiber) is rolled back and reported as a defect.
+ * @internal
+ */
+import { Cause, Context, Effect, Exit, Layer, Stream } from "effect"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import * as Client from "effect/sql/SqlClient"
+import type { Connection } from "effect/sql/SqlConnection"
+import { classifySqliteError, SqlError } from "effect/sql/SqlError"
+import * as Statement from "effect/sql/Statement"
+
+const executeError = (cause: unknown) =>
+  new SqlError({
+    reason: classifySqliteError(cause, { message: "Failed to execute statement", operation: "execute" }),
+  })
+
+/** A value SQLite returns, with blobs as `Uint8Array` like other Effect SQL drivers. */
+const cell = (value: SqlStorageValue): unknown =>
+  value instanceof ArrayBuffer ? new Uint8Array(value) : value
+
+const rowsOf = function* (db: SqlStorage, query: string, params: ReadonlyArray<unknown>) {
+  const cursor = db.exec(query, ...params)
+  const columns = cursor.columnNames
+  for (const values of cursor.raw()) {
+    const row: Record<string, unknown> = {}
+    for (let i = 0; i < columns.length; i++) row[columns[i]!] = cell(values[i]!)
+    yield row
+  }
+}
+
+const connectionOf = (db: SqlStorage): Connection => {
+  const rows = (query: string, params: ReadonlyArray<unknown>) =>
+    Effect.try({ try: () => Array.from(rowsOf(db, query, params)), catch: executeError })
+  const values = (query: string, params: ReadonlyArray<unknown>) =>
+    Effect.try({
+      try: () => Array.from(db.exec(query, ...params).raw(), (row) => row.map(cell)),
+      catch: executeError,
+    })
+  const execute: Connection["execute"] = (query, params, transform) =>
+    transform === undefined ? rows(query, params) : Effect.map(rows(query, params), transform)
+  return {
+    execute,
+    executeUnprepared: execute,
+    executeRaw: rows,
+    executeValues: values,
+    executeValuesUnprepared: values,
+    executeStream: (query, params, transform) =>
+      Stream.suspend(() => Stream.fromIteratorSucceed(rowsOf(db, query, params), 128)).pipe(
+        Stream.catchCauseFilter(Cause.findDefect, (defect) => Stream.fail(executeError(defect))),
+        transform === undefined ? (stream) => stream : Stream.mapArray((chunk) => transform(chunk) as never),
+      ),
+  }
+}
+
+/** Thrown inside `transactionSync` to roll it back; carries the body's exit out. */
+class Rollback {
+  constructor(readonly exit: Exit.Exit<unknown, unknown>) {}
+}
+
+const suspendedBody = () =>
+  new Error(
+    "a storage transaction body waited for something (I/O, a timer or another fiber); " +
+      "transaction bodies must be synchronous, so it was rolled back",
+  )
+
+/**
+ * Runs `effect` to completion inside `storage.transactionSync`, with the caller's services:
+ * success commits, failure or defect rolls back and is returned as the same exit.
+ */
+const synchronousTransaction =
+  (storage: DurableObjectStorage): Client.SqlClient["withTransaction"] =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.withFiber<A, E | SqlError, R>((fiber) => {
+      const run = Effect.runSyncExitWith(fiber.context as Context.Context<R>)
+      try {
+        return storage.transactionSync(() => {
+          const exit = run(effect)
+          if (Exit.isSuccess(exit)) return exit
+          const asyncFiber = Cause.findDefect(exit.cause)
+          if (asyncFiber._tag === "Success" && Cause.isAsyncFiberError(asyncFiber.success)) {
+            asyncFiber.success.fiber.interruptUnsafe()
+            throw new Rollback(Exit.die(suspendedBody()))
+          }
+          throw new Rollback(exit)
+        })
+      } catch (thrown) {
+        if (thrown instanceof Rollback) return thrown.exit as Exit.Exit<A, E>
+        return Effect.fail(
+          new SqlError({
+            reason: classifySqliteError(thrown, { message: "Failed transaction", operation: "transaction" }),
+          }),
+        )
+      }
+    })
+
+/** A `SqlClient` over `storage.sql` with synchronous transactions. @internal */
+export const makeSqlClient = (storage: DurableObjectStorage) =>
+  Effect.gen(function* () {
+    const connection = connectionOf(storage.sql)
+    const client = yield* Client.make({
+      acquirer: Effect.succeed(connection),
+      borrower: (use) => use(connection),
+      compiler: Statement.makeCompilerSqlite(),
+      driver: "durable-object-sqlite",
+      spanAttributes: [["db.system.name", "sqlite"]],
+    })
+    return Object.assign(client, { withTransaction: synchronousTransaction(storage) })
+  })
+
+/** Provides `SqlClient` over `storage`. @internal */
+export const sqlClientLayer = (storage: DurableObjectStorage): Layer.Layer<Client.SqlClient> =>
+  Layer.effect(Client.SqlClient, makeSqlClient(storage)).pipe(Layer.provide(Reactivity.layer))
