@@ -4,12 +4,11 @@
  * running alarm handler when an earlier alarm is written during it.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import type { SqlClient } from "effect/sql/SqlClient"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import type { AlarmWrite } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
-import { makeStorageOperation } from "./storage.ts"
+import { storageOperation } from "./storage.ts"
 import { makeTransact } from "./transaction.ts"
 
 /** The alarm slot of this Object. */
@@ -43,50 +42,51 @@ export class DurableAlarmService extends Context.Service<
     readonly cancel: Effect.Effect<void, DurableAlarmError>
   }
 >()("@effect-agent/platform-cloudflare/DurableAlarmService") {
-  static readonly layer: Layer.Layer<DurableAlarmService, never, DurableObjectContext | SqlClient> =
-    Layer.effect(
-      this,
-      Effect.gen(function* () {
-        const { ctx } = yield* DurableObjectContext
-        const run = yield* makeStorageOperation
-        // A cache of this incarnation only: a fresh one starts with no pass running.
-        let runningPasses = 0
+  static readonly layer: Layer.Layer<DurableAlarmService, never, DurableObjectContext> = Layer.effect(
+    this,
+    Effect.gen(function* () {
+      const { ctx } = yield* DurableObjectContext
+      const run = storageOperation
+      // A cache of this incarnation only: a fresh one starts with no pass running.
+      let runningPasses = 0
 
-        const transact = makeTransact(ctx.storage, run)
-        const write = (operation: string, alarm: AlarmWrite) =>
-          transact(operation, (txn) => writeAlarm(txn, alarm))
-        const ensureScheduledBy = Effect.fn("DurableAlarmService.ensureScheduledBy")(function* (at: number) {
-          yield* write("ensure alarm", { _tag: "EnsureBy", at })
-        })
+      const transact = makeTransact(ctx.storage, run)
+      const write = (operation: string, alarm: AlarmWrite) =>
+        transact(operation, (txn) => writeAlarm(txn, alarm))
+      const ensureScheduledBy = Effect.fn("DurableAlarmService.ensureScheduledBy")(function* (at: number) {
+        // An alarm already due by then needs no transaction: a writer after this read could
+        // move it as well after one.
+        const current = yield* run("get alarm", () => ctx.storage.getAlarm())
+        if (current !== null && current <= at) return
+        yield* write("ensure alarm", { _tag: "EnsureBy", at })
+      })
 
-        return {
-          scheduled: run("get alarm", () => ctx.storage.getAlarm()).pipe(
-            Effect.map(Option.fromNullOr),
-            Effect.withSpan("DurableAlarmService.scheduled"),
-          ),
-          scheduleAt: Effect.fn("DurableAlarmService.scheduleAt")(function* (at: number) {
-            yield* write("set alarm", { _tag: "Set", at })
-          }),
-          ensureScheduledBy,
-          scheduleNow: Effect.suspend(() =>
-            runningPasses > 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, ensureScheduledBy),
-          ).pipe(Effect.withSpan("DurableAlarmService.scheduleNow")),
-          withWakesDeferred: <A, E, R>(body: Effect.Effect<A, E, R>) =>
-            Effect.acquireUseRelease(
+      return {
+        scheduled: run("get alarm", () => ctx.storage.getAlarm()).pipe(
+          Effect.map(Option.fromNullOr),
+          Effect.withSpan("DurableAlarmService.scheduled"),
+        ),
+        scheduleAt: Effect.fn("DurableAlarmService.scheduleAt")(function* (at: number) {
+          yield* write("set alarm", { _tag: "Set", at })
+        }),
+        ensureScheduledBy,
+        scheduleNow: Effect.suspend(() =>
+          runningPasses > 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, ensureScheduledBy),
+        ).pipe(Effect.withSpan("DurableAlarmService.scheduleNow")),
+        withWakesDeferred: <A, E, R>(body: Effect.Effect<A, E, R>) =>
+          Effect.acquireUseRelease(
+            Effect.sync(() => {
+              runningPasses += 1
+            }),
+            () => body,
+            () =>
               Effect.sync(() => {
-                runningPasses += 1
+                runningPasses = Math.max(0, runningPasses - 1)
               }),
-              () => body,
-              () =>
-                Effect.sync(() => {
-                  runningPasses = Math.max(0, runningPasses - 1)
-                }),
-            ),
-          passRunning: Effect.sync(() => runningPasses > 0),
-          cancel: write("delete alarm", { _tag: "Clear" }).pipe(
-            Effect.withSpan("DurableAlarmService.cancel"),
           ),
-        }
-      }),
-    )
+        passRunning: Effect.sync(() => runningPasses > 0),
+        cancel: write("delete alarm", { _tag: "Clear" }).pipe(Effect.withSpan("DurableAlarmService.cancel")),
+      }
+    }),
+  )
 }

@@ -8,7 +8,6 @@
  * generation carries correctness. The permit is never held across a mutation body.
  */
 import { Clock, Context, Effect, Layer, Semaphore } from "effect"
-import type { SqlClient } from "effect/sql/SqlClient"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { alarmTiming, decideAlarm } from "./alarmPolicy.ts"
@@ -16,7 +15,7 @@ import { writeAlarm } from "./alarmWrite.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
-import { makeStorageOperation } from "./storage.ts"
+import { storageOperation } from "./storage.ts"
 import { makeTransact } from "./transaction.ts"
 
 /** Options of a gated mutation. */
@@ -47,14 +46,14 @@ export class ThreadMutationGate extends Context.Service<
   static readonly layer: Layer.Layer<
     ThreadMutationGate,
     never,
-    DurableObjectContext | CloudflareDurableRuntimeConfig | ThreadMaintenanceFailpoint | SqlClient
+    DurableObjectContext | CloudflareDurableRuntimeConfig | ThreadMaintenanceFailpoint
   > = Layer.effect(
     this,
     Effect.gen(function* () {
       const { ctx } = yield* DurableObjectContext
       const config = yield* CloudflareDurableRuntimeConfig
       const failpoint = yield* ThreadMaintenanceFailpoint
-      const transact = makeTransact(ctx.storage, yield* makeStorageOperation)
+      const transact = makeTransact(ctx.storage, storageOperation)
       const permit = yield* Semaphore.make(1)
       const timing = alarmTiming(config)
       let active = 0

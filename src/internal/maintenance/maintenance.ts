@@ -3,7 +3,6 @@
  * constructor gate, and the gated mutation with best-effort publication.
  */
 import { Context, Effect, Layer, Option, Ref, Semaphore } from "effect"
-import type { SqlClient } from "effect/sql/SqlClient"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { type LedgerError, SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
@@ -22,7 +21,7 @@ import { publishCommitted, ThreadHostMaintenance, ThreadMessageDelivery, ThreadP
 import { makePass, type MaintenancePassFailure } from "./pass.ts"
 import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
-import { makeStorageOperation } from "./storage.ts"
+import { storageOperation } from "./storage.ts"
 
 /**
  * Thread maintenance of one physical Object.
@@ -65,7 +64,6 @@ export class ThreadMaintenance extends Context.Service<
     | ThreadMaintenanceFailpoint
     | CloudflareDurableRuntimeConfig
     | DurableObjectContext
-    | SqlClient
   > = Layer.effect(
     this,
     Effect.gen(function* () {
@@ -81,7 +79,7 @@ export class ThreadMaintenance extends Context.Service<
       // References: whatever is in context when the layer is built is captured.
       const messages = yield* ThreadMessageDelivery
       const host = yield* ThreadHostMaintenance
-      const run = yield* makeStorageOperation
+      const run = storageOperation
       const permit = yield* Semaphore.make(1)
       const cursorCovered = yield* Ref.make(false)
 

@@ -1,13 +1,11 @@
 /**
  * The storage-operation wrapper every maintenance service uses for KV and alarm promises.
  *
- * KV, alarm and SQL writes of a Durable Object share one physical SQLite transaction. A short
- * storage operation run while another fiber holds an open SQL transaction would land inside it
- * (and roll back with it), so outside a transaction the operation reserves the SQL connection
- * for exactly its own duration. Inside the caller's own transaction it runs directly.
+ * KV, alarm and SQL writes of a Durable Object share one physical SQLite transaction. SQL
+ * transactions here are synchronous (see internal/object/sqlClient.ts), so no other fiber's
+ * transaction can be open while an operation starts, and an operation needs no reservation.
  */
-import { Effect, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Effect } from "effect"
 import { alarmErrorFromCause, type DurableAlarmError } from "./errors.ts"
 
 /** @internal */
@@ -17,24 +15,8 @@ export type StorageOperation = <A>(
 ) => Effect.Effect<A, DurableAlarmError>
 
 /** @internal */
-export const makeStorageOperation: Effect.Effect<StorageOperation, never, SqlClient> = Effect.gen(
-  function* () {
-    const sql = yield* SqlClient
-    return <A>(operation: string, run: () => Promise<A>) => {
-      // A started storage promise cannot be cancelled, so its fiber waits for it.
-      const execute = Effect.uninterruptible(
-        Effect.tryPromise({ try: run, catch: (cause) => alarmErrorFromCause(operation, cause) }),
-      )
-      return Effect.flatMap(Effect.serviceOption(sql.transactionService), (transaction) =>
-        Option.isSome(transaction)
-          ? execute
-          : Effect.scoped(
-              Effect.andThen(
-                Effect.mapError(sql.reserve, (cause) => alarmErrorFromCause(operation, cause)),
-                execute,
-              ),
-            ),
-      )
-    }
-  },
-)
+export const storageOperation: StorageOperation = (operation, run) =>
+  // A started storage promise cannot be cancelled, so its fiber waits for it.
+  Effect.uninterruptible(
+    Effect.tryPromise({ try: run, catch: (cause) => alarmErrorFromCause(operation, cause) }),
+  )

@@ -9,13 +9,13 @@ import { type HistoryRecord, ThreadHistory } from "../../core/ThreadHistory.ts"
 import type { ThreadId } from "../../core/Identifiers.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { decodeMaintenanceRecord, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
-import { makeStorageOperation } from "../maintenance/storage.ts"
+import { storageOperation } from "../maintenance/storage.ts"
 import type { MaintenanceView } from "../operator/explain.ts"
 
 /** @internal The stored maintenance record (or its damage) and the alarm. */
 export const readMaintenanceView = Effect.gen(function* () {
   const { ctx } = yield* DurableObjectContext
-  const run = yield* makeStorageOperation
+  const run = storageOperation
   const raw = yield* run("read maintenance record", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
   const alarm = yield* run("get alarm", () => ctx.storage.getAlarm())
   const decoded = raw === undefined ? undefined : decodeMaintenanceRecord(raw)
