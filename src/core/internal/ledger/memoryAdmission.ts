@@ -4,7 +4,7 @@
  * SQLite ledger derives them.
  */
 import { Effect, Option, Result } from "effect"
-import type { SubmissionLedger } from "../../SubmissionLedger.ts"
+import type { KeyReads } from "./parts.ts"
 import { idCollision, inputBytesRefusal, queueDepthRefusal, replayOf, submissionIdFor } from "./admission.ts"
 import type {
   Admission,
@@ -34,7 +34,7 @@ export const makeMemoryAdmission = (store: MemoryStore, limits: LedgerLimits) =>
     return refusal === undefined ? Result.succeed(undefined) : Result.fail(refusal)
   }
 
-  const reads: Pick<typeof SubmissionLedger.Service, "checkAdmission" | "lookupByKey"> = {
+  const reads: KeyReads = {
     checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
       const checked = yield* atomically("SubmissionLedger.checkAdmission", () =>
         verdict("SubmissionLedger.checkAdmission", request),

@@ -3,30 +3,13 @@
  * scans, in the lane order the SQLite ledger's lane key reproduces.
  */
 import { Effect, Option, Stream } from "effect"
-import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { ThreadId } from "../../Identifiers.ts"
+import type { LedgerReads } from "./parts.ts"
 import { headOf, type MemoryStore } from "./memoryStore.ts"
 import * as Rules from "./rules.ts"
 
-/** The reads that are not about admission. @internal */
-export type MemoryReads = Pick<
-  typeof SubmissionLedger.Service,
-  | "lookup"
-  | "head"
-  | "countNonterminal"
-  | "joinsOf"
-  | "scanNonterminal"
-  | "scanRecoveryCandidates"
-  | "laneHeads"
-  | "nextLaneHead"
-  | "countAllNonterminal"
-  | "scanAll"
-  | "lanePage"
-  | "threadIds"
->
-
 /** Builds the reads over a store. @internal */
-export const makeMemoryReads = (store: MemoryStore): MemoryReads => {
+export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
   // JavaScript string order, which the SQLite ledger's lane key reproduces.
   const sortedLanes = () => [...store.lanes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
 

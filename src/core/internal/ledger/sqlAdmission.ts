@@ -5,7 +5,7 @@
  * and `lookupByKey` answer from it alone.
  */
 import { Effect, Option } from "effect"
-import type { SubmissionLedger } from "../../SubmissionLedger.ts"
+import type { KeyReads } from "./parts.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { idCollision, inputBytesRefusal, queueDepthRefusal, replayOf, submissionIdFor } from "./admission.ts"
 import type { AdmissionCheck, LedgerLimits } from "./model.ts"
@@ -96,7 +96,7 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
       }
     })
 
-  const reads: Pick<typeof SubmissionLedger.Service, "checkAdmission" | "lookupByKey"> = {
+  const reads: KeyReads = {
     checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
       const verdict = yield* admissionVerdict("SubmissionLedger.checkAdmission", request)
       return verdict._tag === "Replayed" ? Option.some(verdict.admission.snapshot) : Option.none()

@@ -4,8 +4,8 @@
  * consumer writes to the ledger).
  */
 import { Effect, Option, Stream } from "effect"
-import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { ThreadId } from "../../Identifiers.ts"
+import type { LedgerReads } from "./parts.ts"
 import type { LedgerError, SubmissionSnapshot } from "./model.ts"
 import { rowStatements } from "../history/sqlRows.ts"
 import { numberOr, type SqlQueries } from "./sqlQueries.ts"
@@ -14,23 +14,6 @@ import type { Row } from "./sqlStatements.ts"
 
 const SCAN_PAGE_SIZE = 128
 
-/** The reads that are not about admission. @internal */
-export type SqlReads = Pick<
-  typeof SubmissionLedger.Service,
-  | "lookup"
-  | "head"
-  | "countNonterminal"
-  | "joinsOf"
-  | "scanNonterminal"
-  | "scanRecoveryCandidates"
-  | "laneHeads"
-  | "nextLaneHead"
-  | "countAllNonterminal"
-  | "scanAll"
-  | "lanePage"
-  | "threadIds"
->
-
 /**
  * Builds the reads. `countedBefore` holds what the Object admitted and settled before its
  * history counted them (stored at migration). @internal
@@ -38,7 +21,7 @@ export type SqlReads = Pick<
 export const makeSqlReads = (
   { query, first }: SqlQueries,
   countedBefore: { readonly admitted: number; readonly settled: number },
-): SqlReads => {
+): LedgerReads => {
   const pages = (
     operation: string,
     text: string,
