@@ -24,16 +24,16 @@ import {
 import type { SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
 import {
   childOrJoin,
-  type Crash,
-  crashingOps,
+  type CrashingOps,
   crashMatrix,
   ignoreNotPending,
+  type Run,
   untilDone,
 } from "../support/crashMatrix.ts"
 import { approvingChild, deliverLocally, doubler, self, unregisteredChild } from "./childrenFixtures.ts"
-import { makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
+import { ran, type Runs } from "./runtimeAgents.ts"
 import { entriesOf, noYield } from "./runtimeFixtures.ts"
-import { type Incarnation, ledgerOf, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { type Incarnation, ledgerOf, runtimeOf } from "./runtimeHarness.ts"
 
 const Input = Schema.Struct({ n: Schema.Int })
 
@@ -101,19 +101,8 @@ const silent = define({
 
 const lanes = ["p", "q", "s", "kids", "nobody", "held"] as const
 
-const drive = (
-  world: RuntimeWorld,
-  failpoint: RuntimeFailpointHandler | undefined,
-  crash: Crash | undefined,
-) =>
+const drive = (ops: CrashingOps, failpoint: RuntimeFailpointHandler | undefined) =>
   Effect.gen(function* () {
-    const runs = yield* makeRuns
-    const ops = yield* crashingOps(
-      world,
-      { agents: [family(runs), doubler(runs), abandoner, approvingChild, silent], self },
-      failpoint,
-      crash,
-    )
     const { op } = ops
     const submit = (lane: string, agent: string, key: string, n: number, mode?: "join") =>
       untilDone(op, (incarnation) =>
@@ -187,13 +176,13 @@ const drive = (
         "step" in entry ? `${entry._tag}@${entry.step}` : entry._tag,
       )
     }
-    return { crashed: yield* ops.crashed, remaining: all, settlements, journal, runs: yield* runsOf(runs) }
+    return { remaining: all, settlements, journal }
   })
 
 const count = (entries: ReadonlyArray<string>, entry: string) => entries.filter((e) => e === entry).length
 
 /** What every run must end with, whatever was injected. */
-const expectStory = (result: Effect.Success<ReturnType<typeof drive>>, label: string) => {
+const expectStory = (result: Run<Effect.Success<ReturnType<typeof drive>>>, label: string) => {
   expect(result.remaining, label).toEqual([])
   expect(result.settlements["p"], label).toMatchObject({ outcome: "completed", output: 8 + 100 })
   expect(result.settlements["follow"], label).toMatchObject({ outcome: "completed", output: 108 })
@@ -233,6 +222,10 @@ const sample = (
 
 crashMatrix({
   name: "DurableAgentRuntime subagent and join crash matrix",
+  incarnation: (runs) => ({
+    agents: [family(runs), doubler(runs), abandoner, approvingChild, silent],
+    self,
+  }),
   drive,
   coverage: {
     test: "hits every subagent and join failpoint location on the journey",

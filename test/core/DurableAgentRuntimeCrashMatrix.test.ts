@@ -10,18 +10,17 @@ import { TestClock } from "effect/testing"
 import { Reconcile } from "../../src/core/AgentContext.ts"
 import { define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
-import { RUNTIME_FAILPOINT_LOCATIONS, type RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
+import { RUNTIME_FAILPOINT_LOCATIONS } from "../../src/core/RuntimeFailpoint.ts"
 import {
   childOrJoin,
-  type Crash,
-  crashingOps,
+  type CrashingOps,
   crashMatrix,
   ignoreNotPending,
   untilDone,
 } from "../support/crashMatrix.ts"
-import { echo, makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
+import { echo, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { ledgerOf, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { ledgerOf, runtimeOf } from "./runtimeHarness.ts"
 
 const journey = (runs: Runs) =>
   define({
@@ -59,19 +58,8 @@ const journey = (runs: Runs) =>
       }),
   })
 
-const drive = (
-  world: RuntimeWorld,
-  failpoint: RuntimeFailpointHandler | undefined,
-  crash: Crash | undefined,
-) =>
+const drive = (ops: CrashingOps) =>
   Effect.gen(function* () {
-    const runs = yield* makeRuns
-    const ops = yield* crashingOps(
-      world,
-      { agents: [journey(runs), echo], config: { leaseRenewalInterval: 1 } },
-      failpoint,
-      crash,
-    )
     const { op } = ops
 
     const submit = (lane: string, agent: string, input: unknown) =>
@@ -114,8 +102,6 @@ const drive = (
     const settledA = yield* rowOf(current, a.submissionId)
     const settledB = yield* rowOf(current, b.submissionId)
     return {
-      crashed: yield* ops.crashed,
-      runs: yield* runsOf(runs),
       a: settledA,
       b: settledB,
       tagsA: yield* tagsOf(current, a.submissionId),
@@ -128,6 +114,7 @@ const once = (tags: ReadonlyArray<string>) => tags.filter((tag) => tag === "Subm
 
 crashMatrix({
   name: "DurableAgentRuntime crash matrix",
+  incarnation: (runs) => ({ agents: [journey(runs), echo], config: { leaseRenewalInterval: 1 } }),
   drive,
   coverage: {
     test: "hits every failpoint location on the journey",

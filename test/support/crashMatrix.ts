@@ -3,13 +3,15 @@
  * freezes the fiber forever, or a typed failure), operations that carry on in a fresh
  * incarnation over the same storage after a kill, once the dead owner's leases expired, and
  * `crashMatrix`, which runs a journey once without a fault and then once per chosen hit with
- * each fault there, against every runtime harness. A matrix brings its journey and its story.
+ * each fault there, against every runtime harness. A matrix brings its agents, its journey and
+ * its story.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Option, Predicate, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { failpointError, runtimeSwitchboard } from "./switchboard.ts"
 import type { RuntimeFailpointHandler, RuntimeFailpointLocation } from "../../src/core/RuntimeFailpoint.ts"
+import { makeRuns, type Runs, runsOf } from "../core/runtimeAgents.ts"
 import {
   type Incarnation,
   type IncarnationOptions,
@@ -138,25 +140,30 @@ export const ignoreNotPending = <A, E extends { readonly _tag: string }>(effect:
     () => Effect.void,
   )
 
-/** A journey, driven once per run; the result says whether the fault was injected. */
-export type Drive<A extends { readonly crashed: boolean }, E> = (
+/** A journey's result with what every run reports: whether the fault was injected, and the steps that ran. */
+export type Run<A> = A & {
+  readonly crashed: boolean
+  readonly runs: Effect.Success<ReturnType<typeof runsOf>>
+}
+
+type Drive<A, E> = (
   world: RuntimeWorld,
   failpoint: RuntimeFailpointHandler | undefined,
   crash: Crash | undefined,
-) => Effect.Effect<A, E, Scope.Scope>
+) => Effect.Effect<Run<A>, E, Scope.Scope>
 
 /**
  * Drives a journey once to record its hits, then once per chosen hit with `inject` there (each
  * run in a fresh world), and checks every run: it must have crashed, and `check` says the rest.
  */
-const atEachHit = <A extends { readonly crashed: boolean }, E>(
+const atEachHit = <A, E>(
   harness: RuntimeHarness,
   inject: (hit: number) => Effect.Effect<Crash>,
   drive: Drive<A, E>,
   choose: (
     hits: ReadonlyArray<RuntimeFailpointLocation>,
   ) => ReadonlyArray<readonly [number, RuntimeFailpointLocation]>,
-  check: (result: A, label: string) => void,
+  check: (result: Run<A>, label: string) => void,
 ) =>
   Effect.gen(function* () {
     const hits: Array<RuntimeFailpointLocation> = []
@@ -176,15 +183,21 @@ const atEachHit = <A extends { readonly crashed: boolean }, E>(
 /** The operations of one run, as `crashingOps` returns them. */
 export type CrashingOps = Effect.Success<ReturnType<typeof crashingOps>>
 
-/** A crash matrix: a journey, what its fault-free run covers, and the story every run ends with. */
-export interface CrashMatrix<A extends { readonly crashed: boolean }, E> {
+/** A crash matrix: its agents, a journey, what its fault-free run covers, and the story every run ends with. */
+export interface CrashMatrix<A, E> {
   /** The describe block's name; the harness's label follows it. */
   readonly name: string
-  readonly drive: Drive<A, E>
+  /** What every incarnation of a run runs with (the failpoint aside), given the run's step counter. */
+  readonly incarnation: (runs: Runs) => Omit<IncarnationOptions, "failpoint">
+  /** The journey, driven to its end through the run's operations. */
+  readonly drive: (
+    ops: CrashingOps,
+    failpoint: RuntimeFailpointHandler | undefined,
+  ) => Effect.Effect<A, E, Scope.Scope>
   /** The fault-free run: its test's name, and its checks given the failpoint hits it recorded. */
   readonly coverage: {
     readonly test: string
-    readonly check: (hits: ReadonlyArray<RuntimeFailpointLocation>, result: A) => void
+    readonly check: (hits: ReadonlyArray<RuntimeFailpointLocation>, result: Run<A>) => void
   }
   /** The hits to inject at, with their offsets; every hit unless given. */
   readonly choose?: (
@@ -192,20 +205,27 @@ export interface CrashMatrix<A extends { readonly crashed: boolean }, E> {
     hits: ReadonlyArray<RuntimeFailpointLocation>,
   ) => ReadonlyArray<readonly [number, RuntimeFailpointLocation]>
   /** What every run with a fault must end with; `label` names the fault and the hit. */
-  readonly check: (result: A, label: string) => void
+  readonly check: (result: Run<A>, label: string) => void
   /** Of each fault's test: one fresh world per injected fault. */
   readonly timeout: number
 }
 
 /** Registers a matrix against every runtime harness: the fault-free run, then each fault at each chosen hit. */
-export const crashMatrix = <A extends { readonly crashed: boolean }, E>(matrix: CrashMatrix<A, E>) => {
+export const crashMatrix = <A, E>(matrix: CrashMatrix<A, E>) => {
+  const drive: Drive<A, E> = (world, failpoint, crash) =>
+    Effect.gen(function* () {
+      const runs = yield* makeRuns
+      const ops = yield* crashingOps(world, matrix.incarnation(runs), failpoint, crash)
+      const result = yield* matrix.drive(ops, failpoint)
+      return { ...result, crashed: yield* ops.crashed, runs: yield* runsOf(runs) }
+    })
   for (const harness of runtimeHarnesses) {
     describe(`${matrix.name} (${harness.label})`, () => {
       it.effect(matrix.coverage.test, () =>
         harness.run((world) =>
           Effect.gen(function* () {
             const hits: Array<RuntimeFailpointLocation> = []
-            const result = yield* matrix.drive(
+            const result = yield* drive(
               world,
               (location) => Effect.sync(() => void hits.push(location)),
               undefined,
@@ -222,7 +242,7 @@ export const crashMatrix = <A extends { readonly crashed: boolean }, E>(matrix: 
             atEachHit(
               harness,
               inject,
-              matrix.drive,
+              drive,
               (hits) => (matrix.choose === undefined ? [...hits.entries()] : matrix.choose(harness, hits)),
               (result, label) => matrix.check(result, `${mode} ${label}`),
             ),
