@@ -11,7 +11,7 @@
  * approval, so the abort reaches the child; a silent host settles without reading its join,
  * which then runs as an ordinary Submission.
  */
-import { describe, expect, it } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { env } from "cloudflare:test"
 import { Effect, Option, Schema, Stream } from "effect"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
@@ -22,17 +22,18 @@ import {
   type RuntimeFailpointLocation,
 } from "../../src/core/RuntimeFailpoint.ts"
 import type { SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
-import { approvingChild, deliverLocally, doubler, self, unregisteredChild } from "./childrenFixtures.ts"
-import { atEachHit, childOrJoin, type Crash, crashingOps, FAULTS } from "./crashMatrix.ts"
-import { makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
-import { entriesOf, noYield } from "./runtimeFixtures.ts"
 import {
-  type Incarnation,
-  ledgerOf,
-  runtimeHarnesses,
-  runtimeOf,
-  type RuntimeWorld,
-} from "./runtimeHarness.ts"
+  childOrJoin,
+  type CrashingOps,
+  crashMatrix,
+  ignoreNotPending,
+  type Run,
+  untilDone,
+} from "../support/crashMatrix.ts"
+import { approvingChild, deliverLocally, doubler, self, unregisteredChild } from "./childrenFixtures.ts"
+import { ran, type Runs } from "./runtimeAgents.ts"
+import { entriesOf, noYield } from "./runtimeFixtures.ts"
+import { type Incarnation, ledgerOf, runtimeOf } from "./runtimeHarness.ts"
 
 const Input = Schema.Struct({ n: Schema.Int })
 
@@ -100,40 +101,18 @@ const silent = define({
 
 const lanes = ["p", "q", "s", "kids", "nobody", "held"] as const
 
-const drive = (
-  world: RuntimeWorld,
-  failpoint: RuntimeFailpointHandler | undefined,
-  crash: Crash | undefined,
-) =>
+const drive = (ops: CrashingOps, failpoint: RuntimeFailpointHandler | undefined) =>
   Effect.gen(function* () {
-    const runs = yield* makeRuns
-    const ops = yield* crashingOps(
-      world,
-      { agents: [family(runs), doubler(runs), abandoner, approvingChild, silent], self },
-      failpoint,
-      crash,
-    )
     const { op } = ops
     const submit = (lane: string, agent: string, key: string, n: number, mode?: "join") =>
-      Effect.gen(function* () {
-        while (true) {
-          const receipt = yield* op((incarnation) =>
-            runtimeOf(incarnation).submit({
-              threadId: ThreadId.make(lane),
-              agentId: AgentId.make(agent),
-              idempotencyKey: IdempotencyKey.make(key),
-              input: { n },
-              ...(mode === undefined ? {} : { mode }),
-            }),
-          )
-          if (Option.isSome(receipt)) return receipt.value
-        }
-      })
-    const quietly = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
-      Effect.catchIf(
-        Effect.asVoid(effect),
-        (error): error is E => error._tag === "NotPending",
-        () => Effect.void,
+      untilDone(op, (incarnation) =>
+        runtimeOf(incarnation).submit({
+          threadId: ThreadId.make(lane),
+          agentId: AgentId.make(agent),
+          idempotencyKey: IdempotencyKey.make(key),
+          input: { n },
+          ...(mode === undefined ? {} : { mode }),
+        }),
       )
     const row = (submissionId: SubmissionId) =>
       Effect.map(ledgerOf(ops.current).lookup(submissionId), Option.getOrThrow)
@@ -175,7 +154,7 @@ const drive = (
           const ready = (lane !== "p" || follow !== undefined) && (lane !== "s" || unread !== undefined)
           if (lane !== "held" && ready)
             yield* op((incarnation) =>
-              quietly(runtimeOf(incarnation).resolveApproval(head.submissionId, { approved: true })),
+              ignoreNotPending(runtimeOf(incarnation).resolveApproval(head.submissionId, { approved: true })),
             )
           continue
         }
@@ -197,13 +176,13 @@ const drive = (
         "step" in entry ? `${entry._tag}@${entry.step}` : entry._tag,
       )
     }
-    return { crashed: yield* ops.crashed, remaining: all, settlements, journal, runs: yield* runsOf(runs) }
+    return { remaining: all, settlements, journal }
   })
 
 const count = (entries: ReadonlyArray<string>, entry: string) => entries.filter((e) => e === entry).length
 
 /** What every run must end with, whatever was injected. */
-const expectStory = (result: Effect.Success<ReturnType<typeof drive>>, label: string) => {
+const expectStory = (result: Run<Effect.Success<ReturnType<typeof drive>>>, label: string) => {
   expect(result.remaining, label).toEqual([])
   expect(result.settlements["p"], label).toMatchObject({ outcome: "completed", output: 8 + 100 })
   expect(result.settlements["follow"], label).toMatchObject({ outcome: "completed", output: 108 })
@@ -229,10 +208,10 @@ const expectStory = (result: Effect.Success<ReturnType<typeof drive>>, label: st
  * the first hit of every location and every tenth, unless `CRASH_MATRIX=full` (the soak).
  */
 const sample = (
-  label: string,
+  harness: { readonly label: string },
   hits: ReadonlyArray<RuntimeFailpointLocation>,
 ): ReadonlyArray<readonly [number, RuntimeFailpointLocation]> => {
-  const full = label === "in memory" || env.CRASH_MATRIX === "full"
+  const full = harness.label === "in memory" || env.CRASH_MATRIX === "full"
   const seen = new Set<string>()
   return [...hits.entries()].filter(([offset, location]) => {
     const first = !seen.has(location)
@@ -241,39 +220,24 @@ const sample = (
   })
 }
 
-for (const harness of runtimeHarnesses) {
-  describe(`DurableAgentRuntime subagent and join crash matrix (${harness.label})`, () => {
-    it.effect("hits every subagent and join failpoint location on the journey", () =>
-      harness.run((world) =>
-        Effect.gen(function* () {
-          const hits: Array<RuntimeFailpointLocation> = []
-          const result = yield* drive(
-            world,
-            (location) => Effect.sync(() => void hits.push(location)),
-            undefined,
-          )
-          expect(new Set(hits.filter(childOrJoin))).toEqual(
-            new Set(RUNTIME_FAILPOINT_LOCATIONS.filter(childOrJoin)),
-          )
-          expectStory(result, "no fault")
-          expect(result.runs).toEqual({ a: 1, "double-4": 1, sum: 1 })
-        }),
-      ),
-    )
-
-    for (const [mode, inject] of FAULTS) {
-      it.effect(
-        `settles every Submission exactly once after ${mode} at each hit`,
-        () =>
-          atEachHit(
-            harness,
-            inject,
-            drive,
-            (hits) => sample(harness.label, hits),
-            (result, label) => expectStory(result, `${mode} ${label}`),
-          ),
-        240_000,
+crashMatrix({
+  name: "DurableAgentRuntime subagent and join crash matrix",
+  incarnation: (runs) => ({
+    agents: [family(runs), doubler(runs), abandoner, approvingChild, silent],
+    self,
+  }),
+  drive,
+  coverage: {
+    test: "hits every subagent and join failpoint location on the journey",
+    check: (hits, result) => {
+      expect(new Set(hits.filter(childOrJoin))).toEqual(
+        new Set(RUNTIME_FAILPOINT_LOCATIONS.filter(childOrJoin)),
       )
-    }
-  })
-}
+      expectStory(result, "no fault")
+      expect(result.runs).toEqual({ a: 1, "double-4": 1, sum: 1 })
+    },
+  },
+  choose: sample,
+  check: expectStory,
+  timeout: 240_000,
+})

@@ -4,21 +4,23 @@
  * an approval, and an aborted Submission in another lane) is driven to the end through fresh
  * incarnations, and each Submission settles exactly once.
  */
-import { describe, expect, it } from "@effect/vitest"
-import { Clock, DateTime, Effect, Option, Schema, Stream } from "effect"
+import { expect } from "@effect/vitest"
+import { Clock, DateTime, Effect, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { Reconcile } from "../../src/core/AgentContext.ts"
 import { define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
+import { RUNTIME_FAILPOINT_LOCATIONS } from "../../src/core/RuntimeFailpoint.ts"
 import {
-  RUNTIME_FAILPOINT_LOCATIONS,
-  type RuntimeFailpointHandler,
-  type RuntimeFailpointLocation,
-} from "../../src/core/RuntimeFailpoint.ts"
-import { atEachHit, childOrJoin, type Crash, crashingOps, FAULTS } from "./crashMatrix.ts"
-import { echo, makeRuns, ran, runsOf, type Runs } from "./runtimeAgents.ts"
+  childOrJoin,
+  type CrashingOps,
+  crashMatrix,
+  ignoreNotPending,
+  untilDone,
+} from "../support/crashMatrix.ts"
+import { echo, ran, runsOf, type Runs } from "./runtimeAgents.ts"
 import { rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { ledgerOf, runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
+import { ledgerOf, runtimeOf } from "./runtimeHarness.ts"
 
 const journey = (runs: Runs) =>
   define({
@@ -56,40 +58,15 @@ const journey = (runs: Runs) =>
       }),
   })
 
-const drive = (
-  world: RuntimeWorld,
-  failpoint: RuntimeFailpointHandler | undefined,
-  crash: Crash | undefined,
-) =>
+const drive = (ops: CrashingOps) =>
   Effect.gen(function* () {
-    const runs = yield* makeRuns
-    const ops = yield* crashingOps(
-      world,
-      { agents: [journey(runs), echo], config: { leaseRenewalInterval: 1 } },
-      failpoint,
-      crash,
-    )
     const { op } = ops
 
-    const ignoreNotPending = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
-      Effect.catchIf(
-        Effect.asVoid(effect),
-        (error): error is E => error._tag === "NotPending",
-        () => Effect.void,
-      )
-
     const submit = (lane: string, agent: string, input: unknown) =>
-      Effect.gen(function* () {
-        while (true) {
-          const receipt = yield* op((incarnation) => submitTo(incarnation, lane, agent, lane, input))
-          if (Option.isSome(receipt)) return receipt.value
-        }
-      })
+      untilDone(op, (incarnation) => submitTo(incarnation, lane, agent, lane, input))
     const a = yield* submit("a", "journey", { n: 1 })
     const b = yield* submit("b", "echo", { text: "never" })
-    while (Option.isNone(yield* op((incarnation) => runtimeOf(incarnation).abort(b.submissionId)))) {
-      // A killed abort is repeated by its caller.
-    }
+    yield* untilDone(op, (incarnation) => runtimeOf(incarnation).abort(b.submissionId))
 
     for (let round = 0; round < 12; round++) {
       yield* op((incarnation) => runtimeOf(incarnation).runRecovery)
@@ -125,8 +102,6 @@ const drive = (
     const settledA = yield* rowOf(current, a.submissionId)
     const settledB = yield* rowOf(current, b.submissionId)
     return {
-      crashed: yield* ops.crashed,
-      runs: yield* runsOf(runs),
       a: settledA,
       b: settledB,
       tagsA: yield* tagsOf(current, a.submissionId),
@@ -137,52 +112,31 @@ const drive = (
 
 const once = (tags: ReadonlyArray<string>) => tags.filter((tag) => tag === "SubmissionSettled").length
 
-for (const harness of runtimeHarnesses) {
-  describe(`DurableAgentRuntime crash matrix (${harness.label})`, () => {
-    it.effect("hits every failpoint location on the journey", () =>
-      harness.run((world) =>
-        Effect.gen(function* () {
-          const hits: Array<RuntimeFailpointLocation> = []
-          const result = yield* drive(
-            world,
-            (location) => Effect.sync(() => void hits.push(location)),
-            undefined,
-          )
-          // Subagents and joins have a journey of their own (DurableAgentRuntimeChildrenCrashMatrix).
-          expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at))))
-          expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
-          expect(result.b.settlement?.outcome).toBe("aborted")
-          expect(result.runs).toEqual({ a: 1, b: 1, u: 1, "v-cut": 1, reconcile: 1, v: 1, c: 1 })
-          expect(result.tagsA).toContain("ReconcileAnswered")
-          expect(result.tagsA).toContain("ApprovalResolved")
-        }),
-      ),
-    )
-
-    for (const [mode, inject] of FAULTS) {
-      it.effect(
-        `settles every Submission exactly once after ${mode} at each hit`,
-        () =>
-          atEachHit(
-            harness,
-            inject,
-            drive,
-            (hits) => [...hits.entries()],
-            (result, at) => {
-              const label = `${mode} ${at}`
-              expect(result.a.settlement?.outcome, label).toBe("completed")
-              expect(result.b.settlement?.outcome, label).toBe("aborted")
-              expect([once(result.tagsA), once(result.tagsB)], label).toEqual([1, 1])
-              expect(result.remaining, label).toEqual([])
-              // The uncertain effect never runs twice; plain steps run at least once.
-              expect(result.runs.u ?? 0, label).toBeLessThanOrEqual(1)
-              expect(result.runs.v ?? 0, label).toBeLessThanOrEqual(1)
-              expect(result.runs.c ?? 0, label).toBeGreaterThanOrEqual(1)
-            },
-          ),
-        // One fresh Object per injected fault.
-        60_000,
-      )
-    }
-  })
-}
+crashMatrix({
+  name: "DurableAgentRuntime crash matrix",
+  incarnation: (runs) => ({ agents: [journey(runs), echo], config: { leaseRenewalInterval: 1 } }),
+  drive,
+  coverage: {
+    test: "hits every failpoint location on the journey",
+    check: (hits, result) => {
+      // Subagents and joins have a journey of their own (DurableAgentRuntimeChildrenCrashMatrix).
+      expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at))))
+      expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
+      expect(result.b.settlement?.outcome).toBe("aborted")
+      expect(result.runs).toEqual({ a: 1, b: 1, u: 1, "v-cut": 1, reconcile: 1, v: 1, c: 1 })
+      expect(result.tagsA).toContain("ReconcileAnswered")
+      expect(result.tagsA).toContain("ApprovalResolved")
+    },
+  },
+  check: (result, label) => {
+    expect(result.a.settlement?.outcome, label).toBe("completed")
+    expect(result.b.settlement?.outcome, label).toBe("aborted")
+    expect([once(result.tagsA), once(result.tagsB)], label).toEqual([1, 1])
+    expect(result.remaining, label).toEqual([])
+    // The uncertain effect never runs twice; plain steps run at least once.
+    expect(result.runs.u ?? 0, label).toBeLessThanOrEqual(1)
+    expect(result.runs.v ?? 0, label).toBeLessThanOrEqual(1)
+    expect(result.runs.c ?? 0, label).toBeGreaterThanOrEqual(1)
+  },
+  timeout: 60_000,
+})

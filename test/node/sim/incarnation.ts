@@ -26,7 +26,7 @@ import {
   SubmissionLedger,
   type SubmissionSnapshot,
 } from "../../../src/core/SubmissionLedger.ts"
-import { memoryStoreOf } from "../../../src/core/internal/ledger/memory.ts"
+import { memoryStoreOf } from "../../../src/core/internal/ledger/memoryStore.ts"
 import { ThreadHistory } from "../../../src/core/ThreadHistory.ts"
 import { MessageOutbox, MessageOutboxError, SelfAddress } from "../../../src/core/MessageOutbox.ts"
 import { messageDeliveryLayer } from "../../../src/internal/delivery/layer.ts"

@@ -26,7 +26,7 @@
 import { Schema } from "effect"
 import type { ThreadMaintenanceFailpointLocation } from "../../../src/Alarm.ts"
 import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoint.ts"
-import type { MemoryStore } from "../../../src/core/internal/ledger/memory.ts"
+import type { MemoryStore } from "../../../src/core/internal/ledger/memoryStore.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
 import { hasPendingMessages, lanes } from "./oracle.ts"

@@ -5,7 +5,7 @@
  */
 import type { HistoryEntry, HistoryRecord } from "../../../src/core/ThreadHistory.ts"
 import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
-import type { MemoryStore } from "../../../src/core/internal/ledger/memory.ts"
+import type { MemoryStore } from "../../../src/core/internal/ledger/memoryStore.ts"
 import type { ThreadId } from "../../../src/core/Identifiers.ts"
 
 /** Whether the records leave an approval, an uncertain step or a wait for a child open. */

@@ -16,7 +16,7 @@ import { ThreadMaintenance } from "../../../src/Alarm.ts"
 import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/CloudflareConfig.ts"
 import { SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, ThreadHistory } from "../../../src/core/ThreadHistory.ts"
-import { memoryStoreOf } from "../../../src/core/internal/ledger/memory.ts"
+import { memoryStoreOf } from "../../../src/core/internal/ledger/memoryStore.ts"
 import { MessageOutbox } from "../../../src/core/MessageOutbox.ts"
 import {
   type PortEnvelope,

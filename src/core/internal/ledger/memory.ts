@@ -3,29 +3,20 @@
  *
  * Every operation reads and writes the store inside one synchronous block, so no other fiber
  * can observe or interleave with a half-done write. The in-memory history shares the store
- * (found through `memoryStoreOf`); a ledger write that records canonical records (admission,
- * settlement, a recorded resolution) appends them in the same block.
+ * (`memoryStore.ts`, found through `memoryStoreOf`); a ledger write that records canonical
+ * records (admission, settlement, a recorded resolution) appends them in the same block. The
+ * transitions live here; the admission verdict and the reads mirror the SQLite ledger's parts
+ * (`memoryAdmission.ts`, `memoryReads.ts`).
  */
-import { Effect, Option, Result, Schema, Stream } from "effect"
+import { Effect, Option, Result, Schema } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
 import { encodeEntry } from "../history/codec.ts"
-import { type HistoryEntry, HistoryRecord } from "../history/model.ts"
-import type { OutboxMessage, ThreadMessageReply } from "../outbox/model.ts"
-import {
-  idCollision,
-  inputBytesRefusal,
-  newReceiptId,
-  newSalt,
-  queueDepthRefusal,
-  replayOf,
-  submissionIdFor,
-} from "./admission.ts"
+import type { HistoryEntry } from "../history/model.ts"
+import { newReceiptId, submissionIdFor } from "./admission.ts"
 import { Claim, InvalidTransition, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
 import type {
   Admission,
-  AdmissionCheck,
-  AppendFence,
   AdmissionRefused,
   AdmissionRequest,
   Fence,
@@ -33,128 +24,22 @@ import type {
   LedgerLimits,
   SubmissionNotFound,
 } from "./model.ts"
+import { makeMemoryAdmission } from "./memoryAdmission.ts"
+import { makeMemoryReads } from "./memoryReads.ts"
+import {
+  appendNow,
+  apply,
+  atomically,
+  attachStore,
+  checkFenceNow,
+  headOf,
+  laneOf,
+  makeMemoryStore,
+  put,
+} from "./memoryStore.ts"
 import * as Rules from "./rules.ts"
 
-interface Lane {
-  lastSequence: number
-  /** Nonterminal Submissions in queue order. */
-  readonly nonterminal: Array<SubmissionId>
-}
-
-/** The shared state of the in-memory ledger and history. @internal */
-export interface MemoryStore {
-  /** Salts derived Submission ids, as the SQLite ledger's stored salt does. */
-  readonly salt: string
-  readonly rows: Map<SubmissionId, SubmissionSnapshot>
-  readonly lanes: Map<ThreadId, Lane>
-  readonly history: Map<ThreadId, Array<HistoryRecord>>
-  readonly historyBySubmission: Map<SubmissionId, Array<HistoryRecord>>
-  /** Every record of the Object in commit order; a record's feed position is its index + 1. */
-  readonly historyFeed: Array<HistoryRecord>
-  /** The outbox, in insertion order. */
-  readonly outbox: Map<string, OutboxMessage>
-  /** Answers the receiver remembers, by message id. */
-  readonly answers: Map<string, ThreadMessageReply>
-}
-
-const stores = new WeakMap<object, MemoryStore>()
-
-/** The store behind an in-memory ledger service, if it is one. @internal */
-export const memoryStoreOf = (ledger: object): MemoryStore | undefined => stores.get(ledger)
-
-const laneOf = (store: MemoryStore, threadId: ThreadId): Lane => {
-  let lane = store.lanes.get(threadId)
-  if (lane === undefined) {
-    lane = { lastSequence: 0, nonterminal: [] }
-    store.lanes.set(threadId, lane)
-  }
-  return lane
-}
-
-const headOf = (store: MemoryStore, threadId: ThreadId): SubmissionSnapshot | undefined => {
-  const id = store.lanes.get(threadId)?.nonterminal[0]
-  return id === undefined ? undefined : store.rows.get(id)
-}
-
-const put = (store: MemoryStore, next: SubmissionSnapshot): void => {
-  store.rows.set(next.submissionId, next)
-  if (next.state === "settled") {
-    const order = laneOf(store, next.threadId).nonterminal
-    const index = order.indexOf(next.submissionId)
-    if (index >= 0) order.splice(index, 1)
-  }
-}
-
-/** Applies a rule's change and returns the resulting row. */
-const apply = (store: MemoryStore, change: Rules.Change): SubmissionSnapshot => {
-  if (change._tag === "Unchanged") return change.snapshot
-  put(store, change.next)
-  return change.next
-}
-
-/** Checks an append fence against the current row, synchronously. @internal */
-export const checkFenceNow = (store: MemoryStore, fence: AppendFence) =>
-  Rules.verifyAppendFence(fence, store.rows.get(Rules.fenceSubmissionId(fence)))
-
-/** Appends records of one Submission of `thread`, synchronously; the caller checked the fence. @internal */
-export const appendNow = (
-  store: MemoryStore,
-  threadId: ThreadId,
-  submissionId: SubmissionId,
-  entries: ReadonlyArray<HistoryEntry>,
-  now: number,
-): ReadonlyArray<HistoryRecord> => {
-  const records = store.history.get(threadId) ?? []
-  const own = store.historyBySubmission.get(submissionId) ?? []
-  const appended = entries.map((entry) => {
-    const record = new HistoryRecord({
-      threadId,
-      sequence: records.length + 1,
-      submissionId,
-      recordedAt: now,
-      entry,
-    })
-    records.push(record)
-    own.push(record)
-    store.historyFeed.push(record)
-    return record
-  })
-  store.history.set(threadId, records)
-  store.historyBySubmission.set(submissionId, own)
-  return appended
-}
-
 const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
-
-/** An empty store. @internal */
-export const makeMemoryStore = (): MemoryStore => ({
-  salt: newSalt(),
-  rows: new Map(),
-  lanes: new Map(),
-  history: new Map(),
-  historyBySubmission: new Map(),
-  historyFeed: [],
-  outbox: new Map(),
-  answers: new Map(),
-})
-
-/**
- * Runs a read-decide-write step as one synchronous block. Building a row validates it; a
- * value that does not validate fails the operation instead of escaping as a defect.
- */
-const atomically = <A, E>(
-  operation: string,
-  body: () => Result.Result<A, E>,
-): Effect.Effect<A, E | LedgerError> =>
-  Effect.suspend((): Effect.Effect<A, E | LedgerError> => {
-    try {
-      return Effect.fromResult(body())
-    } catch (cause) {
-      return Effect.fail(
-        new LedgerError({ operation, message: `the write does not validate: ${String(cause)}`, cause }),
-      )
-    }
-  })
 
 const refuse = <A, E>(
   failure: LedgerError | undefined,
@@ -187,21 +72,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
   const applied = <E>(change: Result.Result<Rules.Change, E>): Result.Result<SubmissionSnapshot, E> =>
     Result.map(change, (c) => apply(store, c))
 
-  /** The replayed admission of a used key, a refusal, or `undefined` for a new Submission. */
-  const verdict = (
-    operation: string,
-    request: AdmissionCheck,
-  ): Result.Result<Admission | undefined, AdmissionRefused | IdempotencyConflict | LedgerError> => {
-    const used = store.rows.get(submissionIdFor(store.salt, request.threadId, request.idempotencyKey))
-    if (used !== undefined) {
-      const collision = idCollision(operation, request, used)
-      return collision === undefined ? replayOf(request, used) : Result.fail(collision)
-    }
-    const lane = store.lanes.get(request.threadId)
-    const refusal =
-      inputBytesRefusal(request, limits) ?? queueDepthRefusal(request, limits, lane?.nonterminal.length ?? 0)
-    return refusal === undefined ? Result.succeed(undefined) : Result.fail(refusal)
-  }
+  const { verdict, reads: admissionReads } = makeMemoryAdmission(store, limits)
 
   const admitNow = (
     operation: string,
@@ -254,25 +125,6 @@ export const makeMemoryLedger = Effect.gen(function* () {
       ),
     )
 
-  // JavaScript string order, which the SQLite ledger's lane key reproduces.
-  const sortedLanes = () => [...store.lanes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-
-  /** Every row of a lane, settled ones included, in queue order. */
-  const laneRows = (threadId: ThreadId) =>
-    [...store.rows.values()]
-      .filter((row) => row.threadId === threadId)
-      .sort((a, b) => a.queueSequence - b.queueSequence)
-
-  const nonterminalRows = () =>
-    sortedLanes().flatMap(([, lane]) => lane.nonterminal.flatMap((id) => store.rows.get(id) ?? []))
-
-  /** Heads of lanes with work to run, in lane order: a lane parked behind a wait is left out. */
-  const runnableHeads = () =>
-    sortedLanes().flatMap(([threadId]) => {
-      const head = headOf(store, threadId)
-      return head === undefined || Rules.isParked(head) ? [] : [head]
-    })
-
   const service: typeof SubmissionLedger.Service = {
     admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
@@ -294,36 +146,11 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
-      const checked = yield* atomically("SubmissionLedger.checkAdmission", () =>
-        verdict("SubmissionLedger.checkAdmission", request),
-      )
-      return Option.fromUndefinedOr(checked?.snapshot)
-    }),
-
     markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"
       return yield* existing(operation, submissionId, (row) =>
         refuse(Rules.nonFinite(operation, { now }), () => applied(Rules.markReadyRule(row, now))),
       )
-    }),
-
-    lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
-      return yield* Effect.sync(() => Option.fromUndefinedOr(store.rows.get(submissionId)))
-    }),
-
-    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
-      return yield* Effect.sync(() =>
-        Option.fromUndefinedOr(store.rows.get(submissionIdFor(store.salt, threadId, idempotencyKey))),
-      )
-    }),
-
-    head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
-      return yield* Effect.sync(() => Option.fromUndefinedOr(headOf(store, threadId)))
-    }),
-
-    countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
-      return yield* Effect.sync(() => store.lanes.get(threadId)?.nonterminal.length ?? 0)
     }),
 
     claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
@@ -420,17 +247,6 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
-      return yield* Effect.sync(() =>
-        (store.lanes.get(threadId)?.nonterminal ?? []).flatMap((id) => {
-          const row = store.rows.get(id)
-          return row !== undefined && row.host === host && (row.state === "joining" || row.state === "joined")
-            ? [row]
-            : []
-        }),
-      )
-    }),
-
     requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
       return yield* existing("SubmissionLedger.requestAbort", submissionId, (row) =>
         Result.succeed(apply(store, Rules.requestAbortRule(row))),
@@ -477,42 +293,9 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    scanNonterminal: Stream.fromIterableEffect(Effect.sync(() => nonterminalRows())),
-
-    scanRecoveryCandidates: Stream.fromIterableEffect(
-      Effect.sync(() => nonterminalRows().filter(Rules.isRecoveryCandidate)),
-    ),
-
-    laneHeads: Effect.sync(runnableHeads),
-
-    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
-      return yield* Effect.sync(() =>
-        Option.fromUndefinedOr(runnableHeads().find((head) => after === undefined || head.threadId > after)),
-      )
-    }),
-
-    countAllNonterminal: Effect.sync(() =>
-      [...store.lanes.values()].reduce((sum, lane) => sum + lane.nonterminal.length, 0),
-    ),
-
-    scanAll: Stream.fromIterableEffect(
-      Effect.sync(() => sortedLanes().flatMap(([threadId]) => laneRows(threadId))),
-    ),
-
-    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
-      return yield* Effect.sync(() =>
-        laneRows(threadId)
-          .filter((row) => row.queueSequence > options.after)
-          .slice(0, options.limit),
-      )
-    }),
-
-    threadIds: Effect.sync(() =>
-      sortedLanes()
-        .filter(([, lane]) => lane.lastSequence > 0)
-        .map(([threadId]) => threadId),
-    ),
+    ...admissionReads,
+    ...makeMemoryReads(store),
   }
-  stores.set(service, store)
+  attachStore(service, store)
   return service
 })

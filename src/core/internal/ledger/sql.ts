@@ -6,84 +6,28 @@
  * the row and lets the shared rules name the failure (or recognise an idempotent repeat); if
  * the rules would now allow the write, another fiber changed the row in between and the
  * operation runs again. Admission, settlement and a recorded resolution also append their
- * canonical records, in the same transaction.
+ * canonical records, in the same transaction. The transitions live here; the admission verdict
+ * (`sqlAdmission.ts`), the reads (`sqlReads.ts`) and the guarded writes (`sqlWrites.ts`) are
+ * built over the query helpers of `sqlQueries.ts`.
  */
-import { Effect, Option, Result, Schema, Stream } from "effect"
+import { Effect, Option, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import { isSqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
-import {
-  idCollision,
-  inputBytesRefusal,
-  newReceiptId,
-  queueDepthRefusal,
-  replayOf,
-  submissionIdFor,
-} from "./admission.ts"
-import {
-  InvalidTransition,
-  LedgerError,
-  Settlement,
-  SubmissionLedgerLimits,
-  SubmissionSnapshot,
-} from "./model.ts"
-import type { AdmissionCheck, Claim, Fence, SubmissionNotFound } from "./model.ts"
+import { newReceiptId } from "./admission.ts"
+import { InvalidTransition, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
+import type { SubmissionNotFound } from "./model.ts"
 import { ParentLink } from "../outbox/parentLink.ts"
 import * as Rules from "./rules.ts"
 import { runMigrations } from "../migrations.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
-import { encodeEntry } from "../history/codec.ts"
-import type { HistoryEntry } from "../history/model.ts"
-import { rowStatements, writeRow } from "../history/sqlRows.ts"
-import { decodeRow, laneKey, statements } from "./sqlStatements.ts"
-import type { Row } from "./sqlStatements.ts"
+import { makeSqlAdmission } from "./sqlAdmission.ts"
+import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
+import { makeSqlReads } from "./sqlReads.ts"
+import { laneKey, statements } from "./sqlStatements.ts"
+import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
 
-const SCAN_PAGE_SIZE = 128
-const RACE_RETRIES = 3
-
-const encodeSettlementJson = Schema.encodeEffect(Schema.fromJsonString(Settlement))
 const encodeParentJson = Schema.encodeEffect(Schema.fromJsonString(ParentLink))
-
-/** @internal */
-export const storageError = (operation: string) => (cause: SqlError | Schema.SchemaError) =>
-  new LedgerError({ operation, message: `storage failed: ${cause.message}`, cause })
-
-/** A failure of the canonical records a ledger write appends. */
-const recordsError = (operation: string) => (cause: { readonly message: string }) =>
-  new LedgerError({ operation, message: `the records did not append: ${cause.message}`, cause })
-
-/** The Claim of a row just claimed or renewed; a row without ownership there is corrupt. */
-const claimFrom = (operation: string) => (row: SubmissionSnapshot) =>
-  row.ownership === undefined
-    ? Effect.fail(
-        new LedgerError({
-          operation,
-          message: `submission ${row.submissionId} has no owner after the write`,
-        }),
-      )
-    : Effect.succeed(Rules.claimOf(row, row.ownership))
-
-/** Fails with the first instant that is not finite. */
-const requireFinite = (operation: string, values: Readonly<Record<string, number>>) => {
-  const invalid = Rules.nonFinite(operation, values)
-  return invalid === undefined ? Effect.void : Effect.fail(invalid)
-}
-
-/** The fence parameters in the order `statements.*.Owner|Unowned` expect. */
-const fenceParams = (fence: Fence): ReadonlyArray<unknown> =>
-  fence._tag === "Owner"
-    ? [fence.claim.submissionId, fence.claim.producerEpoch, fence.claim.ownershipToken]
-    : [
-        fence.submissionId,
-        fence.producerEpoch,
-        fence.now,
-        fence.incarnation ?? null,
-        fence.incarnation ?? null,
-      ]
-
-const numberOr = (value: unknown, fallback: number) =>
-  value === null || value === undefined ? fallback : Number(value)
 
 /** Builds the SQLite ledger and runs its migrations. @internal */
 export const makeSqlLedger = Effect.gen(function* () {
@@ -91,8 +35,8 @@ export const makeSqlLedger = Effect.gen(function* () {
   const limits = yield* SubmissionLedgerLimits
   yield* runMigrations(storeMigrations).pipe(Effect.mapError(storageError("SubmissionLedger.migrate")))
 
-  const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
-    sql.unsafe<Row>(text, params).pipe(Effect.mapError(storageError(operation)))
+  const queries = makeSqlQueries(sql)
+  const { query, first, byId } = queries
 
   const meta = (key: string) =>
     Effect.map(query("SubmissionLedger.open", statements.salt, [key]), (rows) => rows[0]?.value)
@@ -110,97 +54,7 @@ export const makeSqlLedger = Effect.gen(function* () {
   }
   const legacyKeys = (yield* query("SubmissionLedger.open", statements.hasLegacyKeys, [])).length > 0
 
-  const first = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
-    Effect.flatMap(query(operation, text, params), (rows) =>
-      rows[0] === undefined
-        ? Effect.succeed(Option.none<SubmissionSnapshot>())
-        : Effect.map(decodeRow(operation)(rows[0]), Option.some),
-    )
-
-  const byId = (operation: string, submissionId: SubmissionId) =>
-    Effect.map(first(operation, statements.byId, [submissionId]), Option.getOrUndefined)
-
-  /**
-   * Runs a guarded update; on no row, reads the row and applies `rule` to explain it. An
-   * `Update` verdict means the row changed between the two statements: try again. `changed`
-   * tells a written row from an idempotent repeat.
-   */
-  const guardedChange = <E>(
-    operation: string,
-    submissionId: SubmissionId,
-    write: Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>,
-    rule: (row: SubmissionSnapshot | undefined) => Result.Result<Rules.Change, E>,
-  ): Effect.Effect<{ readonly row: SubmissionSnapshot; readonly changed: boolean }, E | LedgerError> => {
-    const attempt = (
-      left: number,
-    ): Effect.Effect<{ readonly row: SubmissionSnapshot; readonly changed: boolean }, E | LedgerError> =>
-      Effect.flatMap(write, (written) => {
-        if (Option.isSome(written)) return Effect.succeed({ row: written.value, changed: true })
-        return Effect.flatMap(byId(operation, submissionId), (row) => {
-          const verdict = rule(row)
-          if (Result.isFailure(verdict)) return Effect.fail(verdict.failure)
-          if (verdict.success._tag === "Unchanged")
-            return Effect.succeed({ row: verdict.success.snapshot, changed: false })
-          return left > 0
-            ? attempt(left - 1)
-            : Effect.fail(
-                new LedgerError({
-                  operation,
-                  message: `submission ${submissionId} kept changing under the write`,
-                }),
-              )
-        })
-      })
-    return attempt(RACE_RETRIES)
-  }
-
-  const guarded = <E>(
-    operation: string,
-    submissionId: SubmissionId,
-    write: Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>,
-    rule: (row: SubmissionSnapshot | undefined) => Result.Result<Rules.Change, E>,
-  ) => Effect.map(guardedChange(operation, submissionId, write, rule), ({ row }) => row)
-
-  const fencedWrite = (
-    operation: string,
-    text: { readonly Owner: string; readonly Unowned: string },
-    set: ReadonlyArray<unknown>,
-    fence: Fence,
-    extra: ReadonlyArray<unknown> = [],
-  ) => first(operation, text[fence._tag], [...set, ...fenceParams(fence), ...extra])
-
-  /** A fenced write that stores `settlement` for the Submission and Thread it names. */
-  const settlementWrite = (
-    operation: string,
-    text: { readonly Owner: string; readonly Unowned: string },
-    fence: Fence,
-    settlement: Settlement,
-  ) =>
-    Effect.flatMap(encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation))), (json) =>
-      fencedWrite(operation, text, [json], fence, [settlement.submissionId, settlement.threadId]),
-    )
-
-  const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
-
-  /** Appends the records of a ledger write for `row`, in the caller's transaction. */
-  const record = (
-    operation: string,
-    row: SubmissionSnapshot,
-    entries: ReadonlyArray<HistoryEntry>,
-    now: number,
-    admits: 0 | 1,
-  ) =>
-    Effect.gen(function* () {
-      const encoded = yield* Effect.forEach(entries, (entry) => encodeEntry(operation, entry))
-      return yield* writeRow(sql, operation, {
-        threadId: row.threadId,
-        submissionId: row.submissionId,
-        queueSequence: row.queueSequence,
-        entries: encoded,
-        now,
-        admits,
-      })
-    }).pipe(Effect.mapError(recordsError(operation)))
+  const { guardedChange, guarded, fencedWrite, settlementWrite, record } = makeSqlWrites(sql, queries)
 
   const transaction = <A, E>(
     operation: string,
@@ -214,110 +68,8 @@ export const makeSqlLedger = Effect.gen(function* () {
         ),
       )
 
-  /**
-   * The lane's live depth as the admission limit needs it: exact once it reaches the limit (a
-   * refusal names it), otherwise some figure below the limit. The head-to-tail span of live
-   * rows bounds the depth, so a lane counts rows only when its span reaches the limit.
-   */
-  const laneDepth = (operation: string, lane: string, head: number | undefined, last: number) =>
-    Effect.gen(function* () {
-      const limit = limits.maxQueueDepthPerLane
-      if (head === undefined) return 0
-      const span = last - head + 1
-      if (span < limit) return span
-      const [exact] = yield* query(operation, statements.laneDepth, [lane, limit, lane])
-      return Number(exact?.depth ?? limit)
-    })
-
-  /** The row admitted under a key: its derived id, or a key an older release stored. */
-  const byKey = (operation: string, threadId: ThreadId, idempotencyKey: IdempotencyKey) =>
-    Effect.gen(function* () {
-      const existing = yield* byId(operation, submissionIdFor(salt, threadId, idempotencyKey))
-      if (existing !== undefined || !legacyKeys) return existing
-      const [legacy] = yield* query(operation, statements.legacyKey, [laneKey(threadId), idempotencyKey])
-      return legacy === undefined
-        ? undefined
-        : yield* byId(operation, String(legacy.submission_id) as SubmissionId)
-    })
-
-  /**
-   * What admission would do, without writing: replay a used key (or refuse it for another
-   * input), refuse a new Submission over a limit, or admit it after the lane's last sequence.
-   */
-  const admissionVerdict = (operation: string, request: AdmissionCheck) =>
-    Effect.gen(function* () {
-      const submissionId = submissionIdFor(salt, request.threadId, request.idempotencyKey)
-      const lane = laneKey(request.threadId)
-      const used = yield* byKey(operation, request.threadId, request.idempotencyKey)
-      if (used !== undefined) {
-        const collision = idCollision(operation, request, used)
-        if (collision !== undefined) return yield* collision
-        const admission = yield* Effect.fromResult(replayOf(request, used))
-        return { _tag: "Replayed" as const, admission }
-      }
-      const tooLarge = inputBytesRefusal(request, limits)
-      if (tooLarge !== undefined) return yield* tooLarge
-      const [counters] = yield* query(operation, statements.laneCounters, [
-        lane,
-        lane,
-        lane,
-        lane,
-        request.threadId,
-        request.threadId,
-      ])
-      const heads = [counters?.open_head, counters?.parked_head].filter(
-        (value) => value !== null && value !== undefined,
-      )
-      const lastLive = Math.max(numberOr(counters?.open_last, 0), numberOr(counters?.parked_last, 0))
-      const depth = yield* laneDepth(
-        operation,
-        lane,
-        heads.length === 0 ? undefined : Math.min(...heads.map(Number)),
-        lastLive,
-      )
-      const full = queueDepthRefusal(request, limits, depth)
-      if (full !== undefined) return yield* full
-      return {
-        _tag: "New" as const,
-        submissionId,
-        queueSequence: Math.max(lastLive, numberOr(counters?.lane_tail, 0)) + 1,
-      }
-    })
-
-  const pages = (
-    operation: string,
-    text: string,
-    params: (after: readonly [string, number]) => ReadonlyArray<unknown>,
-  ): Stream.Stream<SubmissionSnapshot, LedgerError> =>
-    Stream.paginate(["", 0] as readonly [string, number], (after: readonly [string, number]) =>
-      Effect.flatMap(query(operation, text, params(after)), (rows) =>
-        Effect.map(
-          Effect.forEach(rows, decodeRow(operation)),
-          (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<readonly [string, number]>] => {
-            const last = rows[rows.length - 1]
-            return [
-              page,
-              rows.length < SCAN_PAGE_SIZE || last === undefined
-                ? Option.none()
-                : Option.some([String(last.lane_key), Number(last.queue_sequence)] as const),
-            ]
-          },
-        ),
-      ),
-    )
-
-  /** The first open lane head after `after` whose lane no wait parks: skipped lanes cost two seeks. */
-  const nextRunnableHead = (operation: string, after: string) =>
-    Effect.gen(function* () {
-      let from = after
-      while (true) {
-        const [row] = yield* query(operation, statements.nextOpen, [from])
-        if (row === undefined) return Option.none<SubmissionSnapshot>()
-        const parked = yield* query(operation, statements.parkedBefore, [row.lane_key, row.queue_sequence])
-        if (parked.length === 0) return Option.some(yield* decodeRow(operation)(row))
-        from = String(row.lane_key)
-      }
-    })
+  const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys })
+  const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
     admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
@@ -401,11 +153,6 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
-      const verdict = yield* admissionVerdict("SubmissionLedger.checkAdmission", request)
-      return verdict._tag === "Replayed" ? Option.some(verdict.admission.snapshot) : Option.none()
-    }),
-
     markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"
       yield* requireFinite(operation, { now })
@@ -416,32 +163,6 @@ export const makeSqlLedger = Effect.gen(function* () {
         (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
           row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.markReadyRule(row, now),
       )
-    }),
-
-    lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
-      return yield* first("SubmissionLedger.lookup", statements.byId, [submissionId])
-    }),
-
-    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
-      return Option.fromUndefinedOr(yield* byKey("SubmissionLedger.lookupByKey", threadId, idempotencyKey))
-    }),
-
-    head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
-      const operation = "SubmissionLedger.head"
-      const lane = laneKey(threadId)
-      const rows = yield* query(operation, statements.head, [lane, lane])
-      const earliest = rows.reduce<Row | undefined>(
-        (best, row) =>
-          best === undefined || Number(row.queue_sequence) < Number(best.queue_sequence) ? row : best,
-        undefined,
-      )
-      return earliest === undefined ? Option.none() : Option.some(yield* decodeRow(operation)(earliest))
-    }),
-
-    countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
-      const lane = laneKey(threadId)
-      const [row] = yield* query("SubmissionLedger.countNonterminal", statements.count, [lane, lane])
-      return Number(row?.depth ?? 0)
     }),
 
     claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
@@ -566,12 +287,6 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
-      const operation = "SubmissionLedger.joinsOf"
-      const rows = yield* query(operation, statements.joinsOf, [laneKey(threadId), host])
-      return yield* Effect.forEach(rows, decodeRow(operation))
-    }),
-
     requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
       const operation = "SubmissionLedger.requestAbort"
       return yield* guarded(
@@ -639,83 +354,8 @@ export const makeSqlLedger = Effect.gen(function* () {
       return yield* Effect.fromResult(Rules.verifyAppendFence(fence, row))
     }),
 
-    // Keyset pages: no cursor stays open while the consumer writes to the ledger.
-    scanNonterminal: pages("SubmissionLedger.scanNonterminal", statements.scanPage, (after) => [
-      ...after,
-      SCAN_PAGE_SIZE,
-      ...after,
-      SCAN_PAGE_SIZE,
-      SCAN_PAGE_SIZE,
-    ]),
-
-    scanRecoveryCandidates: pages(
-      "SubmissionLedger.scanRecoveryCandidates",
-      statements.recoveryPage,
-      (after) => [...after, SCAN_PAGE_SIZE],
-    ),
-
-    // One seek per lane with work (two for a lane parked behind a wait), never the waits.
-    laneHeads: Effect.gen(function* () {
-      const operation = "SubmissionLedger.laneHeads"
-      const heads: Array<SubmissionSnapshot> = []
-      let after = ""
-      while (true) {
-        const head = yield* nextRunnableHead(operation, after)
-        if (Option.isNone(head)) return heads
-        heads.push(head.value)
-        after = laneKey(head.value.threadId)
-      }
-    }).pipe(Effect.withSpan("SubmissionLedger.laneHeads")),
-
-    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
-      return yield* nextRunnableHead(
-        "SubmissionLedger.nextLaneHead",
-        after === undefined ? "" : laneKey(after),
-      )
-    }),
-
-    countAllNonterminal: Effect.map(
-      query("SubmissionLedger.countAllNonterminal", rowStatements.counts, []),
-      (rows) =>
-        countedBefore.admitted +
-        numberOr(rows[0]?.admitted, 0) -
-        countedBefore.settled -
-        numberOr(rows[0]?.settled, 0),
-    ).pipe(Effect.withSpan("SubmissionLedger.countAllNonterminal")),
-
-    scanAll: Stream.paginate("", (after: string) =>
-      Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after, SCAN_PAGE_SIZE]), (rows) =>
-        Effect.map(
-          Effect.forEach(rows, decodeRow("SubmissionLedger.scanAll")),
-          (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<string>] => {
-            const last = page.at(-1)
-            return [
-              page,
-              page.length < SCAN_PAGE_SIZE || last === undefined
-                ? Option.none()
-                : Option.some(last.submissionId),
-            ]
-          },
-        ),
-      ),
-    ),
-
-    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
-      const operation = "SubmissionLedger.lanePage"
-      const rows = yield* query(operation, statements.lanePage, [threadId, options.after, options.limit])
-      return yield* Effect.forEach(rows, decodeRow(operation))
-    }),
-
-    threadIds: Effect.gen(function* () {
-      const threads: Array<ThreadId> = []
-      let after = ""
-      while (true) {
-        const [row] = yield* query("SubmissionLedger.threadIds", statements.nextThread, [after])
-        if (row === undefined) return threads
-        after = String(row.thread_id)
-        threads.push(after as ThreadId)
-      }
-    }).pipe(Effect.withSpan("SubmissionLedger.threadIds")),
+    ...admission.reads,
+    ...makeSqlReads(queries, countedBefore),
   }
   return service
 })

@@ -1,14 +1,24 @@
 /**
- * The machinery of the runtime crash matrices: a fault at the n-th failpoint hit (a kill that
- * freezes the fiber forever, or a typed failure), and operations that carry on in a fresh
- * incarnation over the same storage after a kill, once the dead owner's leases expired.
+ * The one driver of the runtime crash matrices: a fault at the n-th failpoint hit (a kill that
+ * freezes the fiber forever, or a typed failure), operations that carry on in a fresh
+ * incarnation over the same storage after a kill, once the dead owner's leases expired, and
+ * `crashMatrix`, which runs a journey once without a fault and then once per chosen hit with
+ * each fault there, against every runtime harness. A matrix brings its agents, its journey and
+ * its story.
  */
-import { expect } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Option, Predicate, type Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { failpointError, runtimeSwitchboard } from "../support/switchboard.ts"
+import { failpointError, runtimeSwitchboard } from "./switchboard.ts"
 import type { RuntimeFailpointHandler, RuntimeFailpointLocation } from "../../src/core/RuntimeFailpoint.ts"
-import type { Incarnation, IncarnationOptions, RuntimeHarness, RuntimeWorld } from "./runtimeHarness.ts"
+import { makeRuns, type Runs, runsOf } from "../core/runtimeAgents.ts"
+import {
+  type Incarnation,
+  type IncarnationOptions,
+  type RuntimeHarness,
+  runtimeHarnesses,
+  type RuntimeWorld,
+} from "../core/runtimeHarness.ts"
 
 /** A fault at one hit. */
 export interface Crash {
@@ -110,22 +120,50 @@ export const FAULTS = [
   ["a typed failure", failAtHit],
 ] as const
 
+/** Repeats an operation until a run of it completes: a killed call is repeated by its caller. */
+export const untilDone = <A, E>(
+  op: CrashingOps["op"],
+  f: (incarnation: Incarnation) => Effect.Effect<A, E>,
+) =>
+  Effect.gen(function* () {
+    while (true) {
+      const done = yield* op(f)
+      if (Option.isSome(done)) return done.value
+    }
+  })
+
+/** Takes `NotPending` (the wait was resolved already, by a run a fault cut short) as done. */
+export const ignoreNotPending = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
+  Effect.catchIf(
+    Effect.asVoid(effect),
+    (error): error is E => error._tag === "NotPending",
+    () => Effect.void,
+  )
+
+/** A journey's result with what every run reports: whether the fault was injected, and the steps that ran. */
+export type Run<A> = A & {
+  readonly crashed: boolean
+  readonly runs: Effect.Success<ReturnType<typeof runsOf>>
+}
+
+type Drive<A, E> = (
+  world: RuntimeWorld,
+  failpoint: RuntimeFailpointHandler | undefined,
+  crash: Crash | undefined,
+) => Effect.Effect<Run<A>, E, Scope.Scope>
+
 /**
  * Drives a journey once to record its hits, then once per chosen hit with `inject` there (each
  * run in a fresh world), and checks every run: it must have crashed, and `check` says the rest.
  */
-export const atEachHit = <A extends { readonly crashed: boolean }, E>(
+const atEachHit = <A, E>(
   harness: RuntimeHarness,
   inject: (hit: number) => Effect.Effect<Crash>,
-  drive: (
-    world: RuntimeWorld,
-    failpoint: RuntimeFailpointHandler | undefined,
-    crash: Crash | undefined,
-  ) => Effect.Effect<A, E, Scope.Scope>,
+  drive: Drive<A, E>,
   choose: (
     hits: ReadonlyArray<RuntimeFailpointLocation>,
   ) => ReadonlyArray<readonly [number, RuntimeFailpointLocation]>,
-  check: (result: A, label: string) => void,
+  check: (result: Run<A>, label: string) => void,
 ) =>
   Effect.gen(function* () {
     const hits: Array<RuntimeFailpointLocation> = []
@@ -141,3 +179,76 @@ export const atEachHit = <A extends { readonly crashed: boolean }, E>(
       check(result, label)
     }
   })
+
+/** The operations of one run, as `crashingOps` returns them. */
+export type CrashingOps = Effect.Success<ReturnType<typeof crashingOps>>
+
+/** A crash matrix: its agents, a journey, what its fault-free run covers, and the story every run ends with. */
+export interface CrashMatrix<A, E> {
+  /** The describe block's name; the harness's label follows it. */
+  readonly name: string
+  /** What every incarnation of a run runs with (the failpoint aside), given the run's step counter. */
+  readonly incarnation: (runs: Runs) => Omit<IncarnationOptions, "failpoint">
+  /** The journey, driven to its end through the run's operations. */
+  readonly drive: (
+    ops: CrashingOps,
+    failpoint: RuntimeFailpointHandler | undefined,
+  ) => Effect.Effect<A, E, Scope.Scope>
+  /** The fault-free run: its test's name, and its checks given the failpoint hits it recorded. */
+  readonly coverage: {
+    readonly test: string
+    readonly check: (hits: ReadonlyArray<RuntimeFailpointLocation>, result: Run<A>) => void
+  }
+  /** The hits to inject at, with their offsets; every hit unless given. */
+  readonly choose?: (
+    harness: RuntimeHarness,
+    hits: ReadonlyArray<RuntimeFailpointLocation>,
+  ) => ReadonlyArray<readonly [number, RuntimeFailpointLocation]>
+  /** What every run with a fault must end with; `label` names the fault and the hit. */
+  readonly check: (result: Run<A>, label: string) => void
+  /** Of each fault's test: one fresh world per injected fault. */
+  readonly timeout: number
+}
+
+/** Registers a matrix against every runtime harness: the fault-free run, then each fault at each chosen hit. */
+export const crashMatrix = <A, E>(matrix: CrashMatrix<A, E>) => {
+  const drive: Drive<A, E> = (world, failpoint, crash) =>
+    Effect.gen(function* () {
+      const runs = yield* makeRuns
+      const ops = yield* crashingOps(world, matrix.incarnation(runs), failpoint, crash)
+      const result = yield* matrix.drive(ops, failpoint)
+      return { ...result, crashed: yield* ops.crashed, runs: yield* runsOf(runs) }
+    })
+  for (const harness of runtimeHarnesses) {
+    describe(`${matrix.name} (${harness.label})`, () => {
+      it.effect(matrix.coverage.test, () =>
+        harness.run((world) =>
+          Effect.gen(function* () {
+            const hits: Array<RuntimeFailpointLocation> = []
+            const result = yield* drive(
+              world,
+              (location) => Effect.sync(() => void hits.push(location)),
+              undefined,
+            )
+            matrix.coverage.check(hits, result)
+          }),
+        ),
+      )
+
+      for (const [mode, inject] of FAULTS) {
+        it.effect(
+          `settles every Submission exactly once after ${mode} at each hit`,
+          () =>
+            atEachHit(
+              harness,
+              inject,
+              drive,
+              (hits) => (matrix.choose === undefined ? [...hits.entries()] : matrix.choose(harness, hits)),
+              (result, label) => matrix.check(result, `${mode} ${label}`),
+            ),
+          matrix.timeout,
+        )
+      }
+    })
+  }
+}

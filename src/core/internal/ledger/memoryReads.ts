@@ -1,0 +1,92 @@
+/**
+ * The read-only side of the in-memory ledger: single rows, lane heads and counts, and the
+ * scans, in the lane order the SQLite ledger's lane key reproduces.
+ */
+import { Effect, Option, Stream } from "effect"
+import type { ThreadId } from "../../Identifiers.ts"
+import type { LedgerReads } from "./parts.ts"
+import { headOf, type MemoryStore } from "./memoryStore.ts"
+import * as Rules from "./rules.ts"
+
+/** Builds the reads over a store. @internal */
+export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
+  // JavaScript string order, which the SQLite ledger's lane key reproduces.
+  const sortedLanes = () => [...store.lanes.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+
+  /** Every row of a lane, settled ones included, in queue order. */
+  const laneRows = (threadId: ThreadId) =>
+    [...store.rows.values()]
+      .filter((row) => row.threadId === threadId)
+      .sort((a, b) => a.queueSequence - b.queueSequence)
+
+  const nonterminalRows = () =>
+    sortedLanes().flatMap(([, lane]) => lane.nonterminal.flatMap((id) => store.rows.get(id) ?? []))
+
+  /** Heads of lanes with work to run, in lane order: a lane parked behind a wait is left out. */
+  const runnableHeads = () =>
+    sortedLanes().flatMap(([threadId]) => {
+      const head = headOf(store, threadId)
+      return head === undefined || Rules.isParked(head) ? [] : [head]
+    })
+
+  return {
+    lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
+      return yield* Effect.sync(() => Option.fromUndefinedOr(store.rows.get(submissionId)))
+    }),
+
+    head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
+      return yield* Effect.sync(() => Option.fromUndefinedOr(headOf(store, threadId)))
+    }),
+
+    countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
+      return yield* Effect.sync(() => store.lanes.get(threadId)?.nonterminal.length ?? 0)
+    }),
+
+    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+      return yield* Effect.sync(() =>
+        (store.lanes.get(threadId)?.nonterminal ?? []).flatMap((id) => {
+          const row = store.rows.get(id)
+          return row !== undefined && row.host === host && (row.state === "joining" || row.state === "joined")
+            ? [row]
+            : []
+        }),
+      )
+    }),
+
+    scanNonterminal: Stream.fromIterableEffect(Effect.sync(() => nonterminalRows())),
+
+    scanRecoveryCandidates: Stream.fromIterableEffect(
+      Effect.sync(() => nonterminalRows().filter(Rules.isRecoveryCandidate)),
+    ),
+
+    laneHeads: Effect.sync(runnableHeads),
+
+    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
+      return yield* Effect.sync(() =>
+        Option.fromUndefinedOr(runnableHeads().find((head) => after === undefined || head.threadId > after)),
+      )
+    }),
+
+    countAllNonterminal: Effect.sync(() =>
+      [...store.lanes.values()].reduce((sum, lane) => sum + lane.nonterminal.length, 0),
+    ),
+
+    scanAll: Stream.fromIterableEffect(
+      Effect.sync(() => sortedLanes().flatMap(([threadId]) => laneRows(threadId))),
+    ),
+
+    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
+      return yield* Effect.sync(() =>
+        laneRows(threadId)
+          .filter((row) => row.queueSequence > options.after)
+          .slice(0, options.limit),
+      )
+    }),
+
+    threadIds: Effect.sync(() =>
+      sortedLanes()
+        .filter(([, lane]) => lane.lastSequence > 0)
+        .map(([threadId]) => threadId),
+    ),
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The store the in-memory ledger, history and outbox share, and the synchronous blocks over
+ * it: each operation reads and writes the store inside one block, so no other fiber can
+ * observe or interleave with a half-done write.
+ */
+import { Effect, Result } from "effect"
+import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { type HistoryEntry, HistoryRecord } from "../history/model.ts"
+import type { OutboxMessage, ThreadMessageReply } from "../outbox/model.ts"
+import { newSalt } from "./admission.ts"
+import { LedgerError, type SubmissionSnapshot } from "./model.ts"
+import type { AppendFence } from "./model.ts"
+import * as Rules from "./rules.ts"
+
+/** @internal */
+export interface Lane {
+  lastSequence: number
+  /** Nonterminal Submissions in queue order. */
+  readonly nonterminal: Array<SubmissionId>
+}
+
+/** The shared state of the in-memory ledger and history. @internal */
+export interface MemoryStore {
+  /** Salts derived Submission ids, as the SQLite ledger's stored salt does. */
+  readonly salt: string
+  readonly rows: Map<SubmissionId, SubmissionSnapshot>
+  readonly lanes: Map<ThreadId, Lane>
+  readonly history: Map<ThreadId, Array<HistoryRecord>>
+  readonly historyBySubmission: Map<SubmissionId, Array<HistoryRecord>>
+  /** Every record of the Object in commit order; a record's feed position is its index + 1. */
+  readonly historyFeed: Array<HistoryRecord>
+  /** The outbox, in insertion order. */
+  readonly outbox: Map<string, OutboxMessage>
+  /** Answers the receiver remembers, by message id. */
+  readonly answers: Map<string, ThreadMessageReply>
+}
+
+const stores = new WeakMap<object, MemoryStore>()
+
+/** The store behind an in-memory ledger service, if it is one. @internal */
+export const memoryStoreOf = (ledger: object): MemoryStore | undefined => stores.get(ledger)
+
+/** Names `store` as the store behind `ledger`, for `memoryStoreOf`. @internal */
+export const attachStore = (ledger: object, store: MemoryStore): void => void stores.set(ledger, store)
+
+/** @internal */
+export const laneOf = (store: MemoryStore, threadId: ThreadId): Lane => {
+  let lane = store.lanes.get(threadId)
+  if (lane === undefined) {
+    lane = { lastSequence: 0, nonterminal: [] }
+    store.lanes.set(threadId, lane)
+  }
+  return lane
+}
+
+/** @internal */
+export const headOf = (store: MemoryStore, threadId: ThreadId): SubmissionSnapshot | undefined => {
+  const id = store.lanes.get(threadId)?.nonterminal[0]
+  return id === undefined ? undefined : store.rows.get(id)
+}
+
+/** @internal */
+export const put = (store: MemoryStore, next: SubmissionSnapshot): void => {
+  store.rows.set(next.submissionId, next)
+  if (next.state === "settled") {
+    const order = laneOf(store, next.threadId).nonterminal
+    const index = order.indexOf(next.submissionId)
+    if (index >= 0) order.splice(index, 1)
+  }
+}
+
+/** Applies a rule's change and returns the resulting row. @internal */
+export const apply = (store: MemoryStore, change: Rules.Change): SubmissionSnapshot => {
+  if (change._tag === "Unchanged") return change.snapshot
+  put(store, change.next)
+  return change.next
+}
+
+/** Checks an append fence against the current row, synchronously. @internal */
+export const checkFenceNow = (store: MemoryStore, fence: AppendFence) =>
+  Rules.verifyAppendFence(fence, store.rows.get(Rules.fenceSubmissionId(fence)))
+
+/** Appends records of one Submission of `thread`, synchronously; the caller checked the fence. @internal */
+export const appendNow = (
+  store: MemoryStore,
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  entries: ReadonlyArray<HistoryEntry>,
+  now: number,
+): ReadonlyArray<HistoryRecord> => {
+  const records = store.history.get(threadId) ?? []
+  const own = store.historyBySubmission.get(submissionId) ?? []
+  const appended = entries.map((entry) => {
+    const record = new HistoryRecord({
+      threadId,
+      sequence: records.length + 1,
+      submissionId,
+      recordedAt: now,
+      entry,
+    })
+    records.push(record)
+    own.push(record)
+    store.historyFeed.push(record)
+    return record
+  })
+  store.history.set(threadId, records)
+  store.historyBySubmission.set(submissionId, own)
+  return appended
+}
+
+/** An empty store. @internal */
+export const makeMemoryStore = (): MemoryStore => ({
+  salt: newSalt(),
+  rows: new Map(),
+  lanes: new Map(),
+  history: new Map(),
+  historyBySubmission: new Map(),
+  historyFeed: [],
+  outbox: new Map(),
+  answers: new Map(),
+})
+
+/**
+ * Runs a read-decide-write step as one synchronous block. Building a row validates it; a
+ * value that does not validate fails the operation instead of escaping as a defect.
+ * @internal
+ */
+export const atomically = <A, E>(
+  operation: string,
+  body: () => Result.Result<A, E>,
+): Effect.Effect<A, E | LedgerError> =>
+  Effect.suspend((): Effect.Effect<A, E | LedgerError> => {
+    try {
+      return Effect.fromResult(body())
+    } catch (cause) {
+      return Effect.fail(
+        new LedgerError({ operation, message: `the write does not validate: ${String(cause)}`, cause }),
+      )
+    }
+  })

@@ -1,0 +1,166 @@
+/**
+ * The read-only side of the SQLite ledger: single rows, lane heads and counts, and the scans
+ * the maintenance pass and the operator read in keyset pages (no cursor stays open while the
+ * consumer writes to the ledger).
+ */
+import { Effect, Option, Stream } from "effect"
+import type { ThreadId } from "../../Identifiers.ts"
+import type { LedgerReads } from "./parts.ts"
+import type { LedgerError, SubmissionSnapshot } from "./model.ts"
+import { rowStatements } from "../history/sqlRows.ts"
+import { numberOr, type SqlQueries } from "./sqlQueries.ts"
+import { decodeRow, laneKey, statements } from "./sqlStatements.ts"
+import type { Row } from "./sqlStatements.ts"
+
+const SCAN_PAGE_SIZE = 128
+
+/**
+ * Builds the reads. `countedBefore` holds what the Object admitted and settled before its
+ * history counted them (stored at migration). @internal
+ */
+export const makeSqlReads = (
+  { query, first }: SqlQueries,
+  countedBefore: { readonly admitted: number; readonly settled: number },
+): LedgerReads => {
+  const pages = (
+    operation: string,
+    text: string,
+    params: (after: readonly [string, number]) => ReadonlyArray<unknown>,
+  ): Stream.Stream<SubmissionSnapshot, LedgerError> =>
+    Stream.paginate(["", 0] as readonly [string, number], (after: readonly [string, number]) =>
+      Effect.flatMap(query(operation, text, params(after)), (rows) =>
+        Effect.map(
+          Effect.forEach(rows, decodeRow(operation)),
+          (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<readonly [string, number]>] => {
+            const last = rows[rows.length - 1]
+            return [
+              page,
+              rows.length < SCAN_PAGE_SIZE || last === undefined
+                ? Option.none()
+                : Option.some([String(last.lane_key), Number(last.queue_sequence)] as const),
+            ]
+          },
+        ),
+      ),
+    )
+
+  /** The first open lane head after `after` whose lane no wait parks: skipped lanes cost two seeks. */
+  const nextRunnableHead = (operation: string, after: string) =>
+    Effect.gen(function* () {
+      let from = after
+      while (true) {
+        const [row] = yield* query(operation, statements.nextOpen, [from])
+        if (row === undefined) return Option.none<SubmissionSnapshot>()
+        const parked = yield* query(operation, statements.parkedBefore, [row.lane_key, row.queue_sequence])
+        if (parked.length === 0) return Option.some(yield* decodeRow(operation)(row))
+        from = String(row.lane_key)
+      }
+    })
+
+  return {
+    lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
+      return yield* first("SubmissionLedger.lookup", statements.byId, [submissionId])
+    }),
+
+    head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
+      const operation = "SubmissionLedger.head"
+      const lane = laneKey(threadId)
+      const rows = yield* query(operation, statements.head, [lane, lane])
+      const earliest = rows.reduce<Row | undefined>(
+        (best, row) =>
+          best === undefined || Number(row.queue_sequence) < Number(best.queue_sequence) ? row : best,
+        undefined,
+      )
+      return earliest === undefined ? Option.none() : Option.some(yield* decodeRow(operation)(earliest))
+    }),
+
+    countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
+      const lane = laneKey(threadId)
+      const [row] = yield* query("SubmissionLedger.countNonterminal", statements.count, [lane, lane])
+      return Number(row?.depth ?? 0)
+    }),
+
+    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+      const operation = "SubmissionLedger.joinsOf"
+      const rows = yield* query(operation, statements.joinsOf, [laneKey(threadId), host])
+      return yield* Effect.forEach(rows, decodeRow(operation))
+    }),
+
+    scanNonterminal: pages("SubmissionLedger.scanNonterminal", statements.scanPage, (after) => [
+      ...after,
+      SCAN_PAGE_SIZE,
+      ...after,
+      SCAN_PAGE_SIZE,
+      SCAN_PAGE_SIZE,
+    ]),
+
+    scanRecoveryCandidates: pages(
+      "SubmissionLedger.scanRecoveryCandidates",
+      statements.recoveryPage,
+      (after) => [...after, SCAN_PAGE_SIZE],
+    ),
+
+    // One seek per lane with work (two for a lane parked behind a wait), never the waits.
+    laneHeads: Effect.gen(function* () {
+      const operation = "SubmissionLedger.laneHeads"
+      const heads: Array<SubmissionSnapshot> = []
+      let after = ""
+      while (true) {
+        const head = yield* nextRunnableHead(operation, after)
+        if (Option.isNone(head)) return heads
+        heads.push(head.value)
+        after = laneKey(head.value.threadId)
+      }
+    }).pipe(Effect.withSpan("SubmissionLedger.laneHeads")),
+
+    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
+      return yield* nextRunnableHead(
+        "SubmissionLedger.nextLaneHead",
+        after === undefined ? "" : laneKey(after),
+      )
+    }),
+
+    countAllNonterminal: Effect.map(
+      query("SubmissionLedger.countAllNonterminal", rowStatements.counts, []),
+      (rows) =>
+        countedBefore.admitted +
+        numberOr(rows[0]?.admitted, 0) -
+        countedBefore.settled -
+        numberOr(rows[0]?.settled, 0),
+    ).pipe(Effect.withSpan("SubmissionLedger.countAllNonterminal")),
+
+    scanAll: Stream.paginate("", (after: string) =>
+      Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after, SCAN_PAGE_SIZE]), (rows) =>
+        Effect.map(
+          Effect.forEach(rows, decodeRow("SubmissionLedger.scanAll")),
+          (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<string>] => {
+            const last = page.at(-1)
+            return [
+              page,
+              page.length < SCAN_PAGE_SIZE || last === undefined
+                ? Option.none()
+                : Option.some(last.submissionId),
+            ]
+          },
+        ),
+      ),
+    ),
+
+    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
+      const operation = "SubmissionLedger.lanePage"
+      const rows = yield* query(operation, statements.lanePage, [threadId, options.after, options.limit])
+      return yield* Effect.forEach(rows, decodeRow(operation))
+    }),
+
+    threadIds: Effect.gen(function* () {
+      const threads: Array<ThreadId> = []
+      let after = ""
+      while (true) {
+        const [row] = yield* query("SubmissionLedger.threadIds", statements.nextThread, [after])
+        if (row === undefined) return threads
+        after = String(row.thread_id)
+        threads.push(after as ThreadId)
+      }
+    }).pipe(Effect.withSpan("SubmissionLedger.threadIds")),
+  }
+}
