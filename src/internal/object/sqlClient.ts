@@ -15,6 +15,7 @@ import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
 import { classifySqliteError, SqlError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
+import { DIRECT_ROWS, type RowsRunner } from "../../core/internal/directRows.ts"
 
 const executeError = (cause: unknown) =>
   new SqlError({
@@ -111,7 +112,12 @@ export const makeSqlClient = (storage: DurableObjectStorage) =>
       driver: "durable-object-sqlite",
       spanAttributes: [["db.system.name", "sqlite"]],
     })
-    return Object.assign(client, { withTransaction: synchronousTransaction(storage) })
+    const direct: RowsRunner = <A extends object>(text: string, params: ReadonlyArray<unknown>) =>
+      Effect.try({
+        try: () => Array.from(rowsOf(storage.sql, text, params)) as Array<A>,
+        catch: executeError,
+      })
+    return Object.assign(client, { withTransaction: synchronousTransaction(storage), [DIRECT_ROWS]: direct })
   })
 
 /** Provides `SqlClient` over `storage`. @internal */

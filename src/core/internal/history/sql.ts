@@ -16,6 +16,7 @@ import type { FeedEntry } from "./model.ts"
 import { runMigrations } from "../migrations.ts"
 import { storeMigrations } from "../schema.ts"
 import { decodeRow, rowStatements, type StoredRow, writeRow } from "./sqlRows.ts"
+import { rowsRunner } from "../directRows.ts"
 
 const storeError = (operation: string) => (cause: SqlError) =>
   new ThreadStoreError({ operation, message: `storage failed: ${cause.message}`, cause })
@@ -26,8 +27,9 @@ export const makeSqlHistory = Effect.gen(function* () {
   const ledger = yield* SubmissionLedger
   yield* runMigrations(storeMigrations).pipe(Effect.mapError(storeError("ThreadHistory.migrate")))
 
+  const rows = rowsRunner(sql)
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
-    sql.unsafe<StoredRow>(text, params).pipe(Effect.mapError(storeError(operation)))
+    rows<StoredRow>(text, params).pipe(Effect.mapError(storeError(operation)))
 
   /** The records of stored rows, with their feed positions, oldest first. */
   const expand = (operation: string, rows: ReadonlyArray<StoredRow>) =>

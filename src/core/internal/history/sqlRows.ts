@@ -12,6 +12,7 @@ import { ThreadStoreError } from "../runtime/model.ts"
 import { HISTORY_TABLE, SUBMISSIONS_TABLE } from "../schema.ts"
 import { decodeRecord, historyError } from "./codec.ts"
 import type { HistoryEntry, HistoryRecord } from "./model.ts"
+import { rowsRunner } from "../directRows.ts"
 
 const h = HISTORY_TABLE
 
@@ -110,7 +111,7 @@ type Query = (
 /** Writes one row; returns its records. Run inside the caller's transaction. @internal */
 export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =>
   Effect.gen(function* () {
-    const query: Query = (text, params) => sql.unsafe<Record<string, unknown>>(text, params)
+    const query: Query = rowsRunner(sql)
     const settles = append.entries.filter((entry) => entry.stored._tag === "SubmissionSettled").length
     // The row continues the Object's and the Thread's newest rows (read in this transaction).
     const written = yield* Effect.gen(function* () {

@@ -6,6 +6,7 @@ import { Effect, Option, type Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { SubmissionId } from "../../Identifiers.ts"
+import { rowsRunner } from "../directRows.ts"
 import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import { decodeRow, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
@@ -20,8 +21,9 @@ export const numberOr = (value: unknown, fallback: number) =>
 
 /** The helpers over one `SqlClient`. @internal */
 export const makeSqlQueries = (sql: SqlClient) => {
+  const rows = rowsRunner(sql)
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
-    sql.unsafe<Row>(text, params).pipe(Effect.mapError(storageError(operation)))
+    rows<Row>(text, params).pipe(Effect.mapError(storageError(operation)))
 
   const first = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     Effect.flatMap(query(operation, text, params), (rows) =>

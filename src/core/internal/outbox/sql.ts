@@ -27,6 +27,7 @@ import {
   requireFinite,
 } from "./codec.ts"
 import type { NewMessage } from "./model.ts"
+import { rowsRunner } from "../directRows.ts"
 
 /** @internal */
 export const outboxTable = "effect_agent_outbox"
@@ -97,8 +98,9 @@ export const makeSqlOutbox = Effect.gen(function* () {
   const ledger = yield* SubmissionLedger
   yield* runMigrations(outboxMigrations).pipe(Effect.mapError(storageError("MessageOutbox.migrate")))
 
+  const rows = rowsRunner(sql)
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
-    sql.unsafe<Record<string, unknown>>(text, params).pipe(Effect.mapError(storageError(operation)))
+    rows(text, params).pipe(Effect.mapError(storageError(operation)))
 
   /**
    * Whether a read found nothing left to send since this instance last enqueued. Read once as
