@@ -42,10 +42,11 @@ describe("package", () => {
     expect(namespaces.sort()).toEqual(subpaths.filter((name) => name !== "Testing").sort())
   })
 
-  it("ships the build, the sources, the README and the licence; effect is a peer", () => {
+  it("ships the build, the sources, the README and the licence; effect is its only (peer) dependency", () => {
     expect(manifest["files"]).toEqual(["dist", "src", "README.md", "LICENSE"])
     expect(readFileSync(new URL("../../LICENSE", import.meta.url), "utf8")).toContain("MIT License")
     expect(manifest["peerDependencies"]).toEqual({ effect: `^${manifest["devDependencies"]["effect"]}` })
-    expect(manifest["dependencies"]["effect"]).toBeUndefined()
+    // No runtime dependency at all: effect is the peer, everything else is the package's own.
+    expect(manifest["dependencies"]).toBeUndefined()
   })
 })
