@@ -237,6 +237,18 @@ const commit = (port: SimStorage, holder: Holder, origin: Origin | undefined, st
   })
 }
 
+/** Reports an operation whose body threw: nothing of it commits. */
+const reportDiscarded = (port: SimStorage, holder: Holder, origin: Origin | undefined, staged: Staged) =>
+  port.observer.onEvent({
+    origin,
+    incarnation: holder.id,
+    at: port.observer.now(),
+    committed: false,
+    reads: staged.reads,
+    before: new Map(),
+    writes: new Map(),
+  })
+
 const makeFacade = (port: SimStorage, holder: Holder): DurableObjectState => {
   /** One serialized operation of a live incarnation, staged and committed at its end. */
   const operate = <A>(body: (staged: Staged) => Promise<A> | A): Promise<A> => {
@@ -249,15 +261,7 @@ const makeFacade = (port: SimStorage, holder: Holder): DurableObjectState => {
       try {
         result = await body(staged)
       } catch (error) {
-        port.observer.onEvent({
-          origin,
-          incarnation: holder.id,
-          at: port.observer.now(),
-          committed: false,
-          reads: staged.reads,
-          before: new Map(),
-          writes: new Map(),
-        })
+        reportDiscarded(port, holder, origin, staged)
         throw error
       }
       // A reset between the body and the commit loses the whole operation.
@@ -286,15 +290,7 @@ const makeFacade = (port: SimStorage, holder: Holder): DurableObjectState => {
     try {
       result = body(staged)
     } catch (error) {
-      port.observer.onEvent({
-        origin,
-        incarnation: holder.id,
-        at: port.observer.now(),
-        committed: false,
-        reads: staged.reads,
-        before: new Map(),
-        writes: new Map(),
-      })
+      reportDiscarded(port, holder, origin, staged)
       throw error
     } finally {
       open = undefined
