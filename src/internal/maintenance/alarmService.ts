@@ -46,23 +46,22 @@ export class DurableAlarmService extends Context.Service<
     this,
     Effect.gen(function* () {
       const { ctx } = yield* DurableObjectContext
-      const run = storageOperation
       // A cache of this incarnation only: a fresh one starts with no pass running.
       let runningPasses = 0
 
-      const transact = makeTransact(ctx.storage, run)
+      const transact = makeTransact(ctx.storage)
       const write = (operation: string, alarm: AlarmWrite) =>
         transact(operation, (txn) => writeAlarm(txn, alarm))
       const ensureScheduledBy = Effect.fn("DurableAlarmService.ensureScheduledBy")(function* (at: number) {
         // An alarm already due by then needs no transaction: a writer after this read could
         // move it as well after one.
-        const current = yield* run("get alarm", () => ctx.storage.getAlarm())
+        const current = yield* storageOperation("get alarm", () => ctx.storage.getAlarm())
         if (current !== null && current <= at) return
         yield* write("ensure alarm", { _tag: "EnsureBy", at })
       })
 
       return {
-        scheduled: run("get alarm", () => ctx.storage.getAlarm()).pipe(
+        scheduled: storageOperation("get alarm", () => ctx.storage.getAlarm()).pipe(
           Effect.map(Option.fromNullOr),
           Effect.withSpan("DurableAlarmService.scheduled"),
         ),

@@ -15,7 +15,6 @@ import { writeAlarm } from "./alarmWrite.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
-import { storageOperation } from "./storage.ts"
 import { makeTransact } from "./transaction.ts"
 
 /** Options of a gated mutation. */
@@ -53,7 +52,7 @@ export class ThreadMutationGate extends Context.Service<
       const { ctx } = yield* DurableObjectContext
       const config = yield* CloudflareDurableRuntimeConfig
       const failpoint = yield* ThreadMaintenanceFailpoint
-      const transact = makeTransact(ctx.storage, storageOperation)
+      const transact = makeTransact(ctx.storage)
       const permit = yield* Semaphore.make(1)
       const timing = alarmTiming(config)
       let active = 0

@@ -21,7 +21,6 @@ import { publishCommitted, ThreadHostMaintenance, ThreadMessageDelivery, ThreadP
 import { makePass, type MaintenancePassFailure } from "./pass.ts"
 import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
-import { storageOperation } from "./storage.ts"
 
 /**
  * Thread maintenance of one physical Object.
@@ -79,7 +78,6 @@ export class ThreadMaintenance extends Context.Service<
       // References: whatever is in context when the layer is built is captured.
       const messages = yield* ThreadMessageDelivery
       const host = yield* ThreadHostMaintenance
-      const run = storageOperation
       const permit = yield* Semaphore.make(1)
       const cursorCovered = yield* Ref.make(false)
 
@@ -89,7 +87,7 @@ export class ThreadMaintenance extends Context.Service<
         hit: failpoint.hit,
         gate,
         pendingDeadline: makePendingDeadline({ publication, messages, projection, host }),
-        transact: makeTransact(ctx.storage, run),
+        transact: makeTransact(ctx.storage),
       }
       const ensureAlarm = makeEnsureAlarm(env)
 

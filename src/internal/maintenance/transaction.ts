@@ -11,7 +11,7 @@
  */
 import { Effect, Semaphore } from "effect"
 import { alarmErrorFromCause, type DurableAlarmError } from "./errors.ts"
-import type { StorageOperation } from "./storage.ts"
+import { storageOperation } from "./storage.ts"
 
 /** What a maintenance transaction body reads and writes; every call is synchronous. */
 export interface MaintenanceTxn {
@@ -41,12 +41,12 @@ const lockOf = (storage: DurableObjectStorage) => {
 }
 
 /** @internal */
-export const makeTransact = (storage: DurableObjectStorage, run: StorageOperation): Transact => {
+export const makeTransact = (storage: DurableObjectStorage): Transact => {
   const lock = lockOf(storage)
   return (operation, body) =>
     lock.withPermit(
       Effect.gen(function* () {
-        let alarm = yield* run(operation, () => storage.getAlarm())
+        let alarm = yield* storageOperation(operation, () => storage.getAlarm())
         // The alarm calls apply inside the transaction; their promises only report errors.
         const alarmWrites: Array<Promise<void>> = []
         const result = yield* Effect.try({
@@ -68,7 +68,7 @@ export const makeTransact = (storage: DurableObjectStorage, run: StorageOperatio
             ),
           catch: (cause) => alarmErrorFromCause(operation, cause),
         })
-        if (alarmWrites.length > 0) yield* run(operation, () => Promise.all(alarmWrites))
+        if (alarmWrites.length > 0) yield* storageOperation(operation, () => Promise.all(alarmWrites))
         return result
       }),
     )

@@ -15,9 +15,8 @@ import type { MaintenanceView } from "../operator/explain.ts"
 /** @internal The stored maintenance record (or its damage) and the alarm. */
 export const readMaintenanceView = Effect.gen(function* () {
   const { ctx } = yield* DurableObjectContext
-  const run = storageOperation
-  const raw = yield* run("read maintenance record", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
-  const alarm = yield* run("get alarm", () => ctx.storage.getAlarm())
+  const raw = yield* storageOperation("read maintenance record", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
+  const alarm = yield* storageOperation("get alarm", () => ctx.storage.getAlarm())
   const decoded = raw === undefined ? undefined : decodeMaintenanceRecord(raw)
   return {
     state: decoded?._tag === "Ok" ? decoded.state : undefined,

@@ -10,8 +10,8 @@
 import { Result } from "effect"
 import { type IdempotencyKey, ReceiptId, SubmissionId, type ThreadId } from "../../Identifiers.ts"
 import { sha256Hex } from "../sha256.ts"
-import { AdmissionRefused, IdempotencyConflict, LedgerError } from "./model.ts"
-import type { Admission, AdmissionCheck, LedgerLimits, SubmissionSnapshot } from "./model.ts"
+import { AdmissionRefused, IdempotencyConflict, LedgerError, SubmissionSnapshot } from "./model.ts"
+import type { Admission, AdmissionCheck, AdmissionRequest, LedgerLimits } from "./model.ts"
 import { utf8ByteLength } from "./rules.ts"
 
 /** The Submission id of `key` in `threadId` (identifiers hold no control characters). @internal */
@@ -20,6 +20,33 @@ export const submissionIdFor = (salt: string, threadId: ThreadId, key: Idempoten
 
 /** A fresh receipt id. @internal */
 export const newReceiptId = (): ReceiptId => ReceiptId.make(crypto.randomUUID())
+
+/**
+ * The row a new Submission is admitted as: `ready` (its acceptance is recorded with it), or
+ * `joining` its `host`. Throws if the request does not validate. @internal
+ */
+export const admittedRow = (
+  request: AdmissionRequest,
+  at: { readonly submissionId: SubmissionId; readonly queueSequence: number; readonly host?: SubmissionId },
+): SubmissionSnapshot =>
+  new SubmissionSnapshot({
+    submissionId: at.submissionId,
+    threadId: request.threadId,
+    queueSequence: at.queueSequence,
+    idempotencyKey: request.idempotencyKey,
+    agentId: request.agentId,
+    agentDigest: request.agentDigest,
+    inputPayload: request.inputPayload,
+    inputDigest: request.inputDigest,
+    receiptId: newReceiptId(),
+    state: at.host === undefined ? "ready" : "joining",
+    producerEpoch: 0,
+    abortRequested: false,
+    createdAt: request.now,
+    readyAt: request.now,
+    ...(request.parent === undefined ? {} : { parent: request.parent }),
+    ...(at.host === undefined ? {} : { host: at.host }),
+  })
 
 /** A fresh salt for a new store. @internal */
 export const newSalt = (): string => crypto.randomUUID().replaceAll("-", "")

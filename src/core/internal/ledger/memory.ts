@@ -13,8 +13,14 @@ import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { encodeEntry } from "../history/codec.ts"
 import type { HistoryEntry } from "../history/model.ts"
-import { newReceiptId, submissionIdFor } from "./admission.ts"
-import { Claim, InvalidTransition, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
+import { admittedRow, submissionIdFor } from "./admission.ts"
+import {
+  Claim,
+  InvalidTransition,
+  LedgerError,
+  SubmissionLedgerLimits,
+  type SubmissionSnapshot,
+} from "./model.ts"
 import type {
   Admission,
   AdmissionRefused,
@@ -88,22 +94,9 @@ export const makeMemoryLedger = Effect.gen(function* () {
     // A join whose host ended (or is aborting) meanwhile is ordinary input.
     const host =
       request.host !== undefined && Rules.takesJoins(store.rows.get(request.host)) ? request.host : undefined
-    const snapshot = new SubmissionSnapshot({
+    const snapshot = admittedRow(request, {
       submissionId,
-      threadId: request.threadId,
       queueSequence: target.lastSequence + 1,
-      idempotencyKey: request.idempotencyKey,
-      agentId: request.agentId,
-      agentDigest: request.agentDigest,
-      inputPayload: request.inputPayload,
-      inputDigest: request.inputDigest,
-      receiptId: newReceiptId(),
-      state: host === undefined ? "ready" : "joining",
-      producerEpoch: 0,
-      abortRequested: false,
-      createdAt: request.now,
-      readyAt: request.now,
-      ...(request.parent === undefined ? {} : { parent: request.parent }),
       ...(host === undefined ? {} : { host }),
     })
     target.lastSequence = snapshot.queueSequence

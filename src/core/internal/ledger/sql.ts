@@ -14,8 +14,8 @@ import { Effect, Option, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { newReceiptId } from "./admission.ts"
-import { InvalidTransition, LedgerError, SubmissionLedgerLimits, SubmissionSnapshot } from "./model.ts"
+import { admittedRow } from "./admission.ts"
+import { InvalidTransition, LedgerError, SubmissionLedgerLimits } from "./model.ts"
 import type { SubmissionNotFound } from "./model.ts"
 import { ParentLink } from "../outbox/parentLink.ts"
 import * as Rules from "./rules.ts"
@@ -96,22 +96,9 @@ export const makeSqlLedger = Effect.gen(function* () {
               : undefined
           const snapshot = yield* Effect.try({
             try: () =>
-              new SubmissionSnapshot({
+              admittedRow(request, {
                 submissionId: verdict.submissionId,
-                threadId: request.threadId,
                 queueSequence: verdict.queueSequence,
-                idempotencyKey: request.idempotencyKey,
-                agentId: request.agentId,
-                agentDigest: request.agentDigest,
-                inputPayload: request.inputPayload,
-                inputDigest: request.inputDigest,
-                receiptId: newReceiptId(),
-                state: host === undefined ? "ready" : "joining",
-                producerEpoch: 0,
-                abortRequested: false,
-                createdAt: request.now,
-                readyAt: request.now,
-                ...(request.parent === undefined ? {} : { parent: request.parent }),
                 ...(host === undefined ? {} : { host }),
               }),
             catch: (cause) =>
