@@ -50,14 +50,34 @@ const step = (index: number, name: string, result: unknown): HistoryEntry => ({
   result: result as never,
 })
 
+/** A Submission of `agent` on input `{ n }`, first in a lane named after it. */
+const lone = <const State extends string>(
+  id: string,
+  agent: AnyAgentDefinition,
+  n: number,
+  state: State,
+  epoch: number,
+  records: ReadonlyArray<HistoryEntry>,
+) => ({ id, thread: id, sequence: 1, agent, input: { n }, state, epoch, records })
+
+/** The settlement of an aborted Submission, as both releases stored it. */
+const abortedSettlement = (id: string, now: number) => ({
+  submissionId: id,
+  threadId: id,
+  outcome: "aborted",
+  settledAt: now - 7_000,
+})
+
 /** A three-step Submission both releases stored settled: its row fields and its records. */
 const settledThreeSteps = (three: AnyAgentDefinition, now: number) => ({
-  id: "done",
-  thread: "done",
-  agent: three,
-  input: { n: 1 },
-  state: "settled" as const,
-  epoch: 1,
+  ...lone("done", three, 1, "settled", 1, [
+    accepted(three, 1),
+    { _tag: "InputApplied" },
+    step(0, "one", 2),
+    step(1, "two", 3),
+    step(2, "three", 4),
+    { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
+  ]),
   settlement: {
     submissionId: "done",
     threadId: "done",
@@ -65,30 +85,17 @@ const settledThreeSteps = (three: AnyAgentDefinition, now: number) => ({
     output: 9,
     settledAt: now - 7_000,
   },
-  records: [
-    accepted(three, 1),
-    { _tag: "InputApplied" },
-    step(0, "one", 2),
-    step(1, "two", 3),
-    step(2, "three", 4),
-    { _tag: "SubmissionSettled", outcome: "completed", output: 9 },
-  ] satisfies ReadonlyArray<HistoryEntry>,
 })
 
 /** A reviewed Submission both releases stored waiting for its approval. */
 const awaitingApproval = (review: AnyAgentDefinition) => ({
-  id: "waits",
-  thread: "approval",
-  agent: review,
-  input: { n: 1 },
-  state: "suspended" as const,
-  epoch: 1,
-  records: [
+  ...lone("waits", review, 1, "suspended", 1, [
     accepted(review, 1),
     { _tag: "InputApplied" },
     step(0, "draft", "draft-1"),
     { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-1" } },
-  ] satisfies ReadonlyArray<HistoryEntry>,
+  ]),
+  thread: "approval",
 })
 
 /** Writes the previous release's schema and rows, with the clock at `now`. */
@@ -215,153 +222,62 @@ describe("the upgrade to the billed-rows schema", () => {
         const review = reviewed(runs)
         const charge = charging(runs)
         const rows: ReadonlyArray<Legacy> = [
-          { ...settledThreeSteps(three, now), sequence: 1 },
+          settledThreeSteps(three, now),
           // Admitted, killed before the acceptance record; and after it, before readiness.
-          {
-            id: "bare",
-            thread: "bare",
-            sequence: 1,
-            agent: three,
-            input: { n: 1 },
-            state: "admitted",
-            records: [],
-          },
-          {
-            id: "unready",
-            thread: "unready",
-            sequence: 1,
-            agent: three,
-            input: { n: 2 },
-            state: "admitted",
-            records: [accepted(three, 2)],
-          },
-          {
-            id: "replay",
-            thread: "replay",
-            sequence: 1,
-            agent: three,
-            input: { n: 10 },
-            state: "admitted",
-            records: [],
-          },
-          {
-            id: "ready",
-            thread: "ready",
-            sequence: 1,
-            agent: three,
-            input: { n: 3 },
-            state: "ready",
-            records: [accepted(three, 3)],
-          },
+          lone("bare", three, 1, "admitted", 0, []),
+          lone("unready", three, 2, "admitted", 0, [accepted(three, 2)]),
+          lone("replay", three, 10, "admitted", 0, []),
+          lone("ready", three, 3, "ready", 0, [accepted(three, 3)]),
           // A Claim of the old release, its lease still live: taken over at once.
           {
-            id: "running",
-            thread: "running",
-            sequence: 1,
-            agent: three,
-            input: { n: 4 },
-            state: "running",
-            epoch: 1,
+            ...lone("running", three, 4, "running", 1, [
+              accepted(three, 4),
+              { _tag: "InputApplied" },
+              step(0, "one", 5),
+            ]),
             owned: true,
-            records: [accepted(three, 4), { _tag: "InputApplied" }, step(0, "one", 5)],
           },
-          { ...awaitingApproval(review), sequence: 1 },
+          awaitingApproval(review),
           // Queued behind the approval: dormant until it is resolved.
-          {
-            id: "behind",
-            thread: "approval",
-            sequence: 2,
-            agent: three,
-            input: { n: 5 },
-            state: "ready",
-            records: [accepted(three, 5)],
-          },
+          { ...lone("behind", three, 5, "ready", 0, [accepted(three, 5)]), thread: "approval", sequence: 2 },
           // Approved, killed before the row moved: recovery resumes it.
-          {
-            id: "approved",
-            thread: "approved",
-            sequence: 1,
-            agent: review,
-            input: { n: 2 },
-            state: "suspended",
-            epoch: 1,
-            records: [
-              accepted(review, 2),
-              { _tag: "InputApplied" },
-              step(0, "draft", "draft-2"),
-              { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-2" } },
-              { _tag: "ApprovalResolved", step: 1, approved: true },
-            ],
-          },
-          {
-            id: "unknown",
-            thread: "unknown",
-            sequence: 1,
-            agent: charge,
-            input: { n: 1 },
-            state: "unknown",
-            epoch: 2,
-            records: [
-              accepted(charge, 1),
-              { _tag: "InputApplied" },
-              step(0, "prepare", 1),
-              { _tag: "UncertainStepStarted", step: 1, name: "charge" },
-              { _tag: "UnknownOutcomeRecorded", step: 1, name: "charge" },
-            ],
-          },
-          {
-            id: "resolved",
-            thread: "resolved",
-            sequence: 1,
-            agent: charge,
-            input: { n: 2 },
-            state: "unknown",
-            epoch: 2,
-            records: [
-              accepted(charge, 2),
-              { _tag: "InputApplied" },
-              step(0, "prepare", 2),
-              { _tag: "UncertainStepStarted", step: 1, name: "charge" },
-              { _tag: "UnknownOutcomeRecorded", step: 1, name: "charge" },
-              { _tag: "UnknownOutcomeResolved", step: 1, resolution: { _tag: "Succeeded", value: "r-2" } },
-            ],
-          },
+          lone("approved", review, 2, "suspended", 1, [
+            accepted(review, 2),
+            { _tag: "InputApplied" },
+            step(0, "draft", "draft-2"),
+            { _tag: "ApprovalRequested", step: 1, payload: { draft: "draft-2" } },
+            { _tag: "ApprovalResolved", step: 1, approved: true },
+          ]),
+          lone("unknown", charge, 1, "unknown", 2, [
+            accepted(charge, 1),
+            { _tag: "InputApplied" },
+            step(0, "prepare", 1),
+            { _tag: "UncertainStepStarted", step: 1, name: "charge" },
+            { _tag: "UnknownOutcomeRecorded", step: 1, name: "charge" },
+          ]),
+          lone("resolved", charge, 2, "unknown", 2, [
+            accepted(charge, 2),
+            { _tag: "InputApplied" },
+            step(0, "prepare", 2),
+            { _tag: "UncertainStepStarted", step: 1, name: "charge" },
+            { _tag: "UnknownOutcomeRecorded", step: 1, name: "charge" },
+            { _tag: "UnknownOutcomeResolved", step: 1, resolution: { _tag: "Succeeded", value: "r-2" } },
+          ]),
           // Reserved, then killed before the record; and recorded, killed before the finalize.
           {
-            id: "reserved",
-            thread: "reserved",
-            sequence: 1,
-            agent: three,
-            input: { n: 6 },
-            state: "terminalizing",
-            epoch: 1,
-            settlement: {
-              submissionId: "reserved",
-              threadId: "reserved",
-              outcome: "aborted",
-              settledAt: now - 7_000,
-            },
-            records: [accepted(three, 6), { _tag: "AbortRequested" }],
+            ...lone("reserved", three, 6, "terminalizing", 1, [
+              accepted(three, 6),
+              { _tag: "AbortRequested" },
+            ]),
+            settlement: abortedSettlement("reserved", now),
           },
           {
-            id: "recorded",
-            thread: "recorded",
-            sequence: 1,
-            agent: three,
-            input: { n: 7 },
-            state: "terminalizing",
-            epoch: 1,
-            settlement: {
-              submissionId: "recorded",
-              threadId: "recorded",
-              outcome: "aborted",
-              settledAt: now - 7_000,
-            },
-            records: [
+            ...lone("recorded", three, 7, "terminalizing", 1, [
               accepted(three, 7),
               { _tag: "AbortRequested" },
               { _tag: "SubmissionSettled", outcome: "aborted" },
-            ],
+            ]),
+            settlement: abortedSettlement("recorded", now),
           },
         ]
         yield* writeLegacy(ctx.storage, now, rows)
@@ -449,24 +365,12 @@ describe("the upgrade to the billed-rows schema", () => {
         const review = reviewed(runs)
         const rows: ReadonlyArray<Billed> = [
           settledThreeSteps(three, now),
-          {
-            id: "queued",
-            thread: "queued",
-            agent: three,
-            input: { n: 3 },
-            state: "ready",
-            epoch: 0,
-            records: [accepted(three, 3)],
-          },
-          {
-            id: "running",
-            thread: "running",
-            agent: three,
-            input: { n: 4 },
-            state: "running",
-            epoch: 1,
-            records: [accepted(three, 4), { _tag: "InputApplied" }, step(0, "one", 5)],
-          },
+          lone("queued", three, 3, "ready", 0, [accepted(three, 3)]),
+          lone("running", three, 4, "running", 1, [
+            accepted(three, 4),
+            { _tag: "InputApplied" },
+            step(0, "one", 5),
+          ]),
           awaitingApproval(review),
         ]
         yield* writeBilled(ctx.storage, now, rows)

@@ -10,6 +10,7 @@ import {
   claimHead,
   grant,
   owner,
+  parkHead,
   recordTags,
   request,
   rowOf,
@@ -179,9 +180,7 @@ export const fencingCases = (harness: LedgerHarness) => {
           expect(yield* ledger.transition(unowned(marked, 1_950), "unknown")).toEqual(marked)
           const resumed = yield* ledger.transition(unowned(marked, 2_000), "ready")
           expect([resumed.state, resumed.readyAt]).toEqual(["ready", 1_000])
-          const claim = yield* claimHead("a", grant(1, 3_000))
-          yield* ledger.park(claim, "suspended")
-          const suspended = yield* rowOf(claim.submissionId)
+          const { suspended } = yield* parkHead("a", grant(1, 3_000))
           const refused = yield* Effect.flip(ledger.transition(unowned(suspended, 3_100), "unknown"))
           expect(refused._tag).toBe("InvalidTransition")
           const approved = yield* ledger.transition(unowned(suspended, 3_100), "ready")
@@ -195,9 +194,7 @@ export const fencingCases = (harness: LedgerHarness) => {
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
           yield* admitNew(request("a", "a"))
-          const claim = yield* claimHead("a", grant(1, 2_000))
-          yield* ledger.park(claim, "suspended")
-          const suspended = yield* rowOf(claim.submissionId)
+          const { claim, suspended } = yield* parkHead("a", grant(1, 2_000))
           const resolution = { _tag: "ApprovalResolved", step: 0, approved: true } as const
           // A stale fence writes neither the row nor the record.
           const stale = yield* Effect.flip(
@@ -350,9 +347,7 @@ export const fencingCases = (harness: LedgerHarness) => {
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
           yield* admitReady(request("t", "a"))
-          const claim = yield* claimHead("t", grant(1, 2_000))
-          yield* ledger.park(claim, "suspended")
-          const suspended = yield* rowOf(claim.submissionId)
+          const { claim, suspended } = yield* parkHead("t", grant(1, 2_000))
           const reserved = yield* ledger.reserveSettlement(
             unowned(suspended, 2_100),
             settlementOf(claim, "failed"),

@@ -74,6 +74,15 @@ export const claimHead = (threadId: string, g: ReturnType<typeof grant>) =>
     return Option.getOrThrow(claim)
   })
 
+/** Claims the head of a lane and parks it waiting: the Claim and the suspended row. */
+export const parkHead = (threadId: string, g: ReturnType<typeof grant>) =>
+  Effect.gen(function* () {
+    const ledger = yield* SubmissionLedger
+    const claim = yield* claimHead(threadId, g)
+    yield* ledger.park(claim, "suspended")
+    return { claim, suspended: yield* rowOf(claim.submissionId) }
+  })
+
 /** A settlement for a snapshot or claim. */
 export const settlementOf = (
   row: { readonly submissionId: SubmissionId; readonly threadId: ThreadId },

@@ -11,7 +11,7 @@ import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
 import { pairPoints } from "./support/crashPairPoints.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
 import type { ArmEntry, FailpointKind, OrderInput } from "./fixtures/crashProtocol.ts"
-import { type CrashPoint, point, type Scenario } from "./support/crashPoints.ts"
+import { type CrashPoint, point, type Scenario, type Step } from "./support/crashPoints.ts"
 
 const small: OrderInput = { orderId: "o1", amount: 40 }
 const large: OrderInput = { orderId: "o2", amount: 150 }
@@ -19,131 +19,97 @@ const follower: OrderInput = { orderId: "o3", amount: 60 }
 
 const crashAt = (kind: FailpointKind, location: string): ArmEntry => ({ kind, location, action: "crash" })
 
+/** Submits `input` on lane `a` under `key`, to `agentId` when given. */
+const submit = (key: string, input: OrderInput, agentId?: string): Step => ({
+  op: "submit",
+  lane: "a",
+  key,
+  input,
+  ...(agentId === undefined ? {} : { agentId }),
+})
+
+/** A scenario whose prefix and armed failpoints are empty unless given. */
+const scenario = (
+  name: string,
+  final: Step,
+  more: { readonly prefix?: ReadonlyArray<Step>; readonly before?: ReadonlyArray<ArmEntry> } = {},
+): Scenario => ({ name, prefix: more.prefix ?? [], before: more.before ?? [], final })
+
+/** A head above the threshold parked on its approval, a follower queued behind it. */
+const parkedWithFollower: ReadonlyArray<Step> = [
+  submit("k1", large),
+  submit("k2", follower),
+  { op: "settle" },
+]
+
 /** The scenarios, by name. */
 const scenarios = {
   /** One Submission: quote, charge (uncertain), confirm; completes. */
-  plain: {
-    name: "plain",
-    prefix: [],
-    before: [],
-    final: { op: "submit", lane: "a", key: "k1", input: small },
-  },
+  plain: scenario("plain", submit("k1", small)),
   /** One Submission above the threshold: it requests an approval and parks. */
-  approval: {
-    name: "approval",
-    prefix: [],
-    before: [],
-    final: { op: "submit", lane: "a", key: "k1", input: large },
-  },
-  approve: {
-    name: "approve",
-    prefix: [{ op: "submit", lane: "a", key: "k1", input: large }, { op: "settle" }],
-    before: [],
-    final: { op: "approve", key: "k1", approved: true, note: "sam" },
-  },
-  deny: {
-    name: "deny",
-    prefix: [{ op: "submit", lane: "a", key: "k1", input: large }, { op: "settle" }],
-    before: [],
-    final: { op: "approve", key: "k1", approved: false, note: "too much" },
-  },
+  approval: scenario("approval", submit("k1", large)),
+  approve: scenario(
+    "approve",
+    { op: "approve", key: "k1", approved: true, note: "sam" },
+    { prefix: [submit("k1", large), { op: "settle" }] },
+  ),
+  deny: scenario(
+    "deny",
+    { op: "approve", key: "k1", approved: false, note: "too much" },
+    { prefix: [submit("k1", large), { op: "settle" }] },
+  ),
   /** Aborting the suspended head lets the follower run. */
-  abortHead: {
-    name: "abortHead",
-    prefix: [
-      { op: "submit", lane: "a", key: "k1", input: large },
-      { op: "submit", lane: "a", key: "k2", input: follower },
-      { op: "settle" },
-    ],
-    before: [],
-    final: { op: "abort", key: "k1" },
-  },
+  abortHead: scenario("abortHead", { op: "abort", key: "k1" }, { prefix: parkedWithFollower }),
   /** Aborting a queued follower settles it without waiting for the head. */
-  abortQueued: {
-    name: "abortQueued",
-    prefix: [
-      { op: "submit", lane: "a", key: "k1", input: large },
-      { op: "submit", lane: "a", key: "k2", input: follower },
-      { op: "settle" },
-    ],
-    before: [],
-    final: { op: "abort", key: "k2" },
-  },
+  abortQueued: scenario("abortQueued", { op: "abort", key: "k2" }, { prefix: parkedWithFollower }),
   /** A crash right after the charge started leaves an Unknown Outcome; the operator resolves it. */
-  unknown: {
-    name: "unknown",
-    prefix: [
-      { op: "arm", entries: [crashAt("runtime", "uncertain:after-start-append")] },
-      { op: "submit", lane: "a", key: "k1", input: small },
-      { op: "settle" },
-    ],
-    before: [],
-    final: { op: "resolve", key: "k1" },
-  },
+  unknown: scenario(
+    "unknown",
+    { op: "resolve", key: "k1" },
+    {
+      prefix: [
+        { op: "arm", entries: [crashAt("runtime", "uncertain:after-start-append")] },
+        submit("k1", small),
+        { op: "settle" },
+      ],
+    },
+  ),
   /**
    * Work admitted for `versioned`, then a crash at pass begin brings the Object back on code
    * without it (`legacy`): a binding wait. The Miniflare restart brings the current code back
    * and the work completes.
    */
-  binding: {
-    name: "binding",
-    prefix: [],
+  binding: scenario("binding", submit("k1", small, "versioned"), {
     before: [{ ...crashAt("maintenance", "maintenance:begin:before"), redeploy: "legacy" }],
-    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "versioned" },
-  },
+  }),
   /** The first pass fails (a typed runtime failure after the claim): failure rearming. */
-  failedPass: {
-    name: "failedPass",
-    prefix: [],
+  failedPass: scenario("failedPass", submit("k1", small), {
     before: [{ kind: "runtime", location: "claim:after-claim", action: "fail" }],
-    final: { op: "submit", lane: "a", key: "k1", input: small },
-  },
+  }),
   /** The submit dies after admission; the alarm then opens a new incarnation (its constructor gate). */
-  reopen: {
-    name: "reopen",
-    prefix: [],
+  reopen: scenario("reopen", submit("k1", small), {
     before: [crashAt("maintenance", "maintenance:mutation:finished")],
-    final: { op: "submit", lane: "a", key: "k1", input: small },
-  },
+  }),
   /**
    * A charge with a reconcile, cut right after its start: recovery has the next Attempt ask the
    * supplier, which never saw it, so the charge runs once after all, with no operator.
    */
-  reconcile: {
-    name: "reconcile",
-    prefix: [],
+  reconcile: scenario("reconcile", submit("k1", small, "reconciling"), {
     before: [crashAt("runtime", "uncertain:after-start-append")],
-    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
-  },
+  }),
   /**
    * The same charge cut after the supplier performed it: the reconcile finds it and its
    * result stands, so the charge is not run again.
    */
-  reconcileHappened: {
-    name: "reconcileHappened",
-    prefix: [],
+  reconcileHappened: scenario("reconcileHappened", submit("k1", small, "reconciling"), {
     before: [crashAt("effect", "effect:charge:after-external")],
-    final: { op: "submit", lane: "a", key: "k1", input: small, agentId: "reconciling" },
-  },
+  }),
   /** A parked approval and a damaged record; the operator repairs it, then approves. */
-  repair: {
-    name: "repair",
-    prefix: [
-      { op: "submit", lane: "a", key: "k1", input: large },
-      { op: "submit", lane: "a", key: "k2", input: follower },
-      { op: "settle" },
-      { op: "damage" },
-    ],
-    before: [],
-    final: { op: "repair" },
-  },
+  repair: scenario("repair", { op: "repair" }, { prefix: [...parkedWithFollower, { op: "damage" }] }),
   /** A crash holding the lease: recovery releases it once expired. */
-  expiredLease: {
-    name: "expiredLease",
-    prefix: [],
+  expiredLease: scenario("expiredLease", submit("k1", small), {
     before: [crashAt("runtime", "step:after-step-append")],
-    final: { op: "submit", lane: "a", key: "k1", input: small },
-  },
+  }),
 } as const satisfies Record<string, Scenario>
 
 const m = (

@@ -6,6 +6,7 @@ import { switchboard } from "../worker/threadObject.ts"
 import {
   clientOf,
   deliverUntil,
+  inState,
   putMaintenanceRecord,
   storedMaintenance,
   stubOf,
@@ -30,10 +31,9 @@ describe("ThreadObject alarm", () => {
             : Effect.void,
       })
       const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(receipt.submissionId), (status) => status.state === "settled"),
-      ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(idOf(thread)))))
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled")).pipe(
+        Effect.ensuring(Effect.sync(() => switchboard.remove(idOf(thread)))),
+      )
       expect(armed).toBe(false)
       const inspection = yield* client.inspectMaintenance
       expect(inspection.counters.failedPasses).toBeGreaterThanOrEqual(1)
@@ -69,10 +69,7 @@ describe("ThreadObject alarm", () => {
       const thread = threadName("counters")
       const client = clientOf(thread)
       const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(receipt.submissionId), (s) => s.state === "settled"),
-      )
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
       yield* deliverUntil(
         thread,
         Effect.map(storedMaintenance(thread), (stored) => stored.alarm === null),

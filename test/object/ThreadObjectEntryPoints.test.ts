@@ -4,6 +4,7 @@ import type * as ThreadClient from "../../src/ThreadClient.ts"
 import {
   clientOf,
   deliverUntil,
+  inState,
   ledgerRows,
   putMaintenanceRecord,
   storedMaintenance,
@@ -23,10 +24,7 @@ describe("ThreadObject entry points", () => {
       const client = clientOf(thread)
       const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k1", input: { text: "hi" } })
       expect(receipt).toMatchObject({ threadId: thread, queueSequence: 1, replayed: false })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(receipt.submissionId), (s) => s.state === "settled"),
-      )
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
       const settlement = yield* client.awaitSettlement(receipt.submissionId, 1_000)
       expect(settlement).toMatchObject({ outcome: "completed", output: "echo: hi" })
       const page = yield* client.history({ limit: 2 })
@@ -226,10 +224,7 @@ describe("ThreadObject entry points", () => {
       const thread = threadName("read-only")
       const client = clientOf(thread)
       const receipt = yield* client.submit({ agentId: "review", idempotencyKey: "k", input: { draft: "d" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(receipt.submissionId), (s) => s.state === "suspended"),
-      )
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "suspended"))
       yield* deliverUntil(
         thread,
         Effect.map(storedMaintenance(thread), (stored) => stored.alarm === null),

@@ -10,6 +10,7 @@ import { Effect, Fiber } from "effect"
 import {
   clientOf,
   deliverUntil,
+  inState,
   failureOf,
   storedEverything,
   putMaintenanceRecord,
@@ -40,10 +41,7 @@ describe("ThreadObject operator entry points", () => {
       const thread = threadName("explain")
       const client = clientOf(thread)
       const head = yield* client.submit({ agentId: "review", idempotencyKey: "h", input: { draft: "plan" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(head.submissionId), (s) => s.state === "suspended"),
-      )
+      yield* deliverUntil(thread, inState(client, head.submissionId, "suspended"))
       const follower = yield* client.submit({ agentId: "echo", idempotencyKey: "f", input: { text: "next" } })
       yield* deliverUntil(thread, quiet(thread))
 
@@ -78,10 +76,7 @@ describe("ThreadObject operator entry points", () => {
       yield* client.resolveApproval(head.submissionId, { approved: true, note: "ok" })
       // The approval is owed work: its alarm (or the pass it started) serves it.
       expect((yield* client.obligations).mismatch).toBeUndefined()
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(follower.submissionId), (s) => s.state === "settled"),
-      )
+      yield* deliverUntil(thread, inState(client, follower.submissionId, "settled"))
       expect((yield* client.explain(head.submissionId)).reason).toMatchObject({
         _tag: "Settled",
         settlement: { outcome: "completed" },
@@ -97,15 +92,9 @@ describe("ThreadObject operator entry points", () => {
       const thread = threadName("verify")
       const client = clientOf(thread)
       const first = yield* client.submit({ agentId: "echo", idempotencyKey: "a", input: { text: "1" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(first.submissionId), (s) => s.state === "settled"),
-      )
+      yield* deliverUntil(thread, inState(client, first.submissionId, "settled"))
       const parked = yield* client.submit({ agentId: "review", idempotencyKey: "b", input: { draft: "d" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(parked.submissionId), (s) => s.state === "suspended"),
-      )
+      yield* deliverUntil(thread, inState(client, parked.submissionId, "suspended"))
       yield* deliverUntil(thread, quiet(thread))
       expect((yield* client.verify).violations).toEqual([])
 
@@ -142,10 +131,7 @@ describe("ThreadObject operator entry points", () => {
       const thread = threadName("progress")
       const client = clientOf(thread)
       const receipt = yield* client.submit({ agentId: "review", idempotencyKey: "p", input: { draft: "go" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(receipt.submissionId), (s) => s.state === "suspended"),
-      )
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "suspended"))
       yield* deliverUntil(thread, quiet(thread))
       const start = yield* client.awaitProgress(receipt.submissionId, { timeoutMillis: 0 })
       expect(start).toMatchObject({ changed: true, state: "suspended" })
@@ -167,10 +153,7 @@ describe("ThreadObject operator entry points", () => {
       const moved = yield* Fiber.join(waiter)
       expect(moved.changed).toBe(true)
       expect(moved.records.map((r) => r.entry._tag)).toContain("ApprovalResolved")
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(receipt.submissionId), (s) => s.state === "settled"),
-      )
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
       // Without a token the current progress returns at once.
       const settled = yield* client.awaitProgress(receipt.submissionId, { timeoutMillis: 0 })
       expect(settled).toMatchObject({ changed: true, state: "settled", settlement: { outcome: "completed" } })
@@ -203,10 +186,7 @@ describe("ThreadObject operator entry points", () => {
       const thread = threadName("repair")
       const client = clientOf(thread)
       const parked = yield* client.submit({ agentId: "review", idempotencyKey: "r", input: { draft: "d" } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(parked.submissionId), (s) => s.state === "suspended"),
-      )
+      yield* deliverUntil(thread, inState(client, parked.submissionId, "suspended"))
       const queued = yield* client.submit({ agentId: "echo", idempotencyKey: "q", input: { text: "q" } })
       yield* deliverUntil(thread, quiet(thread))
       const healthy = (yield* client.inspectMaintenance).record
@@ -252,10 +232,7 @@ describe("ThreadObject operator entry points", () => {
       expect(yield* client.repairMaintenance).toMatchObject({ repaired: false })
 
       yield* client.resolveApproval(parked.submissionId, { approved: true })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.status(queued.submissionId), (s) => s.state === "settled"),
-      )
+      yield* deliverUntil(thread, inState(client, queued.submissionId, "settled"))
       yield* deliverUntil(thread, quiet(thread))
       expect((yield* client.verify).violations).toEqual([])
       expect((yield* client.submissions()).map((s) => s.settlement?.outcome)).toEqual([

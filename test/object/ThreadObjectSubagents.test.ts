@@ -10,7 +10,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { Effect } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
-import { clientOf, deliverUntil, stubOf, storedMaintenance, threadName } from "./support.ts"
+import { clientOf, deliverUntil, inState, stubOf, storedMaintenance, threadName } from "./support.ts"
 
 const quiet = (objectName: string) =>
   Effect.map(storedMaintenance(objectName), ({ record, alarm }) => {
@@ -62,10 +62,7 @@ describe("ThreadObject subagents across Objects", () => {
           idempotencyKey: "claims-1",
           input: { claims: ["real invoice", "fake invoice"], verifierObject: childObject },
         })
-        const settled = Effect.map(
-          parent.status(receipt.submissionId),
-          (status) => status.state === "settled",
-        )
+        const settled = inState(parent, receipt.submissionId, "settled")
         for (let round = 0; round < 20 && !(yield* settled); round++) {
           yield* deliverUntil(parentObject, Effect.map(quiet(parentObject), Boolean), 10).pipe(Effect.ignore)
           yield* deliverUntil(childObject, Effect.map(quiet(childObject), Boolean), 10).pipe(Effect.ignore)
@@ -120,10 +117,7 @@ describe("ThreadObject subagents across Objects", () => {
         })
         // The reviewer answers in the other namespace; the answer reaches the parent by alarms alone.
         yield* reviews.resolveApproval(child?.submissionId ?? "", { approved: true, note: "Sam" })
-        const settled = Effect.map(
-          parent.status(receipt.submissionId),
-          (status) => status.state === "settled",
-        )
+        const settled = inState(parent, receipt.submissionId, "settled")
         yield* deliverBoth(stubs, settled)
         expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
           outcome: "completed",
@@ -145,7 +139,7 @@ describe("ThreadObject subagents across Objects", () => {
         idempotencyKey: "own-object",
         input: { claims: ["fake claim"], verifierObject: object },
       })
-      const settled = Effect.map(parent.status(receipt.submissionId), (status) => status.state === "settled")
+      const settled = inState(parent, receipt.submissionId, "settled")
       yield* deliverUntil(object, settled)
       expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
         outcome: "completed",
@@ -165,7 +159,7 @@ describe("ThreadObject subagents across Objects", () => {
       )
       expect(refused).toMatchObject({ _tag: "JoinRefused", reason: "no-running-head" })
       const host = yield* client.submit({ agentId: "tally", idempotencyKey: "host", input: { n: 1 } })
-      const suspended = Effect.map(client.status(host.submissionId), (status) => status.state === "suspended")
+      const suspended = inState(client, host.submissionId, "suspended")
       yield* deliverUntil(object, suspended)
       const follow = yield* client.submit({
         agentId: "tally",
@@ -178,7 +172,7 @@ describe("ThreadObject subagents across Objects", () => {
       // A parked host with a join waiting keeps the Object quiet: both are stable waits.
       yield* deliverUntil(object, quiet(object))
       yield* client.resolveApproval(host.submissionId, { approved: true })
-      const done = Effect.map(client.status(follow.submissionId), (status) => status.state === "settled")
+      const done = inState(client, follow.submissionId, "settled")
       yield* deliverUntil(object, done)
       expect(yield* client.awaitSettlement(host.submissionId, 1_000)).toMatchObject({ output: 42 })
       expect(yield* client.awaitSettlement(follow.submissionId, 1_000)).toMatchObject({

@@ -28,6 +28,13 @@ export const deliverUntil = (objectName: string, done: Effect.Effect<boolean, un
     return yield* Effect.die(new Error(`condition not reached after ${rounds} alarm deliveries`))
   })
 
+/** Whether the Submission is in `state` now, as its client reads it. */
+export const inState = (
+  client: Pick<ThreadClient.ThreadClient, "status">,
+  submissionId: string,
+  state: ThreadClient.SubmissionStatus["state"],
+) => Effect.map(client.status(submissionId), (status) => status.state === state)
+
 /** The raw stored maintenance record and alarm of an Object. */
 export const storedMaintenance = (objectName: string) =>
   Effect.promise(() =>
