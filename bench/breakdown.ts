@@ -34,7 +34,7 @@ const main = Effect.gen(function* () {
   const count = Number(options.count)
   const lanes = Number(options.lanes)
   const width = Number(options.width)
-  const subject = subjects.thread
+  const subject = process.env.SUBJECT === "multi" ? subjects.threadMulti : subjects.thread
   const worker = yield* startLocalWorker({
     entry: new URL("./worker/index.ts", import.meta.url),
     durableObjects: { [subject.binding]: subject.className },

@@ -16,19 +16,28 @@ import { rowsRunner } from "../directRows.ts"
 
 const h = HISTORY_TABLE
 
-/** Parameters: position, thread id, sequence, records, submission id, recorded at, entries JSON, lane tail, admitted, settled. */
+/**
+ * Appends one row continuing the Object's newest row (feed position, counts) and the Thread's
+ * (sequence, lane tail), read by the same statement: one call instead of two reads and an
+ * insert. It writes the same rows; SQLite reads 7 rows for it where the three statements read
+ * 4 (it stages the selected row before inserting into the table it read), a thousandth of
+ * the price of the time saved. Parameters: thread id, records, submission id, recorded at,
+ * entries JSON, queue sequence, admits, settles, thread id.
+ */
 const append = `INSERT INTO ${h} (position, thread_id, sequence, records, submission_id, recorded_at, entries,
-    lane_tail, admitted, settled) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    lane_tail, admitted, settled)
+  SELECT coalesce(next_position, 1), ?, coalesce(next_sequence, 1), ?, ?, ?, ?,
+    max(coalesce(lane_tail, 0), ?), coalesce(admitted, 0) + ?, coalesce(settled, 0) + ?
+  FROM (SELECT 1)
+  LEFT JOIN (SELECT position + records AS next_position, admitted, settled FROM ${h}
+    WHERE position = (SELECT max(position) FROM ${h}))
+  LEFT JOIN (SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
+    ORDER BY sequence DESC LIMIT 1)
+  RETURNING sequence`
 
 /** @internal */
 export const rowStatements = {
   append,
-  /** The next feed position and the counts, from the Object's newest row. */
-  objectTail: `SELECT position + records AS next_position, admitted, settled FROM ${h}
-    WHERE position = (SELECT max(position) FROM ${h})`,
-  /** The Thread's next sequence and lane tail, from its newest row. Parameter: thread id. */
-  threadTail: `SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
-    ORDER BY sequence DESC LIMIT 1`,
   /** Admissions and settlements counted so far, from the newest row. */
   counts: `SELECT admitted, settled FROM ${h} WHERE position = (SELECT max(position) FROM ${h})`,
   /**
@@ -113,26 +122,18 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
   Effect.gen(function* () {
     const query: Query = rowsRunner(sql)
     const settles = append.entries.filter((entry) => entry.stored._tag === "SubmissionSettled").length
-    // The row continues the Object's and the Thread's newest rows (read in this transaction).
-    const written = yield* Effect.gen(function* () {
-      const [object] = yield* query(rowStatements.objectTail, [])
-      const [thread] = yield* query(rowStatements.threadTail, [append.threadId])
-      const sequence = Number(thread?.next_sequence ?? 1)
-      yield* query(rowStatements.append, [
-        Number(object?.next_position ?? 1),
-        append.threadId,
-        sequence,
-        append.entries.length,
-        append.submissionId,
-        append.now,
-        `[${append.entries.map((entry) => entry.json).join(",")}]`,
-        Math.max(Number(thread?.lane_tail ?? 0), append.queueSequence),
-        Number(object?.admitted ?? 0) + append.admits,
-        Number(object?.settled ?? 0) + settles,
-      ])
-      return { sequence }
-    }).pipe(Effect.mapError(historyError(operation, "storage failed")))
-    const first = Number(written.sequence)
+    const written = yield* query(rowStatements.append, [
+      append.threadId,
+      append.entries.length,
+      append.submissionId,
+      append.now,
+      `[${append.entries.map((entry) => entry.json).join(",")}]`,
+      append.queueSequence,
+      append.admits,
+      settles,
+      append.threadId,
+    ]).pipe(Effect.mapError(historyError(operation, "storage failed")))
+    const first = Number(written[0]?.sequence)
     const records: Array<HistoryRecord> = []
     for (const [index, entry] of append.entries.entries()) {
       records.push(
