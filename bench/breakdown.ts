@@ -1,7 +1,8 @@
 /**
  * `tsx bench/breakdown.ts --count 1000 --lanes 1`: drains one burst in the library's Object
  * (alarmBackoffBase 1 ms) and prints SQL rows per settled Submission by statement text, to see
- * which statements the per-item figures of bench/run.ts come from.
+ * which statements the per-item figures of bench/run.ts come from. `SUBJECT=multi` measures the
+ * `maxHeadsPerEvent` 1,000 subject instead.
  */
 import { Effect, Schema } from "effect"
 import { parseArgs } from "node:util"

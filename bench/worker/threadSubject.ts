@@ -387,6 +387,9 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
         case "/breakdown":
           return json({ items: this.progress.done, statements: this.meter.breakdown() })
         case "/progress":
+          // Answers once every item is done, or after `waitMs`: the driver sees the last
+          // settlement when it happens, as the raw queue's `/wait` does, not at its next poll.
+          await Promise.race([this.progress.settled(), sleep(body["waitMs"] ?? 0)])
           return json({ done: this.progress.done })
         case "/wait": {
           await this.progress.settled()
