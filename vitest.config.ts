@@ -42,7 +42,13 @@ export default defineConfig({
       },
       {
         // The example Worker end to end, under the root wrangler config that serves it.
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        // The token `wrangler dev` reads from .dev.vars, which the test pool does not read.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { OPERATOR_TOKEN: "dev-operator-token" } },
+          }),
+        ],
         resolve: { alias: sources },
         test: {
           name: "example",

@@ -10,8 +10,8 @@ declare global {
       readonly RELAY: DurableObjectNamespace<RelayInbox>
       readonly PAYMENTS: DurableObjectNamespace<Payments>
       readonly DIRECTORY: DurableObjectNamespace<ThreadDirectory>
-      /** The operator routes' bearer token (a secret in production). */
-      readonly OPERATOR_TOKEN: string
+      /** The operator routes' bearer token (a secret in production; `.dev.vars` locally). */
+      readonly OPERATOR_TOKEN?: string
     }
   }
 }

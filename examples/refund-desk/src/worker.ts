@@ -47,7 +47,14 @@ const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint }) 
   Effect.gen(function* () {
     const { env } = yield* DurableObjectContext
     const expected = env.OPERATOR_TOKEN
-    if (caller?.credential !== undefined && expected !== "" && sameSecret(caller.credential, expected)) return
+    // Without a configured token nobody is an operator.
+    if (
+      caller?.credential !== undefined &&
+      expected !== undefined &&
+      expected !== "" &&
+      sameSecret(caller.credential, expected)
+    )
+      return
     return yield* new Unauthorized({
       entryPoint,
       message:
