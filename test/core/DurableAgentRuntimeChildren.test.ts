@@ -6,7 +6,8 @@
  * handles.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Ref } from "effect"
+import { AdmissionRefused } from "../../src/core/SubmissionLedger.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { messageIds } from "../../src/core/internal/outbox/model.ts"
 import {
@@ -157,6 +158,48 @@ for (const harness of runtimeHarnesses) {
           expect((yield* rowOf(inc, parent.submissionId)).settlement?.output).toBe(
             "child failed (unknown-agent)",
           )
+        }),
+      ),
+    )
+
+    it.effect("refuses a child while the host has no room for new work, and admits it once it has", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const full = yield* Ref.make(true)
+          const capacity = {
+            check: (threadId: ThreadId) =>
+              Effect.flatMap(Ref.get(full), (isFull) =>
+                isFull
+                  ? Effect.fail(
+                      new AdmissionRefused({
+                        threadId,
+                        reason: "database-bytes",
+                        message: "the store is full",
+                      }),
+                    )
+                  : Effect.void,
+              ),
+          }
+          const child = doubler(yield* makeRuns)
+          const inc = yield* world.incarnation({
+            agents: [parentOf("parent", child, "kids"), child],
+            self,
+            capacity,
+          })
+          const refused = yield* submitTo(inc, "p", "parent", "p1", { n: 3 })
+          yield* processHead(inc, "p")
+          yield* deliverLocally(inc)
+          expect(
+            (yield* entriesOf(inc, refused.submissionId)).find((entry) => entry._tag === "ChildSettled"),
+          ).toMatchObject({ outcome: "failed", refused: "database-bytes" })
+          // Nothing was written in the child's Thread.
+          expect(yield* ledgerOf(inc).countNonterminal(ThreadId.make("kids"))).toBe(0)
+          // With room again, the next parent's child is admitted and runs.
+          yield* Ref.set(full, false)
+          yield* submitTo(inc, "q", "parent", "q1", { n: 4 })
+          yield* processHead(inc, "q")
+          yield* deliverLocally(inc)
+          expect(yield* ledgerOf(inc).countNonterminal(ThreadId.make("kids"))).toBe(1)
         }),
       ),
     )

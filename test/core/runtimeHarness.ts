@@ -5,6 +5,7 @@
  * simulates a kill: no finalizer runs and its memory is lost. Bodies run with the calling
  * test's services, so `TestClock` drives every lease, yield and poll.
  */
+import { AdmissionCapacity, type AdmissionCapacityService } from "../../src/core/internal/runtime/capacity.ts"
 import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { env, runInDurableObject } from "cloudflare:test"
 import { Context, Effect, Layer, Ref } from "effect"
@@ -37,6 +38,8 @@ export interface IncarnationOptions {
   readonly wakes?: Ref.Ref<ReadonlyArray<ThreadId>>
   /** Where the Object is reached; Submissions start children only when it is known. */
   readonly self?: { readonly namespace: string; readonly objectId: string }
+  /** Whether new admissions fit (unbounded by default). */
+  readonly capacity?: AdmissionCapacityService
 }
 
 /** One storage and the incarnations built over it. */
@@ -71,6 +74,7 @@ const runtimeLayer = (options: IncarnationOptions) =>
             }),
         DurableRuntimeConfig.layer(options.config),
         options.self === undefined ? Layer.empty : Layer.succeed(SelfAddress, options.self),
+        options.capacity === undefined ? Layer.empty : Layer.succeed(AdmissionCapacity, options.capacity),
       ),
     ),
     Layer.orDie,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
+import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import { echo } from "../core/runtimeAgents.ts"
 import { makeEntryPoints } from "../../src/internal/object/entryPoints.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../alarm/harness.ts"
@@ -47,6 +48,49 @@ describe("the database size limit", () => {
         expect(yield* entry.submit(request("b")).pipe(Effect.provideContext(roomier.context))).toMatchObject({
           replayed: false,
         })
+      }),
+    ),
+  )
+
+  it.effect("refuses a child admission once the database is full, and admits it with room", () =>
+    inObject(objectName("database-full-child"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const size = ctx.storage.sql.databaseSize
+        const admit = (idempotencyKey: string, maxDatabaseBytes: number) =>
+          Effect.gen(function* () {
+            const inc = yield* incarnation(ctx, { agents: [echo], config: { limits: { maxDatabaseBytes } } })
+            return yield* Context.get(inc.context, DurableAgentRuntime)
+              .receive(
+                {
+                  _tag: "AdmitChild",
+                  threadId: "kids",
+                  idempotencyKey,
+                  agentId: "echo",
+                  agentDigest: echo.digest,
+                  input: { text: idempotencyKey },
+                  parent: {
+                    address: { namespace: "THREADS", objectId: "e".repeat(64) },
+                    threadId: "parents",
+                    submissionId: `parent-${idempotencyKey}`,
+                    step: 0,
+                  },
+                } as never,
+                `message-${idempotencyKey}`,
+              )
+              .pipe(Effect.provideContext(inc.context))
+          })
+        expect(yield* admit("a", Math.max(1, size))).toMatchObject({
+          _tag: "ChildRefused",
+          reason: "database-bytes",
+        })
+        const roomy = yield* incarnation(ctx, { agents: [echo] })
+        expect(yield* roomy.ledger.countNonterminal("kids" as never)).toBe(0)
+        expect(yield* admit("b", ctx.storage.sql.databaseSize + 1_000_000)).toMatchObject({
+          _tag: "ChildAdmitted",
+          replayed: false,
+        })
+        expect(yield* roomy.ledger.countNonterminal("kids" as never)).toBe(1)
       }),
     ),
   )

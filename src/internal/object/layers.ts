@@ -33,6 +33,7 @@ import { RoutedPort } from "../../RoutedPort.ts"
 import { messageDeliveryLayer } from "../delivery/layer.ts"
 import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
+import { databaseCapacityLayer } from "./capacity.ts"
 import { sqlClientLayer } from "./sqlClient.ts"
 
 /** The per-incarnation services a `ThreadObject` class provides to its application layer. */
@@ -133,6 +134,7 @@ export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, opti
       Layer.provideMerge(SubmissionLedger.layer),
     ),
     RoutedPort.layer,
+    databaseCapacityLayer,
     Layer.succeed(SelfAddress, {
       objectId: ctx.id.toString(),
       ...(options.namespaceBinding === undefined ? {} : { namespace: options.namespaceBinding }),

@@ -201,6 +201,8 @@ const admitChild = (
           `agent ${message.agentId} is registered here with digest ${agent.digest}, but the parent expects ${message.agentDigest}`,
         )
       }
+      const room = yield* Effect.result(env.capacity.check(message.threadId))
+      if (room._tag === "Failure") return yield* refuse(room.failure.reason, room.failure.message)
       const admitted = yield* Effect.result(
         admitRow(env, admissionCheckOf(agent, message, encoded.success.encoded), { parent }),
       )

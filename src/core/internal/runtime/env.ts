@@ -14,6 +14,7 @@ import type { ThreadHistory } from "../../ThreadHistory.ts"
 import type { WakeScheduler } from "../../WakeScheduler.ts"
 import type { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { LedgerError, type SubmissionNotFound } from "../ledger/model.ts"
+import type { AdmissionCapacityService } from "./capacity.ts"
 
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]
@@ -75,6 +76,8 @@ export interface RuntimeEnv {
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
   readonly settings: DurableRuntimeSettings
+  /** Whether a new admission fits in the host's storage. */
+  readonly capacity: AdmissionCapacityService
   /**
    * This incarnation's id, stamped on its Claims: another incarnation treats them as expired,
    * while within this one the lease protects them.
@@ -131,6 +134,7 @@ export const makeRuntimeEnv = (services: {
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
   readonly settings: DurableRuntimeSettings
+  readonly capacity: AdmissionCapacityService
 }): RuntimeEnv => {
   const lock = Semaphore.makeUnsafe(1)
   const appendHooks = bracket(services.hit, "history:append:before", "history:append:after")

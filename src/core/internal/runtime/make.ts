@@ -11,6 +11,7 @@ import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { makeAttemptThreadHead, makeProcessThreadHead } from "./attemptRun.ts"
 import { makeInspect, makePreviewRecovery } from "./inspect.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
+import { AdmissionCapacity } from "./capacity.ts"
 import { makeRuntimeEnv } from "./env.ts"
 import { makeReceive, makeRecordDelivery } from "./children.ts"
 import { makeResolutions } from "./resolve.ts"
@@ -27,6 +28,7 @@ export const makeRuntime = Effect.gen(function* () {
     registry: yield* AgentRegistry,
     wake: yield* WakeScheduler,
     settings: yield* DurableRuntimeConfig,
+    capacity: yield* AdmissionCapacity,
   })
   const attemptThreadHead = makeAttemptThreadHead(env)
   const service: DurableAgentRuntime["Service"] = {
