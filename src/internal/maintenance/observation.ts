@@ -1,8 +1,9 @@
 /**
- * What a failed pass tells failure rearming, as a value each phase of the pass is run with
- * (no mutable record written in one step and read in another): the generation the pass read
- * when it began, whether the failure struck while native work ran, and the lane of the last
- * head Attempt the event started.
+ * What a failed pass tells failure rearming: the generation the pass read when it began,
+ * whether the failure struck while native work ran, and the lane of the last head Attempt the
+ * event started. Each phase is run with its observation as a value; only the native phase,
+ * which starts head Attempts one after another under one deadline, reads its lane once it has
+ * ended.
  *
  * A phase run with `observed` turns any failure cause (typed failure, defect, interruption,
  * the event deadline) into an `ObservedFailure` carrying its observation; the envelope rearms
@@ -57,12 +58,20 @@ export const bounded =
       }),
     )
 
-/** @internal Runs a phase of the pass under `observation`, bounded by the event deadline. */
-export const observed =
-  (observation: PassObservation, deadlineAt: number) =>
+/**
+ * @internal Runs a phase of the pass, bounded by the event deadline; a failure carries the
+ * observation `observe` gives once the phase has ended (so a phase that serves several heads
+ * reports the last one it started).
+ */
+export const observedWith =
+  (observe: () => PassObservation, deadlineAt: number) =>
   <A, E extends MaintenancePassFailure, R>(
     effect: Effect.Effect<A, E, R>,
   ): Effect.Effect<A, ObservedFailure, R> =>
     bounded(deadlineAt)(effect).pipe(
-      Effect.catchCause((failure) => Effect.fail(new ObservedFailure(observation, failure))),
+      Effect.catchCause((failure) => Effect.fail(new ObservedFailure(observe(), failure))),
     )
+
+/** @internal Runs a phase of the pass under `observation`, bounded by the event deadline. */
+export const observed = (observation: PassObservation, deadlineAt: number): Phase =>
+  observedWith(() => observation, deadlineAt)

@@ -24,7 +24,14 @@ import type { MaintenanceEnv } from "./env.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { finishCaughtUp } from "./finish.ts"
 import type { ThreadPublicationService } from "./hooks.ts"
-import { bounded, deadlineError, ObservedFailure, observed, type PassObservation } from "./observation.ts"
+import {
+  bounded,
+  deadlineError,
+  ObservedFailure,
+  observed,
+  observedWith,
+  type PassObservation,
+} from "./observation.ts"
 import { rearmFailure } from "./rearm.ts"
 import { annotateReport, MaintenancePassReport } from "./report.ts"
 
@@ -118,17 +125,27 @@ const passBody = (deps: PassDependencies, window: EventWindow) =>
     const actionable = { ...begin, activeAtStart: started.activeAtStart }
     const withLane = (lane: ThreadId | undefined): PassObservation =>
       lane === undefined ? observation : { ...observation, lane }
-    const native = yield* runNative(
-      env,
-      deps.services,
-      actionable,
-      {
-        maxHeads: env.config.maxHeadsPerEvent,
-        furtherUntil: window.furtherHeadsUntil,
-        yieldAfter: window.yieldAfter,
-      },
-      deps.cursorCovered,
-      (lane) => observed({ ...withLane(lane), nativeOnly: true }, deadlineAt),
+    // The native phase is one phase however many heads it serves; its failure carries the lane
+    // of the last head Attempt it started, read once the phase has ended.
+    let attempted: ThreadId | undefined
+    const native = yield* observedWith(
+      () => ({ ...withLane(attempted), nativeOnly: true }),
+      deadlineAt,
+    )(
+      runNative(
+        env,
+        deps.services,
+        actionable,
+        {
+          maxHeads: env.config.maxHeadsPerEvent,
+          furtherUntil: window.furtherHeadsUntil,
+          yieldAfter: window.yieldAfter,
+        },
+        deps.cursorCovered,
+        (lane) => {
+          attempted = lane
+        },
+      ),
     )
     const result = yield* observed(
       withLane(native.lane),

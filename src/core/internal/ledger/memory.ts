@@ -277,7 +277,8 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    checkFence: Effect.fn("SubmissionLedger.checkFence")(function* (fence) {
+    // Untraced like the point reads: it runs before every append.
+    checkFence: Effect.fnUntraced(function* (fence) {
       const operation = "SubmissionLedger.checkFence"
       return yield* atomically(operation, () =>
         refuse(Rules.nonFinite(operation, Rules.appendFenceInstants(fence)), () =>

@@ -30,11 +30,13 @@ export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
     })
 
   return {
-    lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
+    // The point reads on every Attempt's and selection's path are untraced: a span costs more
+    // than the indexed read it would describe.
+    lookup: Effect.fnUntraced(function* (submissionId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(store.rows.get(submissionId)))
     }),
 
-    head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
+    head: Effect.fnUntraced(function* (threadId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(headOf(store, threadId)))
     }),
 
@@ -61,7 +63,7 @@ export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
 
     laneHeads: Effect.sync(runnableHeads),
 
-    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
+    nextLaneHead: Effect.fnUntraced(function* (after) {
       return yield* Effect.sync(() =>
         Option.fromUndefinedOr(runnableHeads().find((head) => after === undefined || head.threadId > after)),
       )

@@ -335,7 +335,8 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    checkFence: Effect.fn("SubmissionLedger.checkFence")(function* (fence) {
+    // Untraced like the point reads: it runs before every append.
+    checkFence: Effect.fnUntraced(function* (fence) {
       yield* requireFinite("SubmissionLedger.checkFence", Rules.appendFenceInstants(fence))
       const row = yield* byId("SubmissionLedger.checkFence", Rules.fenceSubmissionId(fence))
       return yield* Effect.fromResult(Rules.verifyAppendFence(fence, row))

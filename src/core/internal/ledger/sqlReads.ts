@@ -58,11 +58,13 @@ export const makeSqlReads = (
     })
 
   return {
-    lookup: Effect.fn("SubmissionLedger.lookup")(function* (submissionId) {
+    // The point reads on every Attempt's and selection's path are untraced: a span costs more
+    // than the indexed read it would describe.
+    lookup: Effect.fnUntraced(function* (submissionId) {
       return yield* first("SubmissionLedger.lookup", statements.byId, [submissionId])
     }),
 
-    head: Effect.fn("SubmissionLedger.head")(function* (threadId) {
+    head: Effect.fnUntraced(function* (threadId) {
       const operation = "SubmissionLedger.head"
       const lane = laneKey(threadId)
       const rows = yield* query(operation, statements.head, [lane, lane])
@@ -113,7 +115,7 @@ export const makeSqlReads = (
       }
     }).pipe(Effect.withSpan("SubmissionLedger.laneHeads")),
 
-    nextLaneHead: Effect.fn("SubmissionLedger.nextLaneHead")(function* (after) {
+    nextLaneHead: Effect.fnUntraced(function* (after) {
       return yield* nextRunnableHead(
         "SubmissionLedger.nextLaneHead",
         after === undefined ? "" : laneKey(after),
