@@ -41,10 +41,18 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
       return Number(exact?.depth ?? limit)
     })
 
-  /** The row admitted under a key: its derived id, or a key an older release stored. */
-  const byKey = (operation: string, threadId: ThreadId, idempotencyKey: IdempotencyKey) =>
+  /**
+   * The row admitted under a key: its derived id (`submissionId`, derived by the caller), or a
+   * key an older release stored.
+   */
+  const byKey = (
+    operation: string,
+    threadId: ThreadId,
+    idempotencyKey: IdempotencyKey,
+    submissionId: SubmissionId,
+  ) =>
     Effect.gen(function* () {
-      const existing = yield* byId(operation, submissionIdFor(salt, threadId, idempotencyKey))
+      const existing = yield* byId(operation, submissionId)
       if (existing !== undefined || !legacyKeys) return existing
       const [legacy] = yield* query(operation, statements.legacyKey, [laneKey(threadId), idempotencyKey])
       return legacy === undefined
@@ -60,7 +68,7 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
     Effect.gen(function* () {
       const submissionId = submissionIdFor(salt, request.threadId, request.idempotencyKey)
       const lane = laneKey(request.threadId)
-      const used = yield* byKey(operation, request.threadId, request.idempotencyKey)
+      const used = yield* byKey(operation, request.threadId, request.idempotencyKey, submissionId)
       if (used !== undefined) {
         const collision = idCollision(operation, request, used)
         if (collision !== undefined) return yield* collision
@@ -103,7 +111,10 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
     }),
 
     lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
-      return Option.fromUndefinedOr(yield* byKey("SubmissionLedger.lookupByKey", threadId, idempotencyKey))
+      const submissionId = submissionIdFor(salt, threadId, idempotencyKey)
+      return Option.fromUndefinedOr(
+        yield* byKey("SubmissionLedger.lookupByKey", threadId, idempotencyKey, submissionId),
+      )
     }),
   }
 
