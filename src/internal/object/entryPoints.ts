@@ -25,7 +25,6 @@ import {
   InvalidRequest,
   SubmissionAddress,
   SubmissionCommand,
-  SubmitInput,
   ThreadAddress,
   UnknownInput,
 } from "./protocol.ts"
@@ -137,7 +136,7 @@ export const makeEntryPoints = (authorization: Authorization | undefined) => {
 
   return {
     submit: Effect.fn("ThreadObject.submit")(function* (raw: unknown) {
-      const request = SubmitRequest.make(yield* decode("submit", SubmitInput)(raw))
+      const request = yield* decode("submit", SubmitRequest)(raw)
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
       // Every admission limit is checked before the gate: a refused input writes nothing, not
