@@ -104,10 +104,11 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
     })
 
   const reads: KeyReads = {
-    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
+    // Once per admission: a span without the stack `Effect.fn` captures on every call.
+    checkAdmission: Effect.fnUntraced(function* (request) {
       const verdict = yield* admissionVerdict("SubmissionLedger.checkAdmission", request)
       return verdict._tag === "Replayed" ? Option.some(verdict.admission.snapshot) : Option.none()
-    }),
+    }, Effect.withSpan("SubmissionLedger.checkAdmission")),
 
     lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
       const submissionId = submissionIdFor(salt, threadId, idempotencyKey)
