@@ -16,23 +16,45 @@ const K = new Uint32Array([
 
 const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n))
 
+const encoder = new TextEncoder()
+// Scratch space reused by every call (the function never yields): the message schedule, and
+// the padded message, grown when a longer text needs it. Ids are digested on every admission.
+const w = new Uint32Array(64)
+let scratch = new Uint8Array(256)
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"))
+
+const hexWord = (word: number) =>
+  HEX[word >>> 24]! + HEX[(word >>> 16) & 0xff]! + HEX[(word >>> 8) & 0xff]! + HEX[word & 0xff]!
+
 /** The digest as 64 lowercase hex digits. @internal */
 export const sha256Hex = (text: string): string => {
-  const bytes = new TextEncoder().encode(text)
-  const length = bytes.length
+  // UTF-8 takes at most 3 bytes per UTF-16 unit; padding adds at most 72.
+  if (scratch.length < text.length * 3 + 72) scratch = new Uint8Array(text.length * 3 + 136)
+  const bytes = scratch
+  const length = encoder.encodeInto(text, bytes).written
   // Message, the 0x80 marker, zero padding, and the 64-bit bit length: a multiple of 64 bytes.
-  const padded = new Uint8Array(Math.ceil((length + 9) / 64) * 64)
-  padded.set(bytes)
-  padded[length] = 0x80
-  const view = new DataView(padded.buffer)
-  view.setUint32(padded.length - 8, Math.floor(length / 0x20000000))
-  view.setUint32(padded.length - 4, (length * 8) >>> 0)
-  const h = new Uint32Array([
-    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-  ])
-  const w = new Uint32Array(64)
-  for (let block = 0; block < padded.length; block += 64) {
-    for (let i = 0; i < 16; i++) w[i] = view.getUint32(block + i * 4)
+  const padded = Math.ceil((length + 9) / 64) * 64
+  bytes.fill(0, length, padded)
+  bytes[length] = 0x80
+  const high = Math.floor(length / 0x20000000)
+  const low = (length * 8) >>> 0
+  for (let i = 0; i < 4; i++) {
+    bytes[padded - 8 + i] = (high >>> (24 - 8 * i)) & 0xff
+    bytes[padded - 4 + i] = (low >>> (24 - 8 * i)) & 0xff
+  }
+  let h0 = 0x6a09e667
+  let h1 = 0xbb67ae85
+  let h2 = 0x3c6ef372
+  let h3 = 0xa54ff53a
+  let h4 = 0x510e527f
+  let h5 = 0x9b05688c
+  let h6 = 0x1f83d9ab
+  let h7 = 0x5be0cd19
+  for (let block = 0; block < padded; block += 64) {
+    for (let i = 0; i < 16; i++) {
+      const at = block + i * 4
+      w[i] = (bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!
+    }
     for (let i = 16; i < 64; i++) {
       const a = w[i - 15]!
       const b = w[i - 2]!
@@ -40,7 +62,14 @@ export const sha256Hex = (text: string): string => {
       const s1 = rotr(b, 17) ^ rotr(b, 19) ^ (b >>> 10)
       w[i] = (w[i - 16]! + s0 + w[i - 7]! + s1) >>> 0
     }
-    let [a, b, c, d, e, f, g, k] = [h[0]!, h[1]!, h[2]!, h[3]!, h[4]!, h[5]!, h[6]!, h[7]!]
+    let a = h0
+    let b = h1
+    let c = h2
+    let d = h3
+    let e = h4
+    let f = h5
+    let g = h6
+    let k = h7
     for (let i = 0; i < 64; i++) {
       const t1 = (k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i]! + w[i]!) >>> 0
       const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) >>> 0
@@ -53,14 +82,23 @@ export const sha256Hex = (text: string): string => {
       b = a
       a = (t1 + t2) >>> 0
     }
-    h[0] = (h[0]! + a) >>> 0
-    h[1] = (h[1]! + b) >>> 0
-    h[2] = (h[2]! + c) >>> 0
-    h[3] = (h[3]! + d) >>> 0
-    h[4] = (h[4]! + e) >>> 0
-    h[5] = (h[5]! + f) >>> 0
-    h[6] = (h[6]! + g) >>> 0
-    h[7] = (h[7]! + k) >>> 0
+    h0 = (h0 + a) >>> 0
+    h1 = (h1 + b) >>> 0
+    h2 = (h2 + c) >>> 0
+    h3 = (h3 + d) >>> 0
+    h4 = (h4 + e) >>> 0
+    h5 = (h5 + f) >>> 0
+    h6 = (h6 + g) >>> 0
+    h7 = (h7 + k) >>> 0
   }
-  return Array.from(h, (word) => word.toString(16).padStart(8, "0")).join("")
+  return (
+    hexWord(h0) +
+    hexWord(h1) +
+    hexWord(h2) +
+    hexWord(h3) +
+    hexWord(h4) +
+    hexWord(h5) +
+    hexWord(h6) +
+    hexWord(h7)
+  )
 }

@@ -52,7 +52,7 @@ export class DurableAlarmService extends Context.Service<
       const transact = makeTransact(ctx.storage)
       const write = (operation: string, alarm: AlarmWrite) =>
         transact(operation, (txn) => writeAlarm(txn, alarm))
-      const ensureScheduledBy = Effect.fn("DurableAlarmService.ensureScheduledBy")(function* (at: number) {
+      const ensureBy = Effect.fnUntraced(function* (at: number) {
         // An alarm already due by then needs no transaction: a writer after this read could
         // move it as well after one.
         const current = yield* storageOperation("get alarm", () => ctx.storage.getAlarm())
@@ -68,9 +68,10 @@ export class DurableAlarmService extends Context.Service<
         scheduleAt: Effect.fn("DurableAlarmService.scheduleAt")(function* (at: number) {
           yield* write("set alarm", { _tag: "Set", at })
         }),
-        ensureScheduledBy,
+        ensureScheduledBy: Effect.fn("DurableAlarmService.ensureScheduledBy")(ensureBy),
+        // A wake hint per admission: one span, not a second one for the ensure inside it.
         scheduleNow: Effect.suspend(() =>
-          runningPasses > 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, ensureScheduledBy),
+          runningPasses > 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, ensureBy),
         ).pipe(Effect.withSpan("DurableAlarmService.scheduleNow")),
         withWakesDeferred: <A, E, R>(body: Effect.Effect<A, E, R>) =>
           Effect.acquireUseRelease(

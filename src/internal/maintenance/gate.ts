@@ -57,9 +57,8 @@ export class ThreadMutationGate extends Context.Service<
       const timing = alarmTiming(config)
       let active = 0
 
-      const beginMutation = Effect.fn("ThreadMaintenance.beginMutation")(function* (
-        invalidatesRecovery: boolean,
-      ) {
+      // Once per mutation: a span without the stack `Effect.fn` captures on every call.
+      const beginMutation = Effect.fnUntraced(function* (invalidatesRecovery: boolean) {
         yield* failpoint.hit("maintenance:dirty:before")
         const now = yield* Clock.currentTimeMillis
         yield* transact("advance maintenance generation", (txn) => {
@@ -73,7 +72,7 @@ export class ThreadMutationGate extends Context.Service<
         })
         yield* failpoint.hit("maintenance:dirty:after")
         active += 1
-      })
+      }, Effect.withSpan("ThreadMaintenance.beginMutation"))
 
       const release = permit.withPermit(
         Effect.sync(() => {

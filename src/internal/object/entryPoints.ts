@@ -25,7 +25,6 @@ import {
   InvalidRequest,
   SubmissionAddress,
   SubmissionCommand,
-  SubmitInput,
   ThreadAddress,
   UnknownInput,
 } from "./protocol.ts"
@@ -136,8 +135,9 @@ export const makeEntryPoints = (authorization: Authorization | undefined) => {
     })
 
   return {
-    submit: Effect.fn("ThreadObject.submit")(function* (raw: unknown) {
-      const request = SubmitRequest.make(yield* decode("submit", SubmitInput)(raw))
+    // Once per admission: a span without the stack `Effect.fn` captures on every call.
+    submit: Effect.fnUntraced(function* (raw: unknown) {
+      const request = yield* decode("submit", SubmitRequest)(raw)
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
       // Every admission limit is checked before the gate: a refused input writes nothing, not
@@ -146,7 +146,7 @@ export const makeEntryPoints = (authorization: Authorization | undefined) => {
       // A replay adds nothing to the database.
       if (!prepared.replay) yield* refuseWhenDatabaseFull(request.threadId)
       return yield* refuseOnDamage(maintenance.withMutation(runtime.admit(prepared)))
-    }),
+    }, Effect.withSpan("ThreadObject.submit")),
     abort: gated("abort", SubmissionCommand, (runtime, request) => runtime.abort(request.submissionId)),
     retry: gated("retry", SubmissionCommand, (runtime, request) => runtime.retry(request.submissionId)),
     resolveApproval: gated("resolveApproval", ApprovalInput, (runtime, request) =>

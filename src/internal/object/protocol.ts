@@ -4,7 +4,7 @@
  * tagged error across the boundary (Workers RPC keeps only the message of a thrown error).
  */
 import { Schema } from "effect"
-import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
 import { Caller } from "./authorization.ts"
 
@@ -29,15 +29,6 @@ const Millis = (maximum: number) =>
 export const MAX_AWAIT_MILLIS = 60_000
 /** Largest history page. */
 export const MAX_HISTORY_PAGE = 500
-
-/** @internal */
-export const SubmitInput = Schema.Struct({
-  threadId: ThreadId,
-  agentId: AgentId,
-  idempotencyKey: IdempotencyKey,
-  input: Schema.Json,
-  mode: Schema.optionalKey(Schema.Literals(["queue", "join", "join-or-queue"])),
-})
 
 /** @internal */
 export const SubmissionAddress = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId })

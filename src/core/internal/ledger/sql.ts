@@ -72,7 +72,8 @@ export const makeSqlLedger = Effect.gen(function* () {
   const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
-    admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
+    // Once per admission: a span without the stack `Effect.fn` captures on every call.
+    admit: Effect.fnUntraced(function* (request) {
       const operation = "SubmissionLedger.admit"
       yield* requireFinite(operation, { now: request.now })
       const lane = laneKey(request.threadId)
@@ -138,7 +139,7 @@ export const makeSqlLedger = Effect.gen(function* () {
           return { _tag: "Admitted" as const, snapshot }
         }),
       )
-    }),
+    }, Effect.withSpan("SubmissionLedger.admit")),
 
     markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"

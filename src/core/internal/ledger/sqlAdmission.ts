@@ -41,10 +41,18 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
       return Number(exact?.depth ?? limit)
     })
 
-  /** The row admitted under a key: its derived id, or a key an older release stored. */
-  const byKey = (operation: string, threadId: ThreadId, idempotencyKey: IdempotencyKey) =>
+  /**
+   * The row admitted under a key: its derived id (`submissionId`, derived by the caller), or a
+   * key an older release stored.
+   */
+  const byKey = (
+    operation: string,
+    threadId: ThreadId,
+    idempotencyKey: IdempotencyKey,
+    submissionId: SubmissionId,
+  ) =>
     Effect.gen(function* () {
-      const existing = yield* byId(operation, submissionIdFor(salt, threadId, idempotencyKey))
+      const existing = yield* byId(operation, submissionId)
       if (existing !== undefined || !legacyKeys) return existing
       const [legacy] = yield* query(operation, statements.legacyKey, [laneKey(threadId), idempotencyKey])
       return legacy === undefined
@@ -60,7 +68,7 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
     Effect.gen(function* () {
       const submissionId = submissionIdFor(salt, request.threadId, request.idempotencyKey)
       const lane = laneKey(request.threadId)
-      const used = yield* byKey(operation, request.threadId, request.idempotencyKey)
+      const used = yield* byKey(operation, request.threadId, request.idempotencyKey, submissionId)
       if (used !== undefined) {
         const collision = idCollision(operation, request, used)
         if (collision !== undefined) return yield* collision
@@ -74,7 +82,6 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
         lane,
         lane,
         lane,
-        request.threadId,
         request.threadId,
       ])
       const heads = [counters?.open_head, counters?.parked_head].filter(
@@ -97,13 +104,17 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
     })
 
   const reads: KeyReads = {
-    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
+    // Once per admission: a span without the stack `Effect.fn` captures on every call.
+    checkAdmission: Effect.fnUntraced(function* (request) {
       const verdict = yield* admissionVerdict("SubmissionLedger.checkAdmission", request)
       return verdict._tag === "Replayed" ? Option.some(verdict.admission.snapshot) : Option.none()
-    }),
+    }, Effect.withSpan("SubmissionLedger.checkAdmission")),
 
     lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
-      return Option.fromUndefinedOr(yield* byKey("SubmissionLedger.lookupByKey", threadId, idempotencyKey))
+      const submissionId = submissionIdFor(salt, threadId, idempotencyKey)
+      return Option.fromUndefinedOr(
+        yield* byKey("SubmissionLedger.lookupByKey", threadId, idempotencyKey, submissionId),
+      )
     }),
   }
 

@@ -58,10 +58,10 @@ export const statements = {
   salt: `SELECT value FROM ${META_TABLE} WHERE key = ?`,
   hasLegacyKeys: `SELECT 1 AS found FROM ${LEGACY_KEYS_TABLE} WHERE lane_key >= '' LIMIT 1`,
   legacyKey: `SELECT submission_id FROM ${LEGACY_KEYS_TABLE} WHERE lane_key = ? AND idempotency_key = ?`,
-  // The live span of a lane and its Thread's newest history row. Parameters: lane key ×4, thread id ×2.
+  // The live span of a lane and the lane tail its Thread's newest history row carries.
+  // Parameters: lane key ×4, thread id.
   laneCounters: `SELECT ${laneEnd("open", "min")} AS open_head, ${laneEnd("parked", "min")} AS parked_head,
       ${laneEnd("open", "max")} AS open_last, ${laneEnd("parked", "max")} AS parked_last,
-      (SELECT sequence + records FROM ${HISTORY_TABLE} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1) AS next_record,
       (SELECT lane_tail FROM ${HISTORY_TABLE} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1) AS lane_tail`,
   // Live rows of a lane, counting at most the limit. Parameters: lane key, limit, lane key.
   laneDepth: `SELECT (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ?))

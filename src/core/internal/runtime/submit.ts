@@ -181,14 +181,15 @@ const malformed = (threadId: ThreadId, agent: AnyAgentDefinition) => (cause: Sch
  * @internal
  */
 export const makePrepare = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.prepare")(function* (request: SubmitRequest) {
+  // Once per admission: a span without the stack `Effect.fn` captures on every call.
+  Effect.fnUntraced(function* (request: SubmitRequest) {
     const { agent, encoded } = yield* encodeFor(env, request)
     const prepared = yield* checked(env, agent, request, encoded)
     const mode = request.mode ?? "queue"
     if (mode === "queue") return prepared
     if (mode === "join" && !prepared.replay) yield* checkJoin(env, agent, request.threadId)
     return { ...prepared, mode }
-  })
+  }, Effect.withSpan("DurableAgentRuntime.prepare"))
 
 /** The agent registered here under `agentId`, which must have `digest`. */
 const registeredWith = (env: RuntimeEnv, threadId: ThreadId, agentId: AgentId, digest: string) => {
@@ -206,10 +207,11 @@ const registeredWith = (env: RuntimeEnv, threadId: ThreadId, agentId: AgentId, d
 
 /** `admit`: a prepared Submission of an agent registered here, with the same digest. @internal */
 export const makeAdmit = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.admit")(function* (prepared: PreparedSubmission) {
+  // Once per admission: a span without the stack `Effect.fn` captures on every call.
+  Effect.fnUntraced(function* (prepared: PreparedSubmission) {
     yield* registeredWith(env, prepared.threadId, prepared.agentId, prepared.agentDigest)
     return yield* admitPrepared(env, prepared)
-  })
+  }, Effect.withSpan("DurableAgentRuntime.admit"))
 
 /** `submit`: `prepare`, then admit what it prepared. @internal */
 export const makeSubmit = (env: RuntimeEnv) => {
