@@ -165,7 +165,7 @@ for (const harness of runtimeHarnesses) {
     it.effect("refuses a child while the host has no room for new work, and admits it once it has", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const full = yield* Ref.make(true)
+          const full = yield* Ref.make(false)
           const capacity = {
             check: (threadId: ThreadId) =>
               Effect.flatMap(Ref.get(full), (isFull) =>
@@ -187,6 +187,8 @@ for (const harness of runtimeHarnesses) {
             capacity,
           })
           const refused = yield* submitTo(inc, "p", "parent", "p1", { n: 3 })
+          // The store fills up between the parent's admission and its child's.
+          yield* Ref.set(full, true)
           yield* processHead(inc, "p")
           yield* deliverLocally(inc)
           expect(

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Ref, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { SubmitRequest } from "../../src/core/DurableAgentRuntime.ts"
+import { AdmissionRefused } from "../../src/core/SubmissionLedger.ts"
 import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { echo, failing, makeRuns, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
@@ -97,6 +98,50 @@ for (const harness of runtimeHarnesses) {
           expect((yield* rowOf(incarnation, first.submissionId)).state).toBe("ready")
         }),
       ),
+    )
+
+    it.effect(
+      "refuses new work while the host has no room, writing nothing, and still answers a replay",
+      () =>
+        harness.run((world) =>
+          Effect.gen(function* () {
+            const full = yield* Ref.make(false)
+            const incarnation = yield* world.incarnation({
+              agents: [echo],
+              capacity: {
+                check: (threadId) =>
+                  Effect.flatMap(Ref.get(full), (isFull) =>
+                    isFull
+                      ? Effect.fail(
+                          new AdmissionRefused({
+                            threadId,
+                            reason: "database-bytes",
+                            message: "the store is full",
+                          }),
+                        )
+                      : Effect.void,
+                  ),
+              },
+            })
+            const first = yield* submitTo(incarnation, "other", "echo", "a", { text: "a" })
+            yield* Ref.set(full, true)
+            const refused = yield* Effect.flip(submitTo(incarnation, "lane", "echo", "b", { text: "b" }))
+            expect(refused).toMatchObject({ _tag: "AdmissionRefused", reason: "database-bytes" })
+            const typed = yield* Effect.flip(
+              runtimeOf(incarnation).submitRegistered(echo, {
+                threadId: ThreadId.make("lane"),
+                idempotencyKey: IdempotencyKey.make("c"),
+                input: { text: "c" },
+              }),
+            )
+            expect(typed).toMatchObject({ _tag: "AdmissionRefused", reason: "database-bytes" })
+            const page = yield* historyOf(incarnation).page(ThreadId.make("lane"), { limit: 10 })
+            expect(page.records).toEqual([])
+            // A replayed key adds nothing, so it is answered.
+            const replayed = yield* submitTo(incarnation, "other", "echo", "a", { text: "a" })
+            expect(replayed).toMatchObject({ submissionId: first.submissionId, replayed: true })
+          }),
+        ),
     )
 
     it.effect("admits a typed input for a registered agent", () =>

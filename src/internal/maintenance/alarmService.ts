@@ -3,6 +3,7 @@
  * wake hints are dropped while a pass runs in this incarnation, because workerd cancels a
  * running alarm handler when an earlier alarm is written during it.
  */
+import { spanned } from "../../core/internal/spanned.ts"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import type { DurableAlarmError } from "./errors.ts"
@@ -65,7 +66,7 @@ export class DurableAlarmService extends Context.Service<
           Effect.map(Option.fromNullOr),
           Effect.withSpan("DurableAlarmService.scheduled"),
         ),
-        scheduleAt: Effect.fn("DurableAlarmService.scheduleAt")(function* (at: number) {
+        scheduleAt: spanned("DurableAlarmService.scheduleAt")(function* (at: number) {
           yield* write("set alarm", { _tag: "Set", at })
         }),
         ensureScheduledBy: Effect.fn("DurableAlarmService.ensureScheduledBy")(ensureBy),

@@ -7,6 +7,7 @@
  * The active count and the permit are memory only: after eviction the durable dirty
  * generation carries correctness. The permit is never held across a mutation body.
  */
+import { spanned } from "../../core/internal/spanned.ts"
 import { Clock, Context, Effect, Layer, Semaphore } from "effect"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
@@ -57,8 +58,9 @@ export class ThreadMutationGate extends Context.Service<
       const timing = alarmTiming(config)
       let active = 0
 
-      // Once per mutation: a span without the stack `Effect.fn` captures on every call.
-      const beginMutation = Effect.fnUntraced(function* (invalidatesRecovery: boolean) {
+      const beginMutation = spanned("ThreadMaintenance.beginMutation")(function* (
+        invalidatesRecovery: boolean,
+      ) {
         yield* failpoint.hit("maintenance:dirty:before")
         const now = yield* Clock.currentTimeMillis
         yield* transact("advance maintenance generation", (txn) => {
@@ -72,7 +74,7 @@ export class ThreadMutationGate extends Context.Service<
         })
         yield* failpoint.hit("maintenance:dirty:after")
         active += 1
-      }, Effect.withSpan("ThreadMaintenance.beginMutation"))
+      })
 
       const release = permit.withPermit(
         Effect.sync(() => {

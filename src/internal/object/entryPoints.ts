@@ -4,14 +4,14 @@
  * gate (generation and alarm commit before the body); reads never touch maintenance state.
  * An addressed Submission must belong to the addressed Thread, or it is not found.
  */
+import { spanned } from "../../core/internal/spanned.ts"
 import { Effect, Option, Schema } from "effect"
 import { DurableAgentRuntime, SubmitRequest } from "../../core/DurableAgentRuntime.ts"
 import type { ThreadMessage } from "../../core/MessageOutbox.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
-import { AdmissionRefused, SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { DurableAlarmError, type MaintenanceRecordDamaged, recordDamageOf } from "../maintenance/errors.ts"
-import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { type Authorization, authorize, type Caller, type PrivilegedEntryPoint } from "./authorization.ts"
@@ -58,24 +58,6 @@ export const decodeInput =
         Effect.mapError((error) => new InvalidRequest({ entryPoint, message: error.message })),
       )
     })
-
-/**
- * Refuses new work once the Object's database has reached `limits.maxDatabaseBytes`, below
- * Cloudflare's own limit, so that every Submission already accepted keeps room to settle.
- */
-const refuseWhenDatabaseFull = (threadId: ThreadId) =>
-  Effect.gen(function* () {
-    const { ctx } = yield* DurableObjectContext
-    const { maxDatabaseBytes } = (yield* CloudflareDurableRuntimeConfig).limits
-    const bytes = ctx.storage.sql.databaseSize
-    if (bytes >= maxDatabaseBytes) {
-      return yield* new AdmissionRefused({
-        threadId,
-        reason: "database-bytes",
-        message: `the database holds ${bytes} bytes; new work is refused from ${maxDatabaseBytes}`,
-      })
-    }
-  })
 
 const notFound = (submissionId: SubmissionId, threadId: ThreadId) =>
   new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in thread ${threadId}` })
@@ -135,18 +117,15 @@ export const makeEntryPoints = (authorization: Authorization | undefined) => {
     })
 
   return {
-    // Once per admission: a span without the stack `Effect.fn` captures on every call.
-    submit: Effect.fnUntraced(function* (raw: unknown) {
+    submit: spanned("ThreadObject.submit")(function* (raw: unknown) {
       const request = yield* decode("submit", SubmitRequest)(raw)
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
       // Every admission limit is checked before the gate: a refused input writes nothing, not
       // even a generation or an alarm.
       const prepared = yield* runtime.prepare(request)
-      // A replay adds nothing to the database.
-      if (!prepared.replay) yield* refuseWhenDatabaseFull(request.threadId)
       return yield* refuseOnDamage(maintenance.withMutation(runtime.admit(prepared)))
-    }, Effect.withSpan("ThreadObject.submit")),
+    }),
     abort: gated("abort", SubmissionCommand, (runtime, request) => runtime.abort(request.submissionId)),
     retry: gated("retry", SubmissionCommand, (runtime, request) => runtime.retry(request.submissionId)),
     resolveApproval: gated("resolveApproval", ApprovalInput, (runtime, request) =>

@@ -2,6 +2,7 @@
  * The in-memory canonical history. It shares the in-memory ledger's store, so an append checks
  * the fence and adds the record in one synchronous block that no fiber can interleave with.
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Result } from "effect"
 import { ThreadStoreError } from "../runtime/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
@@ -60,7 +61,7 @@ export const makeMemoryHistory = Effect.gen(function* () {
     })
   }
 
-  const appendAll: typeof ThreadHistory.Service.appendAll = Effect.fn("ThreadHistory.append")(
+  const appendAll: typeof ThreadHistory.Service.appendAll = spanned("ThreadHistory.append")(
     function* (submissionId, entries, fence, now) {
       return yield* appendInBlock(store, "ThreadHistory.append", { submissionId, entries, fence, now })
     },
@@ -71,11 +72,11 @@ export const makeMemoryHistory = Effect.gen(function* () {
 
     appendAll,
 
-    forSubmission: Effect.fn("ThreadHistory.forSubmission")(function* (submissionId) {
+    forSubmission: spanned("ThreadHistory.forSubmission")(function* (submissionId) {
       return yield* Effect.sync(() => [...(store.historyBySubmission.get(submissionId) ?? [])])
     }),
 
-    page: Effect.fn("ThreadHistory.page")(function* (threadId, options) {
+    page: spanned("ThreadHistory.page")(function* (threadId, options) {
       const { after, limit } = yield* pageOptions(options)
       const records = store.history.get(threadId) ?? []
       // Sequences are 1-based and gap-free, so `after` is also the array offset.
@@ -86,7 +87,7 @@ export const makeMemoryHistory = Effect.gen(function* () {
         : { records: slice }
     }),
 
-    feed: Effect.fn("ThreadHistory.feed")(function* (options) {
+    feed: spanned("ThreadHistory.feed")(function* (options) {
       const { after, limit } = yield* pageOptions(options)
       const entries = store.historyFeed
         .slice(after, after + limit)

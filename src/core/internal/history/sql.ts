@@ -5,6 +5,7 @@
  * 1-based and gap-free. The appended records are built from what was inserted rather than read
  * back: every row read is billed.
  */
+import { spanned } from "../spanned.ts"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
@@ -38,7 +39,7 @@ export const makeSqlHistory = Effect.gen(function* () {
       (all): ReadonlyArray<FeedEntry> => all.flat(),
     )
 
-  const appendAll: typeof ThreadHistory.Service.appendAll = Effect.fn("ThreadHistory.append")(
+  const appendAll: typeof ThreadHistory.Service.appendAll = spanned("ThreadHistory.append")(
     function* (submissionId, entries, fence, now) {
       const operation = "ThreadHistory.append"
       yield* requireInstant(operation, now)
@@ -71,13 +72,13 @@ export const makeSqlHistory = Effect.gen(function* () {
 
     appendAll,
 
-    forSubmission: Effect.fn("ThreadHistory.forSubmission")(function* (submissionId) {
+    forSubmission: spanned("ThreadHistory.forSubmission")(function* (submissionId) {
       const operation = "ThreadHistory.forSubmission"
       const rows = yield* query(operation, rowStatements.forSubmission, [submissionId])
       return (yield* expand(operation, rows)).map((entry) => entry.record)
     }),
 
-    page: Effect.fn("ThreadHistory.page")(function* (threadId, options) {
+    page: spanned("ThreadHistory.page")(function* (threadId, options) {
       const operation = "ThreadHistory.page"
       const { after, limit } = yield* pageOptions(options)
       // Every row holds at least one record: limit + 1 rows tell whether more follow.
@@ -90,7 +91,7 @@ export const makeSqlHistory = Effect.gen(function* () {
       return all.length > limit && last !== undefined ? { records, next: last.sequence } : { records }
     }),
 
-    feed: Effect.fn("ThreadHistory.feed")(function* (options) {
+    feed: spanned("ThreadHistory.feed")(function* (options) {
       const operation = "ThreadHistory.feed"
       const { after, limit } = yield* pageOptions(options)
       const rows = yield* query(operation, rowStatements.feed, [after + 1, limit])

@@ -8,6 +8,7 @@
  * transitions live here; the admission verdict and the reads mirror the SQLite ledger's parts
  * (`memoryAdmission.ts`, `memoryReads.ts`).
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option, Result, Schema } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
@@ -119,7 +120,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
     )
 
   const service: typeof SubmissionLedger.Service = {
-    admit: Effect.fn("SubmissionLedger.admit")(function* (request) {
+    admit: spanned("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
       const input = yield* Effect.try({
         try: () => JSON.parse(request.inputPayload) as Schema.Json,
@@ -139,14 +140,14 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
+    markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"
       return yield* existing(operation, submissionId, (row) =>
         refuse(Rules.nonFinite(operation, { now }), () => applied(Rules.markReadyRule(row, now))),
       )
     }),
 
-    claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
+    claim: spanned("SubmissionLedger.claim")(function* (threadId, grant) {
       const operation = "SubmissionLedger.claim"
       return yield* atomically(operation, () =>
         refuse(
@@ -166,7 +167,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    renew: Effect.fn("SubmissionLedger.renew")(function* (claim, leaseExpiresAt) {
+    renew: spanned("SubmissionLedger.renew")(function* (claim, leaseExpiresAt) {
       return yield* fenced(
         "SubmissionLedger.renew",
         ownerFence(claim),
@@ -175,12 +176,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
       ).pipe(Effect.map(() => new Claim({ ...claim, leaseExpiresAt })))
     }),
 
-    release: Effect.fn("SubmissionLedger.release")(function* (claim) {
+    release: spanned("SubmissionLedger.release")(function* (claim) {
       const fence = ownerFence(claim)
       yield* fenced("SubmissionLedger.release", fence, (row) => Rules.relinquishRule(fence, row, "ready"))
     }),
 
-    park: Effect.fn("SubmissionLedger.park")(function* (claim, state, awaiting) {
+    park: spanned("SubmissionLedger.park")(function* (claim, state, awaiting) {
       const fence = ownerFence(claim)
       // The check and the park in one block: a child's settlement recorded first resumes the row.
       const to = (): "ready" | "suspended" | "unknown" =>
@@ -196,7 +197,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
       return parked.state === "ready" ? "ready" : state
     }),
 
-    transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to, recorded) {
+    transition: spanned("SubmissionLedger.transition")(function* (fence, to, recorded) {
       const operation = "SubmissionLedger.transition"
       if (recorded === undefined) {
         return yield* fenced(operation, fence, (row) => Rules.transitionRule(fence, row, to))
@@ -227,32 +228,32 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    markJoined: Effect.fn("SubmissionLedger.markJoined")(function* (submissionId) {
+    markJoined: spanned("SubmissionLedger.markJoined")(function* (submissionId) {
       return yield* existing("SubmissionLedger.markJoined", submissionId, (row) =>
         applied(Rules.markJoinedRule(row)),
       )
     }),
 
-    revertJoining: Effect.fn("SubmissionLedger.revertJoining")(function* (submissionId, now) {
+    revertJoining: spanned("SubmissionLedger.revertJoining")(function* (submissionId, now) {
       const operation = "SubmissionLedger.revertJoining"
       return yield* existing(operation, submissionId, (row) =>
         refuse(Rules.nonFinite(operation, { now }), () => applied(Rules.revertJoiningRule(row, now))),
       )
     }),
 
-    requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
+    requestAbort: spanned("SubmissionLedger.requestAbort")(function* (submissionId) {
       return yield* existing("SubmissionLedger.requestAbort", submissionId, (row) =>
         Result.succeed(apply(store, Rules.requestAbortRule(row))),
       )
     }),
 
-    reserveSettlement: Effect.fn("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
+    reserveSettlement: spanned("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
       return yield* fenced("SubmissionLedger.reserveSettlement", fence, (row) =>
         Rules.reserveRule(fence, row, settlement),
       )
     }),
 
-    settle: Effect.fn("SubmissionLedger.settle")(function* (fence, settlement, preceding = []) {
+    settle: spanned("SubmissionLedger.settle")(function* (fence, settlement, preceding = []) {
       const operation = "SubmissionLedger.settle"
       const entries = yield* storedEntries(operation, [...preceding, Rules.settledEntry(settlement)])
       return yield* atomically(operation, () =>
@@ -271,7 +272,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
       )
     }),
 
-    finalizeSettlement: Effect.fn("SubmissionLedger.finalizeSettlement")(function* (submissionId) {
+    finalizeSettlement: spanned("SubmissionLedger.finalizeSettlement")(function* (submissionId) {
       return yield* existing("SubmissionLedger.finalizeSettlement", submissionId, (row) =>
         applied(Rules.finalizeRule(row)),
       )

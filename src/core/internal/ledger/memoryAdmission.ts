@@ -3,6 +3,7 @@
  * refusal, or a new Submission) and the reads by key, over the derived Submission ids as the
  * SQLite ledger derives them.
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option, Result } from "effect"
 import type { KeyReads } from "./parts.ts"
 import { idCollision, inputBytesRefusal, queueDepthRefusal, replayOf, submissionIdFor } from "./admission.ts"
@@ -35,14 +36,14 @@ export const makeMemoryAdmission = (store: MemoryStore, limits: LedgerLimits) =>
   }
 
   const reads: KeyReads = {
-    checkAdmission: Effect.fn("SubmissionLedger.checkAdmission")(function* (request) {
+    checkAdmission: spanned("SubmissionLedger.checkAdmission")(function* (request) {
       const checked = yield* atomically("SubmissionLedger.checkAdmission", () =>
         verdict("SubmissionLedger.checkAdmission", request),
       )
       return Option.fromUndefinedOr(checked?.snapshot)
     }),
 
-    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
+    lookupByKey: spanned("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
       return yield* Effect.sync(() =>
         Option.fromUndefinedOr(store.rows.get(submissionIdFor(store.salt, threadId, idempotencyKey))),
       )

@@ -2,6 +2,7 @@
  * The read-only side of the in-memory ledger: single rows, lane heads and counts, and the
  * scans, in the lane order the SQLite ledger's lane key reproduces.
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option, Stream } from "effect"
 import type { ThreadId } from "../../Identifiers.ts"
 import type { LedgerReads } from "./parts.ts"
@@ -40,11 +41,11 @@ export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
       return yield* Effect.sync(() => Option.fromUndefinedOr(headOf(store, threadId)))
     }),
 
-    countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
+    countNonterminal: spanned("SubmissionLedger.countNonterminal")(function* (threadId) {
       return yield* Effect.sync(() => store.lanes.get(threadId)?.nonterminal.length ?? 0)
     }),
 
-    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+    joinsOf: spanned("SubmissionLedger.joinsOf")(function* (threadId, host) {
       return yield* Effect.sync(() =>
         (store.lanes.get(threadId)?.nonterminal ?? []).flatMap((id) => {
           const row = store.rows.get(id)
@@ -77,7 +78,7 @@ export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
       Effect.sync(() => sortedLanes().flatMap(([threadId]) => laneRows(threadId))),
     ),
 
-    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
+    lanePage: spanned("SubmissionLedger.lanePage")(function* (threadId, options) {
       return yield* Effect.sync(() =>
         laneRows(threadId)
           .filter((row) => row.queueSequence > options.after)

@@ -10,6 +10,7 @@
  * (`sqlAdmission.ts`), the reads (`sqlReads.ts`) and the guarded writes (`sqlWrites.ts`) are
  * built over the query helpers of `sqlQueries.ts`.
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
@@ -72,8 +73,7 @@ export const makeSqlLedger = Effect.gen(function* () {
   const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
-    // Once per admission: a span without the stack `Effect.fn` captures on every call.
-    admit: Effect.fnUntraced(function* (request) {
+    admit: spanned("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
       yield* requireFinite(operation, { now: request.now })
       const lane = laneKey(request.threadId)
@@ -139,9 +139,9 @@ export const makeSqlLedger = Effect.gen(function* () {
           return { _tag: "Admitted" as const, snapshot }
         }),
       )
-    }, Effect.withSpan("SubmissionLedger.admit")),
+    }),
 
-    markReady: Effect.fn("SubmissionLedger.markReady")(function* (submissionId, now) {
+    markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"
       yield* requireFinite(operation, { now })
       return yield* guarded(
@@ -153,7 +153,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    claim: Effect.fn("SubmissionLedger.claim")(function* (threadId, grant) {
+    claim: spanned("SubmissionLedger.claim")(function* (threadId, grant) {
       const operation = "SubmissionLedger.claim"
       yield* requireFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis })
       const lane = laneKey(threadId)
@@ -172,7 +172,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       return Option.isNone(claimed) ? Option.none() : Option.some(yield* claimFrom(operation)(claimed.value))
     }),
 
-    renew: Effect.fn("SubmissionLedger.renew")(function* (claim, leaseExpiresAt) {
+    renew: spanned("SubmissionLedger.renew")(function* (claim, leaseExpiresAt) {
       const operation = "SubmissionLedger.renew"
       yield* requireFinite(operation, { leaseExpiresAt })
       const fence = ownerFence(claim)
@@ -185,7 +185,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       return yield* claimFrom(operation)(row)
     }),
 
-    release: Effect.fn("SubmissionLedger.release")(function* (claim) {
+    release: spanned("SubmissionLedger.release")(function* (claim) {
       const operation = "SubmissionLedger.release"
       const fence = ownerFence(claim)
       yield* guarded(
@@ -196,7 +196,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    park: Effect.fn("SubmissionLedger.park")(function* (claim, state, awaiting) {
+    park: spanned("SubmissionLedger.park")(function* (claim, state, awaiting) {
       const operation = "SubmissionLedger.park"
       const fence = ownerFence(claim)
       const end = (to: "ready" | "suspended" | "unknown") =>
@@ -220,7 +220,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    transition: Effect.fn("SubmissionLedger.transition")(function* (fence, to, recorded) {
+    transition: spanned("SubmissionLedger.transition")(function* (fence, to, recorded) {
       const operation = "SubmissionLedger.transition"
       yield* requireFinite(operation, {
         ...Rules.fenceInstants(fence),
@@ -252,7 +252,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    markJoined: Effect.fn("SubmissionLedger.markJoined")(function* (submissionId) {
+    markJoined: spanned("SubmissionLedger.markJoined")(function* (submissionId) {
       const operation = "SubmissionLedger.markJoined"
       return yield* guarded(
         operation,
@@ -263,7 +263,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    revertJoining: Effect.fn("SubmissionLedger.revertJoining")(function* (submissionId, now) {
+    revertJoining: spanned("SubmissionLedger.revertJoining")(function* (submissionId, now) {
       const operation = "SubmissionLedger.revertJoining"
       yield* requireFinite(operation, { now })
       return yield* guarded(
@@ -275,7 +275,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    requestAbort: Effect.fn("SubmissionLedger.requestAbort")(function* (submissionId) {
+    requestAbort: spanned("SubmissionLedger.requestAbort")(function* (submissionId) {
       const operation = "SubmissionLedger.requestAbort"
       return yield* guarded(
         operation,
@@ -288,7 +288,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    reserveSettlement: Effect.fn("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
+    reserveSettlement: spanned("SubmissionLedger.reserveSettlement")(function* (fence, settlement) {
       const operation = "SubmissionLedger.reserveSettlement"
       yield* requireFinite(operation, Rules.fenceInstants(fence))
       return yield* guarded(
@@ -299,7 +299,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    settle: Effect.fn("SubmissionLedger.settle")(function* (fence, settlement, preceding = []) {
+    settle: spanned("SubmissionLedger.settle")(function* (fence, settlement, preceding = []) {
       const operation = "SubmissionLedger.settle"
       yield* requireFinite(operation, Rules.fenceInstants(fence))
       return yield* transaction(
@@ -325,7 +325,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    finalizeSettlement: Effect.fn("SubmissionLedger.finalizeSettlement")(function* (submissionId) {
+    finalizeSettlement: spanned("SubmissionLedger.finalizeSettlement")(function* (submissionId) {
       const operation = "SubmissionLedger.finalizeSettlement"
       return yield* guarded(
         operation,

@@ -4,6 +4,7 @@
  * or the next queue sequence). `admit` runs the verdict in its transaction; `checkAdmission`
  * and `lookupByKey` answer from it alone.
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
 import type { KeyReads } from "./parts.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
@@ -104,13 +105,12 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
     })
 
   const reads: KeyReads = {
-    // Once per admission: a span without the stack `Effect.fn` captures on every call.
-    checkAdmission: Effect.fnUntraced(function* (request) {
+    checkAdmission: spanned("SubmissionLedger.checkAdmission")(function* (request) {
       const verdict = yield* admissionVerdict("SubmissionLedger.checkAdmission", request)
       return verdict._tag === "Replayed" ? Option.some(verdict.admission.snapshot) : Option.none()
-    }, Effect.withSpan("SubmissionLedger.checkAdmission")),
+    }),
 
-    lookupByKey: Effect.fn("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
+    lookupByKey: spanned("SubmissionLedger.lookupByKey")(function* (threadId, idempotencyKey) {
       const submissionId = submissionIdFor(salt, threadId, idempotencyKey)
       return Option.fromUndefinedOr(
         yield* byKey("SubmissionLedger.lookupByKey", threadId, idempotencyKey, submissionId),

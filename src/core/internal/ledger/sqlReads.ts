@@ -3,6 +3,7 @@
  * the maintenance pass and the operator read in keyset pages (no cursor stays open while the
  * consumer writes to the ledger).
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option, Stream } from "effect"
 import type { ThreadId } from "../../Identifiers.ts"
 import type { LedgerReads } from "./parts.ts"
@@ -76,13 +77,13 @@ export const makeSqlReads = (
       return earliest === undefined ? Option.none() : Option.some(yield* decodeRow(operation)(earliest))
     }),
 
-    countNonterminal: Effect.fn("SubmissionLedger.countNonterminal")(function* (threadId) {
+    countNonterminal: spanned("SubmissionLedger.countNonterminal")(function* (threadId) {
       const lane = laneKey(threadId)
       const [row] = yield* query("SubmissionLedger.countNonterminal", statements.count, [lane, lane])
       return Number(row?.depth ?? 0)
     }),
 
-    joinsOf: Effect.fn("SubmissionLedger.joinsOf")(function* (threadId, host) {
+    joinsOf: spanned("SubmissionLedger.joinsOf")(function* (threadId, host) {
       const operation = "SubmissionLedger.joinsOf"
       const rows = yield* query(operation, statements.joinsOf, [laneKey(threadId), host])
       return yield* Effect.forEach(rows, decodeRow(operation))
@@ -148,7 +149,7 @@ export const makeSqlReads = (
       ),
     ),
 
-    lanePage: Effect.fn("SubmissionLedger.lanePage")(function* (threadId, options) {
+    lanePage: spanned("SubmissionLedger.lanePage")(function* (threadId, options) {
       const operation = "SubmissionLedger.lanePage"
       const rows = yield* query(operation, statements.lanePage, [threadId, options.after, options.limit])
       return yield* Effect.forEach(rows, decodeRow(operation))

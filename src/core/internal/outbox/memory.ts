@@ -3,6 +3,7 @@
  * checks the fence, adds the records and inserts the messages in one synchronous block, and a
  * settlement with messages inserts them right after the ledger's own synchronous block.
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
 import type { MessageOutbox } from "../../MessageOutbox.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
@@ -59,7 +60,7 @@ export const makeMemoryOutbox = Effect.gen(function* () {
     })
 
   const service: typeof MessageOutbox.Service = {
-    appendWithMessages: Effect.fn("MessageOutbox.appendWithMessages")(
+    appendWithMessages: spanned("MessageOutbox.appendWithMessages")(
       function* (submissionId, entries, fence, now, messages) {
         const operation = "MessageOutbox.appendWithMessages"
         const rows = yield* prepare(operation, messages, now)
@@ -70,7 +71,7 @@ export const makeMemoryOutbox = Effect.gen(function* () {
     ),
 
     // The ledger's settlement is one synchronous block; nothing runs between it and the insert.
-    settleWithMessages: Effect.fn("MessageOutbox.settleWithMessages")(
+    settleWithMessages: spanned("MessageOutbox.settleWithMessages")(
       function* (fence, settlement, preceding, messages) {
         const rows = yield* prepare("MessageOutbox.settleWithMessages", messages, settlement.settledAt)
         return yield* Effect.uninterruptible(
@@ -79,14 +80,14 @@ export const makeMemoryOutbox = Effect.gen(function* () {
       },
     ),
 
-    enqueue: Effect.fn("MessageOutbox.enqueue")(function* (messages, now) {
+    enqueue: spanned("MessageOutbox.enqueue")(function* (messages, now) {
       const operation = "MessageOutbox.enqueue"
       yield* requireFinite(operation, { now })
       const rows = yield* prepare(operation, messages, now)
       yield* Effect.sync(() => insertNow(rows))
     }),
 
-    due: Effect.fn("MessageOutbox.due")(function* (now, limit) {
+    due: spanned("MessageOutbox.due")(function* (now, limit) {
       yield* requireFinite("MessageOutbox.due", { now, limit })
       return yield* Effect.sync(() =>
         [...store.outbox.values()]
@@ -101,7 +102,7 @@ export const makeMemoryOutbox = Effect.gen(function* () {
       return first === undefined ? Option.none<number>() : Option.some(first.nextAttemptAt)
     }),
 
-    retry: Effect.fn("MessageOutbox.retry")(function* (messageId, failure) {
+    retry: spanned("MessageOutbox.retry")(function* (messageId, failure) {
       yield* requireFinite("MessageOutbox.retry", { nextAttemptAt: failure.nextAttemptAt })
       yield* update(messageId, (row) =>
         row.acknowledgedAt !== undefined
@@ -115,18 +116,18 @@ export const makeMemoryOutbox = Effect.gen(function* () {
       )
     }),
 
-    acknowledge: Effect.fn("MessageOutbox.acknowledge")(function* (messageId, now) {
+    acknowledge: spanned("MessageOutbox.acknowledge")(function* (messageId, now) {
       yield* requireFinite("MessageOutbox.acknowledge", { now })
       yield* update(messageId, (row) =>
         row.acknowledgedAt !== undefined ? undefined : new OutboxMessage({ ...row, acknowledgedAt: now }),
       )
     }),
 
-    lookup: Effect.fn("MessageOutbox.lookup")(function* (messageId) {
+    lookup: spanned("MessageOutbox.lookup")(function* (messageId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(store.outbox.get(messageId)))
     }),
 
-    rememberAnswer: Effect.fn("MessageOutbox.rememberAnswer")(function* (messageId, reply, now) {
+    rememberAnswer: spanned("MessageOutbox.rememberAnswer")(function* (messageId, reply, now) {
       const operation = "MessageOutbox.rememberAnswer"
       yield* requireFinite(operation, { now })
       // What survives storage: the reply through its JSON encoding.
@@ -138,7 +139,7 @@ export const makeMemoryOutbox = Effect.gen(function* () {
       })
     }),
 
-    answerOf: Effect.fn("MessageOutbox.answerOf")(function* (messageId) {
+    answerOf: spanned("MessageOutbox.answerOf")(function* (messageId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(store.answers.get(messageId)))
     }),
   }

@@ -9,6 +9,7 @@
  * left to send the instance remembers it until it enqueues again: a caught-up pass of an
  * Object that sends nothing reads no outbox row. A fresh incarnation reads once, as it opens.
  */
+import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
@@ -140,7 +141,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
   }
 
   const service: typeof MessageOutbox.Service = {
-    appendWithMessages: Effect.fn("MessageOutbox.appendWithMessages")(
+    appendWithMessages: spanned("MessageOutbox.appendWithMessages")(
       function* (submissionId, entries, fence, now, messages) {
         const operation = "MessageOutbox.appendWithMessages"
         yield* requireInstant(operation, now)
@@ -153,7 +154,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
       },
     ),
 
-    settleWithMessages: Effect.fn("MessageOutbox.settleWithMessages")(
+    settleWithMessages: spanned("MessageOutbox.settleWithMessages")(
       function* (fence, settlement, preceding, messages) {
         return yield* withMessages(
           "MessageOutbox.settleWithMessages",
@@ -164,7 +165,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
       },
     ),
 
-    enqueue: Effect.fn("MessageOutbox.enqueue")(function* (messages, now) {
+    enqueue: spanned("MessageOutbox.enqueue")(function* (messages, now) {
       const operation = "MessageOutbox.enqueue"
       yield* requireFinite(operation, { now })
       if (messages.length > 0) knownEmpty = false
@@ -173,7 +174,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
         .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
     }),
 
-    due: Effect.fn("MessageOutbox.due")(function* (now, limit) {
+    due: spanned("MessageOutbox.due")(function* (now, limit) {
       const operation = "MessageOutbox.due"
       yield* requireFinite(operation, { now, limit })
       if (knownEmpty) return []
@@ -194,7 +195,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
           }),
     ),
 
-    retry: Effect.fn("MessageOutbox.retry")(function* (messageId, failure) {
+    retry: spanned("MessageOutbox.retry")(function* (messageId, failure) {
       const operation = "MessageOutbox.retry"
       yield* requireFinite(operation, { nextAttemptAt: failure.nextAttemptAt })
       yield* query(operation, outboxStatements.retry, [
@@ -204,26 +205,26 @@ export const makeSqlOutbox = Effect.gen(function* () {
       ])
     }),
 
-    acknowledge: Effect.fn("MessageOutbox.acknowledge")(function* (messageId, now) {
+    acknowledge: spanned("MessageOutbox.acknowledge")(function* (messageId, now) {
       const operation = "MessageOutbox.acknowledge"
       yield* requireFinite(operation, { now })
       yield* query(operation, outboxStatements.acknowledge, [now, messageId])
     }),
 
-    lookup: Effect.fn("MessageOutbox.lookup")(function* (messageId) {
+    lookup: spanned("MessageOutbox.lookup")(function* (messageId) {
       const operation = "MessageOutbox.lookup"
       const [row] = yield* query(operation, outboxStatements.byId, [messageId])
       return row === undefined ? Option.none() : Option.some(yield* decodeStored(operation, row))
     }),
 
-    rememberAnswer: Effect.fn("MessageOutbox.rememberAnswer")(function* (messageId, reply, now) {
+    rememberAnswer: spanned("MessageOutbox.rememberAnswer")(function* (messageId, reply, now) {
       const operation = "MessageOutbox.rememberAnswer"
       yield* requireFinite(operation, { now })
       const json = yield* encodeReply(operation, reply)
       yield* query(operation, outboxStatements.remember, [messageId, json, now])
     }),
 
-    answerOf: Effect.fn("MessageOutbox.answerOf")(function* (messageId) {
+    answerOf: spanned("MessageOutbox.answerOf")(function* (messageId) {
       const operation = "MessageOutbox.answerOf"
       const [row] = yield* query(operation, outboxStatements.answer, [messageId])
       return row === undefined ? Option.none() : Option.some(yield* decodeReply(operation, row["reply"]))

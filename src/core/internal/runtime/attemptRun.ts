@@ -4,6 +4,7 @@
  * ends however the Attempt stops: an interrupted or failed Attempt releases its Claim, so the
  * row is left `ready` rather than held by a lease nobody renews.
  */
+import { spanned } from "../spanned.ts"
 import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
 import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
 import { AttemptId, OwnershipToken, type ThreadId } from "../../Identifiers.ts"
@@ -193,7 +194,7 @@ const withJoins = <E, R>(attempt: AttemptState, settling: Effect.Effect<HeadAtte
 
 /** `attemptThreadHead`. @internal */
 export const makeAttemptThreadHead = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.attemptThreadHead")(function* (
+  spanned("DurableAgentRuntime.attemptThreadHead")(function* (
     threadId: ThreadId,
     options: { readonly yieldAfter: DateTime.Utc },
   ) {
@@ -236,7 +237,7 @@ export const makeAttemptThreadHead = (env: RuntimeEnv) =>
 
 /** `processThreadHead`: the settlement of the head Attempt, if it settled. @internal */
 export const makeProcessThreadHead = (attemptThreadHead: ReturnType<typeof makeAttemptThreadHead>) =>
-  Effect.fn("DurableAgentRuntime.processThreadHead")(function* (
+  spanned("DurableAgentRuntime.processThreadHead")(function* (
     threadId: ThreadId,
     options: { readonly yieldAfter: DateTime.Utc },
   ) {

@@ -12,6 +12,7 @@
  * settles in one transaction with its marker in its outbox, which delivers it until the parent
  * acknowledges it.
  */
+import { spanned } from "../spanned.ts"
 import { Clock, Effect, Option } from "effect"
 import type { AgentDefinition } from "../../AgentRegistration.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
@@ -312,7 +313,7 @@ export const undeliverableIsFinal = (row: OutboxMessage): boolean => row.message
 
 /** `recordDelivery`. @internal */
 export const makeRecordDelivery = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.recordDelivery")(function* (row: OutboxMessage, outcome: DeliveryOutcome) {
+  spanned("DurableAgentRuntime.recordDelivery")(function* (row: OutboxMessage, outcome: DeliveryOutcome) {
     const message = row.message
     switch (message._tag) {
       case "AdmitChild": {

@@ -4,6 +4,7 @@
  * its reconcile), executing nothing. The decision comes from the same pure classification the
  * pass runs, over the same ledger row and journal.
  */
+import { spanned } from "../spanned.ts"
 import { Clock, Effect, Option, Schema, Stream } from "effect"
 import { ReconcileAnswerRecord } from "../history/model.ts"
 import { type SubmissionSnapshot, SubmissionSnapshot as Snapshot } from "../ledger/model.ts"
@@ -57,7 +58,7 @@ export class SubmissionInspection extends Schema.Class<SubmissionInspection>(
 
 /** `inspect`. @internal */
 export const makeInspect = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.inspect")(function* (submissionId: SubmissionId) {
+  spanned("DurableAgentRuntime.inspect")(function* (submissionId: SubmissionId) {
     const found = yield* env.ledger.lookup(submissionId)
     if (Option.isNone(found)) return Option.none<SubmissionInspection>()
     const row = found.value

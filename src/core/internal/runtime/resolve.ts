@@ -3,6 +3,7 @@
  * retry, and waiting for the settlement. Each checks and writes under the runtime's lock, so
  * two resolutions of the same wait cannot both pass the check.
  */
+import { spanned } from "../spanned.ts"
 import { Clock, Effect, Option } from "effect"
 import { type ApprovalDecision, NotPending, SettlementTimeout, type UnknownResolution } from "./model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
@@ -38,7 +39,7 @@ const lostRace =
 
 /** @internal */
 export const makeResolutions = (env: RuntimeEnv) => ({
-  abort: Effect.fn("DurableAgentRuntime.abort")(function* (submissionId: SubmissionId) {
+  abort: spanned("DurableAgentRuntime.abort")(function* (submissionId: SubmissionId) {
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
@@ -51,7 +52,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     yield* env.wake.notify(row.threadId)
   }),
 
-  resolveApproval: Effect.fn("DurableAgentRuntime.resolveApproval")(function* (
+  resolveApproval: spanned("DurableAgentRuntime.resolveApproval")(function* (
     submissionId: SubmissionId,
     decision: ApprovalDecision,
   ) {
@@ -100,7 +101,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     yield* env.wake.notify(row.threadId)
   }),
 
-  resolveUnknown: Effect.fn("DurableAgentRuntime.resolveUnknown")(function* (
+  resolveUnknown: spanned("DurableAgentRuntime.resolveUnknown")(function* (
     submissionId: SubmissionId,
     resolution: UnknownResolution,
   ) {
@@ -132,7 +133,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     yield* env.wake.notify(row.threadId)
   }),
 
-  retry: Effect.fn("DurableAgentRuntime.retry")(function* (submissionId: SubmissionId) {
+  retry: spanned("DurableAgentRuntime.retry")(function* (submissionId: SubmissionId) {
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
@@ -155,7 +156,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     yield* env.wake.notify(row.threadId)
   }),
 
-  awaitSettlement: Effect.fn("DurableAgentRuntime.awaitSettlement")(function* (
+  awaitSettlement: spanned("DurableAgentRuntime.awaitSettlement")(function* (
     submissionId: SubmissionId,
     options?: { readonly timeoutMillis?: number },
   ) {

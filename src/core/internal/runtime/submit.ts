@@ -6,6 +6,7 @@
  * ready at once), and hint the host. A row an older release left `admitted` (between those
  * writes) is finished by recovery, or by a replayed submit.
  */
+import { spanned } from "../spanned.ts"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
 import { type PreparedSubmission, Receipt, type SubmitRequest } from "./model.ts"
@@ -146,6 +147,8 @@ const checked = Effect.fnUntraced(function* (
 ) {
   const admission = admissionCheckOf(agent, request, encoded)
   const replay = yield* env.ledger.checkAdmission(admission)
+  // A replay adds nothing to the store, so it is answered even when the host has no room.
+  if (Option.isNone(replay)) yield* env.capacity.check(request.threadId)
   return { ...admission, replay: Option.isSome(replay) } satisfies PreparedSubmission
 })
 
@@ -181,15 +184,14 @@ const malformed = (threadId: ThreadId, agent: AnyAgentDefinition) => (cause: Sch
  * @internal
  */
 export const makePrepare = (env: RuntimeEnv) =>
-  // Once per admission: a span without the stack `Effect.fn` captures on every call.
-  Effect.fnUntraced(function* (request: SubmitRequest) {
+  spanned("DurableAgentRuntime.prepare")(function* (request: SubmitRequest) {
     const { agent, encoded } = yield* encodeFor(env, request)
     const prepared = yield* checked(env, agent, request, encoded)
     const mode = request.mode ?? "queue"
     if (mode === "queue") return prepared
     if (mode === "join" && !prepared.replay) yield* checkJoin(env, agent, request.threadId)
     return { ...prepared, mode }
-  }, Effect.withSpan("DurableAgentRuntime.prepare"))
+  })
 
 /** The agent registered here under `agentId`, which must have `digest`. */
 const registeredWith = (env: RuntimeEnv, threadId: ThreadId, agentId: AgentId, digest: string) => {
@@ -207,23 +209,22 @@ const registeredWith = (env: RuntimeEnv, threadId: ThreadId, agentId: AgentId, d
 
 /** `admit`: a prepared Submission of an agent registered here, with the same digest. @internal */
 export const makeAdmit = (env: RuntimeEnv) =>
-  // Once per admission: a span without the stack `Effect.fn` captures on every call.
-  Effect.fnUntraced(function* (prepared: PreparedSubmission) {
+  spanned("DurableAgentRuntime.admit")(function* (prepared: PreparedSubmission) {
     yield* registeredWith(env, prepared.threadId, prepared.agentId, prepared.agentDigest)
     return yield* admitPrepared(env, prepared)
-  }, Effect.withSpan("DurableAgentRuntime.admit"))
+  })
 
 /** `submit`: `prepare`, then admit what it prepared. @internal */
 export const makeSubmit = (env: RuntimeEnv) => {
   const prepare = makePrepare(env)
-  return Effect.fn("DurableAgentRuntime.submit")(function* (request: SubmitRequest) {
+  return spanned("DurableAgentRuntime.submit")(function* (request: SubmitRequest) {
     return yield* admitPrepared(env, yield* prepare(request))
   })
 }
 
 /** `submitRegistered`: a typed input for a registered agent with the same contract. @internal */
 export const makeSubmitRegistered = (env: RuntimeEnv) =>
-  Effect.fn("DurableAgentRuntime.submitRegistered")(function* <I, O>(
+  spanned("DurableAgentRuntime.submitRegistered")(function* <I, O>(
     agent: AgentDefinition<I, O>,
     request: { readonly threadId: ThreadId; readonly idempotencyKey: IdempotencyKey; readonly input: I },
   ) {
