@@ -1,8 +1,8 @@
 /**
  * `Effect.fn(name)` for functions on a per-item path. `Effect.fn` captures a stack trace (a
  * `new Error()`) on every call for the call-site frame of its span; in workerd that measured
- * 8–10% of a submit. This opens the same span and captures the trace once, where the function
- * is defined; an error's trace loses only the call-site frame.
+ * 8–10% of a submit. This opens the same span with the trace captured once, when the function
+ * is built: the span's stack frame then names this module, not the caller.
  * @internal
  */
 import { Effect } from "effect"

@@ -134,6 +134,9 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
       append.threadId,
     ]).pipe(Effect.mapError(historyError(operation, "storage failed")))
     const first = Number(written[0]?.sequence)
+    if (!Number.isSafeInteger(first)) {
+      return yield* new ThreadStoreError({ operation, message: "the history insert returned no sequence" })
+    }
     const records: Array<HistoryRecord> = []
     for (const [index, entry] of append.entries.entries()) {
       records.push(
