@@ -7,7 +7,6 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Ref } from "effect"
-import { AdmissionRefused } from "../../src/core/SubmissionLedger.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { messageIds } from "../../src/core/internal/outbox/model.ts"
 import {
@@ -22,7 +21,7 @@ import {
 } from "./childrenFixtures.ts"
 import { makeRuns, runsOf } from "./runtimeAgents.ts"
 import { entriesOf, processHead, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { ledgerOf, outboxOf, runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
+import { ledgerOf, outboxOf, runtimeHarnesses, runtimeOf, switchableCapacity } from "./runtimeHarness.ts"
 
 for (const harness of runtimeHarnesses) {
   describe(`DurableAgentRuntime children (${harness.label})`, () => {
@@ -165,21 +164,7 @@ for (const harness of runtimeHarnesses) {
     it.effect("refuses a child while the host has no room for new work, and admits it once it has", () =>
       harness.run((world) =>
         Effect.gen(function* () {
-          const full = yield* Ref.make(false)
-          const capacity = {
-            check: (threadId: ThreadId) =>
-              Effect.flatMap(Ref.get(full), (isFull) =>
-                isFull
-                  ? Effect.fail(
-                      new AdmissionRefused({
-                        threadId,
-                        reason: "database-bytes",
-                        message: "the store is full",
-                      }),
-                    )
-                  : Effect.void,
-              ),
-          }
+          const { full, capacity } = yield* switchableCapacity
           const child = doubler(yield* makeRuns)
           const inc = yield* world.incarnation({
             agents: [parentOf("parent", child, "kids"), child],

@@ -2,11 +2,17 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Ref, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { SubmitRequest } from "../../src/core/DurableAgentRuntime.ts"
-import { AdmissionRefused } from "../../src/core/SubmissionLedger.ts"
 import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { echo, failing, makeRuns, runsOf, threeSteps } from "./runtimeAgents.ts"
 import { processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { historyOf, ledgerOf, runtimeHarnesses, runtimeOf, type Incarnation } from "./runtimeHarness.ts"
+import {
+  historyOf,
+  ledgerOf,
+  runtimeHarnesses,
+  runtimeOf,
+  type Incarnation,
+  switchableCapacity,
+} from "./runtimeHarness.ts"
 import { freezeAt } from "../support/switchboard.ts"
 
 const nothingWritten = (incarnation: Incarnation, thread: string) =>
@@ -105,24 +111,8 @@ for (const harness of runtimeHarnesses) {
       () =>
         harness.run((world) =>
           Effect.gen(function* () {
-            const full = yield* Ref.make(false)
-            const incarnation = yield* world.incarnation({
-              agents: [echo],
-              capacity: {
-                check: (threadId) =>
-                  Effect.flatMap(Ref.get(full), (isFull) =>
-                    isFull
-                      ? Effect.fail(
-                          new AdmissionRefused({
-                            threadId,
-                            reason: "database-bytes",
-                            message: "the store is full",
-                          }),
-                        )
-                      : Effect.void,
-                  ),
-              },
-            })
+            const { full, capacity } = yield* switchableCapacity
+            const incarnation = yield* world.incarnation({ agents: [echo], capacity })
             const first = yield* submitTo(incarnation, "other", "echo", "a", { text: "a" })
             yield* Ref.set(full, true)
             const refused = yield* Effect.flip(submitTo(incarnation, "lane", "echo", "b", { text: "b" }))

@@ -16,6 +16,7 @@ import { DurableRuntimeConfig, type DurableRuntimeSettings } from "../../src/cor
 import type { ThreadId } from "../../src/core/Identifiers.ts"
 import { RuntimeFailpoint, type RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
 import {
+  AdmissionRefused,
   SubmissionLedger,
   SubmissionLedgerLimits,
   type LedgerLimits,
@@ -165,3 +166,18 @@ export const historyOf = (incarnation: Incarnation) => Context.get(incarnation, 
 
 /** The outbox of an incarnation. */
 export const outboxOf = (incarnation: Incarnation) => Context.get(incarnation, MessageOutbox)
+
+/** A capacity that refuses every new admission (`database-bytes`) while `full` holds true. */
+export const switchableCapacity = Effect.map(Ref.make(false), (full) => ({
+  full,
+  capacity: {
+    check: (threadId: ThreadId) =>
+      Effect.flatMap(Ref.get(full), (isFull) =>
+        isFull
+          ? Effect.fail(
+              new AdmissionRefused({ threadId, reason: "database-bytes", message: "the store is full" }),
+            )
+          : Effect.void,
+      ),
+  } satisfies AdmissionCapacityService,
+}))
