@@ -9,7 +9,7 @@
  * (`memoryAdmission.ts`, `memoryReads.ts`).
  */
 import { spanned } from "../spanned.ts"
-import { Effect, Option, Result, Schema } from "effect"
+import { Effect, Option, Random, Result, Schema } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { encodeEntry } from "../history/codec.ts"
@@ -61,10 +61,19 @@ const storedEntries = (operation: string, entries: ReadonlyArray<HistoryEntry>) 
     ),
   )
 
+/**
+ * The salt of an in-memory store, from Effect's `Random`: a seeded run (the simulation) derives
+ * the same Submission and message ids every time, so the order of equal-time deliveries, which
+ * ties on message ids, replays too. A store that lives in memory keeps no secret worth more.
+ */
+const seededSalt = Effect.map(Effect.all(Array.from({ length: 4 }, () => Random.nextInt)), (words) =>
+  words.map((word) => (word >>> 0).toString(16).padStart(8, "0")).join(""),
+)
+
 /** Builds an in-memory ledger over a fresh store. @internal */
 export const makeMemoryLedger = Effect.gen(function* () {
   const limits: LedgerLimits = yield* SubmissionLedgerLimits
-  const store = makeMemoryStore()
+  const store = makeMemoryStore(yield* seededSalt)
 
   const existing = <A, E>(
     operation: string,

@@ -7,7 +7,6 @@ import { Effect, Result } from "effect"
 import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { type HistoryEntry, HistoryRecord } from "../history/model.ts"
 import type { OutboxMessage, ThreadMessageReply } from "../outbox/model.ts"
-import { newSalt } from "./admission.ts"
 import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import type { AppendFence } from "./model.ts"
 import * as Rules from "./rules.ts"
@@ -108,9 +107,9 @@ export const appendNow = (
   return appended
 }
 
-/** An empty store. @internal */
-export const makeMemoryStore = (): MemoryStore => ({
-  salt: newSalt(),
+/** An empty store whose derived ids use `salt`. @internal */
+export const makeMemoryStore = (salt: string): MemoryStore => ({
+  salt,
   rows: new Map(),
   lanes: new Map(),
   history: new Map(),
