@@ -5,7 +5,7 @@ import type { AlarmTiming } from "./alarmPolicy.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
 import type { ThreadMutationGate } from "./gate.ts"
-import type { Transact } from "./transaction.ts"
+import type { Transact, TransactRecord } from "./transaction.ts"
 
 /** @internal */
 export interface MaintenanceEnv {
@@ -18,4 +18,6 @@ export interface MaintenanceEnv {
   readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
   /** One synchronous maintenance transaction (record and alarm). */
   readonly transact: Transact
+  /** One synchronous transaction of the record alone. */
+  readonly transactRecord: TransactRecord
 }

@@ -13,7 +13,7 @@ import { alarmTiming } from "./alarmPolicy.ts"
 import { makePendingDeadline } from "./deadlines.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
 import type { MaintenanceEnv } from "./env.ts"
-import { makeTransact } from "./transaction.ts"
+import { makeTransact, makeTransactRecord } from "./transaction.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { ThreadMutationGate } from "./gate.ts"
@@ -88,6 +88,7 @@ export class ThreadMaintenance extends Context.Service<
         gate,
         pendingDeadline: makePendingDeadline({ publication, messages, projection, host }),
         transact: makeTransact(ctx.storage),
+        transactRecord: makeTransactRecord(ctx.storage),
       }
       const ensureAlarm = makeEnsureAlarm(env)
 

@@ -158,7 +158,7 @@ export const selectMaintenanceLane = (
     const selectionTime = yield* Clock.currentTimeMillis
     const { selected } = yield* seekLane(ledger, reports, start, selectionTime, options.attempted)
     yield* env.hit("maintenance:select:before")
-    const selection = yield* env.transact("select maintenance lane", (txn): LaneSelection => {
+    const selection = yield* env.transactRecord("select maintenance lane", (txn): LaneSelection => {
       const { state } = readMaintenanceState(txn)
       // An unchanged cursor is already durable: serving one lane again writes nothing.
       if (options.persist && selected !== undefined && selected.threadId !== state.lastServedThreadId) {
@@ -189,7 +189,7 @@ export const recordBindingOutcome = (
       failure === undefined ? undefined : nextBindingRetry(head, previous, yield* Clock.currentTimeMillis)
     if (next === undefined && previous === undefined) return stored
     yield* env.hit("maintenance:binding-retry:before")
-    const written = yield* env.transact("record submission binding retry", (txn) => {
+    const written = yield* env.transactRecord("record submission binding retry", (txn) => {
       const { state } = readMaintenanceState(txn)
       const bindingRetries = [
         ...(state.bindingRetries ?? []).filter((wait) => wait.submissionId !== head.submissionId),

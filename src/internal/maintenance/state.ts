@@ -11,7 +11,7 @@ import { Exit, Schema, SchemaIssue } from "effect"
 import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { safeCauseMessage } from "../boundary.ts"
 import { MaintenanceRecordDamaged } from "./errors.ts"
-import type { MaintenanceTxn } from "./transaction.ts"
+import type { RecordTxn } from "./transaction.ts"
 
 /** @internal */
 export const MAINTENANCE_STATE_KEY = "effect-agent:thread-maintenance:v1"
@@ -107,7 +107,7 @@ export interface StoredState {
 }
 
 /** @internal Reads (or synthesizes) the record inside a storage transaction. */
-export const readMaintenanceState = (txn: MaintenanceTxn): StoredState => {
+export const readMaintenanceState = (txn: Pick<RecordTxn, "get">): StoredState => {
   const raw = txn.get(MAINTENANCE_STATE_KEY)
   return raw === undefined
     ? { state: bootstrap, initialized: false }
@@ -115,7 +115,7 @@ export const readMaintenanceState = (txn: MaintenanceTxn): StoredState => {
 }
 
 /** @internal */
-export const writeMaintenanceState = (txn: MaintenanceTxn, state: ThreadMaintenanceState): void =>
+export const writeMaintenanceState = (txn: Pick<RecordTxn, "put">, state: ThreadMaintenanceState): void =>
   txn.put(MAINTENANCE_STATE_KEY, encodeState(state))
 
 /** @internal Whether two records encode the same. */

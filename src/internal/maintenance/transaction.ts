@@ -29,6 +29,15 @@ export type Transact = <A>(
   body: (txn: MaintenanceTxn) => A,
 ) => Effect.Effect<A, DurableAlarmError>
 
+/** What a transaction of the record alone reads and writes. */
+export type RecordTxn = Pick<MaintenanceTxn, "get" | "put">
+
+/** Runs a synchronous body that leaves the alarm alone as one storage transaction. */
+export type TransactRecord = <A>(
+  operation: string,
+  body: (txn: RecordTxn) => A,
+) => Effect.Effect<A, DurableAlarmError>
+
 const locks = new WeakMap<DurableObjectStorage, Semaphore.Semaphore>()
 
 const lockOf = (storage: DurableObjectStorage) => {
@@ -70,6 +79,25 @@ export const makeTransact = (storage: DurableObjectStorage): Transact => {
         })
         if (alarmWrites.length > 0) yield* storageOperation(operation, () => Promise.all(alarmWrites))
         return result
+      }),
+    )
+}
+
+/**
+ * @internal Transactions of the record alone: no alarm read before them, so a body that never
+ * looks at the alarm costs no storage promise (lane selection runs one per head). They take the
+ * same lock, so they keep their order with the alarm writers.
+ */
+export const makeTransactRecord = (storage: DurableObjectStorage): TransactRecord => {
+  const lock = lockOf(storage)
+  return (operation, body) =>
+    lock.withPermit(
+      Effect.try({
+        try: () =>
+          storage.transactionSync(() =>
+            body({ get: (key) => storage.kv.get(key), put: (key, value) => storage.kv.put(key, value) }),
+          ),
+        catch: (cause) => alarmErrorFromCause(operation, cause),
       }),
     )
 }
