@@ -15,7 +15,7 @@
 import type { Effect, Schema } from "effect"
 import type { AgentDefinition, AgentFailure, JsonCodec } from "./AgentRegistration.ts"
 import type { ChildRefusalReason } from "./internal/outbox/model.ts"
-import type { ApprovalDecision } from "./internal/runtime/model.ts"
+import type { ApprovalDecision } from "./internal/runtime/shared/model.ts"
 import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
 
 /** How a step's result is stored: a Schema whose encoded side is JSON. */

@@ -30,7 +30,7 @@ import type {
   SubmitRequest,
   ThreadStoreError,
   UnknownResolution,
-} from "./internal/runtime/model.ts"
+} from "./internal/runtime/shared/model.ts"
 import type { SubmissionInspection } from "./internal/runtime/inspect.ts"
 import type {
   AdmissionRefused,
@@ -65,13 +65,13 @@ export {
   NotPending,
   SettlementTimeout,
   JoinRefused,
-} from "./internal/runtime/model.ts"
+} from "./internal/runtime/shared/model.ts"
 export type {
   DurableWorkerFailure,
   HeadAttempt,
   PreparedSubmission,
   SubmitFailure,
-} from "./internal/runtime/model.ts"
+} from "./internal/runtime/shared/model.ts"
 export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
 export {
   OpenApproval,

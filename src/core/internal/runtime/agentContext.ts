@@ -13,7 +13,7 @@ import {
   type UncertainStepFunction,
 } from "../../AgentContext.ts"
 import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../AgentRegistration.ts"
-import { ApprovalDecision } from "./model.ts"
+import { ApprovalDecision } from "./shared/model.ts"
 import type { HistoryEntry, ReconcileAnswerRecord } from "../history/model.ts"
 import type { NewMessage } from "../outbox/model.ts"
 import {
@@ -34,7 +34,7 @@ import {
   reconciledNotHappened,
   reconcileRetryDelay,
   reconcileStatus,
-} from "./journal.ts"
+} from "./shared/journal.ts"
 import { makeChildCalls } from "./agentContextChildren.ts"
 
 /** The kind of a journaled call. @internal */

@@ -12,8 +12,8 @@ import { LedgerError } from "../ledger/model.ts"
 import { messageIds, type NewMessage, ObjectAddress } from "../outbox/model.ts"
 import type { RuntimeFailpointLocation } from "../../RuntimeFailpoint.ts"
 import { type AttemptState, boundary, guard, halt, journalMismatch } from "./attemptState.ts"
-import { loadJournal } from "./env.ts"
-import type { Journal, JournalPosition } from "./journal.ts"
+import { loadJournal } from "./shared/runtimeEnv.ts"
+import type { Journal, JournalPosition } from "./shared/journal.ts"
 import type { Kind } from "./agentContext.ts"
 
 type Settled = NonNullable<ReturnType<Journal["childSettled"]["get"]>>

@@ -6,7 +6,7 @@
 import type { SubmissionId } from "../../Identifiers.ts"
 import type { Settlement, SubmissionSnapshot } from "../ledger/model.ts"
 import { messageIds, type NewMessage } from "../outbox/model.ts"
-import type { Journal } from "./journal.ts"
+import type { Journal } from "./shared/journal.ts"
 
 /** The marker a child with a parent sends when it settles. @internal */
 export const settlementMarker = (

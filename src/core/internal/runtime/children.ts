@@ -33,8 +33,8 @@ import {
   type ThreadMessageReply,
 } from "../outbox/model.ts"
 import type { HistoryEntry } from "../history/model.ts"
-import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import type { DurableWorkerFailure } from "./model.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "./shared/runtimeEnv.ts"
+import type { DurableWorkerFailure } from "./shared/model.ts"
 import { admissionCheckOf, admitRow, encodeFor, materialize } from "./submit.ts"
 
 const OPERATION = "DurableAgentRuntime.receive"

@@ -5,11 +5,16 @@
  */
 import { spanned } from "../spanned.ts"
 import { Clock, Effect, Option } from "effect"
-import { type ApprovalDecision, NotPending, SettlementTimeout, type UnknownResolution } from "./model.ts"
+import {
+  type ApprovalDecision,
+  NotPending,
+  SettlementTimeout,
+  type UnknownResolution,
+} from "./shared/model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { InvalidTransition, SubmissionNotFound, type SubmissionSnapshot } from "../ledger/model.ts"
 import { unownedFence } from "../ledger/rules.ts"
-import { loadJournal, type RuntimeEnv } from "./env.ts"
+import { loadJournal, type RuntimeEnv } from "./shared/runtimeEnv.ts"
 import { makeSettlement, settle } from "./settle.ts"
 
 const rowOf = (env: RuntimeEnv, submissionId: SubmissionId) =>

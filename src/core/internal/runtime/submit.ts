@@ -9,7 +9,7 @@
 import { spanned } from "../spanned.ts"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
-import { type PreparedSubmission, Receipt, type SubmitRequest } from "./model.ts"
+import { type PreparedSubmission, Receipt, type SubmitRequest } from "./shared/model.ts"
 import type { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { canonicalJson, contentDigest } from "../digest.ts"
 import {
@@ -21,7 +21,7 @@ import {
 import type { ParentLink } from "../outbox/parentLink.ts"
 import { admitJoin, checkJoin } from "./joins.ts"
 import { unownedFence } from "../ledger/rules.ts"
-import { loadJournal, vanished, type RuntimeEnv } from "./env.ts"
+import { loadJournal, vanished, type RuntimeEnv } from "./shared/runtimeEnv.ts"
 
 /** @internal */
 export const refuse = (threadId: ThreadId, reason: AdmissionRefused["reason"], message: string) =>

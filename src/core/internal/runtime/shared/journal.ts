@@ -2,7 +2,7 @@
  * Pure reading of one Submission's canonical records: what recovery needs to classify it and
  * what a replaying Attempt needs at each call position.
  */
-import type { HistoryEntry } from "../history/model.ts"
+import type { HistoryEntry } from "../../history/model.ts"
 
 type Entry<Tag extends HistoryEntry["_tag"]> = Extract<HistoryEntry, { readonly _tag: Tag }>
 
