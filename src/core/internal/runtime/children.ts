@@ -35,7 +35,7 @@ import {
 import type { HistoryEntry } from "../history/model.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./shared/runtimeEnv.ts"
 import type { DurableWorkerFailure } from "./shared/model.ts"
-import { admissionCheckOf, admitRow, encodeFor, materialize } from "./submit.ts"
+import { admissionCheckOf, admitRow, encodeFor, materialize } from "./admission/submit.ts"
 
 const OPERATION = "DurableAgentRuntime.receive"
 

@@ -11,11 +11,11 @@ import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { makeAttemptThreadHead, makeProcessThreadHead } from "./attemptRun.ts"
 import { makeInspect, makePreviewRecovery } from "./inspect.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
-import { AdmissionCapacity } from "./capacity.ts"
+import { AdmissionCapacity } from "./admission/admissionCapacity.ts"
 import { makeRuntimeEnv } from "./shared/runtimeEnv.ts"
 import { makeReceive, makeRecordDelivery } from "./children.ts"
 import { makeResolutions } from "./resolve.ts"
-import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./submit.ts"
+import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./admission/submit.ts"
 
 /** @internal */
 export const makeRuntime = Effect.gen(function* () {

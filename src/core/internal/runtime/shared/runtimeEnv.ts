@@ -14,7 +14,7 @@ import type { ThreadHistory } from "../../../ThreadHistory.ts"
 import type { WakeScheduler } from "../../../WakeScheduler.ts"
 import type { MessageOutbox, SelfAddress } from "../../../MessageOutbox.ts"
 import { LedgerError, type SubmissionNotFound } from "../../ledger/model.ts"
-import type { AdmissionCapacityService } from "../capacity.ts"
+import type { AdmissionCapacityService } from "../admission/admissionCapacity.ts"
 
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]

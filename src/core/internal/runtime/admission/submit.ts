@@ -6,22 +6,22 @@
  * ready at once), and hint the host. A row an older release left `admitted` (between those
  * writes) is finished by recovery, or by a replayed submit.
  */
-import { spanned } from "../spanned.ts"
+import { spanned } from "../../spanned.ts"
 import { Clock, Effect, Option, Schema } from "effect"
-import type { AgentDefinition, AnyAgentDefinition } from "../../AgentRegistration.ts"
-import { type PreparedSubmission, Receipt, type SubmitRequest } from "./shared/model.ts"
-import type { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
-import { canonicalJson, contentDigest } from "../digest.ts"
+import type { AgentDefinition, AnyAgentDefinition } from "../../../AgentRegistration.ts"
+import { type PreparedSubmission, Receipt, type SubmitRequest } from "../shared/model.ts"
+import type { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../../Identifiers.ts"
+import { canonicalJson, contentDigest } from "../../digest.ts"
 import {
   type AdmissionCheck,
   AdmissionRefused,
   LedgerError,
   type SubmissionSnapshot,
-} from "../ledger/model.ts"
-import type { ParentLink } from "../outbox/parentLink.ts"
-import { admitJoin, checkJoin } from "./joins.ts"
-import { unownedFence } from "../ledger/rules.ts"
-import { loadJournal, vanished, type RuntimeEnv } from "./shared/runtimeEnv.ts"
+} from "../../ledger/model.ts"
+import type { ParentLink } from "../../outbox/parentLink.ts"
+import { admitJoin, checkJoin } from "../joins.ts"
+import { unownedFence } from "../../ledger/rules.ts"
+import { loadJournal, vanished, type RuntimeEnv } from "../shared/runtimeEnv.ts"
 
 /** @internal */
 export const refuse = (threadId: ThreadId, reason: AdmissionRefused["reason"], message: string) =>
