@@ -11,10 +11,10 @@ import type { HistoryEntry } from "../history/model.ts"
 import { LedgerError } from "../ledger/model.ts"
 import { messageIds, type NewMessage, ObjectAddress } from "../outbox/model.ts"
 import type { RuntimeFailpointLocation } from "../../RuntimeFailpoint.ts"
-import { type AttemptState, boundary, guard, halt, journalMismatch } from "./attemptState.ts"
+import { type AttemptState, boundary, guard, halt, journalMismatch } from "./attempt/attemptState.ts"
 import { loadJournal } from "./shared/runtimeEnv.ts"
 import type { Journal, JournalPosition } from "./shared/journal.ts"
-import type { Kind } from "./agentContext.ts"
+import type { Kind } from "./attempt/agentContext.ts"
 
 type Settled = NonNullable<ReturnType<Journal["childSettled"]["get"]>>
 

@@ -11,11 +11,11 @@ import {
   type StepFunction,
   type StepOptions,
   type UncertainStepFunction,
-} from "../../AgentContext.ts"
-import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../AgentRegistration.ts"
-import { ApprovalDecision } from "./shared/model.ts"
-import type { HistoryEntry, ReconcileAnswerRecord } from "../history/model.ts"
-import type { NewMessage } from "../outbox/model.ts"
+} from "../../../AgentContext.ts"
+import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
+import { ApprovalDecision } from "../shared/model.ts"
+import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
+import type { NewMessage } from "../../outbox/model.ts"
 import {
   type AttemptState,
   boundary,
@@ -34,8 +34,8 @@ import {
   reconciledNotHappened,
   reconcileRetryDelay,
   reconcileStatus,
-} from "./shared/journal.ts"
-import { makeChildCalls } from "./agentContextChildren.ts"
+} from "../shared/journal.ts"
+import { makeChildCalls } from "../agentContextChildren.ts"
 
 /** The kind of a journaled call. @internal */
 export type Kind =
