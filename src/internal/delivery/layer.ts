@@ -4,7 +4,10 @@
  */
 import { Effect, Layer } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
-import { deliveryInvalidatesRecovery, undeliverableIsFinal } from "../../core/internal/runtime/children.ts"
+import {
+  deliveryInvalidatesRecovery,
+  undeliverableIsFinal,
+} from "../../core/internal/runtime/children/children.ts"
 import { MessageOutbox } from "../../core/MessageOutbox.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"

@@ -13,7 +13,7 @@ import { makeInspect, makePreviewRecovery } from "./inspect.ts"
 import { makeRunRecovery } from "./recoveryExecute.ts"
 import { AdmissionCapacity } from "./admission/admissionCapacity.ts"
 import { makeRuntimeEnv } from "./shared/runtimeEnv.ts"
-import { makeReceive, makeRecordDelivery } from "./children.ts"
+import { makeReceive, makeRecordDelivery } from "./children/children.ts"
 import { makeResolutions } from "./resolve.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./admission/submit.ts"
 

@@ -13,7 +13,7 @@ import {
   type RecoveryFacts,
   recoveryNeedsHistory,
 } from "./recoveryClassify.ts"
-import { revertJoin, settleJoined } from "./joins.ts"
+import { revertJoin, settleJoined } from "./children/joins.ts"
 import { unownedFence } from "../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "./shared/runtimeEnv.ts"
 import { EMPTY_JOURNAL, type Journal } from "./shared/journal.ts"

@@ -12,7 +12,7 @@ import { type Fence, type InvalidTransition, Settlement, type SubmissionSnapshot
 import type { HistoryEntry } from "../history/model.ts"
 import { settledEntry, unownedFence } from "../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv } from "./shared/runtimeEnv.ts"
-import { childAborts, settlementMarker } from "./childMessages.ts"
+import { childAborts, settlementMarker } from "./children/childMessages.ts"
 
 /** A new settlement at the current time. @internal */
 export const makeSettlement = Effect.fnUntraced(function* (

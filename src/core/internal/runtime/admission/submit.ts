@@ -19,7 +19,7 @@ import {
   type SubmissionSnapshot,
 } from "../../ledger/model.ts"
 import type { ParentLink } from "../../outbox/parentLink.ts"
-import { admitJoin, checkJoin } from "../joins.ts"
+import { admitJoin, checkJoin } from "../children/joins.ts"
 import { unownedFence } from "../../ledger/rules.ts"
 import { loadJournal, vanished, type RuntimeEnv } from "../shared/runtimeEnv.ts"
 

@@ -35,7 +35,7 @@ import {
   reconcileRetryDelay,
   reconcileStatus,
 } from "../shared/journal.ts"
-import { makeChildCalls } from "../agentContextChildren.ts"
+import { makeChildCalls } from "../children/agentContextChildren.ts"
 
 /** The kind of a journaled call. @internal */
 export type Kind =

@@ -4,17 +4,17 @@
  * journal with the other calls (see `agentContext.ts`).
  */
 import { Effect, Option, Schema } from "effect"
-import type { AgentContext, ChildHandle, ChildSettlement, ChildThread } from "../../AgentContext.ts"
-import { AgentFailure, type AgentDefinition, type AnyAgentDefinition } from "../../AgentRegistration.ts"
-import { IdempotencyKey, ThreadId } from "../../Identifiers.ts"
-import type { HistoryEntry } from "../history/model.ts"
-import { LedgerError } from "../ledger/model.ts"
-import { messageIds, type NewMessage, ObjectAddress } from "../outbox/model.ts"
-import type { RuntimeFailpointLocation } from "../../RuntimeFailpoint.ts"
-import { type AttemptState, boundary, guard, halt, journalMismatch } from "./attempt/attemptState.ts"
-import { loadJournal } from "./shared/runtimeEnv.ts"
-import type { Journal, JournalPosition } from "./shared/journal.ts"
-import type { Kind } from "./attempt/agentContext.ts"
+import type { AgentContext, ChildHandle, ChildSettlement, ChildThread } from "../../../AgentContext.ts"
+import { AgentFailure, type AgentDefinition, type AnyAgentDefinition } from "../../../AgentRegistration.ts"
+import { IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
+import type { HistoryEntry } from "../../history/model.ts"
+import { LedgerError } from "../../ledger/model.ts"
+import { messageIds, type NewMessage, ObjectAddress } from "../../outbox/model.ts"
+import type { RuntimeFailpointLocation } from "../../../RuntimeFailpoint.ts"
+import { type AttemptState, boundary, guard, halt, journalMismatch } from "../attempt/attemptState.ts"
+import { loadJournal } from "../shared/runtimeEnv.ts"
+import type { Journal, JournalPosition } from "../shared/journal.ts"
+import type { Kind } from "../attempt/agentContext.ts"
 
 type Settled = NonNullable<ReturnType<Journal["childSettled"]["get"]>>
 

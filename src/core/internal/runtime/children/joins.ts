@@ -9,14 +9,14 @@
  * input. Recovery repairs a crash between any two of these writes.
  */
 import { Clock, Effect, Option } from "effect"
-import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
-import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
-import { type AdmissionCheck, LedgerError, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
-import { takesJoins, unownedFence } from "../ledger/rules.ts"
-import { admitQueued, admitRow, receiptOf } from "./admission/submit.ts"
-import { type RuntimeEnv, vanished } from "./shared/runtimeEnv.ts"
-import { JoinRefused } from "./shared/model.ts"
-import { settle } from "./settle.ts"
+import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
+import type { SubmissionId, ThreadId } from "../../../Identifiers.ts"
+import { type AdmissionCheck, LedgerError, Settlement, type SubmissionSnapshot } from "../../ledger/model.ts"
+import { takesJoins, unownedFence } from "../../ledger/rules.ts"
+import { admitQueued, admitRow, receiptOf } from "../admission/submit.ts"
+import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import { JoinRefused } from "../shared/model.ts"
+import { settle } from "../settle.ts"
 
 const operation = "DurableAgentRuntime.join"
 
