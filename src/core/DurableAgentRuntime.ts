@@ -31,7 +31,7 @@ import type {
   ThreadStoreError,
   UnknownResolution,
 } from "./internal/runtime/shared/model.ts"
-import type { SubmissionInspection } from "./internal/runtime/inspect.ts"
+import type { SubmissionInspection } from "./internal/runtime/recovery/inspect.ts"
 import type {
   AdmissionRefused,
   IdempotencyConflict,
@@ -72,13 +72,13 @@ export type {
   PreparedSubmission,
   SubmitFailure,
 } from "./internal/runtime/shared/model.ts"
-export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
+export { RecoveryWorklist } from "./internal/runtime/recovery/recoveryExecute.ts"
 export {
   OpenApproval,
   OpenUncertainStep,
   ReconcileState,
   SubmissionInspection,
-} from "./internal/runtime/inspect.ts"
+} from "./internal/runtime/recovery/inspect.ts"
 export { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 
 /** The durable agent runtime of one physical Object. */

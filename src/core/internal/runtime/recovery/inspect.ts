@@ -4,14 +4,14 @@
  * its reconcile), executing nothing. The decision comes from the same pure classification the
  * pass runs, over the same ledger row and journal.
  */
-import { spanned } from "../spanned.ts"
+import { spanned } from "../../spanned.ts"
 import { Clock, Effect, Option, Schema, Stream } from "effect"
-import { ReconcileAnswerRecord } from "../history/model.ts"
-import { type SubmissionSnapshot, SubmissionSnapshot as Snapshot } from "../ledger/model.ts"
-import type { SubmissionId } from "../../Identifiers.ts"
-import { loadJournal, type RuntimeEnv } from "./shared/runtimeEnv.ts"
-import { EMPTY_JOURNAL, readJournal, reconcileStatus } from "./shared/journal.ts"
-import { RecoveryDecision, RecoveryReport } from "./shared/model.ts"
+import { ReconcileAnswerRecord } from "../../history/model.ts"
+import { type SubmissionSnapshot, SubmissionSnapshot as Snapshot } from "../../ledger/model.ts"
+import type { SubmissionId } from "../../../Identifiers.ts"
+import { loadJournal, type RuntimeEnv } from "../shared/runtimeEnv.ts"
+import { EMPTY_JOURNAL, readJournal, reconcileStatus } from "../shared/journal.ts"
+import { RecoveryDecision, RecoveryReport } from "../shared/model.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
 import { joinFacts } from "./recoveryExecute.ts"
 
