@@ -14,7 +14,7 @@ import { makeRunRecovery } from "./recovery/recoveryExecute.ts"
 import { AdmissionCapacity } from "./admission/admissionCapacity.ts"
 import { makeRuntimeEnv } from "./shared/runtimeEnv.ts"
 import { makeReceive, makeRecordDelivery } from "./children/children.ts"
-import { makeResolutions } from "./resolve.ts"
+import { makeResolutions } from "./settlement/resolve.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./admission/submit.ts"
 
 /** @internal */

@@ -20,7 +20,7 @@ import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged 
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
-import { asConflict, makeSettlement, type Settling, settle, settleAborted } from "../settle.ts"
+import { asConflict, makeSettlement, type Settling, settle, settleAborted } from "../settlement/settle.ts"
 import { finishJoinsOf } from "../children/joins.ts"
 
 const OPERATION = "DurableAgentRuntime.processThreadHead"

@@ -16,7 +16,7 @@ import { takesJoins, unownedFence } from "../../ledger/rules.ts"
 import { admitQueued, admitRow, receiptOf } from "../admission/submit.ts"
 import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import { JoinRefused } from "../shared/model.ts"
-import { settle } from "../settle.ts"
+import { settle } from "../settlement/settle.ts"
 
 const operation = "DurableAgentRuntime.join"
 

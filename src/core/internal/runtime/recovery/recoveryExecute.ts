@@ -17,7 +17,7 @@ import { revertJoin, settleJoined } from "../children/joins.ts"
 import { unownedFence } from "../../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
-import { finishReserved, makeSettlement, settle, settleAborted } from "../settle.ts"
+import { finishReserved, makeSettlement, settle, settleAborted } from "../settlement/settle.ts"
 import { materialize } from "../admission/submit.ts"
 
 const OPERATION = "DurableAgentRuntime.runRecovery"
