@@ -35,7 +35,8 @@ import {
 import type { HistoryEntry } from "../../history/model.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import type { DurableWorkerFailure } from "../shared/model.ts"
-import { admissionCheckOf, admitRow, encodeFor, materialize } from "../admission/submit.ts"
+import { admitRow, materialize } from "../admission/admitRow.ts"
+import { admissionCheckOf, encodeFor } from "../admission/encodeInput.ts"
 
 const OPERATION = "DurableAgentRuntime.receive"
 

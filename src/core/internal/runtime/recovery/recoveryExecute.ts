@@ -18,7 +18,7 @@ import { unownedFence } from "../../ledger/rules.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
 import { finishReserved, makeSettlement, settle, settleAborted } from "../settlement/settle.ts"
-import { materialize } from "../admission/submit.ts"
+import { materialize } from "../admission/admitRow.ts"
 
 const OPERATION = "DurableAgentRuntime.runRecovery"
 
