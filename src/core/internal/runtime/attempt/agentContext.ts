@@ -36,10 +36,7 @@ import {
   reconcileStatus,
 } from "../shared/journal.ts"
 import { makeChildCalls } from "../children/agentContextChildren.ts"
-
-/** The kind of a journaled call. @internal */
-export type Kind =
-  "step" | "uncertain step" | "approval request" | "child start" | "child await" | "joined read"
+import type { Kind } from "./contextCalls.ts"
 
 /** The reconcile attempts an uncertain step's start records. */
 const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
