@@ -16,7 +16,7 @@ import {
   type PortRequest,
   type PortRequestTag,
   portRequestAccess,
-} from "../port/protocol.ts"
+} from "../port/portProtocol.ts"
 import { decodeInput } from "./entryPoints.ts"
 import type { RpcResult } from "./protocol.ts"
 
