@@ -119,7 +119,9 @@ export interface NewMessage {
 }
 
 /** One row of the outbox. */
-export class OutboxMessage extends Schema.Class<OutboxMessage>("@effect-agent/OutboxMessage")({
+export class OutboxMessage extends Schema.Class<OutboxMessage>(
+  "@effect-agent/platform-cloudflare/MessageOutbox/OutboxMessage",
+)({
   messageId: Schema.String,
   target: ObjectAddress,
   message: ThreadMessage,

@@ -16,7 +16,9 @@ import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recover
 import { joinFacts } from "./recoveryExecute.ts"
 
 /** An approval request without a decision. */
-export class OpenApproval extends Schema.Class<OpenApproval>("@effect-agent/OpenApproval")({
+export class OpenApproval extends Schema.Class<OpenApproval>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/OpenApproval",
+)({
   step: Schema.Int,
   payload: Schema.Json,
   /** When it was requested (epoch ms). */
@@ -24,7 +26,9 @@ export class OpenApproval extends Schema.Class<OpenApproval>("@effect-agent/Open
 }) {}
 
 /** Where the reconcile of an open uncertain step stands. */
-export class ReconcileState extends Schema.Class<ReconcileState>("@effect-agent/ReconcileState")({
+export class ReconcileState extends Schema.Class<ReconcileState>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/ReconcileState",
+)({
   /** `none`: the step has no reconcile; `due`: the next Attempt runs one; `backoff`: a failed one waits until `notBefore`; `exhausted`: a person decides. */
   status: Schema.Literals(["none", "due", "backoff", "exhausted"]),
   /** Reconciles the step allows, and how many started. */
@@ -35,7 +39,9 @@ export class ReconcileState extends Schema.Class<ReconcileState>("@effect-agent/
 }) {}
 
 /** An uncertain step that started and whose outcome is not known. */
-export class OpenUncertainStep extends Schema.Class<OpenUncertainStep>("@effect-agent/OpenUncertainStep")({
+export class OpenUncertainStep extends Schema.Class<OpenUncertainStep>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/OpenUncertainStep",
+)({
   step: Schema.Int,
   name: Schema.String,
   /** When its outcome became unknown (or, before that is recorded, when it started). */
@@ -45,7 +51,7 @@ export class OpenUncertainStep extends Schema.Class<OpenUncertainStep>("@effect-
 
 /** One Submission as recovery sees it now. */
 export class SubmissionInspection extends Schema.Class<SubmissionInspection>(
-  "@effect-agent/SubmissionInspection",
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/SubmissionInspection",
 )({
   row: Snapshot,
   /** What recovery would decide for it now (nothing is executed). */
