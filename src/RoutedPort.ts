@@ -20,7 +20,7 @@ export {
   PortProtocolError,
   PortReply,
   PortRequest,
-  portRequestAccess,
+  PORT_REQUEST_ACCESS,
 } from "./internal/port/portProtocol.ts"
 export type { PortAccess, PortReplies, PortRequestTag } from "./internal/port/portProtocol.ts"
 export { ObjectAddress } from "./core/internal/outbox/model.ts"

@@ -84,7 +84,7 @@ export const Reconcile = {
 } as const
 
 /** Defaults of an uncertain step's reconcile. */
-export const reconcileDefaults = { attempts: 5, timeoutMillis: 30_000 } as const
+export const RECONCILE_DEFAULTS = { attempts: 5, timeoutMillis: 30_000 } as const
 
 /** How an uncertain step's outcome can be found out after a crash. */
 export interface ReconcileOptions<A> {

@@ -7,7 +7,7 @@ import {
   type AgentContext,
   type ReconcileAnswer,
   type ReconcileOptions,
-  reconcileDefaults,
+  RECONCILE_DEFAULTS,
   type StepFunction,
   type StepOptions,
   type UncertainStepFunction,
@@ -40,7 +40,7 @@ import type { Kind } from "./contextCalls.ts"
 
 /** The reconcile attempts an uncertain step's start records. */
 const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
-  Math.max(1, Math.floor(options.reconcileAttempts ?? reconcileDefaults.attempts))
+  Math.max(1, Math.floor(options.reconcileAttempts ?? RECONCILE_DEFAULTS.attempts))
 
 const kindOf = (position: JournalPosition): Kind | undefined =>
   position.approvalRequested !== undefined
@@ -221,7 +221,7 @@ export const makeAgentContext = (
       const number = (position.reconcileAttempts ?? 0) + 1
       yield* append({ _tag: "ReconcileStarted", step, attempt: number })
       yield* hit("reconcile:after-start-append")
-      const timeoutMillis = Math.max(1, options.reconcileTimeoutMillis ?? reconcileDefaults.timeoutMillis)
+      const timeoutMillis = Math.max(1, options.reconcileTimeoutMillis ?? RECONCILE_DEFAULTS.timeoutMillis)
       const exit = yield* runWatched(
         attempt,
         options.reconcile.pipe(
