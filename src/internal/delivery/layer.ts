@@ -17,9 +17,9 @@ import { ThreadMessageDelivery } from "../maintenance/hooks.ts"
 import { makeMessageDelivery } from "./driver.ts"
 
 /** Deliveries in flight at once. */
-const concurrency = 4
+const CONCURRENCY = 4
 /** Messages read per wave. */
-const waveSize = 32
+const WAVE_SIZE = 32
 
 /** @internal */
 export const messageDeliveryLayer = Layer.effect(
@@ -42,8 +42,8 @@ export const messageDeliveryLayer = Layer.effect(
         attemptTimeoutMillis: config.deliveryAttemptTimeoutMillis,
         retryBaseMillis: config.deliveryRetryBaseMillis,
         retryCapMillis: config.deliveryRetryCapMillis,
-        concurrency,
-        waveSize,
+        concurrency: CONCURRENCY,
+        waveSize: WAVE_SIZE,
       },
     })
   }),
