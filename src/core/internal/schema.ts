@@ -7,9 +7,10 @@
  *
  * - The ledger is a `WITHOUT ROWID` table keyed by `submission_id`, which is derived from the
  *   Thread and idempotency key, so one seek answers both. `lane_status` (`open`, `parked`,
- *   `closed`) changes only when a Submission parks in a stable wait, resumes, or settles; the
- *   lane index holds open rows, the parked index the waits, the recovery index only rows that
- *   recovery must look at. A Claim, a renewal or a release rewrites the row alone.
+ *   `closed`) changes only when a Submission parks in a wait, resumes, or settles; the
+ *   lane index holds open rows, the parked index the waits, the due index the waits with a due
+ *   time, the recovery index only rows that recovery must look at. A Claim, a renewal or a
+ *   release rewrites the row alone.
  * - A history row holds the records one transaction appended for one Submission (`entries`, a
  *   JSON array; record `i` has feed position `position + i` and thread sequence
  *   `sequence + i`). Its rowid is the feed position; one index orders each Thread; a
@@ -19,8 +20,9 @@
  *   tail rows answer "next queue sequence" and "how many nonterminal" with no row to maintain.
  *
  * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
- * the earlier schema in place (see `rebuild`), and `thread-store/004-subagent-links` adds what
- * subagents and joins store (see `links`).
+ * the earlier schema in place (see `rebuild`), `thread-store/004-subagent-links` adds what
+ * subagents and joins store (see `links`), and `thread-store/005-durable-waits` the due times of
+ * timed waits (see `durableWaits`).
  */
 import type { Migration } from "./migrations.ts"
 
@@ -181,6 +183,20 @@ const links: ReadonlyArray<string> = [
   `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
 ]
 
+/**
+ * Timed waits: a due time (`due_at`) and what the wait is for (`wait`, JSON), plain columns set
+ * by a park; the due index holds only parked rows with a due time, so waiting costs no read
+ * until due. An `unknown` row parked by a failed reconcile was never woken by an older release:
+ * each parked `unknown` row becomes due once (`due_at` 0, before any real time), so a replay
+ * decides again; the uncertain effect never runs twice, a reconcile runs only if still allowed.
+ */
+const durableWaits: ReadonlyArray<string> = [
+  `ALTER TABLE ${t} ADD COLUMN due_at REAL`,
+  `ALTER TABLE ${t} ADD COLUMN wait TEXT`,
+  `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`,
+  `UPDATE ${t} SET state = 'waiting', due_at = 0 WHERE lane_status = 'parked' AND state = 'unknown'`,
+]
+
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
 export const storeMigrations: ReadonlyArray<Migration> = [
   {
@@ -240,4 +256,5 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   },
   { name: "thread-store/003-billed-rows", statements: rebuild },
   { name: "thread-store/004-subagent-links", statements: links },
+  { name: "thread-store/005-durable-waits", statements: durableWaits },
 ]

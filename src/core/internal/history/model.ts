@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
-import { SettlementOutcome } from "../ledger/model.ts"
+import { ScheduleOccurrence, SettlementOutcome } from "../ledger/model.ts"
 import { ChildRefusalReason } from "../outbox/model.ts"
 import { ObjectAddress, ParentLink } from "../outbox/parentLink.ts"
 
@@ -31,6 +31,10 @@ export const HistoryEntry = Schema.Union([
     parent: Schema.optionalKey(ParentLink),
     /** The host a joining Submission was admitted into. */
     host: Schema.optionalKey(SubmissionId),
+    /** A delayed Submission runs no earlier than this (epoch ms). */
+    notBefore: Schema.optionalKey(Schema.Finite),
+    /** The schedule occurrence this Submission is. */
+    schedule: Schema.optionalKey(ScheduleOccurrence),
   }),
   Schema.TaggedStruct("InputApplied", {}),
   Schema.TaggedStruct("StepCompleted", { step: Schema.Int, name: Schema.String, result: Schema.Json }),

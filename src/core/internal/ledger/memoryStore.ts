@@ -10,6 +10,7 @@ import type { OutboxMessage, ThreadMessageReply } from "../outbox/model.ts"
 import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import type { AppendFence } from "./model.ts"
 import * as Rules from "./rules.ts"
+import { dueOrder } from "./timedRules.ts"
 
 /** @internal */
 export interface Lane {
@@ -32,6 +33,46 @@ export interface MemoryStore {
   readonly outbox: Map<string, OutboxMessage>
   /** Answers the receiver remembers, by message id. */
   readonly answers: Map<string, ThreadMessageReply>
+  /** The timed waits (`Rules.isTimed`) in due order, as the SQLite ledger's due index holds them. */
+  readonly due: Array<DueEntry>
+}
+
+/** An entry of the in-memory due index. @internal */
+export interface DueEntry {
+  readonly dueAt: number
+  readonly submissionId: SubmissionId
+}
+
+/** Where `entry` is, or goes, in the due index. */
+const duePosition = (due: ReadonlyArray<DueEntry>, entry: DueEntry): number => {
+  let low = 0
+  let high = due.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (dueOrder(due[middle] as DueEntry, entry) < 0) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+/** Keeps the due index in step with a row replaced by `next`. */
+const reindexDue = (
+  store: MemoryStore,
+  previous: SubmissionSnapshot | undefined,
+  next: SubmissionSnapshot,
+) => {
+  const entryOf = (row: SubmissionSnapshot | undefined): DueEntry | undefined =>
+    row === undefined || !Rules.isTimed(row) || row.dueAt === undefined
+      ? undefined
+      : { dueAt: row.dueAt, submissionId: row.submissionId }
+  const before = entryOf(previous)
+  const after = entryOf(next)
+  if (before?.dueAt === after?.dueAt && (before === undefined) === (after === undefined)) return
+  if (before !== undefined) {
+    const at = duePosition(store.due, before)
+    if (store.due[at]?.submissionId === before.submissionId) store.due.splice(at, 1)
+  }
+  if (after !== undefined) store.due.splice(duePosition(store.due, after), 0, after)
 }
 
 const stores = new WeakMap<object, MemoryStore>()
@@ -58,8 +99,9 @@ export const headOf = (store: MemoryStore, threadId: ThreadId): SubmissionSnapsh
   return id === undefined ? undefined : store.rows.get(id)
 }
 
-/** @internal */
+/** Stores a row, keeping the lanes and the due index in step. @internal */
 export const put = (store: MemoryStore, next: SubmissionSnapshot): void => {
+  reindexDue(store, store.rows.get(next.submissionId), next)
   store.rows.set(next.submissionId, next)
   if (next.state === "settled") {
     const order = laneOf(store, next.threadId).nonterminal
@@ -117,6 +159,7 @@ export const makeMemoryStore = (salt: string): MemoryStore => ({
   historyFeed: [],
   outbox: new Map(),
   answers: new Map(),
+  due: [],
 })
 
 /**

@@ -24,4 +24,6 @@ export type LedgerReads = Pick<
   | "scanAll"
   | "lanePage"
   | "threadIds"
+  | "nextDue"
+  | "earliestDue"
 >

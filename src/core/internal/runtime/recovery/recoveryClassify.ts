@@ -8,7 +8,7 @@ import type { Settlement, SubmissionSnapshot } from "../../ledger/model.ts"
 import { hasLiveLease } from "../../ledger/rules.ts"
 import { type Journal, type OpenUncertain, reconcileStatus } from "../shared/journal.ts"
 
-type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
+type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested" | "dueAt">
 
 /** What some decisions need beyond the row and its journal. @internal */
 export interface RecoveryFacts {
@@ -37,9 +37,11 @@ export const recoveryNeedsHistory = (row: Row, now: number, incarnation?: string
     case "settled":
     case "joining":
     case "joined":
+    case "waiting":
       return false
     case "running":
-      return !hasLiveLease(row, now, incarnation) && !row.abortRequested
+      // A row claimed in place by the due path goes back to it: its row decides.
+      return !hasLiveLease(row, now, incarnation) && !row.abortRequested && row.dueAt === undefined
     case "admitted":
     case "suspended":
     case "unknown":
@@ -78,7 +80,13 @@ export const classifyRecovery = (
       return hostEnded(facts.host) ? { _tag: "SettleJoinedWithHost" } : { _tag: "AwaitHostSettlement" }
     case "ready":
       return row.producerEpoch === 0 ? { _tag: "ApplyInput" } : { _tag: "ResumeFromTurnBoundary" }
+    case "waiting":
+      return row.dueAt === undefined || row.dueAt <= now
+        ? { _tag: "Due", dueAt: row.dueAt ?? now }
+        : { _tag: "AwaitDue", dueAt: row.dueAt }
     case "running":
+      // Its Claim is not live: the due path takes it over, and the replay finds the evidence.
+      if (row.dueAt !== undefined) return { _tag: "Due", dueAt: row.dueAt }
       return journal.openUncertain === undefined
         ? { _tag: "ReleaseExpiredLease" }
         : unknownDecision(journal.openUncertain, now)
@@ -128,6 +136,7 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "ApplyInput":
     case "ResumeFromTurnBoundary":
     case "AwaitReconcileRetry":
+    case "Due":
       return "deferred"
     case "MarkUnknown":
     case "AwaitUnknownResolution":
@@ -135,6 +144,7 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "AwaitApprovalDecision":
     case "AwaitChildSettlement":
     case "AwaitHostSettlement":
+    case "AwaitDue":
     case "NoAction":
       return "none"
   }

@@ -139,6 +139,8 @@ const execute = (
       case "AwaitApprovalDecision":
       case "AwaitChildSettlement":
       case "AwaitHostSettlement":
+      case "AwaitDue":
+      case "Due":
       case "NoAction":
         return
     }

@@ -113,8 +113,9 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
+        // A waiting row may wait for a reconcile's next try: a person may decide before it.
         const open =
-          row.state === "unknown" && !row.abortRequested
+          (row.state === "unknown" || row.state === "waiting") && !row.abortRequested
             ? (yield* loadJournal(env, submissionId)).openUncertain
             : undefined
         if (open === undefined) {

@@ -35,6 +35,10 @@ export const RecoveryDecision = Schema.Union([
   Schema.TaggedStruct("AwaitReconcileRetry", { step: Schema.Int, notBefore: Schema.Finite }),
   Schema.TaggedStruct("ApplyUnknownResolutions", {}),
   Schema.TaggedStruct("AwaitApprovalDecision", {}),
+  /** A timed wait (a sleep, a retry's backoff, a timeout, a delayed start) not yet due. */
+  Schema.TaggedStruct("AwaitDue", { dueAt: Schema.Finite }),
+  /** A timed wait that is due, or a due row whose Attempt died: the due path claims it. */
+  Schema.TaggedStruct("Due", { dueAt: Schema.Finite }),
   Schema.TaggedStruct("ResumeSuspended", {}),
   /** A parent parked on a child that has not settled: a stable wait. */
   Schema.TaggedStruct("AwaitChildSettlement", { child: Schema.Int }),
