@@ -7,10 +7,12 @@
  */
 import { describe } from "@effect/vitest"
 import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
+import { delayedCases } from "./SubmissionLedgerDelayedCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
 import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
+import { timedCases } from "./SubmissionLedgerTimedCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
 export type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
@@ -24,4 +26,6 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     passReadCases(harness)
     linkCases(harness)
     operatorReadCases(harness)
+    timedCases(harness)
+    delayedCases(harness)
   })
