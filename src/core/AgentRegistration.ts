@@ -24,11 +24,21 @@ export class BindingDigestMismatch extends Schema.TaggedError<BindingDigestMisma
 /** Why a Submission's binding could not be resolved. */
 export type DurableBindingFailure = BindingUnavailable | BindingDigestMismatch
 
-/** The failure an agent program reports; the Submission settles `failed` with its message. */
+/**
+ * The failure an agent program reports; the Submission settles `failed` with its message. A
+ * step with a retry policy retries it unless it is marked `retryable: false`.
+ */
 export class AgentFailure extends Schema.TaggedError<AgentFailure>()("AgentFailure", {
   message: Schema.String,
   cause: Schema.optionalKey(Schema.Defect()),
-}) {}
+  /** `false`: a retried step fails at once (the marker wins over a policy's predicate). */
+  retryable: Schema.optionalKey(Schema.Literal(false)),
+}) {
+  /** A failure no retry policy retries: the step fails with it at once. */
+  static nonRetryable(message: string, cause?: unknown): AgentFailure {
+    return new AgentFailure({ message, retryable: false, ...(cause === undefined ? {} : { cause }) })
+  }
+}
 
 /** A Schema whose encoded side is JSON: inputs, outputs and step results are stored so. */
 export type JsonCodec<A> = Schema.Codec<A, Schema.Json>

@@ -155,6 +155,15 @@ export class DurableAgentRuntime extends Context.Service<
       threadId: ThreadId,
       options: { readonly yieldAfter: DateTime.Utc },
     ) => Effect.Effect<HeadAttempt, DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch>
+    /**
+     * Claims a due Submission in place (a timed wait whose due time came, or a due row whose
+     * Attempt died) and runs one bounded Attempt; `Unclaimed` when it is not due, or a live
+     * Attempt holds it. Its lane stays parked behind it while it runs.
+     */
+    readonly attemptDueHead: (
+      submissionId: SubmissionId,
+      options: { readonly yieldAfter: DateTime.Utc },
+    ) => Effect.Effect<HeadAttempt, DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */
     readonly processThreadHead: (
       threadId: ThreadId,

@@ -5,6 +5,9 @@
  * `DurableAgentRuntime` exports the service (its layer requires it); `Testing` exports the
  * locations and handlers.
  *
+ * A timed park (`parkTimed`) is bracketed as `ledger:park:*`; the due path's claim in place as
+ * `ledger:claim-due:*`, followed by `timer:after-fire` before the replay.
+ *
  * Admission and settlement are each one transaction (the ledger records their canonical
  * records itself), so they have no boundary inside them; nor have a settlement with the
  * messages it owes other Objects (`ledger:settle:*`), a join's admission (`ledger:admit:*`),
@@ -26,6 +29,7 @@ const LEDGER_WRITES = [
   "transition",
   "request-abort",
   "settle",
+  "claim-due",
 ] as const
 
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
@@ -39,6 +43,8 @@ export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
     "history:append:after",
     "submit:after-admit",
     "claim:after-claim",
+    "timer:after-fire",
+    "retry:after-failure-park",
     "input:after-canonical-append",
     "step:after-step-append",
     "uncertain:after-start-append",

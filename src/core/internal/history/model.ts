@@ -37,8 +37,34 @@ export const HistoryEntry = Schema.Union([
     schedule: Schema.optionalKey(ScheduleOccurrence),
   }),
   Schema.TaggedStruct("InputApplied", {}),
-  Schema.TaggedStruct("StepCompleted", { step: Schema.Int, name: Schema.String, result: Schema.Json }),
-  Schema.TaggedStruct("StepFailed", { step: Schema.Int, name: Schema.String, error: Schema.String }),
+  Schema.TaggedStruct("StepCompleted", {
+    step: Schema.Int,
+    name: Schema.String,
+    result: Schema.Json,
+    /** The attempts it took, when a retry policy made more than one. */
+    attempts: Schema.optionalKey(Schema.Int),
+  }),
+  Schema.TaggedStruct("StepFailed", {
+    step: Schema.Int,
+    name: Schema.String,
+    error: Schema.String,
+    /** The attempts it took, when a retry policy made more than one. */
+    attempts: Schema.optionalKey(Schema.Int),
+  }),
+  /**
+   * Attempt `attempt` of a retried step failed at `failedAt`; the next one runs no earlier than
+   * `retryAt`, which replay reads and never computes again.
+   */
+  Schema.TaggedStruct("StepAttemptFailed", {
+    step: Schema.Int,
+    name: Schema.String,
+    attempt: Schema.Int,
+    error: Schema.String,
+    failedAt: Schema.Finite,
+    retryAt: Schema.Finite,
+  }),
+  /** The sleep at `step` found its due time `dueAt` reached. */
+  Schema.TaggedStruct("TimerFired", { step: Schema.Int, name: Schema.String, dueAt: Schema.Finite }),
   Schema.TaggedStruct("UncertainStepStarted", {
     step: Schema.Int,
     name: Schema.String,

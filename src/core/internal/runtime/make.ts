@@ -8,7 +8,7 @@ import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
 import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
-import { makeAttemptThreadHead, makeProcessThreadHead } from "./attempt/attemptRun.ts"
+import { makeAttemptDueHead, makeAttemptThreadHead, makeProcessThreadHead } from "./attempt/attemptRun.ts"
 import { makeInspect, makePreviewRecovery } from "./recovery/inspect.ts"
 import { makeRunRecovery } from "./recovery/recoveryExecute.ts"
 import { AdmissionCapacity } from "./admission/admissionCapacity.ts"
@@ -39,6 +39,7 @@ export const makeRuntime = Effect.gen(function* () {
     ...makeResolutions(env),
     runRecovery: makeRunRecovery(env),
     attemptThreadHead,
+    attemptDueHead: makeAttemptDueHead(env),
     receive: makeReceive(env),
     recordDelivery: makeRecordDelivery(env),
     processThreadHead: makeProcessThreadHead(attemptThreadHead),

@@ -8,15 +8,32 @@
  */
 import { Clock, Effect, Option, type Schema } from "effect"
 import { type DurableWorkerFailure, RunJournalError } from "../shared/model.ts"
-import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "../../ledger/model.ts"
+import {
+  type Claim,
+  type Fence,
+  OwnershipLost,
+  type SubmissionNotFound,
+  type WaitRecord,
+} from "../../ledger/model.ts"
+import type { RuntimeFailpointLocation } from "../../../RuntimeFailpoint.ts"
 import { utf8ByteLength } from "../../ledger/rules.ts"
 import type { HistoryEntry } from "../../history/model.ts"
 import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 
+/** A timed wait the Attempt ends in: the park `parkTimed` makes, and the failpoint after it. @internal */
+export interface TimedStop {
+  readonly wait: WaitRecord
+  readonly dueAt: number
+  /** Records appended with the park (a failed attempt's, with what the Attempt staged). */
+  readonly entries: ReadonlyArray<HistoryEntry>
+  readonly after?: RuntimeFailpointLocation
+}
+
 /** Why an Attempt ended before its program returned. @internal */
 export type AttemptStop =
   | { readonly _tag: "Yield" }
-  | { readonly _tag: "Suspend"; readonly child?: number }
+  | { readonly _tag: "Suspend"; readonly child?: number; readonly wait?: WaitRecord }
+  | { readonly _tag: "Wait"; readonly park: TimedStop }
   | { readonly _tag: "Unknown" }
   | { readonly _tag: "Abort" }
   | { readonly _tag: "Denied"; readonly note?: string }

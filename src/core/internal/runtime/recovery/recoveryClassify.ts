@@ -103,8 +103,9 @@ export const classifyRecovery = (
 }
 
 /**
- * An open uncertain step: reconciled by the next Attempt when its reconcile may run now, waiting
- * for a later pass after a failed reconcile, or else recorded and left for an operator.
+ * An open uncertain step: reconciled by the next Attempt when its reconcile may run now, parked
+ * until its next try after a failed reconcile (a timed wait), or else recorded and left for an
+ * operator.
  */
 const unknownDecision = (open: OpenUncertain, now: number): RecoveryDecision => {
   const reconcile = reconcileStatus(open, now)
@@ -132,10 +133,10 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "RepairJoinMarker":
     case "SettleJoinedWithHost":
     case "ReconcileUnknown":
+    case "AwaitReconcileRetry":
       return "repaired"
     case "ApplyInput":
     case "ResumeFromTurnBoundary":
-    case "AwaitReconcileRetry":
     case "Due":
       return "deferred"
     case "MarkUnknown":

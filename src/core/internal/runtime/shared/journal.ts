@@ -18,6 +18,12 @@ export interface JournalPosition {
   readonly childStarted?: Entry<"ChildStarted">
   readonly childAwaited?: Entry<"ChildAwaited">
   readonly inputJoined?: Entry<"InputJoined">
+  /** The sleep at this position fired. */
+  readonly timerFired?: Entry<"TimerFired">
+  /** Failed attempts of a retried step, in order. */
+  readonly attemptsFailed?: ReadonlyArray<Entry<"StepAttemptFailed">>
+  /** The current run of an uncertain step ended in a failed attempt (a retry starts a new run). */
+  readonly runFailed?: boolean
   /** Reconciles started for the current run of an uncertain step. */
   readonly reconcileAttempts?: number
   /** The last reconcile answer for the current run of an uncertain step. */
@@ -141,9 +147,19 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
         position.uncertainStarted = entry
         delete position.unknownRecorded
         delete position.reconciled
+        delete position.runFailed
         position.reconcileAttempts = 0
         break
       }
+      case "StepAttemptFailed": {
+        const position = at(entry.step)
+        position.attemptsFailed = [...(position.attemptsFailed ?? []), entry]
+        if (position.uncertainStarted !== undefined) position.runFailed = true
+        break
+      }
+      case "TimerFired":
+        at(entry.step).timerFired = entry
+        break
       case "ReconcileStarted": {
         const position = at(entry.step)
         position.reconcileAttempts = (position.reconcileAttempts ?? 0) + 1
@@ -196,6 +212,7 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
     if (
       openUncertain === undefined &&
       started !== undefined &&
+      position.runFailed !== true &&
       position.completed === undefined &&
       position.failed === undefined &&
       position.unknownResolved === undefined &&

@@ -31,7 +31,7 @@ export const RecoveryDecision = Schema.Union([
   Schema.TaggedStruct("AwaitUnknownResolution", { step: Schema.Int }),
   /** An Unknown Outcome whose step has a reconcile that may run now: the next Attempt runs it. */
   Schema.TaggedStruct("ReconcileUnknown", { step: Schema.Int }),
-  /** An Unknown Outcome whose last reconcile failed: it runs again at a pass after `notBefore`. */
+  /** An Unknown Outcome whose last reconcile failed: it is parked until `notBefore`, then runs again. */
   Schema.TaggedStruct("AwaitReconcileRetry", { step: Schema.Int, notBefore: Schema.Finite }),
   Schema.TaggedStruct("ApplyUnknownResolutions", {}),
   Schema.TaggedStruct("AwaitApprovalDecision", {}),
@@ -80,8 +80,11 @@ export class RecoveryReport extends Schema.Class<RecoveryReport>(
 export type HeadAttempt =
   /** The head settled in this Attempt. */
   | { readonly _tag: "Settled"; readonly settlement: Settlement }
-  /** The head moved into a stable wait: an approval request, or an Unknown Outcome. */
-  | { readonly _tag: "Parked"; readonly wait: "suspended" | "unknown" }
+  /**
+   * The head moved into a wait: a stable one (an approval request, a child, an Unknown
+   * Outcome), or a timed one (`waiting`: a sleep, a retry's backoff, a reconcile's next try).
+   */
+  | { readonly _tag: "Parked"; readonly wait: "suspended" | "unknown" | "waiting" }
   /** The Attempt yielded between turns; `journaled` when it recorded something before. */
   | { readonly _tag: "Yielded"; readonly journaled: boolean }
   /** Nothing was claimable: no head, a live owner elsewhere, or a wait. */
