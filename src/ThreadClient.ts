@@ -9,14 +9,14 @@ import { Effect, Schema } from "effect"
 import { type ApprovalDecision, Receipt, type UnknownResolution } from "./core/DurableAgentRuntime.ts"
 import type { Settlement as SettlementType } from "./core/SubmissionLedger.ts"
 import { Settlement } from "./core/SubmissionLedger.ts"
-import type { RpcResult } from "./internal/object/protocol.ts"
+import type { RpcResult } from "./internal/object/requests.ts"
 import { fromRpcResult, type ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 import {
   HistoryPageView,
   MaintenanceInspection,
   SubmissionStatus,
   ThreadStatus,
-} from "./internal/object/views.ts"
+} from "./internal/object/statusViews.ts"
 import type { ThreadObjectRpc } from "./ThreadObject.ts"
 import { Caller } from "./internal/object/authorization.ts"
 import { MaintenanceRepair } from "./internal/maintenance/repair.ts"
@@ -25,10 +25,10 @@ import {
   SubmissionExplanation,
   SubmissionProgress,
   VerifyReport,
-} from "./internal/operator/views.ts"
+} from "./internal/operator/reports.ts"
 import { ThreadId } from "./core/Identifiers.ts"
 
-export { InvalidRequest } from "./internal/object/protocol.ts"
+export { InvalidRequest } from "./internal/object/requests.ts"
 export { Caller, Unauthorized } from "./internal/object/authorization.ts"
 export { MaintenanceRecordDamaged } from "./internal/maintenance/errors.ts"
 export { MaintenanceRepair } from "./internal/maintenance/repair.ts"
@@ -43,7 +43,7 @@ export {
   SubmissionProgress,
   VerifyReport,
   Violation,
-} from "./internal/operator/views.ts"
+} from "./internal/operator/reports.ts"
 export { ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 export {
   HistoryPageView,
@@ -51,7 +51,7 @@ export {
   MaintenanceInspection,
   SubmissionStatus,
   ThreadStatus,
-} from "./internal/object/views.ts"
+} from "./internal/object/statusViews.ts"
 
 /** Any namespace whose Objects speak the `ThreadObject` protocol. */
 export interface ThreadNamespace {

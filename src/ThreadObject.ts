@@ -19,14 +19,14 @@ import { safeCauseMessage } from "./internal/boundary.ts"
 import { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
 import { recordDamageOf } from "./internal/maintenance/errors.ts"
 import { MaintenanceRepair } from "./internal/maintenance/repair.ts"
-import { decodeInput, type EntryPoints, makeEntryPoints } from "./internal/object/entryPoints.ts"
-import { makeOperatorEntryPoints, type OperatorEntryPoints } from "./internal/object/operatorEntryPoints.ts"
+import { decodeInput, type EntryPoints, makeEntryPoints } from "./internal/object/handlers.ts"
+import { makeOperatorEntryPoints, type OperatorEntryPoints } from "./internal/object/operatorHandlers.ts"
 import {
   ObjectObligations,
   SubmissionExplanation,
   SubmissionProgress,
   VerifyReport,
-} from "./internal/operator/views.ts"
+} from "./internal/operator/reports.ts"
 import {
   namespaceLayer,
   platformLayer,
@@ -38,14 +38,14 @@ import {
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
 import { toPortResult } from "./internal/object/portCall.ts"
-import type { RpcResult } from "./internal/object/protocol.ts"
+import type { RpcResult } from "./internal/object/requests.ts"
 import { clientError, type EntryPointError, toRpcResult } from "./internal/object/rpc.ts"
 import {
   HistoryPageView,
   MaintenanceInspection,
   SubmissionStatus,
   ThreadStatus,
-} from "./internal/object/views.ts"
+} from "./internal/object/statusViews.ts"
 
 export type {
   Authorization,

@@ -12,7 +12,7 @@ import {
   threadName,
 } from "./support.ts"
 import type { ThreadObjectRpc } from "../../src/ThreadObject.ts"
-import type { RpcResult } from "../../src/internal/object/protocol.ts"
+import type { RpcResult } from "../../src/internal/object/requests.ts"
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined

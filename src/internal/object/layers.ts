@@ -33,7 +33,7 @@ import { RoutedPort } from "../../RoutedPort.ts"
 import { messageDeliveryLayer } from "../delivery/layer.ts"
 import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
-import { databaseCapacityLayer } from "./capacity.ts"
+import { databaseCapacityLayer } from "./databaseCapacity.ts"
 import { sqlClientLayer } from "./sqlClient.ts"
 
 /** The per-incarnation services a `ThreadObject` class provides to its application layer. */

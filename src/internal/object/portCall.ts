@@ -17,8 +17,8 @@ import {
   type PortRequestTag,
   portRequestAccess,
 } from "../port/protocol.ts"
-import { decodeInput } from "./entryPoints.ts"
-import type { RpcResult } from "./protocol.ts"
+import { decodeInput } from "./handlers.ts"
+import type { RpcResult } from "./requests.ts"
 
 const encodeReply = Schema.encodeSync(PortReply)
 const encodeRefusal = Schema.encodeSync(PortProtocolError)

@@ -29,7 +29,7 @@ import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/f
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableAlarmError, MaintenanceRecordDamaged } from "../maintenance/errors.ts"
 import { Unauthorized } from "./authorization.ts"
-import { InvalidRequest, type RpcResult } from "./protocol.ts"
+import { InvalidRequest, type RpcResult } from "./requests.ts"
 
 /** The RPC could not reach the Object, or the Object failed unexpectedly. */
 export class ThreadObjectUnavailable extends Schema.TaggedError<ThreadObjectUnavailable>()(

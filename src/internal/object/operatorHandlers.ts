@@ -18,7 +18,7 @@ import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { explainSubmission } from "../operator/explain.ts"
 import { deriveObligations } from "../operator/obligations.ts"
 import { verifyStorage } from "../operator/verify.ts"
-import { SubmissionProgress } from "../operator/views.ts"
+import { SubmissionProgress } from "../operator/reports.ts"
 import { type Authorization, authorize } from "./authorization.ts"
 import { readAllHistory, readLedger, readMaintenanceView } from "./operatorReads.ts"
 import {
@@ -28,8 +28,8 @@ import {
   SubmissionAddress,
   SubmissionsInput,
   ThreadAddress,
-} from "./protocol.ts"
-import { submissionStatus } from "./views.ts"
+} from "./requests.ts"
+import { submissionStatus } from "./statusViews.ts"
 
 type Decode = <A, I>(
   entryPoint: string,

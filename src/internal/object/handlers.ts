@@ -27,8 +27,8 @@ import {
   SubmissionCommand,
   ThreadAddress,
   UnknownInput,
-} from "./protocol.ts"
-import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./views.ts"
+} from "./requests.ts"
+import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
 
 /**
  * How far a raw request may exceed `limits.maxInputBytes` before decoding, in UTF-16 units: the
