@@ -1,11 +1,11 @@
 /**
- * The operator entry points of a `ThreadObject`: `explain`, `obligations`, `verify`,
- * `awaitProgress`, the lane listing for consoles, the droppable `wake` hint, and the
- * authorized `repairMaintenance`. All but the last two only read: they never write the
- * maintenance record, the alarm or the ledger, so they keep answering while the record is
- * damaged and cannot disturb a running pass.
+ * The handlers of a `ThreadObject`'s operator calls: `explain`, `obligations`, `verify`,
+ * `awaitProgress`, the lane listing for consoles, the droppable `wake` hint, and
+ * `repairMaintenance`. All but the last two only read: they never write the maintenance
+ * record, the alarm or the ledger, so they keep answering while the record is damaged and
+ * cannot disturb a running pass.
  */
-import { Clock, Effect, Option, Schema, Stream } from "effect"
+import { Clock, Effect, Option, Stream } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
@@ -19,22 +19,9 @@ import { explainSubmission } from "../operator/explain.ts"
 import { deriveObligations } from "../operator/obligations.ts"
 import { verifyStorage } from "../operator/verify.ts"
 import { SubmissionProgress } from "../operator/reports.ts"
-import { type Authorization, authorize } from "./authorization.ts"
+import type { CallHandler } from "./dispatch.ts"
 import { readAllHistory, readLedger, readMaintenanceView } from "./operatorReads.ts"
-import {
-  type InvalidRequest,
-  ProgressInput,
-  RepairInput,
-  SubmissionAddress,
-  SubmissionsInput,
-  ThreadAddress,
-} from "./requests.ts"
 import { submissionStatus } from "./statusViews.ts"
-
-type Decode = <A, I>(
-  entryPoint: string,
-  schema: Schema.Codec<A, I>,
-) => (raw: unknown) => Effect.Effect<A, InvalidRequest, CloudflareDurableRuntimeConfig>
 
 const inspectAddressed = (address: { readonly threadId: string; readonly submissionId: string }) =>
   Effect.gen(function* () {
@@ -77,141 +64,144 @@ const confirmed = <A, E, R>(read: Effect.Effect<A, E, R>, missing: (a: A) => boo
     missing(first) ? Effect.andThen(Effect.sleep(alarmSettleMillis), read) : Effect.succeed(first),
   )
 
+type OperatorCall =
+  | "explain"
+  | "obligations"
+  | "verify"
+  | "awaitProgress"
+  | "submissions"
+  | "threads"
+  | "wake"
+  | "repairMaintenance"
+
 /** @internal */
-export const makeOperatorEntryPoints = (decode: Decode, authorization: Authorization | undefined) => ({
-  explain: Effect.fn("ThreadObject.explain")(function* (raw: unknown) {
-    const request = yield* decode("explain", SubmissionAddress)(raw)
-    const inspection = yield* inspectAddressed(request)
-    const ledger = yield* SubmissionLedger
-    const head = Option.getOrUndefined(yield* ledger.head(request.threadId))
-    const ahead =
-      head === undefined
-        ? 0
-        : yield* aheadOf(request.threadId, head.queueSequence, inspection.row.queueSequence)
-    return explainSubmission({
-      inspection,
-      head,
-      ahead,
-      maintenance: yield* readMaintenanceView,
-      now: yield* Clock.currentTimeMillis,
-    })
-  }),
-
-  obligations: Effect.fn("ThreadObject.obligations")(function* (raw: unknown) {
-    yield* decode("obligations", ThreadAddress)(raw)
-    const runtime = yield* DurableAgentRuntime
-    const config = yield* CloudflareDurableRuntimeConfig
-    const publication = yield* ThreadPublication
-    // The application provides its hooks to the maintenance layer, not to this incarnation's
-    // context: their deadline is read from the service that captured them.
-    const host = (yield* ThreadMaintenance).hostDeadline
-    const ledger = yield* SubmissionLedger
-    const alarm = yield* DurableAlarmService
-    const read = Effect.gen(function* () {
-      const maintenance = yield* readMaintenanceView
-      const passRunning = yield* alarm.passRunning
-      return deriveObligations({
-        maintenance,
-        nonterminal: yield* Stream.runCollect(ledger.scanNonterminal),
-        reports: yield* runtime.previewRecovery,
-        hostDeadline: yield* host,
-        publicationDeadline: yield* publication.pendingDeadline,
+export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } = {
+  explain: (request) =>
+    Effect.gen(function* () {
+      const inspection = yield* inspectAddressed(request)
+      const ledger = yield* SubmissionLedger
+      const head = Option.getOrUndefined(yield* ledger.head(request.threadId))
+      const ahead =
+        head === undefined
+          ? 0
+          : yield* aheadOf(request.threadId, head.queueSequence, inspection.row.queueSequence)
+      return explainSubmission({
+        inspection,
+        head,
+        ahead,
+        maintenance: yield* readMaintenanceView,
         now: yield* Clock.currentTimeMillis,
-        timing: alarmTiming(config),
-        passRunning,
       })
-    })
-    return yield* confirmed(read, (derived) => derived.mismatch?.kind === "missing")
-  }),
+    }),
 
-  verify: Effect.fn("ThreadObject.verify")(function* (raw: unknown) {
-    yield* decode("verify", ThreadAddress)(raw)
-    const runtime = yield* DurableAgentRuntime
-    const alarm = yield* DurableAlarmService
-    const read = Effect.gen(function* () {
-      const maintenance = yield* readMaintenanceView
-      const passRunning = yield* alarm.passRunning
-      const { rows, counted } = yield* readLedger
-      return verifyStorage({
-        maintenance,
-        rows,
-        records: yield* readAllHistory,
-        counted,
-        reports: yield* runtime.previewRecovery,
-        now: yield* Clock.currentTimeMillis,
-        passRunning,
-      })
-    })
-    return yield* confirmed(read, (report) =>
-      report.violations.some((violation) => violation.invariant === "owed-work-has-alarm"),
-    )
-  }),
-
-  awaitProgress: Effect.fn("ThreadObject.awaitProgress")(function* (raw: unknown) {
-    const request = yield* decode("awaitProgress", ProgressInput)(raw)
-    const history = yield* ThreadHistory
-    const { settlementPollInterval } = yield* DurableRuntimeConfig
-    const afterSequence = Number.parseInt(request.after?.split(".")[0] ?? "0", 10) || 0
-    const start = yield* Clock.currentTimeMillis
-    while (true) {
-      const { row, lastSequence } = yield* inspectAddressed(request)
-      const token = progressToken(lastSequence, row)
-      const elapsed = (yield* Clock.currentTimeMillis) - start
-      const changed = request.after === undefined || token !== request.after
-      if (changed || elapsed >= request.timeoutMillis) {
-        const records = changed
-          ? (yield* history.forSubmission(row.submissionId)).filter(
-              (record) => record.sequence > afterSequence,
-            )
-          : []
-        return SubmissionProgress.make({
-          token,
-          changed,
-          state: row.state,
-          producerEpoch: row.producerEpoch,
-          records,
-          ...(row.settlement === undefined ? {} : { settlement: row.settlement }),
+  obligations: () =>
+    Effect.gen(function* () {
+      const runtime = yield* DurableAgentRuntime
+      const config = yield* CloudflareDurableRuntimeConfig
+      const publication = yield* ThreadPublication
+      // The application provides its hooks to the maintenance layer, not to this incarnation's
+      // context: their deadline is read from the service that captured them.
+      const host = (yield* ThreadMaintenance).hostDeadline
+      const ledger = yield* SubmissionLedger
+      const alarm = yield* DurableAlarmService
+      const read = Effect.gen(function* () {
+        const maintenance = yield* readMaintenanceView
+        const passRunning = yield* alarm.passRunning
+        return deriveObligations({
+          maintenance,
+          nonterminal: yield* Stream.runCollect(ledger.scanNonterminal),
+          reports: yield* runtime.previewRecovery,
+          hostDeadline: yield* host,
+          publicationDeadline: yield* publication.pendingDeadline,
+          now: yield* Clock.currentTimeMillis,
+          timing: alarmTiming(config),
+          passRunning,
         })
+      })
+      return yield* confirmed(read, (derived) => derived.mismatch?.kind === "missing")
+    }),
+
+  verify: () =>
+    Effect.gen(function* () {
+      const runtime = yield* DurableAgentRuntime
+      const alarm = yield* DurableAlarmService
+      const read = Effect.gen(function* () {
+        const maintenance = yield* readMaintenanceView
+        const passRunning = yield* alarm.passRunning
+        const { rows, counted } = yield* readLedger
+        return verifyStorage({
+          maintenance,
+          rows,
+          records: yield* readAllHistory,
+          counted,
+          reports: yield* runtime.previewRecovery,
+          now: yield* Clock.currentTimeMillis,
+          passRunning,
+        })
+      })
+      return yield* confirmed(read, (report) =>
+        report.violations.some((violation) => violation.invariant === "owed-work-has-alarm"),
+      )
+    }),
+
+  awaitProgress: (request) =>
+    Effect.gen(function* () {
+      const history = yield* ThreadHistory
+      const { settlementPollInterval } = yield* DurableRuntimeConfig
+      const afterSequence = Number.parseInt(request.after?.split(".")[0] ?? "0", 10) || 0
+      const start = yield* Clock.currentTimeMillis
+      while (true) {
+        const { row, lastSequence } = yield* inspectAddressed(request)
+        const token = progressToken(lastSequence, row)
+        const elapsed = (yield* Clock.currentTimeMillis) - start
+        const changed = request.after === undefined || token !== request.after
+        if (changed || elapsed >= request.timeoutMillis) {
+          const records = changed
+            ? (yield* history.forSubmission(row.submissionId)).filter(
+                (record) => record.sequence > afterSequence,
+              )
+            : []
+          return SubmissionProgress.make({
+            token,
+            changed,
+            state: row.state,
+            producerEpoch: row.producerEpoch,
+            records,
+            ...(row.settlement === undefined ? {} : { settlement: row.settlement }),
+          })
+        }
+        yield* Effect.sleep(Math.min(settlementPollInterval, request.timeoutMillis - elapsed))
       }
-      yield* Effect.sleep(Math.min(settlementPollInterval, request.timeoutMillis - elapsed))
-    }
-  }),
+    }),
 
-  submissions: Effect.fn("ThreadObject.submissions")(function* (raw: unknown) {
-    const request = yield* decode("submissions", SubmissionsInput)(raw)
-    const ledger = yield* SubmissionLedger
-    const rows = yield* ledger.lanePage(request.threadId, {
-      after: request.after ?? 0,
-      limit: request.limit ?? 50,
-    })
-    return rows.map(submissionStatus)
-  }),
+  submissions: (request) =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      const rows = yield* ledger.lanePage(request.threadId, {
+        after: request.after ?? 0,
+        limit: request.limit ?? 50,
+      })
+      return rows.map(submissionStatus)
+    }),
 
-  threads: Effect.fn("ThreadObject.threads")(function* () {
-    const ledger = yield* SubmissionLedger
-    return yield* ledger.threadIds
-  }),
+  threads: () =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      return yield* ledger.threadIds
+    }),
 
-  wake: Effect.fn("ThreadObject.wake")(function* (raw: unknown) {
-    yield* decode("wake", ThreadAddress)(raw)
-    const alarm = yield* DurableAlarmService
-    // A droppable hint: the durable generation, not this alarm, carries correctness.
-    yield* alarm.scheduleNow.pipe(
-      Effect.catchCause((cause) => Effect.logWarning("Thread wake hint dropped", cause)),
-    )
-  }),
+  wake: () =>
+    Effect.gen(function* () {
+      const alarm = yield* DurableAlarmService
+      // A droppable hint: the durable generation, not this alarm, carries correctness.
+      yield* alarm.scheduleNow.pipe(
+        Effect.catchCause((cause) => Effect.logWarning("Thread wake hint dropped", cause)),
+      )
+    }),
 
-  repairMaintenance: Effect.fn("ThreadObject.repairMaintenance")(function* (raw: unknown) {
-    const request = yield* decode("repairMaintenance", RepairInput)(raw)
-    yield* authorize(authorization, {
-      entryPoint: "repairMaintenance",
-      caller: request.caller,
-      threadId: request.threadId,
-    })
-    const maintenance = yield* ThreadMaintenance
-    return yield* maintenance.repair
-  }),
-})
-
-/** @internal */
-export type OperatorEntryPoints = ReturnType<typeof makeOperatorEntryPoints>
+  repairMaintenance: () =>
+    Effect.gen(function* () {
+      const maintenance = yield* ThreadMaintenance
+      return yield* maintenance.repair
+    }),
+}

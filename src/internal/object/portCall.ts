@@ -17,8 +17,8 @@ import {
   type PortRequestTag,
   portRequestAccess,
 } from "../port/protocol.ts"
-import { decodeInput } from "./handlers.ts"
-import type { RpcResult } from "./requests.ts"
+import { decodeRequest } from "./decodeRequest.ts"
+import type { RpcResult } from "./rpc.ts"
 
 const encodeReply = Schema.encodeSync(PortReply)
 const encodeRefusal = Schema.encodeSync(PortProtocolError)
@@ -54,7 +54,7 @@ const refusedAs = (reason: PortProtocolError["reason"]) => (error: { readonly me
 /** @internal */
 export const makePortCall = <R>(handlers: PortHandlers<R>) =>
   Effect.fn("ThreadObject.portCall")(function* (raw: unknown) {
-    const { messageId, request } = yield* decodeInput(
+    const { messageId, request } = yield* decodeRequest(
       "portCall",
       PortEnvelope,
     )(raw).pipe(Effect.mapError(refusedAs("malformed-request")))
