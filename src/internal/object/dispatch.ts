@@ -52,8 +52,15 @@ export type InternalFailure =
   | DurableAlarmError
   | DurableRuntimeFailpointError
 
-/** The reason each internal error is reported with. */
-const REASONS: { readonly [Tag in InternalFailure["_tag"]]: ThreadObjectFailureReason } = {
+/**
+ * The reason each internal error is reported with. Anything else, such as a failure a test
+ * failpoint injected (whose name stays out of production bundles), is `internal`.
+ */
+const REASONS: {
+  readonly [
+    Tag in Exclude<InternalFailure["_tag"], "DurableRuntimeFailpointError">
+  ]: ThreadObjectFailureReason
+} = {
   FenceRejected: "conflict",
   OwnershipLost: "conflict",
   InvalidTransition: "conflict",
@@ -66,7 +73,6 @@ const REASONS: { readonly [Tag in InternalFailure["_tag"]]: ThreadObjectFailureR
   BindingUnavailable: "binding",
   BindingDigestMismatch: "binding",
   DurableAlarmError: "alarm",
-  DurableRuntimeFailpointError: "internal",
 }
 
 const MESSAGES: { readonly [Reason in ThreadObjectFailureReason]: string } = {
@@ -100,7 +106,7 @@ const decodeCaller = Schema.decodeUnknownEffect(Schema.UndefinedOr(Caller))
 /** The `ThreadObjectFailure` an internal error is reported as. */
 const failureOf = (entryPoint: CallName, error: unknown): ThreadObjectFailure => {
   const tag = (error as { readonly _tag?: unknown } | undefined)?._tag
-  const reason = (typeof tag === "string" ? REASONS[tag as InternalFailure["_tag"]] : undefined) ?? "internal"
+  const reason = (typeof tag === "string" ? REASONS[tag as keyof typeof REASONS] : undefined) ?? "internal"
   return new ThreadObjectFailure({ entryPoint, reason, message: `${entryPoint}: ${MESSAGES[reason]}` })
 }
 
