@@ -4,9 +4,11 @@
  * The constructor does only O(1) local work under `blockConcurrencyWhile`: it builds the
  * incarnation's layers once (config decode, migrations) and runs `ThreadMaintenance.ensureAlarm`.
  * It never runs recovery and never calls another Object. `alarm()` runs one maintenance pass;
- * a failed pass rejects, so workerd redelivers. Mutating entry points go through the shared
- * mutation gate; read-only ones never touch maintenance state. One physical Object may host
- * several Threads (lanes) that share its alarm and maintenance record.
+ * a failed pass rejects, so workerd redelivers. Its call methods are derived from the one table
+ * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
+ * application's authorization with the call's kind, and runs the call's handler. Mutations go
+ * through the shared mutation gate; reads never touch maintenance state. One physical Object
+ * may host several Threads (lanes) that share its alarm and maintenance record.
  */
 import { DurableObject } from "cloudflare:workers"
 import { Clock, Effect, Exit, Layer, ManagedRuntime } from "effect"

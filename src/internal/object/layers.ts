@@ -75,8 +75,9 @@ export interface ThreadObjectOptions {
    */
   readonly namespaceBinding?: string
   /**
-   * Checks of the privileged entry points (approve/deny, resolve, abort, retry, repair). Without
-   * it every caller that reaches the Object is trusted.
+   * The check every call passes, reads included, with its kind (`read`, `mutate`, `operate`),
+   * the caller and the Thread it addresses; see `AuthorizationCheck`. Without it every caller
+   * that reaches the Object (a Worker holding its namespace binding) is trusted with every call.
    */
   readonly authorization?: Authorization
   /** Test failpoints from `Testing.failpoints`; production Objects have none. */
