@@ -9,7 +9,7 @@ import { Effect, Schema } from "effect"
 import type { BindingDigestMismatch, BindingUnavailable } from "../../core/AgentRegistration.ts"
 import type { RunJournalError, SettlementConflict, ThreadStoreError } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
-import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
+import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/shared/failpointError.ts"
 import type { MessageOutboxError } from "../../core/MessageOutbox.ts"
 import type {
   FenceRejected,
