@@ -1,6 +1,7 @@
+import { runDurableObjectAlarm } from "cloudflare:test"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Schema } from "effect"
-import { DurableRuntimeFailpointError } from "../src/Testing.ts"
+import { AlarmsNotQuiet, DurableRuntimeFailpointError, runAlarmsUntilQuiet } from "../src/Testing.ts"
 import * as ThreadClient from "../src/ThreadClient.ts"
 import { clientOf, ledgerRows, stubOf, threadName } from "./object/support.ts"
 import { switchboard } from "./worker/threadObject.ts"
@@ -59,6 +60,103 @@ describe("Testing", () => {
       expect(Exit.isFailure(refused)).toBe(true)
       // The refused admission wrote nothing: only the first Submission has a row.
       expect(yield* ledgerRows(thread)).toHaveLength(1)
+    }),
+  )
+})
+
+describe("runAlarmsUntilQuiet", () => {
+  const quiet = (thread: string, options: { readonly maxDeliveries?: number } = {}) =>
+    runAlarmsUntilQuiet({
+      client: clientOf(thread),
+      runAlarm: () => runDurableObjectAlarm(stubOf(thread)),
+      ...options,
+    })
+
+  it.live("delivers alarms until every queued Submission has settled and no alarm is left", () =>
+    Effect.gen(function* () {
+      const thread = threadName("quiet")
+      const client = clientOf(thread)
+      const receipts = yield* Effect.forEach(["a", "b", "c"], (text) =>
+        client.submit({ agentId: "echo", idempotencyKey: text, input: { text } }),
+      )
+      const result = yield* quiet(thread)
+      expect(result.obligations).toMatchObject({ obligations: [], scheduledAlarm: null, passRunning: false })
+      for (const { submissionId } of receipts) {
+        expect((yield* client.status(submissionId)).state).toBe("settled")
+      }
+    }),
+  )
+
+  it.live("stops at a stable wait: a pending approval owes nothing and keeps no alarm", () =>
+    Effect.gen(function* () {
+      const thread = threadName("approval")
+      const client = clientOf(thread)
+      const { submissionId } = yield* client.submit({
+        agentId: "review",
+        idempotencyKey: "draft",
+        input: { draft: "terms" },
+      })
+      yield* quiet(thread)
+      expect((yield* client.explain(submissionId)).reason._tag).toBe("WaitingForApproval")
+      expect((yield* client.obligations).scheduledAlarm).toBeNull()
+    }),
+  )
+
+  it.live("waits for a pass the pool delivered by itself instead of reading the Object halfway", () =>
+    Effect.gen(function* () {
+      const thread = threadName("pool")
+      const client = clientOf(thread)
+      const id = stubOf(thread).id
+      // The pool's own delivery of the submit's alarm pauses before its begin transaction: the
+      // slot is empty then (the delivery took the alarm, the prearm is not written yet).
+      let paused = false
+      switchboard.install(id, {
+        maintenance: (location) =>
+          location === "maintenance:begin:before" && !paused
+            ? Effect.andThen(
+                Effect.sync(() => (paused = true)),
+                Effect.sleep(300),
+              )
+            : Effect.void,
+      })
+      const { submissionId } = yield* client.submit({
+        agentId: "echo",
+        idempotencyKey: "k",
+        input: { text: "x" },
+      })
+      yield* Effect.promise(async () => {
+        for (
+          let round = 0;
+          round < 100 && !(await Effect.runPromise(client.obligations)).passRunning;
+          round++
+        ) {
+          await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+      })
+      expect(yield* client.obligations).toMatchObject({ passRunning: true, scheduledAlarm: null })
+      yield* quiet(thread).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
+      expect((yield* client.status(submissionId)).state).toBe("settled")
+    }),
+  )
+
+  it.live("fails with AlarmsNotQuiet, naming what is owed, when the bound is reached", () =>
+    Effect.gen(function* () {
+      const thread = threadName("never")
+      const id = stubOf(thread).id
+      switchboard.install(id, {
+        runtime: (location) =>
+          location === "claim:after-claim"
+            ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "always" }))
+            : Effect.void,
+      })
+      yield* clientOf(thread).submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
+      const exit = yield* Effect.exit(quiet(thread, { maxDeliveries: 2 })).pipe(
+        Effect.ensuring(Effect.sync(() => switchboard.remove(id))),
+      )
+      const error = failureOf(exit)
+      expect(error).toBeInstanceOf(AlarmsNotQuiet)
+      expect(error).toMatchObject({ deliveries: 2 })
+      expect((error as AlarmsNotQuiet).obligations.obligations.length).toBeGreaterThan(0)
     }),
   )
 })
