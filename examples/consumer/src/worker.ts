@@ -2,6 +2,7 @@ import { Effect, Layer, type Schema } from "effect"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
 import { triage } from "./agent"
+import { decide } from "./approval"
 import { operatorsOnly } from "./operator"
 import { SettlementLog } from "./settlementLog"
 
@@ -24,6 +25,7 @@ const call = async (
 ): Promise<Effect.Effect<unknown, ThreadClient.ThreadClientError>> => {
   if (request.method !== "POST")
     return view === "explain" ? client.explain(submission) : client.status(submission)
+  if (view === "approve" || view === "deny") return decide(request, client, submission, view === "approve")
   if (submission !== "") return client.abort(submission)
   return client.submit({
     agentId: "triage",
@@ -35,8 +37,9 @@ const call = async (
 
 /**
  * `POST /:thread` with `{ "ticket": "…" }` submits a ticket; `GET /:thread/:submission` reads it,
- * `GET /:thread/:submission/explain` says why it is where it is, and `POST /:thread/:submission`
- * with `Authorization: Bearer <token>` withdraws it.
+ * `GET /:thread/:submission/explain` says why it is where it is; with `Authorization: Bearer
+ * <token>`, `POST /:thread/:submission` withdraws it and `POST /:thread/:submission/approve` (or
+ * `/deny`) decides a refund.
  */
 export default {
   async fetch(request, env) {
