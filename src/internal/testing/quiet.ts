@@ -4,7 +4,9 @@
  * races it: the call finds the slot empty while the pool's own pass runs, or the test reads
  * state in the middle of that pass. This loop decides from what the Object owes
  * (`obligations`), waits while a pass runs, never runs an alarm before its work is due, and
- * counts a delivery whose pass failed as delivered (workerd would redeliver it).
+ * counts a delivery whose pass failed as delivered (workerd would redeliver it). Work owed with
+ * no alarm set is waited for too (the pool may be starting its delivery); if it stays so, the
+ * loop fails at its bound, since nothing would ever run it.
  *
  * It measures real time on purpose: the alarms it races are real workerd alarms, whatever
  * clock the test's own Effects use.
@@ -39,7 +41,7 @@ export interface QuietObject {
   readonly deliveries: number
   /** Deliveries whose pass failed. */
   readonly failedDeliveries: number
-  /** The last reading: no pass running, and no alarm scheduled or nothing owed. */
+  /** The last reading: no pass running and nothing owed (an alarm may remain, a harmless extra wake). */
   readonly obligations: ObjectObligations
 }
 
@@ -53,20 +55,25 @@ export class AlarmsNotQuiet extends Schema.TaggedError<AlarmsNotQuiet>()("Alarms
 const sleep = (millis: number) =>
   Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, millis))))
 
-/** @internal Whether the Object has nothing left for its alarm to do. */
+/**
+ * @internal Whether the Object has nothing left for its alarm to do. An empty alarm slot alone
+ * does not say so: workerd empties the slot when it starts a delivery, a moment before the
+ * handler's pass counts as running.
+ */
 export const isQuiet = (owed: ObjectObligations): boolean =>
-  !owed.passRunning && (owed.scheduledAlarm === null || owed.obligations.length === 0)
+  !owed.passRunning && owed.obligations.length === 0
 
 const summary = (owed: ObjectObligations) =>
-  owed.obligations.length === 0
-    ? `an alarm at ${owed.scheduledAlarm} with nothing owed`
-    : owed.obligations.map((obligation) => `${obligation.source} (${obligation.detail})`).join(", ")
+  [
+    ...owed.obligations.map((obligation) => `${obligation.source} (${obligation.detail})`),
+    ...(owed.passRunning ? ["a pass still running"] : []),
+    ...(owed.scheduledAlarm === null && owed.obligations.length > 0 ? ["no alarm set for it"] : []),
+  ].join(", ")
 
 /**
- * Delivers the Object's alarm until it is quiet: no pass running, and no alarm scheduled or
- * nothing owed (a stable wait, such as a pending approval, is quiet). Work due later (a retry,
- * a lease) is waited for, not run early. Fails with `AlarmsNotQuiet` past `maxDeliveries` or
- * `timeoutMillis`.
+ * Delivers the Object's alarm until it is quiet: no pass running and nothing owed (a stable
+ * wait, such as a pending approval, owes nothing). Work due later (a retry, a lease) is waited
+ * for, not run early. Fails with `AlarmsNotQuiet` past `maxDeliveries` or `timeoutMillis`.
  */
 export const runAlarmsUntilQuiet = <E>(
   options: QuietOptions<E>,
