@@ -1,0 +1,45 @@
+/**
+ * The documentation is checked like code: the API reference in docs/api is what `npm run docs`
+ * generates from the sources' TSDoc now, every export of a public module has TSDoc, and every
+ * relative link and anchor of README.md and docs/ resolves.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { API_DIR, generateApiReference } from "../../scripts/docs/apiReference.ts"
+import { brokenLinks, headingIds } from "../../scripts/docs/links.ts"
+
+const root = fileURLToPath(new URL("../../", import.meta.url))
+const reference = generateApiReference(root)
+
+describe("documentation", () => {
+  it("documents every export of every public module, and every module has a header", () => {
+    expect(reference.missing).toEqual([])
+  })
+
+  it("keeps the API reference in docs/api current (regenerate it with `npm run docs`)", () => {
+    const committed = existsSync(`${root}${API_DIR}`) ? readdirSync(`${root}${API_DIR}`).sort() : []
+    expect(committed).toEqual(
+      [...reference.pages.keys()].map((path) => path.slice(API_DIR.length + 1)).sort(),
+    )
+    for (const [path, content] of reference.pages) {
+      expect(readFileSync(`${root}${path}`, "utf8"), path).toBe(content)
+    }
+  })
+
+  it("has no broken relative link or anchor in README.md and docs/", () => {
+    expect(brokenLinks(root)).toEqual([])
+  })
+
+  it("derives heading anchors as GitHub does", () => {
+    const ids = headingIds(
+      "# Operate it: explain, obligations, verify, repair\n## `Testing` and *more*\n## Set-up\n## Set-up\n```\n# not a heading\n```\n",
+    )
+    expect([...ids]).toEqual([
+      "operate-it-explain-obligations-verify-repair",
+      "testing-and-more",
+      "set-up",
+      "set-up-1",
+    ])
+  })
+})
