@@ -4,7 +4,9 @@
  * relative link and anchor of README.md and docs/ resolves.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { API_DIR, generateApiReference } from "../../scripts/docs/apiReference.ts"
 import { brokenLinks, headingIds } from "../../scripts/docs/links.ts"
@@ -40,6 +42,28 @@ describe("documentation", () => {
       "testing-and-more",
       "set-up",
       "set-up-1",
+    ])
+  })
+
+  it("reports a missing file, a missing heading and an anchor into a source file, but not links in code", () => {
+    const dir = mkdtempSync(join(tmpdir(), "links-"))
+    mkdirSync(join(dir, "docs"))
+    writeFileSync(join(dir, "docs", "guide.md"), "# Guide\n\n## Set-up\n")
+    writeFileSync(join(dir, "main.ts"), "")
+    writeFileSync(
+      join(dir, "README.md"),
+      [
+        "[ok](docs/guide.md#set-up) [ok](#top) [ok](main.ts#L3) [ok](https://example.com/x.md#nope)",
+        "# Top",
+        "[gone](docs/missing.md) [no heading](docs/guide.md#install) [not markdown](main.ts#section)",
+        "`[in code](docs/missing.md)`",
+        "```md\n[in a block](docs/missing.md)\n```",
+      ].join("\n"),
+    )
+    expect(brokenLinks(dir).map((link) => `${link.line} ${link.target}`)).toEqual([
+      "3 docs/missing.md",
+      "3 docs/guide.md#install",
+      "3 main.ts#section",
     ])
   })
 })

@@ -10,6 +10,7 @@ import {
   LATE_ALARM_WARNING_MILLIS,
   type LoggedStorage,
   logMaintenanceEvent,
+  objectLabel,
 } from "../../src/internal/observability/maintenanceLog.ts"
 import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 import { clientOf, deliverUntil, stubOf, threadName } from "./support.ts"
@@ -52,7 +53,7 @@ const storageWith = (record: unknown, alarm: number | null) => {
       return alarm
     },
   }
-  return { storage, reads }
+  return { storage, reads, object: { storage, name: "support" } }
 }
 
 const settledOne = Exit.succeed(
@@ -78,16 +79,18 @@ describe("maintenance log", () => {
     Effect.gen(function* () {
       // TestClock: now is 0.
       const { storage } = storageWith(undefined, 100)
-      const lines = yield* captured(logMaintenanceEvent("events", storage, settledOne, 3))
+      const lines = yield* captured(
+        logMaintenanceEvent("events", { storage, name: "support" }, settledOne, 3),
+      )
       expect(lines).toHaveLength(1)
       expect(lines[0]).toMatchObject({
         level: "Info",
         annotations: { phase: "actionable", settled: 1, recovered: 0, nonterminal: 2, lagMillis: 3 },
       })
       expect(lines[0]?.text).toMatch(
-        /^Thread maintenance ran: 1 settled, 0 recovered, 2 unsettled left; next alarm in \d/,
+        /^Thread maintenance of "support" ran: 1 settled, 0 recovered, 2 unsettled left; next alarm in 100 ms$/,
       )
-      const quiet = storageWith(undefined, null).storage
+      const quiet = storageWith(undefined, null).object
       const caughtUp = Exit.succeed(
         MaintenancePassReport.make({
           phase: "caught-up",
@@ -98,14 +101,23 @@ describe("maintenance log", () => {
         }),
       )
       const [line] = yield* captured(logMaintenanceEvent("events", quiet, caughtUp, undefined))
-      expect(line?.text).toBe("Thread maintenance caught up (no runtime work due); no alarm (nothing owed)")
+      expect(line?.text).toBe(
+        'Thread maintenance of "support" caught up (no runtime work due); no alarm (nothing owed)',
+      )
     }),
   )
+
+  it("names an Object by its name, or by the start of its id", () => {
+    expect(objectLabel({ name: "desk-1", toString: () => "ab".repeat(32) })).toBe("desk-1")
+    expect(objectLabel({ toString: () => "ab".repeat(32) })).toBe("abababababab…")
+  })
 
   it.effect("logs nothing for a healthy event under warnings, and reads no storage for it", () =>
     Effect.gen(function* () {
       const { storage, reads } = storageWith(undefined, 1)
-      expect(yield* captured(logMaintenanceEvent("warnings", storage, settledOne, 10))).toEqual([])
+      expect(
+        yield* captured(logMaintenanceEvent("warnings", { storage, name: "support" }, settledOne, 10)),
+      ).toEqual([])
       expect(reads).toEqual({ kv: 0, alarm: 0 })
     }),
   )
@@ -122,20 +134,22 @@ describe("maintenance log", () => {
         retry: { generation: "7", notBefore: retryAt, nativeOnly: true, stalls: 3 },
       }
       const lines = yield* captured(
-        logMaintenanceEvent("warnings", storageWith(record, retryAt).storage, failed, 0),
+        logMaintenanceEvent("warnings", storageWith(record, retryAt).object, failed, 0),
       )
       expect(lines).toHaveLength(1)
       expect(lines[0]?.level).toBe("Warn")
       expect(lines[0]?.text).toMatch(
-        /^Thread maintenance pass failed \(3 in a row\); Thread "orders" keeps failing; retry in 400 ms: DurableAlarmError: storage refused the claim$/,
+        /^Thread maintenance of "support": the pass failed \(3 in a row\); Thread "orders" keeps failing; retry in 400 ms: DurableAlarmError: storage refused the claim$/,
       )
       expect(lines[0]?.annotations).toMatchObject({ failedInARow: 3, lastThread: "orders" })
       // One failure is not a failing Thread yet.
       const once = { ...record, retry: { ...record.retry, stalls: 1 } }
       const [first] = yield* captured(
-        logMaintenanceEvent("warnings", storageWith(once, retryAt).storage, failed, 0),
+        logMaintenanceEvent("warnings", storageWith(once, retryAt).object, failed, 0),
       )
-      expect(first?.text).toMatch(/^Thread maintenance pass failed \(1 in a row\); retry in/)
+      expect(first?.text).toMatch(
+        /^Thread maintenance of "support": the pass failed \(1 in a row\); retry in/,
+      )
     }),
   )
 
@@ -143,11 +157,20 @@ describe("maintenance log", () => {
     Effect.gen(function* () {
       const { storage, reads } = storageWith(undefined, null)
       const late = yield* captured(
-        logMaintenanceEvent("warnings", storage, settledOne, LATE_ALARM_WARNING_MILLIS + 1),
+        logMaintenanceEvent(
+          "warnings",
+          { storage, name: "support" },
+          settledOne,
+          LATE_ALARM_WARNING_MILLIS + 1,
+        ),
       )
       expect(late.map((line) => line.level)).toEqual(["Warn"])
-      expect(late[0]?.text).toMatch(/^Thread maintenance alarm ran 30\.0 s after its scheduled time/)
-      expect(yield* captured(logMaintenanceEvent("off", storage, failed, 60_000))).toEqual([])
+      expect(late[0]?.text).toMatch(
+        /^Thread maintenance of "support": its alarm ran 30\.0 s after its scheduled time/,
+      )
+      expect(
+        yield* captured(logMaintenanceEvent("off", { storage, name: "support" }, failed, 60_000)),
+      ).toEqual([])
       expect(reads).toEqual({ kv: 0, alarm: 0 })
     }),
   )
@@ -178,9 +201,7 @@ describe("maintenance log in a ThreadObject", () => {
       // The pool may deliver the alarm itself meanwhile: deliver until a failed pass has logged.
       yield* deliverUntil(
         thread,
-        Effect.sync(() =>
-          printed.some((line) => line.includes("Thread maintenance pass failed (1 in a row)")),
-        ),
+        Effect.sync(() => printed.some((line) => line.includes(": the pass failed (1 in a row)"))),
         20,
       ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
     }),

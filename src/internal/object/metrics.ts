@@ -7,7 +7,7 @@ import { Effect, Exit, Layer, Metric } from "effect"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { maintenanceLogSetting } from "../../CloudflareConfig.ts"
 import type { MaintenancePassReport } from "../maintenance/report.ts"
-import { logMaintenanceEvent } from "../observability/maintenanceLog.ts"
+import { logMaintenanceEvent, objectLabel } from "../observability/maintenanceLog.ts"
 import { MaintenanceCounters } from "./views.ts"
 
 const passes = Metric.counter("effect_agent_maintenance_passes", {
@@ -48,7 +48,8 @@ export const recordPass = (exit: Exit.Exit<MaintenancePassReport, unknown>, lagM
       if (exit.value.settled > 0) yield* Metric.update(settlements, exit.value.settled)
     }
     const { ctx, env } = yield* DurableObjectContext
-    yield* logMaintenanceEvent(maintenanceLogSetting(env), ctx.storage, exit, lagMillis)
+    const object = { storage: ctx.storage, name: objectLabel(ctx.id) }
+    yield* logMaintenanceEvent(maintenanceLogSetting(env), object, exit, lagMillis)
   })
 
 /** @internal */

@@ -26,6 +26,16 @@ export interface LoggedStorage {
   readonly getAlarm: () => Promise<number | null>
 }
 
+/** @internal The Object a line is about: its storage, and its name (or id) to print. */
+export interface LoggedObject {
+  readonly storage: LoggedStorage
+  readonly name: string
+}
+
+/** @internal How an Object is named in a line: its name when it has one, else its id's start. */
+export const objectLabel = (id: { readonly name?: string; toString(): string }): string =>
+  id.name ?? `${id.toString().slice(0, 12)}…`
+
 const inMillis = (millis: number) =>
   millis < 1_000 ? `${Math.round(millis)} ms` : `${(millis / 1_000).toFixed(1)} s`
 
@@ -63,7 +73,7 @@ const failureText = (
       ? "workerd redelivers the alarm"
       : `retry in ${inMillis(Math.max(0, retry.notBefore - now))}`
   return {
-    text: `Thread maintenance pass failed (${streak} in a row)${failing}; ${next}: ${message}`,
+    text: `the pass failed (${streak} in a row)${failing}; ${next}: ${message}`,
     annotations: {
       failedInARow: streak,
       ...(lane === undefined ? {} : { lastThread: lane }),
@@ -75,21 +85,25 @@ const failureText = (
 /** @internal Logs one maintenance event as `setting` asks. */
 export const logMaintenanceEvent = (
   setting: MaintenanceLogSetting,
-  storage: LoggedStorage,
+  object: LoggedObject,
   exit: Exit.Exit<MaintenancePassReport, unknown>,
   lagMillis: number | undefined,
 ): Effect.Effect<void> =>
   Effect.gen(function* () {
     if (setting === "off") return
+    const { storage } = object
+    const about = `Thread maintenance of ${JSON.stringify(object.name)}`
     const now = yield* Clock.currentTimeMillis
     if (lagMillis !== undefined && lagMillis > LATE_ALARM_WARNING_MILLIS) {
       yield* Effect.logWarning(
-        `Thread maintenance alarm ran ${inMillis(lagMillis)} after its scheduled time (the Object was evicted, busy or down)`,
+        `${about}: its alarm ran ${inMillis(lagMillis)} after its scheduled time (the Object was evicted, busy or down)`,
       ).pipe(Effect.annotateLogs({ lagMillis }))
     }
     if (Exit.isFailure(exit)) {
       const failure = failureText(exit, storage, now)
-      return yield* Effect.logWarning(failure.text).pipe(Effect.annotateLogs(failure.annotations))
+      return yield* Effect.logWarning(`${about}: ${failure.text}`).pipe(
+        Effect.annotateLogs(failure.annotations),
+      )
     }
     if (setting !== "events") return
     const report = exit.value
@@ -100,7 +114,7 @@ export const logMaintenanceEvent = (
       report.phase === "caught-up"
         ? "caught up (no runtime work due)"
         : `ran: ${report.settled} settled, ${report.recovered} recovered, ${report.nonterminal} unsettled left`
-    yield* Effect.logInfo(`Thread maintenance ${ran}; ${nextAlarmText(alarm, now)}`).pipe(
+    yield* Effect.logInfo(`${about} ${ran}; ${nextAlarmText(alarm, now)}`).pipe(
       Effect.annotateLogs({
         phase: report.phase,
         settled: report.settled,
