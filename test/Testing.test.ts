@@ -135,7 +135,8 @@ describe("runAlarmsUntilQuiet", () => {
           location === "maintenance:begin:before" && !paused
             ? Effect.andThen(
                 Effect.sync(() => (paused = true)),
-                Effect.sleep(300),
+                // Long enough for a loaded machine to look at the Object meanwhile.
+                Effect.sleep(1_000),
               )
             : Effect.void,
       })
@@ -147,7 +148,7 @@ describe("runAlarmsUntilQuiet", () => {
       yield* Effect.promise(async () => {
         for (
           let round = 0;
-          round < 100 && !(await Effect.runPromise(client.obligations)).passRunning;
+          round < 400 && !(await Effect.runPromise(client.obligations)).passRunning;
           round++
         ) {
           await new Promise((resolve) => setTimeout(resolve, 5))
