@@ -11,7 +11,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { DurableObjectContext } from "./CloudflareBindings.ts"
 import { ObjectAddress } from "./core/internal/outbox/model.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
-import type { RpcResult } from "./internal/object/protocol.ts"
+import type { RpcResult } from "./internal/object/rpc.ts"
 import { PortEnvelope, PortProtocolError, PortReply } from "./internal/port/portProtocol.ts"
 
 export {

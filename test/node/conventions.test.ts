@@ -67,11 +67,10 @@ const KEPT_DURATION_FIELDS = new Set([
 ])
 
 /**
- * Import cycles among modules that other work is reshaping now: the Object's calls move to one
- * call table, and the maintenance pass's phases are being separated. Each goes when that lands.
+ * Import cycles among modules that other work is reshaping now: the maintenance pass's phases
+ * are being separated. Each goes when that lands.
  */
 const KNOWN_CYCLES: Record<string, string> = {
-  "internal/object/entryPoints.ts internal/object/portCall.ts": "the Object's calls move to one call table",
   "internal/maintenance/observation.ts internal/maintenance/pass.ts internal/maintenance/rearm.ts":
     "the maintenance pass's phases are being separated",
 }
