@@ -75,6 +75,7 @@ export type {
 export { RecoveryWorklist } from "./internal/runtime/recovery/recoveryExecute.ts"
 export {
   OpenApproval,
+  OpenRetry,
   OpenUncertainStep,
   ReconcileState,
   SubmissionInspection,
