@@ -185,6 +185,28 @@ describe("timed waits on the alarm", () => {
     ),
   )
 
+  it.effect("serve the queue a timer held once the timer's Submission settles", () =>
+    inObject(objectName("timers-freed-lane"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const runs = yield* makeRuns
+        const inc = yield* incarnation(ctx, { agents: [sleeper(runs), threeSteps(runs)] })
+        yield* submit(inc, "lane", "sleeper", "nap", { millis: 2_000 })
+        yield* deliverUntil(ctx, inc, now + 2_000)
+        // Queued behind the sleeper: nothing runs for them until it settles.
+        for (let index = 0; index < 2; index++)
+          yield* submit(inc, "lane", "three-steps", `after-${index}`, { n: index })
+        yield* deliverUntil(ctx, inc, now + 2_000)
+        expect((yield* runsOf(runs)).one).toBeUndefined()
+        // The timer's event settles the sleeper and acknowledges nothing new, yet the lane it
+        // freed is served by the alarms that follow.
+        yield* converge(ctx, inc.maintenance)
+        expect(yield* runsOf(runs)).toMatchObject({ done: 1, one: 2, two: 2, three: 2 })
+        expect(yield* alarmOf(ctx)).toBeNull()
+      }),
+    ),
+  )
+
   it.effect("correct a bound that is too early once, then stay caught up with no SQL", () =>
     inObject(objectName("timers-stale"), (ctx) =>
       Effect.gen(function* () {

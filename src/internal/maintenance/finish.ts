@@ -112,7 +112,14 @@ export const actionableRecord = (
         }
       : {}),
   })
-  const nextDueAt = nextBound(state.nextDueAt, outcome.timers.bound, {
+  // Work the event left behind a generation it did not have to acknowledge (a due row ended the
+  // wait that held its lane) is due like a timer: the next pass is actionable then.
+  const stranded = outcome.autonomous && next.processed >= next.dirty ? outcome.dueAt : undefined
+  const fresh =
+    stranded === undefined || (outcome.timers.bound !== undefined && outcome.timers.bound < stranded)
+      ? outcome.timers.bound
+      : stranded
+  const nextDueAt = nextBound(state.nextDueAt, fresh, {
     now: outcome.now,
     writes: !sameRecord(state, next),
     servedDue: outcome.servedDue,

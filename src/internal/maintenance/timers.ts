@@ -65,18 +65,22 @@ export const readTimers = (
 }
 
 /**
- * The bound an actionable finish stores, from the one it read (`stored`) and the one its rows
- * imply (`fresh`): lowered at once; otherwise replaced only when the record is written anyway
- * (`writes`), or when this event found nothing due although the stored bound said so (it
- * corrects the bound it acted on, once). An event that only resumes timers writes nothing.
+ * The bound an actionable finish stores, from the one it read (`stored`) and the one the event
+ * implies (`fresh`: its timers' bound, or earlier when autonomous work remains behind an
+ * acknowledged generation, which only a due row's Attempt can leave, by ending the wait that
+ * held its lane): lowered at once; dropped once nothing is due any more; otherwise replaced
+ * only when the record is written anyway (`writes`), or when this event found nothing due
+ * although the stored bound said so (it corrects the bound it acted on, once). An event that
+ * only resumes timers writes nothing.
  */
 export const nextBound = (
   stored: number | undefined,
   fresh: number | undefined,
   facts: { readonly now: number; readonly writes: boolean; readonly servedDue: boolean },
 ): number | undefined => {
-  if (fresh !== undefined && (stored === undefined || fresh < stored)) return fresh
+  if (fresh === undefined) return undefined
+  if (stored === undefined || fresh < stored) return fresh
   if (facts.writes) return fresh
-  if (stored !== undefined && stored <= facts.now && !facts.servedDue) return fresh
+  if (stored <= facts.now && !facts.servedDue) return fresh
   return stored
 }

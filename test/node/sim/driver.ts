@@ -159,7 +159,15 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
   const advanceTo = (to: number) => (to > (worlds[0] as World).now() ? TestClock.setTime(to) : Effect.void)
 
   const newRequest = (world: World): Request | undefined => {
-    const kind = rng.weighted<AgentKind>({ stepper: 2, charger: 2, reviewer: 2, chat: 2, delegator: 3 })
+    const kind = rng.weighted<AgentKind>({
+      stepper: 2,
+      charger: 2,
+      reviewer: 2,
+      chat: 2,
+      delegator: 3,
+      napper: 2,
+      retrier: 2,
+    })
     if (!admitsSharedDigest(world.deployment, kind)) return undefined
     const key = `key-${requests.length + 1}`
     const threadId = rng.pick(LANES)
