@@ -6,6 +6,7 @@
 export { AlarmLoopObject } from "./alarmLoopObject.ts"
 export { BaselineObject } from "./baselineObject.ts"
 export { ThreadBenchDefaultObject, ThreadBenchMultiObject, ThreadBenchObject } from "./threadSubject.ts"
+export { TimerBenchObject } from "./timerSubject.ts"
 import { json } from "./burst.ts"
 
 export default {

@@ -39,6 +39,15 @@ export const reviewAgent = define({
     }),
 })
 
+/** Sleeps `millis` durably, then echoes its text. */
+export const napAgent = define({
+  id: "nap",
+  version: "1",
+  input: Schema.Struct({ text: Schema.String, millis: Schema.Int }),
+  output: Schema.String,
+  program: ({ text, millis }, ctx) => Effect.as(ctx.sleep("nap", millis), `rested: ${text}`),
+})
+
 /** Checks a claim in another Object and answers whether it is genuine. */
 export const verifierAgent = define({
   id: "verifier",
@@ -115,7 +124,15 @@ export const escalatorAgent = define({
 export const switchboard = Testing.makeSwitchboard()
 
 export class TestThreadObject extends ThreadObject.make(
-  ThreadObject.layer([echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent, escalatorAgent]),
+  ThreadObject.layer([
+    echoAgent,
+    reviewAgent,
+    verifierAgent,
+    delegatorAgent,
+    tallyAgent,
+    escalatorAgent,
+    napAgent,
+  ]),
   {
     namespaceBinding: "THREADS_TEST",
     config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
