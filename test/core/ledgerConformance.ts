@@ -10,6 +10,7 @@ import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
 import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
+import { pageCases } from "./SubmissionLedgerPageCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
@@ -24,4 +25,5 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     passReadCases(harness)
     linkCases(harness)
     operatorReadCases(harness)
+    pageCases(harness)
   })
