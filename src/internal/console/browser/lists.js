@@ -1,0 +1,384 @@
+// @ts-check
+// The list views: the Objects, one Object's Threads with their counts beside its obligations
+// and `verify`, and one Thread's Submissions filtered and paged by the server.
+import { actionButtons, actionCatalogue, takeAction } from "./actions.js"
+import { api, apiPath, ConsoleError, query } from "./api.js"
+import { renderObligations } from "./axis.js"
+import { byId, formatTime, h, link, shortId, table } from "./dom.js"
+import { navigate, setCrumbs } from "./frame.js"
+import { routeOf } from "./timeline.js"
+
+/** How often an open list refreshes itself. */
+const LIST_REFRESH_MILLIS = 5_000
+
+const SUBMISSION_STATES = [
+  "admitted",
+  "ready",
+  "joining",
+  "joined",
+  "running",
+  "suspended",
+  "unknown",
+  "terminalizing",
+  "settled",
+]
+const WAITING_KINDS = [
+  "approval",
+  "child",
+  "suspended",
+  "unknown-outcome",
+  "running",
+  "runnable",
+  "queued",
+  "joined",
+  "settling",
+  "settled",
+]
+
+/**
+ * A view: draws into `root`, and returns what stops its timers and requests when the page
+ * leaves it.
+ * @typedef {(root: HTMLElement, signal: AbortSignal) => Promise<void>} View
+ */
+
+/**
+ * Runs `draw` now and every `intervalMillis` until `signal` aborts.
+ * @param {AbortSignal} signal
+ * @param {number} intervalMillis
+ * @param {() => Promise<void>} draw
+ */
+export async function keepFresh(signal, intervalMillis, draw) {
+  await draw()
+  const timer = setInterval(() => {
+    if (!signal.aborted) draw().catch(() => undefined)
+  }, intervalMillis)
+  signal.addEventListener("abort", () => clearInterval(timer))
+}
+
+/**
+ * Shows a failed read in place of what it would have drawn.
+ * @param {unknown} error
+ */
+export function failure(error) {
+  const text = error instanceof ConsoleError ? `${error.tag}: ${error.message}` : String(error)
+  return h("p", { class: "bad", "data-error": error instanceof ConsoleError ? error.tag : "Error", text })
+}
+
+/** @type {View} */
+export async function homeView(root) {
+  setCrumbs([])
+  const input = h("input", {
+    id: "open-object",
+    name: "object",
+    type: "text",
+    required: true,
+    autocomplete: "off",
+  })
+  const form = h("form", { class: "inline" }, [
+    h("label", { for: "open-object", text: "Object name" }),
+    input,
+    h("button", { type: "submit", text: "Open" }),
+  ])
+  form.addEventListener("submit", (event) => {
+    event.preventDefault()
+    navigate(routeOf(["o", /** @type {HTMLInputElement} */ (input).value]))
+  })
+  const list = h("ul", { id: "objects", class: "objects" })
+  root.replaceChildren(
+    h("section", { "aria-labelledby": "objects-title" }, [
+      h("h2", { id: "objects-title", text: "Objects" }),
+      list,
+    ]),
+    h("section", { "aria-labelledby": "open-title" }, [
+      h("h2", { id: "open-title", text: "Open an Object" }),
+      form,
+    ]),
+  )
+  try {
+    const { objects } = await api("GET", "objects")
+    list.replaceChildren(
+      ...(objects.length === 0
+        ? [h("li", { text: "This console lists no Objects: open one by name." })]
+        : objects.map((/** @type {string} */ name) => h("li", {}, [link(routeOf(["o", name]), name)]))),
+    )
+  } catch (error) {
+    list.replaceChildren(h("li", {}, [failure(error)]))
+  }
+}
+
+/**
+ * @param {string} objectName
+ * @returns {View}
+ */
+export function objectView(objectName) {
+  return async (root, signal) => {
+    setCrumbs([{ label: `Object ${objectName}` }])
+    /** @type {Array<string | undefined>} */
+    const pages = [undefined]
+    const threads = h("div", { id: "threads" })
+    const obligations = h("div", { id: "obligations" })
+    const verify = h("div", { id: "verify" })
+    const actions = h("div", { class: "actions", id: "object-actions" })
+    const runVerify = h("button", { type: "button", id: "run-verify", text: "Run verify" })
+    runVerify.addEventListener("click", async () => {
+      verify.replaceChildren(h("p", { text: "Verifying…" }))
+      try {
+        verify.replaceChildren(renderVerify(await api("GET", apiPath("objects", objectName, "verify"))))
+      } catch (error) {
+        verify.replaceChildren(failure(error))
+      }
+    })
+    root.replaceChildren(
+      h("h2", {}, ["Object ", h("span", { class: "name", text: objectName })]),
+      h("section", { "aria-labelledby": "threads-title" }, [
+        h("h3", { id: "threads-title", text: "Threads" }),
+        threads,
+      ]),
+      h("section", { "aria-labelledby": "owed-title" }, [
+        h("h3", { id: "owed-title", text: "Alarm and obligations" }),
+        obligations,
+      ]),
+      h("section", { "aria-labelledby": "verify-title" }, [
+        h("h3", { id: "verify-title", text: "Verify" }),
+        runVerify,
+        verify,
+      ]),
+      h("section", { "aria-labelledby": "object-actions-title" }, [
+        h("h3", { id: "object-actions-title", text: "Object actions" }),
+        actions,
+      ]),
+    )
+    const catalogueOf = await actionCatalogue()
+    const refresh = () => drawObject()
+    actions.replaceChildren(
+      ...actionButtons(catalogueOf, "object", "", (action) =>
+        takeAction(
+          action,
+          apiPath("objects", objectName, "actions", action.id),
+          `Object ${objectName}`,
+          refresh,
+        ),
+      ),
+    )
+    const drawObject = async () => {
+      const after = pages.at(-1)
+      try {
+        const page = await api("GET", `${apiPath("objects", objectName)}${query({ after, limit: 50 })}`, {
+          signal,
+        })
+        threads.replaceChildren(renderThreads(objectName, page, pages, drawObject))
+      } catch (error) {
+        if (!signal.aborted) threads.replaceChildren(failure(error))
+      }
+      try {
+        obligations.replaceChildren(
+          renderObligations(await api("GET", apiPath("objects", objectName, "obligations"), { signal })),
+        )
+      } catch (error) {
+        if (!signal.aborted) obligations.replaceChildren(failure(error))
+      }
+    }
+    await keepFresh(signal, LIST_REFRESH_MILLIS, drawObject)
+  }
+}
+
+/**
+ * @param {string} objectName
+ * @param {{ threads: Array<any>, next?: string, unsettled: number }} page
+ * @param {Array<string | undefined>} pages  the `after` of each page shown so far
+ * @param {() => Promise<void>} redraw
+ */
+function renderThreads(objectName, page, pages, redraw) {
+  const rows = page.threads.map((thread) =>
+    h("tr", { "data-thread": thread.threadId }, [
+      h("td", {}, [link(routeOf(["o", objectName, "t", thread.threadId]), thread.threadId)]),
+      h("td", {
+        text: thread.head === undefined ? "—" : `${thread.head.submission.state} (${thread.head.waiting})`,
+      }),
+      h("td", { class: "count", text: `${thread.open}${thread.capped ? "+" : ""}` }),
+      h("td", { class: "count", text: String(thread.parked) }),
+      h("td", { class: "count", text: `${thread.capped ? "≤ " : ""}${thread.settled}` }),
+      h("td", { class: "count", text: String(thread.admitted) }),
+    ]),
+  )
+  const pager = h("div", { class: "pager" })
+  if (pages.length > 1) pager.append(pagerButton("First page", () => pages.splice(1), redraw))
+  if (page.next !== undefined) pager.append(pagerButton("Next page", () => pages.push(page.next), redraw))
+  return h("div", {}, [
+    h("p", { text: `${page.unsettled} unsettled Submission(s) in this Object.` }),
+    table("Threads of this Object", ["Thread", "head", "open", "parked", "settled", "admitted"], rows),
+    pager,
+  ])
+}
+
+/**
+ * A pager button that changes the page list and redraws the list.
+ * @param {string} label
+ * @param {() => void} move
+ * @param {() => Promise<void>} redraw
+ */
+function pagerButton(label, move, redraw) {
+  const button = h("button", { type: "button", text: label, "data-pager": label })
+  button.addEventListener("click", () => {
+    move()
+    redraw().catch(() => undefined)
+  })
+  return button
+}
+
+/** @param {{ violations: Array<any>, submissions: number, historyRecords: number }} report */
+function renderVerify(report) {
+  return h("div", { "data-violations": report.violations.length }, [
+    h("p", {
+      class: report.violations.length === 0 ? "ok" : "bad",
+      text:
+        report.violations.length === 0
+          ? `no violations (${report.submissions} submissions, ${report.historyRecords} records)`
+          : `${report.violations.length} violation(s)`,
+    }),
+    h(
+      "ul",
+      {},
+      report.violations.map((violation) =>
+        h("li", { class: "bad", text: `${violation.invariant}: ${violation.message}` }),
+      ),
+    ),
+  ])
+}
+
+/**
+ * A labelled select of `options` ("any" first).
+ * @param {string} id
+ * @param {string} label
+ * @param {Array<string>} options
+ * @param {string} value
+ */
+function select(id, label, options, value) {
+  const control = /** @type {HTMLSelectElement} */ (
+    h("select", { id, name: id }, [
+      h("option", { value: "", text: "any" }),
+      ...options.map((option) => h("option", { value: option, text: option })),
+    ])
+  )
+  control.value = value
+  return h("div", { class: "field" }, [h("label", { for: id, text: label }), control])
+}
+
+/**
+ * @param {string} objectName
+ * @param {string} threadId
+ * @param {URLSearchParams} filters
+ * @returns {View}
+ */
+export function threadView(objectName, threadId, filters) {
+  return async (root, signal) => {
+    setCrumbs([
+      { label: `Object ${objectName}`, route: routeOf(["o", objectName]) },
+      { label: `Thread ${threadId}` },
+    ])
+    const here = routeOf(["o", objectName, "t", threadId])
+    const form = h("form", { class: "filters", id: "filters" }, [
+      select("filter-state", "State", SUBMISSION_STATES, filters.get("state") ?? ""),
+      h("div", { class: "field" }, [
+        h("label", { for: "filter-agent", text: "Agent" }),
+        h("input", {
+          id: "filter-agent",
+          name: "agent",
+          type: "text",
+          value: filters.get("agent") ?? "",
+          autocomplete: "off",
+        }),
+      ]),
+      select("filter-waiting", "Why it waits", WAITING_KINDS, filters.get("waiting") ?? ""),
+      h("button", { type: "submit", text: "Apply filters" }),
+    ])
+    form.addEventListener("submit", (event) => {
+      event.preventDefault()
+      const value = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (byId(name)).value
+      navigate(
+        `${here}${query({ state: value("filter-state"), agent: value("filter-agent"), waiting: value("filter-waiting") })}`,
+      )
+    })
+    const list = h("div", { id: "submissions" })
+    root.replaceChildren(
+      h("h2", {}, ["Thread ", h("span", { class: "name", text: threadId })]),
+      h("section", { "aria-labelledby": "filters-title" }, [
+        h("h3", { id: "filters-title", text: "Filters" }),
+        form,
+      ]),
+      h("section", { "aria-labelledby": "submissions-title" }, [
+        h("h3", { id: "submissions-title", text: "Submissions" }),
+        list,
+      ]),
+    )
+    /** @type {Array<number | undefined>} */
+    const pages = [undefined]
+    const draw = async () => {
+      const cursor = pages.at(-1)
+      try {
+        const page = await api(
+          "GET",
+          `${apiPath("objects", objectName, "threads", threadId, "submissions")}${query({
+            state: filters.get("state") ?? undefined,
+            agent: filters.get("agent") ?? undefined,
+            waiting: filters.get("waiting") ?? undefined,
+            cursor,
+            limit: 50,
+          })}`,
+          { signal },
+        )
+        list.replaceChildren(renderSubmissions(objectName, threadId, page, pages, draw))
+      } catch (error) {
+        if (!signal.aborted) list.replaceChildren(failure(error))
+      }
+    }
+    // The first page follows new Submissions; a later page stays where it is.
+    await keepFresh(signal, LIST_REFRESH_MILLIS, () => (pages.length === 1 ? draw() : Promise.resolve()))
+  }
+}
+
+/**
+ * @param {string} objectName
+ * @param {string} threadId
+ * @param {{ submissions: Array<{ submission: any, waiting: string }>, next?: number, order: string }} page
+ * @param {Array<number | undefined>} pages
+ * @param {() => Promise<void>} redraw
+ */
+function renderSubmissions(objectName, threadId, page, pages, redraw) {
+  const rows = page.submissions.map(({ submission, waiting }) =>
+    h(
+      "tr",
+      { "data-state": submission.state, "data-waiting": waiting, "data-submission": submission.submissionId },
+      [
+        h("td", { class: "count", text: String(submission.queueSequence) }),
+        h("td", {}, [
+          link(
+            routeOf(["o", objectName, "t", threadId, "s", submission.submissionId]),
+            shortId(submission.submissionId, 12),
+          ),
+        ]),
+        h("td", { text: submission.state }),
+        h("td", { text: waiting }),
+        h("td", { text: submission.agentId }),
+        h("td", { text: formatTime(submission.createdAt) }),
+        h("td", { text: submission.settlement === undefined ? "" : submission.settlement.outcome }),
+      ],
+    ),
+  )
+  const pager = h("div", { class: "pager" })
+  if (pages.length > 1) pager.append(pagerButton("First page", () => pages.splice(1), redraw))
+  if (page.next !== undefined) pager.append(pagerButton("Next page", () => pages.push(page.next), redraw))
+  const order = page.order === "queue" ? "queue order, the head first" : "newest first"
+  return h("div", { "data-page": pages.length, "data-rows": page.submissions.length }, [
+    h("p", {
+      class: "page-info",
+      text: `Page ${pages.length}, ${page.submissions.length} shown, ${order}${page.next === undefined ? ", the last page" : ""}.`,
+    }),
+    table(
+      `Submissions of Thread ${threadId}`,
+      ["#", "submission", "state", "why", "agent", "created", "outcome"],
+      rows,
+    ),
+    pager,
+  ])
+}
