@@ -20,6 +20,7 @@ export const SCRIPT_ORDER = [
   "dom.js",
   "api.js",
   "frame.js",
+  "refs.js",
   "timeline.js",
   "axis.js",
   "actions.js",

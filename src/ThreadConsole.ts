@@ -34,10 +34,19 @@ export interface ConsoleCaller {
   readonly credential?: string
 }
 
+/**
+ * The namespace the console addresses: by name, and by id when it can (a Durable Object
+ * namespace binding can; a child's record names its parent's Object by id).
+ */
+export interface ConsoleNamespace extends ThreadClient.ThreadNamespace {
+  idFromString?(id: string): unknown
+  get?(id: never): unknown
+}
+
 /** How the console is mounted and what it needs from the application. */
 export interface ThreadConsoleOptions {
   /** The `ThreadObject` namespace binding whose Objects the console reads and acts on. */
-  readonly namespace: ThreadClient.ThreadNamespace
+  readonly namespace: ConsoleNamespace
   /** Where the console is mounted, e.g. `"/console"` (`""` or `"/"` for the root). */
   readonly basePath: string
   /**
@@ -92,6 +101,12 @@ export const handler = (options: ThreadConsoleOptions): ThreadConsoleHandler => 
   const base = `/${options.basePath.replace(/^\/+|\/+$/g, "")}`.replace(/^\/$/, "")
   const page = pageHtml({ basePath: base, title: options.title ?? "Operator console" })
   const callerOf = options.caller ?? bearerCaller
+  const { namespace } = options
+  // The same Objects reached by id: the client asks for an Object by "name", here its id.
+  const byId: ThreadClient.ThreadNamespace | undefined =
+    namespace.get === undefined || namespace.idFromString === undefined
+      ? undefined
+      : { getByName: (id) => namespace.get?.(namespace.idFromString?.(id) as never) }
   const matches = (request: Request) => {
     const path = new URL(request.url).pathname
     return base === "" || path === base || path.startsWith(`${base}/`)
@@ -113,11 +128,13 @@ export const handler = (options: ThreadConsoleOptions): ThreadConsoleHandler => 
         {
           request,
           url,
-          client: (objectName, threadId) =>
-            ThreadClient.make(options.namespace, threadId, {
-              objectName,
+          client: (object, threadId) =>
+            // The routes name an Object by id only when `addressesIds` says the namespace can.
+            ThreadClient.make(object.by === "id" && byId !== undefined ? byId : namespace, threadId, {
+              objectName: object.key,
               ...(caller === undefined ? {} : { caller }),
             }),
+          addressesIds: byId !== undefined,
           objects: async () => (options.objects === undefined ? [] : [...(await options.objects(request))]),
           namespaceBinding: options.namespaceBinding,
         },

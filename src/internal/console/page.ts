@@ -32,8 +32,8 @@ export const pageHtml = (options: { readonly basePath: string; readonly title: s
   </div>
   <p id="live" class="live" role="status" aria-live="polite"></p>
 </header>
-<main id="view" tabindex="-1"><p>Loading…</p></main>
 <div id="notice" role="alert" aria-live="assertive"></div>
+<main id="view" tabindex="-1"><p>Loading…</p></main>
 <dialog id="confirm" aria-labelledby="confirm-title">
   <form id="confirm-form" method="dialog">
     <h2 id="confirm-title"></h2>

@@ -3,7 +3,9 @@
  * Thread's client, made as the browser's caller: the Object's own authorization check decides
  * every call, reads included. Calls that concern an Object rather than a Thread (its Threads,
  * obligations, verify, repair) address the Thread named by `?thread=`, or the Thread named
- * after the Object (the default placement of a Thread).
+ * after the Object (the default placement of a Thread). An Object is named in the path by
+ * the name it is reached by (`objects/:o`), or by its id (`ids/:id`, the same routes): a
+ * child's record names its parent's Object by id.
  *
  *   GET  objects                                    the Objects the application lists
  *   GET  actions                                    the actions the page offers
@@ -27,12 +29,20 @@ import {
 } from "./errors.ts"
 import { kindOfExplained } from "./explained.ts"
 
+/** An Object as a route names it: by the name it is reached by, or by its id. @internal */
+export interface ObjectRef {
+  readonly by: "name" | "id"
+  readonly key: string
+}
+
 /** What the routes are given for one request. @internal */
 export interface RouteContext {
   readonly request: Request
   readonly url: URL
-  /** A client of `threadId` in the Object `objectName`, calling as the browser's caller. */
-  readonly client: (objectName: string, threadId: string) => ThreadClient
+  /** A client of `threadId` in the Object, calling as the browser's caller. */
+  readonly client: (object: ObjectRef, threadId: string) => ThreadClient
+  /** Whether the namespace can address an Object by its id. */
+  readonly addressesIds: boolean
   readonly objects: () => Promise<ReadonlyArray<string>>
   readonly namespaceBinding: string | undefined
 }
@@ -67,12 +77,29 @@ const text = (url: URL, name: string) => {
   return raw === null || raw === "" ? undefined : raw
 }
 
-/** The Thread an Object-wide call addresses. */
+const DURABLE_OBJECT_ID = /^[0-9a-f]{64}$/
+
+/** The Object a route names, checked when it is named by id. */
+const objectOf = (context: RouteContext, params: Params) => {
+  const key = params["object"] ?? ""
+  if (params["by"] !== "id") return Effect.succeed<ObjectRef>({ by: "name", key })
+  if (!context.addressesIds)
+    return Effect.fail(
+      new InvalidConsoleRequest({ message: "this console's namespace cannot address an Object by id" }),
+    )
+  return DURABLE_OBJECT_ID.test(key)
+    ? Effect.succeed<ObjectRef>({ by: "id", key })
+    : Effect.fail(new InvalidConsoleRequest({ message: `${JSON.stringify(key)} is not an Object id` }))
+}
+
+/** A client for an Object-wide call: it addresses `?thread=`, or the Thread named like the Object. */
 const objectClient = (context: RouteContext, params: Params) =>
-  context.client(params["object"] ?? "", text(context.url, "thread") ?? params["object"] ?? "")
+  Effect.map(objectOf(context, params), (object) =>
+    context.client(object, text(context.url, "thread") ?? object.key),
+  )
 
 const threadClient = (context: RouteContext, params: Params) =>
-  context.client(params["object"] ?? "", params["thread"] ?? "")
+  Effect.map(objectOf(context, params), (object) => context.client(object, params["thread"] ?? ""))
 
 /** The body of an action: `{"fields":{name: string}}`, sent as JSON from this origin. */
 const actionFields = (context: RouteContext) =>
@@ -117,7 +144,7 @@ const act =
           action: action.id,
           message: `${action.label} needs a call this release's Objects do not have yet`,
         })
-      const client = scope === "object" ? objectClient(context, params) : threadClient(context, params)
+      const client = yield* (scope === "object" ? objectClient : threadClient)(context, params)
       const result = yield* action.run(client, params["submission"] ?? "", fields)
       return { ok: true, action: action.id, ...(result === undefined ? {} : { result }) }
     })
@@ -147,14 +174,22 @@ const ROUTES: ReadonlyArray<readonly [method: string, pattern: string, route: Ro
       Effect.gen(function* () {
         const limit = yield* integer(context.url, "limit")
         const after = text(context.url, "after")
-        return yield* objectClient(context, params).threadPage({
+        return yield* (yield* objectClient(context, params)).threadPage({
           ...(after === undefined ? {} : { after }),
           ...(limit === undefined ? {} : { limit }),
         })
       }),
   ],
-  ["GET", "objects/:object/obligations", (context, params) => objectClient(context, params).obligations],
-  ["GET", "objects/:object/verify", (context, params) => objectClient(context, params).verify],
+  [
+    "GET",
+    "objects/:object/obligations",
+    (context, params) => Effect.flatMap(objectClient(context, params), (client) => client.obligations),
+  ],
+  [
+    "GET",
+    "objects/:object/verify",
+    (context, params) => Effect.flatMap(objectClient(context, params), (client) => client.verify),
+  ],
   ["POST", "objects/:object/actions/:action", act("object")],
   [
     "GET",
@@ -167,7 +202,7 @@ const ROUTES: ReadonlyArray<readonly [method: string, pattern: string, route: Ro
         const states = text(url, "state")?.split(",")
         const agentId = text(url, "agent")
         const waiting = text(url, "waiting")
-        return yield* threadClient(context, params).submissionPage({
+        return yield* (yield* threadClient(context, params)).submissionPage({
           // The Object decodes the states and the kind and refuses what it does not know.
           ...(states === undefined ? {} : { states: states as never }),
           ...(agentId === undefined ? {} : { agentId }),
@@ -180,14 +215,15 @@ const ROUTES: ReadonlyArray<readonly [method: string, pattern: string, route: Ro
   [
     "GET",
     "objects/:object/threads/:thread/keys/:key",
-    (context, params) => threadClient(context, params).findSubmission(params["key"] ?? ""),
+    (context, params) =>
+      Effect.flatMap(threadClient(context, params), (client) => client.findSubmission(params["key"] ?? "")),
   ],
   [
     "GET",
     "objects/:object/threads/:thread/submissions/:submission",
     (context, params) =>
       Effect.gen(function* () {
-        const client = threadClient(context, params)
+        const client = yield* threadClient(context, params)
         const id = params["submission"] ?? ""
         const [explanation, progress] = yield* Effect.all(
           [client.explain(id), client.awaitProgress(id, { timeoutMillis: 0 })],
@@ -203,7 +239,7 @@ const ROUTES: ReadonlyArray<readonly [method: string, pattern: string, route: Ro
       Effect.gen(function* () {
         const wait = (yield* integer(context.url, "timeoutMillis")) ?? MAX_PROGRESS_WAIT_MILLIS
         const after = text(context.url, "after")
-        return yield* threadClient(context, params).awaitProgress(params["submission"] ?? "", {
+        return yield* (yield* threadClient(context, params)).awaitProgress(params["submission"] ?? "", {
           timeoutMillis: Math.max(0, Math.min(wait, MAX_PROGRESS_WAIT_MILLIS)),
           ...(after === undefined ? {} : { after }),
         })
@@ -212,15 +248,20 @@ const ROUTES: ReadonlyArray<readonly [method: string, pattern: string, route: Ro
   ["POST", "objects/:object/threads/:thread/submissions/:submission/actions/:action", act("submission")],
 ]
 
-/** The route and its parameters for a method and the path segments under `api/`. @internal */
+/**
+ * The route and its parameters for a method and the path segments under `api/`; `ids/` paths
+ * take the `objects/` routes with the Object named by id. @internal
+ */
 export const matchRoute = (
   method: string,
-  segments: ReadonlyArray<string>,
+  path: ReadonlyArray<string>,
 ): { readonly route: Route; readonly params: Params } | undefined => {
+  const byId = path[0] === "ids"
+  const segments = byId ? ["objects", ...path.slice(1)] : path
   for (const [routeMethod, pattern, route] of ROUTES) {
     const parts = pattern.split("/")
     if (routeMethod !== method || parts.length !== segments.length) continue
-    const params: Record<string, string> = {}
+    const params: Record<string, string> = { by: byId ? "id" : "name" }
     if (
       parts.every((part, index) => {
         const segment = segments[index] ?? ""

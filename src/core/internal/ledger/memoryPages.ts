@@ -63,7 +63,8 @@ export const makeMemoryPages = (store: MemoryStore): Pages => {
           .filter(({ position }) => position >= first && position < before)
           .filter(({ row }) => matches(filter)(row))
           .slice(0, limit)
-        const next = page.length === limit ? page.at(-1)?.position : first > 1 ? first : undefined
+        const last = page.at(-1)?.position ?? 1
+        const next = page.length === limit ? (last > 1 ? last : undefined) : first > 1 ? first : undefined
         return {
           rows: page.map(({ row }) => row),
           walk: "admissions" as const,

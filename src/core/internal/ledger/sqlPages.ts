@@ -105,8 +105,9 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
         limit,
       ])
       const rows = yield* Effect.forEach(found, decodeRow(operation))
-      const next =
-        found.length === limit ? Number(found.at(-1)?.accepted_sequence) : first > 1 ? first : undefined
+      // The Thread's first record is an admission: nothing comes before it.
+      const last = Number(found.at(-1)?.accepted_sequence)
+      const next = found.length === limit ? (last > 1 ? last : undefined) : first > 1 ? first : undefined
       return { rows, walk: "admissions" as const, ...(next === undefined ? {} : { next }) }
     }),
 

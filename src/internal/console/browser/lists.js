@@ -6,10 +6,15 @@ import { api, apiPath, ConsoleError, query } from "./api.js"
 import { renderObligations } from "./axis.js"
 import { byId, formatTime, h, link, shortId, table } from "./dom.js"
 import { navigate, setCrumbs } from "./frame.js"
-import { routeOf } from "./timeline.js"
+import { objectApi, objectLabel, objectRoute } from "./refs.js"
+
+/** @typedef {import("./refs.js").ObjectRef} ObjectRef */
 
 /** How often an open list refreshes itself. */
 const LIST_REFRESH_MILLIS = 5_000
+
+/** How many empty windows one click of a filtered list reads through. */
+const EMPTY_WINDOWS = 25
 
 const SUBMISSION_STATES = [
   "admitted",
@@ -49,6 +54,7 @@ const WAITING_KINDS = [
  */
 export async function keepFresh(signal, intervalMillis, draw) {
   await draw()
+  if (signal.aborted) return
   const timer = setInterval(() => {
     if (!signal.aborted) draw().catch(() => undefined)
   }, intervalMillis)
@@ -81,7 +87,7 @@ export async function homeView(root) {
   ])
   form.addEventListener("submit", (event) => {
     event.preventDefault()
-    navigate(routeOf(["o", /** @type {HTMLInputElement} */ (input).value]))
+    navigate(objectRoute({ by: "name", key: /** @type {HTMLInputElement} */ (input).value }))
   })
   const list = h("ul", { id: "objects", class: "objects" })
   root.replaceChildren(
@@ -99,7 +105,9 @@ export async function homeView(root) {
     list.replaceChildren(
       ...(objects.length === 0
         ? [h("li", { text: "This console lists no Objects: open one by name." })]
-        : objects.map((/** @type {string} */ name) => h("li", {}, [link(routeOf(["o", name]), name)]))),
+        : objects.map((/** @type {string} */ name) =>
+            h("li", {}, [link(objectRoute({ by: "name", key: name }), name)]),
+          )),
     )
   } catch (error) {
     list.replaceChildren(h("li", {}, [failure(error)]))
@@ -107,12 +115,12 @@ export async function homeView(root) {
 }
 
 /**
- * @param {string} objectName
+ * @param {ObjectRef} object
  * @returns {View}
  */
-export function objectView(objectName) {
+export function objectView(object) {
   return async (root, signal) => {
-    setCrumbs([{ label: `Object ${objectName}` }])
+    setCrumbs([{ label: objectLabel(object) }])
     /** @type {Array<string | undefined>} */
     const pages = [undefined]
     const threads = h("div", { id: "threads" })
@@ -123,13 +131,16 @@ export function objectView(objectName) {
     runVerify.addEventListener("click", async () => {
       verify.replaceChildren(h("p", { text: "Verifying…" }))
       try {
-        verify.replaceChildren(renderVerify(await api("GET", apiPath("objects", objectName, "verify"))))
+        verify.replaceChildren(renderVerify(await api("GET", apiPath(...objectApi(object), "verify"))))
       } catch (error) {
         verify.replaceChildren(failure(error))
       }
     })
     root.replaceChildren(
-      h("h2", {}, ["Object ", h("span", { class: "name", text: objectName })]),
+      h("h2", {}, [
+        "Object ",
+        h("span", { class: "name", text: object.by === "name" ? object.key : `id ${object.key}` }),
+      ]),
       h("section", { "aria-labelledby": "threads-title" }, [
         h("h3", { id: "threads-title", text: "Threads" }),
         threads,
@@ -152,27 +163,22 @@ export function objectView(objectName) {
     const refresh = () => drawObject()
     actions.replaceChildren(
       ...actionButtons(catalogueOf, "object", "", (action) =>
-        takeAction(
-          action,
-          apiPath("objects", objectName, "actions", action.id),
-          `Object ${objectName}`,
-          refresh,
-        ),
+        takeAction(action, apiPath(...objectApi(object), "actions", action.id), objectLabel(object), refresh),
       ),
     )
     const drawObject = async () => {
       const after = pages.at(-1)
       try {
-        const page = await api("GET", `${apiPath("objects", objectName)}${query({ after, limit: 50 })}`, {
+        const page = await api("GET", `${apiPath(...objectApi(object))}${query({ after, limit: 50 })}`, {
           signal,
         })
-        threads.replaceChildren(renderThreads(objectName, page, pages, drawObject))
+        if (!signal.aborted) threads.replaceChildren(renderThreads(object, page, pages, drawObject))
       } catch (error) {
         if (!signal.aborted) threads.replaceChildren(failure(error))
       }
       try {
         obligations.replaceChildren(
-          renderObligations(await api("GET", apiPath("objects", objectName, "obligations"), { signal })),
+          renderObligations(await api("GET", apiPath(...objectApi(object), "obligations"), { signal })),
         )
       } catch (error) {
         if (!signal.aborted) obligations.replaceChildren(failure(error))
@@ -183,15 +189,15 @@ export function objectView(objectName) {
 }
 
 /**
- * @param {string} objectName
+ * @param {ObjectRef} object
  * @param {{ threads: Array<any>, next?: string, unsettled: number }} page
  * @param {Array<string | undefined>} pages  the `after` of each page shown so far
  * @param {() => Promise<void>} redraw
  */
-function renderThreads(objectName, page, pages, redraw) {
+function renderThreads(object, page, pages, redraw) {
   const rows = page.threads.map((thread) =>
     h("tr", { "data-thread": thread.threadId }, [
-      h("td", {}, [link(routeOf(["o", objectName, "t", thread.threadId]), thread.threadId)]),
+      h("td", {}, [link(objectRoute(object, ["t", thread.threadId]), thread.threadId)]),
       h("td", {
         text: thread.head === undefined ? "—" : `${thread.head.submission.state} (${thread.head.waiting})`,
       }),
@@ -265,18 +271,15 @@ function select(id, label, options, value) {
 }
 
 /**
- * @param {string} objectName
+ * @param {ObjectRef} object
  * @param {string} threadId
  * @param {URLSearchParams} filters
  * @returns {View}
  */
-export function threadView(objectName, threadId, filters) {
+export function threadView(object, threadId, filters) {
   return async (root, signal) => {
-    setCrumbs([
-      { label: `Object ${objectName}`, route: routeOf(["o", objectName]) },
-      { label: `Thread ${threadId}` },
-    ])
-    const here = routeOf(["o", objectName, "t", threadId])
+    setCrumbs([{ label: objectLabel(object), route: objectRoute(object) }, { label: `Thread ${threadId}` }])
+    const here = objectRoute(object, ["t", threadId])
     const form = h("form", { class: "filters", id: "filters" }, [
       select("filter-state", "State", SUBMISSION_STATES, filters.get("state") ?? ""),
       h("div", { class: "field" }, [
@@ -313,21 +316,34 @@ export function threadView(objectName, threadId, filters) {
     )
     /** @type {Array<number | undefined>} */
     const pages = [undefined]
+    /** @param {number | undefined} cursor */
+    const read = (cursor) =>
+      api(
+        "GET",
+        `${apiPath(...objectApi(object), "threads", threadId, "submissions")}${query({
+          state: filters.get("state") ?? undefined,
+          agent: filters.get("agent") ?? undefined,
+          waiting: filters.get("waiting") ?? undefined,
+          cursor,
+          limit: 50,
+        })}`,
+        { signal },
+      )
     const draw = async () => {
-      const cursor = pages.at(-1)
       try {
-        const page = await api(
-          "GET",
-          `${apiPath("objects", objectName, "threads", threadId, "submissions")}${query({
-            state: filters.get("state") ?? undefined,
-            agent: filters.get("agent") ?? undefined,
-            waiting: filters.get("waiting") ?? undefined,
-            cursor,
-            limit: 50,
-          })}`,
-          { signal },
-        )
-        list.replaceChildren(renderSubmissions(objectName, threadId, page, pages, draw))
+        let page = await read(pages.at(-1))
+        // Each answer reads one window of the Thread: a sparse filter goes on through empty
+        // windows, a bounded number per click.
+        for (
+          let hop = 0;
+          page.submissions.length === 0 && page.next !== undefined && hop < EMPTY_WINDOWS;
+          hop++
+        ) {
+          pages[pages.length - 1] = page.next
+          page = await read(page.next)
+        }
+        if (signal.aborted) return
+        list.replaceChildren(renderSubmissions(object, threadId, page, pages, draw))
       } catch (error) {
         if (!signal.aborted) list.replaceChildren(failure(error))
       }
@@ -338,13 +354,13 @@ export function threadView(objectName, threadId, filters) {
 }
 
 /**
- * @param {string} objectName
+ * @param {ObjectRef} object
  * @param {string} threadId
  * @param {{ submissions: Array<{ submission: any, waiting: string }>, next?: number, order: string }} page
  * @param {Array<number | undefined>} pages
  * @param {() => Promise<void>} redraw
  */
-function renderSubmissions(objectName, threadId, page, pages, redraw) {
+function renderSubmissions(object, threadId, page, pages, redraw) {
   const rows = page.submissions.map(({ submission, waiting }) =>
     h(
       "tr",
@@ -353,7 +369,7 @@ function renderSubmissions(objectName, threadId, page, pages, redraw) {
         h("td", { class: "count", text: String(submission.queueSequence) }),
         h("td", {}, [
           link(
-            routeOf(["o", objectName, "t", threadId, "s", submission.submissionId]),
+            objectRoute(object, ["t", threadId, "s", submission.submissionId]),
             shortId(submission.submissionId, 12),
           ),
         ]),

@@ -7,7 +7,9 @@ import { byId, h } from "./dom.js"
 import { setCrumbs, setLive } from "./frame.js"
 import { failure, homeView, objectView, threadView } from "./lists.js"
 import { submissionView } from "./submission.js"
-import { routeOf } from "./timeline.js"
+import { objectApi, objectLabel, objectRoute } from "./refs.js"
+
+/** @typedef {import("./refs.js").ObjectRef} ObjectRef */
 
 /** @typedef {import("./lists.js").View} View */
 
@@ -15,20 +17,21 @@ let leaving = new AbortController()
 
 /**
  * Finds the Submission a child link names by its idempotency key, and opens it.
- * @param {string} objectName
+ * @param {ObjectRef} object
  * @param {string} threadId
  * @param {string} key
  * @returns {View}
  */
-function keyView(objectName, threadId, key) {
+function keyView(object, threadId, key) {
   return async (root, signal) => {
     setCrumbs([
-      { label: `Object ${objectName}`, route: routeOf(["o", objectName]) },
-      { label: `Thread ${threadId}`, route: routeOf(["o", objectName, "t", threadId]) },
+      { label: objectLabel(object), route: objectRoute(object) },
+      { label: `Thread ${threadId}`, route: objectRoute(object, ["t", threadId]) },
     ])
-    const found = await api("GET", apiPath("objects", objectName, "threads", threadId, "keys", key), {
+    const found = await api("GET", apiPath(...objectApi(object), "threads", threadId, "keys", key), {
       signal,
     })
+    if (signal.aborted) return
     if (found === null) {
       root.replaceChildren(
         h("p", {
@@ -37,7 +40,7 @@ function keyView(objectName, threadId, key) {
       )
       return
     }
-    location.replace(`#${routeOf(["o", objectName, "t", threadId, "s", found.submissionId])}`)
+    location.replace(`#${objectRoute(object, ["t", threadId, "s", found.submissionId])}`)
   }
 }
 
@@ -58,8 +61,10 @@ function viewOf(hash) {
   } catch {
     segments = []
   }
-  const [o, object = "", t, thread = "", kind, id = ""] = segments
-  if (o === "o" && object !== "") {
+  const [by, key = "", t, thread = "", kind, id = ""] = segments
+  if ((by === "o" || by === "i") && key !== "") {
+    /** @type {ObjectRef} */
+    const object = { by: by === "o" ? "name" : "id", key }
     if (t === undefined) return { name: "object", view: objectView(object) }
     if (t === "t" && thread !== "") {
       if (kind === undefined)

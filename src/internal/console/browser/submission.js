@@ -7,10 +7,12 @@ import { api, apiPath, ConsoleError, query } from "./api.js"
 import { formatTime, h, link, summary } from "./dom.js"
 import { setCrumbs, setLive } from "./frame.js"
 import { failure } from "./lists.js"
-import { buildTimeline, renderTimeline, routeOf } from "./timeline.js"
+import { objectApi, objectLabel, objectRoute } from "./refs.js"
+import { buildTimeline, renderTimeline } from "./timeline.js"
 
 /** @typedef {import("./timeline.js").HistoryRecord} HistoryRecord */
 /** @typedef {import("./lists.js").View} View */
+/** @typedef {import("./refs.js").ObjectRef} ObjectRef */
 
 /** How long one progress request waits for a change. */
 const PROGRESS_WAIT_MILLIS = 25_000
@@ -69,19 +71,19 @@ function fact(label, value) {
 }
 
 /**
- * @param {string} objectName
+ * @param {ObjectRef} object
  * @param {string} threadId
  * @param {string} submissionId
  * @returns {View}
  */
-export function submissionView(objectName, threadId, submissionId) {
+export function submissionView(object, threadId, submissionId) {
   return async (root, signal) => {
     setCrumbs([
-      { label: `Object ${objectName}`, route: routeOf(["o", objectName]) },
-      { label: `Thread ${threadId}`, route: routeOf(["o", objectName, "t", threadId]) },
+      { label: objectLabel(object), route: objectRoute(object) },
+      { label: `Thread ${threadId}`, route: objectRoute(object, ["t", threadId]) },
       { label: `Submission ${submissionId.slice(0, 10)}…` },
     ])
-    const path = apiPath("objects", objectName, "threads", threadId, "submissions", submissionId)
+    const path = apiPath(...objectApi(object), "threads", threadId, "submissions", submissionId)
     const [actions, binding] = await Promise.all([actionCatalogue(), servedNamespace()])
     let rawOpen = false
     /** @param {any} detail */
@@ -108,8 +110,7 @@ export function submissionView(objectName, threadId, submissionId) {
         takeAction(
           action,
           apiPath(
-            "objects",
-            objectName,
+            ...objectApi(object),
             "threads",
             threadId,
             "submissions",
@@ -124,47 +125,58 @@ export function submissionView(objectName, threadId, submissionId) {
         ),
       )
       root.replaceChildren(
-        h("article", { id: "submission", "data-state": progress.state, "data-waiting": waiting }, [
-          h("h2", {}, ["Submission ", h("span", { class: "name", text: submissionId })]),
-          h("dl", { class: "facts" }, [
-            ...fact(
-              "Thread",
-              link(routeOf(["o", objectName, "t", threadId]), `${threadId} in Object ${objectName}`),
-            ),
-            ...fact("State", progress.state),
-            ...fact("Why", waiting),
-            ...fact("Explained", describeReason(explanation.reason)),
-            ...fact("Agent", accepted?.agentId ?? "?"),
-            ...fact("Queue position", String(explanation.queueSequence)),
-            ...(progress.settlement === undefined
-              ? []
-              : fact(
-                  "Settlement",
-                  `${progress.settlement.outcome} at ${formatTime(progress.settlement.settledAt)}`,
-                )),
-          ]),
-          h("section", { "aria-labelledby": "actions-title" }, [
-            h("h3", { id: "actions-title", text: "Actions" }),
-            h(
-              "div",
-              { class: "actions" },
-              buttons.length === 0 ? [h("p", { text: "No action applies now." })] : buttons,
-            ),
-          ]),
-          h("section", { "aria-labelledby": "timeline-title" }, [
-            h("h3", { id: "timeline-title", text: "Timeline" }),
-            renderTimeline(buildTimeline(records, { namespaceBinding: binding, objectName }), Date.now()),
-          ]),
-          h("section", { "aria-labelledby": "raw-title" }, [
-            h("h3", { id: "raw-title", text: "Records" }),
-            raw,
-          ]),
-        ]),
+        h(
+          "article",
+          {
+            id: "submission",
+            "data-submission": submissionId,
+            "data-agent": accepted?.agentId ?? "",
+            "data-state": progress.state,
+            "data-waiting": waiting,
+          },
+          [
+            h("h2", {}, ["Submission ", h("span", { class: "name", text: submissionId })]),
+            h("dl", { class: "facts" }, [
+              ...fact(
+                "Thread",
+                link(objectRoute(object, ["t", threadId]), `${threadId} in ${objectLabel(object)}`),
+              ),
+              ...fact("State", progress.state),
+              ...fact("Why", waiting),
+              ...fact("Explained", describeReason(explanation.reason)),
+              ...fact("Agent", accepted?.agentId ?? "?"),
+              ...fact("Queue position", String(explanation.queueSequence)),
+              ...(progress.settlement === undefined
+                ? []
+                : fact(
+                    "Settlement",
+                    `${progress.settlement.outcome} at ${formatTime(progress.settlement.settledAt)}`,
+                  )),
+            ]),
+            h("section", { "aria-labelledby": "actions-title" }, [
+              h("h3", { id: "actions-title", text: "Actions" }),
+              h(
+                "div",
+                { class: "actions" },
+                buttons.length === 0 ? [h("p", { text: "No action applies now." })] : buttons,
+              ),
+            ]),
+            h("section", { "aria-labelledby": "timeline-title" }, [
+              h("h3", { id: "timeline-title", text: "Timeline" }),
+              renderTimeline(buildTimeline(records, { namespaceBinding: binding, object }), Date.now()),
+            ]),
+            h("section", { "aria-labelledby": "raw-title" }, [
+              h("h3", { id: "raw-title", text: "Records" }),
+              raw,
+            ]),
+          ],
+        ),
       )
     }
     const refresh = async () => {
       const detail = await api("GET", path, { signal })
-      draw(detail)
+      // A late answer never draws over the view the page has moved to.
+      if (!signal.aborted) draw(detail)
       return detail
     }
     let detail

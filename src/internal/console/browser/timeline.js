@@ -4,6 +4,9 @@
 // to now, and the rest as marks. A record kind this page does not know shows as a mark with
 // its fields, so the records of a newer release still appear.
 import { formatDuration, formatTime, h, link, summary } from "./dom.js"
+import { objectRoute } from "./refs.js"
+
+/** @typedef {import("./refs.js").ObjectRef} ObjectRef */
 
 /** @typedef {{ threadId: string, sequence: number, submissionId: string, recordedAt: number, entry: { _tag: string } & Record<string, any> }} HistoryRecord */
 /** @typedef {{ namespace: string, objectName?: string, objectId?: string }} ObjectAddress */
@@ -31,31 +34,26 @@ import { formatDuration, formatTime, h, link, summary } from "./dom.js"
  * @returns {Reference}
  */
 function referenceTo(address, threadId, target, label, namespaceBinding) {
-  const inReach =
-    address.objectName !== undefined &&
-    (namespaceBinding === undefined || namespaceBinding === address.namespace)
-  const object = address.objectName ?? `id ${address.objectId ?? "?"}`
-  if (!inReach) return { text: `${label}: Object ${object} of ${address.namespace}, Thread ${threadId}` }
+  /** @type {ObjectRef} */
+  const ref =
+    address.objectName !== undefined
+      ? { by: "name", key: address.objectName }
+      : { by: "id", key: address.objectId ?? "" }
+  const object = ref.by === "name" ? ref.key : `id ${ref.key.slice(0, 12)}…`
+  if (namespaceBinding !== undefined && namespaceBinding !== address.namespace)
+    return { text: `${label}: Object ${object} of ${address.namespace}, Thread ${threadId}` }
   const tail =
     target.submissionId !== undefined ? ["s", target.submissionId] : ["k", target.idempotencyKey ?? ""]
   return {
-    route: routeOf(["o", address.objectName ?? "", "t", threadId, ...tail]),
+    route: objectRoute(ref, ["t", threadId, ...tail]),
     label: `${label} (${object} / ${threadId})`,
   }
 }
 
 /**
- * A console route of segments, each percent-encoded.
- * @param {Array<string>} segments
- */
-export function routeOf(segments) {
-  return `/${segments.map(encodeURIComponent).join("/")}`
-}
-
-/**
  * Builds the timeline of one Submission's records, oldest first.
  * @param {Array<HistoryRecord>} records
- * @param {{ namespaceBinding: string | undefined, objectName: string }} context
+ * @param {{ namespaceBinding: string | undefined, object: ObjectRef }} context
  * @returns {Array<TimelineItem>}
  */
 export function buildTimeline(records, context) {
@@ -270,7 +268,7 @@ export function buildTimeline(records, context) {
         for (const joined of entry.joined) {
           item.notes.push(`${joined.submissionId}: ${summary(joined.input)}`)
           item.references.push({
-            route: routeOf(["o", context.objectName, "t", record.threadId, "s", joined.submissionId]),
+            route: objectRoute(context.object, ["t", record.threadId, "s", joined.submissionId]),
             label: `joined ${joined.submissionId.slice(0, 10)}…`,
           })
         }
