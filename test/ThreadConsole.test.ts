@@ -165,6 +165,14 @@ describe("ThreadConsole", () => {
       expect(
         detail.body.progress.records.map((record: { entry: { _tag: string } }) => record.entry._tag),
       ).toContain("ApprovalRequested")
+      // The same Submission, its Object named by id (as a child's link to its parent names it).
+      const id = env.AUTHORIZED_TEST.idFromName(thread).toString()
+      expect(
+        (yield* call("GET", `/api/ids/${id}/threads/${thread}/submissions/${submissionId}`)).body,
+      ).toMatchObject({ waiting: "approval", progress: { state: "suspended" } })
+      expect((yield* call("GET", `/api/ids/not-an-id/threads/${thread}/submissions`)).body).toMatchObject({
+        error: "InvalidConsoleRequest",
+      })
       expect((yield* call("GET", `/api/objects/${thread}/obligations`)).body).toMatchObject({
         obligations: [],
       })

@@ -20,10 +20,11 @@ describe("README", () => {
     }
   })
 
-  it("shows the agent, the host hook, the operator policy, the Worker, its wrangler config and the failpoint test", () => {
+  it("shows the agent, the host hook, the operator policy, the Worker, its console, its wrangler config and the failpoint test", () => {
     expect(quoted.map(({ path }) => path).sort()).toEqual(
       [
         "examples/consumer/src/agent.ts",
+        "examples/consumer/src/console.ts",
         "examples/consumer/src/operator.ts",
         "examples/consumer/src/settlementLog.ts",
         "examples/consumer/src/worker.ts",
