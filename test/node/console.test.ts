@@ -181,8 +181,13 @@ describe("operator console in a browser", () => {
     await until("the refund waiting for approval", async () => (await stateOf(thread, id)) === "suspended")
     expect(await page.title()).toBe("Refund desk · operator console")
 
-    // The front page lists the desk's Object; its Thread lists the refund, waiting for approval.
+    // The front page lists the desk's Object with its count; its Thread lists the refund,
+    // waiting for approval.
     await open("#/")
+    await inPage(
+      "the Object's count",
+      `document.querySelector('#objects [data-object="${thread}"]')?.textContent.endsWith("1 unsettled")`,
+    )
     await inPage(
       "the Objects",
       `[...document.querySelectorAll("#objects a")].some((a) => a.textContent === "${thread}")`,

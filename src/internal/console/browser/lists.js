@@ -70,8 +70,11 @@ export function failure(error) {
   return h("p", { class: "bad", "data-error": error instanceof ConsoleError ? error.tag : "Error", text })
 }
 
+/** The front page reads the counts of this many listed Objects (one small read each). */
+const COUNTED_OBJECTS = 50
+
 /** @type {View} */
-export async function homeView(root) {
+export async function homeView(root, signal) {
   setCrumbs([])
   const input = h("input", {
     id: "open-object",
@@ -105,12 +108,38 @@ export async function homeView(root) {
     list.replaceChildren(
       ...(objects.length === 0
         ? [h("li", { text: "This console lists no Objects: open one by name." })]
-        : objects.map((/** @type {string} */ name) =>
-            h("li", {}, [link(objectRoute({ by: "name", key: name }), name)]),
-          )),
+        : objects.map((/** @type {string} */ name, /** @type {number} */ index) => {
+            const count = h("span", { class: "count-note" })
+            if (index < COUNTED_OBJECTS) void countUnsettled(name, count, signal)
+            return h("li", { "data-object": name }, [
+              link(objectRoute({ by: "name", key: name }), name),
+              count,
+            ])
+          })),
     )
   } catch (error) {
     list.replaceChildren(h("li", {}, [failure(error)]))
+  }
+}
+
+/**
+ * Shows how many unsettled Submissions an Object holds (its first Threads page, one Thread long).
+ * @param {string} name
+ * @param {HTMLElement} into
+ * @param {AbortSignal} signal
+ */
+async function countUnsettled(name, into, signal) {
+  try {
+    const page = await api(
+      "GET",
+      `${apiPath(...objectApi({ by: "name", key: name }))}${query({ limit: 1 })}`,
+      {
+        signal,
+      },
+    )
+    into.textContent = ` · ${page.unsettled} unsettled`
+  } catch (error) {
+    into.textContent = ` · ${error instanceof ConsoleError ? error.tag : "unreadable"}`
   }
 }
 
