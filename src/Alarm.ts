@@ -6,6 +6,7 @@
  */
 export { DurableAlarmService } from "./internal/maintenance/alarmService.ts"
 export { DurableAlarmError, MaintenanceRecordDamaged } from "./internal/maintenance/errors.ts"
+export type { MaintenancePassFailure } from "./internal/maintenance/errors.ts"
 export { MaintenanceRepair } from "./internal/maintenance/repair.ts"
 export { ThreadMaintenanceFailpoint } from "./internal/maintenance/failpoint.ts"
 export type {
@@ -27,7 +28,6 @@ export type {
   ThreadPublicationService,
 } from "./internal/maintenance/hooks.ts"
 export { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
-export type { MaintenancePassFailure } from "./internal/maintenance/pass.ts"
 export { MaintenancePassReport } from "./internal/maintenance/report.ts"
 export {
   BindingRetry,

@@ -6,7 +6,7 @@
 import { Clock, Effect, Option } from "effect"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { readMaintenanceState, writeMaintenanceState } from "./state.ts"
 

@@ -1,5 +1,11 @@
-/** The typed failure of the alarm slot and the maintenance record (re-exported by `Alarm`). */
+/**
+ * The typed failures of maintenance (re-exported by `Alarm`): the alarm slot and the record, and
+ * the union a pass fails with.
+ */
 import { Schema } from "effect"
+import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
+import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
+import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { safeCauseMessage } from "../boundary.ts"
 
 /**
@@ -22,6 +28,10 @@ export class MaintenanceRecordDamaged extends Schema.TaggedError<MaintenanceReco
   "MaintenanceRecordDamaged",
   { field: Schema.String, message: Schema.String },
 ) {}
+
+/** Why a maintenance pass failed. */
+export type MaintenancePassFailure =
+  DurableWorkerFailure | DurableBindingFailure | DurableAlarmError | ThreadProjectionError
 
 /** @internal The record damage behind a storage failure, if that is what it was. */
 export const recordDamageOf = (error: { readonly cause?: unknown }): MaintenanceRecordDamaged | undefined =>

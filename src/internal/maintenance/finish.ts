@@ -8,7 +8,7 @@ import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { type AlarmDisposition, decideAlarm, dispositionOf } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import { STALL_CAP } from "./backoff.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import {
   MaintenanceRetry,

@@ -1,4 +1,8 @@
-/** What every step of the maintenance pass shares, built once per `ThreadMaintenance` layer. */
+/**
+ * `MaintenanceEnv`: what every step of the maintenance pass shares (configuration, failpoints,
+ * the gate, the combined hook deadline, the storage transactions), built once per
+ * `ThreadMaintenance` layer.
+ */
 import type { Effect, Option } from "effect"
 import type { CloudflareDurableRuntimeConfigValue } from "../../CloudflareConfig.ts"
 import type { AlarmTiming } from "./alarmPolicy.ts"
