@@ -28,6 +28,7 @@ import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../src/core/ThreadProjectionMaintenance.ts"
 import { platformLayer, threadLayer } from "../../src/internal/object/layers.ts"
 import type * as ThreadObject from "../../src/ThreadObject.ts"
+import { RoutedPort } from "../../src/RoutedPort.ts"
 import { failpoints } from "../../src/Testing.ts"
 
 /** What one incarnation runs with; everything defaults to what an application leaves out. */
@@ -70,14 +71,19 @@ export const incarnation = (
 ): Effect.Effect<Incarnation, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { maintenance, runtime } = options
-    const platform = platformLayer(ctx, env, {
-      ...(options.config === undefined ? {} : { config: options.config }),
-      failpoints: failpoints({
-        ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
-        ...(runtime === undefined ? {} : { runtime: () => runtime }),
-      }),
-    })
-    const thread = threadLayer(
+    const platform = platformLayer(
+      ctx,
+      env,
+      {
+        ...(options.config === undefined ? {} : { config: options.config }),
+        failpoints: failpoints({
+          ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
+          ...(runtime === undefined ? {} : { runtime: () => runtime }),
+        }),
+      },
+      RoutedPort.layer,
+    )
+    const thread = threadLayer(RoutedPort)(
       options.agents ?? [],
       {
         ...(options.publication === undefined
