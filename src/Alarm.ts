@@ -5,7 +5,12 @@
  * failpoint locations and the handlers tests install are in `Testing`. See the README for the alarm invariant.
  */
 export { DurableAlarmService } from "./internal/maintenance/alarmService.ts"
-export { DurableAlarmError, MaintenanceRecordDamaged } from "./internal/maintenance/errors.ts"
+export {
+  DurableAlarmError,
+  MaintenanceRecordDamaged,
+  ThreadHostMaintenanceError,
+  ThreadPublicationError,
+} from "./internal/maintenance/errors.ts"
 export type { MaintenancePassFailure } from "./internal/maintenance/errors.ts"
 export { MaintenanceRepair } from "./internal/maintenance/repair.ts"
 export { ThreadMaintenanceFailpoint } from "./internal/maintenance/failpoint.ts"

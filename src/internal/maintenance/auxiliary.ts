@@ -12,7 +12,7 @@ import { Clock, DateTime, Deferred, Effect, Exit, Fiber, Option, Schema, Scope }
 import { drainDue, ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
 import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { AuxiliaryDispatchMillis } from "../../CloudflareConfig.ts"
-import { DurableAlarmError } from "./errors.ts"
+import { DurableAlarmError, type ThreadHostMaintenanceError } from "./errors.ts"
 import type { ThreadHostMaintenanceService, ThreadMessageDeliveryService } from "./hooks.ts"
 
 /** @internal */
@@ -25,7 +25,7 @@ export interface AuxiliaryHooks {
 
 /** @internal */
 export interface Auxiliary {
-  readonly finish: Effect.Effect<void, DurableAlarmError | ThreadProjectionError>
+  readonly finish: Effect.Effect<void, DurableAlarmError | ThreadHostMaintenanceError | ThreadProjectionError>
 }
 
 const isAllowance = Schema.is(AuxiliaryDispatchMillis)

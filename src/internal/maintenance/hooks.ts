@@ -6,18 +6,22 @@
 import { Context, Effect, Layer, Option } from "effect"
 import type { DateTime, Scope } from "effect"
 import { catchUnlessInterrupted } from "../boundary.ts"
-import type { DurableAlarmError } from "./errors.ts"
+import type { DurableAlarmError, ThreadHostMaintenanceError, ThreadPublicationError } from "./errors.ts"
 
-/** Durable publication of canonical facts that dependent native execution must wait for. */
+/**
+ * Durable publication of canonical facts that dependent native execution must wait for. Each
+ * operation fails with a `ThreadPublicationError` of its own: map what it calls into it (the
+ * gate's `DurableAlarmError` too, as its `cause`).
+ */
 export interface ThreadPublicationService {
   /** Marks publication as owed after a committed source operation (bounded, local). */
-  readonly invalidate: Effect.Effect<void, DurableAlarmError>
+  readonly invalidate: Effect.Effect<void, ThreadPublicationError>
   /** Invalidates a scan only when `generation` changes; repeated calls keep partial progress. */
-  readonly prepareGeneration: (generation: bigint) => Effect.Effect<void, DurableAlarmError>
+  readonly prepareGeneration: (generation: bigint) => Effect.Effect<void, ThreadPublicationError>
   /** Bounded delivery; persists its retries before returning. */
-  readonly drain: Effect.Effect<void, DurableAlarmError>
+  readonly drain: Effect.Effect<void, ThreadPublicationError>
   /** A pending deadline defers runtime recovery and Attempts until publication drains. */
-  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, ThreadPublicationError>
 }
 
 /** The publication gate; the default publishes nothing. */
@@ -44,18 +48,21 @@ export const publishCommitted = (publication: ThreadPublicationService): Effect.
     ),
   )
 
-/** A drain hook that runs beside native work until `sourceFinished`, within `dispatchUntil`. */
-export type AuxiliaryDrain = (
+/**
+ * A drain hook that runs beside native work until `sourceFinished`, within `dispatchUntil`,
+ * failing with `E`.
+ */
+export type AuxiliaryDrain<E> = (
   sourceFinished: Effect.Effect<void>,
   dispatchUntil: DateTime.Utc,
-) => Effect.Effect<void, DurableAlarmError, Scope.Scope>
+) => Effect.Effect<void, E, Scope.Scope>
 
 /**
  * Host-assembled native message recovery. Its driver bounds each actual Claim and persists the
  * timeout or retry before returning, so maintenance joins it without a second timer.
  */
 export interface ThreadMessageDeliveryService {
-  readonly drainUntil: AuxiliaryDrain
+  readonly drainUntil: AuxiliaryDrain<DurableAlarmError>
   readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
 }
 
@@ -72,11 +79,13 @@ export const ThreadMessageDelivery = Context.Reference<ThreadMessageDeliveryServ
  * finite whole-wave allowance (integer, 1..300000 ms): the maximum over parallel lanes, the sum
  * over sequential operations; a wave is admitted only if it fits before `dispatchUntil`.
  * Host mutations go through `ThreadMutationGate` (`invalidatesRecovery: false` for receipts).
+ * The hook fails with a `ThreadHostMaintenanceError` of its own: map what it calls into it (the
+ * gate's `DurableAlarmError` too, as its `cause`).
  */
 export interface ThreadHostMaintenanceService {
   readonly dispatchTimeoutMillis: number
-  readonly drainUntil: AuxiliaryDrain
-  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+  readonly drainUntil: AuxiliaryDrain<ThreadHostMaintenanceError>
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, ThreadHostMaintenanceError>
 }
 
 /** Application host maintenance; the default does nothing. */

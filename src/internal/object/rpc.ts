@@ -27,7 +27,12 @@ import {
 import { MessageOutboxError } from "../../core/MessageOutbox.ts"
 import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
-import { DurableAlarmError, MaintenanceRecordDamaged } from "../maintenance/errors.ts"
+import {
+  DurableAlarmError,
+  MaintenanceRecordDamaged,
+  ThreadHostMaintenanceError,
+  ThreadPublicationError,
+} from "../maintenance/errors.ts"
 import { Unauthorized } from "./authorization.ts"
 import { InvalidRequest, type RpcResult } from "./protocol.ts"
 
@@ -58,6 +63,8 @@ export const ThreadObjectError = Schema.Union([
   ThreadProjectionError,
   MessageOutboxError,
   DurableAlarmError,
+  ThreadPublicationError,
+  ThreadHostMaintenanceError,
   MaintenanceRecordDamaged,
   Unauthorized,
 ])
