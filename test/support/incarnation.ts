@@ -14,12 +14,12 @@ import {
   type ThreadHostMaintenanceService,
   ThreadMaintenance,
   type ThreadMaintenanceFailpointHandler,
-  type ThreadMessageDeliveryService,
   ThreadMutationGate,
   ThreadPublication,
   type ThreadPublicationService,
 } from "../../src/Alarm.ts"
 import type { CloudflareDurableRuntimeConfigOverrides } from "../../src/CloudflareConfig.ts"
+import type { ThreadMessageDeliveryService } from "../../src/internal/maintenance/hooks.ts"
 import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
@@ -45,6 +45,11 @@ export interface IncarnationOptions {
   /** Replaces the native message delivery. */
   readonly messages?: ThreadMessageDeliveryService
   readonly host?: ThreadHostMaintenanceService
+  /**
+   * Host maintenance as an application provides it to `ThreadObject.layer`: a layer over the
+   * platform (e.g. `ThreadHostMaintenance.all([...])`). Takes the place of `host`.
+   */
+  readonly hostLayer?: Layer.Layer<never, unknown, ThreadObject.ThreadObjectPlatform>
 }
 
 type IncarnationServices = ThreadObject.ThreadObjectPlatform | ThreadObject.ThreadObjectThread
@@ -62,7 +67,8 @@ export interface Incarnation {
 }
 
 const contextValues = (options: IncarnationOptions) =>
-  options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host)
+  options.hostLayer ??
+  (options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host))
 
 /** Builds a fresh incarnation over the Object's storage, into the current scope. */
 export const incarnation = (

@@ -3,11 +3,8 @@ import { Effect, Option } from "effect"
 import { catchUnlessInterrupted } from "../boundary.ts"
 import type { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
 import type { DurableAlarmError, HookDeadlineFailure, ThreadHostMaintenanceError } from "./errors.ts"
-import type {
-  ThreadHostMaintenanceService,
-  ThreadMessageDeliveryService,
-  ThreadPublicationService,
-} from "./hooks.ts"
+import type { ThreadMessageDeliveryService, ThreadPublicationService } from "./hooks.ts"
+import type { ThreadHostMaintenanceService } from "./hostMaintenance.ts"
 
 /** @internal Option-min. */
 export const earliestDeadline = (

@@ -1,12 +1,13 @@
 /**
- * Host hooks that share this Object's alarm: the publication gate (required before dependent
- * native execution), native message delivery and application host maintenance. Hooks never
- * write the alarm slot; their `pendingDeadline` reads are bounded local operations.
+ * Hooks that share this Object's alarm: the publication gate (required before dependent native
+ * execution) and native message delivery (the Object's own driver, internal); application host
+ * maintenance is in `hostMaintenance.ts`. Hooks never write the alarm slot; their
+ * `pendingDeadline` reads are bounded local operations.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { DateTime, Scope } from "effect"
 import { catchUnlessInterrupted } from "../boundary.ts"
-import type { DurableAlarmError, ThreadHostMaintenanceError, ThreadPublicationError } from "./errors.ts"
+import type { DurableAlarmError, ThreadPublicationError } from "./errors.ts"
 
 /**
  * Durable publication of canonical facts that dependent native execution must wait for. Each
@@ -58,44 +59,23 @@ export type AuxiliaryDrain<E> = (
 ) => Effect.Effect<void, E, Scope.Scope>
 
 /**
- * Host-assembled native message recovery. Its driver bounds each actual Claim and persists the
- * timeout or retry before returning, so maintenance joins it without a second timer.
+ * @internal Native message recovery between Threads. Its driver bounds each actual Claim and
+ * persists the timeout or retry before returning, so maintenance joins it without a second timer.
  */
 export interface ThreadMessageDeliveryService {
   readonly drainUntil: AuxiliaryDrain<DurableAlarmError>
   readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
 }
 
-/** Native message delivery between Threads; the default delivers nothing. */
+/**
+ * @internal Native message delivery between Threads; the default delivers nothing.
+ *
+ * Not part of the public surface, so an application cannot provide one that would be ignored:
+ * `ThreadObject.layer` always builds the Object's own driver (its outbox of child admissions,
+ * settlement markers and routed calls, which native work depends on), and an application's own
+ * deliveries are a `ThreadHostMaintenance` lane, whose join the pass bounds by its allowance.
+ */
 export const ThreadMessageDelivery = Context.Reference<ThreadMessageDeliveryService>(
   "@effect-agent/platform-cloudflare/ThreadMessageDelivery",
   { defaultValue: () => ({ drainUntil: () => Effect.void, pendingDeadline: Effect.succeed(Option.none()) }) },
-)
-
-/**
- * Application obligations sharing this Object's alarm (outboxes, UI relays). One initial wave is
- * admitted even on a caught-up pass; `sourceFinished` closes admission of new waves only.
- * Admission and subscriptions live in the supplied event Scope. `dispatchTimeoutMillis` is the
- * finite whole-wave allowance (integer, 1..300000 ms): the maximum over parallel lanes, the sum
- * over sequential operations; a wave is admitted only if it fits before `dispatchUntil`.
- * Host mutations go through `ThreadMutationGate` (`invalidatesRecovery: false` for receipts).
- * The hook fails with a `ThreadHostMaintenanceError` of its own: map what it calls into it (the
- * gate's `DurableAlarmError` too, as its `cause`).
- */
-export interface ThreadHostMaintenanceService {
-  readonly dispatchTimeoutMillis: number
-  readonly drainUntil: AuxiliaryDrain<ThreadHostMaintenanceError>
-  readonly pendingDeadline: Effect.Effect<Option.Option<number>, ThreadHostMaintenanceError>
-}
-
-/** Application host maintenance; the default does nothing. */
-export const ThreadHostMaintenance = Context.Reference<ThreadHostMaintenanceService>(
-  "@effect-agent/platform-cloudflare/ThreadHostMaintenance",
-  {
-    defaultValue: () => ({
-      dispatchTimeoutMillis: 1,
-      drainUntil: () => Effect.void,
-      pendingDeadline: Effect.succeed(Option.none()),
-    }),
-  },
 )

@@ -17,7 +17,8 @@ import { makeTransact, makeTransactRecord } from "./transaction.ts"
 import type { DurableAlarmError, MaintenancePassFailure, ThreadHostMaintenanceError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { ThreadMutationGate } from "./gate.ts"
-import { publishCommitted, ThreadHostMaintenance, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
+import { publishCommitted, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
+import { ThreadHostMaintenance } from "./hostMaintenance.ts"
 import { makePass } from "./pass.ts"
 import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
@@ -48,7 +49,10 @@ export class ThreadMaintenance extends Context.Service<
      * The earliest deadline of the hooks this pass serves besides publication (message delivery,
      * projection, host maintenance), as captured when the layer was built; read-only.
      */
-    readonly hostDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError | ThreadHostMaintenanceError>
+    readonly hostDeadline: Effect.Effect<
+      Option.Option<number>,
+      DurableAlarmError | ThreadHostMaintenanceError
+    >
   }
 >()("@effect-agent/platform-cloudflare/ThreadMaintenance") {
   static readonly layer: Layer.Layer<

@@ -83,7 +83,12 @@ export interface ThreadObjectOptions {
   readonly failpoints?: ThreadObjectFailpoints
 }
 
-/** Hooks of `ThreadObject.layer`. */
+/**
+ * Hooks of `ThreadObject.layer`. Host maintenance (`ThreadHostMaintenance`, several through
+ * `ThreadHostMaintenance.all`) is provided to the layer like any service. Message delivery
+ * between Threads is the Object's own driver and not an option: an application's own
+ * deliveries are host maintenance.
+ */
 export interface ThreadLayerOptions<EP, RP, EJ, RJ> {
   /** A `ThreadPublication` gate; none by default. */
   readonly publication?: Layer.Layer<ThreadPublication, EP, RP>
@@ -156,9 +161,9 @@ export const namespaceLayer = (ctx: DurableObjectState, env: Cloudflare.Env, bin
 
 /**
  * @internal The application's Thread layer; see `ThreadObject.layer`. Message delivery is the
- * runtime's own (an application's `ThreadMessageDelivery` is not used); `delivery` replaces it
- * for tests that script what the pass's delivery does. `port` is the `RoutedPort` key, given
- * by the public module that owns it.
+ * Object's own driver (`ThreadMessageDelivery` is internal, so an application has none to
+ * provide); `delivery` replaces it for tests that script what the pass's delivery does. `port`
+ * is the `RoutedPort` key, given by the public module that owns it.
  */
 export const threadLayer =
   (port: Context.Key<RoutedPort, RoutedPort["Service"]>) =>
