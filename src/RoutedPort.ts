@@ -10,9 +10,9 @@
 import { Context, Effect, Layer } from "effect"
 import { DurableObjectContext } from "./CloudflareBindings.ts"
 import type { ObjectAddress } from "./core/internal/outbox/model.ts"
-import type { PortFailure } from "./internal/port/errors.ts"
-import type { PortEnvelope, PortReply } from "./internal/port/protocol.ts"
-import { callStub } from "./internal/port/stub.ts"
+import type { PortFailure } from "./internal/port/portErrors.ts"
+import type { PortEnvelope, PortReply } from "./internal/port/portProtocol.ts"
+import { callStub } from "./internal/port/portStub.ts"
 
 export {
   DescribeChild,
@@ -20,11 +20,11 @@ export {
   PortProtocolError,
   PortReply,
   PortRequest,
-  portRequestAccess,
-} from "./internal/port/protocol.ts"
-export type { PortAccess, PortReplies, PortRequestTag } from "./internal/port/protocol.ts"
-export { PortUnavailable, PortUnreachable } from "./internal/port/errors.ts"
-export type { PortFailure } from "./internal/port/errors.ts"
+  PORT_REQUEST_ACCESS,
+} from "./internal/port/portProtocol.ts"
+export type { PortAccess, PortReplies, PortRequestTag } from "./internal/port/portProtocol.ts"
+export { PortUnavailable, PortUnreachable } from "./internal/port/portErrors.ts"
+export type { PortFailure } from "./internal/port/portErrors.ts"
 export { ObjectAddress } from "./core/internal/outbox/model.ts"
 
 /** The Objects a `ThreadObject` can reach. */

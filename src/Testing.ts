@@ -13,7 +13,7 @@ import {
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "./core/RuntimeFailpoint.ts"
-import { DurableRuntimeFailpointError } from "./core/internal/runtime/failpointError.ts"
+import { DurableRuntimeFailpointError } from "./core/internal/runtime/shared/failpointError.ts"
 import {
   ThreadMaintenanceFailpoint,
   type ThreadMaintenanceFailpointHandler,

@@ -30,7 +30,7 @@ import type {
 } from "./internal/outbox/model.ts"
 import { makeMemoryOutbox } from "./internal/outbox/memory.ts"
 import { makeSqlOutbox } from "./internal/outbox/sql.ts"
-import type { DurableWorkerFailure } from "./internal/runtime/model.ts"
+import type { DurableWorkerFailure } from "./internal/runtime/shared/model.ts"
 import type { SubmissionLedger } from "./SubmissionLedger.ts"
 import type { ThreadHistory } from "./ThreadHistory.ts"
 

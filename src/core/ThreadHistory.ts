@@ -7,7 +7,7 @@
 import { Context, Layer } from "effect"
 import type { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
-import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/model.ts"
+import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/shared/model.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
 import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./internal/history/model.ts"
 import type { AppendFence, LedgerError, SubmissionNotFound } from "./internal/ledger/model.ts"

@@ -24,7 +24,7 @@ import type { RoutedPort } from "../../RoutedPort.ts"
 import { alarmErrorFromCause, type DurableAlarmError } from "../maintenance/errors.ts"
 import type { ThreadMutationGate } from "../maintenance/gate.ts"
 import type { ThreadMessageDeliveryService } from "../maintenance/hooks.ts"
-import { type PortFailure, PortUnavailable } from "../port/errors.ts"
+import { type PortFailure, PortUnavailable } from "../port/portErrors.ts"
 
 /** The sender's side of deliveries: what the runtime records for each outcome. @internal */
 export interface DeliveryRecorder {

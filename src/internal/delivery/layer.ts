@@ -5,7 +5,10 @@
  */
 import { type Context, Effect, Layer } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
-import { deliveryInvalidatesRecovery, undeliverableIsFinal } from "../../core/internal/runtime/children.ts"
+import {
+  deliveryInvalidatesRecovery,
+  undeliverableIsFinal,
+} from "../../core/internal/runtime/children/children.ts"
 import { MessageOutbox } from "../../core/MessageOutbox.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
@@ -15,9 +18,9 @@ import { ThreadMessageDelivery } from "../maintenance/hooks.ts"
 import { makeMessageDelivery } from "./driver.ts"
 
 /** Deliveries in flight at once. */
-const concurrency = 4
+const CONCURRENCY = 4
 /** Messages read per wave. */
-const waveSize = 32
+const WAVE_SIZE = 32
 
 /** @internal The delivery over the routed port that `port` (the `RoutedPort` key) reads from context. */
 export const messageDeliveryLayer = (port: Context.Key<RoutedPort, RoutedPort["Service"]>) =>
@@ -41,8 +44,8 @@ export const messageDeliveryLayer = (port: Context.Key<RoutedPort, RoutedPort["S
           attemptTimeoutMillis: config.deliveryAttemptTimeoutMillis,
           retryBaseMillis: config.deliveryRetryBaseMillis,
           retryCapMillis: config.deliveryRetryCapMillis,
-          concurrency,
-          waveSize,
+          concurrency: CONCURRENCY,
+          waveSize: WAVE_SIZE,
         },
       })
     }),

@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { AdmissionRefused } from "../../core/internal/ledger/model.ts"
-import { AdmissionCapacity } from "../../core/internal/runtime/capacity.ts"
+import { AdmissionCapacity } from "../../core/internal/runtime/admission/admissionCapacity.ts"
 
 /** @internal */
 export const databaseCapacityLayer = Layer.effect(

@@ -65,7 +65,7 @@ const progressToken = (
 ) => `${lastSequence}.${row.producerEpoch}.${row.state}.${row.abortRequested ? 1 : 0}`
 
 /** How long to wait before confirming an empty alarm slot next to owed work. */
-const alarmSettleMillis = 250
+const ALARM_SETTLE_MILLIS = 250
 
 /**
  * Reads and derives, and confirms a missing alarm once: workerd clears a delivered alarm from
@@ -74,7 +74,7 @@ const alarmSettleMillis = 250
  */
 const confirmed = <A, E, R>(read: Effect.Effect<A, E, R>, missing: (a: A) => boolean) =>
   Effect.flatMap(read, (first) =>
-    missing(first) ? Effect.andThen(Effect.sleep(alarmSettleMillis), read) : Effect.succeed(first),
+    missing(first) ? Effect.andThen(Effect.sleep(ALARM_SETTLE_MILLIS), read) : Effect.succeed(first),
   )
 
 /** @internal */

@@ -15,8 +15,8 @@ import {
   type PortReplies,
   type PortRequest,
   type PortRequestTag,
-  portRequestAccess,
-} from "../port/protocol.ts"
+  PORT_REQUEST_ACCESS,
+} from "../port/portProtocol.ts"
 import { decodeInput } from "./entryPoints.ts"
 import type { RpcResult } from "./protocol.ts"
 
@@ -69,7 +69,7 @@ export const makePortCall = <R>(handlers: PortHandlers<R>) =>
       ),
       Effect.mapError(refusedAs("receiver-failed")),
     )
-    if (portRequestAccess[request._tag] === "read-only") return yield* handled
+    if (PORT_REQUEST_ACCESS[request._tag] === "read-only") return yield* handled
     const maintenance = yield* ThreadMaintenance
     return yield* maintenance.withMutation(handled).pipe(
       Effect.catchIf(

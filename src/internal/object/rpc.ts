@@ -25,7 +25,7 @@ import {
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
 import { MessageOutboxError } from "../../core/MessageOutbox.ts"
-import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
+import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/shared/failpointError.ts"
 import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import {
   DurableAlarmError,

@@ -3,18 +3,18 @@
  * write, the registry, wake hints, timing, and the lock that serializes unowned writes.
  */
 import { Effect, Semaphore } from "effect"
-import type { AgentRegistry } from "../../AgentRegistration.ts"
-import type { SubmissionId } from "../../Identifiers.ts"
+import type { AgentRegistry } from "../../../AgentRegistration.ts"
+import type { SubmissionId } from "../../../Identifiers.ts"
 import { type Journal, readJournal } from "./journal.ts"
 import type { DurableRuntimeFailpointError, ThreadStoreError } from "./model.ts"
-import type { DurableRuntimeSettings } from "../../DurableRuntimeConfig.ts"
-import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../../RuntimeFailpoint.ts"
-import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import type { ThreadHistory } from "../../ThreadHistory.ts"
-import type { WakeScheduler } from "../../WakeScheduler.ts"
-import type { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
-import { LedgerError, type SubmissionNotFound } from "../ledger/model.ts"
-import type { AdmissionCapacityService } from "./capacity.ts"
+import type { DurableRuntimeSettings } from "../../../DurableRuntimeConfig.ts"
+import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../../../RuntimeFailpoint.ts"
+import type { SubmissionLedger } from "../../../SubmissionLedger.ts"
+import type { ThreadHistory } from "../../../ThreadHistory.ts"
+import type { WakeScheduler } from "../../../WakeScheduler.ts"
+import type { MessageOutbox, SelfAddress } from "../../../MessageOutbox.ts"
+import { LedgerError, type SubmissionNotFound } from "../../ledger/model.ts"
+import type { AdmissionCapacityService } from "../admission/admissionCapacity.ts"
 
 type Ledger = SubmissionLedger["Service"]
 type History = ThreadHistory["Service"]

@@ -6,13 +6,18 @@
  * finalized in three steps) are finished from either side.
  */
 import { Clock, Effect, type Schema } from "effect"
-import { SettlementConflict } from "./model.ts"
-import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
-import { type Fence, type InvalidTransition, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
-import type { HistoryEntry } from "../history/model.ts"
-import { settledEntry, unownedFence } from "../ledger/rules.ts"
-import { loadJournal, type RuntimeEnv } from "./env.ts"
-import { childAborts, settlementMarker } from "./childMessages.ts"
+import { SettlementConflict } from "../shared/model.ts"
+import type { SubmissionId, ThreadId } from "../../../Identifiers.ts"
+import {
+  type Fence,
+  type InvalidTransition,
+  Settlement,
+  type SubmissionSnapshot,
+} from "../../ledger/model.ts"
+import type { HistoryEntry } from "../../history/model.ts"
+import { settledEntry, unownedFence } from "../../ledger/rules.ts"
+import { loadJournal, type RuntimeEnv } from "../shared/runtimeEnv.ts"
+import { childAborts, settlementMarker } from "../children/childMessages.ts"
 
 /** A new settlement at the current time. @internal */
 export const makeSettlement = Effect.fnUntraced(function* (

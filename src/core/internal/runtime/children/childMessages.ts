@@ -3,10 +3,10 @@
  * journal: a child's settlement marker for its parent, and an aborted parent's aborts for the
  * children it started that have not settled. `settle` enqueues them in its own transaction.
  */
-import type { SubmissionId } from "../../Identifiers.ts"
-import type { Settlement, SubmissionSnapshot } from "../ledger/model.ts"
-import { messageIds, type NewMessage } from "../outbox/model.ts"
-import type { Journal } from "./journal.ts"
+import type { SubmissionId } from "../../../Identifiers.ts"
+import type { Settlement, SubmissionSnapshot } from "../../ledger/model.ts"
+import { messageIds, type NewMessage } from "../../outbox/model.ts"
+import type { Journal } from "../shared/journal.ts"
 
 /** The marker a child with a parent sends when it settles. @internal */
 export const settlementMarker = (

@@ -8,8 +8,8 @@ import { Effect, Schema } from "effect"
 import type { ObjectAddress } from "../../core/internal/outbox/model.ts"
 import { safeCauseMessage } from "../boundary.ts"
 import type { RpcResult } from "../object/protocol.ts"
-import { PortUnavailable, PortUnreachable } from "./errors.ts"
-import { PortEnvelope, PortProtocolError, PortReply } from "./protocol.ts"
+import { PortUnavailable, PortUnreachable } from "./portErrors.ts"
+import { PortEnvelope, PortProtocolError, PortReply } from "./portProtocol.ts"
 
 /** The part of a Durable Object namespace the port uses. */
 interface Namespace {

@@ -12,18 +12,18 @@
  * settles in one transaction with its marker in its outbox, which delivers it until the parent
  * acknowledges it.
  */
-import { spanned } from "../spanned.ts"
+import { spanned } from "../../spanned.ts"
 import { Clock, Effect, Option } from "effect"
-import type { AgentDefinition } from "../../AgentRegistration.ts"
-import type { SubmissionId } from "../../Identifiers.ts"
-import { unownedFence } from "../ledger/rules.ts"
+import type { AgentDefinition } from "../../../AgentRegistration.ts"
+import type { SubmissionId } from "../../../Identifiers.ts"
+import { unownedFence } from "../../ledger/rules.ts"
 import {
   type FenceFailure,
   type InvalidTransition,
   LedgerError,
   type Settlement,
   type SubmissionSnapshot,
-} from "../ledger/model.ts"
+} from "../../ledger/model.ts"
 import {
   type ChildRefusalReason,
   type DeliveryOutcome,
@@ -31,11 +31,12 @@ import {
   type ThreadMessage,
   type ThreadMessageReplies,
   type ThreadMessageReply,
-} from "../outbox/model.ts"
-import type { HistoryEntry } from "../history/model.ts"
-import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import type { DurableWorkerFailure } from "./model.ts"
-import { admissionCheckOf, admitRow, encodeFor, materialize } from "./submit.ts"
+} from "../../outbox/model.ts"
+import type { HistoryEntry } from "../../history/model.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import type { DurableWorkerFailure } from "../shared/model.ts"
+import { admitRow, materialize } from "../admission/admitRow.ts"
+import { admissionCheckOf, encodeFor } from "../admission/encodeInput.ts"
 
 const OPERATION = "DurableAgentRuntime.receive"
 

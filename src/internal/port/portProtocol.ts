@@ -59,7 +59,7 @@ export interface PortReplies extends ThreadMessageReplies {
 export type PortAccess = "mutating" | "read-only"
 
 /** The classification of every request kind. */
-export const portRequestAccess: { readonly [K in PortRequestTag]: PortAccess } = {
+export const PORT_REQUEST_ACCESS: { readonly [K in PortRequestTag]: PortAccess } = {
   AdmitChild: "mutating",
   ChildSettled: "mutating",
   AbortChild: "mutating",

@@ -3,13 +3,18 @@
  * retry, and waiting for the settlement. Each checks and writes under the runtime's lock, so
  * two resolutions of the same wait cannot both pass the check.
  */
-import { spanned } from "../spanned.ts"
+import { spanned } from "../../spanned.ts"
 import { Clock, Effect, Option } from "effect"
-import { type ApprovalDecision, NotPending, SettlementTimeout, type UnknownResolution } from "./model.ts"
-import type { SubmissionId } from "../../Identifiers.ts"
-import { InvalidTransition, SubmissionNotFound, type SubmissionSnapshot } from "../ledger/model.ts"
-import { unownedFence } from "../ledger/rules.ts"
-import { loadJournal, type RuntimeEnv } from "./env.ts"
+import {
+  type ApprovalDecision,
+  NotPending,
+  SettlementTimeout,
+  type UnknownResolution,
+} from "../shared/model.ts"
+import type { SubmissionId } from "../../../Identifiers.ts"
+import { InvalidTransition, SubmissionNotFound, type SubmissionSnapshot } from "../../ledger/model.ts"
+import { unownedFence } from "../../ledger/rules.ts"
+import { loadJournal, type RuntimeEnv } from "../shared/runtimeEnv.ts"
 import { makeSettlement, settle } from "./settle.ts"
 
 const rowOf = (env: RuntimeEnv, submissionId: SubmissionId) =>

@@ -4,7 +4,7 @@
  * `DurableAgentRuntime`.
  */
 import { Schema } from "effect"
-import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../../Identifiers.ts"
 import type { DurableRuntimeFailpointError } from "./failpointError.ts"
 import type {
   AdmissionCheck,
@@ -14,8 +14,8 @@ import type {
   LedgerError,
   OwnershipLost,
   Settlement,
-} from "../ledger/model.ts"
-import type { MessageOutboxError } from "../outbox/model.ts"
+} from "../../ledger/model.ts"
+import type { MessageOutboxError } from "../../outbox/model.ts"
 
 /** One recovery classification of a nonterminal Submission. */
 export const RecoveryDecision = Schema.Union([

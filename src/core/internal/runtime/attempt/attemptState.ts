@@ -7,11 +7,11 @@
  * it); the Attempt reads `stop` once the program has returned.
  */
 import { Clock, Effect, Option, type Schema } from "effect"
-import { type DurableWorkerFailure, RunJournalError } from "./model.ts"
-import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "../ledger/model.ts"
-import { utf8ByteLength } from "../ledger/rules.ts"
-import type { HistoryEntry } from "../history/model.ts"
-import { type RuntimeEnv, vanished } from "./env.ts"
+import { type DurableWorkerFailure, RunJournalError } from "../shared/model.ts"
+import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "../../ledger/model.ts"
+import { utf8ByteLength } from "../../ledger/rules.ts"
+import type { HistoryEntry } from "../../history/model.ts"
+import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 
 /** Why an Attempt ended before its program returned. @internal */
 export type AttemptStop =

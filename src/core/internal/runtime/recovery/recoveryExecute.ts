@@ -5,20 +5,20 @@
  * again by the next pass.
  */
 import { Clock, Context, Effect, Option, Stream } from "effect"
-import { type RecoveryDecision, RecoveryReport } from "./model.ts"
-import type { SubmissionSnapshot } from "../ledger/model.ts"
+import { type RecoveryDecision, RecoveryReport } from "../shared/model.ts"
+import type { SubmissionSnapshot } from "../../ledger/model.ts"
 import {
   classifyRecovery,
   dispositionOf,
   type RecoveryFacts,
   recoveryNeedsHistory,
 } from "./recoveryClassify.ts"
-import { revertJoin, settleJoined } from "./joins.ts"
-import { unownedFence } from "../ledger/rules.ts"
-import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
-import { finishReserved, makeSettlement, settle, settleAborted } from "./settle.ts"
-import { materialize } from "./submit.ts"
+import { revertJoin, settleJoined } from "../children/joins.ts"
+import { unownedFence } from "../../ledger/rules.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
+import { finishReserved, makeSettlement, settle, settleAborted } from "../settlement/settle.ts"
+import { materialize } from "../admission/admitRow.ts"
 
 const OPERATION = "DurableAgentRuntime.runRecovery"
 

@@ -1,20 +1,18 @@
 /**
  * The journaled calls of subagents and joined input in an `AgentContext`: start a child, await
  * its settlement, read the follow-ups that joined. They share the Attempt's call positions and
- * journal with the other calls (see `agentContext.ts`).
+ * journal with the other calls (see `attempt/contextCalls.ts`).
  */
 import { Effect, Option, Schema } from "effect"
-import type { AgentContext, ChildHandle, ChildSettlement, ChildThread } from "../../AgentContext.ts"
-import { AgentFailure, type AgentDefinition, type AnyAgentDefinition } from "../../AgentRegistration.ts"
-import { IdempotencyKey, ThreadId } from "../../Identifiers.ts"
-import type { HistoryEntry } from "../history/model.ts"
-import { LedgerError } from "../ledger/model.ts"
-import { messageIds, type NewMessage, ObjectAddress } from "../outbox/model.ts"
-import type { RuntimeFailpointLocation } from "../../RuntimeFailpoint.ts"
-import { type AttemptState, boundary, guard, halt, journalMismatch } from "./attemptState.ts"
-import { loadJournal } from "./env.ts"
-import type { Journal, JournalPosition } from "./journal.ts"
-import type { Kind } from "./agentContext.ts"
+import type { AgentContext, ChildHandle, ChildSettlement, ChildThread } from "../../../AgentContext.ts"
+import { AgentFailure, type AgentDefinition } from "../../../AgentRegistration.ts"
+import { IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
+import { LedgerError } from "../../ledger/model.ts"
+import { messageIds, ObjectAddress } from "../../outbox/model.ts"
+import { boundary, guard, halt, journalMismatch } from "../attempt/attemptState.ts"
+import { loadJournal } from "../shared/runtimeEnv.ts"
+import type { Journal } from "../shared/journal.ts"
+import type { ContextCalls } from "../attempt/contextCalls.ts"
 
 type Settled = NonNullable<ReturnType<Journal["childSettled"]["get"]>>
 
@@ -33,25 +31,6 @@ const decodeThread = (thread: ChildThread, namespace: string) =>
     )
     return { threadId, target }
   })
-
-/** What the child calls share with the other calls of a context. @internal */
-export interface ContextCalls {
-  readonly attempt: AttemptState
-  /** The journal read when the Attempt started. */
-  readonly journal: Journal
-  readonly agent: AnyAgentDefinition
-  /** Takes the next call position. */
-  readonly next: () => number
-  /** The recorded call at a position, checked against what the program asks for now. */
-  readonly recorded: (
-    step: number,
-    kind: Kind,
-    name: string | undefined,
-  ) => Effect.Effect<JournalPosition | undefined>
-  /** Appends a record of the Attempt, enqueueing `messages` in the same transaction. */
-  readonly append: (entry: HistoryEntry, messages?: ReadonlyArray<NewMessage>) => Effect.Effect<void>
-  readonly hit: (location: RuntimeFailpointLocation) => Effect.Effect<void>
-}
 
 /** `startChild`, `awaitChild` and `receiveJoined` of one Attempt's context. @internal */
 export const makeChildCalls = (

@@ -6,8 +6,8 @@
  * @internal
  */
 import { Context, Effect } from "effect"
-import type { ThreadId } from "../../Identifiers.ts"
-import type { AdmissionRefused } from "../ledger/model.ts"
+import type { ThreadId } from "../../../Identifiers.ts"
+import type { AdmissionRefused } from "../../ledger/model.ts"
 
 /** @internal */
 export interface AdmissionCapacityService {

@@ -2,7 +2,7 @@
  * Pure reading of one Submission's canonical records: what recovery needs to classify it and
  * what a replaying Attempt needs at each call position.
  */
-import type { HistoryEntry } from "../history/model.ts"
+import type { HistoryEntry } from "../../history/model.ts"
 
 type Entry<Tag extends HistoryEntry["_tag"]> = Extract<HistoryEntry, { readonly _tag: Tag }>
 
@@ -59,14 +59,14 @@ export const reconcileStatus = (open: OpenUncertain, now: number): ReconcileStat
   return { _tag: "Due" }
 }
 
-/** First wait after a failed reconcile; it doubles per attempt up to `RECONCILE_MAX_DELAY`. @internal */
-export const RECONCILE_BASE_DELAY = 1_000
+/** First wait after a failed reconcile; it doubles per attempt up to `RECONCILE_MAX_DELAY_MILLIS`. @internal */
+export const RECONCILE_BASE_DELAY_MILLIS = 1_000
 /** @internal */
-export const RECONCILE_MAX_DELAY = 60_000
+export const RECONCILE_MAX_DELAY_MILLIS = 60_000
 
 /** The wait after the `attempt`-th reconcile (1-based) failed. @internal */
 export const reconcileRetryDelay = (attempt: number): number =>
-  Math.min(RECONCILE_MAX_DELAY, RECONCILE_BASE_DELAY * 2 ** (Math.max(1, attempt) - 1))
+  Math.min(RECONCILE_MAX_DELAY_MILLIS, RECONCILE_BASE_DELAY_MILLIS * 2 ** (Math.max(1, attempt) - 1))
 
 /** Whether a position's outcome is settled by a reconcile that found the effect happened. @internal */
 export const reconciledHappened = (position: JournalPosition) =>

@@ -4,19 +4,21 @@
  * its reconcile), executing nothing. The decision comes from the same pure classification the
  * pass runs, over the same ledger row and journal.
  */
-import { spanned } from "../spanned.ts"
+import { spanned } from "../../spanned.ts"
 import { Clock, Effect, Option, Schema, Stream } from "effect"
-import { ReconcileAnswerRecord } from "../history/model.ts"
-import { type SubmissionSnapshot, SubmissionSnapshot as Snapshot } from "../ledger/model.ts"
-import type { SubmissionId } from "../../Identifiers.ts"
-import { loadJournal, type RuntimeEnv } from "./env.ts"
-import { EMPTY_JOURNAL, readJournal, reconcileStatus } from "./journal.ts"
-import { RecoveryDecision, RecoveryReport } from "./model.ts"
+import { ReconcileAnswerRecord } from "../../history/model.ts"
+import { type SubmissionSnapshot, SubmissionSnapshot as Snapshot } from "../../ledger/model.ts"
+import type { SubmissionId } from "../../../Identifiers.ts"
+import { loadJournal, type RuntimeEnv } from "../shared/runtimeEnv.ts"
+import { EMPTY_JOURNAL, readJournal, reconcileStatus } from "../shared/journal.ts"
+import { RecoveryDecision, RecoveryReport } from "../shared/model.ts"
 import { classifyRecovery, dispositionOf, recoveryNeedsHistory } from "./recoveryClassify.ts"
 import { joinFacts } from "./recoveryExecute.ts"
 
 /** An approval request without a decision. */
-export class OpenApproval extends Schema.Class<OpenApproval>("@effect-agent/OpenApproval")({
+export class OpenApproval extends Schema.Class<OpenApproval>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/OpenApproval",
+)({
   step: Schema.Int,
   payload: Schema.Json,
   /** When it was requested (epoch ms). */
@@ -24,7 +26,9 @@ export class OpenApproval extends Schema.Class<OpenApproval>("@effect-agent/Open
 }) {}
 
 /** Where the reconcile of an open uncertain step stands. */
-export class ReconcileState extends Schema.Class<ReconcileState>("@effect-agent/ReconcileState")({
+export class ReconcileState extends Schema.Class<ReconcileState>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/ReconcileState",
+)({
   /** `none`: the step has no reconcile; `due`: the next Attempt runs one; `backoff`: a failed one waits until `notBefore`; `exhausted`: a person decides. */
   status: Schema.Literals(["none", "due", "backoff", "exhausted"]),
   /** Reconciles the step allows, and how many started. */
@@ -35,7 +39,9 @@ export class ReconcileState extends Schema.Class<ReconcileState>("@effect-agent/
 }) {}
 
 /** An uncertain step that started and whose outcome is not known. */
-export class OpenUncertainStep extends Schema.Class<OpenUncertainStep>("@effect-agent/OpenUncertainStep")({
+export class OpenUncertainStep extends Schema.Class<OpenUncertainStep>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/OpenUncertainStep",
+)({
   step: Schema.Int,
   name: Schema.String,
   /** When its outcome became unknown (or, before that is recorded, when it started). */
@@ -45,7 +51,7 @@ export class OpenUncertainStep extends Schema.Class<OpenUncertainStep>("@effect-
 
 /** One Submission as recovery sees it now. */
 export class SubmissionInspection extends Schema.Class<SubmissionInspection>(
-  "@effect-agent/SubmissionInspection",
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/SubmissionInspection",
 )({
   row: Snapshot,
   /** What recovery would decide for it now (nothing is executed). */

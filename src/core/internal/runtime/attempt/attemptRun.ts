@@ -4,24 +4,24 @@
  * ends however the Attempt stops: an interrupted or failed Attempt releases its Claim, so the
  * row is left `ready` rather than held by a lease nobody renews.
  */
-import { spanned } from "../spanned.ts"
+import { spanned } from "../../spanned.ts"
 import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
-import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
-import { AttemptId, OwnershipToken, type ThreadId } from "../../Identifiers.ts"
-import type { HeadAttempt, SettlementConflict } from "./model.ts"
+import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
+import { AttemptId, OwnershipToken, type ThreadId } from "../../../Identifiers.ts"
+import type { HeadAttempt, SettlementConflict } from "../shared/model.ts"
 import {
   InvalidTransition,
   LedgerError,
   type Settlement,
   SubmissionNotFound,
   type SubmissionSnapshot,
-} from "../ledger/model.ts"
+} from "../../ledger/model.ts"
 import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged } from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
-import { loadJournal, type RuntimeEnv, vanished } from "./env.ts"
-import { EMPTY_JOURNAL, type Journal } from "./journal.ts"
-import { asConflict, makeSettlement, type Settling, settle, settleAborted } from "./settle.ts"
-import { finishJoinsOf } from "./joins.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
+import { asConflict, makeSettlement, type Settling, settle, settleAborted } from "../settlement/settle.ts"
+import { finishJoinsOf } from "../children/joins.ts"
 
 const OPERATION = "DurableAgentRuntime.processThreadHead"
 

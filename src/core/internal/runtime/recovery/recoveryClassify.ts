@@ -3,10 +3,10 @@
  * only when the row's state needs it, its canonical records. Pure, so every case is unit-tested
  * without storage.
  */
-import type { RecoveryDecision, RecoveryDisposition } from "./model.ts"
-import type { Settlement, SubmissionSnapshot } from "../ledger/model.ts"
-import { hasLiveLease } from "../ledger/rules.ts"
-import { type Journal, type OpenUncertain, reconcileStatus } from "./journal.ts"
+import type { RecoveryDecision, RecoveryDisposition } from "../shared/model.ts"
+import type { Settlement, SubmissionSnapshot } from "../../ledger/model.ts"
+import { hasLiveLease } from "../../ledger/rules.ts"
+import { type Journal, type OpenUncertain, reconcileStatus } from "../shared/journal.ts"
 
 type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
 

@@ -7,15 +7,15 @@ import {
   type AgentContext,
   type ReconcileAnswer,
   type ReconcileOptions,
-  reconcileDefaults,
+  RECONCILE_DEFAULTS,
   type StepFunction,
   type StepOptions,
   type UncertainStepFunction,
-} from "../../AgentContext.ts"
-import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../AgentRegistration.ts"
-import { ApprovalDecision } from "./model.ts"
-import type { HistoryEntry, ReconcileAnswerRecord } from "../history/model.ts"
-import type { NewMessage } from "../outbox/model.ts"
+} from "../../../AgentContext.ts"
+import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
+import { ApprovalDecision } from "../shared/model.ts"
+import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
+import type { NewMessage } from "../../outbox/model.ts"
 import {
   type AttemptState,
   boundary,
@@ -34,16 +34,13 @@ import {
   reconciledNotHappened,
   reconcileRetryDelay,
   reconcileStatus,
-} from "./journal.ts"
-import { makeChildCalls } from "./agentContextChildren.ts"
-
-/** The kind of a journaled call. @internal */
-export type Kind =
-  "step" | "uncertain step" | "approval request" | "child start" | "child await" | "joined read"
+} from "../shared/journal.ts"
+import { makeChildCalls } from "../children/agentContextChildren.ts"
+import type { Kind } from "./contextCalls.ts"
 
 /** The reconcile attempts an uncertain step's start records. */
 const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
-  Math.max(1, Math.floor(options.reconcileAttempts ?? reconcileDefaults.attempts))
+  Math.max(1, Math.floor(options.reconcileAttempts ?? RECONCILE_DEFAULTS.attempts))
 
 const kindOf = (position: JournalPosition): Kind | undefined =>
   position.approvalRequested !== undefined
@@ -224,7 +221,7 @@ export const makeAgentContext = (
       const number = (position.reconcileAttempts ?? 0) + 1
       yield* append({ _tag: "ReconcileStarted", step, attempt: number })
       yield* hit("reconcile:after-start-append")
-      const timeoutMillis = Math.max(1, options.reconcileTimeoutMillis ?? reconcileDefaults.timeoutMillis)
+      const timeoutMillis = Math.max(1, options.reconcileTimeoutMillis ?? RECONCILE_DEFAULTS.timeoutMillis)
       const exit = yield* runWatched(
         attempt,
         options.reconcile.pipe(

@@ -9,16 +9,16 @@
  * input. Recovery repairs a crash between any two of these writes.
  */
 import { Clock, Effect, Option } from "effect"
-import type { AnyAgentDefinition } from "../../AgentRegistration.ts"
-import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
-import { type AdmissionCheck, LedgerError, Settlement, type SubmissionSnapshot } from "../ledger/model.ts"
-import { takesJoins, unownedFence } from "../ledger/rules.ts"
-import { admitQueued, admitRow, receiptOf } from "./submit.ts"
-import { type RuntimeEnv, vanished } from "./env.ts"
-import { JoinRefused } from "./model.ts"
-import { settle } from "./settle.ts"
+import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
+import type { SubmissionId, ThreadId } from "../../../Identifiers.ts"
+import { type AdmissionCheck, LedgerError, Settlement, type SubmissionSnapshot } from "../../ledger/model.ts"
+import { takesJoins, unownedFence } from "../../ledger/rules.ts"
+import { admitQueued, admitRow, receiptOf } from "../admission/admitRow.ts"
+import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import { JoinRefused } from "../shared/model.ts"
+import { settle } from "../settlement/settle.ts"
 
-const operation = "DurableAgentRuntime.join"
+const OPERATION = "DurableAgentRuntime.join"
 
 /** Why the lane's head cannot take `agent`'s input as a join; undefined when it can. @internal */
 export const joinRefusal = (
@@ -55,7 +55,7 @@ const agentOf = (env: RuntimeEnv, prepared: AdmissionCheck) =>
     onNone: () =>
       Effect.fail(
         new LedgerError({
-          operation,
+          operation: OPERATION,
           message: `agent ${prepared.agentId} is not registered in this deployment`,
         }),
       ),
@@ -127,7 +127,7 @@ export const revertJoin = (env: RuntimeEnv, join: SubmissionSnapshot) =>
     const now = yield* Clock.currentTimeMillis
     yield* env.ledger
       .revertJoining(join.submissionId, now)
-      .pipe(Effect.catchTag("SubmissionNotFound", (missing) => Effect.fail(vanished(operation)(missing))))
+      .pipe(Effect.catchTag("SubmissionNotFound", (missing) => Effect.fail(vanished(OPERATION)(missing))))
     yield* env.wake.notify(join.threadId)
   })
 
@@ -151,7 +151,7 @@ export const finishJoinsOf = (
             FenceRejected: () => Effect.void,
             InvalidTransition: () => Effect.void,
             OwnershipLost: () => Effect.void,
-            SubmissionNotFound: (missing) => Effect.fail(vanished(operation)(missing)),
+            SubmissionNotFound: (missing) => Effect.fail(vanished(OPERATION)(missing)),
           }),
         )
       }

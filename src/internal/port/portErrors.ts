@@ -1,6 +1,6 @@
 /** Why a routed port call failed (re-exported by `RoutedPort`). */
 import { Schema } from "effect"
-import type { PortProtocolError } from "./protocol.ts"
+import type { PortProtocolError } from "./portProtocol.ts"
 
 /** The call did not complete (network, timeout, an unexpected failure): it may be retried. */
 export class PortUnavailable extends Schema.TaggedError<PortUnavailable>()("PortUnavailable", {
