@@ -9,25 +9,29 @@ const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
 
 describe("Testing", () => {
-  it.live("reports an injected runtime failure to the caller as unavailable, and keeps the admission", () =>
-    Effect.gen(function* () {
-      const thread = threadName("injected")
-      const client = clientOf(thread)
-      const id = stubOf(thread).id
-      switchboard.install(id, {
-        runtime: (location) =>
-          location === "submit:after-admit"
-            ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "injected" }))
-            : Effect.void,
-      })
-      const exit = yield* Effect.exit(
-        client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } }),
-      ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
-      expect(failureOf(exit)).toBeInstanceOf(ThreadClient.ThreadObjectUnavailable)
-      // The admission committed before the failpoint: the same key replays its receipt.
-      const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
-      expect(receipt.replayed).toBe(true)
-    }),
+  it.live(
+    "reports an injected runtime failure to the caller as an internal failure, and keeps the admission",
+    () =>
+      Effect.gen(function* () {
+        const thread = threadName("injected")
+        const client = clientOf(thread)
+        const id = stubOf(thread).id
+        switchboard.install(id, {
+          runtime: (location) =>
+            location === "submit:after-admit"
+              ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "injected" }))
+              : Effect.void,
+        })
+        const exit = yield* Effect.exit(
+          client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } }),
+        ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
+        const failure = failureOf(exit)
+        expect(failure).toBeInstanceOf(ThreadClient.ThreadObjectFailure)
+        expect(failure).toMatchObject({ entryPoint: "submit", reason: "internal" })
+        // The admission committed before the failpoint: the same key replays its receipt.
+        const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
+        expect(receipt.replayed).toBe(true)
+      }),
   )
 
   it("keeps test-only errors out of the client's error union", () => {
@@ -56,7 +60,7 @@ describe("Testing", () => {
       const refused = yield* Effect.exit(
         client.submit({ agentId: "echo", idempotencyKey: "refused", input: { text: "y" } }),
       ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
-      expect(Exit.isFailure(refused)).toBe(true)
+      expect(failureOf(refused)).toMatchObject({ _tag: "ThreadObjectFailure", reason: "storage" })
       // The refused admission wrote nothing: only the first Submission has a row.
       expect(yield* ledgerRows(thread)).toHaveLength(1)
     }),

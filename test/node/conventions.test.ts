@@ -66,13 +66,8 @@ const KEPT_DURATION_FIELDS = new Set([
   "wakeScanInterval",
 ])
 
-/**
- * Import cycles among modules that other work is reshaping now: the Object's calls move to one
- * call table. Each goes when that lands.
- */
-const KNOWN_CYCLES: Record<string, string> = {
-  "internal/object/entryPoints.ts internal/object/portCall.ts": "the Object's calls move to one call table",
-}
+/** Import cycles among modules that other work is reshaping now. None is left. */
+const KNOWN_CYCLES: Record<string, string> = {}
 
 /**
  * A public module owns its service, so `internal/` may read a tag from one that stands on its

@@ -91,6 +91,24 @@ describe("operating a Thread", () => {
     // The Worker's routes: reading needs no token, withdrawing does.
     const explained = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}/explain`)
     expect(await explained.json()).toMatchObject({ reason: { _tag: "Settled" } })
+    const awaited = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}/settlement`)
+    expect(await awaited.json()).toMatchObject({
+      outcome: "completed",
+      output: { queue: "support", reference: "support-14" },
+    })
+    // A body the agent's input Schema refuses is answered in the Worker; nothing is submitted.
+    const malformed = await SELF.fetch(`http://consumer.test/${thread}`, {
+      method: "POST",
+      body: JSON.stringify({ ticket: 7 }),
+    })
+    expect(malformed.status).toBe(400)
+    expect(await malformed.json()).toMatchObject({ error: "SchemaError" })
+    const submitted = await SELF.fetch(`http://consumer.test/${thread}`, {
+      method: "POST",
+      headers: { "idempotency-key": "u-2" },
+      body: JSON.stringify({ ticket: "toner low" }),
+    })
+    expect(await submitted.json()).toMatchObject({ threadId: thread, queueSequence: 2, replayed: false })
     const withdrawn = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}`, { method: "POST" })
     expect(await withdrawn.json()).toMatchObject({ error: "Unauthorized" })
   })

@@ -5,7 +5,7 @@
  */
 import { Effect, Exit, Layer, Metric } from "effect"
 import type { MaintenancePassReport } from "../maintenance/report.ts"
-import { MaintenanceCounters } from "./views.ts"
+import { MaintenanceCounters } from "./statusViews.ts"
 
 const passes = Metric.counter("effect_agent_maintenance_passes", {
   description: "Maintenance passes run by this incarnation",

@@ -17,8 +17,8 @@ import {
   type PortRequestTag,
   PORT_REQUEST_ACCESS,
 } from "../port/portProtocol.ts"
-import { decodeInput } from "./entryPoints.ts"
-import type { RpcResult } from "./protocol.ts"
+import { decodeRequest } from "./decodeRequest.ts"
+import type { RpcResult } from "./rpc.ts"
 
 const encodeReply = Schema.encodeSync(PortReply)
 const encodeRefusal = Schema.encodeSync(PortProtocolError)
@@ -54,7 +54,7 @@ const refusedAs = (reason: PortProtocolError["reason"]) => (error: { readonly me
 /** @internal */
 export const makePortCall = <R>(handlers: PortHandlers<R>) =>
   Effect.fn("ThreadObject.portCall")(function* (raw: unknown) {
-    const { messageId, request } = yield* decodeInput(
+    const { messageId, request } = yield* decodeRequest(
       "portCall",
       PortEnvelope,
     )(raw).pipe(Effect.mapError(refusedAs("malformed-request")))

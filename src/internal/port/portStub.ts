@@ -7,7 +7,7 @@
 import { Effect, Schema } from "effect"
 import type { ObjectAddress } from "../../core/internal/outbox/model.ts"
 import { safeCauseMessage } from "../boundary.ts"
-import type { RpcResult } from "../object/protocol.ts"
+import type { RpcResult } from "../object/rpc.ts"
 import { PortUnavailable, PortUnreachable } from "./portErrors.ts"
 import { PortEnvelope, PortProtocolError, PortReply } from "./portProtocol.ts"
 

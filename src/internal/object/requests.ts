@@ -1,20 +1,16 @@
 /**
- * The RPC protocol between a Worker and a `ThreadObject`: request Schemas the Object decodes
- * before anything runs, and the result envelope that carries a success value or an encoded
- * tagged error across the boundary (Workers RPC keeps only the message of a thrown error).
+ * The requests of a `ThreadObject`'s calls: the Schemas the Object decodes before anything
+ * runs. Every request addresses a Thread (`threadId`), and one that acts on a Submission names
+ * it (`submissionId`): authorization decides on these. The caller travels beside the request.
  */
 import { Schema } from "effect"
-import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
-import { Caller } from "./authorization.ts"
 
-/** Who asks for a privileged entry point; the application's check decides. */
-const caller = Schema.optionalKey(Caller)
-
-/** A request the Object refused before doing anything: malformed, oversized or misaddressed. */
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
-  entryPoint: Schema.String,
-  message: Schema.String,
+/** Who calls, as the Worker vouches for them: a subject and, optionally, a credential to check. */
+export class Caller extends Schema.Class<Caller>("@effect-agent/platform-cloudflare/Caller")({
+  subject: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256)),
+  credential: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(4_096))),
 }) {}
 
 const Millis = (maximum: number) =>
@@ -33,15 +29,11 @@ export const MAX_HISTORY_PAGE = 500
 /** @internal */
 export const SubmissionAddress = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId })
 
-/** @internal A privileged action on one Submission (abort, retry). */
-export const SubmissionCommand = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId, caller })
-
 /** @internal */
 export const ApprovalInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
   decision: ApprovalDecision,
-  caller,
 })
 
 /** @internal */
@@ -49,7 +41,6 @@ export const UnknownInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
   resolution: UnknownResolution,
-  caller,
 })
 
 /** @internal */
@@ -75,10 +66,9 @@ export const AwaitInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
+  /** The agent the caller expects; a Submission of another agent is not found. */
+  agentId: Schema.optionalKey(AgentId),
 })
-
-/** @internal */
-export const RepairInput = Schema.Struct({ threadId: ThreadId, caller })
 
 /** Largest page of a lane's Submissions. */
 export const MAX_SUBMISSIONS_PAGE = 200
@@ -94,7 +84,3 @@ export const ProgressInput = Schema.Struct({
   after: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
-
-/** The envelope of every RPC result. @internal */
-export type RpcResult =
-  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown }
