@@ -19,6 +19,7 @@ import {
 } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
 import { incarnation } from "../support/incarnation.ts"
+import { objectCalls } from "../../src/internal/object/handlers.ts"
 
 /** A lane of `all`, as an application writes one: a layer that provides `ThreadHostMaintenance`. */
 const lane = (service: ThreadHostMaintenanceService) => Layer.succeed(ThreadHostMaintenance, service)
@@ -270,6 +271,25 @@ describe("ThreadHostMaintenance.all", () => {
 })
 
 describe("the hooks an application provides", () => {
+  it.effect("fail a caller's call with ThreadObjectFailure reason hook, never by their own tag", () =>
+    inObject(objectName("hook-reason"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const { context } = yield* incarnation(ctx, {
+          host: hostHooks({ pendingDeadline: Effect.fail(refusal("cursor")) }),
+        })
+        const exit = yield* Effect.exit(
+          objectCalls(undefined).obligations({ threadId: "t" }).pipe(Effect.provideContext(context)),
+        )
+        expect(failureOf(exit)).toMatchObject({
+          _tag: "ThreadObjectFailure",
+          entryPoint: "obligations",
+          reason: "hook",
+        })
+      }),
+    ),
+  )
+
   it("offer no message delivery: delivery between Threads is the Object's own", () => {
     // @ts-expect-error message delivery is not a hook an application can provide
     expect(Alarm.ThreadMessageDelivery).toBeUndefined()
