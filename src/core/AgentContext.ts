@@ -18,6 +18,9 @@ import type { ChildRefusalReason } from "./internal/outbox/model.ts"
 import type { ApprovalDecision } from "./internal/runtime/shared/model.ts"
 import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
 
+export { ChildRefusalReason } from "./internal/outbox/model.ts"
+export { ApprovalDecision } from "./internal/runtime/shared/model.ts"
+
 /** How a step's result is stored: a Schema whose encoded side is JSON. */
 export interface StepOptions<A> {
   readonly result: JsonCodec<A>

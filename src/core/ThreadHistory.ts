@@ -15,8 +15,14 @@ import { makeMemoryHistory } from "./internal/history/memory.ts"
 import { makeSqlHistory } from "./internal/history/sql.ts"
 import { SubmissionLedger } from "./SubmissionLedger.ts"
 
-export { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
+export { HistoryEntry, HistoryRecord, ReconcileAnswerRecord } from "./internal/history/model.ts"
 export type { FeedEntry, FeedPage, HistoryPage } from "./internal/history/model.ts"
+
+/** The `_tag` of a canonical record's entry: `SubmissionAccepted`, `StepCompleted`, … */
+export type HistoryEntryTag = HistoryEntry["_tag"]
+
+/** The entry of one kind, e.g. `HistoryEntryOf<"SubmissionSettled">` with its `outcome` and `output`. */
+export type HistoryEntryOf<Tag extends HistoryEntryTag> = Extract<HistoryEntry, { readonly _tag: Tag }>
 
 /** The canonical history of the Threads of one physical Object. */
 export class ThreadHistory extends Context.Service<

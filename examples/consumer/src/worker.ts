@@ -2,6 +2,7 @@ import { Effect, Layer, Schema } from "effect"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
 import { triage } from "./agent"
+import { decide } from "./approval"
 import { operatorsOnly } from "./operator"
 import { SettlementLog } from "./settlementLog"
 
@@ -34,6 +35,8 @@ const call = (
     const idempotencyKey = request.headers.get("idempotency-key") ?? crypto.randomUUID()
     return Effect.flatMap(ticketOf(request), (ticket) => tickets.submit(ticket, { idempotencyKey }))
   }
+  if (request.method === "POST" && (view === "approve" || view === "deny"))
+    return decide(request, client, submission, view === "approve")
   if (request.method === "POST") return client.abort(submission)
   if (view === "settlement") return tickets.awaitSettlement(submission, 10_000)
   return view === "explain" ? client.explain(submission) : client.status(submission)
@@ -42,8 +45,9 @@ const call = (
 /**
  * `POST /:thread` with `{ "ticket": "…" }` submits a ticket; `GET /:thread/:submission` reads it,
  * `GET /:thread/:submission/settlement` waits for its queue and reference,
- * `GET /:thread/:submission/explain` says why it is where it is, and `POST /:thread/:submission`
- * with `Authorization: Bearer <token>` withdraws it.
+ * `GET /:thread/:submission/explain` says why it is where it is; with `Authorization: Bearer
+ * <token>`, `POST /:thread/:submission` withdraws it and `POST /:thread/:submission/approve` (or
+ * `/deny`) decides a refund.
  */
 export default {
   async fetch(request, env) {

@@ -5,7 +5,10 @@
  * page builds its DOM with `textContent`, so a stored value can only ever show as text.
  */
 
-/** @internal */
+/**
+ * The Content-Security-Policy every console answer carries: the Worker's own script, stylesheet
+ * and JSON only, no inline script or style, no frames.
+ */
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "script-src 'self'",

@@ -24,6 +24,7 @@ export const DescribeChild = Schema.TaggedStruct("DescribeChild", {
 /** Every request kind: the messages of the outbox, and read-only queries. */
 export const PortRequest = Schema.Union([ThreadMessage, DescribeChild])
 export type PortRequest = typeof PortRequest.Type
+/** The `_tag` of a routed request: `AdmitChild`, `DescribeChild`, … */
 export type PortRequestTag = PortRequest["_tag"]
 
 /** What a port call carries: the request and the sender's id for it (its deduplication key). */
