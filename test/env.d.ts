@@ -3,6 +3,7 @@ import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
 import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
+import type { WakeThreadObject } from "./worker/wakeObject.ts"
 
 declare global {
   namespace Cloudflare {
@@ -17,6 +18,8 @@ declare global {
       /** `full` runs every crash point of the SQLite crash matrices; anything else samples them. */
       readonly CRASH_MATRIX: string
       readonly AUTHORIZED_TEST: DurableObjectNamespace<AuthorizedThreadObject>
+      /** Waiters that poll once a minute: only the progress hub answers them sooner. */
+      readonly THREADS_WAKE: DurableObjectNamespace<WakeThreadObject>
     }
   }
 }

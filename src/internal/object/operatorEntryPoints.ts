@@ -8,6 +8,7 @@
 import { Clock, Effect, Option, Schema, Stream } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
+import { ProgressHub } from "../../core/ProgressHub.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
@@ -151,6 +152,7 @@ export const makeOperatorEntryPoints = (decode: Decode, authorization: Authoriza
     const request = yield* decode("awaitProgress", ProgressInput)(raw)
     const history = yield* ThreadHistory
     const { settlementPollInterval } = yield* DurableRuntimeConfig
+    const progress = yield* (yield* ProgressHub).watch(request.submissionId)
     const afterSequence = Number.parseInt(request.after?.split(".")[0] ?? "0", 10) || 0
     const start = yield* Clock.currentTimeMillis
     while (true) {
@@ -173,9 +175,9 @@ export const makeOperatorEntryPoints = (decode: Decode, authorization: Authoriza
           ...(row.settlement === undefined ? {} : { settlement: row.settlement }),
         })
       }
-      yield* Effect.sleep(Math.min(settlementPollInterval, request.timeoutMillis - elapsed))
+      yield* progress.next(Math.min(settlementPollInterval, request.timeoutMillis - elapsed))
     }
-  }),
+  }, Effect.scoped),
 
   submissions: Effect.fn("ThreadObject.submissions")(function* (raw: unknown) {
     const request = yield* decode("submissions", SubmissionsInput)(raw)
