@@ -359,5 +359,10 @@ export const figureCatalog: ReadonlyArray<{
   { key: "faninDeliveriesAfter", label: "deliveries once all wait", digits: 0 },
   { key: "faninAlarmScheduled", label: "alarm scheduled after", digits: 0 },
   { key: "loopDeliveriesPerSecond", label: "deliveries/s", digits: 0 },
+  { key: "latencyP50Ms", label: "p50", digits: 1 },
+  { key: "latencyP90Ms", label: "p90", digits: 1 },
+  { key: "latencyP99Ms", label: "p99", digits: 1 },
+  { key: "latencyMaxMs", label: "max", digits: 1 },
+  { key: "latencyAlarmsPerSample", label: "alarms/sample", digits: 2 },
   { key: "loopDeliveriesPerWorkerdSecond", label: "deliveries/s (workerd clock)", digits: 0 },
 ]

@@ -1,0 +1,105 @@
+/**
+ * The latency measurement: sequential one-step Submissions, each timed in Node from the request
+ * that submits to the answer that reports it settled, on a raw Durable Object and on the
+ * library's Object side by side. The subjects alternate sample by sample (raw, library, raw,
+ * library, ...), so a slower stretch of the machine falls on both; the first Submission to a new
+ * Object (constructor and migrations included) is timed the same way on fresh Objects.
+ * Node's loopback request adds a floor of about 1.5 ms to every sample of both subjects.
+ */
+import { Effect, Schema } from "effect"
+import { performance } from "node:perf_hooks"
+import { postJson } from "../test/node/support/localWorker.ts"
+import type { Figures, ObjectClient } from "./drivers.ts"
+
+/** A measurement over several subjects at once: figures per case id. */
+export type JointDriver = (
+  objectOf: (subject: string) => ObjectClient,
+) => Effect.Effect<Readonly<Record<string, Figures>>>
+
+/** How many samples of each kind. */
+export interface LatencySettings {
+  readonly samples: number
+  readonly warmups: number
+  readonly cold: number
+}
+
+/** The subjects compared, by key in bench/subjects.ts, and the case ids they report as. */
+export interface LatencyCases {
+  readonly raw: { readonly subject: string; readonly warm: string; readonly cold: string }
+  readonly thread: { readonly subject: string; readonly warm: string; readonly cold: string }
+}
+
+const Answered = Schema.Struct({})
+const Stats = Schema.Struct({ deliveries: Schema.Number })
+
+/** Milliseconds from the submitting request to the answer that it settled. */
+const sample = (object: ObjectClient, n: number) =>
+  Effect.gen(function* () {
+    const started = performance.now()
+    yield* object.json(Answered, "latency", postJson({ n }))
+    return performance.now() - started
+  })
+
+const deliveries = (object: ObjectClient) =>
+  Effect.map(object.json(Stats, "latency-stats", { method: "POST" }), (stats) => stats.deliveries)
+
+/** The nearest-rank percentile `p` (0–1) of ascending `sorted`. */
+const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN
+
+const latencyFigures = (times: ReadonlyArray<number>, alarms?: number): Figures => {
+  const sorted = [...times].sort((a, b) => a - b)
+  return {
+    latencyP50Ms: percentile(sorted, 0.5),
+    latencyP90Ms: percentile(sorted, 0.9),
+    latencyP99Ms: percentile(sorted, 0.99),
+    latencyMaxMs: sorted[sorted.length - 1] ?? Number.NaN,
+    ...(alarms === undefined ? {} : { latencyAlarmsPerSample: alarms }),
+  }
+}
+
+/** Warm-ups, then interleaved warm samples on one Object each, then interleaved new Objects. */
+export const latencyDriver =
+  (settings: LatencySettings, cases: LatencyCases): JointDriver =>
+  (objectOf) =>
+    Effect.gen(function* () {
+      const raw = objectOf(cases.raw.subject)
+      const thread = objectOf(cases.thread.subject)
+      for (let n = 0; n < settings.warmups; n++) {
+        yield* sample(raw, -1 - n)
+        yield* sample(thread, -1 - n)
+      }
+      const before = { raw: yield* deliveries(raw), thread: yield* deliveries(thread) }
+      const warm = { raw: [] as Array<number>, thread: [] as Array<number> }
+      for (let n = 0; n < settings.samples; n++) {
+        warm.raw.push(yield* sample(raw, n))
+        warm.thread.push(yield* sample(thread, n))
+      }
+      // Deliveries that follow the last settlement (an acknowledging pass) count as its own.
+      yield* Effect.sleep(1_000)
+      const alarms = {
+        raw: ((yield* deliveries(raw)) - before.raw) / settings.samples,
+        thread: ((yield* deliveries(thread)) - before.thread) / settings.samples,
+      }
+      const cold = { raw: [] as Array<number>, thread: [] as Array<number> }
+      for (let n = 0; n < settings.cold; n++) {
+        cold.raw.push(yield* sample(raw.sibling(`new-${n}`), 0))
+        cold.thread.push(yield* sample(thread.sibling(`new-${n}`), 0))
+      }
+      return {
+        [cases.raw.warm]: latencyFigures(warm.raw, alarms.raw),
+        [cases.thread.warm]: latencyFigures(warm.thread, alarms.thread),
+        [cases.raw.cold]: latencyFigures(cold.raw),
+        [cases.thread.cold]: latencyFigures(cold.thread),
+      }
+    })
+
+/** A few samples on one Object, so that no measured sample pays for a cold isolate. */
+export const latencyWarmup =
+  (count: number) =>
+  (object: ObjectClient): Effect.Effect<Figures> =>
+    Effect.gen(function* () {
+      const times: Array<number> = []
+      for (let n = 0; n < count; n++) times.push(yield* sample(object, n))
+      return latencyFigures(times)
+    })
