@@ -364,5 +364,10 @@ export const figureCatalog: ReadonlyArray<{
   { key: "latencyP99Ms", label: "p99", digits: 1 },
   { key: "latencyMaxMs", label: "max", digits: 1 },
   { key: "latencyAlarmsPerSample", label: "alarms/sample", digits: 2 },
+  { key: "latencyReadyMs", label: "median: constructor to request", digits: 1 },
+  { key: "latencySubmitMs", label: "median: to submitted", digits: 1 },
+  { key: "latencyAlarmMs", label: "median: to alarm handler", digits: 1 },
+  { key: "latencyAnswerMs", label: "median: to answer", digits: 1 },
+  { key: "latencyOutsideMs", label: "median: outside the Object", digits: 1 },
   { key: "loopDeliveriesPerWorkerdSecond", label: "deliveries/s (workerd clock)", digits: 0 },
 ]

@@ -29,15 +29,27 @@ export interface LatencyCases {
   readonly thread: { readonly subject: string; readonly warm: string; readonly cold: string }
 }
 
-const Answered = Schema.Struct({})
+/** Where the time of one sample went, on the Object's clock (see bench/worker/latency.ts). */
+const Phases = Schema.Struct({
+  readyMs: Schema.Number,
+  submitMs: Schema.Number,
+  alarmMs: Schema.Number,
+  answerMs: Schema.Number,
+})
+type Phases = typeof Phases.Type
 const Stats = Schema.Struct({ deliveries: Schema.Number })
 
-/** Milliseconds from the submitting request to the answer that it settled. */
+/** One sample: milliseconds from the submitting request to the answer, and its phases. */
+interface Sample {
+  readonly ms: number
+  readonly phases: Phases
+}
+
 const sample = (object: ObjectClient, n: number) =>
   Effect.gen(function* () {
     const started = performance.now()
-    yield* object.json(Answered, "latency", postJson({ n }))
-    return performance.now() - started
+    const phases = yield* object.json(Phases, "latency", postJson({ n }))
+    return { ms: performance.now() - started, phases } satisfies Sample
   })
 
 const deliveries = (object: ObjectClient) =>
@@ -47,14 +59,27 @@ const deliveries = (object: ObjectClient) =>
 const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN
 
-const latencyFigures = (times: ReadonlyArray<number>, alarms?: number): Figures => {
-  const sorted = [...times].sort((a, b) => a - b)
+const ascending = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
+
+const medianOf = (values: ReadonlyArray<number>) => percentile(ascending(values), 0.5)
+
+const latencyFigures = (
+  samples: ReadonlyArray<Sample>,
+  options: { alarms?: number; ready?: boolean },
+): Figures => {
+  const sorted = ascending(samples.map((each) => each.ms))
+  const phase = (key: keyof Phases) => medianOf(samples.map((each) => each.phases[key]))
   return {
     latencyP50Ms: percentile(sorted, 0.5),
     latencyP90Ms: percentile(sorted, 0.9),
     latencyP99Ms: percentile(sorted, 0.99),
     latencyMaxMs: sorted[sorted.length - 1] ?? Number.NaN,
-    ...(alarms === undefined ? {} : { latencyAlarmsPerSample: alarms }),
+    ...(options.alarms === undefined ? {} : { latencyAlarmsPerSample: options.alarms }),
+    ...(options.ready === true ? { latencyReadyMs: phase("readyMs") } : {}),
+    latencySubmitMs: phase("submitMs"),
+    latencyAlarmMs: phase("alarmMs"),
+    latencyAnswerMs: phase("answerMs"),
+    latencyOutsideMs: medianOf(samples.map((each) => each.ms - each.phases.answerMs)),
   }
 }
 
@@ -70,7 +95,7 @@ export const latencyDriver =
         yield* sample(thread, -1 - n)
       }
       const before = { raw: yield* deliveries(raw), thread: yield* deliveries(thread) }
-      const warm = { raw: [] as Array<number>, thread: [] as Array<number> }
+      const warm = { raw: [] as Array<Sample>, thread: [] as Array<Sample> }
       for (let n = 0; n < settings.samples; n++) {
         warm.raw.push(yield* sample(raw, n))
         warm.thread.push(yield* sample(thread, n))
@@ -81,16 +106,16 @@ export const latencyDriver =
         raw: ((yield* deliveries(raw)) - before.raw) / settings.samples,
         thread: ((yield* deliveries(thread)) - before.thread) / settings.samples,
       }
-      const cold = { raw: [] as Array<number>, thread: [] as Array<number> }
+      const cold = { raw: [] as Array<Sample>, thread: [] as Array<Sample> }
       for (let n = 0; n < settings.cold; n++) {
         cold.raw.push(yield* sample(raw.sibling(`new-${n}`), 0))
         cold.thread.push(yield* sample(thread.sibling(`new-${n}`), 0))
       }
       return {
-        [cases.raw.warm]: latencyFigures(warm.raw, alarms.raw),
-        [cases.thread.warm]: latencyFigures(warm.thread, alarms.thread),
-        [cases.raw.cold]: latencyFigures(cold.raw),
-        [cases.thread.cold]: latencyFigures(cold.thread),
+        [cases.raw.warm]: latencyFigures(warm.raw, { alarms: alarms.raw }),
+        [cases.thread.warm]: latencyFigures(warm.thread, { alarms: alarms.thread }),
+        [cases.raw.cold]: latencyFigures(cold.raw, { ready: true }),
+        [cases.thread.cold]: latencyFigures(cold.thread, { ready: true }),
       }
     })
 
@@ -99,7 +124,7 @@ export const latencyWarmup =
   (count: number) =>
   (object: ObjectClient): Effect.Effect<Figures> =>
     Effect.gen(function* () {
-      const times: Array<number> = []
-      for (let n = 0; n < count; n++) times.push(yield* sample(object, n))
-      return latencyFigures(times)
+      const samples: Array<Sample> = []
+      for (let n = 0; n < count; n++) samples.push(yield* sample(object, n))
+      return latencyFigures(samples, {})
     })

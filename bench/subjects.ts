@@ -299,8 +299,19 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
   },
   {
     id: "latency",
-    title: `9. Latency in ms, submit to settlement seen by the caller (one request each, timed in Node; warm: ${count(settings.latencySamples)} sequential one-step Submissions on one Object after ${settings.latencyWarmups} warm-ups; new: the first Submission to each of ${settings.latencyCold} new Objects, constructor and migrations included; raw and ThreadObject alternate sample by sample)`,
-    figures: ["latencyP50Ms", "latencyP90Ms", "latencyP99Ms", "latencyMaxMs", "latencyAlarmsPerSample"],
+    title: `9. Latency in ms, submit to settlement seen by the caller (one request each, timed in Node; warm: ${count(settings.latencySamples)} sequential one-step Submissions on one Object after ${settings.latencyWarmups} warm-ups; new: the first Submission to each of ${settings.latencyCold} new Objects, constructor and migrations included; raw and ThreadObject alternate sample by sample; the median columns are phases on the Object's clock, from the request's start except the first)`,
+    figures: [
+      "latencyP50Ms",
+      "latencyP90Ms",
+      "latencyP99Ms",
+      "latencyMaxMs",
+      "latencyAlarmsPerSample",
+      "latencyReadyMs",
+      "latencySubmitMs",
+      "latencyAlarmMs",
+      "latencyAnswerMs",
+      "latencyOutsideMs",
+    ],
     compared: true,
     cases: [
       { id: "latency-raw", label: "raw Durable Object, warm", subject: "latencyRaw" },

@@ -7,6 +7,10 @@
  * `alarm()` runs the step, UPDATEs the row and resolves the waiting request in memory. The
  * library's Object runs at its default configuration: `submit`, then `awaitSettlement`, as a
  * caller of its RPC would.
+ *
+ * Each answer carries where the time went, on the Object's clock (local workerd's clock runs
+ * during execution): from the request's start to the submit's return, to the first alarm
+ * handler, and to the answer; and from the constructor to the request, for a new Object.
  */
 import { DurableObject } from "cloudflare:workers"
 import { Effect, Schema } from "effect"
@@ -26,7 +30,37 @@ const sampleOf = async (request: Request): Promise<number> => {
   return n
 }
 
+/** When the phases of the current sample happened, on the Object's clock. */
+class Timeline {
+  readonly constructedAt = Date.now()
+  #startedAt = 0
+  #submittedAt = 0
+  #alarmAt: number | undefined
+
+  start(): void {
+    this.#startedAt = Date.now()
+    this.#alarmAt = undefined
+  }
+  submitted(): void {
+    this.#submittedAt = Date.now()
+  }
+  alarm(): void {
+    this.#alarmAt ??= Date.now()
+  }
+  /** The phases of the sample, in ms from its start (ready: from the constructor to it). */
+  answer(): Record<string, number> {
+    const at = Date.now()
+    return {
+      readyMs: this.#startedAt - this.constructedAt,
+      submitMs: this.#submittedAt - this.#startedAt,
+      alarmMs: (this.#alarmAt ?? Number.NaN) - this.#startedAt,
+      answerMs: at - this.#startedAt,
+    }
+  }
+}
+
 export class LatencyRawObject extends DurableObject<unknown> {
+  readonly #timeline = new Timeline()
   readonly #waiters = new Map<number, () => void>()
   #deliveries = 0
 
@@ -42,19 +76,22 @@ export class LatencyRawObject extends DurableObject<unknown> {
     const { pathname } = new URL(request.url)
     if (pathname === "/latency") {
       const n = await sampleOf(request)
+      this.#timeline.start()
       const { id } = this.ctx.storage.sql
         .exec<{ id: number }>("INSERT INTO jobs (input) VALUES (?) RETURNING id", `job-${n}`)
         .one()
       const done = new Promise<void>((resolve) => this.#waiters.set(id, resolve))
       await this.ctx.storage.setAlarm(Date.now() + 1)
+      this.#timeline.submitted()
       await done
-      return json({ id })
+      return json(this.#timeline.answer())
     }
     if (pathname === "/latency-stats") return json({ deliveries: this.#deliveries })
     return json({ error: "no such route" }, 404)
   }
 
   override async alarm(): Promise<void> {
+    this.#timeline.alarm()
     this.#deliveries += 1
     const pending = this.ctx.storage.sql
       .exec<{ id: number; input: string }>("SELECT id, input FROM jobs WHERE output IS NULL ORDER BY id")
@@ -82,9 +119,11 @@ export const latencyAgent = define({
 })
 
 export class LatencyThreadObject extends ThreadObject.make(ThreadObject.layer([latencyAgent])) {
+  readonly #timeline = new Timeline()
   #deliveries = 0
 
   override async alarm(): Promise<void> {
+    this.#timeline.alarm()
     this.#deliveries += 1
     await super.alarm?.()
   }
@@ -93,6 +132,7 @@ export class LatencyThreadObject extends ThreadObject.make(ThreadObject.layer([l
     const { pathname } = new URL(request.url)
     if (pathname === "/latency") {
       const n = await sampleOf(request)
+      this.#timeline.start()
       const threadId = "latency"
       const submitted = await this.submit({
         threadId,
@@ -101,10 +141,11 @@ export class LatencyThreadObject extends ThreadObject.make(ThreadObject.layer([l
         input: { n },
       })
       if (!submitted.ok) return json({ error: submitted.error }, 500)
+      this.#timeline.submitted()
       const { submissionId } = submitted.value as { submissionId: string }
       const settled = await this.awaitSettlement({ threadId, submissionId, timeoutMillis: 60_000 })
       if (!settled.ok) return json({ error: settled.error }, 500)
-      return json({ settled: (settled.value as { outcome: string }).outcome })
+      return json(this.#timeline.answer())
     }
     if (pathname === "/latency-stats") return json({ deliveries: this.#deliveries })
     return json({ error: "no such route" }, 404)
