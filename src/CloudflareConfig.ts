@@ -179,3 +179,20 @@ export class CloudflareDurableRuntimeConfig extends Context.Service<
     Schema.decodeUnknownSync(CloudflareDurableRuntimeConfigValue)(CLOUDFLARE_RUNTIME_DEFAULTS),
   )
 }
+
+/**
+ * The Worker variable that switches what the maintenance pass logs through Effect's logger:
+ * `events` (one line per alarm event, and the warnings), `warnings` (a failed pass, a Thread
+ * whose passes keep failing, an alarm delivered far later than scheduled; the default) or `off`.
+ * Set it in `.dev.vars` for `wrangler dev` and in `[vars]` per environment.
+ */
+export const MAINTENANCE_LOG_VARIABLE = "EFFECT_AGENT_MAINTENANCE_LOG"
+
+/** What the maintenance pass logs; any other value of the variable reads as `warnings`. */
+export type MaintenanceLogSetting = "events" | "warnings" | "off"
+
+/** The setting an Object's `env` selects (`warnings` when the variable is unset or unknown). */
+export const maintenanceLogSetting = (env: object): MaintenanceLogSetting => {
+  const value: unknown = Reflect.get(env, MAINTENANCE_LOG_VARIABLE)
+  return value === "events" || value === "off" ? value : "warnings"
+}

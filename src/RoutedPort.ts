@@ -11,8 +11,8 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { DurableObjectContext } from "./CloudflareBindings.ts"
 import { ObjectAddress } from "./core/internal/outbox/model.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
-import type { RpcResult } from "./internal/object/protocol.ts"
-import { PortEnvelope, PortProtocolError, PortReply } from "./internal/port/protocol.ts"
+import type { RpcResult } from "./internal/object/rpc.ts"
+import { PortEnvelope, PortProtocolError, PortReply } from "./internal/port/portProtocol.ts"
 
 export {
   DescribeChild,
@@ -20,9 +20,9 @@ export {
   PortProtocolError,
   PortReply,
   PortRequest,
-  portRequestAccess,
-} from "./internal/port/protocol.ts"
-export type { PortAccess, PortReplies, PortRequestTag } from "./internal/port/protocol.ts"
+  PORT_REQUEST_ACCESS,
+} from "./internal/port/portProtocol.ts"
+export type { PortAccess, PortReplies, PortRequestTag } from "./internal/port/portProtocol.ts"
 export { ObjectAddress } from "./core/internal/outbox/model.ts"
 
 /** The call did not complete (network, timeout, an unexpected failure): it may be retried. */

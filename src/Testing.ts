@@ -5,7 +5,8 @@
  * production Worker that does not import it carries none of it.
  *
  * Handlers are built per incarnation from the live `DurableObjectState`, so a hit can fail,
- * pause on a `Deferred`, or kill the Object with `ctx.abort()`.
+ * pause on a `Deferred`, or kill the Object with `ctx.abort()`. `runAlarmsUntilQuiet` delivers
+ * an Object's alarms until it is quiet without racing the pool's own deliveries.
  */
 import { Effect, Layer } from "effect"
 import {
@@ -13,7 +14,7 @@ import {
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,
 } from "./core/RuntimeFailpoint.ts"
-import { DurableRuntimeFailpointError } from "./core/internal/runtime/failpointError.ts"
+import { DurableRuntimeFailpointError } from "./core/internal/runtime/shared/failpointError.ts"
 import {
   ThreadMaintenanceFailpoint,
   type ThreadMaintenanceFailpointHandler,
@@ -27,6 +28,12 @@ import {
 import type { ThreadObjectFailpoints } from "./internal/object/layers.ts"
 
 export { DurableRuntimeFailpointError }
+export {
+  AlarmsNotQuiet,
+  type QuietObject,
+  type QuietOptions,
+  runAlarmsUntilQuiet,
+} from "./internal/testing/quiet.ts"
 export {
   type RuntimeFailpointHandler,
   type RuntimeFailpointLocation,

@@ -1,35 +1,43 @@
 /**
  * A typed client for Workers: given a `ThreadObject` namespace binding and a Thread, it routes
- * to the Object that hosts the Thread and exposes its entry points as Effects with typed errors.
+ * to the Object that hosts the Thread and exposes its calls as Effects, each failing with
+ * exactly the errors its call declares (plus `ThreadObjectUnavailable` when the Object cannot
+ * be reached). `client.agent(definition)` gives the calls of one agent typed by its Schemas;
+ * the untyped `submit` and the reads stay for routers that forward JSON.
  *
  * By default a Thread lives in the Object named after it. Pass `objectName` to host several
  * Threads (lanes) in one Object; they then share its alarm and maintenance record.
  */
 import { Effect, Schema } from "effect"
-import { type ApprovalDecision, Receipt, type UnknownResolution } from "./core/DurableAgentRuntime.ts"
-import type { Settlement as SettlementType } from "./core/SubmissionLedger.ts"
-import { Settlement } from "./core/SubmissionLedger.ts"
-import type { RpcResult } from "./internal/object/protocol.ts"
-import { fromRpcResult, type ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
+import type { ApprovalDecision, UnknownResolution } from "./core/DurableAgentRuntime.ts"
 import {
-  HistoryPageView,
-  MaintenanceInspection,
-  SubmissionStatus,
-  ThreadStatus,
-} from "./internal/object/views.ts"
+  type AgentClient,
+  type AgentContract,
+  type Invoke,
+  makeAgentClient,
+  type SubmitMode,
+} from "./internal/client/agentClient.ts"
+import type { CallName, CallSuccess } from "./internal/object/calls.ts"
+import { Caller } from "./internal/object/requests.ts"
+import { fromRpcResult, type ThreadClientError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 import type { ThreadObjectRpc } from "./ThreadObject.ts"
-import { Caller } from "./internal/object/authorization.ts"
-import { MaintenanceRepair } from "./internal/maintenance/repair.ts"
-import {
-  ObjectObligations,
-  SubmissionExplanation,
-  SubmissionProgress,
-  VerifyReport,
-} from "./internal/operator/views.ts"
-import { ThreadId } from "./core/Identifiers.ts"
 
-export { InvalidRequest } from "./internal/object/protocol.ts"
-export { Caller, Unauthorized } from "./internal/object/authorization.ts"
+export {
+  type AgentClient,
+  type AgentContract,
+  type AgentSettlement,
+  InvalidAgentInput,
+  InvalidAgentOutput,
+  type SubmitMode,
+} from "./internal/client/agentClient.ts"
+export {
+  InvalidRequest,
+  ThreadObjectFailure,
+  ThreadObjectFailureReason,
+  Unauthorized,
+} from "./internal/object/callErrors.ts"
+export type { CallError, CallKind, CallName, CallSuccess } from "./internal/object/calls.ts"
+export { Caller } from "./internal/object/requests.ts"
 export { MaintenanceRecordDamaged } from "./internal/maintenance/errors.ts"
 export { MaintenanceRepair } from "./internal/maintenance/repair.ts"
 export {
@@ -43,69 +51,79 @@ export {
   SubmissionProgress,
   VerifyReport,
   Violation,
-} from "./internal/operator/views.ts"
-export { ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
+} from "./internal/operator/reports.ts"
+export { type ThreadClientError, ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 export {
   HistoryPageView,
   MaintenanceCounters,
   MaintenanceInspection,
   SubmissionStatus,
   ThreadStatus,
-} from "./internal/object/views.ts"
+} from "./internal/object/statusViews.ts"
 
 /** Any namespace whose Objects speak the `ThreadObject` protocol. */
 export interface ThreadNamespace {
   getByName(name: string): unknown
 }
 
-/** Why a client call failed. */
-export type ThreadClientError = ThreadObjectError | ThreadObjectUnavailable
-
-/** The entry points of one Thread. */
+/** The calls of one Thread. Each fails with its own call's errors (`ThreadClientError<call>`). */
 export interface ThreadClient {
   readonly threadId: string
+  /** The calls of `agent` on this Thread, typed by its input and output Schemas. */
+  readonly agent: <I, O>(agent: AgentContract<I, O>) => AgentClient<I, O>
   /**
-   * Admits an input; the same idempotency key returns the original receipt. With `mode:
-   * "join"` the input joins the Thread's running Submission (its agent reads it at its next
-   * step boundary and it settles with it) or is refused with `JoinRefused`; `"join-or-queue"`
-   * queues it instead of refusing.
+   * Admits an encoded (JSON) input for the agent `agentId`; the same idempotency key returns the
+   * original receipt. With `mode: "join"` the input joins the Thread's running Submission (its
+   * agent reads it at its next step boundary and it settles with it) or is refused with
+   * `JoinRefused`; `"join-or-queue"` queues it instead of refusing. `agent(definition).submit`
+   * is the typed form.
    */
   readonly submit: (request: {
     readonly agentId: string
     readonly idempotencyKey: string
     readonly input: Schema.Json
-    readonly mode?: "queue" | "join" | "join-or-queue"
-  }) => Effect.Effect<Receipt, ThreadClientError>
-  readonly abort: (submissionId: string) => Effect.Effect<void, ThreadClientError>
+    readonly mode?: SubmitMode
+  }) => Effect.Effect<CallSuccess<"submit">, ThreadClientError<"submit">>
+  readonly abort: (submissionId: string) => Effect.Effect<void, ThreadClientError<"abort">>
   readonly resolveApproval: (
     submissionId: string,
     decision: ApprovalDecision,
-  ) => Effect.Effect<void, ThreadClientError>
+  ) => Effect.Effect<void, ThreadClientError<"resolveApproval">>
   readonly resolveUnknown: (
     submissionId: string,
     resolution: UnknownResolution,
-  ) => Effect.Effect<void, ThreadClientError>
+  ) => Effect.Effect<void, ThreadClientError<"resolveUnknown">>
   /** Admin retry: revokes a running Claim so the next pass reclaims the Submission. */
-  readonly retry: (submissionId: string) => Effect.Effect<void, ThreadClientError>
-  readonly status: (submissionId: string) => Effect.Effect<SubmissionStatus, ThreadClientError>
-  readonly threadStatus: Effect.Effect<ThreadStatus, ThreadClientError>
+  readonly retry: (submissionId: string) => Effect.Effect<void, ThreadClientError<"retry">>
+  readonly status: (
+    submissionId: string,
+  ) => Effect.Effect<CallSuccess<"submissionStatus">, ThreadClientError<"submissionStatus">>
+  readonly threadStatus: Effect.Effect<CallSuccess<"threadStatus">, ThreadClientError<"threadStatus">>
   readonly history: (options?: {
     readonly after?: number
     readonly limit?: number
-  }) => Effect.Effect<HistoryPageView, ThreadClientError>
-  /** Waits up to `timeoutMillis` (at most 60 s per call) for the Submission's settlement. */
+  }) => Effect.Effect<CallSuccess<"history">, ThreadClientError<"history">>
+  /**
+   * Waits up to `timeoutMillis` (at most 60 s per call) for the Submission's settlement, its
+   * output as stored (JSON); `agent(definition).awaitSettlement` decodes it.
+   */
   readonly awaitSettlement: (
     submissionId: string,
     timeoutMillis: number,
-  ) => Effect.Effect<SettlementType, ThreadClientError>
+  ) => Effect.Effect<CallSuccess<"awaitSettlement">, ThreadClientError<"awaitSettlement">>
   /** The Object's maintenance record, alarm and counters. */
-  readonly inspectMaintenance: Effect.Effect<MaintenanceInspection, ThreadClientError>
+  readonly inspectMaintenance: Effect.Effect<
+    CallSuccess<"inspectMaintenance">,
+    ThreadClientError<"inspectMaintenance">
+  >
   /** Why the Submission is where it is: one decisive reason with its evidence. Reads only. */
-  readonly explain: (submissionId: string) => Effect.Effect<SubmissionExplanation, ThreadClientError>
+  readonly explain: (
+    submissionId: string,
+  ) => Effect.Effect<CallSuccess<"explain">, ThreadClientError<"explain">>
   /** Every due time the Object owes, the alarm they imply and the alarm scheduled. Reads only. */
-  readonly obligations: Effect.Effect<ObjectObligations, ThreadClientError>
+  readonly obligations: Effect.Effect<CallSuccess<"obligations">, ThreadClientError<"obligations">>
   /** The storage invariants of the Object and every violation found. Reads everything. */
-  readonly verify: Effect.Effect<VerifyReport, ThreadClientError>
+  readonly verify: Effect.Effect<CallSuccess<"verify">, ThreadClientError<"verify">>
   /**
    * Waits up to `timeoutMillis` (at most 60 s) until the Submission moves past `after` (the
    * token of a previous answer; without it the current progress returns at once).
@@ -113,18 +131,24 @@ export interface ThreadClient {
   readonly awaitProgress: (
     submissionId: string,
     options: { readonly after?: string; readonly timeoutMillis: number },
-  ) => Effect.Effect<SubmissionProgress, ThreadClientError>
+  ) => Effect.Effect<CallSuccess<"awaitProgress">, ThreadClientError<"awaitProgress">>
   /** A page of this Thread's Submissions, settled ones included, oldest first. */
   readonly submissions: (options?: {
     readonly after?: number
     readonly limit?: number
-  }) => Effect.Effect<ReadonlyArray<SubmissionStatus>, ThreadClientError>
-  /** The Threads with Submissions in this Thread's Object. */
-  readonly threads: Effect.Effect<ReadonlyArray<string>, ThreadClientError>
+  }) => Effect.Effect<CallSuccess<"submissions">, ThreadClientError<"submissions">>
+  /**
+   * The Threads with Submissions in this Thread's Object (all of its lanes: an authorization
+   * check that separates tenants sharing one Object should refuse it).
+   */
+  readonly threads: Effect.Effect<ReadonlyArray<string>, ThreadClientError<"threads">>
   /** A droppable hint to run a maintenance pass soon; never needed for correctness. */
-  readonly wake: Effect.Effect<void, ThreadClientError>
+  readonly wake: Effect.Effect<void, ThreadClientError<"wake">>
   /** Admin: rebuilds a damaged maintenance record from the ledger; a no-op on a healthy one. */
-  readonly repairMaintenance: Effect.Effect<MaintenanceRepair, ThreadClientError>
+  readonly repairMaintenance: Effect.Effect<
+    CallSuccess<"repairMaintenance">,
+    ThreadClientError<"repairMaintenance">
+  >
 }
 
 /** A client of the Thread `threadId` in `namespace`. */
@@ -133,71 +157,54 @@ export const make = (
   threadId: string,
   options: {
     readonly objectName?: string
-    /** The identity sent with privileged calls, for the Object's authorization checks. */
+    /** The identity sent with every call, for the Object's authorization check. */
     readonly caller?: { readonly subject: string; readonly credential?: string }
   } = {},
 ): ThreadClient => {
   // RPC arguments are structured-cloned: the identity travels encoded, and the Object decodes it.
   const caller =
-    options.caller === undefined ? {} : { caller: Schema.encodeSync(Caller)(Caller.make(options.caller)) }
+    options.caller === undefined ? undefined : Schema.encodeSync(Caller)(Caller.make(options.caller))
   const stub = () => namespace.getByName(options.objectName ?? threadId) as ThreadObjectRpc
 
-  const call = <A, I>(
-    entryPoint: keyof ThreadObjectRpc,
-    value: Schema.Codec<A, I>,
-    invoke: (rpc: ThreadObjectRpc) => Promise<RpcResult>,
-  ): Effect.Effect<A, ThreadClientError> =>
+  const invoke: Invoke = <K extends CallName>(name: K, request: unknown) =>
     Effect.tryPromise({
-      try: () => invoke(stub()),
+      try: () => (caller === undefined ? stub()[name](request) : stub()[name](request, caller)),
       catch: (cause) =>
         new ThreadObjectUnavailable({
-          entryPoint,
+          entryPoint: name,
           message: cause instanceof Error ? cause.message : "the Object could not be reached",
         }),
     }).pipe(
-      Effect.flatMap((result) => fromRpcResult(entryPoint, value, result)),
-      Effect.withSpan(`ThreadClient.${entryPoint}`, { attributes: { threadId } }),
+      Effect.flatMap((result) => fromRpcResult(name, result)),
+      Effect.withSpan(`ThreadClient.${name}`, { attributes: { threadId } }),
     )
 
   const address = (submissionId: string) => ({ threadId, submissionId })
-  const command = (submissionId: string) => ({ threadId, submissionId, ...caller })
 
   return {
     threadId,
-    submit: (request) => call("submit", Receipt, (rpc) => rpc.submit({ threadId, ...request })),
-    abort: (submissionId) => call("abort", Schema.Void, (rpc) => rpc.abort(command(submissionId))),
+    agent: (agent) => makeAgentClient(invoke, threadId, agent),
+    submit: (request) => invoke("submit", { threadId, ...request }),
+    abort: (submissionId) => invoke("abort", address(submissionId)),
     resolveApproval: (submissionId, decision) =>
-      call("resolveApproval", Schema.Void, (rpc) =>
-        rpc.resolveApproval({ ...command(submissionId), decision }),
-      ),
+      invoke("resolveApproval", { ...address(submissionId), decision }),
     resolveUnknown: (submissionId, resolution) =>
-      call("resolveUnknown", Schema.Void, (rpc) =>
-        rpc.resolveUnknown({ ...command(submissionId), resolution }),
-      ),
-    retry: (submissionId) => call("retry", Schema.Void, (rpc) => rpc.retry(command(submissionId))),
-    status: (submissionId) =>
-      call("submissionStatus", SubmissionStatus, (rpc) => rpc.submissionStatus(address(submissionId))),
-    threadStatus: call("threadStatus", ThreadStatus, (rpc) => rpc.threadStatus({ threadId })),
-    history: (page = {}) => call("history", HistoryPageView, (rpc) => rpc.history({ threadId, ...page })),
+      invoke("resolveUnknown", { ...address(submissionId), resolution }),
+    retry: (submissionId) => invoke("retry", address(submissionId)),
+    status: (submissionId) => invoke("submissionStatus", address(submissionId)),
+    threadStatus: invoke("threadStatus", { threadId }),
+    history: (page = {}) => invoke("history", { threadId, ...page }),
     awaitSettlement: (submissionId, timeoutMillis) =>
-      call("awaitSettlement", Settlement, (rpc) =>
-        rpc.awaitSettlement({ ...address(submissionId), timeoutMillis }),
-      ),
-    inspectMaintenance: call("inspectMaintenance", MaintenanceInspection, (rpc) => rpc.inspectMaintenance()),
-    explain: (submissionId) =>
-      call("explain", SubmissionExplanation, (rpc) => rpc.explain(address(submissionId))),
-    obligations: call("obligations", ObjectObligations, (rpc) => rpc.obligations({ threadId })),
-    verify: call("verify", VerifyReport, (rpc) => rpc.verify({ threadId })),
+      invoke("awaitSettlement", { ...address(submissionId), timeoutMillis }),
+    inspectMaintenance: invoke("inspectMaintenance", { threadId }),
+    explain: (submissionId) => invoke("explain", address(submissionId)),
+    obligations: invoke("obligations", { threadId }),
+    verify: invoke("verify", { threadId }),
     awaitProgress: (submissionId, progress) =>
-      call("awaitProgress", SubmissionProgress, (rpc) =>
-        rpc.awaitProgress({ ...address(submissionId), ...progress }),
-      ),
-    submissions: (page = {}) =>
-      call("submissions", Schema.Array(SubmissionStatus), (rpc) => rpc.submissions({ threadId, ...page })),
-    threads: call("threads", Schema.Array(ThreadId), (rpc) => rpc.threads()),
-    wake: call("wake", Schema.Void, (rpc) => rpc.wake({ threadId })),
-    repairMaintenance: call("repairMaintenance", MaintenanceRepair, (rpc) =>
-      rpc.repairMaintenance({ threadId, ...caller }),
-    ),
+      invoke("awaitProgress", { ...address(submissionId), ...progress }),
+    submissions: (page = {}) => invoke("submissions", { threadId, ...page }),
+    threads: invoke("threads", { threadId }),
+    wake: invoke("wake", { threadId }),
+    repairMaintenance: invoke("repairMaintenance", { threadId }),
   }
 }

@@ -4,29 +4,22 @@
  * The constructor does only O(1) local work under `blockConcurrencyWhile`: it builds the
  * incarnation's layers once (config decode, migrations) and runs `ThreadMaintenance.ensureAlarm`.
  * It never runs recovery and never calls another Object. `alarm()` runs one maintenance pass;
- * a failed pass rejects, so workerd redelivers. Mutating entry points go through the shared
- * mutation gate; read-only ones never touch maintenance state. One physical Object may host
- * several Threads (lanes) that share its alarm and maintenance record.
+ * a failed pass rejects, so workerd redelivers. Its call methods are derived from the one table
+ * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
+ * application's authorization with the call's kind, and runs the call's handler. Mutations go
+ * through the shared mutation gate; reads never touch maintenance state. One physical Object
+ * may host several Threads (lanes) that share its alarm and maintenance record.
  */
 import { DurableObject } from "cloudflare:workers"
-import { Clock, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
+import { Clock, Effect, Exit, Layer, ManagedRuntime } from "effect"
 import type { ThreadObjectNamespace } from "./CloudflareBindings.ts"
 import type { AnyAgentDefinition } from "./core/AgentRegistration.ts"
-import { Receipt } from "./core/DurableAgentRuntime.ts"
-import { ThreadId } from "./core/Identifiers.ts"
-import { Settlement } from "./core/SubmissionLedger.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
 import { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
 import { recordDamageOf } from "./internal/maintenance/errors.ts"
-import { MaintenanceRepair } from "./internal/maintenance/repair.ts"
-import { decodeInput, type EntryPoints, makeEntryPoints } from "./internal/object/entryPoints.ts"
-import { makeOperatorEntryPoints, type OperatorEntryPoints } from "./internal/object/operatorEntryPoints.ts"
-import {
-  ObjectObligations,
-  SubmissionExplanation,
-  SubmissionProgress,
-  VerifyReport,
-} from "./internal/operator/views.ts"
+import { CALL_NAMES, type CallName } from "./internal/object/calls.ts"
+import type { DispatchedCalls, ThreadObjectServices } from "./internal/object/dispatch.ts"
+import { objectCalls } from "./internal/object/handlers.ts"
 import {
   namespaceLayer,
   platformLayer,
@@ -38,14 +31,14 @@ import {
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
 import { toPortResult } from "./internal/object/portCall.ts"
-import type { RpcResult } from "./internal/object/protocol.ts"
-import { clientError, type EntryPointError, toRpcResult } from "./internal/object/rpc.ts"
-import {
-  HistoryPageView,
-  MaintenanceInspection,
-  SubmissionStatus,
-  ThreadStatus,
-} from "./internal/object/views.ts"
+import { portCall } from "./internal/object/portHandlers.ts"
+import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
+
+/** A dispatched call, whichever it is. */
+type AnyDispatchedCall = (
+  request: unknown,
+  caller: unknown,
+) => Effect.Effect<unknown, unknown, ThreadObjectServices>
 
 export type {
   Authorization,
@@ -53,6 +46,7 @@ export type {
   AuthorizationRequest,
   PrivilegedEntryPoint,
 } from "./internal/object/authorization.ts"
+export type { CallKind, CallName } from "./internal/object/calls.ts"
 export type {
   ThreadLayerOptions,
   ThreadObjectFailpoints,
@@ -61,29 +55,16 @@ export type {
   ThreadObjectThread,
 } from "./internal/object/layers.ts"
 
-/** Everything an incarnation provides to its entry points. */
-type ThreadObjectServices = ThreadObjectPlatform | ThreadObjectThread
+/**
+ * The RPC surface of a `ThreadObject`, one method per call of its table: each takes the encoded
+ * request and the encoded caller (`ThreadClient` sends both) and answers with an envelope.
+ */
+export type ThreadObjectCallMethods = {
+  readonly [K in CallName]: (request: unknown, caller?: unknown) => Promise<RpcResult>
+}
 
 /** The RPC surface of a `ThreadObject`; the typed client (`ThreadClient`) speaks it. */
-export interface ThreadObjectRpc {
-  submit(request: unknown): Promise<RpcResult>
-  abort(request: unknown): Promise<RpcResult>
-  resolveApproval(request: unknown): Promise<RpcResult>
-  resolveUnknown(request: unknown): Promise<RpcResult>
-  retry(request: unknown): Promise<RpcResult>
-  submissionStatus(request: unknown): Promise<RpcResult>
-  threadStatus(request: unknown): Promise<RpcResult>
-  history(request: unknown): Promise<RpcResult>
-  awaitSettlement(request: unknown): Promise<RpcResult>
-  inspectMaintenance(): Promise<RpcResult>
-  explain(request: unknown): Promise<RpcResult>
-  obligations(request: unknown): Promise<RpcResult>
-  verify(request: unknown): Promise<RpcResult>
-  awaitProgress(request: unknown): Promise<RpcResult>
-  submissions(request: unknown): Promise<RpcResult>
-  threads(): Promise<RpcResult>
-  wake(request: unknown): Promise<RpcResult>
-  repairMaintenance(request: unknown): Promise<RpcResult>
+export interface ThreadObjectRpc extends ThreadObjectCallMethods {
   /** A routed request from another `ThreadObject` (see `RoutedPort`). */
   portCall(request: unknown): Promise<RpcResult>
 }
@@ -109,7 +90,8 @@ export const layer: <EP = never, RP = never, EJ = never, RJ = never>(
  * Builds the Durable Object class of an application layer (`layer(agents)` composed with the
  * application's hooks). Each incarnation builds the platform (storage, config, ledger and
  * history, the one mutation gate, the alarm service) from its state, env and `options`, then
- * the application layer over it; `options.authorization` checks the privileged entry points. Export the class under the name its wrangler binding uses:
+ * the application layer over it; `options.authorization` checks every call (without it, every
+ * caller holding the binding is trusted). Export the class under the name its wrangler binding uses:
  * `export class Threads extends ThreadObject.make(ThreadsLayer) {}`.
  */
 export function make<E>(
@@ -131,9 +113,9 @@ export function make<E>(
       Layer.provideMerge(metricsLayer),
     ) as Layer.Layer<ThreadObjectServices, unknown>
 
-  return class ThreadObject extends DurableObject<Cloudflare.Env> implements ThreadObjectRpc {
+  class ThreadObject extends DurableObject<Cloudflare.Env> {
     readonly #runtime: ManagedRuntime.ManagedRuntime<ThreadObjectServices, unknown>
-    #started: { readonly entry: EntryPoints; readonly operator: OperatorEntryPoints } | undefined
+    #calls: DispatchedCalls | undefined
 
     constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
       super(ctx, env)
@@ -157,31 +139,20 @@ export function make<E>(
                       })
                 }),
               )
-              return {
-                entry: makeEntryPoints(options.authorization),
-                operator: makeOperatorEntryPoints(decodeInput, options.authorization),
-              }
+              return objectCalls(options.authorization)
             }),
           )
-          .then((started) => {
-            this.#started = started
+          .then((calls) => {
+            this.#calls = calls
             return this.#noteAlarm()
           }),
       )
     }
 
-    /** The entry points, set by the constructor gate before any request is let in. */
-    get #entryPoints(): EntryPoints {
-      return this.#ready.entry
-    }
-
-    get #operator(): OperatorEntryPoints {
-      return this.#ready.operator
-    }
-
-    get #ready() {
-      if (this.#started === undefined) throw new Error("the ThreadObject incarnation did not start")
-      return this.#started
+    /** The calls, set by the constructor gate before any request is let in. */
+    get #ready(): DispatchedCalls {
+      if (this.#calls === undefined) throw new Error("the ThreadObject incarnation did not start")
+      return this.#calls
     }
 
     /** The alarm this incarnation last saw scheduled, to measure delivery lag. */
@@ -210,79 +181,38 @@ export function make<E>(
       }
     }
 
-    async #call<A, I>(
-      entryPoint: string,
-      value: Schema.Codec<A, I>,
-      effect: Effect.Effect<A, EntryPointError, ThreadObjectServices>,
-    ): Promise<RpcResult> {
-      const exit = await this.#runtime.runPromiseExit(effect)
+    /** Runs one call to its envelope; a defect or an interruption is logged and rejects. */
+    async #call(name: CallName, request: unknown, caller: unknown): Promise<RpcResult> {
+      const call = this.#ready[name] as AnyDispatchedCall
+      const exit = await this.#runtime.runPromiseExit(call(request, caller))
       await this.#noteAlarm()
-      if (Exit.isFailure(exit) && clientError(exit.cause) === undefined) {
+      if (Exit.isFailure(exit) && declaredError(name, exit.cause) === undefined) {
         await this.#runtime.runPromise(
-          Effect.logError(`ThreadObject.${entryPoint} failed unexpectedly`, exit.cause),
+          Effect.logError(`ThreadObject.${name} failed unexpectedly`, exit.cause),
         )
       }
-      return toRpcResult(entryPoint, value, exit)
+      return toRpcResult(name, exit)
     }
 
-    submit(request: unknown) {
-      return this.#call("submit", Receipt, this.#entryPoints.submit(request))
+    static {
+      // One method per call of the table, on the prototype: Workers RPC exposes prototype
+      // methods, and a subclass may still override or add its own.
+      for (const name of CALL_NAMES) {
+        Object.defineProperty(this.prototype, name, {
+          value: function (this: ThreadObject, request: unknown, caller?: unknown) {
+            return this.#call(name, request, caller)
+          },
+          writable: true,
+          configurable: true,
+        })
+      }
     }
-    abort(request: unknown) {
-      return this.#call("abort", Schema.Void, this.#entryPoints.abort(request))
-    }
-    resolveApproval(request: unknown) {
-      return this.#call("resolveApproval", Schema.Void, this.#entryPoints.resolveApproval(request))
-    }
-    resolveUnknown(request: unknown) {
-      return this.#call("resolveUnknown", Schema.Void, this.#entryPoints.resolveUnknown(request))
-    }
-    retry(request: unknown) {
-      return this.#call("retry", Schema.Void, this.#entryPoints.retry(request))
-    }
-    submissionStatus(request: unknown) {
-      return this.#call("submissionStatus", SubmissionStatus, this.#entryPoints.submissionStatus(request))
-    }
-    threadStatus(request: unknown) {
-      return this.#call("threadStatus", ThreadStatus, this.#entryPoints.threadStatus(request))
-    }
-    history(request: unknown) {
-      return this.#call("history", HistoryPageView, this.#entryPoints.history(request))
-    }
-    awaitSettlement(request: unknown) {
-      return this.#call("awaitSettlement", Settlement, this.#entryPoints.awaitSettlement(request))
-    }
-    inspectMaintenance() {
-      return this.#call("inspectMaintenance", MaintenanceInspection, this.#entryPoints.inspectMaintenance())
-    }
-    explain(request: unknown) {
-      return this.#call("explain", SubmissionExplanation, this.#operator.explain(request))
-    }
-    obligations(request: unknown) {
-      return this.#call("obligations", ObjectObligations, this.#operator.obligations(request))
-    }
-    verify(request: unknown) {
-      return this.#call("verify", VerifyReport, this.#operator.verify(request))
-    }
-    awaitProgress(request: unknown) {
-      return this.#call("awaitProgress", SubmissionProgress, this.#operator.awaitProgress(request))
-    }
-    submissions(request: unknown) {
-      return this.#call("submissions", Schema.Array(SubmissionStatus), this.#operator.submissions(request))
-    }
-    threads() {
-      return this.#call("threads", Schema.Array(ThreadId), this.#operator.threads())
-    }
-    wake(request: unknown) {
-      return this.#call("wake", Schema.Void, this.#operator.wake(request))
-    }
-    repairMaintenance(request: unknown) {
-      return this.#call("repairMaintenance", MaintenanceRepair, this.#operator.repairMaintenance(request))
-    }
+
     async portCall(request: unknown): Promise<RpcResult> {
-      const exit = await this.#runtime.runPromiseExit(this.#entryPoints.portCall(request))
+      const exit = await this.#runtime.runPromiseExit(portCall(request))
       await this.#noteAlarm()
       return toPortResult(exit)
     }
   }
+  return ThreadObject as unknown as ThreadObjectClass
 }

@@ -1,7 +1,9 @@
+import { runDurableObjectAlarm } from "cloudflare:test"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Schema } from "effect"
-import { DurableRuntimeFailpointError } from "../src/Testing.ts"
+import { AlarmsNotQuiet, DurableRuntimeFailpointError, runAlarmsUntilQuiet } from "../src/Testing.ts"
 import * as ThreadClient from "../src/ThreadClient.ts"
+import { isQuiet } from "../src/internal/testing/quiet.ts"
 import { clientOf, ledgerRows, stubOf, threadName } from "./object/support.ts"
 import { switchboard } from "./worker/threadObject.ts"
 
@@ -9,25 +11,29 @@ const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
 
 describe("Testing", () => {
-  it.live("reports an injected runtime failure to the caller as unavailable, and keeps the admission", () =>
-    Effect.gen(function* () {
-      const thread = threadName("injected")
-      const client = clientOf(thread)
-      const id = stubOf(thread).id
-      switchboard.install(id, {
-        runtime: (location) =>
-          location === "submit:after-admit"
-            ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "injected" }))
-            : Effect.void,
-      })
-      const exit = yield* Effect.exit(
-        client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } }),
-      ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
-      expect(failureOf(exit)).toBeInstanceOf(ThreadClient.ThreadObjectUnavailable)
-      // The admission committed before the failpoint: the same key replays its receipt.
-      const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
-      expect(receipt.replayed).toBe(true)
-    }),
+  it.live(
+    "reports an injected runtime failure to the caller as an internal failure, and keeps the admission",
+    () =>
+      Effect.gen(function* () {
+        const thread = threadName("injected")
+        const client = clientOf(thread)
+        const id = stubOf(thread).id
+        switchboard.install(id, {
+          runtime: (location) =>
+            location === "submit:after-admit"
+              ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "injected" }))
+              : Effect.void,
+        })
+        const exit = yield* Effect.exit(
+          client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } }),
+        ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
+        const failure = failureOf(exit)
+        expect(failure).toBeInstanceOf(ThreadClient.ThreadObjectFailure)
+        expect(failure).toMatchObject({ entryPoint: "submit", reason: "internal" })
+        // The admission committed before the failpoint: the same key replays its receipt.
+        const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
+        expect(receipt.replayed).toBe(true)
+      }),
   )
 
   it("keeps test-only errors out of the client's error union", () => {
@@ -56,9 +62,126 @@ describe("Testing", () => {
       const refused = yield* Effect.exit(
         client.submit({ agentId: "echo", idempotencyKey: "refused", input: { text: "y" } }),
       ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
-      expect(Exit.isFailure(refused)).toBe(true)
+      expect(failureOf(refused)).toMatchObject({ _tag: "ThreadObjectFailure", reason: "storage" })
       // The refused admission wrote nothing: only the first Submission has a row.
       expect(yield* ledgerRows(thread)).toHaveLength(1)
+    }),
+  )
+})
+
+describe("runAlarmsUntilQuiet", () => {
+  const quiet = (thread: string, options: { readonly maxDeliveries?: number } = {}) =>
+    runAlarmsUntilQuiet({
+      client: clientOf(thread),
+      runAlarm: () => runDurableObjectAlarm(stubOf(thread)),
+      ...options,
+    })
+
+  it("is quiet only with no pass running and nothing owed: an empty slot with work owed is not", () => {
+    const owed = ThreadClient.ObjectObligations.make({
+      obligations: [ThreadClient.Obligation.make({ source: "generation-owed", dueAt: 0, detail: "owed" })],
+      impliedAlarm: 0,
+      scheduledAlarm: null,
+      passRunning: false,
+      observedAt: 0,
+    })
+    // workerd empties the slot as it starts a delivery, a moment before the pass counts as running.
+    expect(isQuiet(owed)).toBe(false)
+    expect(isQuiet(ThreadClient.ObjectObligations.make({ ...owed, obligations: [] }))).toBe(true)
+    expect(
+      isQuiet(ThreadClient.ObjectObligations.make({ ...owed, obligations: [], passRunning: true })),
+    ).toBe(false)
+    expect(
+      isQuiet(ThreadClient.ObjectObligations.make({ ...owed, obligations: [], scheduledAlarm: 5 })),
+    ).toBe(true)
+  })
+
+  it.live("delivers alarms until every queued Submission has settled and no alarm is left", () =>
+    Effect.gen(function* () {
+      const thread = threadName("quiet")
+      const client = clientOf(thread)
+      const receipts = yield* Effect.forEach(["a", "b", "c"], (text) =>
+        client.submit({ agentId: "echo", idempotencyKey: text, input: { text } }),
+      )
+      const result = yield* quiet(thread)
+      expect(result.obligations).toMatchObject({ obligations: [], scheduledAlarm: null, passRunning: false })
+      for (const { submissionId } of receipts) {
+        expect((yield* client.status(submissionId)).state).toBe("settled")
+      }
+    }),
+  )
+
+  it.live("stops at a stable wait: a pending approval owes nothing and keeps no alarm", () =>
+    Effect.gen(function* () {
+      const thread = threadName("approval")
+      const client = clientOf(thread)
+      const { submissionId } = yield* client.submit({
+        agentId: "review",
+        idempotencyKey: "draft",
+        input: { draft: "terms" },
+      })
+      yield* quiet(thread)
+      expect((yield* client.explain(submissionId)).reason._tag).toBe("WaitingForApproval")
+      expect((yield* client.obligations).scheduledAlarm).toBeNull()
+    }),
+  )
+
+  it.live("waits for a delivery the pool started by itself, whose alarm slot is empty meanwhile", () =>
+    Effect.gen(function* () {
+      const thread = threadName("pool")
+      const client = clientOf(thread)
+      const id = stubOf(thread).id
+      // The pool's own delivery of the submit's alarm pauses before its begin transaction: the
+      // slot is empty then (the delivery took the alarm, the prearm is not written yet).
+      let paused = false
+      switchboard.install(id, {
+        maintenance: (location) =>
+          location === "maintenance:begin:before" && !paused
+            ? Effect.andThen(
+                Effect.sync(() => (paused = true)),
+                // Long enough for a loaded machine to look at the Object meanwhile.
+                Effect.sleep(1_000),
+              )
+            : Effect.void,
+      })
+      const { submissionId } = yield* client.submit({
+        agentId: "echo",
+        idempotencyKey: "k",
+        input: { text: "x" },
+      })
+      yield* Effect.promise(async () => {
+        for (
+          let round = 0;
+          round < 400 && !(await Effect.runPromise(client.obligations)).passRunning;
+          round++
+        ) {
+          await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+      })
+      expect(yield* client.obligations).toMatchObject({ passRunning: true, scheduledAlarm: null })
+      yield* quiet(thread).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
+      expect((yield* client.status(submissionId)).state).toBe("settled")
+    }),
+  )
+
+  it.live("fails with AlarmsNotQuiet, naming what is owed, when the bound is reached", () =>
+    Effect.gen(function* () {
+      const thread = threadName("never")
+      const id = stubOf(thread).id
+      switchboard.install(id, {
+        runtime: (location) =>
+          location === "claim:after-claim"
+            ? Effect.fail(new DurableRuntimeFailpointError({ location, message: "always" }))
+            : Effect.void,
+      })
+      yield* clientOf(thread).submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
+      const exit = yield* Effect.exit(quiet(thread, { maxDeliveries: 2 })).pipe(
+        Effect.ensuring(Effect.sync(() => switchboard.remove(id))),
+      )
+      const error = failureOf(exit)
+      expect(error).toBeInstanceOf(AlarmsNotQuiet)
+      expect(error).toMatchObject({ deliveries: 2 })
+      expect((error as AlarmsNotQuiet).obligations.obligations.length).toBeGreaterThan(0)
     }),
   )
 })

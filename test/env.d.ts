@@ -3,6 +3,7 @@ import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
 import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
+import type { TracedThreadObject } from "./worker/tracedObject.ts"
 import type { WakeThreadObject } from "./worker/wakeObject.ts"
 
 declare global {
@@ -18,6 +19,8 @@ declare global {
       /** `full` runs every crash point of the SQLite crash matrices; anything else samples them. */
       readonly CRASH_MATRIX: string
       readonly AUTHORIZED_TEST: DurableObjectNamespace<AuthorizedThreadObject>
+      /** A `ThreadObject` whose spans go to an OTLP exporter. */
+      readonly THREADS_TRACED: DurableObjectNamespace<TracedThreadObject>
       /** Waiters that poll once a minute: only the progress hub answers them sooner. */
       readonly THREADS_WAKE: DurableObjectNamespace<WakeThreadObject>
     }

@@ -266,7 +266,7 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
     }
 
     async #settledCounter(): Promise<number> {
-      const result = await this.inspectMaintenance()
+      const result = await this.inspectMaintenance({ threadId: "bench" })
       if (!result.ok) throw new Error("inspectMaintenance failed")
       return (result.value as { counters: { settled: number } }).counters.settled
     }
@@ -281,7 +281,7 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           dirty: String(BigInt(String(record["dirty"] ?? "0")) + 1n),
         })
       }
-      const before = await this.inspectMaintenance()
+      const before = await this.inspectMaintenance({ threadId: "bench" })
       this.meter.reset()
       const pass = this.#nextPass()
       const startedAt = performance.now()
@@ -289,7 +289,7 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
       await pass
       const wallMs = performance.now() - startedAt
       const counts = this.meter.snapshot()
-      const after = await this.inspectMaintenance()
+      const after = await this.inspectMaintenance({ threadId: "bench" })
       type Inspected = { counters: { caughtUpPasses: number }; record?: { nonterminal: number } }
       const view = (result: typeof after) => (result.ok ? (result.value as Inspected) : undefined)
       return {

@@ -15,8 +15,11 @@
 import type { Effect, Schema } from "effect"
 import type { AgentDefinition, AgentFailure, JsonCodec } from "./AgentRegistration.ts"
 import type { ChildRefusalReason } from "./internal/outbox/model.ts"
-import type { ApprovalDecision } from "./internal/runtime/model.ts"
+import type { ApprovalDecision } from "./internal/runtime/shared/model.ts"
 import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
+
+export { ChildRefusalReason } from "./internal/outbox/model.ts"
+export { ApprovalDecision } from "./internal/runtime/shared/model.ts"
 
 /** How a step's result is stored: a Schema whose encoded side is JSON. */
 export interface StepOptions<A> {
@@ -84,7 +87,7 @@ export const Reconcile = {
 } as const
 
 /** Defaults of an uncertain step's reconcile. */
-export const reconcileDefaults = { attempts: 5, timeoutMillis: 30_000 } as const
+export const RECONCILE_DEFAULTS = { attempts: 5, timeoutMillis: 30_000 } as const
 
 /** How an uncertain step's outcome can be found out after a crash. */
 export interface ReconcileOptions<A> {

@@ -30,8 +30,8 @@ import type {
   SubmitRequest,
   ThreadStoreError,
   UnknownResolution,
-} from "./internal/runtime/model.ts"
-import type { SubmissionInspection } from "./internal/runtime/inspect.ts"
+} from "./internal/runtime/shared/model.ts"
+import type { SubmissionInspection } from "./internal/runtime/recovery/inspect.ts"
 import type {
   AdmissionRefused,
   IdempotencyConflict,
@@ -65,20 +65,20 @@ export {
   NotPending,
   SettlementTimeout,
   JoinRefused,
-} from "./internal/runtime/model.ts"
+} from "./internal/runtime/shared/model.ts"
 export type {
   DurableWorkerFailure,
   HeadAttempt,
   PreparedSubmission,
   SubmitFailure,
-} from "./internal/runtime/model.ts"
-export { RecoveryWorklist } from "./internal/runtime/recoveryExecute.ts"
+} from "./internal/runtime/shared/model.ts"
+export { RecoveryWorklist } from "./internal/runtime/recovery/recoveryExecute.ts"
 export {
   OpenApproval,
   OpenUncertainStep,
   ReconcileState,
   SubmissionInspection,
-} from "./internal/runtime/inspect.ts"
+} from "./internal/runtime/recovery/inspect.ts"
 export { RuntimeFailpoint } from "./RuntimeFailpoint.ts"
 
 /** The durable agent runtime of one physical Object. */

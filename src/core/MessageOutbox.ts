@@ -31,7 +31,7 @@ import type {
 import { makeMemoryOutbox } from "./internal/outbox/memory.ts"
 import { makeSqlOutbox } from "./internal/outbox/sql.ts"
 import { publishingOutbox } from "./internal/progress/publishing.ts"
-import type { DurableWorkerFailure } from "./internal/runtime/model.ts"
+import type { DurableWorkerFailure } from "./internal/runtime/shared/model.ts"
 import type { SubmissionLedger } from "./SubmissionLedger.ts"
 import type { ThreadHistory } from "./ThreadHistory.ts"
 
@@ -125,7 +125,10 @@ export class MessageOutbox extends Context.Service<
     ) => Effect.Effect<Option.Option<ThreadMessageReply>, MessageOutboxError>
   }
 >()("@effect-agent/platform-cloudflare/MessageOutbox") {
-  /** The outbox on Durable Object SQLite; runs its migration when built. */
+  /**
+   * The outbox on Durable Object SQLite; runs its migration when built. Each append or settlement
+   * publishes its Submission to the `ProgressHub` of its context, if one is provided.
+   */
   static readonly layer: Layer.Layer<
     MessageOutbox,
     MessageOutboxError,

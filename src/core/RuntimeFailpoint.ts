@@ -13,7 +13,7 @@
  * `finalizeSettlement`) run unbracketed.
  */
 import { Context, Effect, Layer } from "effect"
-import type { DurableRuntimeFailpointError } from "./internal/runtime/failpointError.ts"
+import type { DurableRuntimeFailpointError } from "./internal/runtime/shared/failpointError.ts"
 
 const LEDGER_WRITES = [
   "admit",

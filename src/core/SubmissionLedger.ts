@@ -229,7 +229,10 @@ export class SubmissionLedger extends Context.Service<
     readonly threadIds: Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
   }
 >()("@effect-agent/platform-cloudflare/SubmissionLedger") {
-  /** The ledger on Durable Object SQLite; runs its migrations when built. */
+  /**
+   * The ledger on Durable Object SQLite; runs its migrations when built. Each write publishes the
+   * Submission it moves to the `ProgressHub` of its context, if one is provided.
+   */
   static readonly layer: Layer.Layer<SubmissionLedger, LedgerError, SqlClient> = Layer.effect(
     this,
     Effect.flatMap(makeSqlLedger, publishingLedger),

@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
-import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/model.ts"
+import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/shared/model.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
 import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./internal/history/model.ts"
 import type { AppendFence, LedgerError, SubmissionNotFound } from "./internal/ledger/model.ts"
@@ -15,8 +15,14 @@ import { makeSqlHistory } from "./internal/history/sql.ts"
 import { publishingHistory } from "./internal/progress/publishing.ts"
 import { SubmissionLedger } from "./SubmissionLedger.ts"
 
-export { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
+export { HistoryEntry, HistoryRecord, ReconcileAnswerRecord } from "./internal/history/model.ts"
 export type { FeedEntry, FeedPage, HistoryPage } from "./internal/history/model.ts"
+
+/** The `_tag` of a canonical record's entry: `SubmissionAccepted`, `StepCompleted`, … */
+export type HistoryEntryTag = HistoryEntry["_tag"]
+
+/** The entry of one kind, e.g. `HistoryEntryOf<"SubmissionSettled">` with its `outcome` and `output`. */
+export type HistoryEntryOf<Tag extends HistoryEntryTag> = Extract<HistoryEntry, { readonly _tag: Tag }>
 
 /** The canonical history of the Threads of one physical Object. */
 export class ThreadHistory extends Context.Service<
@@ -60,7 +66,10 @@ export class ThreadHistory extends Context.Service<
     readonly feedEnd: Effect.Effect<number, ThreadStoreError>
   }
 >()("@effect-agent/platform-cloudflare/ThreadHistory") {
-  /** The history on Durable Object SQLite; runs its migrations when built. */
+  /**
+   * The history on Durable Object SQLite; runs its migrations when built. Each append publishes
+   * its Submission to the `ProgressHub` of its context, if one is provided.
+   */
   static readonly layer: Layer.Layer<ThreadHistory, ThreadStoreError, SqlClient | SubmissionLedger> =
     Layer.effect(this, Effect.flatMap(makeSqlHistory, publishingHistory))
   /** A faithful in-memory history; needs the in-memory ledger, whose store it shares. */

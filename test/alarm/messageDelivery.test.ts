@@ -8,7 +8,7 @@ import { Context, DateTime, Deferred, Effect, Fiber, Option } from "effect"
 import type { ThreadMessageDeliveryService } from "../../src/Alarm.ts"
 import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { type DeliveryOutcome, MessageOutbox, type NewMessage } from "../../src/core/MessageOutbox.ts"
-import { undeliverableIsFinal } from "../../src/core/internal/runtime/children.ts"
+import { undeliverableIsFinal } from "../../src/core/internal/runtime/children/children.ts"
 import { type DeliverySettings, makeMessageDelivery, retryDelay } from "../../src/internal/delivery/driver.ts"
 import {
   type PortEnvelope,

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { SubmissionId } from "../../src/core/Identifiers.ts"
 import { makePortCall, type PortHandlers } from "../../src/internal/object/portCall.ts"
-import { PortRequest, portRequestAccess } from "../../src/RoutedPort.ts"
+import { PortRequest, PORT_REQUEST_ACCESS } from "../../src/RoutedPort.ts"
 import { caughtUpRecord, failureOf } from "./fixtures.ts"
 import { alarmOf, dayAhead, generations, inObject, objectName, putRawState } from "./harness.ts"
 import { incarnation } from "../support/incarnation.ts"
@@ -64,9 +64,9 @@ const withPortCall = (ctx: DurableObjectState, seen: Array<unknown>) =>
 describe("ThreadObject.portCall", () => {
   it("classifies every request kind of the protocol", () => {
     const kinds = PortRequest.pipe(Schema.toTaggedUnion("_tag")).discriminants
-    expect([...kinds].sort()).toEqual(Object.keys(portRequestAccess).sort())
+    expect([...kinds].sort()).toEqual(Object.keys(PORT_REQUEST_ACCESS).sort())
     expect(
-      Object.values(portRequestAccess).every((access) => access === "mutating" || access === "read-only"),
+      Object.values(PORT_REQUEST_ACCESS).every((access) => access === "mutating" || access === "read-only"),
     ).toBe(true)
   })
 

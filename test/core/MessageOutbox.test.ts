@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { Effect, Layer } from "effect"
 import { MessageOutbox } from "../../src/core/MessageOutbox.ts"
-import { outboxStatements, outboxTable } from "../../src/core/internal/outbox/sql.ts"
+import { outboxStatements, OUTBOX_TABLE } from "../../src/core/internal/outbox/sql.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, layerWithLedger } from "../../src/core/ThreadHistory.ts"
 import { abortMessage, outboxConformance, type OutboxHarness } from "./MessageOutboxConformance.ts"
@@ -36,8 +36,8 @@ describe("MessageOutbox on SQLite", () => {
       Effect.provide(
         Effect.gen(function* () {
           yield* MessageOutbox
-          expect(planOf(storage, outboxStatements.due)).toContain(`${outboxTable}_due`)
-          expect(planOf(storage, outboxStatements.nextDue)).toContain(`${outboxTable}_due`)
+          expect(planOf(storage, outboxStatements.due)).toContain(`${OUTBOX_TABLE}_due`)
+          expect(planOf(storage, outboxStatements.nextDue)).toContain(`${OUTBOX_TABLE}_due`)
         }),
         sqlLayer(storage),
       ),
@@ -50,7 +50,7 @@ describe("MessageOutbox on SQLite", () => {
         Effect.gen(function* () {
           yield* MessageOutbox
           const cursor = storage.sql.exec(
-            `INSERT INTO ${outboxTable} (message_id, target, message, attempts, next_attempt_at, created_at)
+            `INSERT INTO ${OUTBOX_TABLE} (message_id, target, message, attempts, next_attempt_at, created_at)
              VALUES ('probe', '{}', '{}', 0, 1, 1)`,
           )
           expect(cursor.rowsWritten).toBe(2)
@@ -66,11 +66,11 @@ describe("MessageOutbox on SQLite", () => {
         Effect.gen(function* () {
           const outbox = yield* MessageOutbox
           yield* outbox.enqueue([abortMessage("a")], 1_000)
-          storage.sql.exec(`UPDATE ${outboxTable} SET message = '{"_tag":"Nonsense"}'`)
+          storage.sql.exec(`UPDATE ${OUTBOX_TABLE} SET message = '{"_tag":"Nonsense"}'`)
           const error = yield* Effect.flip(outbox.due(2_000, 10))
           expect(error._tag).toBe("MessageOutboxError")
           expect(error.message).toContain("does not decode")
-          storage.sql.exec(`UPDATE ${outboxTable} SET target = 'not json'`)
+          storage.sql.exec(`UPDATE ${OUTBOX_TABLE} SET target = 'not json'`)
           const lookup = yield* Effect.flip(outbox.lookup("a"))
           expect(lookup.message).toContain("not JSON")
         }),

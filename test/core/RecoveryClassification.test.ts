@@ -5,8 +5,8 @@ import {
   classifyRecovery,
   dispositionOf,
   recoveryNeedsHistory,
-} from "../../src/core/internal/runtime/recoveryClassify.ts"
-import { EMPTY_JOURNAL, readJournal } from "../../src/core/internal/runtime/journal.ts"
+} from "../../src/core/internal/runtime/recovery/recoveryClassify.ts"
+import { EMPTY_JOURNAL, readJournal } from "../../src/core/internal/runtime/shared/journal.ts"
 import { Ownership, type SubmissionState } from "../../src/core/SubmissionLedger.ts"
 import type { HistoryEntry } from "../../src/core/ThreadHistory.ts"
 

@@ -5,7 +5,10 @@
  * simulates a kill: no finalizer runs and its memory is lost. Bodies run with the calling
  * test's services, so `TestClock` drives every lease, yield and poll.
  */
-import { AdmissionCapacity, type AdmissionCapacityService } from "../../src/core/internal/runtime/capacity.ts"
+import {
+  AdmissionCapacity,
+  type AdmissionCapacityService,
+} from "../../src/core/internal/runtime/admission/admissionCapacity.ts"
 import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { env, runInDurableObject } from "cloudflare:test"
 import { Context, Effect, Layer, Ref } from "effect"

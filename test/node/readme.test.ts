@@ -1,36 +1,61 @@
 /**
- * The README's code for applications is the consumer project's code: every block that names a
- * file of examples/consumer on its first line is that file, character for character, and the
- * files an application writes are all shown.
+ * The guide's code for applications is the consumer project's code: every block of README.md or
+ * docs/ that names a file of examples/consumer on its first line is that file, character for
+ * character, and the files an application writes are all shown where a reader looks for them.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { documentationFiles } from "../../scripts/docs/links.ts"
 
-const root = new URL("../../", import.meta.url)
-const readme = readFileSync(new URL("README.md", root), "utf8")
+const root = fileURLToPath(new URL("../../", import.meta.url))
 
-const quoted = [...readme.matchAll(/^```\w*\n(?:\/\/|#) (examples\/consumer\/\S+)\n([\s\S]*?)^```$/gm)].map(
-  (match) => ({ path: match[1] ?? "", body: match[2] ?? "" }),
+const quoted = documentationFiles(root).flatMap((page) =>
+  [
+    ...readFileSync(`${root}${page}`, "utf8").matchAll(
+      /^```\w*\n(?:\/\/|#) (examples\/consumer\/\S+)\n([\s\S]*?)^```$/gm,
+    ),
+  ].map((match) => ({ page, path: match[1] ?? "", body: match[2] ?? "" })),
 )
 
-describe("README", () => {
-  it("quotes the consumer project's files exactly", () => {
-    for (const { path, body } of quoted) {
-      expect(body, path).toBe(readFileSync(new URL(path, root), "utf8"))
+const shownIn = (page: string) =>
+  quoted
+    .filter((block) => block.page === page)
+    .map((block) => block.path)
+    .sort()
+
+describe("README and docs", () => {
+  it("quote the consumer project's files exactly", () => {
+    expect(quoted.length).toBeGreaterThan(0)
+    for (const { page, path, body } of quoted) {
+      expect(body, `${page}: ${path}`).toBe(readFileSync(`${root}${path}`, "utf8"))
     }
   })
 
-  it("shows the agent, the host hook, the operator policy, the Worker, its wrangler config and the failpoint test", () => {
-    expect(quoted.map(({ path }) => path).sort()).toEqual(
+  it("show the agent, the Worker, its wrangler config and local vars, the host hook and the failpoint test in the README", () => {
+    expect(shownIn("README.md")).toEqual(
       [
+        "examples/consumer/.dev.vars",
         "examples/consumer/src/agent.ts",
-        "examples/consumer/src/operator.ts",
         "examples/consumer/src/settlementLog.ts",
         "examples/consumer/src/worker.ts",
         "examples/consumer/test/failpoint.test.ts",
-        "examples/consumer/test/worker.ts",
         "examples/consumer/wrangler.toml",
       ].sort(),
     )
+  })
+
+  it("show the test build, its vitest config and env type in the testing guide, the policy and the approval route in theirs", () => {
+    expect(shownIn("docs/testing.md")).toEqual(
+      [
+        "examples/consumer/test/env.d.ts",
+        "examples/consumer/test/tsconfig.json",
+        "examples/consumer/test/worker.ts",
+        "examples/consumer/test/wrangler.toml",
+        "examples/consumer/vitest.config.ts",
+      ].sort(),
+    )
+    expect(shownIn("docs/operating.md")).toEqual(["examples/consumer/src/operator.ts"])
+    expect(shownIn("docs/agents.md")).toEqual(["examples/consumer/src/approval.ts"])
   })
 })

@@ -1,18 +1,33 @@
 /**
- * Authorization of privileged entry points: an application check over the caller and the
- * target runs before anything is written, and a refusal is a typed `Unauthorized`.
+ * Authorization of every call: the application's check sees the call, its kind, the caller and
+ * the target before anything runs, and a refusal is a typed `Unauthorized`.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { env, runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
-import { operatorToken } from "../worker/threadObject.ts"
+import { authorizationLog, operatorToken } from "../worker/threadObject.ts"
 import { failureOf, storedEverything, threadName } from "./support.ts"
 
 const clientAs = (thread: string, caller?: { subject: string; credential?: string }) =>
   ThreadClient.make(env.AUTHORIZED_TEST, thread, caller === undefined ? {} : { caller })
 
 const stored = (thread: string) => storedEverything(env.AUTHORIZED_TEST.getByName(thread))
+
+/** Delivers alarms until nothing is owed and no alarm is set, so no pass runs meanwhile. */
+const quiet = (thread: string) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < 60; round++) {
+      const { alarm, kv } = yield* stored(thread)
+      const record = kv.find(([key]) => key === "effect-agent:thread-maintenance:v1")?.[1] as
+        { dirty: string; processed: string } | undefined
+      if (alarm === null && record !== undefined && record.dirty === record.processed) return
+      yield* Effect.promise(() =>
+        runDurableObjectAlarm(env.AUTHORIZED_TEST.getByName(thread)).catch(() => false),
+      )
+      yield* Effect.sleep(5)
+    }
+  })
 
 describe("ThreadObject authorization", () => {
   it.live(
@@ -23,23 +38,14 @@ describe("ThreadObject authorization", () => {
         const anonymous = clientAs(thread)
         const intruder = clientAs(thread, { subject: "mallory", credential: "guess" })
         const operator = clientAs(thread, { subject: "sam", credential: operatorToken })
-        // Submitting and reading are not privileged.
+        // This policy leaves submitting and reading open.
         const receipt = yield* anonymous.submit({
           agentId: "review",
           idempotencyKey: "k",
           input: { draft: "x" },
         })
         // Let it park in its approval wait, so no pass runs while the refusals are checked.
-        for (let round = 0; round < 60; round++) {
-          const { alarm, kv } = yield* stored(thread)
-          const record = kv.find(([key]) => key === "effect-agent:thread-maintenance:v1")?.[1] as
-            { dirty: string; processed: string } | undefined
-          if (alarm === null && record !== undefined && record.dirty === record.processed) break
-          yield* Effect.promise(() =>
-            runDurableObjectAlarm(env.AUTHORIZED_TEST.getByName(thread)).catch(() => false),
-          )
-          yield* Effect.sleep(5)
-        }
+        yield* quiet(thread)
         expect((yield* anonymous.status(receipt.submissionId)).state).toBe("suspended")
         const before = yield* stored(thread)
         const attempts = [
@@ -64,5 +70,49 @@ describe("ThreadObject authorization", () => {
         expect((yield* operator.status(receipt.submissionId)).abortRequested).toBe(true)
         expect(yield* operator.repairMaintenance).toMatchObject({ repaired: false })
       }),
+  )
+
+  it.live("checks every call with its kind, reads included, and keeps one tenant's Thread from another", () =>
+    Effect.gen(function* () {
+      const thread = `tenant:acme:${crypto.randomUUID()}`
+      const owner = clientAs(thread, { subject: "acme" })
+      const rival = clientAs(thread, { subject: "globex" })
+      const operator = clientAs(thread, { subject: "sam", credential: operatorToken })
+      const receipt = yield* owner.submit({ agentId: "review", idempotencyKey: "k", input: { draft: "x" } })
+      yield* owner.history()
+      yield* owner.wake
+      yield* quiet(thread)
+
+      const seen = authorizationLog.filter((entry) => entry.threadId === thread)
+      expect(seen).toEqual([
+        { entryPoint: "submit", kind: "mutate", threadId: thread, subject: "acme" },
+        { entryPoint: "history", kind: "read", threadId: thread, subject: "acme" },
+        { entryPoint: "wake", kind: "mutate", threadId: thread, subject: "acme" },
+      ])
+
+      const before = yield* stored(thread)
+      const refused: Array<Effect.Effect<unknown, ThreadClient.ThreadClientError>> = [
+        rival.status(receipt.submissionId),
+        rival.history(),
+        rival.awaitSettlement(receipt.submissionId, 10),
+        rival.explain(receipt.submissionId),
+        rival.submit({ agentId: "review", idempotencyKey: "r", input: { draft: "y" } }),
+      ]
+      for (const call of refused) {
+        expect(failureOf(yield* Effect.exit(call))).toMatchObject({
+          _tag: "Unauthorized",
+          message: `${thread} belongs to another tenant`,
+        })
+      }
+      expect(yield* stored(thread)).toEqual(before)
+      expect(
+        authorizationLog.filter((entry) => entry.subject === "globex").map((entry) => entry.kind),
+      ).toEqual(["read", "read", "read", "read", "mutate"])
+
+      // An operator call is checked as `operate`; the operator may also read the tenant's Thread.
+      yield* operator.abort(receipt.submissionId)
+      expect(authorizationLog.at(-1)).toMatchObject({ entryPoint: "abort", kind: "operate", subject: "sam" })
+      expect((yield* operator.status(receipt.submissionId)).abortRequested).toBe(true)
+    }),
   )
 })

@@ -12,7 +12,7 @@ import {
   threadName,
 } from "./support.ts"
 import type { ThreadObjectRpc } from "../../src/ThreadObject.ts"
-import type { RpcResult } from "../../src/internal/object/protocol.ts"
+import type { RpcResult } from "../../src/internal/object/rpc.ts"
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
@@ -159,7 +159,7 @@ describe("ThreadObject entry points", () => {
       const first = clientOf(`${object}-a`, object)
       const second = clientOf(`${object}-b`, object)
       const receipt = yield* first.submit({ agentId: "review", idempotencyKey: "k", input: { draft: "d" } })
-      const misaddressed = [
+      const misaddressed: Array<Effect.Effect<unknown, ThreadClient.ThreadClientError>> = [
         second.status(receipt.submissionId),
         second.abort(receipt.submissionId),
         second.resolveApproval(receipt.submissionId, { approved: true }),

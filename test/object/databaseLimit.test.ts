@@ -2,11 +2,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect } from "effect"
 import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import { echo } from "../core/runtimeAgents.ts"
-import { makeEntryPoints } from "../../src/internal/object/entryPoints.ts"
+import { objectCalls } from "../../src/internal/object/handlers.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../alarm/harness.ts"
 import { incarnation } from "../support/incarnation.ts"
 
-const entry = makeEntryPoints(undefined)
+const entry = objectCalls(undefined)
 const request = (idempotencyKey: string) => ({
   threadId: "lane",
   agentId: "echo",

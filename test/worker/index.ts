@@ -4,6 +4,7 @@ export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
 export { PortProbeObject } from "./portProbeObject.ts"
 export { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./threadObject.ts"
+export { TracedThreadObject } from "./tracedObject.ts"
 export { WakeThreadObject } from "./wakeObject.ts"
 
 export default {

@@ -126,17 +126,35 @@ export class TestThreadObject extends ThreadObject.make(
 /** The operator's token of `AuthorizedThreadObject`. */
 export const operatorToken = "operator-token-for-tests"
 
-/** The same agents behind a bearer-token policy for every privileged entry point. */
+/** Every check `AuthorizedThreadObject` ran, in order: the call, its kind, the Thread and who asked. */
+export const authorizationLog: Array<{
+  readonly entryPoint: string
+  readonly kind: ThreadObject.CallKind
+  readonly threadId: string
+  readonly subject: string | undefined
+}> = []
+
+const refuse = (entryPoint: string, message: string) => Effect.fail(new Unauthorized({ entryPoint, message }))
+
+/**
+ * The same agents behind a policy over every call: operator actions need the bearer token, and a
+ * Thread named `tenant:<subject>:…` is its tenant's alone (an operator may read it too).
+ */
 export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
-  authorization: ({ caller, entryPoint }) =>
-    caller?.credential === operatorToken
-      ? Effect.void
-      : Effect.fail(
-          new Unauthorized({
-            entryPoint,
-            message: caller === undefined ? "no caller identity" : `${caller.subject} may not ${entryPoint}`,
-          }),
-        ),
+  authorization: ({ caller, entryPoint, kind, threadId }) => {
+    authorizationLog.push({ entryPoint, kind, threadId, subject: caller?.subject })
+    const operator = caller?.credential === operatorToken
+    if (kind === "operate") {
+      if (operator) return Effect.void
+      return refuse(
+        entryPoint,
+        caller === undefined ? "no caller identity" : `${caller.subject} may not ${entryPoint}`,
+      )
+    }
+    const tenant = /^tenant:([^:]+):/.exec(threadId)?.[1]
+    if (tenant === undefined || operator || caller?.subject === tenant) return Effect.void
+    return refuse(entryPoint, `${threadId} belongs to another tenant`)
+  },
 }) {}
 
 /** A `ThreadObject` class of another namespace binding, hosting reviewers for the first one. */

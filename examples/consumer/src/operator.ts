@@ -21,12 +21,14 @@ const sameSecret = (given: string, expected: string) => {
 }
 
 /**
- * The privileged calls (approve or deny, resolve an Unknown Outcome, abort, retry, repair) are
- * for operators: the caller the Worker vouches for must present the `OPERATOR_TOKEN` secret.
- * Without the secret nobody is an operator.
+ * Every call passes this check with its kind. Reads and submissions are open; the operator
+ * actions (kind `operate`: approve or deny, resolve an Unknown Outcome, abort, retry, repair)
+ * are for operators: the caller the Worker vouches for must present the `OPERATOR_TOKEN`
+ * secret. Without the secret nobody is an operator.
  */
-export const operatorsOnly: AuthorizationCheck = ({ caller, entryPoint }) =>
+export const operatorsOnly: AuthorizationCheck = ({ caller, entryPoint, kind }) =>
   Effect.gen(function* () {
+    if (kind !== "operate") return
     const { env } = yield* DurableObjectContext
     const token = env.OPERATOR_TOKEN
     if (token !== undefined && caller?.credential !== undefined && sameSecret(caller.credential, token))

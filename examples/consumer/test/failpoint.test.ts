@@ -1,18 +1,10 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { Effect } from "effect"
-import { DurableRuntimeFailpointError } from "@effect-agent/platform-cloudflare/Testing"
+import { DurableRuntimeFailpointError, runAlarmsUntilQuiet } from "@effect-agent/platform-cloudflare/Testing"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import { describe, expect, it } from "vitest"
+import { triage } from "../src/agent"
 import { failpoints } from "./worker"
-
-/** Delivers the Object's alarm as workerd would until `done` holds; a failed pass just rejects. */
-const deliverUntil = async (stub: DurableObjectStub, done: () => Promise<boolean>) => {
-  for (let round = 0; round < 20; round++) {
-    if (await done()) return
-    await runDurableObjectAlarm(stub).catch(() => false)
-  }
-  throw new Error("no convergence after 20 alarm deliveries")
-}
 
 const settlementLog = (stub: DurableObjectStub) =>
   runInDurableObject(stub, (_instance, state) =>
@@ -24,6 +16,7 @@ describe("triage", () => {
     const thread = `ticket-${crypto.randomUUID()}` // storage is shared by the tests of a file
     const stub = env.THREADS.getByName(thread)
     const client = ThreadClient.make(env.THREADS, thread)
+    const tickets = client.agent(triage) // typed by the agent's Schemas
     let hits = 0
     failpoints.install(stub.id, {
       runtime: (location) =>
@@ -33,13 +26,14 @@ describe("triage", () => {
     })
 
     const receipt = await Effect.runPromise(
-      client.submit({ agentId: "triage", idempotencyKey: "t-1", input: { ticket: "site down" } }),
+      tickets.submit({ ticket: "site down" }, { idempotencyKey: "t-1" }),
     )
-    await deliverUntil(stub, async () => (await settlementLog(stub)).length > 0)
+    // Deliver alarms until nothing is owed; the pool may deliver some itself meanwhile.
+    await Effect.runPromise(runAlarmsUntilQuiet({ client, runAlarm: () => runDurableObjectAlarm(stub) }))
     failpoints.remove(stub.id)
 
     expect(hits).toBe(2) // the first claim failed, the redelivered one went through
-    const settlement = await Effect.runPromise(client.awaitSettlement(receipt.submissionId, 1_000))
+    const settlement = await Effect.runPromise(tickets.awaitSettlement(receipt.submissionId, 1_000))
     expect(settlement).toMatchObject({ outcome: "completed", output: { queue: "on-call" } })
     const { counters } = await Effect.runPromise(client.inspectMaintenance)
     expect(counters.failedPasses).toBe(1)

@@ -5,6 +5,7 @@ import {
   DurableRuntimeFailpointError,
   type InstalledFailpoints,
   type RuntimeFailpointLocation,
+  runAlarmsUntilQuiet,
 } from "@effect-agent/platform-cloudflare/Testing"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import { describe, expect, it } from "vitest"
@@ -20,23 +21,20 @@ const failureOf = async <A, E>(effect: Effect.Effect<A, E>) => {
   return Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
 }
 
-/** Delivers the Object's alarm until `done` holds; a failed pass just rejects. */
-const deliverUntil = async (thread: string, done: () => Promise<boolean>) => {
-  for (let round = 0; round < 20; round++) {
-    if (await done()) return
-    await runDurableObjectAlarm(env.THREADS.getByName(thread)).catch(() => false)
-  }
-  throw new Error("no convergence after 20 alarm deliveries")
-}
+/** Delivers the Object's alarms until nothing is owed (the pool may deliver some itself). */
+const untilQuiet = (thread: string) =>
+  run(
+    runAlarmsUntilQuiet({
+      client: ThreadClient.make(env.THREADS, thread),
+      runAlarm: () => runDurableObjectAlarm(env.THREADS.getByName(thread)),
+    }),
+  )
 
 /** Runtime failpoints that fail every Attempt that reaches `at`. */
 const failingAt = (at: RuntimeFailpointLocation, message: string): InstalledFailpoints => ({
   runtime: (location) =>
     location === at ? Effect.fail(new DurableRuntimeFailpointError({ location, message })) : Effect.void,
 })
-
-const settled = (client: ThreadClient.ThreadClient, submissionId: string) => async () =>
-  (await run(client.status(submissionId))).state === "settled"
 
 describe("operating a Thread", () => {
   it("explains an Unknown Outcome that waits for an operator, and lets only the operator resolve it", async () => {
@@ -49,17 +47,11 @@ describe("operating a Thread", () => {
     const { submissionId } = await run(
       client.submit({ agentId: "triage", idempotencyKey: "u-1", input: { ticket: "printer jammed" } }),
     )
-    await deliverUntil(thread, async () => {
-      const { reason } = await run(client.explain(submissionId))
-      return reason._tag === "UnknownOutcome" && reason.waitingFor === "operator"
-    })
-    failpoints.remove(stub.id)
     // A stable wait: once the passes are done, nothing is owed and no alarm keeps the Object awake.
-    await deliverUntil(thread, async () => {
-      const owed = await run(client.obligations)
-      return !owed.passRunning && owed.obligations.length === 0 && owed.scheduledAlarm === null
-    })
-    expect((await run(client.obligations)).mismatch).toBeUndefined()
+    const { obligations } = await untilQuiet(thread)
+    failpoints.remove(stub.id)
+    expect(obligations).toMatchObject({ obligations: [], scheduledAlarm: null })
+    expect(obligations.mismatch).toBeUndefined()
     expect((await run(client.explain(submissionId))).reason).toMatchObject({
       _tag: "UnknownOutcome",
       name: "file",
@@ -75,7 +67,7 @@ describe("operating a Thread", () => {
       _tag: "Unauthorized",
     })
     await run(asOperator.resolveUnknown(submissionId, resolution))
-    await deliverUntil(thread, settled(client, submissionId))
+    await untilQuiet(thread)
 
     expect((await run(client.explain(submissionId))).reason).toMatchObject({
       _tag: "Settled",
@@ -91,6 +83,24 @@ describe("operating a Thread", () => {
     // The Worker's routes: reading needs no token, withdrawing does.
     const explained = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}/explain`)
     expect(await explained.json()).toMatchObject({ reason: { _tag: "Settled" } })
+    const awaited = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}/settlement`)
+    expect(await awaited.json()).toMatchObject({
+      outcome: "completed",
+      output: { queue: "support", reference: "support-14" },
+    })
+    // A body the agent's input Schema refuses is answered in the Worker; nothing is submitted.
+    const malformed = await SELF.fetch(`http://consumer.test/${thread}`, {
+      method: "POST",
+      body: JSON.stringify({ ticket: 7 }),
+    })
+    expect(malformed.status).toBe(400)
+    expect(await malformed.json()).toMatchObject({ error: "SchemaError" })
+    const submitted = await SELF.fetch(`http://consumer.test/${thread}`, {
+      method: "POST",
+      headers: { "idempotency-key": "u-2" },
+      body: JSON.stringify({ ticket: "toner low" }),
+    })
+    expect(await submitted.json()).toMatchObject({ threadId: thread, queueSequence: 2, replayed: false })
     const withdrawn = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}`, { method: "POST" })
     expect(await withdrawn.json()).toMatchObject({ error: "Unauthorized" })
   })
@@ -126,7 +136,8 @@ describe("operating a Thread", () => {
       damage: { field: "processed" },
       record: { nonterminal: 1 },
     })
-    await deliverUntil(thread, settled(client, submissionId))
+    await untilQuiet(thread)
+    expect((await run(client.status(submissionId))).state).toBe("settled")
     expect((await run(client.verify)).violations).toEqual([])
   })
 })

@@ -35,8 +35,10 @@ const statusOf = (error: ThreadClient.ThreadClientError): number => {
     case "NotPending":
     case "IdempotencyConflict":
     case "JoinRefused":
-    case "InvalidTransition":
       return 409
+    case "ThreadObjectFailure":
+      // A concurrent change won: the request may be repeated.
+      return error.reason === "conflict" ? 409 : 500
     case "SettlementTimeout":
       return 408
     case "Unauthorized":

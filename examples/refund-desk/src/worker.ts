@@ -42,9 +42,13 @@ const sameSecret = (a: string, b: string): boolean => {
   return difference === 0
 }
 
-/** The operator policy: every privileged entry point needs the Worker's bearer token. */
-const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint }) =>
+/**
+ * The operator policy: the operator actions (approve or deny, resolve, abort, retry, repair:
+ * the calls of kind `operate`) need the Worker's bearer token; reads and submissions are open.
+ */
+const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint, kind }) =>
   Effect.gen(function* () {
+    if (kind !== "operate") return
     const { env } = yield* DurableObjectContext
     const expected = env.OPERATOR_TOKEN
     // Without a configured token nobody is an operator.

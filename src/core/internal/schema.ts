@@ -57,7 +57,7 @@ export const META_KEYS = {
   settledBefore: "settled-before-003",
 } as const
 
-const ledgerColumns = `
+const LEDGER_COLUMNS = `
     submission_id TEXT PRIMARY KEY NOT NULL,
     thread_id TEXT NOT NULL,
     lane_key TEXT NOT NULL,
@@ -81,7 +81,7 @@ const ledgerColumns = `
     ready_at REAL,
     history_from INTEGER`
 
-const historyColumns = `
+const HISTORY_COLUMNS = `
     position INTEGER PRIMARY KEY,
     thread_id TEXT NOT NULL,
     sequence INTEGER NOT NULL,
@@ -130,7 +130,7 @@ const rebuild: ReadonlyArray<string> = [
   ) WITHOUT ROWID`,
   `INSERT INTO ${LEGACY_KEYS_TABLE} (lane_key, idempotency_key, submission_id)
     SELECT lane_key, idempotency_key, submission_id FROM ${t}`,
-  `CREATE TABLE ${t}_next (${ledgerColumns}) WITHOUT ROWID`,
+  `CREATE TABLE ${t}_next (${LEDGER_COLUMNS}) WITHOUT ROWID`,
   `INSERT INTO ${t}_next (submission_id, thread_id, lane_key, queue_sequence, idempotency_key, agent_id,
       agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch, attempt_id,
       ownership_token, lease_expires_at, owner_incarnation, abort_requested, settlement, created_at, ready_at,
@@ -150,7 +150,7 @@ const rebuild: ReadonlyArray<string> = [
       coalesce((SELECT min(r.sequence) ${recordOf("r")}),
         (SELECT max(o.sequence) + 1 FROM ${h} AS o WHERE o.thread_id = s.thread_id), 1)
     FROM ${t} AS s`,
-  `CREATE TABLE ${h}_next (${historyColumns})`,
+  `CREATE TABLE ${h}_next (${HISTORY_COLUMNS})`,
   `INSERT INTO ${h}_next (position, thread_id, sequence, records, submission_id, recorded_at, entries,
       lane_tail, admitted, settled)
     SELECT rowid, thread_id, sequence, 1, submission_id, recorded_at, '[' || entry || ']', 0, 0, 0 FROM ${h}`,

@@ -4,7 +4,10 @@
  */
 import { Effect, Layer } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
-import { deliveryInvalidatesRecovery, undeliverableIsFinal } from "../../core/internal/runtime/children.ts"
+import {
+  deliveryInvalidatesRecovery,
+  undeliverableIsFinal,
+} from "../../core/internal/runtime/children/children.ts"
 import { MessageOutbox } from "../../core/MessageOutbox.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
@@ -14,9 +17,9 @@ import { ThreadMessageDelivery } from "../maintenance/hooks.ts"
 import { makeMessageDelivery } from "./driver.ts"
 
 /** Deliveries in flight at once. */
-const concurrency = 4
+const CONCURRENCY = 4
 /** Messages read per wave. */
-const waveSize = 32
+const WAVE_SIZE = 32
 
 /** @internal */
 export const messageDeliveryLayer = Layer.effect(
@@ -39,8 +42,8 @@ export const messageDeliveryLayer = Layer.effect(
         attemptTimeoutMillis: config.deliveryAttemptTimeoutMillis,
         retryBaseMillis: config.deliveryRetryBaseMillis,
         retryCapMillis: config.deliveryRetryCapMillis,
-        concurrency,
-        waveSize,
+        concurrency: CONCURRENCY,
+        waveSize: WAVE_SIZE,
       },
     })
   }),

@@ -13,7 +13,7 @@ import { safeCauseMessage } from "../boundary.ts"
 import { MaintenanceRecordDamaged } from "./errors.ts"
 import type { RecordTxn } from "./transaction.ts"
 
-/** @internal */
+/** @internal The Durable Object KV key the maintenance record is stored under. */
 export const MAINTENANCE_STATE_KEY = "effect-agent:thread-maintenance:v1"
 
 const MaintenanceGeneration = Schema.BigIntFromString.check(Schema.isGreaterThanOrEqualToBigInt(0n))
@@ -35,7 +35,10 @@ export class MaintenanceRetry extends Schema.Class<MaintenanceRetry>("Maintenanc
   stalls: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(30)),
 }) {}
 
-/** @internal */
+/**
+ * @internal The maintenance record of one Object: the generations (`dirty > processed` means
+ * maintenance is owed), the nonterminal count, the lane cursor, binding waits and the retry.
+ */
 export class ThreadMaintenanceState extends Schema.Class<ThreadMaintenanceState>(
   "@effect-agent/platform-cloudflare/ThreadMaintenanceState",
 )({

@@ -1,68 +1,52 @@
 /**
- * Authorization of the privileged entry points (approve/deny, resolving an Unknown Outcome,
- * abort, admin retry, repairing the maintenance record). The application supplies a check per
- * entry point, an Effect over the caller's identity and the target; a refusal is a typed
- * `Unauthorized` returned before anything is written. Without an `authorization` option every
- * caller that can reach the Object (a Worker holding its namespace binding) is trusted; with
- * one, an entry point it does not name is refused.
+ * Authorization of a `ThreadObject`'s calls. Every call, reads included, passes the
+ * application's check after its request decodes and before anything runs: the check sees the
+ * call, its kind, the caller the Worker vouches for and the Thread (and Submission) it
+ * addresses, so an application can keep one tenant's Threads from another's and keep operator
+ * actions for operators. A refusal is a typed `Unauthorized`; nothing was written.
+ *
+ * Without an `authorization` option every caller that can reach the Object (a Worker holding
+ * its namespace binding) is trusted with every call: the binding is the boundary, as for any
+ * Durable Object. An application that serves callers it does not trust passes a check.
  */
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { DurableObjectContext } from "../../CloudflareBindings.ts"
+import type { Unauthorized } from "./callErrors.ts"
+import type { CallKind, CallName, CallsOfKind } from "./calls.ts"
+import type { Caller } from "./requests.ts"
 
-/** The entry points that need authorization. */
-export const PrivilegedEntryPoint = Schema.Literals([
-  "abort",
-  "resolveApproval",
-  "resolveUnknown",
-  "retry",
-  "repairMaintenance",
-])
-export type PrivilegedEntryPoint = typeof PrivilegedEntryPoint.Type
-
-/** Who calls, as the Worker vouches for them: a subject and, optionally, a credential to check. */
-export class Caller extends Schema.Class<Caller>("@effect-agent/platform-cloudflare/Caller")({
-  subject: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256)),
-  credential: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(4_096))),
-}) {}
-
-/** The caller may not do this; nothing was written. */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
-  entryPoint: Schema.String,
-  message: Schema.String,
-}) {}
+/** The calls of kind `operate`: the actions that were privileged before every call was checked. */
+export type PrivilegedEntryPoint = CallsOfKind<"operate">
 
 /** What a check decides on. */
 export interface AuthorizationRequest {
-  readonly entryPoint: PrivilegedEntryPoint
+  /** The call, e.g. `"submit"`, `"history"`, `"resolveApproval"`. */
+  readonly entryPoint: CallName
+  readonly kind: CallKind
   /** Absent when the client sent no identity. */
   readonly caller: Caller | undefined
   readonly threadId: ThreadId
+  /** The Submission a call acts on or reads, when it names one. */
   readonly submissionId?: SubmissionId
 }
 
-/** An application's check: succeed to allow, fail with `Unauthorized` to refuse. */
+/**
+ * An application's check of every call: succeed to allow, fail with `Unauthorized` to refuse.
+ * It may read the Object's `env` (secrets) through `DurableObjectContext`.
+ */
 export type AuthorizationCheck = (
   request: AuthorizationRequest,
 ) => Effect.Effect<void, Unauthorized, DurableObjectContext>
 
-/** One check for every privileged entry point, or one per entry point. */
-export type Authorization = AuthorizationCheck | { readonly [K in PrivilegedEntryPoint]?: AuthorizationCheck }
+/** The `authorization` option of `ThreadObject.make`: one check that sees every call. */
+export type Authorization = AuthorizationCheck
 
-/** @internal Runs the check that applies to `request`. */
+/** @internal Runs the application's check; without one every caller is trusted. */
 export const authorize = (
   authorization: Authorization | undefined,
   request: AuthorizationRequest,
-): Effect.Effect<void, Unauthorized, DurableObjectContext> => {
-  if (authorization === undefined) return Effect.void
-  const check = typeof authorization === "function" ? authorization : authorization[request.entryPoint]
-  if (check === undefined) {
-    return Effect.fail(
-      new Unauthorized({
-        entryPoint: request.entryPoint,
-        message: `no authorization check is configured for ${request.entryPoint}`,
-      }),
-    )
-  }
-  return Effect.suspend(() => check(request)).pipe(Effect.withSpan("ThreadObject.authorize"))
-}
+): Effect.Effect<void, Unauthorized, DurableObjectContext> =>
+  authorization === undefined
+    ? Effect.void
+    : Effect.suspend(() => authorization(request)).pipe(Effect.withSpan("ThreadObject.authorize"))

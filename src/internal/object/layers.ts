@@ -35,7 +35,7 @@ import { RoutedPort } from "../../RoutedPort.ts"
 import { messageDeliveryLayer } from "../delivery/layer.ts"
 import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
-import { databaseCapacityLayer } from "./capacity.ts"
+import { databaseCapacityLayer } from "./databaseCapacity.ts"
 import { sqlClientLayer } from "./sqlClient.ts"
 
 /** The per-incarnation services a `ThreadObject` class provides to its application layer. */
@@ -77,8 +77,9 @@ export interface ThreadObjectOptions {
    */
   readonly namespaceBinding?: string
   /**
-   * Checks of the privileged entry points (approve/deny, resolve, abort, retry, repair). Without
-   * it every caller that reaches the Object is trusted.
+   * The check every call passes, reads included, with its kind (`read`, `mutate`, `operate`),
+   * the caller and the Thread it addresses; see `AuthorizationCheck`. Without it every caller
+   * that reaches the Object (a Worker holding its namespace binding) is trusted with every call.
    */
   readonly authorization?: Authorization
   /** Test failpoints from `Testing.failpoints`; production Objects have none. */

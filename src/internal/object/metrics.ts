@@ -4,8 +4,11 @@
  * inspection view reads exactly this Object's figures (they restart with the incarnation).
  */
 import { Effect, Exit, Layer, Metric } from "effect"
+import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { maintenanceLogSetting } from "../../CloudflareConfig.ts"
 import type { MaintenancePassReport } from "../maintenance/report.ts"
-import { MaintenanceCounters } from "./views.ts"
+import { logMaintenanceEvent, objectLabel } from "../observability/maintenanceLog.ts"
+import { MaintenanceCounters } from "./statusViews.ts"
 
 const passes = Metric.counter("effect_agent_maintenance_passes", {
   description: "Maintenance passes run by this incarnation",
@@ -31,14 +34,22 @@ const alarmLagMillis = Metric.histogram("effect_agent_alarm_lag_millis", {
 /** @internal A registry of this incarnation only. */
 export const metricsLayer: Layer.Layer<never> = Layer.sync(Metric.MetricRegistry, () => new Map())
 
-/** @internal Records one pass exit and, when known, how late its alarm was delivered. */
+/**
+ * @internal Records one pass exit and, when known, how late its alarm was delivered, then logs
+ * it as the Object's `EFFECT_AGENT_MAINTENANCE_LOG` variable asks.
+ */
 export const recordPass = (exit: Exit.Exit<MaintenancePassReport, unknown>, lagMillis: number | undefined) =>
   Effect.gen(function* () {
     yield* Metric.update(passes, 1)
     if (lagMillis !== undefined) yield* Metric.update(alarmLagMillis, Math.max(0, lagMillis))
-    if (Exit.isFailure(exit)) return yield* Metric.update(failures, 1)
-    if (exit.value.phase === "caught-up") yield* Metric.update(caughtUp, 1)
-    if (exit.value.settled > 0) yield* Metric.update(settlements, exit.value.settled)
+    if (Exit.isFailure(exit)) yield* Metric.update(failures, 1)
+    else {
+      if (exit.value.phase === "caught-up") yield* Metric.update(caughtUp, 1)
+      if (exit.value.settled > 0) yield* Metric.update(settlements, exit.value.settled)
+    }
+    const { ctx, env } = yield* DurableObjectContext
+    const object = { storage: ctx.storage, name: objectLabel(ctx.id) }
+    yield* logMaintenanceEvent(maintenanceLogSetting(env), object, exit, lagMillis)
   })
 
 /** @internal */

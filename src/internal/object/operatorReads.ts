@@ -25,7 +25,7 @@ export const readMaintenanceView = Effect.gen(function* () {
   } satisfies MaintenanceView
 })
 
-const feedPage = 500
+const FEED_PAGE = 500
 
 /** @internal Every history record of the Object, in commit order. */
 export const readAllHistory = Effect.gen(function* () {
@@ -33,9 +33,9 @@ export const readAllHistory = Effect.gen(function* () {
   const records: Array<HistoryRecord> = []
   let after = 0
   while (true) {
-    const page = yield* history.feed({ after, limit: feedPage })
+    const page = yield* history.feed({ after, limit: FEED_PAGE })
     for (const entry of page.entries) records.push(entry.record)
-    if (page.entries.length < feedPage) return records
+    if (page.entries.length < FEED_PAGE) return records
     after = page.last
   }
 })

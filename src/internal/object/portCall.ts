@@ -15,10 +15,10 @@ import {
   type PortReplies,
   type PortRequest,
   type PortRequestTag,
-  portRequestAccess,
-} from "../port/protocol.ts"
-import { decodeInput } from "./entryPoints.ts"
-import type { RpcResult } from "./protocol.ts"
+  PORT_REQUEST_ACCESS,
+} from "../port/portProtocol.ts"
+import { decodeRequest } from "./decodeRequest.ts"
+import type { RpcResult } from "./rpc.ts"
 
 const encodeReply = Schema.encodeSync(PortReply)
 const encodeRefusal = Schema.encodeSync(PortProtocolError)
@@ -54,7 +54,7 @@ const refusedAs = (reason: PortProtocolError["reason"]) => (error: { readonly me
 /** @internal */
 export const makePortCall = <R>(handlers: PortHandlers<R>) =>
   Effect.fn("ThreadObject.portCall")(function* (raw: unknown) {
-    const { messageId, request } = yield* decodeInput(
+    const { messageId, request } = yield* decodeRequest(
       "portCall",
       PortEnvelope,
     )(raw).pipe(Effect.mapError(refusedAs("malformed-request")))
@@ -69,7 +69,7 @@ export const makePortCall = <R>(handlers: PortHandlers<R>) =>
       ),
       Effect.mapError(refusedAs("receiver-failed")),
     )
-    if (portRequestAccess[request._tag] === "read-only") return yield* handled
+    if (PORT_REQUEST_ACCESS[request._tag] === "read-only") return yield* handled
     const maintenance = yield* ThreadMaintenance
     return yield* maintenance.withMutation(handled).pipe(
       Effect.catchIf(

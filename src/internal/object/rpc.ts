@@ -1,87 +1,52 @@
 /**
- * Typed errors across the Workers RPC boundary. A thrown error keeps only its message there,
- * so entry points return an envelope: the encoded success value, or the encoded tagged error
- * the client decodes back into its class. A defect or an interruption rejects the call
- * instead (the client sees it as `ThreadObjectUnavailable`). Causes stay inside the Object:
- * they may quote stored values.
+ * Typed results across the Workers RPC boundary. A thrown error keeps only its message there,
+ * so a call returns an envelope: its success value or one of its errors, encoded with the
+ * Schemas the call table declares, which the client decodes back. A defect or an interruption
+ * rejects the call instead (the client sees it as `ThreadObjectUnavailable`). Causes stay
+ * inside the Object: they may quote stored values.
  */
 import { Cause, Effect, Exit, Schema } from "effect"
-import { BindingDigestMismatch, BindingUnavailable } from "../../core/AgentRegistration.ts"
-import {
-  JoinRefused,
-  NotPending,
-  RunJournalError,
-  SettlementConflict,
-  SettlementTimeout,
-  ThreadStoreError,
-} from "../../core/DurableAgentRuntime.ts"
-import {
-  AdmissionRefused,
-  FenceRejected,
-  IdempotencyConflict,
-  InvalidTransition,
-  LedgerError,
-  OwnershipLost,
-  SubmissionNotFound,
-} from "../../core/SubmissionLedger.ts"
-import { MessageOutboxError } from "../../core/MessageOutbox.ts"
-import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/failpointError.ts"
-import { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
-import { DurableAlarmError, MaintenanceRecordDamaged } from "../maintenance/errors.ts"
-import { Unauthorized } from "./authorization.ts"
-import { InvalidRequest, type RpcResult } from "./protocol.ts"
+import { CALL_NAMES, type CallError, type CallName, type CallSuccess, ThreadObjectCalls } from "./calls.ts"
 
-/** The RPC could not reach the Object, or the Object failed unexpectedly. */
+/** The envelope of every RPC result. @internal */
+export type RpcResult =
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown }
+
+/** The RPC could not reach the Object, or the Object failed unexpectedly (a defect, a shutdown). */
 export class ThreadObjectUnavailable extends Schema.TaggedError<ThreadObjectUnavailable>()(
   "ThreadObjectUnavailable",
   { entryPoint: Schema.String, message: Schema.String },
 ) {}
 
-/** Every typed error a client may see from an entry point. */
+/** Every error any call of a `ThreadObject` answers with; each call's own is narrower. */
 export const ThreadObjectError = Schema.Union([
-  InvalidRequest,
-  AdmissionRefused,
-  IdempotencyConflict,
-  JoinRefused,
-  SubmissionNotFound,
-  NotPending,
-  SettlementTimeout,
-  InvalidTransition,
-  LedgerError,
-  FenceRejected,
-  OwnershipLost,
-  SettlementConflict,
-  ThreadStoreError,
-  RunJournalError,
-  BindingUnavailable,
-  BindingDigestMismatch,
-  ThreadProjectionError,
-  MessageOutboxError,
-  DurableAlarmError,
-  MaintenanceRecordDamaged,
-  Unauthorized,
-])
-export type ThreadObjectError = typeof ThreadObjectError.Type
+  ...new Set(
+    CALL_NAMES.flatMap(
+      (name): ReadonlyArray<Schema.Top> =>
+        (ThreadObjectCalls[name].error as Schema.Union<ReadonlyArray<Schema.Top>>).members,
+    ),
+  ),
+]) as unknown as Schema.Codec<ThreadObjectError, unknown>
+export type ThreadObjectError<K extends CallName = CallName> = CallError<K>
+
+/** Why a client call failed: the call's own errors, or the Object could not be reached. */
+export type ThreadClientError<K extends CallName = CallName> = CallError<K> | ThreadObjectUnavailable
+
+/** The Schemas of one call, loosely typed for the generic encoders. */
+const schemasOf = (name: CallName) =>
+  ThreadObjectCalls[name] as unknown as {
+    readonly success: Schema.Codec<unknown, unknown>
+    readonly error: Schema.Codec<unknown, unknown>
+  }
 
 /**
- * What an entry point may fail with inside the Object: a client error, or a typed failure a
- * test failpoint injected, which reaches the caller as an unexpected failure. @internal
+ * The error a failed call answers with, if it failed with one of its declared errors; none for
+ * a defect, an interruption or a failed incarnation. @internal
  */
-export type EntryPointError = ThreadObjectError | DurableRuntimeFailpointError
-
-const isClientError = Schema.is(ThreadObjectError)
-
-/**
- * The client error of a failed entry point; none for a defect, an interruption, a failed
- * incarnation or an injected test failure. @internal
- */
-export const clientError = (cause: Cause.Cause<unknown>): ThreadObjectError | undefined => {
+export const declaredError = (name: CallName, cause: Cause.Cause<unknown>): unknown => {
   const failure = cause.reasons.find(Cause.isFailReason)
-  return failure !== undefined && isClientError(failure.error) ? failure.error : undefined
+  return failure !== undefined && Schema.is(schemasOf(name).error)(failure.error) ? failure.error : undefined
 }
-
-const encodeError = Schema.encodeUnknownSync(ThreadObjectError)
-const decodeError = Schema.decodeUnknownEffect(ThreadObjectError)
 
 const withoutCause = (encoded: unknown): unknown => {
   if (typeof encoded !== "object" || encoded === null || !("cause" in encoded)) return encoded
@@ -89,40 +54,41 @@ const withoutCause = (encoded: unknown): unknown => {
   return rest
 }
 
-/** Thrown to reject an RPC: only the message crosses the boundary. @internal */
-const rejection = (entryPoint: string, cause: Cause.Cause<unknown>) =>
+/** Thrown to reject an RPC: only the message crosses the boundary. */
+const rejection = (name: string, cause: Cause.Cause<unknown>) =>
   new Error(
     Cause.hasInterruptsOnly(cause)
-      ? `${entryPoint} was interrupted (the Object is shutting down)`
-      : `${entryPoint} failed unexpectedly`,
+      ? `${name} was interrupted (the Object is shutting down)`
+      : `${name} failed unexpectedly`,
   )
 
-/**
- * Runs an entry point to its envelope. Client errors become `{ ok: false }`; anything else
- * rejects. @internal
- */
-export const toRpcResult = <A, I>(
-  entryPoint: string,
-  value: Schema.Codec<A, I>,
-  exit: Exit.Exit<A, unknown>,
-): RpcResult => {
-  if (Exit.isSuccess(exit)) return { ok: true, value: Schema.encodeSync(value)(exit.value) }
-  const error = clientError(exit.cause)
-  if (error === undefined) throw rejection(entryPoint, exit.cause)
-  return { ok: false, error: withoutCause(encodeError(error)) }
+/** A call's exit as its envelope; anything but a success or a declared error rejects. @internal */
+export const toRpcResult = (name: CallName, exit: Exit.Exit<unknown, unknown>): RpcResult => {
+  const schemas = schemasOf(name)
+  if (Exit.isSuccess(exit)) return { ok: true, value: Schema.encodeSync(schemas.success)(exit.value) }
+  const error = declaredError(name, exit.cause)
+  if (error === undefined) throw rejection(name, exit.cause)
+  return { ok: false, error: withoutCause(Schema.encodeSync(schemas.error)(error)) }
 }
 
-/** Decodes an envelope back into the value or the typed error. @internal */
-export const fromRpcResult = <A, I>(
-  entryPoint: string,
-  value: Schema.Codec<A, I>,
+/** An envelope decoded back into the call's value or its typed error. @internal */
+export const fromRpcResult = <K extends CallName>(
+  name: K,
   result: RpcResult,
-): Effect.Effect<A, ThreadObjectError | ThreadObjectUnavailable> => {
+): Effect.Effect<CallSuccess<K>, CallError<K> | ThreadObjectUnavailable> => {
+  const schemas = schemasOf(name)
   const malformed = (cause: Schema.SchemaError) =>
     new ThreadObjectUnavailable({
-      entryPoint,
+      entryPoint: name,
       message: `the Object answered with a malformed result: ${cause.message}`,
     })
-  if (result.ok) return Effect.mapError(Schema.decodeUnknownEffect(value)(result.value), malformed)
-  return Effect.flatMap(Effect.mapError(decodeError(result.error), malformed), Effect.fail)
+  if (result.ok)
+    return Effect.mapError(
+      Schema.decodeUnknownEffect(schemas.success)(result.value),
+      malformed,
+    ) as Effect.Effect<CallSuccess<K>, ThreadObjectUnavailable>
+  return Effect.flatMap(
+    Effect.mapError(Schema.decodeUnknownEffect(schemas.error)(result.error), malformed),
+    (error) => Effect.fail(error as CallError<K>),
+  )
 }

@@ -10,7 +10,7 @@ import type { SubmissionInspection } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import type { MaintenanceRecordDamaged } from "../maintenance/errors.ts"
 import { applicableRetry, type ThreadMaintenanceState } from "../maintenance/state.ts"
-import { type Reason, SubmissionExplanation } from "./views.ts"
+import { type Reason, SubmissionExplanation } from "./reports.ts"
 
 /** The maintenance record (or its damage) and the alarm, as stored. @internal */
 export interface MaintenanceView {

@@ -14,7 +14,7 @@ import { earliestDeadline } from "../maintenance/deadlines.ts"
 import { type AlarmTiming, type AlarmWrite, decideAlarm } from "../maintenance/alarmPolicy.ts"
 import { applicableRetry } from "../maintenance/state.ts"
 import type { MaintenanceView } from "./explain.ts"
-import { ObjectObligations, Obligation } from "./views.ts"
+import { ObjectObligations, Obligation } from "./reports.ts"
 
 /** The latest alarm an ensure commit accepts; `undefined` when it keeps the slot. */
 const ensuredBy = (write: AlarmWrite): number | undefined =>

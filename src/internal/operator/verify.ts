@@ -12,7 +12,7 @@ import type { Settlement, SubmissionSnapshot } from "../../core/SubmissionLedger
 import type { HistoryRecord } from "../../core/ThreadHistory.ts"
 import { hasAutonomousWork, indexReports } from "../maintenance/classify.ts"
 import type { MaintenanceView } from "./explain.ts"
-import { type Invariant, Invariant as InvariantSchema, VerifyReport, Violation } from "./views.ts"
+import { type Invariant, Invariant as InvariantSchema, VerifyReport, Violation } from "./reports.ts"
 
 /** @internal */
 export interface VerifyInput {

@@ -33,7 +33,8 @@ import { messageDeliveryLayer } from "../../../src/internal/delivery/layer.ts"
 import { RoutedPort } from "../../../src/RoutedPort.ts"
 import { ThreadStoreError } from "../../../src/core/DurableAgentRuntime.ts"
 import { ThreadProjectionMaintenance } from "../../../src/core/ThreadProjectionMaintenance.ts"
-import { makeEntryPoints, type EntryPoints } from "../../../src/internal/object/entryPoints.ts"
+import { objectCalls } from "../../../src/internal/object/handlers.ts"
+import { portCall } from "../../../src/internal/object/portHandlers.ts"
 import { configLayers } from "../../../src/internal/object/layers.ts"
 import { cloudflareWakeScheduler } from "../../../src/internal/object/wakeScheduler.ts"
 import { simSqlClient } from "./sqlClient.ts"
@@ -282,7 +283,10 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
 }
 
 /** Entry points hold no state: one set serves every incarnation of the process. */
-const entryPoints: EntryPoints = makeEntryPoints(undefined)
+const entryPoints = { ...objectCalls(undefined), portCall }
+
+/** The calls of an incarnation, as the Object dispatches them, and its `portCall`. */
+export type EntryPoints = typeof entryPoints
 
 /** Builds an incarnation in its own scope; its constructor is started by the caller. */
 export const buildIncarnation = (

@@ -81,12 +81,18 @@ const clientOf = (driver: CrashDriver, name: string) => {
   const known = new Map<string, Known>()
   let retries = 0
 
-  /** Calls until the answer is definite: a value or a typed refusal other than unavailability. */
+  /**
+   * Calls until the answer is definite: a value or a typed refusal, not unavailability nor a
+   * failure a failpoint injected (reason `internal`), which a retry gets past.
+   */
   const definite = (path: string, body: Record<string, unknown>): Effect.Effect<Envelope> =>
     Effect.gen(function* () {
       for (let attempt = 0; attempt < 50; attempt++) {
         const answer = yield* driver.call(path, { name, ...body })
-        if (answer.ok || answer.error._tag !== "ThreadObjectUnavailable") return answer
+        if (answer.ok) return answer
+        const { _tag, reason } = answer.error
+        const injected = _tag === "ThreadObjectFailure" && reason === "internal"
+        if (_tag !== "ThreadObjectUnavailable" && !injected) return answer
         retries += 1
         yield* Effect.sleep(20)
       }

@@ -20,13 +20,21 @@ import { tempDir } from "./tempDir.ts"
 /** The answer of a client route: the value, or the typed error the client returned. */
 export type Envelope =
   | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly error: { readonly _tag: string; readonly message: string } }
+  | {
+      readonly ok: false
+      /** `reason` is a `ThreadObjectFailure`'s. */
+      readonly error: { readonly _tag: string; readonly message: string; readonly reason?: string }
+    }
 
 const EnvelopeSchema = Schema.Union([
   Schema.Struct({ ok: Schema.Literal(true), value: Schema.Unknown }),
   Schema.Struct({
     ok: Schema.Literal(false),
-    error: Schema.Struct({ _tag: Schema.String, message: Schema.String }),
+    error: Schema.Struct({
+      _tag: Schema.String,
+      message: Schema.String,
+      reason: Schema.optionalKey(Schema.String),
+    }),
   }),
 ])
 

@@ -9,8 +9,9 @@ describe("the production bundle", () => {
     const text = code.toString("utf8")
     console.log(`worker.js: ${code.length} bytes, ${gzipSync(code).length} bytes gzipped`)
     expect(text).toContain("ThreadMaintenance.pass")
-    // The storage instrumentation, the failpoint switchboard, the location lists and the
-    // injected-failure error are in `Testing`, which the production Worker does not import.
+    // The storage instrumentation, the failpoint switchboard, the location lists, the
+    // injected-failure error and the alarm helper are in `Testing`, which the production Worker
+    // does not import.
     for (const testOnly of [
       "storage:transaction:before",
       "instrumentState",
@@ -18,6 +19,7 @@ describe("the production bundle", () => {
       "THREAD_MAINTENANCE_FAILPOINT_LOCATIONS",
       "RUNTIME_FAILPOINT_LOCATIONS",
       "DurableRuntimeFailpointError",
+      "AlarmsNotQuiet",
     ]) {
       expect(text, testOnly).not.toContain(testOnly)
     }

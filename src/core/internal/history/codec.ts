@@ -3,7 +3,7 @@
  * that each returns exactly what survives a round trip through storage.
  */
 import { Effect, Schema } from "effect"
-import { ThreadStoreError } from "../runtime/model.ts"
+import { ThreadStoreError } from "../runtime/shared/model.ts"
 import { FenceRejected } from "../ledger/model.ts"
 import type { AppendFence } from "../ledger/model.ts"
 import { HistoryEntry, HistoryRecord } from "./model.ts"

@@ -4,7 +4,7 @@
  */
 import { spanned } from "../spanned.ts"
 import { Effect, Result } from "effect"
-import { ThreadStoreError } from "../runtime/model.ts"
+import { ThreadStoreError } from "../runtime/shared/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"

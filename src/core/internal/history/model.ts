@@ -21,7 +21,15 @@ export const ReconcileAnswerRecord = Schema.Union([
 ])
 export type ReconcileAnswerRecord = typeof ReconcileAnswerRecord.Type
 
-/** The kinds of canonical records. `step` is the 0-based position of a journaled call. */
+/**
+ * The kinds of canonical records, by `_tag`; `step` is the 0-based position of a journaled call.
+ * The ledger records the two ends of a Submission (`SubmissionAccepted`, `SubmissionSettled`);
+ * an Attempt journals its calls (`InputApplied`, `StepCompleted` or `StepFailed`,
+ * `UncertainStepStarted`, `ApprovalRequested`, `ChildStarted`, `ChildAwaited`, `InputJoined`,
+ * the reconcile records); what arrives from outside is recorded with the resumption it causes
+ * (`ApprovalResolved`, `UnknownOutcomeRecorded` and `UnknownOutcomeResolved`, `ChildSettled`,
+ * `AbortRequested`).
+ */
 export const HistoryEntry = Schema.Union([
   Schema.TaggedStruct("SubmissionAccepted", {
     agentId: AgentId,

@@ -42,7 +42,9 @@ export class Settlement extends Schema.Class<Settlement>(
   submissionId: SubmissionId,
   threadId: ThreadId,
   outcome: SettlementOutcome,
+  /** `completed`: the output, encoded by the agent's output Schema. */
   output: Schema.optionalKey(Schema.Json),
+  /** `failed`: why (the `AgentFailure`'s message, or `approval denied[: note]`). */
   error: Schema.optionalKey(Schema.String),
   settledAt: Schema.Finite,
   /** A joined Submission settles with its host and names it here. */

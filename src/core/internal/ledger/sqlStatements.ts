@@ -35,7 +35,7 @@ const CLEAR_OWNERSHIP =
   "attempt_id = NULL, ownership_token = NULL, lease_expires_at = NULL, owner_incarnation = NULL"
 
 /** No live lease for the fence: none, expired, or taken by another incarnation than the fence's. */
-const noLiveLease = `(lease_expires_at IS NULL OR lease_expires_at <= ?
+const NO_LIVE_LEASE = `(lease_expires_at IS NULL OR lease_expires_at <= ?
   OR (? IS NOT NULL AND owner_incarnation IS NOT NULL AND owner_incarnation <> ?))`
 
 /**
@@ -45,7 +45,7 @@ const noLiveLease = `(lease_expires_at IS NULL OR lease_expires_at <= ?
  */
 const fenced = (set: string, extra: string) => ({
   Owner: `UPDATE ${t} SET ${set} WHERE submission_id = ? AND producer_epoch = ? AND state = 'running' AND ownership_token = ?${extra} RETURNING *`,
-  Unowned: `UPDATE ${t} SET ${set} WHERE submission_id = ? AND producer_epoch = ? AND ${noLiveLease}${extra} RETURNING *`,
+  Unowned: `UPDATE ${t} SET ${set} WHERE submission_id = ? AND producer_epoch = ? AND ${NO_LIVE_LEASE}${extra} RETURNING *`,
 })
 
 /** One lane's first or last row among `status` rows. */
@@ -98,7 +98,7 @@ export const statements = {
     WHERE submission_id = (
       SELECT submission_id FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)
     AND NOT EXISTS (SELECT 1 FROM ${t} AS parked WHERE parked.lane_key = ? AND parked.lane_status = 'parked')
-    AND (state = 'ready' OR (state = 'running' AND ${noLiveLease}))
+    AND (state = 'ready' OR (state = 'running' AND ${NO_LIVE_LEASE}))
     RETURNING *`,
   renew: fenced("lease_expires_at = ?", ""),
   release: fenced(`state = 'ready', ${CLEAR_OWNERSHIP}`, ""),

@@ -27,7 +27,7 @@ export const decodeReply = (operation: string, json: unknown) =>
   )
 
 /** Longest failure text kept on a row. */
-const maxErrorLength = 300
+const MAX_ERROR_LENGTH = 300
 
 /** @internal */
 export const outboxError = (operation: string, message: string) => (cause: unknown) =>
@@ -77,7 +77,7 @@ export const decodeStored = (operation: string, row: Readonly<Record<string, unk
 /** The failure text a row keeps: one short line. @internal */
 export const errorText = (error: string): string => {
   const line = error.replace(/\s+/g, " ").trim()
-  return line.length > maxErrorLength ? `${line.slice(0, maxErrorLength)}…` : line
+  return line.length > MAX_ERROR_LENGTH ? `${line.slice(0, MAX_ERROR_LENGTH)}…` : line
 }
 
 /** Refuses an instant that is not a finite number before it reaches storage. @internal */

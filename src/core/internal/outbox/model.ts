@@ -85,7 +85,7 @@ export interface ThreadMessageReplies {
 }
 
 /** The reply tags each message kind may be answered with. @internal */
-export const expectedReplies: {
+export const EXPECTED_REPLIES: {
   readonly [K in ThreadMessage["_tag"]]: ReadonlyArray<ThreadMessageReplies[K]["_tag"]>
 } = {
   AdmitChild: ["ChildAdmitted", "ChildRefused"],
@@ -98,7 +98,7 @@ export const answers = (
   message: ThreadMessage,
   reply: { readonly _tag: string },
 ): reply is ThreadMessageReply =>
-  (expectedReplies[message._tag] as ReadonlyArray<string>).includes(reply._tag)
+  (EXPECTED_REPLIES[message._tag] as ReadonlyArray<string>).includes(reply._tag)
 
 /**
  * How one delivery ended for the sender: the receiver's reply, or a failure that retrying the
@@ -119,7 +119,9 @@ export interface NewMessage {
 }
 
 /** One row of the outbox. */
-export class OutboxMessage extends Schema.Class<OutboxMessage>("@effect-agent/OutboxMessage")({
+export class OutboxMessage extends Schema.Class<OutboxMessage>(
+  "@effect-agent/platform-cloudflare/MessageOutbox/OutboxMessage",
+)({
   messageId: Schema.String,
   target: ObjectAddress,
   message: ThreadMessage,

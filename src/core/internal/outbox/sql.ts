@@ -31,14 +31,14 @@ import type { NewMessage } from "./model.ts"
 import { rowsRunner } from "../directRows.ts"
 
 /** @internal */
-export const outboxTable = "effect_agent_outbox"
+export const OUTBOX_TABLE = "effect_agent_outbox"
 
-const o = outboxTable
+const o = OUTBOX_TABLE
 
 /** @internal The answers a receiver remembers. */
-export const answersTable = "effect_agent_answers"
+export const ANSWERS_TABLE = "effect_agent_answers"
 
-const answers = answersTable
+const answers = ANSWERS_TABLE
 
 /** @internal */
 export const outboxMigrations: ReadonlyArray<Migration> = [

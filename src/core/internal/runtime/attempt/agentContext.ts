@@ -1,0 +1,359 @@
+/**
+ * The `AgentContext` of one Attempt: journaled calls that replay from the Submission's
+ * canonical records and run live past them. See `AgentContext` for the contract.
+ */
+import { Cause, Clock, Effect, Exit, Schema } from "effect"
+import {
+  type AgentContext,
+  type ReconcileAnswer,
+  type ReconcileOptions,
+  RECONCILE_DEFAULTS,
+  type StepFunction,
+  type StepOptions,
+  type UncertainStepFunction,
+} from "../../../AgentContext.ts"
+import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
+import { ApprovalDecision } from "../shared/model.ts"
+import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
+import type { NewMessage } from "../../outbox/model.ts"
+import {
+  type AttemptState,
+  boundary,
+  guard,
+  halt,
+  journalMismatch,
+  ownerFence,
+  oversized,
+  runWatched,
+  takeStaged,
+} from "./attemptState.ts"
+import {
+  type Journal,
+  type JournalPosition,
+  reconciledHappened,
+  reconciledNotHappened,
+  reconcileRetryDelay,
+  reconcileStatus,
+} from "../shared/journal.ts"
+import { makeChildCalls } from "../children/agentContextChildren.ts"
+import type { Kind } from "./contextCalls.ts"
+
+/** The reconcile attempts an uncertain step's start records. */
+const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
+  Math.max(1, Math.floor(options.reconcileAttempts ?? RECONCILE_DEFAULTS.attempts))
+
+const kindOf = (position: JournalPosition): Kind | undefined =>
+  position.approvalRequested !== undefined
+    ? "approval request"
+    : position.uncertainStarted !== undefined
+      ? "uncertain step"
+      : position.completed !== undefined || position.failed !== undefined
+        ? "step"
+        : position.childStarted !== undefined
+          ? "child start"
+          : position.childAwaited !== undefined
+            ? "child await"
+            : position.inputJoined !== undefined
+              ? "joined read"
+              : undefined
+
+/** Builds the context of an Attempt over the journal read when it started. @internal */
+export const makeAgentContext = (
+  attempt: AttemptState,
+  journal: Journal,
+  agent: AnyAgentDefinition,
+): AgentContext => {
+  const { submissionId, threadId, attemptId } = attempt.claim
+  const { env } = attempt
+  let cursor = 0
+
+  const hit = (location: Parameters<typeof attempt.env.hit>[0]) => guard(attempt, attempt.env.hit(location))
+
+  /**
+   * Appends `entry`, with the records the Attempt staged before it (its `InputApplied`), and
+   * enqueues `messages` in the same transaction.
+   */
+  const append = (entry: HistoryEntry, messages: ReadonlyArray<NewMessage> = []) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const applying = attempt.staged.length > 0
+      const entries = [...attempt.staged, entry]
+      const fence = ownerFence(attempt)
+      yield* guard(
+        attempt,
+        messages.length === 0
+          ? env.history.appendAll(submissionId, entries, fence, now)
+          : env.outbox.appendWithMessages(submissionId, entries, fence, now, messages),
+      )
+      takeStaged(attempt, [])
+      attempt.recorded = true
+      if (applying) yield* hit("input:after-canonical-append")
+    })
+
+  /** The recorded call at `step`, checked against what the program asks for now. */
+  const recorded = (step: number, kind: Kind, name: string | undefined) =>
+    Effect.suspend(() => {
+      const position = journal.positions.get(step)
+      if (position === undefined) return Effect.succeed(undefined)
+      const found = kindOf(position)
+      const recordedName =
+        position.completed?.name ??
+        position.failed?.name ??
+        position.uncertainStarted?.name ??
+        position.childStarted?.agentId
+      // An uncertain step's result is a `StepCompleted`, so both kinds of step share it.
+      const sameKind = found === kind || (kind === "uncertain step" && found === "step")
+      if (found !== undefined && (!sameKind || (name !== undefined && recordedName !== name))) {
+        return journalMismatch(
+          attempt,
+          `call ${step} is journaled as ${found} "${recordedName ?? ""}", but the program asked for ${kind}${name === undefined ? "" : ` "${name}"`}`,
+        )
+      }
+      return Effect.succeed(found === undefined ? undefined : position)
+    })
+
+  const decodeRecorded = <A>(codec: JsonCodec<A>, step: number, name: string, value: Schema.Json) =>
+    Schema.decodeUnknownEffect(codec)(value).pipe(
+      Effect.catch((cause) =>
+        journalMismatch(
+          attempt,
+          `the recorded result of step ${step} "${name}" does not decode: ${cause.message}`,
+        ),
+      ),
+    )
+
+  /** The recorded outcome of a completed step. */
+  const replayResult = <A>(position: JournalPosition, codec: JsonCodec<A>, step: number, name: string) =>
+    position.completed !== undefined
+      ? decodeRecorded(codec, step, name, position.completed.result)
+      : Effect.fail(new AgentFailure({ message: position.failed?.error ?? `step ${name} failed` }))
+
+  /** Runs a call live and journals its result or its failure. */
+  const runLive = <A>(
+    step: number,
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    codec: JsonCodec<A>,
+    interruptible: boolean,
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      const exit = yield* runWatched(attempt, effect, interruptible)
+      let outcome: Exit.Exit<A, AgentFailure> = exit
+      let entry: HistoryEntry
+      if (Exit.isSuccess(exit)) {
+        const encoded = yield* Effect.result(Schema.encodeEffect(codec)(exit.value))
+        const refusal =
+          encoded._tag === "Success"
+            ? oversized(attempt, `the result of step "${name}"`, encoded.success)
+            : `the result of step "${name}" does not encode: ${encoded.failure.message}`
+        if (encoded._tag === "Success" && refusal === undefined) {
+          entry = { _tag: "StepCompleted", step, name, result: encoded.success }
+        } else {
+          // A result that cannot be stored is the step's failure: journaled, so replay agrees.
+          const message = refusal ?? `the result of step "${name}" cannot be stored`
+          outcome = Exit.fail(new AgentFailure({ message }))
+          entry = { _tag: "StepFailed", step, name, error: message }
+        }
+      } else {
+        const failure = Cause.findErrorOption(exit.cause)
+        // Defects and interruptions are not outcomes of the step: they are not journaled.
+        if (failure._tag === "None") return yield* Effect.failCause(exit.cause)
+        entry = { _tag: "StepFailed", step, name, error: failure.value.message }
+      }
+      yield* append(entry)
+      attempt.liveSteps++
+      // A plain step is at-least-once: a crash here replays it; an uncertain one has no such point.
+      if (interruptible) yield* hit("step:after-step-append")
+      return yield* outcome
+    })
+
+  const step = <A>(
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    options?: StepOptions<A>,
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      const position = cursor++
+      const codec = options?.result ?? (Schema.Json as unknown as JsonCodec<A>)
+      const found = yield* recorded(position, "step", name)
+      if (found !== undefined) return yield* replayResult(found, codec, position, name)
+      yield* boundary(attempt)
+      return yield* runLive(position, name, effect, codec, true)
+    })
+
+  /** Starts a run of an uncertain step: its start is journaled before the effect runs. */
+  const startUncertain = <A>(
+    step: number,
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    codec: JsonCodec<A>,
+    options: ReconcileOptions<A> | undefined,
+  ) =>
+    Effect.gen(function* () {
+      yield* boundary(attempt)
+      const attempts = options?.reconcile === undefined ? undefined : reconcileAttemptsOf(options)
+      yield* append({
+        _tag: "UncertainStepStarted",
+        step,
+        name,
+        ...(attempts === undefined ? {} : { reconcileAttempts: attempts }),
+      })
+      yield* hit("uncertain:after-start-append")
+      return yield* runLive(step, name, effect, codec, false)
+    })
+
+  /**
+   * Runs the reconcile of an open uncertain step, journaled: its start (so a reconcile that
+   * never answers still counts), then its answer. `Happened` is the step's result, `NotHappened`
+   * runs the effect again, and anything else leaves the Unknown Outcome for a later
+   * reconcile or an operator.
+   */
+  const runReconcile = <A>(
+    step: number,
+    name: string,
+    position: JournalPosition,
+    effect: Effect.Effect<A, AgentFailure>,
+    codec: JsonCodec<A>,
+    options: ReconcileOptions<A> & { readonly reconcile: Effect.Effect<ReconcileAnswer<A>, AgentFailure> },
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      yield* boundary(attempt)
+      const number = (position.reconcileAttempts ?? 0) + 1
+      yield* append({ _tag: "ReconcileStarted", step, attempt: number })
+      yield* hit("reconcile:after-start-append")
+      const timeoutMillis = Math.max(1, options.reconcileTimeoutMillis ?? RECONCILE_DEFAULTS.timeoutMillis)
+      const exit = yield* runWatched(
+        attempt,
+        options.reconcile.pipe(
+          Effect.timeoutOrElse({
+            duration: timeoutMillis,
+            orElse: () =>
+              Effect.fail(
+                new AgentFailure({ message: `the reconcile did not answer within ${timeoutMillis} ms` }),
+              ),
+          }),
+        ),
+        true,
+      )
+      attempt.liveSteps++
+      let answer: ReconcileAnswerRecord
+      let value: A | undefined
+      if (Exit.isSuccess(exit)) {
+        const found = exit.value
+        if (found._tag === "Happened") {
+          const encoded = yield* Effect.result(Schema.encodeEffect(codec)(found.value))
+          if (encoded._tag === "Success") {
+            answer = { _tag: "Happened", value: encoded.success }
+            value = found.value
+          } else {
+            answer = {
+              _tag: "CannotTell",
+              reason: `the reconciled result does not encode: ${encoded.failure.message}`,
+            }
+          }
+        } else {
+          answer =
+            found._tag === "NotHappened"
+              ? { _tag: "NotHappened" }
+              : { _tag: "CannotTell", reason: found.reason }
+        }
+      } else {
+        // Stopped by an abort or a lost Claim: the started reconcile counts, nothing is answered.
+        if (attempt.stop !== undefined) return yield* halt(attempt, attempt.stop)
+        const failure = Cause.findErrorOption(exit.cause)
+        const now = yield* Clock.currentTimeMillis
+        answer = {
+          _tag: "Failed",
+          message:
+            failure._tag === "Some"
+              ? failure.value.message
+              : `the reconcile died: ${Cause.pretty(exit.cause)}`,
+          retryAt: now + reconcileRetryDelay(number),
+        }
+      }
+      yield* append({ _tag: "ReconcileAnswered", step, attempt: number, answer })
+      yield* hit("reconcile:after-answer-append")
+      if (answer._tag === "Happened") return value as A
+      if (answer._tag === "NotHappened") return yield* startUncertain(step, name, effect, codec, options)
+      return yield* halt(attempt, { _tag: "Unknown" })
+    })
+
+  const uncertainStep = <A>(
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    options?: Partial<StepOptions<A>> & ReconcileOptions<A>,
+  ): Effect.Effect<A, AgentFailure> =>
+    Effect.gen(function* () {
+      const position = cursor++
+      const codec = options?.result ?? (Schema.Json as unknown as JsonCodec<A>)
+      const found = yield* recorded(position, "uncertain step", name)
+      if (found === undefined) return yield* startUncertain(position, name, effect, codec, options)
+      if (found.completed !== undefined || found.failed !== undefined) {
+        return yield* replayResult(found, codec, position, name)
+      }
+      const resolution = found.unknownResolved?.resolution
+      if (resolution?._tag === "Succeeded")
+        return yield* decodeRecorded(codec, position, name, resolution.value)
+      if (resolution?._tag === "Failed") return yield* new AgentFailure({ message: resolution.message })
+      const happened = reconciledHappened(found)
+      if (happened !== undefined) return yield* decodeRecorded(codec, position, name, happened.value)
+      // The effect verifiably never took place: this run is its first real one.
+      if (reconciledNotHappened(found)) return yield* startUncertain(position, name, effect, codec, options)
+      // Started, never finished, not resolved: its outcome is unknown and it never runs again
+      // unless its reconcile finds it did not happen.
+      if (found.unknownRecorded === undefined)
+        yield* append({ _tag: "UnknownOutcomeRecorded", step: position, name })
+      const started = found.uncertainStarted
+      const reconcile = options?.reconcile
+      if (reconcile !== undefined && started !== undefined) {
+        const status = reconcileStatus(
+          {
+            step: position,
+            name,
+            recorded: true,
+            reconcileAttempts: started.reconcileAttempts ?? 0,
+            reconciles: found.reconcileAttempts ?? 0,
+            ...(found.reconciled === undefined ? {} : { lastAnswer: found.reconciled.answer }),
+          },
+          yield* Clock.currentTimeMillis,
+        )
+        if (status._tag === "Due")
+          return yield* runReconcile(position, name, found, effect, codec, { ...options, reconcile })
+      }
+      return yield* halt(attempt, { _tag: "Unknown" })
+    })
+
+  const requestApproval = (payload: Schema.Json): Effect.Effect<ApprovalDecision> =>
+    Effect.gen(function* () {
+      const position = cursor++
+      const found = yield* recorded(position, "approval request", undefined)
+      if (found !== undefined) {
+        const decision = found.approvalResolved
+        if (decision === undefined) return yield* halt(attempt, { _tag: "Suspend" })
+        if (!decision.approved) {
+          return yield* halt(attempt, {
+            _tag: "Denied",
+            ...(decision.note === undefined ? {} : { note: decision.note }),
+          })
+        }
+        return new ApprovalDecision({
+          approved: true,
+          ...(decision.note === undefined ? {} : { note: decision.note }),
+        })
+      }
+      yield* boundary(attempt)
+      yield* append({ _tag: "ApprovalRequested", step: position, payload })
+      yield* hit("approval:after-request-append")
+      return yield* halt(attempt, { _tag: "Suspend" })
+    })
+
+  return {
+    submissionId,
+    threadId,
+    attemptId,
+    step: step as StepFunction,
+    uncertainStep: uncertainStep as UncertainStepFunction,
+    requestApproval,
+    ...makeChildCalls({ attempt, journal, agent, next: () => cursor++, recorded, append, hit }),
+  }
+}

@@ -1,0 +1,246 @@
+/**
+ * One bounded Attempt at a lane head: claim it, resolve its binding, apply its input, run the
+ * program with its context, and end the Attempt by settling, parking or releasing. Ownership
+ * ends however the Attempt stops: an interrupted or failed Attempt releases its Claim, so the
+ * row is left `ready` rather than held by a lease nobody renews.
+ */
+import { spanned } from "../../spanned.ts"
+import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
+import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
+import { AttemptId, OwnershipToken, type ThreadId } from "../../../Identifiers.ts"
+import type { HeadAttempt, SettlementConflict } from "../shared/model.ts"
+import {
+  InvalidTransition,
+  LedgerError,
+  type Settlement,
+  SubmissionNotFound,
+  type SubmissionSnapshot,
+} from "../../ledger/model.ts"
+import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged } from "./attemptState.ts"
+import { makeAgentContext } from "./agentContext.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
+import { asConflict, makeSettlement, type Settling, settle, settleAborted } from "../settlement/settle.ts"
+import { finishJoinsOf } from "../children/joins.ts"
+
+const OPERATION = "DurableAgentRuntime.processThreadHead"
+
+/** Marks the end of the Attempt's ownership once it settled. */
+const ended = (attempt: AttemptState) => () => {
+  attempt.ended = true
+}
+
+/** Maps the ledger's refusals of a write this Attempt was entitled to make. */
+const entitled = <A, E>(
+  effect: Effect.Effect<A, E>,
+): Effect.Effect<A, Exclude<E, InvalidTransition | SubmissionNotFound> | SettlementConflict | LedgerError> =>
+  Effect.mapError(effect, (error: E) => {
+    const refused: unknown = error
+    if (refused instanceof InvalidTransition) return asConflict(refused)
+    if (refused instanceof SubmissionNotFound) return vanished(OPERATION)(refused)
+    return error as Exclude<E, InvalidTransition | SubmissionNotFound>
+  })
+
+const finish = (attempt: AttemptState, row: Settling, ending: Parameters<typeof makeSettlement>[1]) =>
+  Effect.gen(function* () {
+    const settlement = yield* makeSettlement(attempt.claim, ending)
+    return settled(
+      yield* entitled(
+        settle(attempt.env, ownerFence(attempt), row, settlement, takeStaged(attempt, []), ended(attempt)),
+      ),
+    )
+  })
+
+const settled = (settlement: Settlement): HeadAttempt => ({ _tag: "Settled", settlement })
+
+const abortOwned = (attempt: AttemptState, row: Settling, journal: Journal) =>
+  Effect.map(
+    entitled(
+      settleAborted(
+        attempt.env,
+        ownerFence(attempt),
+        row,
+        journal.abortRecorded,
+        takeStaged(attempt, []),
+        ended(attempt),
+      ),
+    ),
+    settled,
+  )
+
+/** Ends the Attempt for the reason the program was stopped. */
+const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop: AttemptStop) =>
+  Effect.gen(function* () {
+    const { ledger, wake } = attempt.env
+    switch (stop._tag) {
+      case "Yield":
+        yield* entitled(ledger.release(attempt.claim))
+        attempt.ended = true
+        return { _tag: "Yielded", journaled: attempt.recorded } satisfies HeadAttempt
+      case "Suspend":
+      case "Unknown": {
+        const wait = stop._tag === "Suspend" ? "suspended" : "unknown"
+        const left = yield* entitled(
+          ledger.park(
+            attempt.claim,
+            wait,
+            stop._tag === "Suspend" && stop.child !== undefined ? { child: stop.child } : undefined,
+          ),
+        )
+        attempt.ended = true
+        // The awaited child settled before the park: the row is ready to run on, its wait journaled.
+        if (left === "ready") {
+          yield* wake.notify(attempt.claim.threadId)
+          return { _tag: "Yielded", journaled: true } satisfies HeadAttempt
+        }
+        return { _tag: "Parked", wait } satisfies HeadAttempt
+      }
+      case "Abort":
+        return yield* abortOwned(attempt, row, journal)
+      case "Denied":
+        return yield* finish(attempt, row, {
+          outcome: "failed",
+          error: stop.note === undefined ? "approval denied" : `approval denied: ${stop.note}`,
+        })
+      case "Failure":
+        return yield* stop.error
+    }
+  })
+
+/** Runs the program and settles by its exit, unless a context call stopped it. */
+const runProgram = (
+  attempt: AttemptState,
+  agent: AnyAgentDefinition,
+  journal: Journal,
+  row: SubmissionSnapshot,
+) =>
+  Effect.gen(function* () {
+    const decoded = yield* Effect.result(
+      Effect.flatMap(
+        Effect.try({ try: () => JSON.parse(row.inputPayload) as unknown, catch: (cause) => String(cause) }),
+        (json) => Effect.mapError(Schema.decodeUnknownEffect(agent.input)(json), (error) => error.message),
+      ),
+    )
+    if (decoded._tag === "Failure") {
+      return yield* finish(attempt, row, {
+        outcome: "failed",
+        error: `the stored input does not decode: ${decoded.failure}`,
+      })
+    }
+    const exit = yield* Effect.exit(agent.program(decoded.success, makeAgentContext(attempt, journal, agent)))
+    if (attempt.stop !== undefined) return yield* endStopped(attempt, row, journal, attempt.stop)
+    if (Exit.isSuccess(exit)) {
+      const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
+      if (output._tag === "Failure") {
+        return yield* finish(attempt, row, {
+          outcome: "failed",
+          error: `the output does not encode: ${output.failure.message}`,
+        })
+      }
+      const refusal = oversized(attempt, "the output", output.success)
+      return yield* refusal === undefined
+        ? finish(attempt, row, { outcome: "completed", output: output.success })
+        : finish(attempt, row, { outcome: "failed", error: refusal })
+    }
+    const failure = Cause.findErrorOption(exit.cause)
+    if (failure._tag === "Some")
+      return yield* finish(attempt, row, { outcome: "failed", error: failure.value.message })
+    // An interruption without a stop reason came from outside: leave the work for a later Attempt.
+    if (Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+    return yield* finish(attempt, row, {
+      outcome: "failed",
+      error: `the program died: ${Cause.pretty(exit.cause)}`,
+    })
+  })
+
+/** The body of an Attempt that holds `claim`. */
+const runAttempt = (attempt: AttemptState) =>
+  Effect.gen(function* () {
+    const { env, claim } = attempt
+    yield* env.hit("ledger:claim:after")
+    yield* env.hit("claim:after-claim")
+    const found = yield* env.ledger.lookup(claim.submissionId)
+    if (Option.isNone(found)) {
+      return yield* new LedgerError({
+        operation: OPERATION,
+        message: `submission ${claim.submissionId} vanished`,
+      })
+    }
+    const row = found.value
+    // Before its first Claim a Submission's only records are its acceptance and, with an
+    // accepted abort, the abort: a first Attempt without an abort has nothing to replay.
+    let journal =
+      row.producerEpoch === 1 && !row.abortRequested
+        ? EMPTY_JOURNAL
+        : yield* loadJournal(env, claim.submissionId)
+    // An accepted abort needs no binding: aborting work whose code is gone still settles it.
+    if (row.abortRequested) return yield* withJoins(attempt, abortOwned(attempt, row, journal))
+    const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)
+    // Applying the input is recorded with the Attempt's first record (see `AttemptState.staged`).
+    if (!journal.inputApplied) {
+      attempt.staged = [{ _tag: "InputApplied" }]
+      journal = { ...journal, inputApplied: true }
+    }
+    const settled = runProgram(attempt, agent, journal, row)
+    // Only an agent that takes joined input can have joins to finish.
+    return yield* agent.acceptsJoinedInput ? withJoins(attempt, settled) : settled
+  })
+
+/** Once the Attempt settled its Submission, its joins settle with it or run on their own. */
+const withJoins = <E, R>(attempt: AttemptState, settling: Effect.Effect<HeadAttempt, E, R>) =>
+  Effect.tap(settling, (ended) =>
+    ended._tag === "Settled" ? finishJoinsOf(attempt.env, attempt.claim, ended.settlement) : Effect.void,
+  )
+
+/** `attemptThreadHead`. @internal */
+export const makeAttemptThreadHead = (env: RuntimeEnv) =>
+  spanned("DurableAgentRuntime.attemptThreadHead")(function* (
+    threadId: ThreadId,
+    options: { readonly yieldAfter: DateTime.Utc },
+  ) {
+    return yield* Effect.acquireUseRelease(
+      Effect.gen(function* () {
+        yield* env.hit("ledger:claim:before")
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* env.claimUnhooked(threadId, {
+          attemptId: AttemptId.make(crypto.randomUUID()),
+          ownershipToken: OwnershipToken.make(crypto.randomUUID()),
+          now,
+          leaseDurationMillis: env.settings.ownershipLeaseDuration,
+          incarnation: env.incarnation,
+        })
+        return Option.map(claimed, (claim): AttemptState => ({
+          env,
+          claim,
+          lastRenewal: now,
+          liveSteps: 0,
+          yieldAfter: DateTime.toEpochMillis(options.yieldAfter),
+          stop: undefined,
+          ended: false,
+          recorded: false,
+          staged: [],
+        }))
+      }),
+      (attempt) =>
+        Option.isNone(attempt)
+          ? Effect.as(env.hit("ledger:claim:after"), {
+              _tag: "Unclaimed",
+            } satisfies HeadAttempt as HeadAttempt)
+          : runAttempt(attempt.value),
+      // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
+      (attempt) =>
+        Option.isNone(attempt) || attempt.value.ended
+          ? Effect.void
+          : Effect.ignore(env.ledger.release(attempt.value.claim)),
+    )
+  })
+
+/** `processThreadHead`: the settlement of the head Attempt, if it settled. @internal */
+export const makeProcessThreadHead = (attemptThreadHead: ReturnType<typeof makeAttemptThreadHead>) =>
+  spanned("DurableAgentRuntime.processThreadHead")(function* (
+    threadId: ThreadId,
+    options: { readonly yieldAfter: DateTime.Utc },
+  ) {
+    const attempt = yield* attemptThreadHead(threadId, options)
+    return attempt._tag === "Settled" ? Option.some(attempt.settlement) : Option.none<Settlement>()
+  })

@@ -1,0 +1,174 @@
+/**
+ * The mutable state of one Attempt and the checks it makes between steps: an accepted abort,
+ * the cooperative yield deadline, and lease renewal.
+ *
+ * A context call that must end the Attempt records why in `stop` and interrupts the program
+ * (an interruption, not a failure, so a program that catches `AgentFailure` cannot swallow
+ * it); the Attempt reads `stop` once the program has returned.
+ */
+import { Clock, Effect, Option, type Schema } from "effect"
+import { type DurableWorkerFailure, RunJournalError } from "../shared/model.ts"
+import { type Claim, type Fence, OwnershipLost, type SubmissionNotFound } from "../../ledger/model.ts"
+import { utf8ByteLength } from "../../ledger/rules.ts"
+import type { HistoryEntry } from "../../history/model.ts"
+import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+
+/** Why an Attempt ended before its program returned. @internal */
+export type AttemptStop =
+  | { readonly _tag: "Yield" }
+  | { readonly _tag: "Suspend"; readonly child?: number }
+  | { readonly _tag: "Unknown" }
+  | { readonly _tag: "Abort" }
+  | { readonly _tag: "Denied"; readonly note?: string }
+  | { readonly _tag: "Failure"; readonly error: DurableWorkerFailure }
+
+/** @internal */
+export interface AttemptState {
+  readonly env: RuntimeEnv
+  /** The current Claim; renewal replaces it. */
+  claim: Claim
+  lastRenewal: number
+  /** Calls that ran live in this Attempt; the first one always runs before a yield. */
+  liveSteps: number
+  readonly yieldAfter: number
+  stop: AttemptStop | undefined
+  /** Set once the Attempt released, parked or settled. */
+  ended: boolean
+  /** Set once the Attempt appended a record to the history. */
+  recorded: boolean
+  /**
+   * Records the Attempt owes before its next one: `InputApplied` of a first Attempt waits for
+   * the Attempt's first record (a step, a request, the settlement) and is stored with it, so it
+   * costs no row of its own. An Attempt that ends without a record never applied its input.
+   */
+  staged: ReadonlyArray<HistoryEntry>
+}
+
+/** The owner fence of the Attempt. @internal */
+export const ownerFence = (attempt: AttemptState): Fence => ({ _tag: "Owner", claim: attempt.claim })
+
+/** The staged records followed by `entries`, and the Attempt no longer owes the staged ones. @internal */
+export const takeStaged = (attempt: AttemptState, entries: ReadonlyArray<HistoryEntry>) => {
+  const all = [...attempt.staged, ...entries]
+  attempt.staged = []
+  return all
+}
+
+/** Records why the Attempt stops (the first reason wins) and interrupts the program. @internal */
+export const halt = (attempt: AttemptState, stop: AttemptStop): Effect.Effect<never> =>
+  Effect.suspend(() => {
+    attempt.stop ??= stop
+    return Effect.interrupt
+  })
+
+/** Runs durable work for the program; a failure of it ends the Attempt. @internal */
+export const guard = <A>(
+  attempt: AttemptState,
+  effect: Effect.Effect<A, DurableWorkerFailure | SubmissionNotFound>,
+): Effect.Effect<A> =>
+  Effect.catch(effect, (error) =>
+    halt(attempt, {
+      _tag: "Failure",
+      error: error._tag === "SubmissionNotFound" ? vanished("AgentContext")(error) : error,
+    }),
+  )
+
+/** A replay that contradicts the journal. @internal */
+export const journalMismatch = (attempt: AttemptState, message: string): Effect.Effect<never> =>
+  halt(attempt, {
+    _tag: "Failure",
+    error: new RunJournalError({ submissionId: attempt.claim.submissionId, message }),
+  })
+
+/** Extends the lease once `leaseRenewalInterval` has passed since the last renewal. @internal */
+export const renewIfDue = (attempt: AttemptState, now: number) =>
+  Effect.suspend(() => {
+    const { settings, ledger } = attempt.env
+    if (now - attempt.lastRenewal < settings.leaseRenewalInterval) return Effect.void
+    return Effect.map(ledger.renew(attempt.claim, now + settings.ownershipLeaseDuration), (claim) => {
+      attempt.claim = claim
+      attempt.lastRenewal = now
+    })
+  })
+
+/** Reads the row: `Abort` when an abort is accepted, a failure when the Claim is gone. @internal */
+const observe = (attempt: AttemptState) =>
+  Effect.gen(function* () {
+    const { submissionId, attemptId, ownershipToken } = attempt.claim
+    const row = yield* attempt.env.ledger.lookup(submissionId)
+    if (Option.isNone(row) || row.value.ownership?.ownershipToken !== ownershipToken) {
+      return Option.some<AttemptStop>({
+        _tag: "Failure",
+        error: new OwnershipLost({
+          submissionId,
+          attemptId,
+          message: `attempt ${attemptId} no longer owns the submission`,
+        }),
+      })
+    }
+    return row.value.abortRequested ? Option.some<AttemptStop>({ _tag: "Abort" }) : Option.none()
+  })
+
+/** The check before a call runs live: abort, yield deadline, lease. @internal */
+export const boundary = (attempt: AttemptState): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    if (attempt.stop !== undefined) return yield* halt(attempt, attempt.stop)
+    const now = yield* Clock.currentTimeMillis
+    const observed = yield* guard(attempt, observe(attempt))
+    if (Option.isSome(observed)) return yield* halt(attempt, observed.value)
+    if (attempt.liveSteps > 0 && now >= attempt.yieldAfter) return yield* halt(attempt, { _tag: "Yield" })
+    yield* guard(attempt, renewIfDue(attempt, now))
+  })
+
+/**
+ * Watches a running call: renews the lease when due and, for a call that may be cut short,
+ * returns a stop on an accepted abort or a lost Claim. An uncertain call is never cut short.
+ */
+const watch = (attempt: AttemptState, interruptible: boolean): Effect.Effect<AttemptStop> =>
+  Effect.gen(function* () {
+    while (true) {
+      yield* Effect.sleep(attempt.env.settings.abortPollInterval)
+      const now = yield* Clock.currentTimeMillis
+      if (!interruptible) {
+        yield* Effect.ignore(renewIfDue(attempt, now))
+        continue
+      }
+      const renewed = yield* Effect.result(renewIfDue(attempt, now))
+      if (renewed._tag === "Failure") {
+        const error = renewed.failure
+        return {
+          _tag: "Failure",
+          error: error._tag === "SubmissionNotFound" ? vanished("AgentContext.watch")(error) : error,
+        } satisfies AttemptStop
+      }
+      const observed = yield* Effect.result(observe(attempt))
+      if (observed._tag === "Failure")
+        return { _tag: "Failure", error: observed.failure } satisfies AttemptStop
+      if (Option.isSome(observed.success)) return observed.success.value
+    }
+  })
+
+/** Runs a live call under the watch; a stop from the watch interrupts the call and the program. @internal */
+export const runWatched = <A, E>(
+  attempt: AttemptState,
+  effect: Effect.Effect<A, E>,
+  interruptible: boolean,
+) =>
+  Effect.raceFirst(
+    Effect.map(Effect.exit(effect), (exit) => ({ _tag: "Done" as const, exit })),
+    Effect.map(watch(attempt, interruptible), (stop) => ({ _tag: "Stopped" as const, stop })),
+  ).pipe(
+    Effect.flatMap((outcome) =>
+      outcome._tag === "Stopped" ? halt(attempt, outcome.stop) : Effect.succeed(outcome.exit),
+    ),
+  )
+
+/**
+ * Why `value` (`what` names it) is too large to store, or `undefined` when it fits in
+ * `maxStoredValueBytes`. @internal
+ */
+export const oversized = (attempt: AttemptState, what: string, value: Schema.Json): string | undefined => {
+  const bytes = utf8ByteLength(JSON.stringify(value))
+  const limit = attempt.env.settings.maxStoredValueBytes
+  return bytes > limit ? `${what} is ${bytes} bytes; the limit is ${limit}` : undefined
+}

@@ -1,0 +1,242 @@
+/**
+ * The journaled calls of subagents and joined input in an `AgentContext`: start a child, await
+ * its settlement, read the follow-ups that joined. They share the Attempt's call positions and
+ * journal with the other calls (see `attempt/contextCalls.ts`).
+ */
+import { Effect, Option, Schema } from "effect"
+import type { AgentContext, ChildHandle, ChildSettlement, ChildThread } from "../../../AgentContext.ts"
+import { AgentFailure, type AgentDefinition } from "../../../AgentRegistration.ts"
+import { IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
+import { LedgerError } from "../../ledger/model.ts"
+import { messageIds, ObjectAddress } from "../../outbox/model.ts"
+import { boundary, guard, halt, journalMismatch } from "../attempt/attemptState.ts"
+import { loadJournal } from "../shared/runtimeEnv.ts"
+import type { Journal } from "../shared/journal.ts"
+import type { ContextCalls } from "../attempt/contextCalls.ts"
+
+type Settled = NonNullable<ReturnType<Journal["childSettled"]["get"]>>
+
+const invalidCall = (message: string) => Effect.fail(new AgentFailure({ message }))
+
+const decodeThread = (thread: ChildThread, namespace: string) =>
+  Effect.gen(function* () {
+    const threadId = yield* Schema.decodeUnknownEffect(ThreadId)(thread.threadId).pipe(
+      Effect.mapError((cause) => new AgentFailure({ message: `invalid child thread: ${cause.message}` })),
+    )
+    const target = yield* Schema.decodeUnknownEffect(ObjectAddress)({
+      namespace: thread.namespace ?? namespace,
+      objectName: thread.objectName,
+    }).pipe(
+      Effect.mapError((cause) => new AgentFailure({ message: `invalid child object: ${cause.message}` })),
+    )
+    return { threadId, target }
+  })
+
+/** `startChild`, `awaitChild` and `receiveJoined` of one Attempt's context. @internal */
+export const makeChildCalls = (
+  calls: ContextCalls,
+): Pick<AgentContext, "startChild" | "awaitChild" | "receiveJoined"> => {
+  const { attempt, journal, agent, next, recorded, append, hit } = calls
+  const { env } = attempt
+  const { submissionId, threadId } = attempt.claim
+  /** Children started so far: recorded ones, and those this Attempt starts live. */
+  const started = new Map<number, string>()
+  for (const [step, position] of journal.positions)
+    if (position.childStarted !== undefined) started.set(step, position.childStarted.agentId)
+
+  const startChild = <CI, CO>(options: {
+    readonly agent: AgentDefinition<CI, CO>
+    readonly input: CI
+    readonly thread: ChildThread
+  }): Effect.Effect<ChildHandle<CO>, AgentFailure> =>
+    Effect.gen(function* () {
+      const position = next()
+      const handle: ChildHandle<CO> = {
+        step: position,
+        agent: options.agent as AgentDefinition<unknown, CO>,
+        thread: options.thread,
+      }
+      const found = yield* recorded(position, "child start", options.agent.id)
+      if (found !== undefined) return handle
+      const self = env.self
+      if (self.namespace === undefined || self.objectId === undefined) {
+        return yield* invalidCall(
+          "this Object has no address its children can answer to: set the namespaceBinding option to start children",
+        )
+      }
+      const { threadId: childThread, target } = yield* decodeThread(options.thread, self.namespace)
+      const input = yield* Schema.encodeEffect(options.agent.input)(options.input).pipe(
+        Effect.mapError(
+          (cause) =>
+            new AgentFailure({
+              message: `the input of child agent ${options.agent.id} does not encode: ${cause.message}`,
+            }),
+        ),
+      )
+      yield* boundary(attempt)
+      const idempotencyKey = IdempotencyKey.make(`parent:${submissionId}:${position}`)
+      yield* append(
+        {
+          _tag: "ChildStarted",
+          step: position,
+          target,
+          threadId: childThread,
+          agentId: options.agent.id,
+          agentDigest: options.agent.digest,
+          idempotencyKey,
+          input,
+        },
+        [
+          {
+            messageId: messageIds.admitChild(submissionId, position),
+            target,
+            message: {
+              _tag: "AdmitChild",
+              threadId: childThread,
+              idempotencyKey,
+              agentId: options.agent.id,
+              agentDigest: options.agent.digest,
+              input,
+              parent: {
+                address: { namespace: self.namespace, objectId: self.objectId },
+                threadId,
+                submissionId,
+                step: position,
+              },
+            },
+          },
+        ],
+      )
+      started.set(position, options.agent.id)
+      attempt.liveSteps++
+      yield* hit("child:after-start-append")
+      return handle
+    })
+
+  /** The recorded settlement of the child started at `step`: the journal's, or a fresh read. */
+  const childSettlement = (step: number) =>
+    Effect.gen(function* () {
+      const known = journal.childSettled.get(step)
+      if (known !== undefined) return Option.some(known)
+      // It may have arrived after this Attempt read its journal.
+      const fresh = yield* guard(attempt, loadJournal(env, submissionId))
+      return Option.fromUndefinedOr(fresh.childSettled.get(step))
+    })
+
+  const settlementValue = <CO>(
+    handle: ChildHandle<CO>,
+    settled: Settled,
+  ): Effect.Effect<ChildSettlement<CO>, AgentFailure> => {
+    switch (settled.outcome) {
+      case "completed":
+        return Schema.decodeUnknownEffect(handle.agent.output)(settled.output ?? null).pipe(
+          Effect.map((output): ChildSettlement<CO> => ({
+            outcome: "completed",
+            output,
+            submissionId: settled.childSubmissionId as NonNullable<Settled["childSubmissionId"]>,
+          })),
+          Effect.catch((cause) =>
+            Effect.succeed<ChildSettlement<CO>>({
+              outcome: "failed",
+              error: `the output of child agent ${handle.agent.id} does not decode: ${cause.message}`,
+              ...(settled.childSubmissionId === undefined ? {} : { submissionId: settled.childSubmissionId }),
+            }),
+          ),
+        )
+      case "failed":
+        return Effect.succeed({
+          outcome: "failed",
+          error: settled.error ?? "the child failed",
+          ...(settled.childSubmissionId === undefined ? {} : { submissionId: settled.childSubmissionId }),
+          ...(settled.refused === undefined ? {} : { refused: settled.refused }),
+        })
+      case "aborted":
+        return Effect.succeed({
+          outcome: "aborted",
+          submissionId: settled.childSubmissionId as NonNullable<Settled["childSubmissionId"]>,
+        })
+    }
+  }
+
+  const awaitChild = <CO>(handle: ChildHandle<CO>): Effect.Effect<ChildSettlement<CO>, AgentFailure> =>
+    Effect.gen(function* () {
+      const position = next()
+      const found = yield* recorded(position, "child await", undefined)
+      if (!started.has(handle.step)) {
+        return yield* journalMismatch(
+          attempt,
+          `call ${position} awaits a child, but call ${handle.step} started none`,
+        )
+      }
+      if (found?.childAwaited !== undefined && found.childAwaited.child !== handle.step) {
+        return yield* journalMismatch(
+          attempt,
+          `call ${position} is journaled as awaiting the child of call ${found.childAwaited.child}, not ${handle.step}`,
+        )
+      }
+      const settled = yield* childSettlement(handle.step)
+      if (Option.isSome(settled)) return yield* settlementValue(handle, settled.value)
+      if (found === undefined) {
+        yield* boundary(attempt)
+        yield* append({ _tag: "ChildAwaited", step: position, child: handle.step })
+        attempt.liveSteps++
+        yield* hit("child:after-await-append")
+      }
+      // The park checks for the settlement again, in its own transaction (see `park`).
+      return yield* halt(attempt, { _tag: "Suspend", child: handle.step })
+    })
+
+  const receiveJoined: AgentContext["receiveJoined"] = Effect.gen(function* () {
+    if (!agent.acceptsJoinedInput) return yield* invalidCall(`agent ${agent.id} takes no joined input`)
+    const position = next()
+    const found = yield* recorded(position, "joined read", undefined)
+    let joined = found?.inputJoined?.joined
+    if (joined === undefined) {
+      yield* boundary(attempt)
+      const rows = yield* guard(attempt, env.ledger.joinsOf(threadId, submissionId))
+      const taken = rows.filter((row) => row.state === "joining" && !row.abortRequested)
+      const entries = yield* guard(
+        attempt,
+        Effect.forEach(taken, (row) =>
+          Effect.try({
+            try: () => ({
+              submissionId: row.submissionId,
+              input: JSON.parse(row.inputPayload) as Schema.Json,
+            }),
+            catch: (cause) =>
+              new LedgerError({
+                operation: "AgentContext.receiveJoined",
+                message: `stored input of ${row.submissionId} is not JSON`,
+                cause,
+              }),
+          }),
+        ),
+      )
+      yield* append({ _tag: "InputJoined", step: position, joined: entries })
+      attempt.liveSteps++
+      yield* hit("join:after-canonical-append")
+      for (const entry of entries) {
+        // A join aborted meanwhile settles on its own: its mark is not needed.
+        yield* guard(
+          attempt,
+          env.ledger
+            .markJoined(entry.submissionId)
+            .pipe(Effect.catchTag("InvalidTransition", () => Effect.void)),
+        )
+      }
+      joined = entries
+    }
+    return yield* Effect.forEach(joined, (entry) =>
+      Schema.decodeUnknownEffect(agent.input)(entry.input).pipe(
+        Effect.mapError(
+          (cause) =>
+            new AgentFailure({
+              message: `joined input ${entry.submissionId} does not decode: ${cause.message}`,
+            }),
+        ),
+      ),
+    )
+  })
+
+  return { startChild, awaitChild, receiveJoined }
+}

@@ -1,0 +1,354 @@
+/**
+ * Subagents across Objects: what a Thread does with the messages of other Objects' runtimes
+ * (a child's admission, a child's settlement, an abort for a child) and with the outcome of
+ * delivering its own.
+ *
+ * Every receiver deduplicates by what the message names: the child's idempotency key, at
+ * most one `ChildSettled` record per started child, the abort flag. The parent's side records
+ * a child's settlement (or the refusal of its admission) as an input record of the parent; a
+ * parent parked on that child is resumed in the same ledger transaction, and a parent that
+ * parks on a child checks for its record in the park's own transaction, so no parked parent
+ * ever waits on a recorded settlement and none needs a recovery scan. The child's side
+ * settles in one transaction with its marker in its outbox, which delivers it until the parent
+ * acknowledges it.
+ */
+import { spanned } from "../../spanned.ts"
+import { Clock, Effect, Option } from "effect"
+import type { AgentDefinition } from "../../../AgentRegistration.ts"
+import type { SubmissionId } from "../../../Identifiers.ts"
+import { unownedFence } from "../../ledger/rules.ts"
+import {
+  type FenceFailure,
+  type InvalidTransition,
+  LedgerError,
+  type Settlement,
+  type SubmissionSnapshot,
+} from "../../ledger/model.ts"
+import {
+  type ChildRefusalReason,
+  type DeliveryOutcome,
+  type OutboxMessage,
+  type ThreadMessage,
+  type ThreadMessageReplies,
+  type ThreadMessageReply,
+} from "../../outbox/model.ts"
+import type { HistoryEntry } from "../../history/model.ts"
+import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import type { DurableWorkerFailure } from "../shared/model.ts"
+import { admitRow, materialize } from "../admission/admitRow.ts"
+import { admissionCheckOf, encodeFor } from "../admission/encodeInput.ts"
+
+const OPERATION = "DurableAgentRuntime.receive"
+
+type Reply<K extends ThreadMessage["_tag"]> = ThreadMessageReplies[K]
+
+/** What a settled (or refused) child reports to its parent. */
+interface ChildOutcome {
+  readonly childSubmissionId?: SubmissionId
+  readonly outcome: Settlement["outcome"]
+  readonly output?: Settlement["output"]
+  readonly error?: string
+  readonly refused?: ChildRefusalReason
+}
+
+/** Tries before a parent that keeps changing under the write fails the delivery (it is retried). */
+const RACE_RETRIES = 3
+
+/**
+ * Records a child's outcome in its parent, at most once, in one ledger transaction with the
+ * parent's resumption when the parent is parked on that child. Otherwise the record is
+ * appended under an input fence pinned to the parent's state and epoch as read: a parent
+ * that parks (or moves on) meanwhile fails the append, and the decision is taken again. `false`
+ * when nothing was applied: a repeat, a parent that already settles, or no such child. Callers
+ * hold the runtime's lock.
+ */
+const applyChildOutcome = (env: RuntimeEnv, parentId: SubmissionId, step: number, outcome: ChildOutcome) =>
+  Effect.gen(function* () {
+    for (let attempt = 0; ; attempt++) {
+      const found = yield* env.ledger.lookup(parentId)
+      if (Option.isNone(found)) {
+        yield* Effect.logWarning("A child's settlement names no Submission of this Object", {
+          parentId,
+          step,
+        })
+        return false
+      }
+      const parent = found.value
+      if (parent.state === "terminalizing" || parent.state === "settled") return false
+      const journal = yield* loadJournal(env, parentId)
+      if (journal.childSettled.has(step)) return false
+      if (journal.positions.get(step)?.childStarted === undefined) {
+        yield* Effect.logError("A child's settlement names no child its parent started", { parentId, step })
+        return false
+      }
+      const now = yield* Clock.currentTimeMillis
+      const entry = settledRecord(step, outcome)
+      const waiting = parent.state === "suspended" && journal.openChildWait?.child === step
+      const record: Effect.Effect<void, FenceFailure | InvalidTransition | DurableWorkerFailure> = waiting
+        ? Effect.asVoid(
+            env.ledger.transition(unownedFence(parent, now, env.incarnation), "ready", {
+              entries: [entry],
+              now,
+            }),
+          )
+        : Effect.asVoid(
+            env.history.append(
+              parentId,
+              entry,
+              {
+                _tag: "Input",
+                submissionId: parentId,
+                producerEpoch: parent.producerEpoch,
+                state: parent.state,
+              },
+              now,
+            ),
+          )
+      const applied = yield* record.pipe(Effect.as(true), Effect.catch(movedOrFailed))
+      if (applied) {
+        yield* env.hit("child:after-settled-append")
+        yield* env.wake.notify(parent.threadId)
+        return true
+      }
+      if (attempt >= RACE_RETRIES) {
+        return yield* new LedgerError({
+          operation: OPERATION,
+          message: `submission ${parentId} kept changing while a child's settlement was recorded`,
+        })
+      }
+    }
+  })
+
+/**
+ * `false` when the parent moved between the read and the write (decide again on the current
+ * row); any other failure is the delivery's.
+ */
+const movedOrFailed = (
+  error: FenceFailure | InvalidTransition | DurableWorkerFailure,
+): Effect.Effect<boolean, DurableWorkerFailure> => {
+  switch (error._tag) {
+    case "FenceRejected":
+    case "OwnershipLost":
+    case "InvalidTransition":
+      return Effect.succeed(false)
+    case "SubmissionNotFound":
+      return Effect.fail(vanished(OPERATION)(error))
+    default:
+      return Effect.fail(error)
+  }
+}
+
+/** The `ChildSettled` record of an outcome. */
+const settledRecord = (step: number, outcome: ChildOutcome): HistoryEntry => ({
+  _tag: "ChildSettled",
+  step,
+  outcome: outcome.outcome,
+  ...(outcome.childSubmissionId === undefined ? {} : { childSubmissionId: outcome.childSubmissionId }),
+  ...(outcome.output === undefined ? {} : { output: outcome.output }),
+  ...(outcome.error === undefined ? {} : { error: outcome.error }),
+  ...(outcome.refused === undefined ? {} : { refused: outcome.refused }),
+})
+
+const refusal = (reason: ChildRefusalReason, message: string): Reply<"AdmitChild"> => ({
+  _tag: "ChildRefused",
+  reason,
+  message,
+})
+
+/**
+ * Admits a child, or answers why its Thread refuses it. The answer to a refusal is remembered
+ * under the message's id, so a late duplicate of the message (an attempt that outlived its
+ * timeout) is refused too: a child its parent was told is refused never runs. The whole
+ * decision runs under the runtime's lock, so two deliveries of one message never disagree.
+ */
+const admitChild = (
+  env: RuntimeEnv,
+  message: Extract<ThreadMessage, { readonly _tag: "AdmitChild" }>,
+  messageId: string,
+) =>
+  env.exclusive(
+    Effect.gen(function* () {
+      const remembered = yield* env.outbox.answerOf(messageId)
+      if (Option.isSome(remembered) && remembered.value._tag === "ChildRefused") return remembered.value
+      const refuse = (reason: ChildRefusalReason, text: string) =>
+        Effect.gen(function* () {
+          const reply = refusal(reason, text)
+          yield* env.outbox.rememberAnswer(messageId, reply, yield* Clock.currentTimeMillis)
+          return reply
+        })
+      const { parent } = message
+      const existing = Option.getOrUndefined(
+        yield* env.ledger.lookupByKey(message.threadId, message.idempotencyKey),
+      )
+      if (existing !== undefined) {
+        if (existing.agentId !== message.agentId)
+          return yield* refuse(
+            "idempotency-conflict",
+            `key ${message.idempotencyKey} was used for another agent`,
+          )
+        // A repeat: the original admission, finished if an older release cut it short.
+        if (existing.state === "admitted") yield* materialize(env, existing)
+        return admittedReply(existing, true)
+      }
+      if (parent.address.objectId !== undefined && parent.address.objectId === env.self.objectId) {
+        if (parent.threadId === message.threadId)
+          return yield* refuse("same-thread", `a child cannot run in its parent's Thread ${message.threadId}`)
+      }
+      const encoded = yield* Effect.result(encodeFor(env, message))
+      if (encoded._tag === "Failure") return yield* refuse(encoded.failure.reason, encoded.failure.message)
+      const { agent } = encoded.success
+      if (agent.digest !== message.agentDigest) {
+        return yield* refuse(
+          "digest-mismatch",
+          `agent ${message.agentId} is registered here with digest ${agent.digest}, but the parent expects ${message.agentDigest}`,
+        )
+      }
+      const room = yield* Effect.result(env.capacity.check(message.threadId))
+      if (room._tag === "Failure") return yield* refuse(room.failure.reason, room.failure.message)
+      const admitted = yield* Effect.result(
+        admitRow(env, admissionCheckOf(agent, message, encoded.success.encoded), { parent }),
+      )
+      if (admitted._tag === "Failure") {
+        const failure = admitted.failure
+        switch (failure._tag) {
+          case "AdmissionRefused":
+            return yield* refuse(failure.reason, failure.message)
+          case "IdempotencyConflict":
+            return yield* refuse("idempotency-conflict", failure.message)
+          default:
+            return yield* Effect.fail(failure)
+        }
+      }
+      const row = admitted.success.snapshot
+      yield* env.hit("child:after-admit")
+      yield* env.wake.notify(row.threadId)
+      return admittedReply(row, false)
+    }),
+  )
+
+const admittedReply = (row: SubmissionSnapshot, replayed: boolean): Reply<"AdmitChild"> => ({
+  _tag: "ChildAdmitted",
+  submissionId: row.submissionId,
+  receiptId: row.receiptId,
+  replayed,
+})
+
+const abortChild = (env: RuntimeEnv, message: Extract<ThreadMessage, { readonly _tag: "AbortChild" }>) =>
+  Effect.gen(function* () {
+    const found = yield* env.ledger.lookupByKey(message.threadId, message.idempotencyKey)
+    if (Option.isNone(found))
+      return { _tag: "ChildAbortRecorded", known: false } satisfies Reply<"AbortChild">
+    const row = found.value
+    yield* env.exclusive(
+      Effect.gen(function* () {
+        const current = yield* env.ledger.lookup(row.submissionId)
+        const state = Option.getOrUndefined(current)?.state
+        if (state === undefined || state === "settled" || state === "terminalizing") return
+        yield* env.ledger
+          .requestAbort(row.submissionId)
+          .pipe(Effect.catchTag("SubmissionNotFound", (missing) => Effect.fail(vanished(OPERATION)(missing))))
+        yield* env.hit("abort:after-intent")
+      }),
+    )
+    yield* env.wake.notify(row.threadId)
+    return { _tag: "ChildAbortRecorded", known: true } satisfies Reply<"AbortChild">
+  })
+
+/** `receive`. @internal */
+export const makeReceive =
+  (env: RuntimeEnv) =>
+  <M extends ThreadMessage>(
+    message: M,
+    messageId: string,
+  ): Effect.Effect<Reply<M["_tag"]>, DurableWorkerFailure> => {
+    const reply = (): Effect.Effect<ThreadMessageReply, DurableWorkerFailure> => {
+      switch (message._tag) {
+        case "AdmitChild":
+          return admitChild(
+            env,
+            message as Extract<ThreadMessage, { readonly _tag: "AdmitChild" }>,
+            messageId,
+          )
+        case "AbortChild":
+          return abortChild(env, message as Extract<ThreadMessage, { readonly _tag: "AbortChild" }>)
+        case "ChildSettled": {
+          const settled = message as Extract<ThreadMessage, { readonly _tag: "ChildSettled" }>
+          return env
+            .exclusive(
+              applyChildOutcome(env, settled.parentSubmissionId, settled.step, {
+                childSubmissionId: settled.childSubmissionId,
+                outcome: settled.outcome,
+                ...(settled.output === undefined ? {} : { output: settled.output }),
+                ...(settled.error === undefined ? {} : { error: settled.error }),
+              }),
+            )
+            .pipe(Effect.map((applied) => ({ _tag: "ChildSettledRecorded", applied }) as const))
+        }
+      }
+    }
+    return Effect.suspend(reply).pipe(
+      Effect.withSpan("DurableAgentRuntime.receive", { attributes: { kind: message._tag } }),
+    ) as Effect.Effect<Reply<M["_tag"]>, DurableWorkerFailure>
+  }
+
+/** Whether recording `outcome` changes native work, so the host advances the generation. @internal */
+export const deliveryInvalidatesRecovery = (row: OutboxMessage, outcome: DeliveryOutcome): boolean => {
+  switch (row.message._tag) {
+    case "AdmitChild":
+      // A refused child settles in its parent, which may run again.
+      return outcome._tag === "Undeliverable" || outcome.reply._tag !== "ChildAdmitted"
+    case "ChildSettled":
+    case "AbortChild":
+      // The child settled with its marker: the acknowledgement changes no native work.
+      return false
+  }
+}
+
+/**
+ * Whether a message that can never be delivered is recorded as such rather than retried. An
+ * admission ends as the child's failure, and an abort ends unsent (a child it cannot reach
+ * runs on, as one its parent stopped awaiting does); only a settlement marker waits, because
+ * its parent must hear it. @internal
+ */
+export const undeliverableIsFinal = (row: OutboxMessage): boolean => row.message._tag !== "ChildSettled"
+
+/** `recordDelivery`. @internal */
+export const makeRecordDelivery = (env: RuntimeEnv) =>
+  spanned("DurableAgentRuntime.recordDelivery")(function* (row: OutboxMessage, outcome: DeliveryOutcome) {
+    const message = row.message
+    switch (message._tag) {
+      case "AdmitChild": {
+        const reply = outcome._tag === "Replied" ? outcome.reply : undefined
+        if (reply?._tag !== "ChildAdmitted") {
+          const reason = reply?._tag === "ChildRefused" ? reply.reason : undefined
+          const text =
+            reply?._tag === "ChildRefused"
+              ? reply.message
+              : outcome._tag === "Undeliverable"
+                ? outcome.message
+                : `unexpected reply ${reply?._tag}`
+          yield* env.exclusive(
+            applyChildOutcome(env, message.parent.submissionId, message.parent.step, {
+              outcome: "failed",
+              error: `the child could not be admitted: ${text}`,
+              ...(reason === undefined ? {} : { refused: reason }),
+            }),
+          )
+        }
+        break
+      }
+      case "ChildSettled":
+        // Never final: a settlement marker is retried until its parent acknowledges it.
+        if (outcome._tag === "Undeliverable") return
+        yield* env.outbox.acknowledge(row.messageId, yield* Clock.currentTimeMillis)
+        yield* env.hit("child:after-marker-ack")
+        return
+      case "AbortChild":
+        break
+    }
+    const now = yield* Clock.currentTimeMillis
+    yield* env.outbox.acknowledge(row.messageId, now)
+  })
+
+/** The child definition a parent's handle carries, for decoding its output. @internal */
+export type ChildAgent = AgentDefinition<unknown, unknown>

@@ -1,0 +1,104 @@
+/**
+ * The typed view of one agent on a Thread's client: its input is encoded with the agent's
+ * input Schema in the Worker, before it is sent, and a settlement's output is decoded with its
+ * output Schema, so both ends of a call carry the agent's types (as `effect/workflow`'s
+ * `Workflow.execute` does). A value the Schema refuses is a typed error, never a defect.
+ */
+import { Effect, Schema } from "effect"
+import type { JsonCodec } from "../../core/AgentRegistration.ts"
+import type { Receipt } from "../../core/DurableAgentRuntime.ts"
+import type { Settlement } from "../../core/SubmissionLedger.ts"
+import type { CallName, CallRequestEncoded, CallSuccess } from "../object/calls.ts"
+import type { ThreadClientError } from "../object/rpc.ts"
+
+/** The input did not encode with the agent's input Schema; nothing was sent. */
+export class InvalidAgentInput extends Schema.TaggedError<InvalidAgentInput>()("InvalidAgentInput", {
+  agentId: Schema.String,
+  message: Schema.String,
+}) {}
+
+/**
+ * The settled output did not decode with the agent's output Schema: the Submission settled
+ * under another contract (an older version of the agent).
+ */
+export class InvalidAgentOutput extends Schema.TaggedError<InvalidAgentOutput>()("InvalidAgentOutput", {
+  agentId: Schema.String,
+  submissionId: Schema.String,
+  message: Schema.String,
+}) {}
+
+/** What the typed view needs of an agent: its id and its Schemas (an `AgentDefinition` has them). */
+export interface AgentContract<I, O> {
+  readonly id: string
+  readonly input: JsonCodec<I>
+  readonly output: JsonCodec<O>
+}
+
+/** A settlement whose output, when it completed, is the agent's decoded output. */
+export type AgentSettlement<O> =
+  | (Omit<Settlement, "outcome" | "output"> & { readonly outcome: "completed"; readonly output: O })
+  | (Omit<Settlement, "outcome" | "output"> & { readonly outcome: "failed" | "aborted" })
+
+/** How a submission is admitted: queued (the default), joined to the running head, or either. */
+export type SubmitMode = "queue" | "join" | "join-or-queue"
+
+/** The calls of one agent on one Thread, typed by its Schemas. */
+export interface AgentClient<I, O> {
+  readonly agentId: string
+  /** Admits `input` for this agent; the same idempotency key returns the original receipt. */
+  readonly submit: (
+    input: I,
+    options: { readonly idempotencyKey: string; readonly mode?: SubmitMode },
+  ) => Effect.Effect<Receipt, ThreadClientError<"submit"> | InvalidAgentInput>
+  /**
+   * Waits up to `timeoutMillis` (at most 60 s per call) for the settlement of one of this
+   * agent's Submissions (another agent's is not found), its output decoded.
+   */
+  readonly awaitSettlement: (
+    submissionId: string,
+    timeoutMillis: number,
+  ) => Effect.Effect<AgentSettlement<O>, ThreadClientError<"awaitSettlement"> | InvalidAgentOutput>
+}
+
+/** @internal How the view reaches the Object: a call of the table by name. */
+export type Invoke = <K extends CallName>(
+  name: K,
+  request: CallRequestEncoded<K>,
+) => Effect.Effect<CallSuccess<K>, ThreadClientError<K>>
+
+/** @internal */
+export const makeAgentClient = <I, O>(
+  invoke: Invoke,
+  threadId: string,
+  agent: AgentContract<I, O>,
+): AgentClient<I, O> => {
+  const encodeInput = Schema.encodeEffect(agent.input)
+  const decodeOutput = Schema.decodeUnknownEffect(agent.output)
+  return {
+    agentId: agent.id,
+    submit: (input, options) =>
+      encodeInput(input).pipe(
+        Effect.mapError((error) => new InvalidAgentInput({ agentId: agent.id, message: error.message })),
+        Effect.flatMap((encoded) =>
+          invoke("submit", { threadId, agentId: agent.id, input: encoded, ...options }),
+        ),
+      ),
+    awaitSettlement: (submissionId, timeoutMillis) =>
+      Effect.gen(function* () {
+        const settlement = yield* invoke("awaitSettlement", {
+          threadId,
+          submissionId,
+          timeoutMillis,
+          agentId: agent.id,
+        })
+        const { output, outcome, ...rest } = settlement
+        if (outcome !== "completed") return { ...rest, outcome }
+        const decoded = yield* decodeOutput(output).pipe(
+          Effect.mapError(
+            (error) => new InvalidAgentOutput({ agentId: agent.id, submissionId, message: error.message }),
+          ),
+        )
+        return { ...rest, outcome, output: decoded }
+      }),
+  }
+}

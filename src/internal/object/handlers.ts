@@ -1,0 +1,139 @@
+/**
+ * The handlers of a `ThreadObject`'s Thread calls (submit, the actions on a Submission, status,
+ * history, settlement), each over its decoded request. Mutations go through the shared
+ * mutation gate (generation and alarm commit before the body); reads never touch maintenance
+ * state. An addressed Submission must belong to the addressed Thread, or it is not found.
+ */
+import { Effect, Option } from "effect"
+import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import type { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../core/ThreadHistory.ts"
+import { DurableAlarmError, type MaintenanceRecordDamaged, recordDamageOf } from "../maintenance/errors.ts"
+import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import type { Authorization } from "./authorization.ts"
+import type { CallName } from "./calls.ts"
+import { type CallHandler, type DispatchedCalls, dispatchCalls } from "./dispatch.ts"
+import { readCounters } from "./metrics.ts"
+import { operatorHandlers } from "./operatorHandlers.ts"
+import { readMaintenanceView } from "./operatorReads.ts"
+import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
+
+interface Address {
+  readonly threadId: ThreadId
+  readonly submissionId: SubmissionId
+  readonly agentId?: AgentId
+}
+
+/** The row of an addressed Submission, refused when it belongs to another Thread (or agent). */
+const addressed = (address: Address) =>
+  Effect.gen(function* () {
+    const ledger = yield* SubmissionLedger
+    const row = yield* ledger.lookup(address.submissionId)
+    if (
+      Option.isNone(row) ||
+      row.value.threadId !== address.threadId ||
+      (address.agentId !== undefined && row.value.agentId !== address.agentId)
+    ) {
+      return yield* new SubmissionNotFound({
+        submissionId: address.submissionId,
+        message: `no submission ${address.submissionId}${address.agentId === undefined ? "" : ` of agent ${address.agentId}`} in thread ${address.threadId}`,
+      })
+    }
+    return row.value
+  })
+
+/** A mutation refused because the maintenance record is damaged answers with the damage. @internal */
+export const refuseOnDamage = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+): Effect.Effect<A, E | MaintenanceRecordDamaged, R> =>
+  Effect.mapError(effect, (error: E) =>
+    error instanceof DurableAlarmError ? (recordDamageOf(error) ?? error) : error,
+  )
+
+/** Runs `body` for an addressed Submission inside the mutation gate. */
+const gated =
+  <A extends Address, E>(
+    body: (runtime: DurableAgentRuntime["Service"], request: A) => Effect.Effect<void, E>,
+  ) =>
+  (request: A) =>
+    Effect.gen(function* () {
+      yield* addressed(request)
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      yield* refuseOnDamage(maintenance.withMutation(body(runtime, request)))
+    })
+
+type ThreadCall =
+  | "submit"
+  | "abort"
+  | "retry"
+  | "resolveApproval"
+  | "resolveUnknown"
+  | "submissionStatus"
+  | "threadStatus"
+  | "history"
+  | "awaitSettlement"
+  | "inspectMaintenance"
+
+/** @internal */
+export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
+  submit: (request) =>
+    Effect.gen(function* () {
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      // Every admission limit is checked before the gate: a refused input writes nothing, not
+      // even a generation or an alarm.
+      const prepared = yield* runtime.prepare(request)
+      return yield* refuseOnDamage(maintenance.withMutation(runtime.admit(prepared)))
+    }),
+  abort: gated((runtime, request) => runtime.abort(request.submissionId)),
+  retry: gated((runtime, request) => runtime.retry(request.submissionId)),
+  resolveApproval: gated((runtime, request) =>
+    runtime.resolveApproval(request.submissionId, request.decision),
+  ),
+  resolveUnknown: gated((runtime, request) =>
+    runtime.resolveUnknown(request.submissionId, request.resolution),
+  ),
+  submissionStatus: (request) => Effect.map(addressed(request), submissionStatus),
+  threadStatus: ({ threadId }) =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      const head = yield* ledger.head(threadId)
+      return ThreadStatus.make({
+        threadId,
+        nonterminal: yield* ledger.countNonterminal(threadId),
+        ...(Option.isSome(head) ? { head: submissionStatus(head.value) } : {}),
+      })
+    }),
+  history: (request) =>
+    Effect.gen(function* () {
+      const history = yield* ThreadHistory
+      const page = yield* history.page(request.threadId, {
+        ...(request.after === undefined ? {} : { after: request.after }),
+        limit: request.limit ?? 100,
+      })
+      return HistoryPageView.make({
+        records: page.records,
+        ...(page.next === undefined ? {} : { next: page.next }),
+      })
+    }),
+  awaitSettlement: (request) =>
+    Effect.gen(function* () {
+      yield* addressed(request)
+      const runtime = yield* DurableAgentRuntime
+      return yield* runtime.awaitSettlement(request.submissionId, { timeoutMillis: request.timeoutMillis })
+    }),
+  inspectMaintenance: () =>
+    Effect.gen(function* () {
+      const view = yield* readMaintenanceView
+      return inspection(view, yield* readCounters)
+    }),
+}
+
+/** @internal Every call of a `ThreadObject`, dispatched over its handlers. */
+export const objectCalls = (authorization: Authorization | undefined): DispatchedCalls =>
+  dispatchCalls(
+    { ...threadHandlers, ...operatorHandlers } satisfies { [K in CallName]: CallHandler<K> },
+    authorization,
+  )

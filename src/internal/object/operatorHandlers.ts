@@ -1,0 +1,209 @@
+/**
+ * The handlers of a `ThreadObject`'s operator calls: `explain`, `obligations`, `verify`,
+ * `awaitProgress`, the lane listing for consoles, the droppable `wake` hint, and
+ * `repairMaintenance`. All but the last two only read: they never write the maintenance
+ * record, the alarm or the ledger, so they keep answering while the record is damaged and
+ * cannot disturb a running pass.
+ */
+import { Clock, Effect, Option, Stream } from "effect"
+import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
+import { ProgressHub } from "../../core/ProgressHub.ts"
+import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { ThreadHistory } from "../../core/ThreadHistory.ts"
+import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
+import { DurableAlarmService } from "../maintenance/alarmService.ts"
+import { alarmTiming } from "../maintenance/alarmPolicy.ts"
+import { ThreadPublication } from "../maintenance/hooks.ts"
+import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import { explainSubmission } from "../operator/explain.ts"
+import { deriveObligations } from "../operator/obligations.ts"
+import { verifyStorage } from "../operator/verify.ts"
+import { SubmissionProgress } from "../operator/reports.ts"
+import type { CallHandler } from "./dispatch.ts"
+import { readAllHistory, readLedger, readMaintenanceView } from "./operatorReads.ts"
+import { submissionStatus } from "./statusViews.ts"
+
+const inspectAddressed = (address: { readonly threadId: string; readonly submissionId: string }) =>
+  Effect.gen(function* () {
+    const runtime = yield* DurableAgentRuntime
+    const found = yield* runtime.inspect(address.submissionId as never)
+    if (Option.isNone(found) || found.value.row.threadId !== address.threadId) {
+      return yield* new SubmissionNotFound({
+        submissionId: address.submissionId as never,
+        message: `no submission ${address.submissionId} in thread ${address.threadId}`,
+      })
+    }
+    return found.value
+  })
+
+/** Nonterminal Submissions of a lane ahead of `queueSequence`, from its head. */
+const aheadOf = (threadId: string, head: number, queueSequence: number) =>
+  Effect.gen(function* () {
+    const ledger = yield* SubmissionLedger
+    if (queueSequence <= head) return 0
+    const rows = yield* ledger.lanePage(threadId as never, { after: head - 1, limit: queueSequence - head })
+    return rows.filter((row) => row.state !== "settled").length
+  })
+
+/** A Submission's progress token: it changes whenever its row or its records move. */
+const progressToken = (
+  lastSequence: number,
+  row: { producerEpoch: number; state: string; abortRequested: boolean },
+) => `${lastSequence}.${row.producerEpoch}.${row.state}.${row.abortRequested ? 1 : 0}`
+
+/** How long to wait before confirming an empty alarm slot next to owed work. */
+const ALARM_SETTLE_MILLIS = 250
+
+/**
+ * Reads and derives, and confirms a missing alarm once: workerd clears a delivered alarm from
+ * the slot a moment before its handler starts a pass, so an empty slot next to owed work is
+ * read again, everything with it, before it is reported.
+ */
+const confirmed = <A, E, R>(read: Effect.Effect<A, E, R>, missing: (a: A) => boolean) =>
+  Effect.flatMap(read, (first) =>
+    missing(first) ? Effect.andThen(Effect.sleep(ALARM_SETTLE_MILLIS), read) : Effect.succeed(first),
+  )
+
+type OperatorCall =
+  | "explain"
+  | "obligations"
+  | "verify"
+  | "awaitProgress"
+  | "submissions"
+  | "threads"
+  | "wake"
+  | "repairMaintenance"
+
+/** @internal */
+export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } = {
+  explain: (request) =>
+    Effect.gen(function* () {
+      const inspection = yield* inspectAddressed(request)
+      const ledger = yield* SubmissionLedger
+      const head = Option.getOrUndefined(yield* ledger.head(request.threadId))
+      const ahead =
+        head === undefined
+          ? 0
+          : yield* aheadOf(request.threadId, head.queueSequence, inspection.row.queueSequence)
+      return explainSubmission({
+        inspection,
+        head,
+        ahead,
+        maintenance: yield* readMaintenanceView,
+        now: yield* Clock.currentTimeMillis,
+      })
+    }),
+
+  obligations: () =>
+    Effect.gen(function* () {
+      const runtime = yield* DurableAgentRuntime
+      const config = yield* CloudflareDurableRuntimeConfig
+      const publication = yield* ThreadPublication
+      // The application provides its hooks to the maintenance layer, not to this incarnation's
+      // context: their deadline is read from the service that captured them.
+      const host = (yield* ThreadMaintenance).hostDeadline
+      const ledger = yield* SubmissionLedger
+      const alarm = yield* DurableAlarmService
+      const read = Effect.gen(function* () {
+        const maintenance = yield* readMaintenanceView
+        const passRunning = yield* alarm.passRunning
+        return deriveObligations({
+          maintenance,
+          nonterminal: yield* Stream.runCollect(ledger.scanNonterminal),
+          reports: yield* runtime.previewRecovery,
+          hostDeadline: yield* host,
+          publicationDeadline: yield* publication.pendingDeadline,
+          now: yield* Clock.currentTimeMillis,
+          timing: alarmTiming(config),
+          passRunning,
+        })
+      })
+      return yield* confirmed(read, (derived) => derived.mismatch?.kind === "missing")
+    }),
+
+  verify: () =>
+    Effect.gen(function* () {
+      const runtime = yield* DurableAgentRuntime
+      const alarm = yield* DurableAlarmService
+      const read = Effect.gen(function* () {
+        const maintenance = yield* readMaintenanceView
+        const passRunning = yield* alarm.passRunning
+        const { rows, counted } = yield* readLedger
+        return verifyStorage({
+          maintenance,
+          rows,
+          records: yield* readAllHistory,
+          counted,
+          reports: yield* runtime.previewRecovery,
+          now: yield* Clock.currentTimeMillis,
+          passRunning,
+        })
+      })
+      return yield* confirmed(read, (report) =>
+        report.violations.some((violation) => violation.invariant === "owed-work-has-alarm"),
+      )
+    }),
+
+  awaitProgress: (request) =>
+    Effect.gen(function* () {
+      const history = yield* ThreadHistory
+      const { settlementPollInterval } = yield* DurableRuntimeConfig
+      const progress = yield* (yield* ProgressHub).watch(request.submissionId)
+      const afterSequence = Number.parseInt(request.after?.split(".")[0] ?? "0", 10) || 0
+      const start = yield* Clock.currentTimeMillis
+      while (true) {
+        const { row, lastSequence } = yield* inspectAddressed(request)
+        const token = progressToken(lastSequence, row)
+        const elapsed = (yield* Clock.currentTimeMillis) - start
+        const changed = request.after === undefined || token !== request.after
+        if (changed || elapsed >= request.timeoutMillis) {
+          const records = changed
+            ? (yield* history.forSubmission(row.submissionId)).filter(
+                (record) => record.sequence > afterSequence,
+              )
+            : []
+          return SubmissionProgress.make({
+            token,
+            changed,
+            state: row.state,
+            producerEpoch: row.producerEpoch,
+            records,
+            ...(row.settlement === undefined ? {} : { settlement: row.settlement }),
+          })
+        }
+        yield* progress.next(Math.min(settlementPollInterval, request.timeoutMillis - elapsed))
+      }
+    }).pipe(Effect.scoped),
+
+  submissions: (request) =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      const rows = yield* ledger.lanePage(request.threadId, {
+        after: request.after ?? 0,
+        limit: request.limit ?? 50,
+      })
+      return rows.map(submissionStatus)
+    }),
+
+  threads: () =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      return yield* ledger.threadIds
+    }),
+
+  wake: () =>
+    Effect.gen(function* () {
+      const alarm = yield* DurableAlarmService
+      // A droppable hint: the durable generation, not this alarm, carries correctness.
+      yield* alarm.scheduleNow.pipe(
+        Effect.catchCause((cause) => Effect.logWarning("Thread wake hint dropped", cause)),
+      )
+    }),
+
+  repairMaintenance: () =>
+    Effect.gen(function* () {
+      const maintenance = yield* ThreadMaintenance
+      return yield* maintenance.repair
+    }),
+}

@@ -1,0 +1,86 @@
+/**
+ * The requests of a `ThreadObject`'s calls: the Schemas the Object decodes before anything
+ * runs. Every request addresses a Thread (`threadId`), and one that acts on a Submission names
+ * it (`submissionId`): authorization decides on these. The caller travels beside the request.
+ */
+import { Schema } from "effect"
+import { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
+
+/** Who calls, as the Worker vouches for them: a subject and, optionally, a credential to check. */
+export class Caller extends Schema.Class<Caller>("@effect-agent/platform-cloudflare/Caller")({
+  subject: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256)),
+  credential: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(4_096))),
+}) {}
+
+const Millis = (maximum: number) =>
+  Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 0, maximum },
+      { expected: `an integer number of milliseconds up to ${maximum}` },
+    ),
+  )
+
+/** Longest wait an `awaitSettlement` call may ask for: one RPC must stay well inside limits. */
+export const MAX_AWAIT_MILLIS = 60_000
+/** Largest history page. */
+export const MAX_HISTORY_PAGE = 500
+
+/** @internal */
+export const SubmissionAddress = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId })
+
+/** @internal */
+export const ApprovalInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  decision: ApprovalDecision,
+})
+
+/** @internal */
+export const UnknownInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  resolution: UnknownResolution,
+})
+
+/** @internal */
+export const ThreadAddress = Schema.Struct({ threadId: ThreadId })
+
+/** A page of one Thread: a position to start after, and a page size up to `maximum`. */
+const ThreadPage = (maximum: number) =>
+  Schema.Struct({
+    threadId: ThreadId,
+    after: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+    limit: Schema.optionalKey(
+      Schema.Int.check(
+        Schema.isBetween({ minimum: 1, maximum }, { expected: `a page size of 1 to ${maximum}` }),
+      ),
+    ),
+  })
+
+/** @internal */
+export const HistoryInput = ThreadPage(MAX_HISTORY_PAGE)
+
+/** @internal */
+export const AwaitInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  timeoutMillis: Millis(MAX_AWAIT_MILLIS),
+  /** The agent the caller expects; a Submission of another agent is not found. */
+  agentId: Schema.optionalKey(AgentId),
+})
+
+/** Largest page of a lane's Submissions. */
+export const MAX_SUBMISSIONS_PAGE = 200
+
+/** @internal */
+export const SubmissionsInput = ThreadPage(MAX_SUBMISSIONS_PAGE)
+
+/** @internal */
+export const ProgressInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  /** The token of a previous answer; without it the current progress returns at once. */
+  after: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
+  timeoutMillis: Millis(MAX_AWAIT_MILLIS),
+})

@@ -1,0 +1,122 @@
+/**
+ * Delivering alarms in a test until the Object is quiet. In the vitest pool (and Miniflare)
+ * workerd delivers due alarms by itself as well, so a test that calls `runDurableObjectAlarm`
+ * races it: the call finds the slot empty while the pool's own pass runs, or the test reads
+ * state in the middle of that pass. This loop decides from what the Object owes
+ * (`obligations`), waits while a pass runs, never runs an alarm before its work is due, and
+ * counts a delivery whose pass failed as delivered (workerd would redeliver it). Work owed with
+ * no alarm set is waited for too (the pool may be starting its delivery); if it stays so, the
+ * loop fails at its bound, since nothing would ever run it.
+ *
+ * It measures real time on purpose: the alarms it races are real workerd alarms, whatever
+ * clock the test's own Effects use.
+ */
+import { Effect, Schema } from "effect"
+import { ObjectObligations } from "../operator/reports.ts"
+
+/** @internal How long the loop waits before looking again at an Object whose pass runs. */
+export const QUIET_POLL_MILLIS = 10
+
+/** What `runAlarmsUntilQuiet` needs of the Object, and how it delivers its alarm. */
+export interface QuietOptions<E> {
+  /**
+   * A client of any Thread of the Object (`ThreadClient.make`); with an `authorization` policy
+   * that covers reads, one whose caller may read `obligations`.
+   */
+  readonly client: { readonly obligations: Effect.Effect<ObjectObligations, E> }
+  /**
+   * Runs the Object's alarm now, if one is set: `() => runDurableObjectAlarm(stub)` from
+   * `cloudflare:test`. A rejection (the pass failed) counts as a delivery.
+   */
+  readonly runAlarm: () => Promise<boolean>
+  /** Most deliveries this loop makes (default 50); the pool's own are not counted. */
+  readonly maxDeliveries?: number
+  /** How long it may take in all, in real milliseconds (default 4,000: under vitest's 5 s test timeout). */
+  readonly timeoutMillis?: number
+}
+
+/** The Object is quiet: what the loop did, and what the Object owed at the end. */
+export interface QuietObject {
+  /** Alarm deliveries the loop made (a pass that failed included). */
+  readonly deliveries: number
+  /** Deliveries whose pass failed. */
+  readonly failedDeliveries: number
+  /** The last reading: no pass running and nothing owed (an alarm may remain, a harmless extra wake). */
+  readonly obligations: ObjectObligations
+}
+
+/** The Object was not quiet within the bound; `obligations` is what it still owed. */
+export class AlarmsNotQuiet extends Schema.TaggedError<AlarmsNotQuiet>()("AlarmsNotQuiet", {
+  deliveries: Schema.Int,
+  message: Schema.String,
+  obligations: ObjectObligations,
+}) {}
+
+const sleep = (millis: number) =>
+  Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, millis))))
+
+/**
+ * @internal Whether the Object has nothing left for its alarm to do. An empty alarm slot alone
+ * does not say so: workerd empties the slot when it starts a delivery, a moment before the
+ * handler's pass counts as running.
+ */
+export const isQuiet = (owed: ObjectObligations): boolean =>
+  !owed.passRunning && owed.obligations.length === 0
+
+const summary = (owed: ObjectObligations) =>
+  [
+    ...owed.obligations.map((obligation) => `${obligation.source} (${obligation.detail})`),
+    ...(owed.passRunning ? ["a pass still running"] : []),
+    ...(owed.scheduledAlarm === null && owed.obligations.length > 0 ? ["no alarm set for it"] : []),
+  ].join(", ")
+
+/**
+ * Delivers the Object's alarm until it is quiet: no pass running and nothing owed (a stable
+ * wait, such as a pending approval, owes nothing). Work due later (a retry, a lease) is waited
+ * for, not run early. Fails with `AlarmsNotQuiet` past `maxDeliveries` or `timeoutMillis`.
+ */
+export const runAlarmsUntilQuiet = <E>(
+  options: QuietOptions<E>,
+): Effect.Effect<QuietObject, AlarmsNotQuiet | E> =>
+  Effect.gen(function* () {
+    const maxDeliveries = options.maxDeliveries ?? 50
+    const deadline = Date.now() + (options.timeoutMillis ?? 4_000)
+    let deliveries = 0
+    let failedDeliveries = 0
+    for (;;) {
+      const owed = yield* options.client.obligations
+      if (isQuiet(owed)) return { deliveries, failedDeliveries, obligations: owed }
+      const now = Date.now()
+      const give = (why: string) =>
+        Effect.fail(
+          new AlarmsNotQuiet({
+            deliveries,
+            message: `not quiet after ${deliveries} deliveries (${why}): ${summary(owed)}`,
+            obligations: owed,
+          }),
+        )
+      if (deliveries >= maxDeliveries) return yield* give(`at most ${maxDeliveries}`)
+      if (now >= deadline) return yield* give("out of time")
+      if (owed.passRunning) {
+        yield* sleep(QUIET_POLL_MILLIS)
+        continue
+      }
+      const due = Math.min(...owed.obligations.map((obligation) => obligation.dueAt))
+      if (due > now) {
+        if (due > deadline) return yield* give(`next due in ${due - now} ms`)
+        yield* sleep(due - now)
+        continue
+      }
+      const ran = yield* Effect.tryPromise(options.runAlarm).pipe(
+        Effect.map((ran) => (ran ? "ran" : "empty")),
+        Effect.orElseSucceed(() => "failed" as const),
+      )
+      if (ran === "empty") {
+        // The pool took the alarm: its pass runs, or just ended. Look again shortly.
+        yield* sleep(QUIET_POLL_MILLIS)
+        continue
+      }
+      deliveries++
+      if (ran === "failed") failedDeliveries++
+    }
+  })

@@ -1,0 +1,72 @@
+/**
+ * The typed view of one agent: its input is encoded with the agent's Schema in the Worker,
+ * before anything is sent, and a settlement's output is decoded with it; a value a Schema
+ * refuses is a typed error.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { echoAgent, reviewAgent, verifierAgent } from "../worker/threadObject.ts"
+import { clientOf, deliverUntil, failureOf, inState, ledgerRows, threadName } from "./support.ts"
+
+describe("ThreadClient.agent", () => {
+  it.live("submits a typed input and awaits the settlement with its output decoded", () =>
+    Effect.gen(function* () {
+      const thread = threadName("typed")
+      const client = clientOf(thread)
+      const verifier = client.agent(verifierAgent)
+      expect(verifier.agentId).toBe("verifier")
+      const receipt = yield* verifier.submit({ claim: "a genuine claim" }, { idempotencyKey: "k" })
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+      const settlement = yield* verifier.awaitSettlement(receipt.submissionId, 1_000)
+      expect(settlement.outcome).toBe("completed")
+      if (settlement.outcome === "completed") expect(settlement.output).toEqual({ genuine: true })
+      expect(settlement).toMatchObject({ submissionId: receipt.submissionId, threadId: thread })
+      // The same key replays the receipt.
+      expect(yield* verifier.submit({ claim: "a genuine claim" }, { idempotencyKey: "k" })).toMatchObject({
+        submissionId: receipt.submissionId,
+        replayed: true,
+      })
+    }),
+  )
+
+  it.live("refuses an input its Schema does not encode before sending it, with a typed error", () =>
+    Effect.gen(function* () {
+      const thread = threadName("typed-refused")
+      const short = clientOf(thread).agent({
+        ...echoAgent,
+        input: Schema.Struct({ text: Schema.String.check(Schema.isMaxLength(3)) }),
+      })
+      expect(
+        failureOf(yield* Effect.exit(short.submit({ text: "too long" }, { idempotencyKey: "k" }))),
+      ).toMatchObject({
+        _tag: "InvalidAgentInput",
+        agentId: "echo",
+      })
+      expect(yield* ledgerRows(thread)).toEqual([])
+    }),
+  )
+
+  it.live("reports an output its Schema does not decode, and does not read another agent's Submission", () =>
+    Effect.gen(function* () {
+      const thread = threadName("typed-output")
+      const echo = clientOf(thread).agent(echoAgent)
+      const receipt = yield* echo.submit({ text: "hi" }, { idempotencyKey: "k" })
+      yield* deliverUntil(thread, inState(clientOf(thread), receipt.submissionId, "settled"))
+      expect((yield* echo.awaitSettlement(receipt.submissionId, 1_000)).outcome).toBe("completed")
+      // A contract whose output is a number: the settled string does not decode.
+      const numeric = clientOf(thread).agent({ ...echoAgent, output: Schema.Number })
+      expect(
+        failureOf(yield* Effect.exit(numeric.awaitSettlement(receipt.submissionId, 1_000))),
+      ).toMatchObject({
+        _tag: "InvalidAgentOutput",
+        agentId: "echo",
+        submissionId: receipt.submissionId,
+      })
+      // Another agent's view does not find the echo's Submission.
+      const review = clientOf(thread).agent(reviewAgent)
+      expect(failureOf(yield* Effect.exit(review.awaitSettlement(receipt.submissionId, 10)))).toMatchObject({
+        _tag: "SubmissionNotFound",
+      })
+    }),
+  )
+})
