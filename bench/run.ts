@@ -19,6 +19,7 @@
 import { Effect } from "effect"
 import { readFile, writeFile } from "node:fs/promises"
 import { createRequire } from "node:module"
+import { availableParallelism, loadavg } from "node:os"
 import { resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
@@ -164,7 +165,10 @@ const measure = Effect.gen(function* () {
 })
 
 const main = Effect.gen(function* () {
+  // Other work on the machine slows every subject, and the ones that wait for alarms most.
+  const loadBefore = loadavg()[0]!
   const measured = options.from === undefined ? yield* measure : yield* earlier(options.from.split(","))
+  const load = `load average ${loadBefore.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end on ${availableParallelism()} cores`
 
   const summary = summarize(measured)
   const derived = derive(summary, settings.sizes, settings.faninThreads)
@@ -174,7 +178,7 @@ const main = Effect.gen(function* () {
   const argv = process.argv.slice(2).join(" ")
   const preamble =
     options.from === undefined
-      ? `Measured ${createdAt} by \`npm run bench${argv === "" ? "" : ` -- ${argv}`}\` (Node ${process.version}, miniflare ${miniflare}): ${runs} repetitions, ${pairRuns} for the sections that compare subjects; in each repetition a section's cases run one after the other, so compared subjects alternate. Cells are median (min–max) over repetitions.`
+      ? `Measured ${createdAt} by \`npm run bench${argv === "" ? "" : ` -- ${argv}`}\` (Node ${process.version}, miniflare ${miniflare}; ${load}): ${runs} repetitions, ${pairRuns} for the sections that compare subjects; in each repetition a section's cases run one after the other, so compared subjects alternate. Cells are median (min–max) over repetitions.`
       : `Merged from ${options.from} by \`npm run bench -- ${argv}\`.`
   const text = [
     preamble,
