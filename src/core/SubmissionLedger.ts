@@ -7,8 +7,8 @@
  * Attempt's ownership token; recovery writes are fenced by the epoch and the absence of a
  * live lease. The epoch only grows: each Claim and each forced release advances it.
  */
-import { Context, Layer } from "effect"
-import type { Effect, Option, Stream } from "effect"
+import { Context, Effect, Layer } from "effect"
+import type { Option, Stream } from "effect"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "./Identifiers.ts"
 import type { HistoryEntry } from "./internal/history/model.ts"
 import type {
@@ -31,6 +31,7 @@ import type {
 import type { LaneCounts, LaneQuery, LaneQueryPage } from "./internal/ledger/pages.ts"
 import { makeMemoryLedger } from "./internal/ledger/memory.ts"
 import { makeSqlLedger } from "./internal/ledger/sql.ts"
+import { publishingLedger } from "./internal/progress/publishing.ts"
 import type { SqlClient } from "effect/sql/SqlClient"
 
 export {
@@ -245,10 +246,13 @@ export class SubmissionLedger extends Context.Service<
     }) => Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
   }
 >()("@effect-agent/platform-cloudflare/SubmissionLedger") {
-  /** The ledger on Durable Object SQLite; runs its migrations when built. */
+  /**
+   * The ledger on Durable Object SQLite; runs its migrations when built. Each write publishes the
+   * Submission it moves to the `ProgressHub` of its context, if one is provided.
+   */
   static readonly layer: Layer.Layer<SubmissionLedger, LedgerError, SqlClient> = Layer.effect(
     this,
-    makeSqlLedger,
+    Effect.flatMap(makeSqlLedger, publishingLedger),
   )
   /** A faithful in-memory ledger with its own store. */
   static readonly layerMemory: Layer.Layer<SubmissionLedger> = Layer.effect(this, makeMemoryLedger)
