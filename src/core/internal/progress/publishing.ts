@@ -64,6 +64,9 @@ const ledgerMovements: Movements<Ledger> = {
   scanAll: "none",
   lanePage: "none",
   threadIds: "none",
+  queryLane: "none",
+  laneCounts: "none",
+  threadPage: "none",
 }
 
 const historyMovements: Movements<History> = {
