@@ -83,16 +83,19 @@ const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop
       case "Wait": {
         const now = yield* Clock.currentTimeMillis
         const { park } = stop
-        yield* entitled(
+        const parked = yield* entitled(
           ledger.parkTimed(ownerFence(attempt), {
             wait: park.wait,
             dueAt: park.dueAt,
             now,
             ...(park.entries.length === 0 ? {} : { entries: park.entries }),
+            ...(park.awaiting === undefined ? {} : { awaiting: park.awaiting }),
           }),
         )
         attempt.ended = true
         if (park.after !== undefined) yield* attempt.env.hit(park.after)
+        // What it waits for arrived before the park: the row is due at once.
+        if (parked.dueAt !== undefined && parked.dueAt <= now) yield* wake.notify(attempt.claim.threadId)
         return { _tag: "Parked", wait: "waiting" } satisfies HeadAttempt
       }
       case "Suspend":
@@ -102,12 +105,12 @@ const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop
           ledger.park(
             attempt.claim,
             wait,
-            stop._tag === "Suspend" && stop.child !== undefined ? { child: stop.child } : undefined,
+            stop._tag === "Suspend" ? stop.awaiting : undefined,
             stop._tag === "Suspend" ? stop.wait : undefined,
           ),
         )
         attempt.ended = true
-        // The awaited child settled before the park: the row is ready to run on, its wait journaled.
+        // What it waits for arrived before the park: the row is ready to run on, its wait journaled.
         if (left === "ready") {
           yield* wake.notify(attempt.claim.threadId)
           return { _tag: "Yielded", journaled: true } satisfies HeadAttempt

@@ -12,6 +12,7 @@ import {
   type Claim,
   type Fence,
   OwnershipLost,
+  type ParkCheck,
   type SubmissionNotFound,
   type WaitRecord,
 } from "../../ledger/model.ts"
@@ -27,12 +28,14 @@ export interface TimedStop {
   /** Records appended with the park (a failed attempt's, with what the Attempt staged). */
   readonly entries: ReadonlyArray<HistoryEntry>
   readonly after?: RuntimeFailpointLocation
+  /** What may have arrived since the journal was read: then the row is left due at once. */
+  readonly awaiting?: ParkCheck
 }
 
 /** Why an Attempt ended before its program returned. @internal */
 export type AttemptStop =
   | { readonly _tag: "Yield" }
-  | { readonly _tag: "Suspend"; readonly child?: number; readonly wait?: WaitRecord }
+  | { readonly _tag: "Suspend"; readonly awaiting?: ParkCheck; readonly wait?: WaitRecord }
   | { readonly _tag: "Wait"; readonly park: TimedStop }
   | { readonly _tag: "Unknown" }
   | { readonly _tag: "Abort" }
