@@ -14,6 +14,7 @@ import {
   SubmitRequest,
 } from "../../core/DurableAgentRuntime.ts"
 import { type SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { EventReceipt, EventRefused } from "../../core/AgentEvent.ts"
 import {
   AdmissionRefused,
   IdempotencyConflict,
@@ -32,6 +33,7 @@ import { InvalidRequest, ThreadObjectFailure, Unauthorized } from "./callErrors.
 import {
   ApprovalInput,
   AwaitInput,
+  EventInput,
   HistoryInput,
   ProgressInput,
   SubmissionAddress,
@@ -43,7 +45,7 @@ import { HistoryPageView, MaintenanceInspection, SubmissionStatus, ThreadStatus 
 
 /**
  * What a call does, for the application's authorization check: `read` answers without writing;
- * `mutate` adds work or schedules it (submit, the wake hint); `operate` acts on accepted work or
+ * `mutate` adds work or schedules it (submit, an event, the wake hint); `operate` acts on accepted work or
  * on the Object's machinery, as an operator or a reviewer would (approve or deny, resolve an
  * Unknown Outcome, abort, retry, repair).
  */
@@ -97,6 +99,11 @@ export const ThreadObjectCalls = {
     AdmissionRefused,
     IdempotencyConflict,
     JoinRefused,
+    MaintenanceRecordDamaged,
+  ]),
+  sendEvent: call("mutate", EventInput, EventReceipt, [
+    EventRefused,
+    SubmissionNotFound,
     MaintenanceRecordDamaged,
   ]),
   abort: call("operate", SubmissionAddress, Schema.Void, [SubmissionNotFound, MaintenanceRecordDamaged]),

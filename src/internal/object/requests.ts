@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
+import { MAX_EVENT_ID_LENGTH, MAX_EVENT_NAME_LENGTH } from "../../core/AgentEvent.ts"
 
 /** Who calls, as the Worker vouches for them: a subject and, optionally, a credential to check. */
 export class Caller extends Schema.Class<Caller>("@effect-agent/platform-cloudflare/Caller")({
@@ -83,4 +84,23 @@ export const ProgressInput = Schema.Struct({
   /** The token of a previous answer; without it the current progress returns at once. */
   after: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
+})
+
+const Bounded = (maximum: number, what: string) =>
+  Schema.String.check(
+    Schema.isMinLength(1, { expected: `${what} of 1 to ${maximum} characters` }),
+    Schema.isMaxLength(maximum, { expected: `${what} of 1 to ${maximum} characters` }),
+  )
+
+/** @internal */
+export const EventInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  event: Bounded(MAX_EVENT_NAME_LENGTH, "an event name"),
+  /** The event's identity: a repeat of an id already recorded changes nothing. */
+  eventId: Bounded(MAX_EVENT_ID_LENGTH, "an event id"),
+  /** The payload in its encoded (JSON) form. */
+  payload: Schema.Json,
+  /** The agent the caller expects; a Submission of another agent is not found. */
+  agentId: Schema.optionalKey(AgentId),
 })
