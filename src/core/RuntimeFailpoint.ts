@@ -7,8 +7,8 @@
  *
  * A timed park (`parkTimed`) is bracketed as `ledger:park:*`; the due path's claim in place as
  * `ledger:claim-due:*`, followed by `timer:after-fire` before the replay. An event that ends a
- * wait is recorded with the wait's end (`ledger:wake:*`), one that does not is an input append
- * (`history:append:*`); either is followed by `event:after-receive`.
+ * wait is recorded with the Submission's resumption (`ledger:transition:*`), one that does not is
+ * an input append (`history:append:*`); either is followed by `event:after-receive`.
  *
  * Admission and settlement are each one transaction (the ledger records their canonical
  * records itself), so they have no boundary inside them; nor have a settlement with the
@@ -32,7 +32,6 @@ const LEDGER_WRITES = [
   "request-abort",
   "settle",
   "claim-due",
-  "wake",
 ] as const
 
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */

@@ -133,13 +133,9 @@ for (const harness of runtimeHarnesses) {
           expect([parked.state, parked.dueAt, parked.wait?._tag]).toEqual(["suspended", undefined, "Event"])
           const resumed = yield* shipped(incarnation, receipt.submissionId, "c", "third")
           expect(resumed).toMatchObject({ replayed: false, resumed: true })
-          expect((yield* rowOf(incarnation, receipt.submissionId)).state).toBe("waiting")
-          const settled = yield* processDue(incarnation, receipt.submissionId)
-          expect(settled._tag === "Settled" ? settled.settlement.output : undefined).toEqual([
-            "first",
-            "second",
-            "third",
-          ])
+          expect((yield* rowOf(incarnation, receipt.submissionId)).state).toBe("ready")
+          const settled = yield* processHead(incarnation, "lane")
+          expect(Option.map(settled, (s) => s.output)).toEqual(Option.some(["first", "second", "third"]))
           const consumed = (yield* entriesOf(incarnation, receipt.submissionId)).flatMap((entry) =>
             entry._tag === "EventConsumed" ? [[entry.step, entry.eventId]] : [],
           )
@@ -167,7 +163,7 @@ for (const harness of runtimeHarnesses) {
             replayed: true,
           })
           yield* shipped(incarnation, receipt.submissionId, "next", "two")
-          expect((yield* processDue(incarnation, receipt.submissionId))._tag).toBe("Settled")
+          expect(Option.isSome(yield* processHead(incarnation, "lane"))).toBe(true)
           // Settled: a repeat still answers as the first send did.
           expect(yield* shipped(incarnation, receipt.submissionId, "same", "one")).toMatchObject({
             replayed: true,
@@ -255,11 +251,8 @@ for (const harness of runtimeHarnesses) {
           expect((yield* rowOf(incarnation, receipt.submissionId)).dueAt).toBe(start + 2_000)
           // A late event ends the second wait, never the first: a replay takes the same branch.
           expect(yield* shipped(incarnation, receipt.submissionId, "late")).toMatchObject({ resumed: true })
-          const settled = yield* processDue(incarnation, receipt.submissionId)
-          expect(settled._tag === "Settled" ? settled.settlement.output : undefined).toEqual([
-            "timeout at step 0",
-            "late",
-          ])
+          const settled = yield* processHead(incarnation, "lane")
+          expect(Option.map(settled, (s) => s.output)).toEqual(Option.some(["timeout at step 0", "late"]))
           expect(yield* eventTags(incarnation, receipt.submissionId)).toEqual([
             "EventWaitTimedOut",
             "EventReceived",
@@ -281,8 +274,8 @@ for (const harness of runtimeHarnesses) {
             yield* send(incarnation, receipt.submissionId, "note", "good", { text: "hi" })
             expect(yield* processHead(incarnation, "lane")).toEqual(Option.none())
             yield* send(incarnation, receipt.submissionId, "go", "go", null)
-            const settled = yield* processDue(incarnation, receipt.submissionId)
-            expect(settled._tag === "Settled" ? settled.settlement.output : undefined).toBe("invalid bad")
+            const settled = yield* processHead(incarnation, "lane")
+            expect(Option.map(settled, (s) => s.output)).toEqual(Option.some("invalid bad"))
             const consumed = (yield* entriesOf(incarnation, receipt.submissionId)).flatMap((entry) =>
               entry._tag === "EventConsumed" ? [entry.eventId] : [],
             )

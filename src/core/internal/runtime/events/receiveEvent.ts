@@ -1,8 +1,9 @@
 /**
  * Events sent to a Submission: checked, then recorded as an input record (`EventReceived`) of
  * the Submission, at most once per `eventId`. A Submission parked on a wait for the event's name
- * is woken (due at once) in the transaction that records it; otherwise the event is appended
- * and kept until a wait takes it (see `recordInput`).
+ * is resumed (`ready`, as a child's settlement resumes its parent) in the transaction that
+ * records it; otherwise the event is appended and kept until a wait takes it (see
+ * `recordInput`).
  *
  * Only a wake creates work for the maintenance pass, so a host asks `previewEvent` first and
  * opens its mutation without advancing the generation when there is nothing to wake; if the
@@ -15,7 +16,7 @@ import { EventReceipt, EventRefused, type EventRefusalReason } from "../../../Ag
 import { declaredEvent, type DurableBindingFailure } from "../../../AgentRegistration.ts"
 import type { SubmissionId, ThreadId } from "../../../Identifiers.ts"
 import { SubmissionNotFound, type SubmissionSnapshot } from "../../ledger/model.ts"
-import { isParked, utf8ByteLength } from "../../ledger/rules.ts"
+import { isParked, unownedFence, utf8ByteLength } from "../../ledger/rules.ts"
 import type { Journal } from "../shared/journal.ts"
 import type { DurableWorkerFailure } from "../shared/model.ts"
 import { loadJournal, type RuntimeEnv } from "../shared/runtimeEnv.ts"
@@ -129,12 +130,6 @@ export const makeReceiveEvent = (env: RuntimeEnv) =>
               eventId: request.eventId,
               payload: request.payload,
             } as const
-            const fence = {
-              _tag: "Input",
-              submissionId: row.submissionId,
-              producerEpoch: row.producerEpoch,
-              state: row.state,
-            } as const
             return {
               _tag: "Write",
               value: {
@@ -142,7 +137,10 @@ export const makeReceiveEvent = (env: RuntimeEnv) =>
                 wrote: row.threadId,
               },
               write: decision.wakes
-                ? env.ledger.wake(fence, now, { entries: [entry], now })
+                ? env.ledger.transition(unownedFence(row, now, env.incarnation), "ready", {
+                    entries: [entry],
+                    now,
+                  })
                 : appendInput(env, row, entry, now),
             } as const
           }),

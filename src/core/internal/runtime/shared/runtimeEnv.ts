@@ -32,7 +32,6 @@ const LEDGER_WRITE_NAMES = {
   requestAbort: "request-abort",
   settle: "settle",
   claimDue: "claim-due",
-  wake: "wake",
 } as const satisfies Record<string, RuntimeLedgerWrite>
 
 type WriteKey = keyof typeof LEDGER_WRITE_NAMES | "parkTimed"
@@ -128,7 +127,6 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
     requestAbort: wrap("requestAbort"),
     settle: wrap("settle"),
     claimDue: wrap("claimDue"),
-    wake: wrap("wake"),
     // A timed park is a park: the same brackets.
     parkTimed: wrap("parkTimed"),
   }
