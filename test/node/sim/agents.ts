@@ -14,6 +14,7 @@ import {
   withDigest,
 } from "../../../src/core/AgentRegistration.ts"
 import type { HistoryEntry } from "../../../src/core/ThreadHistory.ts"
+import * as AgentEvent from "../../../src/core/AgentEvent.ts"
 
 /** What a submitted input asks for. */
 export const AgentInput = Schema.Struct({
@@ -120,6 +121,25 @@ const chat = define({
     }),
 })
 
+/** A parcel for the waiter; sent by the driver with ids drawn from a small pool. */
+export const Parcel = AgentEvent.make("parcel", Schema.Struct({ n: Schema.Int }))
+
+/** After a step, waits for `steps` parcels (each a stable wait) and lists what each carried. */
+const waiter = define({
+  id: "waiter",
+  version: "1",
+  input: AgentInput,
+  output: Schema.Array(Schema.Int),
+  events: [Parcel],
+  program: (input, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.step("ready", plain(ctx, "ready").pipe(Effect.as(input.n)))
+      const got: Array<number> = []
+      for (let index = 0; index < input.steps; index++) got.push((yield* ctx.waitForEvent(Parcel)).n)
+      return got
+    }),
+})
+
 /** What a delegator asks of its child. */
 export const DelegateInput = Schema.Struct({
   n: Schema.Int,
@@ -164,15 +184,22 @@ const delegator = define({
 })
 
 /** The agent kinds a lane can be given. */
-export type AgentKind = "stepper" | "charger" | "reviewer" | "chat" | "delegator"
+export type AgentKind = "stepper" | "charger" | "reviewer" | "chat" | "delegator" | "waiter"
 
 /** A deployment: which code the next incarnation runs. */
 export type Deployment = "full" | "without-reviewer" | "charger-changed"
 
 const registered: Record<Deployment, ReadonlyArray<AnyAgentDefinition>> = {
-  full: [stepper, charger, reviewer, chat, delegator],
-  "without-reviewer": [stepper, charger, chat, delegator],
-  "charger-changed": [stepper, withDigest(charger, "changed-charger-digest"), reviewer, chat, delegator],
+  full: [stepper, charger, reviewer, chat, delegator, waiter],
+  "without-reviewer": [stepper, charger, chat, delegator, waiter],
+  "charger-changed": [
+    stepper,
+    withDigest(charger, "changed-charger-digest"),
+    reviewer,
+    chat,
+    delegator,
+    waiter,
+  ],
 }
 
 /** The agents a deployment registers. */
@@ -198,6 +225,19 @@ export const expectedOutcome = (
     return settled === undefined
       ? { outcome: "failed" }
       : { outcome: "completed", output: childReport(settled) }
+  }
+  if (agentId === "waiter") {
+    // The parcels its waits took, in the order of the waits.
+    const payloads = new Map<string, unknown>()
+    for (const entry of entries)
+      if (entry._tag === "EventReceived") payloads.set(entry.eventId, entry.payload)
+    const taken = entries.flatMap((entry) => (entry._tag === "EventConsumed" ? [entry] : []))
+    return {
+      outcome: "completed",
+      output: taken
+        .toSorted((a, b) => a.step - b.step)
+        .map((entry) => (payloads.get(entry.eventId) as { readonly n: number }).n),
+    }
   }
   if (agentId === "chat") {
     if (denied) return { outcome: "failed" }

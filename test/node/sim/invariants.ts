@@ -124,6 +124,9 @@ export const makeMonitor = (view: WorldView) => {
   const settled = new Map<SubmissionId, string>()
   const seenRows = new Map<SubmissionId, object>()
   const journaled = new Set<string>()
+  /** Events recorded (by `submissionId:eventId`, with their name) and taken. */
+  const received = new Map<string, string>()
+  const consumed = new Set<string>()
   const historySettled = new Set<SubmissionId>()
   const external = new Map<string, number>()
   let feedSeen = 0
@@ -450,6 +453,31 @@ export const makeMonitor = (view: WorldView) => {
             earlier.every((other) => historySettled.has(other.submissionId)),
             () => `submission ${submissionId} started before an earlier one of lane ${row?.threadId} settled`,
           )
+          break
+        }
+        case "EventReceived": {
+          const key = `${submissionId}:${entry.eventId}`
+          check("event-once", !received.has(key), () => `event ${key} recorded twice`)
+          received.set(key, entry.event)
+          break
+        }
+        case "EventConsumed": {
+          // Taken once, by a wait for its own name, after it arrived.
+          const key = `${submissionId}:${entry.eventId}`
+          check(
+            "event-once",
+            received.get(key) === entry.event && !consumed.has(key),
+            () =>
+              `event ${key} taken at step ${entry.step} ${consumed.has(key) ? "again" : `as "${entry.event}" but received as "${received.get(key)}"`}`,
+          )
+          consumed.add(key)
+          const journal = `${submissionId}:EventConsumed:${entry.step}`
+          check(
+            "journal-once",
+            !journaled.has(journal),
+            () => `a second event taken at ${submissionId} step ${entry.step}`,
+          )
+          journaled.add(journal)
           break
         }
         case "StepCompleted":

@@ -19,7 +19,14 @@ import {
   SubmissionNotFound,
   type SubmissionSnapshot,
 } from "../../ledger/model.ts"
-import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged } from "./attemptState.ts"
+import {
+  type AttemptState,
+  type AttemptStop,
+  owedAtPark,
+  oversized,
+  ownerFence,
+  takeStaged,
+} from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
@@ -83,12 +90,13 @@ const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop
       case "Wait": {
         const now = yield* Clock.currentTimeMillis
         const { park } = stop
+        const entries = [...owedAtPark(attempt), ...park.entries]
         const parked = yield* entitled(
           ledger.parkTimed(ownerFence(attempt), {
             wait: park.wait,
             dueAt: park.dueAt,
             now,
-            ...(park.entries.length === 0 ? {} : { entries: park.entries }),
+            ...(entries.length === 0 ? {} : { entries }),
             ...(park.awaiting === undefined ? {} : { awaiting: park.awaiting }),
           }),
         )
@@ -101,6 +109,17 @@ const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop
       case "Suspend":
       case "Unknown": {
         const wait = stop._tag === "Suspend" ? "suspended" : "unknown"
+        const owed = owedAtPark(attempt)
+        if (owed.length > 0) {
+          yield* entitled(
+            attempt.env.history.appendAll(
+              attempt.claim.submissionId,
+              owed,
+              ownerFence(attempt),
+              yield* Clock.currentTimeMillis,
+            ),
+          )
+        }
         const left = yield* entitled(
           ledger.park(
             attempt.claim,

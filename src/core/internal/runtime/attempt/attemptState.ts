@@ -74,6 +74,15 @@ export const takeStaged = (attempt: AttemptState, entries: ReadonlyArray<History
   return all
 }
 
+/**
+ * The staged records a park must journal: a taken event's `EventConsumed`, with whatever was
+ * staged before it. A recovery or an event sender reads the journal of a parked row to decide
+ * whether an event is left for its wait, so a consumption never stays unjournaled across a park;
+ * a fired timer and an applied input may (a replay stages them again). @internal
+ */
+export const owedAtPark = (attempt: AttemptState): ReadonlyArray<HistoryEntry> =>
+  attempt.staged.some((entry) => entry._tag === "EventConsumed") ? takeStaged(attempt, []) : []
+
 /** Records why the Attempt stops (the first reason wins) and interrupts the program. @internal */
 export const halt = (attempt: AttemptState, stop: AttemptStop): Effect.Effect<never> =>
   Effect.suspend(() => {
