@@ -21,7 +21,20 @@ export const Reason = Schema.Union([
     /** Nonterminal Submissions ahead of it in the lane. */
     ahead: Schema.Int,
   }),
-  Schema.TaggedStruct("WaitingForApproval", { step: Schema.Int, since: Schema.Finite, payload: Schema.Json }),
+  Schema.TaggedStruct("WaitingForApproval", {
+    step: Schema.Int,
+    since: Schema.Finite,
+    payload: Schema.Json,
+    /** A request with a timeout closes undecided at this instant. */
+    timesOutAt: Schema.optionalKey(Schema.Finite),
+  }),
+  /** Parked on a wait for an event of this name, until one is sent (or the wait times out). */
+  Schema.TaggedStruct("WaitingForEvent", {
+    step: Schema.Int,
+    event: Schema.String,
+    since: Schema.Finite,
+    timesOutAt: Schema.optionalKey(Schema.Finite),
+  }),
   /** An uncertain step cut by a crash; `waitingFor` says whether its reconcile or a person settles it. */
   Schema.TaggedStruct("UnknownOutcome", {
     step: Schema.Int,
@@ -130,6 +143,7 @@ export const Invariant = Schema.Literals([
   "owed-work-has-alarm",
   "binding-waits-nonterminal",
   "settlement-agreement",
+  "event-once",
 ])
 export type Invariant = typeof Invariant.Type
 
