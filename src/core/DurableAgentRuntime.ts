@@ -79,6 +79,7 @@ export type { EventDelivery, EventPreview, EventRequest } from "./internal/runti
 export { RecoveryWorklist } from "./internal/runtime/recovery/recoveryExecute.ts"
 export {
   OpenApproval,
+  OpenRetry,
   OpenUncertainStep,
   ReconcileState,
   SubmissionInspection,

@@ -34,6 +34,7 @@ import { deriveObligations } from "../../src/internal/operator/obligations.ts"
 import { verifyStorage } from "../../src/internal/operator/verify.ts"
 
 const now = 1_000_000
+const TIMING = { minimumAlarmDelayMillis: 50, wakeScanIntervalMillis: 1_000 }
 
 const row = (id: string, sequence: number, state: SubmissionState, extra: Partial<SubmissionSnapshot> = {}) =>
   SubmissionSnapshot.make({
@@ -252,7 +253,8 @@ describe("obligations", () => {
     hostDeadline: Option.none<number>(),
     publicationDeadline: Option.none<number>(),
     now,
-    timing: { minimumAlarmDelayMillis: 50, wakeScanIntervalMillis: 1_000 },
+    timing: TIMING,
+    timerCoalesceMillis: 10,
     passRunning: false,
   })
 
@@ -373,6 +375,8 @@ describe("verify", () => {
       reports: [],
       now,
       passRunning: false,
+      timing: TIMING,
+      timerCoalesceMillis: 10,
     })
     expect(found.violations.map((v) => [v.invariant, v.submissionIds])).toEqual([
       ["one-settlement", ["a"]],
@@ -404,6 +408,8 @@ describe("verify", () => {
       reports: [],
       now,
       passRunning: false,
+      timing: TIMING,
+      timerCoalesceMillis: 10,
     })
     expect(found.violations.map((v) => [v.invariant, v.message])).toEqual([
       ["event-once", "event x of w is recorded twice"],
@@ -422,6 +428,8 @@ describe("verify", () => {
       reports: [report(queued, { _tag: "ApplyInput" })],
       now,
       passRunning: false,
+      timing: TIMING,
+      timerCoalesceMillis: 10,
     })
     expect(found.violations.map((v) => v.invariant)).toEqual([
       "nonterminal-counted",

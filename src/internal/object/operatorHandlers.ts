@@ -115,6 +115,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
           publicationDeadline: yield* publication.pendingDeadline,
           now: yield* Clock.currentTimeMillis,
           timing: alarmTiming(config),
+          timerCoalesceMillis: config.timerCoalesceMillis,
           passRunning,
         })
       })
@@ -125,11 +126,14 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
     Effect.gen(function* () {
       const runtime = yield* DurableAgentRuntime
       const alarm = yield* DurableAlarmService
+      const config = yield* CloudflareDurableRuntimeConfig
       const read = Effect.gen(function* () {
         const maintenance = yield* readMaintenanceView
         const passRunning = yield* alarm.passRunning
         const { rows, counted } = yield* readLedger
         return verifyStorage({
+          timing: alarmTiming(config),
+          timerCoalesceMillis: config.timerCoalesceMillis,
           maintenance,
           rows,
           records: yield* readAllHistory,
@@ -140,7 +144,10 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
         })
       })
       return yield* confirmed(read, (report) =>
-        report.violations.some((violation) => violation.invariant === "owed-work-has-alarm"),
+        report.violations.some(
+          (violation) =>
+            violation.invariant === "owed-work-has-alarm" || violation.invariant === "timer-has-alarm",
+        ),
       )
     }),
 

@@ -43,6 +43,24 @@ export const Reason = Schema.Union([
     waitingFor: Schema.Literals(["reconciliation", "operator"]),
     reconcile: ReconcileState,
   }),
+  /** A durable sleep at call `step`: it resumes at `until`. */
+  Schema.TaggedStruct("Sleeping", {
+    step: Schema.Int,
+    name: Schema.String,
+    until: Schema.Finite,
+    since: Schema.Finite,
+  }),
+  /** A retried step between attempts: `attempt` of `attempts` failed, the next runs at `nextAttemptAt`. */
+  Schema.TaggedStruct("RetryBackoff", {
+    step: Schema.Int,
+    name: Schema.String,
+    attempt: Schema.Int,
+    attempts: Schema.optionalKey(Schema.Int),
+    nextAttemptAt: Schema.Finite,
+    lastError: Schema.String,
+  }),
+  /** Admitted with `notBefore`: it starts then. */
+  Schema.TaggedStruct("Delayed", { notBefore: Schema.Finite }),
   /** The running code has no compatible agent; the next try is at `nextTryAt`. */
   Schema.TaggedStruct("BindingWait", {
     agentId: AgentId,
@@ -92,6 +110,8 @@ export const ObligationSource = Schema.Literals([
   "lease-expiry",
   /** A failed reconcile of an Unknown Outcome runs again after this. */
   "reconcile-retry",
+  /** A timed wait (a sleep, a retry's backoff, a reconcile's next try, a delayed start) is due. */
+  "timer",
   /** Host maintenance, message delivery or projection deadline. */
   "host-deadline",
   /** Required publication must drain before native work. */
@@ -143,6 +163,15 @@ export const Invariant = Schema.Literals([
   "owed-work-has-alarm",
   "binding-waits-nonterminal",
   "settlement-agreement",
+  /** A waiting Submission has a due time. */
+  "timed-wait-shape",
+  /** The maintenance record's due bound is no later than any timed wait (or a generation is owed). */
+  "timer-covered",
+  /** A timed wait has an alarm by its due time (plus the coalescing window). */
+  "timer-has-alarm",
+  /** A retried step's failed attempts count up from 1 and their due times never move earlier. */
+  "retry-monotone",
+  /** Each event is recorded once per Submission and taken at most once, by a wait for its name. */
   "event-once",
 ])
 export type Invariant = typeof Invariant.Type

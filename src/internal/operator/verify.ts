@@ -14,6 +14,8 @@ import { hasAutonomousWork, indexReports } from "../maintenance/classify.ts"
 import type { MaintenanceView } from "./explain.ts"
 import { eventViolations } from "./verifyEvents.ts"
 import { type Invariant, Invariant as InvariantSchema, VerifyReport, Violation } from "./reports.ts"
+import type { AlarmTiming } from "../maintenance/alarmPolicy.ts"
+import { verifyTimers } from "./verifyTimers.ts"
 
 /** @internal */
 export interface VerifyInput {
@@ -28,6 +30,9 @@ export interface VerifyInput {
   readonly now: number
   /** A pass runs now: its finish writes the alarm, so an empty slot is not a violation. */
   readonly passRunning: boolean
+  readonly timing: AlarmTiming
+  /** `timerCoalesceMillis`: how late past its due time a timed wait's alarm may be. */
+  readonly timerCoalesceMillis: number
 }
 
 /** Every invariant `verify` checks. */
@@ -264,6 +269,8 @@ export const verifyStorage = (input: VerifyInput): VerifyReport => {
       }
     }
   }
+
+  violations.push(...verifyTimers(input))
 
   return VerifyReport.make({
     submissions: rows.length,

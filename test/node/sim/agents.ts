@@ -4,7 +4,7 @@
  * waits for an approval. Each completed output is a pure function of the input and the
  * recorded resolutions, so the end of a run can check every settlement against it.
  */
-import { Context, Effect, Schema } from "effect"
+import { Clock, Context, Effect, Schema } from "effect"
 import type { AgentContext } from "../../../src/core/AgentContext.ts"
 import {
   AgentFailure,
@@ -140,6 +140,45 @@ const waiter = define({
     }),
 })
 
+/** A step, a durable sleep of `sleep` × 10 ms (up to 12 s), and a step after it. */
+const napper = define({
+  id: "napper",
+  version: "1",
+  input: AgentInput,
+  output: Schema.Int,
+  program: (input, ctx) =>
+    Effect.gen(function* () {
+      const before = yield* ctx.step("before", plain(ctx, "before").pipe(Effect.as(input.n)))
+      yield* ctx.sleep("nap", input.sleep * 10)
+      return yield* ctx.step("after", plain(ctx, "after").pipe(Effect.as(before + input.steps)))
+    }),
+})
+
+/**
+ * A step retried after durable backoffs: an attempt fails unless the virtual clock and the
+ * input agree (so a run may succeed early, late or never); it gives up after three attempts.
+ */
+const retrier = define({
+  id: "retrier",
+  version: "1",
+  input: AgentInput,
+  output: Schema.String,
+  program: (input, ctx) =>
+    ctx
+      .step(
+        "flaky",
+        Effect.gen(function* () {
+          yield* plain(ctx, "flaky")
+          const now = yield* Clock.currentTimeMillis
+          if (input.fail || (now + input.n) % 3 !== 0)
+            return yield* new AgentFailure({ message: "the service is down" })
+          return `ok-${input.n}`
+        }),
+        { retry: { attempts: 3, backoff: { baseMillis: 200, jitter: 0.5 } } },
+      )
+      .pipe(Effect.catchTag("AgentFailure", () => Effect.succeed("gave-up"))),
+})
+
 /** What a delegator asks of its child. */
 export const DelegateInput = Schema.Struct({
   n: Schema.Int,
@@ -184,20 +223,23 @@ const delegator = define({
 })
 
 /** The agent kinds a lane can be given. */
-export type AgentKind = "stepper" | "charger" | "reviewer" | "chat" | "delegator" | "waiter"
+export type AgentKind =
+  "stepper" | "charger" | "reviewer" | "chat" | "delegator" | "napper" | "retrier" | "waiter"
 
 /** A deployment: which code the next incarnation runs. */
 export type Deployment = "full" | "without-reviewer" | "charger-changed"
 
 const registered: Record<Deployment, ReadonlyArray<AnyAgentDefinition>> = {
-  full: [stepper, charger, reviewer, chat, delegator, waiter],
-  "without-reviewer": [stepper, charger, chat, delegator, waiter],
+  full: [stepper, charger, reviewer, chat, delegator, napper, retrier, waiter],
+  "without-reviewer": [stepper, charger, chat, delegator, napper, retrier, waiter],
   "charger-changed": [
     stepper,
     withDigest(charger, "changed-charger-digest"),
     reviewer,
     chat,
     delegator,
+    napper,
+    retrier,
     waiter,
   ],
 }
@@ -238,6 +280,15 @@ export const expectedOutcome = (
         .toSorted((a, b) => a.step - b.step)
         .map((entry) => (payloads.get(entry.eventId) as { readonly n: number }).n),
     }
+  }
+  if (agentId === "napper") {
+    const { n, steps } = input as AgentInput
+    return { outcome: "completed", output: n + steps }
+  }
+  if (agentId === "retrier") {
+    // The step's own record says whether an attempt succeeded.
+    const done = entries.find((entry) => entry._tag === "StepCompleted" && entry.step === 0)
+    return { outcome: "completed", output: done?._tag === "StepCompleted" ? done.result : "gave-up" }
   }
   if (agentId === "chat") {
     if (denied) return { outcome: "failed" }

@@ -190,6 +190,8 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
       chat: 2,
       delegator: 3,
       waiter: 2,
+      napper: 2,
+      retrier: 2,
     })
     if (!admitsSharedDigest(world.deployment, kind)) return undefined
     const key = `key-${requests.length + 1}`

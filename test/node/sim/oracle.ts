@@ -96,6 +96,17 @@ export const isStableWait = (store: MemoryStore, row: SubmissionSnapshot): boole
   }
 }
 
+/**
+ * A timed wait: a row parked until its due time (`waiting`), or claimed in place by the due path
+ * (`running` with a due time). No outside actor has to move it: its alarm does.
+ */
+export const isTimedWait = (row: SubmissionSnapshot): boolean =>
+  !row.abortRequested && row.dueAt !== undefined && (row.state === "waiting" || row.state === "running")
+
+/** Every timed wait of the Object. */
+export const timedWaits = (store: MemoryStore): ReadonlyArray<SubmissionSnapshot> =>
+  [...store.rows.values()].filter(isTimedWait)
+
 /** Whether the outbox holds a message still to be sent (its dependency acknowledged). */
 export const hasPendingMessages = (store: MemoryStore): boolean =>
   [...store.outbox.values()].some(
@@ -121,7 +132,8 @@ export const lanes = (store: MemoryStore): ReadonlyArray<LaneView> => {
     const rows = lane.nonterminal.flatMap((id) => store.rows.get(id) ?? [])
     const head = rows[0]
     if (head === undefined) continue
-    const headWaits = isStableWait(store, head)
+    // A timed wait is covered by its own alarm (the `timer-covered` invariant), not a backoff.
+    const headWaits = isStableWait(store, head) || isTimedWait(head)
     const autonomous =
       !headWaits ||
       rows.slice(1).some(
