@@ -5,12 +5,11 @@
  * settlement. The marginal cost of an event is its scenario minus the same program without the
  * wait (the one-step Submission, 13 rows on a fresh Object: the bench's 12 and the record's
  * first write). Figures are printed for bench/results.md; the test checks the marginal costs the
- * design budgets and that each scenario settles as intended. The timed-out wait is served by
- * `attemptDueHead` directly, as the pass's due source will.
+ * design budgets and that each scenario settles as intended.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { env, runInDurableObject } from "cloudflare:test"
-import { type Context, DateTime, Effect, Schema } from "effect"
+import { type Context, Effect, Schema } from "effect"
 import { meterState } from "../../bench/worker/meter.ts"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { define } from "../../src/core/AgentRegistration.ts"
@@ -94,11 +93,9 @@ const measure = (scenario: Scenario) =>
               yield* pass
             }
             if (scenario === "timed out") {
-              // The due path of the maintenance pass serves timed waits; here it is driven directly.
+              // Past the due time, the pass's due source serves the wait.
               yield* Effect.sleep(5)
-              yield* built.runtime.attemptDueHead(receipt.submissionId as SubmissionId, {
-                yieldAfter: DateTime.makeUnsafe(Date.now() + 60_000),
-              })
+              yield* pass
             }
             yield* pass
             // As bench/drivers.ts counts them: SQL rows (index entries included) and KV keys written.
@@ -132,10 +129,12 @@ describe("billed rows of events", () => {
       )
       // The design's budget (docs/design/durable-primitives.md §3.7): an event kept for a later
       // wait costs its record (2); one that ends a wait costs the park, the record's write, the
-      // resumption and the second Attempt (9, 10 with a timeout's due entry).
+      // resumption and the second Attempt (9, 10 with a timeout's due entry); a timeout costs the
+      // park, the record's write, the due claim and its own record (7).
       expect(figures["event before the wait"]! - base).toBe(2)
       expect(figures["event after the wait"]! - base).toBe(9)
       expect(figures["event after a timed wait"]! - base).toBe(10)
+      expect(figures["timed out"]! - base).toBe(7)
       expect(outputs).toEqual({
         "one step": "none",
         "event before the wait": "true",
