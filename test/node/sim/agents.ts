@@ -124,7 +124,10 @@ const chat = define({
 /** A parcel for the waiter; sent by the driver with ids drawn from a small pool. */
 export const Parcel = AgentEvent.make("parcel", Schema.Struct({ n: Schema.Int }))
 
-/** After a step, waits for `steps` parcels (each a stable wait) and lists what each carried. */
+/**
+ * After a step, waits for `steps` parcels and lists what each carried: stable waits, or with
+ * `sleep` above 0 waits that time out after `sleep` × 10 ms (-1 in the list).
+ */
 const waiter = define({
   id: "waiter",
   version: "1",
@@ -135,7 +138,16 @@ const waiter = define({
     Effect.gen(function* () {
       yield* ctx.step("ready", plain(ctx, "ready").pipe(Effect.as(input.n)))
       const got: Array<number> = []
-      for (let index = 0; index < input.steps; index++) got.push((yield* ctx.waitForEvent(Parcel)).n)
+      for (let index = 0; index < input.steps; index++) {
+        got.push(
+          input.sleep === 0
+            ? (yield* ctx.waitForEvent(Parcel)).n
+            : yield* ctx.waitForEvent(Parcel, { timeoutMillis: input.sleep * 10 }).pipe(
+                Effect.map((parcel) => parcel.n),
+                Effect.catchTag("EventTimeout", () => Effect.succeed(-1)),
+              ),
+        )
+      }
       return got
     }),
 })
@@ -269,16 +281,20 @@ export const expectedOutcome = (
       : { outcome: "completed", output: childReport(settled) }
   }
   if (agentId === "waiter") {
-    // The parcels its waits took, in the order of the waits.
+    // The parcels its waits took (-1 for a wait that timed out), in the order of the waits.
     const payloads = new Map<string, unknown>()
     for (const entry of entries)
       if (entry._tag === "EventReceived") payloads.set(entry.eventId, entry.payload)
-    const taken = entries.flatMap((entry) => (entry._tag === "EventConsumed" ? [entry] : []))
+    const ended = entries.flatMap((entry) =>
+      entry._tag === "EventConsumed"
+        ? [[entry.step, (payloads.get(entry.eventId) as { readonly n: number }).n] as const]
+        : entry._tag === "EventWaitTimedOut"
+          ? [[entry.step, -1] as const]
+          : [],
+    )
     return {
       outcome: "completed",
-      output: taken
-        .toSorted((a, b) => a.step - b.step)
-        .map((entry) => (payloads.get(entry.eventId) as { readonly n: number }).n),
+      output: ended.toSorted((a, b) => a[0] - b[0]).map(([, n]) => n),
     }
   }
   if (agentId === "napper") {

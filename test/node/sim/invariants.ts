@@ -137,6 +137,8 @@ export const makeMonitor = (view: WorldView) => {
   /** Events recorded (by `submissionId:eventId`, with their name) and taken. */
   const received = new Map<string, string>()
   const consumed = new Set<string>()
+  /** Event waits that timed out, by `submissionId:step`. */
+  const timedOut = new Set<string>()
   const historySettled = new Set<SubmissionId>()
   const external = new Map<string, number>()
   let feedSeen = 0
@@ -510,6 +512,17 @@ export const makeMonitor = (view: WorldView) => {
           )
           break
         }
+        case "EventWaitTimedOut": {
+          // Final: the wait that timed out never takes an event, and times out once.
+          const key = `${submissionId}:${entry.step}`
+          check(
+            "event-once",
+            !timedOut.has(key) && !journaled.has(`${submissionId}:EventConsumed:${entry.step}`),
+            () => `the wait at ${submissionId} step ${entry.step} timed out twice or after taking an event`,
+          )
+          timedOut.add(key)
+          break
+        }
         case "EventReceived": {
           const key = `${submissionId}:${entry.eventId}`
           check("event-once", !received.has(key), () => `event ${key} recorded twice`)
@@ -526,6 +539,11 @@ export const makeMonitor = (view: WorldView) => {
               `event ${key} taken at step ${entry.step} ${consumed.has(key) ? "again" : `as "${entry.event}" but received as "${received.get(key)}"`}`,
           )
           consumed.add(key)
+          check(
+            "event-once",
+            !timedOut.has(`${submissionId}:${entry.step}`),
+            () => `the wait at ${submissionId} step ${entry.step} took ${entry.eventId} after it timed out`,
+          )
           const journal = `${submissionId}:EventConsumed:${entry.step}`
           check(
             "journal-once",
