@@ -33,6 +33,7 @@ import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
 import { toPortResult } from "./internal/object/portCall.ts"
 import { portCall } from "./internal/object/portHandlers.ts"
 import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
+import { RoutedPort } from "./RoutedPort.ts"
 
 /** A dispatched call, whichever it is. */
 type AnyDispatchedCall = (
@@ -84,7 +85,7 @@ export type ThreadObjectClass = new (
 export const layer: <EP = never, RP = never, EJ = never, RJ = never>(
   registrations: ReadonlyArray<AnyAgentDefinition>,
   options?: ThreadLayerOptions<EP, RP, EJ, RJ>,
-) => Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> = threadLayer
+) => Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> = threadLayer(RoutedPort)
 
 /**
  * Builds the Durable Object class of an application layer (`layer(agents)` composed with the
@@ -109,7 +110,7 @@ export function make<E>(
   const incarnation = (ctx: DurableObjectState, env: Cloudflare.Env) =>
     application.pipe(
       Layer.provideMerge(namespaceLayer(ctx, env, options.namespaceBinding)),
-      Layer.provideMerge(platformLayer(ctx, env, options)),
+      Layer.provideMerge(platformLayer(ctx, env, options, RoutedPort.layer)),
       Layer.provideMerge(metricsLayer),
     ) as Layer.Layer<ThreadObjectServices, unknown>
 

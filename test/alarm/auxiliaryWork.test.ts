@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, DateTime, Deferred, Effect, Exit, Fiber } from "effect"
-import { DurableAlarmError } from "../../src/Alarm.ts"
+import { ThreadHostMaintenanceError } from "../../src/Alarm.ts"
 import { ThreadProjectionError } from "../../src/core/ThreadProjectionMaintenance.ts"
 import {
   advance,
@@ -221,7 +221,11 @@ describe("auxiliary work of a pass", () => {
           yield* dayAhead
           yield* putRawState(ctx, caughtUpRecord(5n))
           const resources = makeResources()
-          const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+          const refused = new ThreadHostMaintenanceError({
+            hook: "outbox",
+            operation: "host outbox",
+            message: "relay unavailable",
+          })
           const failpoints = yield* maintenanceSwitchboard()
           const liveAtRetry: Array<number> = []
           yield* failpoints.once(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { DurableAlarmError, type ThreadPublicationService } from "../../src/Alarm.ts"
+import { ThreadHostMaintenanceError, type ThreadPublicationService } from "../../src/Alarm.ts"
 import {
   caughtUpRecord,
   deadlineAt,
@@ -24,7 +24,11 @@ const reportOf = (report: {
   alarm: string
 }) => [report.phase, report.recovered, report.settled, report.nonterminal, report.alarm]
 
-const relayRefused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+const relayRefused = new ThreadHostMaintenanceError({
+  hook: "outbox",
+  operation: "host outbox",
+  message: "relay unavailable",
+})
 
 /** A host whose drain fails with `relayRefused` while `failing` is set. */
 const flakyHost = () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { DurableAlarmError } from "../../src/Alarm.ts"
+import { DurableAlarmError, ThreadHostMaintenanceError } from "../../src/Alarm.ts"
 import { backoffDelay } from "../../src/internal/maintenance/backoff.ts"
 import { REARM_DEADLINE_READ_MILLIS } from "../../src/internal/maintenance/rearm.ts"
 import {
@@ -20,7 +20,11 @@ import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
 import { incarnation } from "../support/incarnation.ts"
 
-const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+const refused = new ThreadHostMaintenanceError({
+  hook: "outbox",
+  operation: "host outbox",
+  message: "relay unavailable",
+})
 const failingHost = (overrides: Parameters<typeof hostHooks>[0] = {}) =>
   hostHooks({ drainUntil: () => Effect.fail(refused), ...overrides })
 const defaults = { alarmBackoffBase: 100, alarmBackoffCap: 5_000 }
@@ -131,7 +135,8 @@ describe("failure rearming", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         yield* putRawState(ctx, caughtUpRecord(5n))
-        const unreadable = new DurableAlarmError({
+        const unreadable = new ThreadHostMaintenanceError({
+          hook: "outbox",
           operation: "read host deadline",
           message: "index unavailable",
         })
@@ -176,7 +181,11 @@ describe("failure rearming", () => {
           // A host mutation commits a newer generation during the event, then the host fails.
           const { maintenance } = yield* incarnation(ctx, {
             host: failingHost({
-              drainUntil: () => Effect.andThen(gate.withMutation(Effect.void), Effect.fail(refused)),
+              drainUntil: () =>
+                gate.withMutation(Effect.void).pipe(
+                  Effect.mapError(() => refused),
+                  Effect.andThen(Effect.fail(refused)),
+                ),
             }),
           })
           yield* Effect.exit(withJitter(0.99)(maintenance.pass))

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
-import { DurableAlarmError, type ThreadPublicationService } from "../../src/Alarm.ts"
+import { ThreadPublicationError, type ThreadPublicationService } from "../../src/Alarm.ts"
 import { caughtUpRecord, deadlineAt, failureOf } from "./fixtures.ts"
 import { dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
@@ -8,7 +8,7 @@ import { incarnation } from "../support/incarnation.ts"
 
 const publicationLogging = (
   log: Array<string>,
-  drain: Effect.Effect<void, DurableAlarmError> = Effect.void,
+  drain: Effect.Effect<void, ThreadPublicationError> = Effect.void,
 ) =>
   ({
     invalidate: Effect.sync(() => log.push("invalidate")),
@@ -61,7 +61,10 @@ describe("ThreadMaintenance.withMutation", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const log: Array<string> = []
-        const refused = new DurableAlarmError({ operation: "publish", message: "destination unavailable" })
+        const refused = new ThreadPublicationError({
+          operation: "publish",
+          message: "destination unavailable",
+        })
         const { maintenance } = yield* incarnation(ctx, {
           publication: publicationLogging(log, Effect.fail(refused)),
         })

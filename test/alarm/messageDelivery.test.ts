@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, DateTime, Deferred, Effect, Fiber, Option } from "effect"
-import type { ThreadMessageDeliveryService } from "../../src/Alarm.ts"
+import type { ThreadMessageDeliveryService } from "../../src/internal/maintenance/hooks.ts"
 import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { type DeliveryOutcome, MessageOutbox, type NewMessage } from "../../src/core/MessageOutbox.ts"
 import { undeliverableIsFinal } from "../../src/core/internal/runtime/children/children.ts"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { DurableAlarmError } from "../../src/Alarm.ts"
+import { ThreadHostMaintenanceError } from "../../src/Alarm.ts"
 import { advance, caughtUpRecord, failureOf, hostHooks, isDone, storedRetry } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
@@ -60,7 +60,11 @@ describe("overlapping passes", () => {
         yield* putRawState(ctx, caughtUpRecord(5n))
         const failpoints = yield* maintenanceSwitchboard()
         const rearming = yield* failpoints.pause("maintenance:retry:before")
-        const refused = new DurableAlarmError({ operation: "host outbox", message: "relay unavailable" })
+        const refused = new ThreadHostMaintenanceError({
+          hook: "outbox",
+          operation: "host outbox",
+          message: "relay unavailable",
+        })
         const { maintenance } = yield* incarnation(ctx, {
           maintenance: failpoints.handler,
           host: hostHooks({ drainUntil: () => Effect.fail(refused) }),

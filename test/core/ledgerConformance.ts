@@ -11,6 +11,7 @@ import { delayedCases } from "./SubmissionLedgerDelayedCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
 import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
+import { pageCases } from "./SubmissionLedgerPageCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
 import { timedCases } from "./SubmissionLedgerTimedCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
@@ -28,4 +29,5 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     operatorReadCases(harness)
     timedCases(harness)
     delayedCases(harness)
+    pageCases(harness)
   })

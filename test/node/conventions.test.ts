@@ -66,26 +66,17 @@ const KEPT_DURATION_FIELDS = new Set([
   "wakeScanInterval",
 ])
 
-/**
- * Import cycles among modules that other work is reshaping now: the maintenance pass's phases
- * are being separated. Each goes when that lands.
- */
-const KNOWN_CYCLES: Record<string, string> = {
-  "internal/maintenance/observation.ts internal/maintenance/pass.ts internal/maintenance/rearm.ts":
-    "the maintenance pass's phases are being separated",
-}
+/** Import cycles among modules that other work is reshaping now. None is left. */
+const KNOWN_CYCLES: Record<string, string> = {}
 
 /**
  * A public module owns its service, so `internal/` may read a tag from one that stands on its
  * own (`CloudflareBindings`, `CloudflareConfig`); a public module that is itself built on
- * `internal/` would make the floors run in a circle. These imports are being removed as
- * RoutedPort's implementation moves out of `internal/`.
+ * `internal/` would make the floors run in a circle: `internal/` then takes its tag or layer
+ * as an argument from the public module that composes it (as `ThreadObject` hands `RoutedPort`
+ * to the Object's layers). None is left.
  */
-const KNOWN_UPWARD_IMPORTS: Record<string, string> = {
-  "internal/delivery/driver.ts -> RoutedPort.ts": "RoutedPort's implementation is moving out of internal/",
-  "internal/delivery/layer.ts -> RoutedPort.ts": "RoutedPort's implementation is moving out of internal/",
-  "internal/object/layers.ts -> RoutedPort.ts": "RoutedPort's implementation is moving out of internal/",
-}
+const KNOWN_UPWARD_IMPORTS: Record<string, string> = {}
 
 const isInternal = (path: string) => path.startsWith("internal/") || path.includes("/internal/")
 const isTopPublic = (path: string) => !path.includes("/")

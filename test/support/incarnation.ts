@@ -14,12 +14,12 @@ import {
   type ThreadHostMaintenanceService,
   ThreadMaintenance,
   type ThreadMaintenanceFailpointHandler,
-  type ThreadMessageDeliveryService,
   ThreadMutationGate,
   ThreadPublication,
   type ThreadPublicationService,
 } from "../../src/Alarm.ts"
 import type { CloudflareDurableRuntimeConfigOverrides } from "../../src/CloudflareConfig.ts"
+import type { ThreadMessageDeliveryService } from "../../src/internal/maintenance/hooks.ts"
 import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
@@ -28,6 +28,7 @@ import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../src/core/ThreadProjectionMaintenance.ts"
 import { platformLayer, threadLayer } from "../../src/internal/object/layers.ts"
 import type * as ThreadObject from "../../src/ThreadObject.ts"
+import { RoutedPort } from "../../src/RoutedPort.ts"
 import { failpoints } from "../../src/Testing.ts"
 
 /** What one incarnation runs with; everything defaults to what an application leaves out. */
@@ -44,6 +45,11 @@ export interface IncarnationOptions {
   /** Replaces the native message delivery. */
   readonly messages?: ThreadMessageDeliveryService
   readonly host?: ThreadHostMaintenanceService
+  /**
+   * Host maintenance as an application provides it to `ThreadObject.layer`: a layer over the
+   * platform (e.g. `ThreadHostMaintenance.all([...])`). Takes the place of `host`.
+   */
+  readonly hostLayer?: Layer.Layer<never, unknown, ThreadObject.ThreadObjectPlatform>
 }
 
 type IncarnationServices = ThreadObject.ThreadObjectPlatform | ThreadObject.ThreadObjectThread
@@ -61,7 +67,8 @@ export interface Incarnation {
 }
 
 const contextValues = (options: IncarnationOptions) =>
-  options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host)
+  options.hostLayer ??
+  (options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host))
 
 /** Builds a fresh incarnation over the Object's storage, into the current scope. */
 export const incarnation = (
@@ -70,14 +77,19 @@ export const incarnation = (
 ): Effect.Effect<Incarnation, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { maintenance, runtime } = options
-    const platform = platformLayer(ctx, env, {
-      ...(options.config === undefined ? {} : { config: options.config }),
-      failpoints: failpoints({
-        ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
-        ...(runtime === undefined ? {} : { runtime: () => runtime }),
-      }),
-    })
-    const thread = threadLayer(
+    const platform = platformLayer(
+      ctx,
+      env,
+      {
+        ...(options.config === undefined ? {} : { config: options.config }),
+        failpoints: failpoints({
+          ...(maintenance === undefined ? {} : { maintenance: () => maintenance }),
+          ...(runtime === undefined ? {} : { runtime: () => runtime }),
+        }),
+      },
+      RoutedPort.layer,
+    )
+    const thread = threadLayer(RoutedPort)(
       options.agents ?? [],
       {
         ...(options.publication === undefined

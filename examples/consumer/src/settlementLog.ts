@@ -1,14 +1,19 @@
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import {
-  DurableAlarmError,
   ThreadHostMaintenance,
+  ThreadHostMaintenanceError,
   ThreadMutationGate,
 } from "@effect-agent/platform-cloudflare/Alarm"
 import { ThreadHistory } from "@effect-agent/platform-cloudflare/ThreadHistory"
 
 const failed = (operation: string) => (cause: unknown) =>
-  new DurableAlarmError({ operation, message: `the settlement log could not ${operation}`, cause })
+  new ThreadHostMaintenanceError({
+    hook: "settlement-log",
+    operation,
+    message: `the settlement log could not ${operation}`,
+    cause,
+  })
 
 /**
  * A host maintenance hook: each settlement becomes a row of this Object's own `settlement_log`
@@ -42,8 +47,11 @@ export const SettlementLog = Layer.effect(
           yield* sql`INSERT OR REPLACE INTO settlement_log_cursor VALUES (1, ${feed.last})`
         }),
       )
-    }).pipe(Effect.mapError(failed("record settlements")))
-    const record = gate.withMutation(collect, { invalidatesRecovery: false })
+    })
+    // A failure of its own, or of the gate's prearm, is this hook's error.
+    const record = gate
+      .withMutation(collect, { invalidatesRecovery: false })
+      .pipe(Effect.mapError(failed("record settlements")))
 
     return {
       dispatchTimeoutMillis: 1_000,

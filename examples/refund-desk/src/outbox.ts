@@ -15,8 +15,8 @@
 import { Clock, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import {
-  DurableAlarmError,
   ThreadHostMaintenance,
+  ThreadHostMaintenanceError,
   ThreadMutationGate,
 } from "@effect-agent/platform-cloudflare/Alarm"
 import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
@@ -47,7 +47,12 @@ const retryDelay = (attempts: number) => Math.min(60_000, 1_000 * 2 ** attempts)
 const encodeEnvelope = Schema.encodeSync(Schema.fromJsonString(Envelope))
 
 const outboxError = (operation: string) => (cause: unknown) =>
-  new DurableAlarmError({ operation, message: `the refund outbox could not ${operation}`, cause })
+  new ThreadHostMaintenanceError({
+    hook: "refund-outbox",
+    operation,
+    message: `the refund outbox could not ${operation}`,
+    cause,
+  })
 
 /** The outbox hook, built once per incarnation over the Object's own storage. */
 export const RefundOutbox = Layer.effect(
@@ -60,10 +65,11 @@ export const RefundOutbox = Layer.effect(
     yield* Effect.forEach(migrations, (statement) => sql.unsafe(statement), { discard: true })
     const inbox = () => env.RELAY.getByName("relay") as unknown as RelayInboxRpc
 
+    // Receipt-only bookkeeping; a failure of the write or of the gate's prearm is this hook's.
     const receipt = (operation: string, statement: string, params: ReadonlyArray<unknown>) =>
-      gate.withMutation(Effect.mapError(sql.unsafe(statement, params), outboxError(operation)), {
-        invalidatesRecovery: false,
-      })
+      gate
+        .withMutation(sql.unsafe(statement, params), { invalidatesRecovery: false })
+        .pipe(Effect.mapError(outboxError(operation)))
 
     // Persist envelopes for new settlements before any dispatch, with the cursor, atomically.
     const collect = Effect.gen(function* () {
@@ -91,7 +97,10 @@ export const RefundOutbox = Layer.effect(
           yield* sql`UPDATE refund_outbox_cursor SET position = ${feed.last} WHERE id = 1`
         }),
       )
-    }).pipe(Effect.mapError(outboxError("collect settlements")))
+    })
+    const collected = gate
+      .withMutation(collect, { invalidatesRecovery: false })
+      .pipe(Effect.mapError(outboxError("collect settlements")))
 
     const dispatch = (row: { envelope_id: string; payload: string; attempts: number }) =>
       // RPC arguments are structured-cloned: send the encoded envelope, not the class instance.
@@ -126,7 +135,7 @@ export const RefundOutbox = Layer.effect(
 
     const wave = (dispatchUntil: DateTime.Utc) =>
       Effect.gen(function* () {
-        yield* gate.withMutation(collect, { invalidatesRecovery: false })
+        yield* collected
         const now = yield* Clock.currentTimeMillis
         // Admit the wave only if its whole allowance fits before the horizon.
         if (now + waveSize * dispatchMillis > DateTime.toEpochMillis(dispatchUntil)) return
@@ -153,10 +162,7 @@ export const RefundOutbox = Layer.effect(
     return {
       dispatchTimeoutMillis: waveSize * dispatchMillis,
       drainUntil: (sourceFinished, dispatchUntil) =>
-        wave(dispatchUntil).pipe(
-          Effect.andThen(sourceFinished),
-          Effect.andThen(gate.withMutation(collect, { invalidatesRecovery: false })),
-        ),
+        wave(dispatchUntil).pipe(Effect.andThen(sourceFinished), Effect.andThen(collected)),
       pendingDeadline,
     }
   }),

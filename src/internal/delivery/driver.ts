@@ -20,10 +20,11 @@ import { answers, type DeliveryOutcome, type OutboxMessage } from "../../core/in
 import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
 import type { MessageOutbox } from "../../core/MessageOutbox.ts"
 import type { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
-import { type PortFailure, PortUnavailable, type RoutedPort } from "../../RoutedPort.ts"
+import type { RoutedPort } from "../../RoutedPort.ts"
 import { alarmErrorFromCause, type DurableAlarmError } from "../maintenance/errors.ts"
 import type { ThreadMutationGate } from "../maintenance/gate.ts"
 import type { ThreadMessageDeliveryService } from "../maintenance/hooks.ts"
+import { type PortFailure, PortUnavailable } from "../port/portErrors.ts"
 
 /** The sender's side of deliveries: what the runtime records for each outcome. @internal */
 export interface DeliveryRecorder {

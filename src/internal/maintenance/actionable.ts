@@ -21,11 +21,12 @@ import type { SubmissionLedger, SubmissionSnapshot } from "../../core/Submission
 import type { Auxiliary } from "./auxiliary.ts"
 import { backoffDelay } from "./backoff.ts"
 import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { AlarmDisposition } from "./alarmPolicy.ts"
 import { finishActionable } from "./finish.ts"
 import { makeDueSource } from "./dueSource.ts"
 import { readTimers } from "./timers.ts"
+import type { Phase } from "./observation.ts"
 import {
   isEligibleHead,
   pendingBindingWait,
@@ -229,10 +230,11 @@ const serveHead = (
  * allows, each Submission at most once: a head in a stable wait or a binding wait is passed
  * over like in any selection, so it never holds back another lane.
  *
- * `attempting(lane)` is told the lane of each head Attempt just before it starts: a failure of
- * the phase carries the lane of the last one for the failure rearm. `cursorCovered` says whether
- * the durable cursor already names the lane of every earlier Attempt of this incarnation; when
- * it may not, the first selection writes its lane before the Attempt.
+ * Each step (recovery, a lane selection, a head Attempt with its bookkeeping) runs as the phase
+ * `phase(lane)` makes for the lane of the last head Attempt started before it, so a failure
+ * carries that lane to the failure rearm. `cursorCovered` says whether the durable cursor
+ * already names the lane of every earlier Attempt of this incarnation; when it may not, the
+ * first selection writes its lane before the Attempt.
  */
 export const runNative = (
   env: MaintenanceEnv,
@@ -240,11 +242,13 @@ export const runNative = (
   started: ActionableStart,
   budget: HeadBudget,
   cursorCovered: Ref.Ref<boolean>,
-  attempting: (lane: ThreadId) => void,
+  phase: (lane: ThreadId | undefined) => Phase,
 ) =>
   Effect.gen(function* () {
     const { runtime, ledger } = services
-    const recovered = yield* runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates"))
+    const recovered = yield* phase(undefined)(
+      runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates")),
+    )
     const reports = indexReports(recovered)
     const served: Array<ServedHead> = []
     const attempted = new Set<SubmissionId>()
@@ -267,28 +271,33 @@ export const runNative = (
         turn = "lane"
         if (!dueOpen) continue
         const now = yield* Clock.currentTimeMillis
-        const row = yield* due.next(
-          now,
-          (candidate) =>
-            attempted.has(candidate.submissionId) || pendingBindingWait(candidate, stored, now) !== undefined,
+        const row = yield* phase(lane)(
+          due.next(
+            now,
+            (candidate) =>
+              attempted.has(candidate.submissionId) ||
+              pendingBindingWait(candidate, stored, now) !== undefined,
+          ),
         )
         if (row === undefined) continue
         attempted.add(row.submissionId)
         dueServed++
         // A due row does not move the lane cursor: an event that only resumes timers writes no key.
-        const result = yield* serveHead(env, runtime, row, stored, budget.yieldAfter, "due")
+        const result = yield* phase(lane)(serveHead(env, runtime, row, stored, budget.yieldAfter, "due"))
         stored = result.stored
         served.push(result.served)
         continue
       }
       turn = "due"
       const persist = lanes === 0 && !(yield* Ref.get(cursorCovered))
-      const selection = yield* selectMaintenanceLane(
-        env,
-        ledger,
-        reports,
-        { cursor: lane ?? started.cursor, bindingRetries: stored },
-        { persist, attempted },
+      const selection = yield* phase(lane)(
+        selectMaintenanceLane(
+          env,
+          ledger,
+          reports,
+          { cursor: lane ?? started.cursor, bindingRetries: stored },
+          { persist, attempted },
+        ),
       )
       storedAtStart ??= selection.stored
       stored = selection.stored
@@ -301,9 +310,8 @@ export const runNative = (
       if (!persist) yield* Ref.set(cursorCovered, false)
       lane = head.threadId
       lanes++
-      attempting(lane)
       attempted.add(head.submissionId)
-      const result = yield* serveHead(env, runtime, head, stored, budget.yieldAfter, "lane")
+      const result = yield* phase(lane)(serveHead(env, runtime, head, stored, budget.yieldAfter, "lane"))
       stored = result.stored
       served.push(result.served)
     }

@@ -4,16 +4,23 @@
  * work (setup too, so an ordinary setup failure cannot gate the native opportunity), and the
  * Scope closes with the pass on failure or interruption.
  *
+ * Host maintenance runs as lanes: one for a single hook, one per hook of
+ * `ThreadHostMaintenance.all`. Each lane has its allowance checked and is joined as a hook alone
+ * would be.
+ *
  * `finish` retires it: closes admission of new external waves, joins delivery without a timer
- * (its driver owns each Claim's deadline and persists the retry), bounds the host join by the
- * declared allowance, then closes the Scope. Any failed exit fails `finish`.
+ * (its driver owns each Claim's deadline and persists the retry), bounds each host lane's join
+ * by its declared allowance (interrupting a lane that outlasts it), then closes the Scope. Any failed exit fails `finish`; a failed
+ * host lane does so once every lane has ended or reached its cutoff, so it never cuts another
+ * lane's wave short.
  */
 import { Clock, DateTime, Deferred, Effect, Exit, Fiber, Option, Schema, Scope } from "effect"
 import { drainDue, ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
 import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { AuxiliaryDispatchMillis } from "../../CloudflareConfig.ts"
-import { DurableAlarmError } from "./errors.ts"
-import type { ThreadHostMaintenanceService, ThreadMessageDeliveryService } from "./hooks.ts"
+import { DurableAlarmError, type ThreadHostMaintenanceError } from "./errors.ts"
+import type { ThreadMessageDeliveryService } from "./hooks.ts"
+import { hostLanes, settleLanes, type ThreadHostMaintenanceService } from "./hostMaintenance.ts"
 
 /** @internal */
 export interface AuxiliaryHooks {
@@ -25,7 +32,7 @@ export interface AuxiliaryHooks {
 
 /** @internal */
 export interface Auxiliary {
-  readonly finish: Effect.Effect<void, DurableAlarmError | ThreadProjectionError>
+  readonly finish: Effect.Effect<void, DurableAlarmError | ThreadHostMaintenanceError | ThreadProjectionError>
 }
 
 const isAllowance = Schema.is(AuxiliaryDispatchMillis)
@@ -58,15 +65,17 @@ export const startAuxiliary = (
       Scope.provide(hooks.messages.drainUntil(finished, dispatchUntil), scope),
       scope,
     )
-    const host = yield* Effect.forkIn(
-      Scope.provide(
-        Effect.andThen(
-          validateAllowance(hooks.host.dispatchTimeoutMillis),
-          hooks.host.drainUntil(finished, dispatchUntil),
+    const hosts = yield* Effect.forEach(hostLanes(hooks.host), (lane) =>
+      Effect.forkIn(
+        Scope.provide(
+          Effect.andThen(
+            validateAllowance(lane.dispatchTimeoutMillis),
+            lane.drainUntil(finished, dispatchUntil),
+          ),
+          scope,
         ),
         scope,
-      ),
-      scope,
+      ).pipe(Effect.map((fiber) => ({ lane, fiber }))),
     )
     // One disposable wave; its timer starts beside native execution.
     const backfill = yield* Effect.forkIn(
@@ -81,14 +90,27 @@ export const startAuxiliary = (
       yield* Deferred.succeed(sourceFinished, undefined)
       const now = yield* Clock.currentTimeMillis
       const remaining = Math.max(1, DateTime.toEpochMillis(dispatchUntil) - now)
-      // An invalid allowance already failed the host fiber; its join needs no cutoff.
-      const allowance = isAllowance(hooks.host.dispatchTimeoutMillis)
-        ? hooks.host.dispatchTimeoutMillis
-        : remaining
+      // An invalid allowance already failed its lane's fiber; that join needs no cutoff.
+      const cutoff = (lane: ThreadHostMaintenanceService) =>
+        Math.min(isAllowance(lane.dispatchTimeoutMillis) ? lane.dispatchTimeoutMillis : remaining, remaining)
       const hostJoin = yield* Effect.forkIn(
-        Fiber.join(host).pipe(
-          Effect.timeoutOption(Math.min(allowance, remaining)),
-          Effect.tap((joined) => Effect.annotateCurrentSpan({ "host.timedOut": Option.isNone(joined) })),
+        Effect.forEach(
+          hosts,
+          ({ lane, fiber }) =>
+            Fiber.join(fiber).pipe(
+              Effect.timeoutOption(cutoff(lane)),
+              // Past its own allowance a lane stops now, not when a sibling's wave ends.
+              Effect.tap((joined) => (Option.isNone(joined) ? Fiber.interrupt(fiber) : Effect.void)),
+              Effect.exit,
+            ),
+          { concurrency: "unbounded" },
+        ).pipe(
+          Effect.tap((joined) =>
+            Effect.annotateCurrentSpan({
+              "host.timedOut": joined.some((exit) => Exit.isSuccess(exit) && Option.isNone(exit.value)),
+            }),
+          ),
+          Effect.flatMap(settleLanes),
         ),
         scope,
       )

@@ -9,7 +9,7 @@ import { Clock, Effect } from "effect"
 import type { ThreadId } from "../../core/Identifiers.ts"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import { applicableRetry, type BindingRetry, readMaintenanceState, writeMaintenanceState } from "./state.ts"
 

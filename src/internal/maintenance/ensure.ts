@@ -6,12 +6,12 @@
 import { Clock, Effect, Option } from "effect"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
-import type { MaintenanceEnv } from "./env.ts"
-import type { DurableAlarmError } from "./errors.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
+import type { HookDeadlineFailure } from "./errors.ts"
 import { readMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
-export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, DurableAlarmError> =>
+export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, HookDeadlineFailure> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
     const now = yield* Clock.currentTimeMillis

@@ -1,5 +1,11 @@
-/** The typed failure of the alarm slot and the maintenance record (re-exported by `Alarm`). */
+/**
+ * The typed failures of maintenance (re-exported by `Alarm`): the alarm slot and the record, the
+ * hooks an application provides, and the union a pass fails with.
+ */
 import { Schema } from "effect"
+import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
+import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
+import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { safeCauseMessage } from "../boundary.ts"
 
 /**
@@ -22,6 +28,46 @@ export class MaintenanceRecordDamaged extends Schema.TaggedError<MaintenanceReco
   "MaintenanceRecordDamaged",
   { field: Schema.String, message: Schema.String },
 ) {}
+
+/**
+ * A `ThreadPublication` hook failed. `operation` names what it was doing; `cause` is what failed
+ * under it (its storage, its destination, the gate's `DurableAlarmError`).
+ */
+export class ThreadPublicationError extends Schema.TaggedError<ThreadPublicationError>()(
+  "ThreadPublicationError",
+  {
+    operation: Schema.String,
+    message: Schema.String,
+    cause: Schema.optionalKey(Schema.Defect()),
+  },
+) {}
+
+/**
+ * A `ThreadHostMaintenance` hook failed. `hook` names the hook (which lane, when several run
+ * through `ThreadHostMaintenance.all`), `operation` what it was doing; `cause` is what failed
+ * under it (its storage, its destination, the gate's `DurableAlarmError`).
+ */
+export class ThreadHostMaintenanceError extends Schema.TaggedError<ThreadHostMaintenanceError>()(
+  "ThreadHostMaintenanceError",
+  {
+    hook: Schema.String,
+    operation: Schema.String,
+    message: Schema.String,
+    cause: Schema.optionalKey(Schema.Defect()),
+  },
+) {}
+
+/** What reading the deadline of every hook a pass serves can fail with. */
+export type HookDeadlineFailure = DurableAlarmError | ThreadPublicationError | ThreadHostMaintenanceError
+
+/** Why a maintenance pass failed. */
+export type MaintenancePassFailure =
+  | DurableWorkerFailure
+  | DurableBindingFailure
+  | DurableAlarmError
+  | ThreadProjectionError
+  | ThreadPublicationError
+  | ThreadHostMaintenanceError
 
 /** @internal The record damage behind a storage failure, if that is what it was. */
 export const recordDamageOf = (error: { readonly cause?: unknown }): MaintenanceRecordDamaged | undefined =>

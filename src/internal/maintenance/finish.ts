@@ -8,9 +8,9 @@ import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { type AlarmDisposition, decideAlarm, dispositionOf } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import { STALL_CAP } from "./backoff.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { nextBound, type TimerReading } from "./timers.ts"
-import type { DurableAlarmError } from "./errors.ts"
+import type { HookDeadlineFailure } from "./errors.ts"
 import {
   MaintenanceRetry,
   readMaintenanceState,
@@ -34,7 +34,7 @@ export const caughtUpRecord = (
     : undefined
 
 /** @internal The caught-up finish: no native work ran. */
-export const finishCaughtUp = (env: MaintenanceEnv): Effect.Effect<AlarmDisposition, DurableAlarmError> =>
+export const finishCaughtUp = (env: MaintenanceEnv): Effect.Effect<AlarmDisposition, HookDeadlineFailure> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:finish:before")
     const disposition = yield* env.gate.withSnapshot((active) =>
@@ -136,7 +136,7 @@ export const actionableRecord = (
 export const finishActionable = (
   env: MaintenanceEnv,
   outcome: ActionableOutcome,
-): Effect.Effect<AlarmDisposition, DurableAlarmError> =>
+): Effect.Effect<AlarmDisposition, HookDeadlineFailure> =>
   Effect.gen(function* () {
     const { now } = outcome
     yield* env.hit("maintenance:finish:before")

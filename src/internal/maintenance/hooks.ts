@@ -1,23 +1,28 @@
 /**
- * Host hooks that share this Object's alarm: the publication gate (required before dependent
- * native execution), native message delivery and application host maintenance. Hooks never
- * write the alarm slot; their `pendingDeadline` reads are bounded local operations.
+ * Hooks that share this Object's alarm: the publication gate (required before dependent native
+ * execution) and native message delivery (the Object's own driver, internal); application host
+ * maintenance is in `hostMaintenance.ts`. Hooks never write the alarm slot; their
+ * `pendingDeadline` reads are bounded local operations.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { DateTime, Scope } from "effect"
 import { catchUnlessInterrupted } from "../boundary.ts"
-import type { DurableAlarmError } from "./errors.ts"
+import type { DurableAlarmError, ThreadPublicationError } from "./errors.ts"
 
-/** Durable publication of canonical facts that dependent native execution must wait for. */
+/**
+ * Durable publication of canonical facts that dependent native execution must wait for. Each
+ * operation fails with a `ThreadPublicationError` of its own: map what it calls into it (the
+ * gate's `DurableAlarmError` too, as its `cause`).
+ */
 export interface ThreadPublicationService {
   /** Marks publication as owed after a committed source operation (bounded, local). */
-  readonly invalidate: Effect.Effect<void, DurableAlarmError>
+  readonly invalidate: Effect.Effect<void, ThreadPublicationError>
   /** Invalidates a scan only when `generation` changes; repeated calls keep partial progress. */
-  readonly prepareGeneration: (generation: bigint) => Effect.Effect<void, DurableAlarmError>
+  readonly prepareGeneration: (generation: bigint) => Effect.Effect<void, ThreadPublicationError>
   /** Bounded delivery; persists its retries before returning. */
-  readonly drain: Effect.Effect<void, DurableAlarmError>
+  readonly drain: Effect.Effect<void, ThreadPublicationError>
   /** A pending deadline defers runtime recovery and Attempts until publication drains. */
-  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, ThreadPublicationError>
 }
 
 /** The publication gate; the default publishes nothing. */
@@ -44,49 +49,33 @@ export const publishCommitted = (publication: ThreadPublicationService): Effect.
     ),
   )
 
-/** A drain hook that runs beside native work until `sourceFinished`, within `dispatchUntil`. */
-export type AuxiliaryDrain = (
+/**
+ * A drain hook that runs beside native work until `sourceFinished`, within `dispatchUntil`,
+ * failing with `E`.
+ */
+export type AuxiliaryDrain<E> = (
   sourceFinished: Effect.Effect<void>,
   dispatchUntil: DateTime.Utc,
-) => Effect.Effect<void, DurableAlarmError, Scope.Scope>
+) => Effect.Effect<void, E, Scope.Scope>
 
 /**
- * Host-assembled native message recovery. Its driver bounds each actual Claim and persists the
- * timeout or retry before returning, so maintenance joins it without a second timer.
+ * @internal Native message recovery between Threads. Its driver bounds each actual Claim and
+ * persists the timeout or retry before returning, so maintenance joins it without a second timer.
  */
 export interface ThreadMessageDeliveryService {
-  readonly drainUntil: AuxiliaryDrain
+  readonly drainUntil: AuxiliaryDrain<DurableAlarmError>
   readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
 }
 
-/** Native message delivery between Threads; the default delivers nothing. */
+/**
+ * @internal Native message delivery between Threads; the default delivers nothing.
+ *
+ * Not part of the public surface, so an application cannot provide one that would be ignored:
+ * `ThreadObject.layer` always builds the Object's own driver (its outbox of child admissions,
+ * settlement markers and routed calls, which native work depends on), and an application's own
+ * deliveries are a `ThreadHostMaintenance` lane, whose join the pass bounds by its allowance.
+ */
 export const ThreadMessageDelivery = Context.Reference<ThreadMessageDeliveryService>(
   "@effect-agent/platform-cloudflare/ThreadMessageDelivery",
   { defaultValue: () => ({ drainUntil: () => Effect.void, pendingDeadline: Effect.succeed(Option.none()) }) },
-)
-
-/**
- * Application obligations sharing this Object's alarm (outboxes, UI relays). One initial wave is
- * admitted even on a caught-up pass; `sourceFinished` closes admission of new waves only.
- * Admission and subscriptions live in the supplied event Scope. `dispatchTimeoutMillis` is the
- * finite whole-wave allowance (integer, 1..300000 ms): the maximum over parallel lanes, the sum
- * over sequential operations; a wave is admitted only if it fits before `dispatchUntil`.
- * Host mutations go through `ThreadMutationGate` (`invalidatesRecovery: false` for receipts).
- */
-export interface ThreadHostMaintenanceService {
-  readonly dispatchTimeoutMillis: number
-  readonly drainUntil: AuxiliaryDrain
-  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
-}
-
-/** Application host maintenance; the default does nothing. */
-export const ThreadHostMaintenance = Context.Reference<ThreadHostMaintenanceService>(
-  "@effect-agent/platform-cloudflare/ThreadHostMaintenance",
-  {
-    defaultValue: () => ({
-      dispatchTimeoutMillis: 1,
-      drainUntil: () => Effect.void,
-      pendingDeadline: Effect.succeed(Option.none()),
-    }),
-  },
 )

@@ -10,15 +10,16 @@ import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "./alarmService.ts"
 import { alarmTiming } from "./alarmPolicy.ts"
-import { makePendingDeadline } from "./deadlines.ts"
+import { makeHostDeadline, makePendingDeadline } from "./deadlines.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { makeTransact, makeTransactRecord } from "./transaction.ts"
-import type { DurableAlarmError } from "./errors.ts"
+import type { DurableAlarmError, MaintenancePassFailure, ThreadHostMaintenanceError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { type MutationOptions, ThreadMutationGate } from "./gate.ts"
-import { publishCommitted, ThreadHostMaintenance, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
-import { makePass, type MaintenancePassFailure } from "./pass.ts"
+import { publishCommitted, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
+import { ThreadHostMaintenance } from "./hostMaintenance.ts"
+import { makePass } from "./pass.ts"
 import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
 
@@ -52,7 +53,10 @@ export class ThreadMaintenance extends Context.Service<
      * The earliest deadline of the hooks this pass serves besides publication (message delivery,
      * projection, host maintenance), as captured when the layer was built; read-only.
      */
-    readonly hostDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+    readonly hostDeadline: Effect.Effect<
+      Option.Option<number>,
+      DurableAlarmError | ThreadHostMaintenanceError
+    >
   }
 >()("@effect-agent/platform-cloudflare/ThreadMaintenance") {
   static readonly layer: Layer.Layer<
@@ -85,12 +89,13 @@ export class ThreadMaintenance extends Context.Service<
       const permit = yield* Semaphore.make(1)
       const cursorCovered = yield* Ref.make(false)
 
+      const hostDeadline = makeHostDeadline({ messages, projection, host })
       const env: MaintenanceEnv = {
         config,
         timing: alarmTiming(config),
         hit: failpoint.hit,
         gate,
-        pendingDeadline: makePendingDeadline({ publication, messages, projection, host }),
+        pendingDeadline: makePendingDeadline(publication, hostDeadline),
         transact: makeTransact(ctx.storage),
         transactRecord: makeTransactRecord(ctx.storage),
       }
@@ -118,12 +123,7 @@ export class ThreadMaintenance extends Context.Service<
             options,
           ),
         repair: makeRepair(env, ledger),
-        hostDeadline: makePendingDeadline({
-          publication: { ...publication, pendingDeadline: Effect.succeed(Option.none()) },
-          messages,
-          projection,
-          host,
-        }),
+        hostDeadline,
       }
     }),
   )

@@ -1,9 +1,9 @@
 /**
  * What a failed pass tells failure rearming: the generation the pass read when it began,
  * whether the failure struck while native work ran, and the lane of the last head Attempt the
- * event started. Each phase is run with its observation as a value; only the native phase,
- * which starts head Attempts one after another under one deadline, reads its lane once it has
- * ended.
+ * event started. Each phase is run with its observation as a value; the native phase runs each
+ * of its steps (recovery, each lane selection, each head Attempt) as a phase of its own, observed
+ * with the lane of the last head Attempt started before it.
  *
  * A phase run with `observed` turns any failure cause (typed failure, defect, interruption,
  * the event deadline) into an `ObservedFailure` carrying its observation; the envelope rearms
@@ -13,8 +13,7 @@
 import { Cause, Clock, Effect } from "effect"
 import type { ThreadId } from "../../core/Identifiers.ts"
 import { EVENT_DEADLINE_MILLIS } from "./backoff.ts"
-import { DurableAlarmError } from "./errors.ts"
-import type { MaintenancePassFailure } from "./pass.ts"
+import { DurableAlarmError, type MaintenancePassFailure } from "./errors.ts"
 
 /** @internal What a failure at this point of the pass means for the failure rearm. */
 export interface PassObservation {
@@ -58,20 +57,10 @@ export const bounded =
       }),
     )
 
-/**
- * @internal Runs a phase of the pass, bounded by the event deadline; a failure carries the
- * observation `observe` gives once the phase has ended (so a phase that serves several heads
- * reports the last one it started).
- */
-export const observedWith =
-  (observe: () => PassObservation, deadlineAt: number) =>
-  <A, E extends MaintenancePassFailure, R>(
-    effect: Effect.Effect<A, E, R>,
-  ): Effect.Effect<A, ObservedFailure, R> =>
-    bounded(deadlineAt)(effect).pipe(
-      Effect.catchCause((failure) => Effect.fail(new ObservedFailure(observe(), failure))),
-    )
-
 /** @internal Runs a phase of the pass under `observation`, bounded by the event deadline. */
-export const observed = (observation: PassObservation, deadlineAt: number): Phase =>
-  observedWith(() => observation, deadlineAt)
+export const observed =
+  (observation: PassObservation, deadlineAt: number): Phase =>
+  (effect) =>
+    bounded(deadlineAt)(effect).pipe(
+      Effect.catchCause((failure) => Effect.fail(new ObservedFailure(observation, failure))),
+    )

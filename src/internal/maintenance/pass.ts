@@ -11,33 +11,19 @@
  */
 import { Clock, DateTime, Effect, Option, Ref } from "effect"
 import type { Semaphore } from "effect"
-import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
-import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
 import type { ThreadId } from "../../core/Identifiers.ts"
-import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
 import { type ActionableServices, finishNative, runNative } from "./actionable.ts"
 import type { DurableAlarmService } from "./alarmService.ts"
 import { type AuxiliaryHooks, startAuxiliary } from "./auxiliary.ts"
 import { EVENT_DEADLINE_MILLIS, FURTHER_HEADS_BUDGET_MILLIS, YIELD_AFTER_MILLIS } from "./backoff.ts"
 import { beginTransaction } from "./begin.ts"
-import type { MaintenanceEnv } from "./env.ts"
-import type { DurableAlarmError } from "./errors.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
+import type { MaintenancePassFailure } from "./errors.ts"
 import { finishCaughtUp } from "./finish.ts"
 import type { ThreadPublicationService } from "./hooks.ts"
-import {
-  bounded,
-  deadlineError,
-  ObservedFailure,
-  observed,
-  observedWith,
-  type PassObservation,
-} from "./observation.ts"
+import { bounded, deadlineError, ObservedFailure, observed, type PassObservation } from "./observation.ts"
 import { rearmFailure } from "./rearm.ts"
 import { annotateReport, MaintenancePassReport } from "./report.ts"
-
-/** Why a maintenance pass failed. */
-export type MaintenancePassFailure =
-  DurableWorkerFailure | DurableBindingFailure | DurableAlarmError | ThreadProjectionError
 
 /** @internal */
 export interface PassDependencies {
@@ -125,28 +111,19 @@ const passBody = (deps: PassDependencies, window: EventWindow) =>
     const actionable = { ...begin, activeAtStart: started.activeAtStart }
     const withLane = (lane: ThreadId | undefined): PassObservation =>
       lane === undefined ? observation : { ...observation, lane }
-    // The native phase is one phase however many heads it serves; its failure carries the lane
-    // of the last head Attempt it started, read once the phase has ended.
-    let attempted: ThreadId | undefined
-    const native = yield* observedWith(
-      () => ({ ...withLane(attempted), nativeOnly: true }),
-      deadlineAt,
-    )(
-      runNative(
-        env,
-        deps.services,
-        actionable,
-        {
-          maxHeads: env.config.maxHeadsPerEvent,
-          maxTimers: env.config.maxTimersPerEvent,
-          furtherUntil: window.furtherHeadsUntil,
-          yieldAfter: window.yieldAfter,
-        },
-        deps.cursorCovered,
-        (lane) => {
-          attempted = lane
-        },
-      ),
+    // Each step of the native phase is given the lane of the last head Attempt started before it.
+    const native = yield* runNative(
+      env,
+      deps.services,
+      actionable,
+      {
+        maxHeads: env.config.maxHeadsPerEvent,
+        maxTimers: env.config.maxTimersPerEvent,
+        furtherUntil: window.furtherHeadsUntil,
+        yieldAfter: window.yieldAfter,
+      },
+      deps.cursorCovered,
+      (lane) => observed({ ...withLane(lane), nativeOnly: true }, deadlineAt),
     )
     const result = yield* observed(
       withLane(native.lane),

@@ -10,7 +10,7 @@ import { Clock, Effect, Option, Random } from "effect"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import { nextFailureRetry } from "./backoff.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { PassObservation } from "./observation.ts"
 import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 

@@ -15,7 +15,7 @@ import { ThreadId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { DurableAlarmError, MaintenanceRecordDamaged } from "./errors.ts"
 import {
   decodeMaintenanceRecord,

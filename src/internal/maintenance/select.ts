@@ -15,7 +15,7 @@ import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { nextBindingRetry } from "./backoff.ts"
 import { isStableExternalWait, type ReportIndex } from "./classify.ts"
-import type { MaintenanceEnv } from "./env.ts"
+import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { DurableAlarmError } from "./errors.ts"
 import {
   type BindingRetry,

@@ -29,6 +29,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
  * - `binding`: no compatible agent code is deployed for the Submission.
  * - `alarm`: the maintenance record or its alarm could not be read or written. A mutation that
  *   fails so did not run: it could not arm the alarm that guarantees its work is served.
+ * - `hook`: a hook the application provides (`ThreadPublication`, `ThreadHostMaintenance`)
+ *   failed, e.g. reading its deadline for `obligations`.
  * - `internal`: anything else, e.g. a failure a test failpoint injected.
  */
 export const ThreadObjectFailureReason = Schema.Literals([
@@ -37,6 +39,7 @@ export const ThreadObjectFailureReason = Schema.Literals([
   "journal",
   "binding",
   "alarm",
+  "hook",
   "internal",
 ])
 export type ThreadObjectFailureReason = typeof ThreadObjectFailureReason.Type

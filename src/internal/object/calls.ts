@@ -30,15 +30,19 @@ import {
   VerifyReport,
 } from "../operator/reports.ts"
 import { InvalidRequest, ThreadObjectFailure, Unauthorized } from "./callErrors.ts"
+import { SubmissionPage, ThreadPage } from "./pageViews.ts"
 import {
   ApprovalInput,
   AwaitInput,
   EventInput,
+  FindSubmissionInput,
   HistoryInput,
   ProgressInput,
   SubmissionAddress,
+  SubmissionPageInput,
   SubmissionsInput,
   ThreadAddress,
+  ThreadPageInput,
   UnknownInput,
 } from "./requests.ts"
 import { HistoryPageView, MaintenanceInspection, SubmissionStatus, ThreadStatus } from "./statusViews.ts"
@@ -133,6 +137,9 @@ export const ThreadObjectCalls = {
   awaitProgress: call("read", ProgressInput, SubmissionProgress, [SubmissionNotFound]),
   submissions: call("read", SubmissionsInput, Schema.Array(SubmissionStatus), []),
   threads: call("read", ThreadAddress, Schema.Array(ThreadId), []),
+  submissionPage: call("read", SubmissionPageInput, SubmissionPage, []),
+  threadPage: call("read", ThreadPageInput, ThreadPage, []),
+  findSubmission: call("read", FindSubmissionInput, Schema.NullOr(SubmissionStatus), []),
   wake: call("mutate", ThreadAddress, Schema.Void, []),
   repairMaintenance: call("operate", ThreadAddress, MaintenanceRepair, []),
 } satisfies Record<string, ObjectCall>

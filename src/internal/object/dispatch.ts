@@ -18,7 +18,11 @@ import type {
   OwnershipLost,
 } from "../../core/SubmissionLedger.ts"
 import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
-import type { DurableAlarmError } from "../maintenance/errors.ts"
+import type {
+  DurableAlarmError,
+  ThreadHostMaintenanceError,
+  ThreadPublicationError,
+} from "../maintenance/errors.ts"
 import { type Authorization, authorize } from "./authorization.ts"
 import { InvalidRequest, ThreadObjectFailure, type ThreadObjectFailureReason } from "./callErrors.ts"
 import {
@@ -50,6 +54,8 @@ export type InternalFailure =
   | BindingUnavailable
   | BindingDigestMismatch
   | DurableAlarmError
+  | ThreadPublicationError
+  | ThreadHostMaintenanceError
   | DurableRuntimeFailpointError
 
 /**
@@ -73,6 +79,8 @@ const REASONS: {
   BindingUnavailable: "binding",
   BindingDigestMismatch: "binding",
   DurableAlarmError: "alarm",
+  ThreadPublicationError: "hook",
+  ThreadHostMaintenanceError: "hook",
 }
 
 const MESSAGES: { readonly [Reason in ThreadObjectFailureReason]: string } = {
@@ -81,6 +89,7 @@ const MESSAGES: { readonly [Reason in ThreadObjectFailureReason]: string } = {
   journal: "the agent's journal does not match its program",
   binding: "no compatible agent code is deployed for the Submission",
   alarm: "the maintenance record or its alarm could not be read or written; a mutation did not run",
+  hook: "a hook the application provides failed",
   internal: "the Object failed",
 }
 

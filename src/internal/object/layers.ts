@@ -1,15 +1,17 @@
 /**
  * The layers of one `ThreadObject` incarnation, built once in its constructor gate over the
  * live `DurableObjectState`. The platform (storage, config, the ledger and history with their
- * migrations, the one mutation gate every producer shares, the alarm service, failpoints) is
- * built by the class; the application's Thread layer (`ThreadObject.layer` composed with its
- * own hooks) is built over it, so hooks and the pass see the same gate and storage.
+ * migrations, the progress hub their writes publish to, the one mutation gate every producer
+ * shares, the alarm service, failpoints) is built by the class; the application's Thread layer
+ * (`ThreadObject.layer` composed with its own hooks) is built over it, so hooks and the pass
+ * see the same gate and storage.
  */
-import { Effect, Layer, Schema } from "effect"
+import { type Context, Effect, Layer, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { AnyAgentDefinition } from "../../core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig, DurableRuntimeSettings } from "../../core/DurableRuntimeConfig.ts"
+import { ProgressHub } from "../../core/ProgressHub.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { LedgerLimits, SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
@@ -29,7 +31,7 @@ import {
 } from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { MessageOutbox, SelfAddress } from "../../core/MessageOutbox.ts"
-import { RoutedPort } from "../../RoutedPort.ts"
+import type { RoutedPort } from "../../RoutedPort.ts"
 import { messageDeliveryLayer } from "../delivery/layer.ts"
 import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
@@ -84,7 +86,12 @@ export interface ThreadObjectOptions {
   readonly failpoints?: ThreadObjectFailpoints
 }
 
-/** Hooks of `ThreadObject.layer`. */
+/**
+ * Hooks of `ThreadObject.layer`. Host maintenance (`ThreadHostMaintenance`, several through
+ * `ThreadHostMaintenance.all`) is provided to the layer like any service. Message delivery
+ * between Threads is the Object's own driver and not an option: an application's own
+ * deliveries are host maintenance.
+ */
 export interface ThreadLayerOptions<EP, RP, EJ, RJ> {
   /** A `ThreadPublication` gate; none by default. */
   readonly publication?: Layer.Layer<ThreadPublication, EP, RP>
@@ -114,8 +121,16 @@ export const configLayers = (overrides: ThreadObjectOptions["config"]) => {
   return Layer.provideMerge(derived, cloudflare)
 }
 
-/** @internal The platform of one incarnation: one gate, one storage seam, one config. */
-export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, options: ThreadObjectOptions) => {
+/**
+ * @internal The platform of one incarnation: one gate, one storage seam, one config.
+ * `routedPort` is `RoutedPort.layer`, given by the public module that owns it.
+ */
+export const platformLayer = (
+  ctx: DurableObjectState,
+  env: Cloudflare.Env,
+  options: ThreadObjectOptions,
+  routedPort: Layer.Layer<RoutedPort, never, DurableObjectContext>,
+) => {
   const state = options.failpoints === undefined ? ctx : options.failpoints.state(ctx)
   const failpoints =
     options.failpoints === undefined
@@ -126,6 +141,7 @@ export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, opti
     sqlClientLayer(state.storage),
     configLayers(options.config),
     failpoints,
+    ProgressHub.layer,
   )
   return Layer.mergeAll(
     ThreadMutationGate.layer,
@@ -134,7 +150,7 @@ export const platformLayer = (ctx: DurableObjectState, env: Cloudflare.Env, opti
       Layer.provideMerge(ThreadHistory.layer),
       Layer.provideMerge(SubmissionLedger.layer),
     ),
-    RoutedPort.layer,
+    routedPort,
     databaseCapacityLayer,
     Layer.succeed(SelfAddress, {
       objectId: ctx.id.toString(),
@@ -149,24 +165,27 @@ export const namespaceLayer = (ctx: DurableObjectState, env: Cloudflare.Env, bin
 
 /**
  * @internal The application's Thread layer; see `ThreadObject.layer`. Message delivery is the
- * runtime's own (an application's `ThreadMessageDelivery` is not used); `delivery` replaces it
- * for tests that script what the pass's delivery does.
+ * Object's own driver (`ThreadMessageDelivery` is internal, so an application has none to
+ * provide); `delivery` replaces it for tests that script what the pass's delivery does. `port`
+ * is the `RoutedPort` key, given by the public module that owns it.
  */
-export const threadLayer = <EP = never, RP = never, EJ = never, RJ = never>(
-  registrations: ReadonlyArray<AnyAgentDefinition>,
-  options: ThreadLayerOptions<EP, RP, EJ, RJ> = {},
-  delivery?: ThreadMessageDeliveryService,
-): Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> => {
-  const runtime = DurableAgentRuntime.layerWithBindings(registrations).pipe(
-    Layer.provide(cloudflareWakeScheduler),
-  )
-  const hooks = Layer.mergeAll(
-    options.publication ?? ThreadPublication.layer,
-    options.projection ?? ThreadProjectionMaintenance.layer,
-  )
-  const native =
-    delivery === undefined
-      ? messageDeliveryLayer.pipe(Layer.provideMerge(runtime))
-      : Layer.merge(runtime, Layer.succeed(ThreadMessageDelivery, delivery))
-  return ThreadMaintenance.layer.pipe(Layer.provideMerge(Layer.mergeAll(hooks, native)))
-}
+export const threadLayer =
+  (port: Context.Key<RoutedPort, RoutedPort["Service"]>) =>
+  <EP = never, RP = never, EJ = never, RJ = never>(
+    registrations: ReadonlyArray<AnyAgentDefinition>,
+    options: ThreadLayerOptions<EP, RP, EJ, RJ> = {},
+    delivery?: ThreadMessageDeliveryService,
+  ): Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> => {
+    const runtime = DurableAgentRuntime.layerWithBindings(registrations).pipe(
+      Layer.provide(cloudflareWakeScheduler),
+    )
+    const hooks = Layer.mergeAll(
+      options.publication ?? ThreadPublication.layer,
+      options.projection ?? ThreadProjectionMaintenance.layer,
+    )
+    const native =
+      delivery === undefined
+        ? messageDeliveryLayer(port).pipe(Layer.provideMerge(runtime))
+        : Layer.merge(runtime, Layer.succeed(ThreadMessageDelivery, delivery))
+    return ThreadMaintenance.layer.pipe(Layer.provideMerge(Layer.mergeAll(hooks, native)))
+  }

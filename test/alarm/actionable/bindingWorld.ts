@@ -11,7 +11,7 @@
 import { Clock, Effect, Option } from "effect"
 import type { Scope } from "effect"
 import {
-  DurableAlarmError,
+  ThreadHostMaintenanceError,
   type ThreadHostMaintenanceService,
   type ThreadMaintenanceFailpointLocation,
 } from "../../../src/Alarm.ts"
@@ -49,7 +49,7 @@ const makeHost = (control: HostControl) => {
   const service: ThreadHostMaintenanceService = {
     dispatchTimeoutMillis: 1_000,
     pendingDeadline: Effect.sync(() => Option.fromNullishOr(control.deadline)),
-    drainUntil: (): Effect.Effect<void, DurableAlarmError, Scope.Scope> =>
+    drainUntil: (): Effect.Effect<void, ThreadHostMaintenanceError, Scope.Scope> =>
       Effect.gen(function* () {
         yield* Effect.acquireRelease(
           Effect.sync(() => {
@@ -61,7 +61,8 @@ const makeHost = (control: HostControl) => {
             }),
         )
         if (control.failing) {
-          return yield* new DurableAlarmError({
+          return yield* new ThreadHostMaintenanceError({
+            hook: "test host",
             operation: "host drain",
             message: "host delivery remains pending",
           })
@@ -109,6 +110,8 @@ export const bindingWorld = (ctx: DurableObjectState, runs: Runs) => {
   return { host, incarnation: codeIncarnation, epochOf }
 }
 
-/** The typed message of a failed pass, if it failed with a `DurableAlarmError`. */
+/** The typed message of a failed pass, if its host failed with a `ThreadHostMaintenanceError`. */
 export const hostFailure = (error: unknown) =>
-  error instanceof DurableAlarmError ? error.message : `not a DurableAlarmError: ${String(error)}`
+  error instanceof ThreadHostMaintenanceError
+    ? error.message
+    : `not a ThreadHostMaintenanceError: ${String(error)}`

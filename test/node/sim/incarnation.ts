@@ -289,7 +289,9 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
   )
   const hooks = Layer.mergeAll(ThreadPublication.layer, ThreadProjectionMaintenance.layer)
   return ThreadMaintenance.layer.pipe(
-    Layer.provideMerge(Layer.mergeAll(hooks, messageDeliveryLayer.pipe(Layer.provideMerge(runtime)))),
+    Layer.provideMerge(
+      Layer.mergeAll(hooks, messageDeliveryLayer(RoutedPort).pipe(Layer.provideMerge(runtime))),
+    ),
     Layer.provideMerge(platform),
   )
 }

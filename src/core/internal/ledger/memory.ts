@@ -34,6 +34,7 @@ import type {
   SubmissionNotFound,
 } from "./model.ts"
 import { makeMemoryAdmission } from "./memoryAdmission.ts"
+import { makeMemoryPages } from "./memoryPages.ts"
 import { makeMemoryReads } from "./memoryReads.ts"
 import {
   appendNow,
@@ -376,6 +377,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
 
     ...admissionReads,
     ...makeMemoryReads(store),
+    ...makeMemoryPages(store),
   }
   attachStore(service, store)
   return service

@@ -26,6 +26,7 @@ import { runMigrations } from "../migrations.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
+import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
@@ -487,6 +488,7 @@ export const makeSqlLedger = Effect.gen(function* () {
 
     ...admission.reads,
     ...makeSqlReads(queries, countedBefore, timers),
+    ...makeSqlPages(queries),
   }
   return service
 })

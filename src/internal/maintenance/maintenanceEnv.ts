@@ -1,8 +1,12 @@
-/** What every step of the maintenance pass shares, built once per `ThreadMaintenance` layer. */
+/**
+ * `MaintenanceEnv`: what every step of the maintenance pass shares (configuration, failpoints,
+ * the gate, the combined hook deadline, the storage transactions), built once per
+ * `ThreadMaintenance` layer.
+ */
 import type { Effect, Option } from "effect"
 import type { CloudflareDurableRuntimeConfigValue } from "../../CloudflareConfig.ts"
 import type { AlarmTiming } from "./alarmPolicy.ts"
-import type { DurableAlarmError } from "./errors.ts"
+import type { HookDeadlineFailure } from "./errors.ts"
 import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
 import type { ThreadMutationGate } from "./gate.ts"
 import type { Transact, TransactRecord } from "./transaction.ts"
@@ -15,7 +19,7 @@ export interface MaintenanceEnv {
   readonly hit: ThreadMaintenanceFailpointHandler
   readonly gate: ThreadMutationGate["Service"]
   /** Earliest of the publication, message, projection and host deadlines. */
-  readonly pendingDeadline: Effect.Effect<Option.Option<number>, DurableAlarmError>
+  readonly pendingDeadline: Effect.Effect<Option.Option<number>, HookDeadlineFailure>
   /** One synchronous maintenance transaction (record and alarm). */
   readonly transact: Transact
   /** One synchronous transaction of the record alone. */
