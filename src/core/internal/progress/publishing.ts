@@ -47,6 +47,12 @@ const ledgerMovements: Movements<Ledger> = {
   renew: "none",
   release: ([claim]) => claim.submissionId,
   park: ([claim]) => claim.submissionId,
+  parkTimed: ([fence]) => fenced(fence),
+  claimDue: (_, claim) => Option.getOrUndefined(claim)?.submissionId,
+  wake: ([fence]) => fence.submissionId,
+  deferHead: ([fence]) => fence.submissionId,
+  nextDue: "none",
+  earliestDue: "none",
   transition: ([fence]) => fenced(fence),
   markJoined: ([submissionId]) => submissionId,
   revertJoining: ([submissionId]) => submissionId,
@@ -67,12 +73,6 @@ const ledgerMovements: Movements<Ledger> = {
   queryLane: "none",
   laneCounts: "none",
   threadPage: "none",
-  parkTimed: ([fence]) => fenced(fence),
-  claimDue: (_, claim) => Option.getOrUndefined(claim)?.submissionId,
-  wake: ([fence]) => fence.submissionId,
-  deferHead: ([fence]) => fence.submissionId,
-  nextDue: "none",
-  earliestDue: "none",
 }
 
 const historyMovements: Movements<History> = {
