@@ -1,8 +1,8 @@
 /**
  * `tsx bench/breakdown.ts --count 1000 --lanes 1`: drains one burst in the library's Object
- * (alarmBackoffBase 1 ms) and prints SQL rows per settled Submission by statement text, to see
- * which statements the per-item figures of bench/run.ts come from. `SUBJECT=multi` measures the
- * `maxHeadsPerEvent` 1,000 subject instead.
+ * (one head per event, alarmBackoffBase 1 ms) and prints SQL rows per settled Submission by
+ * statement text, to see which statements the per-item figures of bench/run.ts come from.
+ * `SUBJECT=default` measures the default configuration (several heads per event) instead.
  */
 import { Effect, Schema } from "effect"
 import { parseArgs } from "node:util"
@@ -35,7 +35,7 @@ const main = Effect.gen(function* () {
   const count = Number(options.count)
   const lanes = Number(options.lanes)
   const width = Number(options.width)
-  const subject = process.env.SUBJECT === "multi" ? subjects.threadMulti : subjects.thread
+  const subject = process.env.SUBJECT === "default" ? subjects.threadDefault : subjects.thread
   const worker = yield* startLocalWorker({
     entry: new URL("./worker/index.ts", import.meta.url),
     durableObjects: { [subject.binding]: subject.className },

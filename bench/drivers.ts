@@ -184,6 +184,7 @@ export const fairnessDriver =
       return {
         lanes: report.lanes,
         maxColdWait: report.maxColdWait,
+        maxColdWaitMs: report.maxColdWaitMs,
         hotLastDelivery: report.hotLastDelivery,
         deliveries: report.deliveries,
       }
@@ -345,6 +346,7 @@ export const figureCatalog: ReadonlyArray<{
   { key: "classifyWallMs", label: "owed pass: wall ms", digits: 0 },
   { key: "lanes", label: "lanes", digits: 0 },
   { key: "maxColdWait", label: "max cold-lane wait (deliveries)", digits: 0 },
+  { key: "maxColdWaitMs", label: "max cold-lane wait after the submits (ms)", digits: 0 },
   { key: "hotLastDelivery", label: "hot lane done at delivery", digits: 0 },
   { key: "idleAlarmScheduled", label: "alarm scheduled", digits: 0 },
   { key: "idleDeliveriesInWindow", label: "deliveries in window", digits: 0 },

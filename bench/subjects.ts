@@ -67,12 +67,13 @@ export const subjects = {
   threadDefault: {
     binding: "THREADS_DEFAULT",
     className: "ThreadBenchDefaultObject",
-    warmup: () => threadBurstDriver(5, 1, 60),
+    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
   },
+  /** beta.96's pacing (`BETA96_PACING`) at default timing. */
   threadMulti: {
     binding: "THREADS_MULTI",
     className: "ThreadBenchMultiObject",
-    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
+    warmup: () => threadBurstDriver(5, 1, 60),
   },
   latencyRaw: {
     binding: "LATENCY_RAW",
@@ -169,14 +170,14 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
       },
       {
         id: "perItem-thread",
-        label: "ThreadObject (alarmBackoffBase 1 ms)",
+        label: "ThreadObject (one head per event, alarmBackoffBase 1 ms)",
         subject: "thread",
         driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
       },
       {
         id: "perItem-multi",
-        label: "ThreadObject (maxHeadsPerEvent 1,000, default timing)",
-        subject: "threadMulti",
+        label: "ThreadObject (default config)",
+        subject: "threadDefault",
         driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
       },
     ],
@@ -209,8 +210,21 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
   {
     id: "fairness",
     title: "4. Fairness (one lane with 1,000 queued, 100 lanes with one each)",
-    figures: ["lanes", "maxColdWait", "hotLastDelivery"],
-    cases: [{ id: "fairness", label: "ThreadObject", subject: "thread", driver: fairnessDriver(1000, 100) }],
+    figures: ["lanes", "maxColdWait", "maxColdWaitMs", "hotLastDelivery"],
+    cases: [
+      {
+        id: "fairness",
+        label: "ThreadObject (one head per event, 1 ms)",
+        subject: "thread",
+        driver: fairnessDriver(1000, 100),
+      },
+      {
+        id: "fairness-default",
+        label: "ThreadObject (default config)",
+        subject: "threadDefault",
+        driver: fairnessDriver(1000, 100),
+      },
+    ],
   },
   {
     id: "idle",
@@ -244,21 +258,21 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
       },
       {
         id: "throughput-fast",
-        label: `ThreadObject, alarmBackoffBase 1 ms (${count(settings.burst)}, as in 2.)`,
+        label: `ThreadObject, one head per event, alarmBackoffBase 1 ms (${count(settings.burst)}, as in 2.)`,
         subject: "thread",
         driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
         sameAs: "perItem-thread",
       },
       {
         id: "throughput-default",
-        label: `ThreadObject, alarmBackoffBase default (${count(settings.defaultBurst)})`,
-        subject: "threadDefault",
+        label: `ThreadObject, BETA96_PACING, default timing (${count(settings.defaultBurst)})`,
+        subject: "threadMulti",
         driver: threadBurstDriver(settings.defaultBurst, 1, settings.capSeconds),
       },
       {
         id: "throughput-multi",
-        label: `ThreadObject, maxHeadsPerEvent 1,000, default timing (${count(settings.burst)}, as in 2.)`,
-        subject: "threadMulti",
+        label: `ThreadObject, default config (${count(settings.burst)}, as in 2.)`,
+        subject: "threadDefault",
         driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
         sameAs: "perItem-multi",
       },
@@ -291,7 +305,7 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
     cases: [
       {
         id: "fanin",
-        label: "ThreadObject, one head per event",
+        label: "ThreadObject, default config",
         subject: "threadDefault",
         driver: faninDriver(settings.faninThreads, settings.idleMs, settings.capSeconds),
       },

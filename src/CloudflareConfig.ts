@@ -51,8 +51,9 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
   /** Native maintenance cadence while a generation is dirty without a matching retry. */
   wakeScanInterval: PositiveMillis,
   /**
-   * Head Attempts one alarm event may serve, lanes in round-robin order. 1 (the default) is
-   * one head per event; above 1, further runnable heads start within the event's first second.
+   * Head Attempts one alarm event may serve, lanes in round-robin order, each Submission at most
+   * once; a further head starts only within the event's first second. 1 is beta.96's one head
+   * per event (`BETA96_PACING`).
    */
   maxHeadsPerEvent: PositiveCount,
   /**
@@ -97,7 +98,7 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   alarmBackoffBase: 100,
   alarmBackoffCap: 5_000,
   wakeScanInterval: 1_000,
-  maxHeadsPerEvent: 1,
+  maxHeadsPerEvent: 1_000,
   maxTimersPerEvent: 16,
   timerCoalesceMillis: 10,
   projectionDispatchTimeoutMillis: 30_000,
@@ -106,6 +107,15 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   deliveryRetryCapMillis: 60_000,
   limits: { ...LEDGER_LIMIT_DEFAULTS, maxDatabaseBytes: 9_000_000_000 },
 }
+
+/**
+ * The original's (beta.96) pacing: one head Attempt per alarm event, the next event
+ * `alarmBackoffBase` later while work remains. Spread it into the overrides to restore it; an
+ * Object then settles about `1000 / alarmBackoffBase` Submissions per second.
+ */
+export const BETA96_PACING = {
+  maxHeadsPerEvent: 1,
+} as const satisfies CloudflareDurableRuntimeConfigOverrides
 
 /** A configuration value that does not decode; `field` is its dotted path. */
 export class CloudflareConfigError extends Schema.TaggedError<CloudflareConfigError>()(

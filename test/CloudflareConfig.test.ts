@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import {
+  BETA96_PACING,
   CLOUDFLARE_RUNTIME_DEFAULTS,
   CloudflareDurableRuntimeConfig,
   type CloudflareDurableRuntimeConfigOverrides,
@@ -15,14 +16,14 @@ const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error : undefined
 
 describe("CloudflareDurableRuntimeConfig", () => {
-  it.effect("takes the original's defaults when nothing is overridden", () =>
+  it.effect("takes the defaults when nothing is overridden: the original's, but 1,000 heads", () =>
     Effect.gen(function* () {
       const config = yield* decodeCloudflareRuntimeConfig()
       expect(config).toMatchObject({
         alarmBackoffBase: 100,
         alarmBackoffCap: 5_000,
         wakeScanInterval: 1_000,
-        maxHeadsPerEvent: 1,
+        maxHeadsPerEvent: 1_000,
         maxTimersPerEvent: 16,
         timerCoalesceMillis: 10,
         projectionDispatchTimeoutMillis: 30_000,
@@ -53,6 +54,15 @@ describe("CloudflareDurableRuntimeConfig", () => {
       expect(Object.keys(CloudflareRuntimeLimits.fields)).toEqual(
         expect.arrayContaining(Object.keys(LedgerLimits.fields)),
       )
+    }),
+  )
+
+  it.effect("restores the original's one head per event with BETA96_PACING, and nothing else", () =>
+    Effect.gen(function* () {
+      const defaults = yield* decodeCloudflareRuntimeConfig()
+      const config = yield* decodeCloudflareRuntimeConfig({ ...BETA96_PACING })
+      expect(config.maxHeadsPerEvent).toBe(1)
+      expect({ ...config, maxHeadsPerEvent: defaults.maxHeadsPerEvent }).toEqual({ ...defaults })
     }),
   )
 

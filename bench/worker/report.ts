@@ -68,6 +68,7 @@ export const FairnessReport = Schema.Struct({
   lanes: Schema.Number,
   coldSettled: Schema.Number,
   maxColdWait: Schema.Number,
+  maxColdWaitMs: Schema.Number,
   hotLastDelivery: Schema.Number,
   deliveries: Schema.Number,
 })

@@ -11,7 +11,7 @@
  */
 import { Effect, Schema } from "effect"
 import { define } from "../../src/core/AgentRegistration.ts"
-import type { CloudflareDurableRuntimeConfigOverrides } from "../../src/CloudflareConfig.ts"
+import { BETA96_PACING, type CloudflareDurableRuntimeConfigOverrides } from "../../src/CloudflareConfig.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { BurstProgress, json } from "./burst.ts"
 import { cloneSubmission } from "./clones.ts"
@@ -26,6 +26,8 @@ interface Probe {
   steps: number
   /** The delivery during which each Thread's last step ran. */
   readonly stepDelivery: Map<string, number>
+  /** When each Thread's last step ran (the Object's clock). */
+  readonly stepAt: Map<string, number>
 }
 
 const probes = new Map<string, Probe>()
@@ -33,7 +35,7 @@ const probes = new Map<string, Probe>()
 const probeOf = (id: string): Probe => {
   let probe = probes.get(id)
   if (probe === undefined) {
-    probe = { deliveries: 0, steps: 0, stepDelivery: new Map() }
+    probe = { deliveries: 0, steps: 0, stepDelivery: new Map(), stepAt: new Map() }
     probes.set(id, probe)
   }
   return probe
@@ -60,6 +62,7 @@ export const noopAgent = define({
             const state = probeOf(probe)
             state.steps += 1
             state.stepDelivery.set(ctx.threadId, state.deliveries)
+            state.stepAt.set(ctx.threadId, Date.now())
           }),
         ),
       ),
@@ -376,14 +379,18 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           } finally {
             this.#releaseHold()
           }
+          const releasedAt = Date.now()
           await this.progress.settled()
-          const waits = [...this.#probe.stepDelivery.entries()]
-            .filter(([threadId]) => threadId.startsWith("lane-cold"))
-            .map(([, delivery]) => delivery)
+          const ofColdLanes = (entries: Map<string, number>) =>
+            [...entries.entries()]
+              .filter(([threadId]) => threadId.startsWith("lane-cold"))
+              .map(([, value]) => value)
+          const waits = ofColdLanes(this.#probe.stepDelivery)
           return json({
             lanes: cold + 1,
             coldSettled: waits.length,
             maxColdWait: Math.max(...waits),
+            maxColdWaitMs: Math.max(...ofColdLanes(this.#probe.stepAt)) - releasedAt,
             hotLastDelivery: this.#probe.stepDelivery.get("lane-hot") ?? -1,
             deliveries: this.#probe.deliveries,
           })
@@ -414,19 +421,20 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
     }
   }
 
-/** The library's Object with `alarmBackoffBase` at 1 ms (the fastest cadence). */
+/** The library's Object at beta.96's one head per event, `alarmBackoffBase` 1 ms (its fastest cadence). */
 export class ThreadBenchObject extends benchThreadObject({
+  ...BETA96_PACING,
   alarmBackoffBase: 1,
   limits: { maxQueueDepthPerLane: 20_000 },
 }) {}
 
-/** The library's Object with every timing at its default. */
+/** The library's Object at its default configuration (several heads per event). */
 export class ThreadBenchDefaultObject extends benchThreadObject({
   limits: { maxQueueDepthPerLane: 20_000 },
 }) {}
 
-/** The library's Object at its default timing, serving up to 1,000 heads per alarm event. */
+/** The library's Object at beta.96's pacing: one head per event, every timing at its default. */
 export class ThreadBenchMultiObject extends benchThreadObject({
-  maxHeadsPerEvent: 1_000,
+  ...BETA96_PACING,
   limits: { maxQueueDepthPerLane: 20_000 },
 }) {}

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Ref, Schema } from "effect"
+import { BETA96_PACING } from "../../src/CloudflareConfig.ts"
 import { TestClock } from "effect/testing"
 import { Reconcile } from "../../src/core/AgentContext.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
@@ -170,12 +171,12 @@ describe("timed waits on the alarm", () => {
         const now = yield* dayAhead
         const runs = yield* makeRuns
         const agent = sleeper(runs)
-        const inc = yield* incarnation(ctx, { agents: [agent, threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [agent, threeSteps(runs)], config: BETA96_PACING })
         yield* inc.maintenance.withMutation(sleepers(inc, agent, 3, now + 1_000, 1))
         for (let index = 0; index < 3; index++)
           yield* submit(inc, "busy", "three-steps", `busy-${index}`, { n: index })
         yield* TestClock.setTime(now + 1_002)
-        // One lane head (the default budget) and every due row, in one event.
+        // One lane head (beta.96's budget) and every due row, in one event.
         const report = yield* deliverOk(ctx, inc.maintenance)
         expect([report.phase, report.settled]).toEqual(["actionable", 4])
         expect((yield* runsOf(runs)).done).toBe(3)

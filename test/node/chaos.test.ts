@@ -6,12 +6,14 @@
  * matches a control pair that replays its mutations with no kill and no network fault, every
  * child linked to its desk and settled into it once.
  *
- * Each seed runs with one head per alarm event (the default) and, for the first two seeds (all
- * of them with `CHAOS_MULTI_SEEDS=all`), with four. Reproduce a run with `CHAOS_SEED=<seed>`;
+ * Each seed runs at the default configuration (several heads per alarm event) and, for the first
+ * two seeds (all of them with `CHAOS_MULTI_SEEDS=all`), with beta.96's one head per event
+ * (`BETA96_PACING`). Reproduce a run with `CHAOS_SEED=<seed>`;
  * `CHAOS_SEEDS=a,b,c` and `CHAOS_ROUNDS=n` set the lanes of a longer soak (`npm run soak`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { BETA96_PACING } from "../../src/CloudflareConfig.ts"
 import type { RawView } from "./fixtures/crashProtocol.ts"
 import { childrenOf, runChaos, runControl } from "./support/chaos.ts"
 import { crashDriver } from "./support/crashDriver.ts"
@@ -39,7 +41,7 @@ const equal = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b
 
 /** The multi-head variant runs the first two seeds in `npm test`; `npm run soak` runs them all. */
 const multiHeadSeeds = process.env["CHAOS_MULTI_SEEDS"] === "all" ? seeds : seeds.slice(0, 2)
-const MULTI_HEADS = 4
+const ONE_HEAD = BETA96_PACING.maxHeadsPerEvent
 
 /** The problems of one Object's final view against its control's. */
 const compare = (label: string, view: RawView, control: RawView): Array<string> => {
@@ -114,8 +116,8 @@ describe.concurrent("seeded chaos", () => {
   }
   for (const seed of multiHeadSeeds) {
     it.live(
-      `seed ${seed}, ${MULTI_HEADS} heads per event: ${rounds} rounds converge and match the control (CHAOS_SEED=${seed})`,
-      () => Effect.map(chaosRun(seed, MULTI_HEADS), (problems) => expect(problems).toEqual([])),
+      `seed ${seed}, one head per event: ${rounds} rounds converge and match the control (CHAOS_SEED=${seed})`,
+      () => Effect.map(chaosRun(seed, ONE_HEAD), (problems) => expect(problems).toEqual([])),
       Math.max(300_000, rounds * 1_000),
     )
   }

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { BETA96_PACING } from "../../src/CloudflareConfig.ts"
 import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
 import { pairPoints } from "./support/crashPairPoints.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
@@ -232,10 +233,10 @@ const storagePoints: ReadonlyArray<CrashPoint> = [
   s("alarm:before", { skip: 1 }, scenarios.deny),
 ]
 
-/** The configurations every group runs under: the default, and several heads per event. */
+/** The configurations every group runs under: beta.96's one head per event, and the default. */
 const variants = [
-  { name: "one head per event", label: "one", options: {} },
-  { name: "four heads per event", label: "multi", options: { maxHeadsPerEvent: 4 } },
+  { name: "one head per event", label: "one", options: BETA96_PACING },
+  { name: "the default heads per event", label: "multi", options: {} },
 ] as const
 
 const acrossObjects = new Set(

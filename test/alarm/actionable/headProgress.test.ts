@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect } from "effect"
+import { BETA96_PACING } from "../../../src/CloudflareConfig.ts"
 import { charging, makeRuns, reviewed, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
 import { deliver, deliverAcross, deliverOk, longFirstStep, reportOf, rowOf, submit } from "./fixtures.ts"
@@ -29,7 +30,7 @@ describe("head progress", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* incarnation(ctx, { agents: [reviewed(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [reviewed(runs)], config: BETA96_PACING })
         const lanes = ["lane-a", "lane-b", "lane-c", "lane-d"]
         for (const lane of lanes) yield* submit(inc, lane, "reviewed", lane, { n: 1 })
 
@@ -57,6 +58,7 @@ describe("head progress", () => {
         const inc = yield* incarnation(ctx, {
           agents,
           runtime: yield* failAt("uncertain:after-start-append"),
+          config: BETA96_PACING,
         })
         const charge = yield* submit(inc, "lane-a", "charging", "charge", { n: 1 })
         yield* submit(inc, "lane-b", "three-steps", "b1", { n: 1 })
@@ -87,7 +89,10 @@ describe("head progress", () => {
           yield* dayAhead
           const runs = yield* makeRuns
           const started = yield* Deferred.make<void>()
-          const inc = yield* incarnation(ctx, { agents: [longFirstStep(runs, eventMillis, started)] })
+          const inc = yield* incarnation(ctx, {
+            agents: [longFirstStep(runs, eventMillis, started)],
+            config: BETA96_PACING,
+          })
           yield* submit(inc, "lane-a", "long-first-step", "a", { n: 1 })
           yield* submit(inc, "lane-b", "long-first-step", "b", { n: 1 })
 

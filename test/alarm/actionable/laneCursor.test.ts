@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { BETA96_PACING } from "../../../src/CloudflareConfig.ts"
 import { makeRuns, threeSteps } from "../../core/runtimeAgents.ts"
 import { dayAhead, inObject, objectName, rawState } from "../harness.ts"
 import { abandon, deliver, deliverOk, failingSecondAttempt, reportOf, rowOf, submit } from "./fixtures.ts"
@@ -26,7 +27,11 @@ describe("the lane cursor", () => {
         const note = Effect.flatMap(cursorOf(ctx), (cursor) => Effect.sync(() => seen.push(cursor)))
         yield* board.once("claim:after-claim", note)
         yield* board.once("claim:after-claim", note)
-        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: board.handler })
+        const inc = yield* incarnation(ctx, {
+          agents: [threeSteps(runs)],
+          runtime: board.handler,
+          config: BETA96_PACING,
+        })
         yield* submit(inc, "lane-a", "three-steps", "a", { n: 1 })
         yield* submit(inc, "lane-b", "three-steps", "b", { n: 1 })
 
@@ -48,7 +53,7 @@ describe("the lane cursor", () => {
         const runs = yield* makeRuns
         const agents = [threeSteps(runs)]
         const firstKill = yield* freezeAt("claim:after-claim", 2)
-        const first = yield* incarnation(ctx, { agents, runtime: firstKill.handler })
+        const first = yield* incarnation(ctx, { agents, runtime: firstKill.handler, config: BETA96_PACING })
         const a1 = yield* submit(first, "lane-a", "three-steps", "a1", { n: 1 })
         const a2 = yield* submit(first, "lane-a", "three-steps", "a2", { n: 2 })
         const poison = yield* submit(first, "lane-b", "three-steps", "b", { n: 1 })
@@ -63,14 +68,14 @@ describe("the lane cursor", () => {
 
         // The next incarnation serves lane-b again, writing it first, and dies the same way.
         const secondKill = yield* freezeAt("claim:after-claim")
-        const second = yield* incarnation(ctx, { agents, runtime: secondKill.handler })
+        const second = yield* incarnation(ctx, { agents, runtime: secondKill.handler, config: BETA96_PACING })
         yield* abandon(deliver(ctx, second.maintenance))
         yield* secondKill.reached
         expect(yield* cursorOf(ctx)).toBe("lane-b")
         expect((yield* rowOf(second, poison.submissionId)).producerEpoch).toBe(2)
 
         // The third serves lane-a's follower: lane-b no longer comes first.
-        const third = yield* incarnation(ctx, { agents })
+        const third = yield* incarnation(ctx, { agents, config: BETA96_PACING })
         expect(reportOf(yield* deliverOk(ctx, third.maintenance))).toEqual(["actionable", 0, 1, 1, "rearmed"])
         expect((yield* rowOf(third, a2.submissionId)).state).toBe("settled")
         expect(yield* cursorOf(ctx)).toBe("lane-a")
@@ -82,7 +87,7 @@ describe("the lane cursor", () => {
     inObject(objectName("cursor-fails"), (ctx) =>
       Effect.gen(function* () {
         yield* dayAhead
-        const inc = yield* failingSecondAttempt(ctx)
+        const inc = yield* failingSecondAttempt(ctx, BETA96_PACING)
         yield* submit(inc, "lane-a", "three-steps", "a1", { n: 1 })
         yield* submit(inc, "lane-a", "three-steps", "a2", { n: 2 })
         const failing = yield* submit(inc, "lane-b", "three-steps", "b", { n: 1 })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect } from "effect"
+import { BETA96_PACING } from "../../../src/CloudflareConfig.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, rawState } from "../harness.ts"
 import {
@@ -24,7 +25,7 @@ describe("lane rotation", () => {
         // The first step outlasts the 10-minute yield deadline but not the 14-minute event.
         const inc = yield* incarnation(ctx, {
           agents: [longFirstStep(runs, 11 * 60_000, started), threeSteps(runs)],
-          config: UNHURRIED,
+          config: { ...UNHURRIED, ...BETA96_PACING },
         })
         const yielding = yield* submit(inc, "lane-a", "long-first-step", "a", { n: 1 })
         const b = yield* submit(inc, "lane-b", "three-steps", "b", { n: 1 })

@@ -60,6 +60,25 @@ describe("several heads per event", () => {
     ),
   )
 
+  it.effect("serves a cold lane behind a hot lane's backlog in the same event at the defaults", () =>
+    inObject(objectName("multi-default"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const runs = yield* makeRuns
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
+        for (let n = 0; n < 20; n++) yield* submit(inc, "lane-hot", "three-steps", `hot-${n}`, { n })
+        yield* submit(inc, "lane-cold", "three-steps", "cold", { n: 0 })
+
+        // With nothing configured one event drains both lanes, the cold one among its first two heads.
+        expect(reportOf(yield* deliverOk(ctx, inc.maintenance))).toEqual(["actionable", 0, 21, 0, "cleared"])
+        const order = yield* settlementOrder(inc)
+        expect(order.indexOf("lane-cold")).toBeLessThanOrEqual(1)
+        expect(order.filter((lane) => lane === "lane-hot")).toHaveLength(20)
+        expect(yield* alarmOf(ctx)).toBeNull()
+      }),
+    ),
+  )
+
   it.effect("passes over a stable wait without holding back another lane", () =>
     inObject(objectName("multi-wait"), (ctx) =>
       Effect.gen(function* () {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { BETA96_PACING } from "../../../src/CloudflareConfig.ts"
 import { makeRuns, threeSteps } from "../../core/runtimeAgents.ts"
 import { dayAhead, inObject, objectName, putRawState, rawState } from "../harness.ts"
 import { caughtUpRecord } from "../fixtures.ts"
@@ -12,7 +13,7 @@ describe("the stored nonterminal count", () => {
       Effect.gen(function* () {
         yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], config: BETA96_PACING })
         for (const key of ["a", "b", "c"]) yield* submit(inc, "lane", "three-steps", key, { n: 1 })
 
         const counts: Array<readonly [number, unknown]> = []
@@ -35,7 +36,7 @@ describe("the stored nonterminal count", () => {
       Effect.gen(function* () {
         const now = yield* dayAhead
         const runs = yield* makeRuns
-        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)] })
+        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], config: BETA96_PACING })
         yield* putRawState(ctx, caughtUpRecord(1n, { nonterminal: 7 }))
         yield* submit(inc, "lane", "three-steps", "a", { n: 1 })
         yield* submit(inc, "lane", "three-steps", "b", { n: 2 })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import { BETA96_PACING } from "../../../src/CloudflareConfig.ts"
 import { makeRuns, runsOf, threeSteps } from "../../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName } from "../harness.ts"
 import { converge, deliverOk, generationsOf, reportOf, rowOf, submit } from "./fixtures.ts"
@@ -14,7 +15,11 @@ describe("one head per event", () => {
         const runs = yield* makeRuns
         const failpoints = yield* runtimeSwitchboard()
         const held = yield* failpoints.pause("ledger:settle:after")
-        const inc = yield* incarnation(ctx, { agents: [threeSteps(runs)], runtime: failpoints.handler })
+        const inc = yield* incarnation(ctx, {
+          agents: [threeSteps(runs)],
+          runtime: failpoints.handler,
+          config: BETA96_PACING,
+        })
         const head = yield* submit(inc, "lane", "three-steps", "head", { n: 1 })
 
         const pass = yield* Effect.forkChild(deliverOk(ctx, inc.maintenance))

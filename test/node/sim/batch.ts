@@ -2,7 +2,8 @@
  * The seeded batch of the maintenance simulation, split into shards: each shard is a test file
  * of its own (`simulation.test.ts` is shard 1, `simulationShard<k>.test.ts` the others), so
  * that vitest runs them on separate cores. Each shard runs two variants: one head Attempt per
- * alarm event (the default configuration) and several (`maxHeadsPerEvent` drawn per seed).
+ * alarm event (beta.96's pacing, `BETA96_PACING`) and several (`maxHeadsPerEvent` drawn per
+ * seed, the default among the draws).
  *
  * `SIM_RUNS=<n>` sets how many seeds of the one-head variant run in all (from `SIM_BASE`,
  * default 1) and `SIM_MULTI_RUNS=<n>` those of the multi-head variant, each cut into

@@ -11,6 +11,7 @@
  */
 import { Effect, Exit, type Schema } from "effect"
 import { TestClock } from "effect/testing"
+import { BETA96_PACING, CLOUDFLARE_RUNTIME_DEFAULTS } from "../../../src/CloudflareConfig.ts"
 import type { ThreadId } from "../../../src/core/Identifiers.ts"
 import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 import { admitsSharedDigest, type AgentKind, type Deployment } from "./agents.ts"
@@ -39,7 +40,10 @@ export interface SimulationOptions {
   /** The chaos phase of a run is drawn between these step counts. */
   readonly chaosSteps: readonly [number, number]
   readonly calmRounds: number
-  /** Several head Attempts per alarm event (`maxHeadsPerEvent` drawn per seed) instead of one. */
+  /**
+   * Several head Attempts per alarm event (`maxHeadsPerEvent` drawn per seed, the default among
+   * them) instead of beta.96's one (`BETA96_PACING`).
+   */
   readonly multiHead?: boolean
   readonly verbose?: boolean
 }
@@ -440,7 +444,9 @@ export const simulate = (seed: number, options: SimulationOptions) =>
       deliveryAttemptTimeoutMillis: rng.pick([500, 3_000]),
       deliveryRetryBaseMillis: rng.pick([50, 500]),
       deliveryRetryCapMillis: rng.pick([1_000, 10_000]),
-      ...(options.multiHead === true ? { maxHeadsPerEvent: rng.pick([2, 3, 16]) } : {}),
+      ...(options.multiHead === true
+        ? { maxHeadsPerEvent: rng.pick([2, 3, 16, CLOUDFLARE_RUNTIME_DEFAULTS.maxHeadsPerEvent]) }
+        : BETA96_PACING),
     }
     const network = makeNetworkFaults(rng)
     const names = ["o1", "o2", "o3"].slice(0, rng.pick([1, 2, 2, 3]))

@@ -11,7 +11,7 @@
  * - ack-pass-start: a pass acknowledges only the generation it read when it began.
  * - retry-monotone: a committed retry never moves earlier.
  * - retry-not-early: no native work runs for a generation before its retry is due.
- * - heads-per-event: at most `maxHeadsPerEvent` head Attempts per alarm event (one by default),
+ * - heads-per-event: at most `maxHeadsPerEvent` head Attempts per alarm event (1,000 by default, 1 with `BETA96_PACING`),
  *   each of another Submission.
  * - binding-lane: a lane whose head waits for a compatible binding is not served before the
  *   wait is due (and other lanes are not held back by it: due-alarm).

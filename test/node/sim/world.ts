@@ -13,7 +13,10 @@
  */
 import { Cause, Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { ThreadMaintenance } from "../../../src/Alarm.ts"
-import type { CloudflareDurableRuntimeConfigOverrides } from "../../../src/CloudflareConfig.ts"
+import {
+  CLOUDFLARE_RUNTIME_DEFAULTS,
+  type CloudflareDurableRuntimeConfigOverrides,
+} from "../../../src/CloudflareConfig.ts"
 import { SubmissionLedger } from "../../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, ThreadHistory } from "../../../src/core/ThreadHistory.ts"
 import { memoryStoreOf } from "../../../src/core/internal/ledger/memoryStore.ts"
@@ -138,7 +141,7 @@ export const makeWorld = (options: WorldOptions) =>
       floorMillis: Math.max(1, Math.ceil(options.config.alarmBackoffBase / 2)),
       capMillis: options.config.alarmBackoffCap,
       wakeScanIntervalMillis: options.config.wakeScanInterval,
-      maxHeadsPerEvent: options.config.maxHeadsPerEvent ?? 1,
+      maxHeadsPerEvent: options.config.maxHeadsPerEvent ?? CLOUDFLARE_RUNTIME_DEFAULTS.maxHeadsPerEvent,
       coalesceMillis: options.config.timerCoalesceMillis ?? 10,
     }
 

@@ -70,7 +70,7 @@ const decodeSignal = Schema.decodeUnknownSync(AlarmSignal)
 
 /** How the crash Worker's Thread Objects are configured. */
 export interface CrashOptions {
-  /** `maxHeadsPerEvent` (the default, one head per event, when absent). */
+  /** `maxHeadsPerEvent` (the default when absent). */
   readonly maxHeadsPerEvent?: number
 }
 
