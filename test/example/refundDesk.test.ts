@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { DEFAULT_FRAUD_DESK_SHARDS, fraudDeskObjectFor } from "../../examples/refund-desk/src/fraudShards.ts"
 import { call, deliverUntil, maintenanceOf, quiet, relayedFor, stateOf, threadName } from "./support.ts"
 
 const submit = (thread: string, input: unknown, idempotencyKey?: string) =>
@@ -48,7 +49,8 @@ describe("refund desk example", () => {
       "SubmissionSettled",
     ])
     // The fraud check ran as a child in the fraud desk's Object, linked to this refund.
-    const fraud = await call("GET", "/threads/customer-of-A1/history?object=fraud-desk&limit=500")
+    const desk = fraudDeskObjectFor("customer-of-A1", DEFAULT_FRAUD_DESK_SHARDS)
+    const fraud = await call("GET", `/threads/customer-of-A1/history?object=${desk}&limit=500`)
     const accepted = (fraud.body["records"] as Array<{ entry: Record<string, any> }>).find(
       (record) =>
         record.entry["_tag"] === "SubmissionAccepted" && record.entry["parent"]?.submissionId === id,

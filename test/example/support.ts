@@ -3,6 +3,7 @@
  * alarm deliveries to a Thread's Object until a condition holds.
  */
 import { env, runDurableObjectAlarm, SELF } from "cloudflare:test"
+import { fraudDeskObjects, fraudDeskShards } from "../../examples/refund-desk/src/fraudShards.ts"
 
 /** A unique Thread per test: storage is shared by every test of a file. */
 export const threadName = (label: string) => `desk-${label}-${crypto.randomUUID()}`
@@ -26,11 +27,14 @@ export const call = async (
 }
 
 /**
- * Delivers the alarms of the Thread's Object and of the fraud desk's Object (where refunds run
+ * Delivers the alarms of the Thread's Object and of the fraud desk's Objects (where refunds run
  * their fraud checks) until `done` holds, at most `rounds` times.
  */
 export const deliverUntil = async (thread: string, done: () => Promise<boolean>, rounds = 50) => {
-  const stubs = [env.THREADS.getByName(thread), env.THREADS.getByName("fraud-desk")]
+  const stubs = [
+    env.THREADS.getByName(thread),
+    ...fraudDeskObjects(fraudDeskShards(env.FRAUD_DESK_SHARDS)).map((name) => env.THREADS.getByName(name)),
+  ]
   for (let round = 0; round < rounds; round++) {
     if (await done()) return
     // A pass may reject (workerd would redeliver); the next round delivers again.

@@ -17,6 +17,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import puppeteer, { type Browser, type Page } from "puppeteer-core"
 import { Effect } from "effect"
+import { DEFAULT_FRAUD_DESK_SHARDS, fraudDeskObjectFor } from "../../examples/refund-desk/src/fraudShards.ts"
 import { bundleWorker } from "./support/bundle.ts"
 import { tempRoot } from "./support/tempDir.ts"
 
@@ -256,7 +257,7 @@ describe("operator console in a browser", () => {
     await page.click('.timeline li[data-kind="child"] .notes a')
     await inPage(
       "the child in its own Object",
-      `location.hash.startsWith("#/o/fraud-desk/t/customer-of-B2/s/") && document.querySelector("#submission")?.dataset.agent === "fraud-check"`,
+      `location.hash.startsWith("#/o/${fraudDeskObjectFor("customer-of-B2", DEFAULT_FRAUD_DESK_SHARDS)}/t/customer-of-B2/s/") && document.querySelector("#submission")?.dataset.agent === "fraud-check"`,
     )
     const child = await text("#submission")
     expect(child).toContain("accepted for fraud-check")

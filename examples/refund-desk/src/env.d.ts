@@ -12,6 +12,8 @@ declare global {
       readonly DIRECTORY: DurableObjectNamespace<ThreadDirectory>
       /** The operator routes' bearer token (a secret in production; `.dev.vars` locally). */
       readonly OPERATOR_TOKEN?: string
+      /** How many Objects the fraud desk's Threads are spread over (8 when absent). */
+      readonly FRAUD_DESK_SHARDS?: string
     }
   }
 }

@@ -1,14 +1,11 @@
 /**
- * The fraud desk: a child agent that refunds ask before they pay anything out. It runs in an
- * Object of its own (`fraud-desk`), one Thread per customer, so every refund desk shares it
- * and a slow check never holds a desk's lane. It scores a refund (a journaled step) and answers
- * `clear` or `review`.
+ * The fraud desk: a child agent that refunds ask before they pay anything out. It runs in
+ * Objects of its own (`fraud-desk-<n>`, see `fraudShards.ts`), one Thread per customer, so every
+ * refund desk shares them and a slow check never holds a desk's lane. It scores a refund (a
+ * journaled step) and answers `clear` or `review`.
  */
 import { Effect, Schema } from "effect"
 import { define } from "@effect-agent/platform-cloudflare/AgentRegistration"
-
-/** The Object the fraud desk's Threads live in. */
-export const fraudDeskObject = "fraud-desk"
 
 const FraudQuestion = Schema.Struct({
   orderId: Schema.String,

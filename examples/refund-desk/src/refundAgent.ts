@@ -13,7 +13,8 @@ import { env } from "cloudflare:workers"
 import { Effect, Schema } from "effect"
 import { Reconcile } from "@effect-agent/platform-cloudflare/AgentContext"
 import { AgentFailure, define } from "@effect-agent/platform-cloudflare/AgentRegistration"
-import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
+import { fraudCheckAgent } from "./fraudAgent.ts"
+import { fraudDeskObjectFor, fraudDeskShards } from "./fraudShards.ts"
 
 /** Refunds above this amount need a human's approval. */
 export const approvalThreshold = 100
@@ -71,11 +72,14 @@ export const refundAgent = define({
           message: `cannot refund ${request.amount}: the order paid ${order.paid}`,
         })
       }
-      // A child Submission in the fraud desk's Object; its failure would be a value here too.
+      // A child Submission in the customer's fraud desk Object; its failure would be a value here too.
       const check = yield* ctx.startChild({
         agent: fraudCheckAgent,
         input: { orderId: order.orderId, customer: order.customer, amount: request.amount },
-        thread: { objectName: fraudDeskObject, threadId: order.customer },
+        thread: {
+          objectName: fraudDeskObjectFor(order.customer, fraudDeskShards(env.FRAUD_DESK_SHARDS)),
+          threadId: order.customer,
+        },
       })
       const fraud = yield* ctx.awaitChild(check)
       const flagged = fraud.outcome !== "completed" || fraud.output.verdict === "review"

@@ -1,6 +1,7 @@
 /**
  * The example Worker: a refund desk whose Threads live in `Threads` Durable Objects, asking a
- * fraud desk (a child agent in the `fraud-desk` Object of the same namespace) before it pays,
+ * fraud desk (a child agent in `fraud-desk-<n>` Objects of the same namespace, one per group of
+ * customers) before it pays,
  * with a settlement outbox relaying every outcome to the `RelayInbox` Object, a stand-in
  * payment provider (`Payments`) and an operator console at `/console`.
  *
@@ -14,7 +15,7 @@
  *   POST /threads/:thread/submissions/:id/resolve        {"succeeded":true,"value":"…"} (operator)
  *   POST /threads/:thread/submissions/:id/abort|retry                               (operator)
  *   GET  /threads/:thread   …/history   …/maintenance   …/obligations   …/verify
- *        (add ?object=fraud-desk to read a Thread of the fraud desk, e.g. /threads/customer-of-A1/history)
+ *        (add ?object=fraud-desk-6 to read a Thread of the fraud desk, e.g. /threads/customer-of-A1/history)
  *   POST /threads/:thread/repair (operator)   POST /threads/:thread/wake
  *   GET  /threads           the Threads seen;   /console   the operator console (ThreadConsole)
  *   GET  /relay             what the outbox delivered;   POST /relay/refuse {"count":2}
@@ -26,7 +27,8 @@ import { DurableObjectContext } from "@effect-agent/platform-cloudflare/Cloudfla
 import { Unauthorized } from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadConsole from "@effect-agent/platform-cloudflare/ThreadConsole"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
-import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
+import { fraudCheckAgent } from "./fraudAgent.ts"
+import { fraudDeskObjects, fraudDeskShards } from "./fraudShards.ts"
 import { RefundOutbox } from "./outbox.ts"
 import { refundAgent } from "./refundAgent.ts"
 import { json, threadRoute } from "./routes.ts"
@@ -104,7 +106,7 @@ const relayRoute = async (request: Request, env: Cloudflare.Env) => {
 
 /**
  * The operator console at `/console`: it lists the refund desks' Objects (each Thread in the
- * Object named after it, as the directory remembers them) and the fraud desk's. Its calls carry
+ * Object named after it, as the directory remembers them) and the fraud desk's shards. Its calls carry
  * the browser's bearer token as the caller, so `operatorsOnly` decides what it may do.
  */
 const operatorConsole = (env: Cloudflare.Env) =>
@@ -113,7 +115,10 @@ const operatorConsole = (env: Cloudflare.Env) =>
     namespaceBinding: "THREADS",
     basePath: "/console",
     title: "Refund desk · operator console",
-    objects: async () => [...(await env.DIRECTORY.getByName("directory").list()), fraudDeskObject],
+    objects: async () => [
+      ...(await env.DIRECTORY.getByName("directory").list()),
+      ...fraudDeskObjects(fraudDeskShards(env.FRAUD_DESK_SHARDS)),
+    ],
   })
 
 export default {

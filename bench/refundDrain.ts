@@ -1,0 +1,118 @@
+/**
+ * `npx tsx bench/refundDrain.ts --refunds 400 --threads 20 --runs 3 --shards 1,8`: the refund
+ * desk example (examples/refund-desk) at its configuration (the library's defaults) takes a
+ * burst of refunds spread over desk Threads, is stopped the moment the last submit is answered
+ * (Miniflare disposes workerd; storage stays in the persist folder, as after a crash of the
+ * whole runtime), started again with no request, and drains: every refund asks the fraud desk (a
+ * child Submission in another Object) before it pays. Reported per run: refunds still unsettled
+ * at the stop, and the time from the restart to the last settlement (the newest `settledAt` on
+ * the Objects' clock). Requests during the drain only read (the settlement poll). Each run
+ * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
+ * one after the other, so the variants alternate on a shared machine.
+ */
+import { Effect, Schema } from "effect"
+import { parseArgs } from "node:util"
+import { postJson, startLocalWorker } from "../test/node/support/localWorker.ts"
+import { tempDir } from "../test/node/support/tempDir.ts"
+
+const options = parseArgs({
+  options: {
+    refunds: { type: "string", default: "400" },
+    threads: { type: "string", default: "20" },
+    runs: { type: "string", default: "3" },
+    cap: { type: "string", default: "120" },
+    shards: { type: "string", default: "1,8" },
+  },
+}).values
+const refunds = Number(options.refunds)
+const threadCount = Number(options.threads)
+const runs = Number(options.runs)
+const capMillis = Number(options.cap) * 1_000
+const shardCounts = options.shards.split(",").map(Number)
+
+const Statuses = Schema.Array(
+  Schema.Struct({
+    state: Schema.String,
+    settlement: Schema.optionalKey(Schema.Struct({ settledAt: Schema.Number })),
+  }),
+)
+
+const threads = Array.from({ length: threadCount }, (_, i) => `drain-desk-${i}`)
+
+const oneRun = (run: number, shards: number) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const worker = yield* startLocalWorker({
+        entry: new URL("../examples/refund-desk/src/worker.ts", import.meta.url),
+        durableObjects: {
+          THREADS: "Threads",
+          RELAY: "RelayInbox",
+          PAYMENTS: "Payments",
+          DIRECTORY: "ThreadDirectory",
+        },
+        persistDir: yield* tempDir(`refund-drain-${run}-${shards}`),
+        bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(shards) },
+      })
+      // Settlement times of one Thread's settled Submissions (the page holds them all).
+      const settledIn = (thread: string) =>
+        Effect.map(worker.json(Statuses, `/threads/${thread}/submissions?limit=200`), (rows) =>
+          rows.flatMap((row) =>
+            row.state === "settled" && row.settlement ? [row.settlement.settledAt] : [],
+          ),
+        )
+      const settled = Effect.map(Effect.forEach(threads, settledIn, { concurrency: 4 }), (times) =>
+        times.flat(),
+      )
+      yield* Effect.forEach(
+        Array.from({ length: refunds }, (_, n) => n),
+        (n) => {
+          const thread = threads[n % threadCount] ?? "drain-desk-0"
+          return worker.fetch(
+            `/threads/${thread}/submissions`,
+            postJson({ idempotencyKey: `refund-${n}`, input: { orderId: `D${n}`, amount: 10 } }),
+          )
+        },
+        { concurrency: threadCount, discard: true },
+      )
+      yield* worker.stop
+      yield* worker.start
+      const restartedAt = Date.now()
+      const atStop = (yield* settled).length
+      let times = yield* settled
+      while (times.length < refunds && Date.now() - restartedAt < capMillis) {
+        yield* Effect.sleep(200)
+        times = yield* settled
+      }
+      const lastSettledAt = Math.max(...times)
+      return {
+        run,
+        shards,
+        refunds,
+        threads: threadCount,
+        settled: times.length,
+        unsettledAtRestart: refunds - atStop,
+        drainMs: lastSettledAt - restartedAt,
+      }
+    }),
+  )
+
+const main = Effect.gen(function* () {
+  const drains = new Map<number, Array<number>>()
+  for (let run = 1; run <= runs; run++)
+    for (const shards of shardCounts) {
+      const result = yield* oneRun(run, shards)
+      console.log(JSON.stringify(result))
+      drains.set(shards, [...(drains.get(shards) ?? []), result.drainMs])
+    }
+  for (const [shards, values] of drains) {
+    const sorted = [...values].sort((a, b) => a - b)
+    console.log(
+      `${shards} fraud desk Object(s): restart to last settlement median ${sorted[Math.floor(sorted.length / 2)]} ms, min ${sorted[0]}, max ${sorted[sorted.length - 1]} (${sorted.length} runs)`,
+    )
+  }
+})
+
+Effect.runPromise(main).catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})
