@@ -8,9 +8,11 @@
  * at the stop, and the time from the restart to the last settlement (the newest `settledAt` on
  * the Objects' clock). Requests during the drain only read (the settlement poll). Each run
  * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
+ * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
  * one after the other, so the variants alternate on a shared machine.
  */
 import { Effect, Schema } from "effect"
+import { resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { postJson, startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
@@ -22,13 +24,26 @@ const options = parseArgs({
     runs: { type: "string", default: "3" },
     cap: { type: "string", default: "120" },
     shards: { type: "string", default: "1,8" },
+    baseline: { type: "string" },
   },
 }).values
 const refunds = Number(options.refunds)
 const threadCount = Number(options.threads)
 const runs = Number(options.runs)
 const capMillis = Number(options.cap) * 1_000
-const shardCounts = options.shards.split(",").map(Number)
+const example = "examples/refund-desk/src/worker.ts"
+/** The variants each run measures: this checkout's example at each shard count, and the baseline's. */
+const variants = [
+  ...options.shards.split(",").map((shards) => ({
+    label: `${shards} fraud desk Object(s)`,
+    entry: new URL(`../${example}`, import.meta.url).href,
+    shards: Number(shards),
+  })),
+  ...(options.baseline === undefined
+    ? []
+    : [{ label: `baseline ${options.baseline}`, entry: resolve(options.baseline, example), shards: 1 }]),
+]
+type Variant = (typeof variants)[number]
 
 const Statuses = Schema.Array(
   Schema.Struct({
@@ -39,19 +54,19 @@ const Statuses = Schema.Array(
 
 const threads = Array.from({ length: threadCount }, (_, i) => `drain-desk-${i}`)
 
-const oneRun = (run: number, shards: number) =>
+const oneRun = (run: number, variant: Variant) =>
   Effect.scoped(
     Effect.gen(function* () {
       const worker = yield* startLocalWorker({
-        entry: new URL("../examples/refund-desk/src/worker.ts", import.meta.url),
+        entry: variant.entry.startsWith("file:") ? new URL(variant.entry) : variant.entry,
         durableObjects: {
           THREADS: "Threads",
           RELAY: "RelayInbox",
           PAYMENTS: "Payments",
           DIRECTORY: "ThreadDirectory",
         },
-        persistDir: yield* tempDir(`refund-drain-${run}-${shards}`),
-        bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(shards) },
+        persistDir: yield* tempDir(`refund-drain-${run}-${variants.indexOf(variant)}`),
+        bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(variant.shards) },
       })
       // Settlement times of one Thread's settled Submissions (the page holds them all).
       const settledIn = (thread: string) =>
@@ -86,7 +101,7 @@ const oneRun = (run: number, shards: number) =>
       const lastSettledAt = Math.max(...times)
       return {
         run,
-        shards,
+        variant: variant.label,
         refunds,
         threads: threadCount,
         settled: times.length,
@@ -97,17 +112,17 @@ const oneRun = (run: number, shards: number) =>
   )
 
 const main = Effect.gen(function* () {
-  const drains = new Map<number, Array<number>>()
+  const drains = new Map<string, Array<number>>()
   for (let run = 1; run <= runs; run++)
-    for (const shards of shardCounts) {
-      const result = yield* oneRun(run, shards)
+    for (const variant of variants) {
+      const result = yield* oneRun(run, variant)
       console.log(JSON.stringify(result))
-      drains.set(shards, [...(drains.get(shards) ?? []), result.drainMs])
+      drains.set(variant.label, [...(drains.get(variant.label) ?? []), result.drainMs])
     }
-  for (const [shards, values] of drains) {
+  for (const [label, values] of drains) {
     const sorted = [...values].sort((a, b) => a - b)
     console.log(
-      `${shards} fraud desk Object(s): restart to last settlement median ${sorted[Math.floor(sorted.length / 2)]} ms, min ${sorted[0]}, max ${sorted[sorted.length - 1]} (${sorted.length} runs)`,
+      `${label}: restart to last settlement median ${sorted[Math.floor(sorted.length / 2)]} ms, min ${sorted[0]}, max ${sorted[sorted.length - 1]} (${sorted.length} runs)`,
     )
   }
 })

@@ -158,7 +158,7 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
   },
   {
     id: "perItem",
-    title: `2. Cost per settled Submission (burst of ${count(settings.burst)}, one lane; subjects interleaved)`,
+    title: `2. Cost per settled Submission (burst of ${count(settings.burst)}, one lane unless stated; subjects interleaved)`,
     figures: perItemFigures,
     compared: true,
     cases: [
@@ -179,6 +179,12 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         label: "ThreadObject (default config)",
         subject: "threadDefault",
         driver: threadBurstDriver(settings.burst, 1, settings.capSeconds),
+      },
+      {
+        id: "perItem-lanes",
+        label: "ThreadObject (default config), over 100 lanes",
+        subject: "threadDefault",
+        driver: threadBurstDriver(settings.burst, 100, settings.capSeconds),
       },
     ],
   },

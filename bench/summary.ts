@@ -192,6 +192,14 @@ export const derive = (
   const multi = "perItem-multi"
   const multiHead = [
     ...paired(summary, "items/s, default config ÷ raw SQL queue", multi, baseline, "itemsPerSecond", "≥ 0.8"),
+    ...paired(
+      summary,
+      "items/s, default config over 100 lanes ÷ raw SQL queue",
+      "perItem-lanes",
+      baseline,
+      "itemsPerSecond",
+      "≥ 0.8",
+    ),
     ...paired(summary, "items/s, alarmBackoffBase 1 ms ÷ raw SQL queue", thread, baseline, "itemsPerSecond"),
     ...ratio("alarms / item, default config", median(summary, multi, "alarmDeliveriesPerItem"), 1, "< 1"),
     ...ratio(
