@@ -14,6 +14,8 @@ declare global {
       readonly OPERATOR_TOKEN?: string
       /** How many Objects the fraud desk's Threads are spread over (8 when absent). */
       readonly FRAUD_DESK_SHARDS?: string
+      /** Milliseconds an approval waits before the approvers are reminded (default one hour). */
+      readonly APPROVAL_REMINDER_MILLIS?: string
     }
   }
 }
