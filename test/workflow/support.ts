@@ -17,14 +17,16 @@ export const executionClient = (executionId: string) =>
 /** A payload id no other test uses (storage is shared by the tests of a file). */
 export const uniqueId = (label: string) => `${label}-${crypto.randomUUID()}`
 
+/** Delivers the execution's alarm once (a rejected delivery counts as delivered). */
+export const deliverAlarm = (executionId: string) =>
+  Effect.promise(() => runDurableObjectAlarm(env.THREADS_WORKFLOW.getByName(executionId)).catch(() => false))
+
 /** Delivers the execution's alarm until `done` holds; fails after `rounds` deliveries. */
 export const deliverUntil = <E, R>(executionId: string, done: Effect.Effect<boolean, E, R>, rounds = 200) =>
   Effect.gen(function* () {
     for (let round = 0; round < rounds; round++) {
       if (yield* done) return round
-      yield* Effect.promise(() =>
-        runDurableObjectAlarm(env.THREADS_WORKFLOW.getByName(executionId)).catch(() => false),
-      )
+      yield* deliverAlarm(executionId)
       yield* Effect.sleep(10)
     }
     return yield* Effect.die(new Error(`condition not reached after ${rounds} alarm deliveries`))
