@@ -74,6 +74,20 @@ export const ParentWorkflow = Workflow.make("Parent", {
   idempotencyKey: ({ id }) => id,
 })
 
+/** Runs `ApprovalWorkflow` as a child and waits for it. */
+export const GuardianWorkflow = Workflow.make("Guardian", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  idempotencyKey: ({ id }) => id,
+})
+
+/** Registered as an agent, but no handler is registered with the engine. */
+export const UnhandledWorkflow = Workflow.make("Unhandled", {
+  payload: { id: Schema.String },
+  idempotencyKey: ({ id }) => id,
+})
+
 const handlers = Layer.mergeAll(
   OrderWorkflow.toLayer(({ id, refuse }, executionId) =>
     Effect.gen(function* () {
@@ -133,6 +147,7 @@ const handlers = Layer.mergeAll(
   ParentWorkflow.toLayer(({ id }) =>
     Effect.map(OrderWorkflow.execute({ id: `child-of-${id}` }), (order) => `child shipped ${order.shipped}`),
   ),
+  GuardianWorkflow.toLayer(({ id }) => ApprovalWorkflow.execute({ id: `guarded-${id}` })),
 )
 
 /** The workflows' agents, registered with the Object's other agents. */
@@ -143,6 +158,8 @@ export const workflowAgents = [
   ApprovalWorkflow,
   ResumableWorkflow,
   ParentWorkflow,
+  GuardianWorkflow,
+  UnhandledWorkflow,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))
 
 export class WorkflowThreadObject extends ThreadObject.make(

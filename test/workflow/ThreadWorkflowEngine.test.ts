@@ -3,8 +3,16 @@
  * Submission in the Object named by its execution id, its activities journaled steps.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Option } from "effect"
-import { FlakyWorkflow, OrderRefused, OrderWorkflow, activityRuns } from "../worker/workflowObject.ts"
+import { Cause, Effect, Exit, Option, Schema } from "effect"
+import { Workflow } from "effect/workflow"
+import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
+import {
+  activityRuns,
+  FlakyWorkflow,
+  OrderRefused,
+  OrderWorkflow,
+  UnhandledWorkflow,
+} from "../worker/workflowObject.ts"
 import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
 
 describe("ThreadWorkflowEngine", () => {
@@ -69,4 +77,26 @@ describe("ThreadWorkflowEngine", () => {
       expect(error).toEqual(Option.some("attempt 6 failed"))
     }).pipe(Effect.provide(clientEngine)),
   )
+
+  it.live("fails an execution whose workflow has no handler registered in the Object", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(UnhandledWorkflow.execute({ id: uniqueId("unhandled") }))
+      expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+      expect(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "").toContain("Unhandled is not registered")
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it("gives a workflow's agent a digest over its Schemas and version", () => {
+    const base = ThreadWorkflowEngine.agent(OrderWorkflow)
+    expect(ThreadWorkflowEngine.agent(OrderWorkflow)).toBe(base)
+    expect(ThreadWorkflowEngine.agent(OrderWorkflow, { version: "2" }).digest).not.toBe(base.digest)
+    const widened = Workflow.make("Order", {
+      payload: { id: Schema.String, refuse: Schema.optionalKey(Schema.Boolean), note: Schema.String },
+      success: Schema.Struct({ charged: Schema.Number, shipped: Schema.String }),
+      error: OrderRefused,
+      idempotencyKey: ({ id }) => id,
+    })
+    expect(ThreadWorkflowEngine.agent(widened).id).toBe(base.id)
+    expect(ThreadWorkflowEngine.agent(widened).digest).not.toBe(base.digest)
+  })
 })

@@ -10,6 +10,7 @@ import {
   activityRuns,
   Approval,
   ApprovalWorkflow,
+  GuardianWorkflow,
   NapWorkflow,
   OrderWorkflow,
   ParentWorkflow,
@@ -121,6 +122,25 @@ describe("ThreadWorkflowEngine waits", () => {
         ["workflow/Order", "completed"],
       ])
       expect(activityRuns.get(`${childId}/charge`)).toBe(1)
+    }).pipe(Effect.provide(clientEngine)),
+  )
+})
+
+describe("ThreadWorkflowEngine interrupts", () => {
+  it.live("interrupting a parent aborts its unsettled child too", () =>
+    Effect.gen(function* () {
+      const id = uniqueId("guardian")
+      const executionId = yield* GuardianWorkflow.execute({ id }, { discard: true })
+      const childId = yield* ApprovalWorkflow.executionId({ id: `guarded-${id}` })
+      yield* deliverUntil(executionId, polled(GuardianWorkflow, executionId, "Suspended"))
+      yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Suspended"))
+      yield* GuardianWorkflow.interrupt(executionId)
+      yield* deliverUntil(executionId, polled(GuardianWorkflow, executionId, "Complete"))
+      yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Complete"))
+      const child = yield* executionClient(childId).submissions()
+      expect(child.map((submission) => submission.settlement?.outcome)).toEqual(["aborted"])
+      const exit = completeExit(yield* GuardianWorkflow.poll(executionId))
+      expect(exit !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
     }).pipe(Effect.provide(clientEngine)),
   )
 })

@@ -10,7 +10,7 @@ import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { Settlement } from "../../core/SubmissionLedger.ts"
 import type { ThreadClient } from "../../ThreadClient.ts"
-import { deferredEvent, encodeDeferredExit, RESUME_EVENT } from "./codec.ts"
+import { deferredEvent, encodeDeferredExit, RESUME_EVENT, workflowAgentId } from "./codec.ts"
 import { executionAgent } from "./execution.ts"
 
 /** How long one `execute` call waits on the Object for the settlement. @internal */
@@ -38,7 +38,19 @@ const settlementExit = (workflow: Workflow.Any, settlement: Settlement) =>
 export const makeClientEngine = (
   clientOf: (executionId: string) => ThreadClient,
 ): WorkflowEngine.WorkflowEngine["Service"] => {
-  const find = (executionId: string) => Effect.orDie(clientOf(executionId).findSubmission(executionId))
+  /**
+   * The execution's Submission: admitted under the execution id, or, for a child workflow, under
+   * the key its parent's start chose, as the one Submission of the workflow in its Thread.
+   */
+  const find = (workflowName: string, executionId: string) =>
+    Effect.gen(function* () {
+      const client = clientOf(executionId)
+      const direct = yield* Effect.orDie(client.findSubmission(executionId))
+      if (direct !== null) return direct
+      const agentId = workflowAgentId(workflowName)
+      const page = yield* Effect.orDie(client.submissions({ limit: 10 }))
+      return page.find((submission) => submission.agentId === agentId) ?? null
+    })
 
   const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>
     Effect.gen(function* () {
@@ -63,7 +75,7 @@ export const makeClientEngine = (
 
   const poll: WorkflowEngine.Encoded["poll"] = (workflow, executionId) =>
     Effect.gen(function* () {
-      const status = yield* find(executionId)
+      const status = yield* find(workflow._tag, executionId)
       if (status === null) return Option.none()
       if (status.settlement !== undefined) {
         return Option.some(
@@ -76,17 +88,23 @@ export const makeClientEngine = (
         : Option.none()
     })
 
-  const interrupt: WorkflowEngine.Encoded["interrupt"] = (_workflow, executionId) =>
+  const interrupt: WorkflowEngine.Encoded["interrupt"] = (workflow, executionId) =>
     Effect.gen(function* () {
-      const status = yield* find(executionId)
+      const status = yield* find(workflow._tag, executionId)
       if (status === null || status.settlement !== undefined) return
       // An abort settles the execution `aborted` and aborts its unsettled children first.
       yield* Effect.orDie(clientOf(executionId).abort(status.submissionId))
     })
 
-  const send = (executionId: string, event: string, payload: Schema.Json, eventId: string) =>
+  const send = (
+    workflowName: string,
+    executionId: string,
+    event: string,
+    payload: Schema.Json,
+    eventId: string,
+  ) =>
     Effect.gen(function* () {
-      const status = yield* find(executionId)
+      const status = yield* find(workflowName, executionId)
       if (status === null) {
         return yield* Effect.die(new Error(`no execution ${executionId} was started`))
       }
@@ -106,12 +124,19 @@ export const makeClientEngine = (
     interrupt,
     interruptUnsafe: interrupt,
     // A resume of an execution that is not suspended is kept for its next suspension.
-    resume: (_workflow, executionId) => send(executionId, RESUME_EVENT, null, crypto.randomUUID()),
+    resume: (workflow, executionId) =>
+      send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID()),
     activityExecute: () => insideOnly("activityExecute"),
     deferredResult: () => insideOnly("deferredResult"),
     // The deferred's name is the event id: a second completion changes nothing.
-    deferredDone: ({ executionId, deferredName, exit }) =>
-      send(executionId, deferredEvent(deferredName), encodeDeferredExit(exit), deferredName.slice(0, 256)),
+    deferredDone: ({ workflowName, executionId, deferredName, exit }) =>
+      send(
+        workflowName,
+        executionId,
+        deferredEvent(deferredName),
+        encodeDeferredExit(exit),
+        deferredName.slice(0, 256),
+      ),
     scheduleClock: () => insideOnly("scheduleClock"),
   })
 }
