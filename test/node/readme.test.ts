@@ -32,7 +32,7 @@ describe("README and docs", () => {
     }
   })
 
-  it("show the agent, the Worker, its wrangler config and local vars, the host hook, the console and the failpoint test in the README", () => {
+  it("show the agent, the workflow, the Worker, its wrangler config and local vars, the host hook, the console and the failpoint test in the README", () => {
     expect(shownIn("README.md")).toEqual(
       [
         "examples/consumer/.dev.vars",
@@ -40,6 +40,7 @@ describe("README and docs", () => {
         "examples/consumer/src/console.ts",
         "examples/consumer/src/settlementLog.ts",
         "examples/consumer/src/worker.ts",
+        "examples/consumer/src/workflow.ts",
         "examples/consumer/test/failpoint.test.ts",
         "examples/consumer/wrangler.toml",
       ].sort(),

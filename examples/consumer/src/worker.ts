@@ -1,13 +1,21 @@
-import { Effect, Layer, Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Schema } from "effect"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
+import * as ThreadWorkflowEngine from "@effect-agent/platform-cloudflare/ThreadWorkflowEngine"
 import { triage } from "./agent"
 import { decide } from "./approval"
 import { operatorsOnly } from "./operator"
 import { SettlementLog } from "./settlementLog"
+import { FollowUp, followUpAgent, Workflows } from "./workflow"
 
-/** The application's Thread layer: the triage agent, with the settlement log sharing its alarm. */
-export const Support = ThreadObject.layer([triage]).pipe(Layer.provide(SettlementLog))
+/**
+ * The application's Thread layer: the triage agent and the follow-up workflow, with the
+ * settlement log sharing the alarm.
+ */
+export const Support = Layer.mergeAll(
+  ThreadObject.layer([triage, followUpAgent]).pipe(Layer.provide(SettlementLog)),
+  Workflows,
+)
 
 /** The Durable Object class of the `THREADS` binding; operator actions are for operators. */
 export class Threads extends ThreadObject.make(Support, { authorization: operatorsOnly }) {}
@@ -42,6 +50,26 @@ const call = (
   return view === "explain" ? client.explain(submission) : client.status(submission)
 }
 
+/** A ticket's follow-up as the Worker reports it: running, parked, or its typed result. */
+const followUpState = (ticket: string) =>
+  Effect.map(Effect.flatMap(FollowUp.executionId({ ticket }), FollowUp.poll), (result) =>
+    Option.isNone(result)
+      ? { state: "running" }
+      : result.value._tag === "Suspended"
+        ? { state: "parked" }
+        : Exit.isSuccess(result.value.exit)
+          ? { state: "completed", value: result.value.exit.value }
+          : { state: "failed", error: Cause.pretty(result.value.exit.cause) },
+  )
+
+/** `POST /follow-up/:ticket` starts the ticket's follow-up (once); `GET` polls its result. */
+const followUp = (request: Request, env: Env, ticket: string): Effect.Effect<unknown> => {
+  const engine = ThreadWorkflowEngine.layerClient(env.THREADS)
+  return request.method === "POST"
+    ? Effect.provide(FollowUp.execute({ ticket }, { discard: true }), engine)
+    : Effect.provide(followUpState(ticket), engine)
+}
+
 /**
  * `POST /:thread` with `{ "ticket": "…" }` submits a ticket; `GET /:thread/:submission` reads it,
  * `GET /:thread/:submission/settlement` waits for its queue and reference,
@@ -52,6 +80,8 @@ const call = (
 export default {
   async fetch(request, env) {
     const [, thread = "", submission = "", view = ""] = new URL(request.url).pathname.split("/")
+    if (thread === "follow-up")
+      return Response.json(await Effect.runPromise(followUp(request, env, submission)))
     // The Worker vouches for the caller: the bearer token travels as its credential.
     const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
     const client = ThreadClient.make(

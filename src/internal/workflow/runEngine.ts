@@ -39,7 +39,7 @@ export const emptyRunState = (): RunState => ({
   children: new Map(),
 })
 
-/** The input of an execution's Submission. @internal */
+/** The input of an execution's Submission: its id and its payload. */
 export interface ExecutionInput {
   readonly executionId: string
   readonly payload: object
