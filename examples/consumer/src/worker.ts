@@ -52,14 +52,16 @@ const call = (
 
 /** A ticket's follow-up as the Worker reports it: running, parked, or its typed result. */
 const followUpState = (ticket: string) =>
-  Effect.map(Effect.flatMap(FollowUp.executionId({ ticket }), FollowUp.poll), (result) =>
-    Option.isNone(result)
-      ? { state: "running" }
-      : result.value._tag === "Suspended"
-        ? { state: "parked" }
-        : Exit.isSuccess(result.value.exit)
-          ? { state: "completed", value: result.value.exit.value }
-          : { state: "failed", error: Cause.pretty(result.value.exit.cause) },
+  Effect.map(
+    Effect.flatMap(FollowUp.executionId({ ticket }), (id) => FollowUp.poll(id)),
+    (result) =>
+      Option.isNone(result)
+        ? { state: "running" }
+        : result.value._tag === "Suspended"
+          ? { state: "parked" }
+          : Exit.isSuccess(result.value.exit)
+            ? { state: "completed", value: result.value.exit.value }
+            : { state: "failed", error: Cause.pretty(result.value.exit.cause) },
   )
 
 /** `POST /follow-up/:ticket` starts the ticket's follow-up (once); `GET` polls its result. */
