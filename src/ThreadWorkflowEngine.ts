@@ -17,6 +17,7 @@
 import { Layer } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import type { AgentDefinition } from "./core/AgentRegistration.ts"
+import { ActivityRetry as ActivityRetryReference } from "./internal/workflow/activityRetry.ts"
 import { WORKFLOW_THREAD_ID } from "./internal/workflow/codec.ts"
 import { makeClientEngine } from "./internal/workflow/clientEngine.ts"
 import { executionAgent } from "./internal/workflow/execution.ts"
@@ -25,6 +26,14 @@ import type { ExecutionInput } from "./internal/workflow/runEngine.ts"
 import * as ThreadClient from "./ThreadClient.ts"
 
 export type { ExecutionInput } from "./internal/workflow/runEngine.ts"
+
+/**
+ * An activity annotation: retry its typed failures with the step retry policy of
+ * `AgentContext.step` (`{ attempts, backoff? }` or `{ schedule }`), each failed attempt journaled
+ * and each backoff a durable timer. `activity.annotate(ActivityRetry, { attempts: 3 })`; the
+ * last failure is the activity's. Without it an activity runs once per `Activity.retry` attempt.
+ */
+export const ActivityRetry = ActivityRetryReference
 
 /** The Thread that hosts every execution, in the Object named by its execution id. */
 export const THREAD_ID = WORKFLOW_THREAD_ID

@@ -40,6 +40,14 @@ export const FlakyWorkflow = Workflow.make("Flaky", {
   idempotencyKey: ({ id }) => id,
 })
 
+/** An activity retried by the step retry policy (`ActivityRetry`): 3 attempts, durable backoffs. */
+export const PatientWorkflow = Workflow.make("Patient", {
+  payload: { id: Schema.String, failures: Schema.Number },
+  success: Schema.Number,
+  error: Schema.String,
+  idempotencyKey: ({ id }) => id,
+})
+
 /** A durable clock between two activities. */
 export const NapWorkflow = Workflow.make("Nap", {
   payload: { id: Schema.String, millis: Schema.Number },
@@ -118,6 +126,16 @@ const handlers = Layer.mergeAll(
       }),
     }).pipe(Activity.retry({ times: 5 })),
   ),
+  PatientWorkflow.toLayer(({ failures }, executionId) =>
+    Activity.make({
+      name: "patient",
+      success: Schema.Number,
+      error: Schema.String,
+      execute: Effect.flatMap(ranNow(executionId, "patient"), (count) =>
+        count <= failures ? Effect.fail(`run ${count} failed`) : Effect.succeed(count),
+      ),
+    }).annotate(ThreadWorkflowEngine.ActivityRetry, { attempts: 3, backoff: { baseMillis: 50, jitter: 0 } }),
+  ),
   NapWorkflow.toLayer(({ millis }, executionId) =>
     Effect.gen(function* () {
       yield* Activity.make({ name: "before", execute: Effect.asVoid(ranNow(executionId, "before")) })
@@ -154,6 +172,7 @@ const handlers = Layer.mergeAll(
 export const workflowAgents = [
   OrderWorkflow,
   FlakyWorkflow,
+  PatientWorkflow,
   NapWorkflow,
   ApprovalWorkflow,
   ResumableWorkflow,

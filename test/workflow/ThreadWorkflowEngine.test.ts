@@ -11,9 +11,14 @@ import {
   FlakyWorkflow,
   OrderRefused,
   OrderWorkflow,
+  PatientWorkflow,
   UnhandledWorkflow,
 } from "../worker/workflowObject.ts"
 import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
+
+/** The result a completed execution's poll answers. */
+const resultOf = <A, E>(result: Option.Option<Workflow.Result<A, E>>) =>
+  Option.isSome(result) && result.value._tag === "Complete" ? result.value.exit : undefined
 
 describe("ThreadWorkflowEngine", () => {
   it.live("runs a workflow's activities once each and answers its typed result", () =>
@@ -75,6 +80,37 @@ describe("ThreadWorkflowEngine", () => {
       const exit = yield* Effect.exit(FlakyWorkflow.execute({ id: uniqueId("spent"), failures: 10 }))
       const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : Option.none()
       expect(error).toEqual(Option.some("attempt 6 failed"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live(
+    "retries an annotated activity by the step retry policy: one step, its failed attempts journaled",
+    () =>
+      Effect.gen(function* () {
+        const executionId = yield* PatientWorkflow.execute(
+          { id: uniqueId("patient"), failures: 2 },
+          { discard: true },
+        )
+        yield* deliverUntil(executionId, polled(PatientWorkflow, executionId, "Complete"))
+        expect(resultOf(yield* PatientWorkflow.poll(executionId))).toEqual(Exit.succeed(3))
+        const history = yield* executionClient(executionId).history()
+        const entries = history.records.map((record) => record.entry)
+        expect(entries.filter((entry) => entry._tag === "StepAttemptFailed")).toHaveLength(2)
+        expect(entries.filter((entry) => entry._tag === "StepCompleted")).toMatchObject([
+          { name: "activity/patient/1", attempts: 3 },
+        ])
+      }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("fails with the activity's last typed error once the policy's attempts are spent", () =>
+    Effect.gen(function* () {
+      const executionId = yield* PatientWorkflow.execute(
+        { id: uniqueId("spent"), failures: 9 },
+        { discard: true },
+      )
+      yield* deliverUntil(executionId, polled(PatientWorkflow, executionId, "Complete"))
+      expect(resultOf(yield* PatientWorkflow.poll(executionId))).toEqual(Exit.fail("run 3 failed"))
+      expect(activityRuns.get(`${executionId}/patient`)).toBe(3)
     }).pipe(Effect.provide(clientEngine)),
   )
 

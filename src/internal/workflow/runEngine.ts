@@ -12,8 +12,9 @@
 import { Context, Effect, Exit, Option, Schema } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
-import type { AgentContext, ChildSettlement } from "../../core/AgentContext.ts"
-import type { AgentDefinition, AgentFailure } from "../../core/AgentRegistration.ts"
+import type { AgentContext, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
+import { type AgentDefinition, AgentFailure } from "../../core/AgentRegistration.ts"
+import { ActivityRetry, exitOfFailure, failedTyped, failureMessage } from "./activityRetry.ts"
 import {
   ActivityRecord,
   decodeActivityExit,
@@ -65,6 +66,32 @@ const childExit = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): Exit.
   }
 }
 
+/**
+ * An activity run as a step with a retry policy: a typed failure fails the attempt (the policy
+ * retries it after a durable backoff), and the last one's exit is the activity's result.
+ */
+const retriedActivity = (
+  ctx: AgentContext<ExecutionInput, never>,
+  name: string,
+  body: Effect.Effect<ActivityRecord>,
+  retry: RetryPolicy,
+) =>
+  Effect.gen(function* () {
+    const attempt = Effect.flatMap(body, (record) =>
+      record._tag === "Complete" && failedTyped(record.exit)
+        ? Effect.fail(new AgentFailure({ message: failureMessage(record.exit) }))
+        : Effect.succeed(record),
+    )
+    const outcome = yield* Effect.result(
+      ctx.step(name, attempt as Effect.Effect<ActivityRecord & Schema.Json, AgentFailure>, { retry }),
+    )
+    if (outcome._tag === "Success") return outcome.success as ActivityRecord
+    const exit = exitOfFailure(outcome.failure.message)
+    // Any other failure is the step's own (an invalid policy): a defect of the run.
+    if (exit === undefined) return yield* Effect.die(outcome.failure)
+    return { _tag: "Complete", exit } satisfies ActivityRecord
+  })
+
 /** The engine of one program run over `ctx`. @internal */
 export const makeRunEngine = (
   ctx: AgentContext<ExecutionInput, never>,
@@ -93,9 +120,11 @@ export const makeRunEngine = (
             : { _tag: "Suspended" },
         ),
       ) as Effect.Effect<ActivityRecord>
-      const record = yield* orDie(
-        ctx.step(`activity/${key}`, body as Effect.Effect<ActivityRecord & Schema.Json>),
-      )
+      const retry = Context.get(activity.annotations, ActivityRetry)
+      const record =
+        retry === undefined
+          ? yield* orDie(ctx.step(`activity/${key}`, body as Effect.Effect<ActivityRecord & Schema.Json>))
+          : yield* retriedActivity(ctx, `activity/${key}`, body, retry)
       const decoded = Schema.decodeUnknownSync(ActivityRecord)(record)
       if (decoded._tag === "Suspended") return new WorkflowModule.Suspended({})
       const result = new WorkflowModule.Complete({ exit: decodeActivityExit(decoded.exit) })
