@@ -32,21 +32,20 @@ describe("README and docs", () => {
     }
   })
 
-  it("show the agent, the workflow, the Worker, its wrangler config and local vars, the console and the failpoint test in the README", () => {
+  it("show the agent, the Worker, its wrangler config and local vars, the console and the failpoint test in the README", () => {
     expect(shownIn("README.md")).toEqual(
       [
         "examples/consumer/.dev.vars",
         "examples/consumer/src/agent.ts",
         "examples/consumer/src/console.ts",
         "examples/consumer/src/worker.ts",
-        "examples/consumer/src/workflow.ts",
         "examples/consumer/test/failpoint.test.ts",
         "examples/consumer/wrangler.toml",
       ].sort(),
     )
   })
 
-  it("show the test build, its vitest config and env type in the testing guide, the policy, the approval route and the host hook in theirs", () => {
+  it("show the test build, its vitest config and env type in the testing guide, the policy, the approval route, the host hook and the workflow in theirs", () => {
     expect(shownIn("docs/testing.md")).toEqual(
       [
         "examples/consumer/test/env.d.ts",
@@ -59,5 +58,6 @@ describe("README and docs", () => {
     expect(shownIn("docs/operating.md")).toEqual(["examples/consumer/src/operator.ts"])
     expect(shownIn("docs/agents.md")).toEqual(["examples/consumer/src/approval.ts"])
     expect(shownIn("docs/hooks.md")).toEqual(["examples/consumer/src/settlementLog.ts"])
+    expect(shownIn("docs/workflows.md")).toEqual(["examples/consumer/src/workflow.ts"])
   })
 })
