@@ -37,6 +37,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-history/001-create",
           "thread-store/003-billed-rows",
           "thread-store/004-subagent-links",
+          "thread-store/006-retention",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(

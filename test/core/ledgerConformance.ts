@@ -11,6 +11,7 @@ import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
 import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
+import { retentionCases } from "./SubmissionLedgerRetentionCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
 export type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
@@ -24,4 +25,5 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     passReadCases(harness)
     linkCases(harness)
     operatorReadCases(harness)
+    retentionCases(harness)
   })

@@ -9,7 +9,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
-import { HISTORY_TABLE, SUBMISSIONS_TABLE } from "../schema.ts"
+import { HISTORY_FLOOR_TABLE, HISTORY_TABLE, SUBMISSIONS_TABLE, THREAD_TAILS_TABLE } from "../schema.ts"
 import { decodeRecord, historyError } from "./codec.ts"
 import type { HistoryEntry, HistoryRecord } from "./model.ts"
 import { rowsRunner } from "../directRows.ts"
@@ -17,29 +17,47 @@ import { rowsRunner } from "../directRows.ts"
 const h = HISTORY_TABLE
 
 /**
- * Appends one row continuing the Object's newest row (feed position, counts) and the Thread's
+ * The Object's newest row, or the floor retention left when it removed that row, whichever is
+ * later: the next feed position and the counts so far.
+ */
+const objectEnd = `SELECT next_position, admitted, settled FROM (
+    SELECT position + records AS next_position, admitted, settled FROM ${h}
+      WHERE position = (SELECT max(position) FROM ${h})
+    UNION ALL SELECT next_position, admitted, settled FROM ${HISTORY_FLOOR_TABLE} WHERE id = 1)
+  ORDER BY next_position DESC LIMIT 1`
+
+/**
+ * A Thread's newest row, or the tail retention left when it removed that row, whichever is
+ * later: the next sequence and the lane tail. Parameters: thread id ×2.
+ */
+const threadEnd = `SELECT next_sequence, lane_tail FROM (
+    SELECT * FROM (SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
+      ORDER BY sequence DESC LIMIT 1)
+    UNION ALL SELECT next_sequence, lane_tail FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?)
+  ORDER BY next_sequence DESC LIMIT 1`
+
+/**
+ * Appends one row continuing the Object's end (feed position, counts) and the Thread's
  * (sequence, lane tail), read by the same statement: one call instead of two reads and an
- * insert. It writes the same rows; SQLite reads 7 rows for it where the three statements read
- * 4 (it stages the selected row before inserting into the table it read), a thousandth of
- * the price of the time saved. Parameters: thread id, records, submission id, recorded at,
- * entries JSON, queue sequence, admits, settles, thread id.
+ * insert. Each end is a seek on the newest row and one on what retention left (usually no
+ * row), so the statement reads a few rows more than the bare insert, a thousandth of the price
+ * of the time saved. Parameters: thread id, records, submission id, recorded at, entries JSON,
+ * queue sequence, admits, settles, thread id ×2.
  */
 const append = `INSERT INTO ${h} (position, thread_id, sequence, records, submission_id, recorded_at, entries,
     lane_tail, admitted, settled)
   SELECT coalesce(next_position, 1), ?, coalesce(next_sequence, 1), ?, ?, ?, ?,
     max(coalesce(lane_tail, 0), ?), coalesce(admitted, 0) + ?, coalesce(settled, 0) + ?
   FROM (SELECT 1)
-  LEFT JOIN (SELECT position + records AS next_position, admitted, settled FROM ${h}
-    WHERE position = (SELECT max(position) FROM ${h}))
-  LEFT JOIN (SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
-    ORDER BY sequence DESC LIMIT 1)
+  LEFT JOIN (${objectEnd})
+  LEFT JOIN (${threadEnd})
   RETURNING sequence`
 
 /** @internal */
 export const rowStatements = {
   append,
-  /** Admissions and settlements counted so far, from the newest row. */
-  counts: `SELECT admitted, settled FROM ${h} WHERE position = (SELECT max(position) FROM ${h})`,
+  /** Admissions and settlements counted so far. */
+  counts: `SELECT admitted, settled FROM (${objectEnd})`,
   /**
    * A Submission's rows, from its first record in its Thread: a seek on the ledger row, then
    * the Thread's rows from there (other Submissions' rows in between are read and dropped).
@@ -54,7 +72,10 @@ export const rowStatements = {
   /** Rows from the one holding position `after + 1`. Parameters: after + 1, rows. */
   feed: `SELECT * FROM ${h} WHERE position >= coalesce((SELECT max(position) FROM ${h} WHERE position <= ?), 1)
     ORDER BY position LIMIT ?`,
-  feedEnd: `SELECT position + records - 1 AS position FROM ${h} WHERE position = (SELECT max(position) FROM ${h})`,
+  feedEnd: `SELECT next_position - 1 AS position FROM (${objectEnd})`,
+  /** A Thread's end. Parameters: thread id ×2. */
+  threadEnd,
+  objectEnd,
 } as const
 
 /** A stored history row as the driver returns it. @internal */
@@ -131,6 +152,7 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
       append.queueSequence,
       append.admits,
       settles,
+      append.threadId,
       append.threadId,
     ]).pipe(Effect.mapError(historyError(operation, "storage failed")))
     const first = Number(written[0]?.sequence)

@@ -33,6 +33,7 @@ import type {
 } from "./model.ts"
 import { makeMemoryAdmission } from "./memoryAdmission.ts"
 import { makeMemoryReads } from "./memoryReads.ts"
+import { makeMemoryRetention } from "./memoryRetention.ts"
 import {
   appendNow,
   apply,
@@ -299,6 +300,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
 
     ...admissionReads,
     ...makeMemoryReads(store),
+    ...makeMemoryRetention(store),
   }
   attachStore(service, store)
   return service

@@ -25,3 +25,9 @@ export type LedgerReads = Pick<
   | "lanePage"
   | "threadIds"
 >
+
+/** What retention reads and removes. @internal */
+export type RetentionOps = Pick<
+  Service,
+  "retentionStart" | "retentionCandidates" | "deferRetention" | "removeSettled"
+>

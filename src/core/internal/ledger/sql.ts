@@ -25,6 +25,7 @@ import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
 import { makeSqlReads } from "./sqlReads.ts"
+import { makeSqlRetention } from "./sqlRetention.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
 
@@ -308,7 +309,7 @@ export const makeSqlLedger = Effect.gen(function* () {
           const { row, changed } = yield* guardedChange(
             operation,
             Rules.fenceSubmissionId(fence),
-            settlementWrite(operation, statements.settle, fence, settlement),
+            settlementWrite(operation, statements.settle, fence, settlement, [settlement.settledAt]),
             (current) => Rules.settleRule(fence, current, settlement),
           )
           if (changed) {
@@ -345,6 +346,7 @@ export const makeSqlLedger = Effect.gen(function* () {
 
     ...admission.reads,
     ...makeSqlReads(queries, countedBefore),
+    ...makeSqlRetention(queries, { legacyKeys, transaction }),
   }
   return service
 })
