@@ -91,6 +91,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
         ahead,
         maintenance: yield* readMaintenanceView,
         now: yield* Clock.currentTimeMillis,
+        expiresAt: (yield* ThreadMaintenance).retention.expiresAt(inspection.row),
       })
     }),
 
@@ -101,7 +102,9 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       const publication = yield* ThreadPublication
       // The application provides its hooks to the maintenance layer, not to this incarnation's
       // context: their deadline is read from the service that captured them.
-      const host = (yield* ThreadMaintenance).hostDeadline
+      const maintenancePass = yield* ThreadMaintenance
+      const host = maintenancePass.hostDeadline
+      const retention = maintenancePass.retention.lane.pendingDeadline
       const ledger = yield* SubmissionLedger
       const alarm = yield* DurableAlarmService
       const read = Effect.gen(function* () {
@@ -113,6 +116,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
           reports: yield* runtime.previewRecovery,
           hostDeadline: yield* host,
           publicationDeadline: yield* publication.pendingDeadline,
+          retentionDeadline: yield* retention,
           now: yield* Clock.currentTimeMillis,
           timing: alarmTiming(config),
           passRunning,

@@ -29,6 +29,8 @@ export interface ObligationsInput {
   readonly reports: ReadonlyArray<RecoveryReport>
   readonly hostDeadline: Option.Option<number>
   readonly publicationDeadline: Option.Option<number>
+  /** When retention is next due. */
+  readonly retentionDeadline: Option.Option<number>
   readonly now: number
   readonly timing: AlarmTiming
   readonly passRunning: boolean
@@ -130,6 +132,14 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
         detail: "required publication",
       }),
     )
+  if (Option.isSome(input.retentionDeadline))
+    obligations.push(
+      Obligation.make({
+        source: "retention",
+        dueAt: input.retentionDeadline.value,
+        detail: "settled submissions expire",
+      }),
+    )
   obligations.sort((a, b) => a.dueAt - b.dueAt)
 
   const scheduledAlarm = maintenance.alarm
@@ -143,7 +153,12 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
         : { damaged: { field: maintenance.damage.field, message: maintenance.damage.message } }),
     })
   }
-  const deadline = Option.getOrUndefined(earliestDeadline(input.hostDeadline, input.publicationDeadline))
+  const deadline = Option.getOrUndefined(
+    earliestDeadline(
+      input.hostDeadline,
+      earliestDeadline(input.publicationDeadline, input.retentionDeadline),
+    ),
+  )
   const native = ensuredBy(decideAlarm(input.timing, { commit: "ensure", now, record: state }))
   const host = ensuredBy(
     decideAlarm(input.timing, { commit: "ensure-deadline", now, record: state, deadline }),
