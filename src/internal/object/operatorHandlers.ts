@@ -73,6 +73,7 @@ type OperatorCall =
   | "threads"
   | "wake"
   | "repairMaintenance"
+  | "forget"
 
 /** @internal */
 export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } = {
@@ -203,6 +204,15 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       )
     }),
 
+  // A Submission of another Thread is answered as an unknown one: nothing is removed, and the
+  // caller learns nothing about a Thread it was not authorized for.
+  forget: (request) =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      const found = yield* ledger.lookup(request.submissionId)
+      if (Option.isNone(found) || found.value.threadId !== request.threadId) return
+      yield* (yield* ThreadMaintenance).retention.forget(request.submissionId)
+    }),
   repairMaintenance: () =>
     Effect.gen(function* () {
       const maintenance = yield* ThreadMaintenance

@@ -9,6 +9,10 @@ import { Clock, Context, DateTime, Effect, Layer, Option } from "effect"
 import { MessageOutbox } from "../../core/MessageOutbox.ts"
 import { ThreadArchive } from "../../core/Retention.ts"
 import type { ForgetRefused } from "../../core/Retention.ts"
+import type { LedgerError } from "../../core/internal/ledger/model.ts"
+import type { MessageOutboxError } from "../../core/internal/outbox/model.ts"
+import type { ThreadStoreError } from "../../core/internal/runtime/shared/model.ts"
+import type { DurableRuntimeFailpointError } from "../../core/internal/runtime/shared/failpointError.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
@@ -26,6 +30,10 @@ const HOOK = "retention"
 
 const laneError = (operation: string) => (cause: { readonly message: string }) =>
   new ThreadHostMaintenanceError({ hook: HOOK, operation, message: cause.message, cause })
+
+/** What a removal can fail with inside the Object: its stores, the gate, a test failpoint. @internal */
+export type RetentionFailure =
+  LedgerError | ThreadStoreError | MessageOutboxError | DurableAlarmError | DurableRuntimeFailpointError
 
 /** @internal */
 export interface ThreadRetentionService {
