@@ -57,7 +57,7 @@ const FOREVER: RetentionSettings = {
 
 /** @internal Retention of a `ThreadObject`; the default keeps everything. */
 export const ThreadRetention = Context.Reference<ThreadRetentionService>(
-  "@effect-agent/platform-cloudflare/internal/ThreadRetention",
+  "@effect-agent/platform-cloudflare/ThreadRetention",
   {
     defaultValue: () => ({
       settings: FOREVER,
