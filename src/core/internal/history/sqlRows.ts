@@ -17,40 +17,47 @@ import { rowsRunner } from "../directRows.ts"
 const h = HISTORY_TABLE
 
 /**
- * The Object's newest row, or the floor retention left when it removed that row, whichever is
- * later: the next feed position and the counts so far.
+ * The Object's newest row and the floor retention left when it removed the newest row, each at
+ * most one row (unnamed: a plan shows them as the subqueries they are). Every figure they carry
+ * only grows with the feed, so the later of the two is the larger of each.
  */
-const objectEnd = `SELECT next_position, admitted, settled FROM (
-    SELECT position + records AS next_position, admitted, settled FROM ${h}
-      WHERE position = (SELECT max(position) FROM ${h})
-    UNION ALL SELECT next_position, admitted, settled FROM ${HISTORY_FLOOR_TABLE} WHERE id = 1)
-  ORDER BY next_position DESC LIMIT 1`
+const objectEnds = `LEFT JOIN (SELECT position + records AS np, admitted AS na, settled AS ns FROM ${h}
+    WHERE position = (SELECT max(position) FROM ${h}))
+  LEFT JOIN (SELECT next_position AS fp, admitted AS fa, settled AS fs FROM ${HISTORY_FLOOR_TABLE} WHERE id = 1)`
 
 /**
- * A Thread's newest row, or the tail retention left when it removed that row, whichever is
- * later: the next sequence and the lane tail. Parameters: thread id ×2.
+ * A Thread's newest row and the tail retention left when it removed that row. Parameters:
+ * thread id ×2.
  */
-const threadEnd = `SELECT next_sequence, lane_tail FROM (
-    SELECT * FROM (SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
-      ORDER BY sequence DESC LIMIT 1)
-    UNION ALL SELECT next_sequence, lane_tail FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?)
-  ORDER BY next_sequence DESC LIMIT 1`
+const threadEnds = `LEFT JOIN (SELECT sequence + records AS tn, lane_tail AS tl FROM ${h} WHERE thread_id = ?
+    ORDER BY sequence DESC LIMIT 1)
+  LEFT JOIN (SELECT next_sequence AS un, lane_tail AS ul FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?)`
+
+/** The later of two ends of a figure that only grows. */
+const later = (a: string, b: string, none: number) => `max(coalesce(${a}, ${none}), coalesce(${b}, ${none}))`
+
+/** The Object's end: the next feed position and the counts so far. */
+const objectEnd = `SELECT ${later("np", "fp", 1)} AS next_position, ${later("na", "fa", 0)} AS admitted,
+    ${later("ns", "fs", 0)} AS settled
+  FROM (SELECT 1) ${objectEnds}`
+
+/** A Thread's end: the next sequence and the lane tail. Parameters: thread id ×2. */
+const threadEnd = `SELECT ${later("tn", "un", 1)} AS next_sequence, ${later("tl", "ul", 0)} AS lane_tail
+  FROM (SELECT 1) ${threadEnds}`
 
 /**
  * Appends one row continuing the Object's end (feed position, counts) and the Thread's
- * (sequence, lane tail), read by the same statement: one call instead of two reads and an
- * insert. Each end is a seek on the newest row and one on what retention left (usually no
- * row), so the statement reads a few rows more than the bare insert, a thousandth of the price
- * of the time saved. Parameters: thread id, records, submission id, recorded at, entries JSON,
- * queue sequence, admits, settles, thread id ×2.
+ * (sequence, lane tail), read by the same statement: one call instead of reads and an insert.
+ * Each end is a seek on the newest row and one on what retention left (usually no row), so the
+ * statement reads a few rows more than a bare insert, a thousandth of the price of the time
+ * saved. Parameters: thread id, records, submission id, recorded at, entries JSON, queue
+ * sequence, admits, settles, thread id ×2.
  */
 const append = `INSERT INTO ${h} (position, thread_id, sequence, records, submission_id, recorded_at, entries,
     lane_tail, admitted, settled)
-  SELECT coalesce(next_position, 1), ?, coalesce(next_sequence, 1), ?, ?, ?, ?,
-    max(coalesce(lane_tail, 0), ?), coalesce(admitted, 0) + ?, coalesce(settled, 0) + ?
-  FROM (SELECT 1)
-  LEFT JOIN (${objectEnd})
-  LEFT JOIN (${threadEnd})
+  SELECT ${later("np", "fp", 1)}, ?, ${later("tn", "un", 1)}, ?, ?, ?, ?,
+    max(${later("tl", "ul", 0)}, ?), ${later("na", "fa", 0)} + ?, ${later("ns", "fs", 0)} + ?
+  FROM (SELECT 1) ${objectEnds} ${threadEnds}
   RETURNING sequence`
 
 /** @internal */

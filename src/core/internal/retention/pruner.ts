@@ -155,7 +155,7 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
           kept: 0,
           archiveFailed: false,
         }
-        while (true) {
+        while (settings.settledForMillis !== "forever") {
           const now = yield* Clock.currentTimeMillis
           if (now >= stopAt) return report
           const start = Option.getOrUndefined(yield* ledger.retentionStart)
@@ -167,6 +167,7 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
           report.archiveFailed ||= done.failed
           if (!done.more) return report
         }
+        return report
       }),
 
     /** Removes one settled Submission now; an id with no row answers as a removed one does. */
