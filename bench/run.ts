@@ -5,7 +5,8 @@
  *
  * Options: --runs 3 --burst 1000 --warmup 100 --loop-ms 3000 --sizes 100,1000,10000
  * --parked 0,100,10000 --cap 300 (seconds per drain) --idle-ms 2000 --default-burst 100
- * --fanin 200 --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery,fanin
+ * --fanin 200 --sustained 200000 --sustained-chunk 4000
+ * --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery,fanin,retention
  * --out bench/results.json;
  * --from a.json,b.json measures nothing and merges earlier results (later files win per case).
  * Local wall times are not production figures; per-item storage work depends only on the code.
@@ -34,6 +35,8 @@ const options = parseArgs({
     "idle-ms": { type: "string", default: "2000" },
     "default-burst": { type: "string", default: "100" },
     fanin: { type: "string", default: "200" },
+    sustained: { type: "string", default: "200000" },
+    "sustained-chunk": { type: "string", default: "4000" },
     only: { type: "string" },
     out: { type: "string" },
     from: { type: "string" },
@@ -60,6 +63,8 @@ const settings: BenchSettings = {
   idleMs: integer("idle-ms", options["idle-ms"]),
   defaultBurst: integer("default-burst", options["default-burst"]),
   faninThreads: integer("fanin", options.fanin),
+  sustained: integer("sustained", options.sustained),
+  sustainedChunk: integer("sustained-chunk", options["sustained-chunk"]),
 }
 const only = options.only === undefined ? undefined : new Set(options.only.split(","))
 const chosen = sections(settings).filter((section) => only === undefined || only.has(section.id))
@@ -97,6 +102,7 @@ const measure = Effect.gen(function* () {
   const objectOf = (binding: string, name: string): ObjectClient => ({
     json: (schema, route, init) => worker.json(schema, `/${binding}/${name}/${route}`, init),
     sibling: (suffix) => objectOf(binding, `${name}-${suffix}`),
+    other: (other, suffix) => objectOf(other, `${name}-${suffix}`),
     restart: worker.restart,
   })
 
@@ -131,7 +137,11 @@ const main = Effect.gen(function* () {
   const derived = derive(summary, settings.sizes, settings.faninThreads)
   const cost = costRows(summary)
   const text = [
-    ...chosen.map((section) => formatSection(section, summary)),
+    ...chosen.map((section) =>
+      section.id === "retention"
+        ? `${formatSection(section, summary)}\nDatabase bytes over the run: bench/retention.svg`
+        : formatSection(section, summary),
+    ),
     formatCost(cost),
     formatDerived(derived),
   ].join("\n\n")
@@ -152,7 +162,14 @@ const main = Effect.gen(function* () {
   }
   yield* Effect.promise(() => writeFile(resultsPath, `${JSON.stringify(results, null, 2)}\n`))
   yield* Effect.promise(() =>
-    writeFile(resultsPath.replace(/\.json$/, ".md"), `\`\`\`text\n${text}\n\`\`\`\n`),
+    writeFile(
+      resultsPath.replace(/\.json$/, ".md"),
+      `\`\`\`text\n${text}\n\`\`\`\n${
+        chosen.some((section) => section.id === "retention")
+          ? "\n![Database size over the sustained run](retention.svg)\n"
+          : ""
+      }`,
+    ),
   )
   console.log(text)
   console.log(`\n${runs} repetitions; written to ${resultsPath}`)

@@ -14,6 +14,7 @@ import {
   recoveryDriver,
   threadBurstDriver,
 } from "./drivers.ts"
+import { retentionDriver } from "./retention.ts"
 
 /** What the run needs to know to set up and measure the cases. */
 export interface BenchSettings {
@@ -31,6 +32,9 @@ export interface BenchSettings {
   readonly parked: ReadonlyArray<number>
   /** Threads of the fan-in section. */
   readonly faninThreads: number
+  /** Submissions of the retention section's sustained run, and its chunk. */
+  readonly sustained: number
+  readonly sustainedChunk: number
 }
 
 /** A Durable Object class of the bench Worker. */
@@ -61,6 +65,11 @@ export const subjects = {
     binding: "THREADS_DEFAULT",
     className: "ThreadBenchDefaultObject",
     warmup: () => threadBurstDriver(5, 1, 60),
+  },
+  threadRetention: {
+    binding: "THREADS_RETENTION",
+    className: "ThreadBenchRetentionObject",
+    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
   },
   threadMulti: {
     binding: "THREADS_MULTI",
@@ -267,6 +276,36 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         label: "ThreadObject, one head per event",
         subject: "threadDefault",
         driver: faninDriver(settings.faninThreads, settings.idleMs, settings.capSeconds),
+      },
+    ],
+  },
+  {
+    id: "retention",
+    title: `9. Retention (${count(settings.sustained)} one-step Submissions through one Object in chunks of ${count(settings.sustainedChunk)} over 4 Threads, removed 2 s after settling, beside the same Object keeping everything; chunks interleaved; items/s median and range over chunks)`,
+    figures: [
+      "retentionItems",
+      "retentionRemoved",
+      "retentionMbHalf",
+      "retentionMbEnd",
+      "retentionMbMax",
+      "retentionMbEndKept",
+      "retentionWrittenPerRemoved",
+      "retentionReadPerRemoved",
+      "retentionRateOn",
+      "retentionRateOnMin",
+      "retentionRateOnMax",
+      "retentionRateOff",
+      "retentionRateOffMin",
+      "retentionRateOffMax",
+    ],
+    cases: [
+      {
+        id: "retention-sustained",
+        label: "ThreadObject, maxHeadsPerEvent 1,000",
+        subject: "threadRetention",
+        driver: retentionDriver(settings.sustained, settings.sustainedChunk, 4, (object) =>
+          object.other(subjects.threadMulti.binding, "kept"),
+        ),
       },
     ],
   },

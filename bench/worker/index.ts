@@ -5,7 +5,12 @@
  */
 export { AlarmLoopObject } from "./alarmLoopObject.ts"
 export { BaselineObject } from "./baselineObject.ts"
-export { ThreadBenchDefaultObject, ThreadBenchMultiObject, ThreadBenchObject } from "./threadSubject.ts"
+export {
+  ThreadBenchDefaultObject,
+  ThreadBenchMultiObject,
+  ThreadBenchObject,
+  ThreadBenchRetentionObject,
+} from "./threadSubject.ts"
 import { json } from "./burst.ts"
 
 export default {

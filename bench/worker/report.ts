@@ -91,3 +91,15 @@ export const FaninReport = Schema.Struct({
   alarm: Schema.NullOr(Schema.Number),
 })
 export type FaninReport = typeof FaninReport.Type
+
+/** `POST /sustain`: one chunk of a sustained run and the database once it drained. */
+export const SustainReport = Schema.Struct({
+  items: Schema.Number,
+  /** workerd's clock from the first submit to the last settlement. */
+  ms: Schema.Number,
+  counts: MeterCounts,
+  databaseBytes: Schema.Number,
+  /** Ledger rows left (settled ones retention has not removed yet included). */
+  rows: Schema.Number,
+})
+export type SustainReport = typeof SustainReport.Type

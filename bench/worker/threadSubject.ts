@@ -15,7 +15,14 @@ import type { CloudflareDurableRuntimeConfigOverrides } from "../../src/Cloudfla
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { BurstProgress, json } from "./burst.ts"
 import { meterState, type StorageMeter } from "./meter.ts"
-import type { FaninReport, MeterCounts, ParkReport, PassReport, ThreadBurstReport } from "./report.ts"
+import type {
+  FaninReport,
+  MeterCounts,
+  ParkReport,
+  PassReport,
+  SustainReport,
+  ThreadBurstReport,
+} from "./report.ts"
 
 /** What the agents of one Object report, by Object id (module state of the bench isolate). */
 interface Probe {
@@ -384,6 +391,39 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           await this.#burst(count, lanes, "lane")
           return json({ submitted: count })
         }
+        case "/sustain": {
+          // One chunk of a sustained run: `count` Submissions queued, then drained; what it cost,
+          // and the database's size and rows once drained (retention may be removing meanwhile).
+          const count = body["count"] ?? 0
+          const lanes = body["lanes"] ?? 1
+          this.meter.reset()
+          this.progress.begin(count)
+          this.#hold()
+          const startedAt = Date.now()
+          try {
+            const probe = this.#raw.id.toString()
+            const offset = body["offset"] ?? 0
+            for (let n = 0; n < count; n++) {
+              await this.#submitOne(laneName("sustain", n % lanes), noopAgent.id, `s-${offset + n}`, {
+                probe,
+                n,
+              })
+            }
+          } finally {
+            this.#releaseHold()
+          }
+          await this.progress.settled()
+          const report: SustainReport = {
+            items: count,
+            ms: this.#lastSettledAt - startedAt,
+            counts: this.meter.snapshot(),
+            databaseBytes: this.#raw.storage.sql.databaseSize,
+            rows: this.#raw.storage.sql
+              .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE}`)
+              .one().n,
+          }
+          return json(report)
+        }
         case "/breakdown":
           return json({ items: this.progress.done, statements: this.meter.breakdown() })
         case "/progress":
@@ -488,4 +528,14 @@ export class ThreadBenchDefaultObject extends benchThreadObject({
 export class ThreadBenchMultiObject extends benchThreadObject({
   maxHeadsPerEvent: 1_000,
   limits: { maxQueueDepthPerLane: 20_000 },
+}) {}
+
+/**
+ * `ThreadBenchMultiObject` with a short retention: settled Submissions are removed two seconds
+ * after they settle, in passes at most one second apart for it.
+ */
+export class ThreadBenchRetentionObject extends benchThreadObject({
+  maxHeadsPerEvent: 1_000,
+  limits: { maxQueueDepthPerLane: 20_000 },
+  retention: { settledForMillis: 2_000, windowMillis: 1_000 },
 }) {}

@@ -138,6 +138,26 @@ export const retentionCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect("removes only its own records from a span other Submissions' records interleave", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const history = yield* ThreadHistory
+          // `second` is admitted while `first` waits and runs: its acceptance lies inside the span.
+          yield* admitNew(request("a", "first", { now: 100 }))
+          const second = yield* admitNew(request("a", "second", { now: 200 }))
+          const claim = yield* claimHead("a", grant(1, 300))
+          const first = yield* ledger.settle(owner(claim), settlementOf(claim, "completed", 400))
+          expect(yield* ledger.removeSettled([item(first)])).toEqual([first.submissionId])
+          expect(yield* recordTags(second.submissionId)).toEqual(["SubmissionAccepted"])
+          const page = yield* history.page(ThreadId.make("a"), { limit: 10 })
+          expect(page.records.map((record) => [record.sequence, record.submissionId])).toEqual([
+            [2, second.submissionId],
+          ])
+        }),
+      ),
+    )
+
     it.effect("never removes a nonterminal row, nor one named with another receipt", () =>
       harness.run(
         Effect.gen(function* () {

@@ -196,14 +196,17 @@ const links: ReadonlyArray<string> = [
 /**
  * Retention: `prune_after`, the instant from which retention counts a settled row's age (its
  * settlement time, moved forward when a pass had to keep it), and an index of closed rows by
- * it, so the earliest expiry is one seek and a batch one range. A settlement writes the column
- * in the row it already rewrites; the index entry is the one row it adds. The tails table
+ * it, so the earliest expiry is one seek and a batch one range. `history_to` is the Thread
+ * sequence of the Submission's last history row, so its records are a bounded range of the
+ * Thread's (`history_from` to it) rather than everything after its first. A settlement writes
+ * both columns in the row it already rewrites; the index entry is the one row it adds. The tails table
  * and the floor keep sequences, lane tails and feed positions monotone once the newest rows
  * that carried them are gone. Rows settled before this migration count from their settlement
  * time.
  */
 const retention: ReadonlyArray<string> = [
   `ALTER TABLE ${t} ADD COLUMN prune_after REAL`,
+  `ALTER TABLE ${t} ADD COLUMN history_to INTEGER`,
   `UPDATE ${t} SET prune_after = json_extract(settlement, '$.settledAt') WHERE lane_status = 'closed'`,
   `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`,
   `CREATE TABLE ${THREAD_TAILS_TABLE} (

@@ -66,11 +66,13 @@ export const rowStatements = {
   /** Admissions and settlements counted so far. */
   counts: `SELECT admitted, settled FROM (${objectEnd})`,
   /**
-   * A Submission's rows, from its first record in its Thread: a seek on the ledger row, then
-   * the Thread's rows from there (other Submissions' rows in between are read and dropped).
+   * A Submission's rows, from its first record in its Thread to its last once it settled: a seek
+   * on the ledger row, then the Thread's rows in that range (other Submissions' rows in between
+   * are read and dropped).
    */
   forSubmission: `SELECT h.* FROM ${SUBMISSIONS_TABLE} AS l
     JOIN ${h} AS h ON h.thread_id = l.thread_id AND h.sequence >= l.history_from
+      AND h.sequence <= coalesce(l.history_to, 9007199254740991)
     WHERE l.submission_id = ? AND h.submission_id = l.submission_id ORDER BY h.sequence`,
   /** Rows of a Thread from the one holding sequence `after + 1`. Parameters: thread ×2, after + 1, rows. */
   page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence >=

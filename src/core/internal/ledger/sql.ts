@@ -309,7 +309,11 @@ export const makeSqlLedger = Effect.gen(function* () {
           const { row, changed } = yield* guardedChange(
             operation,
             Rules.fenceSubmissionId(fence),
-            settlementWrite(operation, statements.settle, fence, settlement, [settlement.settledAt]),
+            settlementWrite(operation, statements.settle, fence, settlement, [
+              settlement.settledAt,
+              settlement.threadId,
+              settlement.threadId,
+            ]),
             (current) => Rules.settleRule(fence, current, settlement),
           )
           if (changed) {

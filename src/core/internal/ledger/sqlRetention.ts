@@ -43,8 +43,11 @@ export const retentionStatements = {
   keepTail: `INSERT OR REPLACE INTO ${THREAD_TAILS_TABLE} (thread_id, next_sequence, lane_tail) VALUES (?, ?, ?)`,
   // Parameters: next position, admitted, settled.
   keepFloor: `INSERT OR REPLACE INTO ${HISTORY_FLOOR_TABLE} (id, next_position, admitted, settled) VALUES (1, ?, ?, ?)`,
-  // A Submission's rows from its first one. Parameters: thread id, history from, submission id.
-  deleteRecords: `DELETE FROM ${h} WHERE thread_id = ? AND sequence >= ? AND submission_id = ?`,
+  // The rows of some Submissions of one Thread, within the range their records span.
+  // Parameters: thread id, from, to, then the submission ids.
+  deleteRecords: (count: number) =>
+    `DELETE FROM ${h} WHERE thread_id = ? AND sequence >= ? AND sequence <= ?
+      AND submission_id IN (${Array.from({ length: count }, () => "?").join(", ")})`,
   deleteRow: `DELETE FROM ${t} WHERE submission_id = ?`,
   // Parameters: lane key, idempotency key, submission id.
   deleteLegacyKey: `DELETE FROM ${LEGACY_KEYS_TABLE} WHERE lane_key = ? AND idempotency_key = ? AND submission_id = ?`,
@@ -61,39 +64,58 @@ export const makeSqlRetention = (
     ) => Effect.Effect<A, E | LedgerError>
   },
 ): RetentionOps => {
-  /** Removes one stored row's Submission; the caller holds the transaction. */
-  const removeOne = (operation: string, row: Row) =>
+  /**
+   * Removes the Submissions of stored rows, one Thread at a time: their records in one range
+   * delete over the span they cover (rows of other Submissions inside it are read, not
+   * removed), after keeping the Thread's and the Object's ends they carried. The caller holds
+   * the transaction.
+   */
+  const removeRows = (operation: string, rows: ReadonlyArray<Row>) =>
     Effect.gen(function* () {
-      const submissionId = String(row.submission_id)
-      const threadId = String(row.thread_id)
-      const [threadNewest] = yield* query(operation, retentionStatements.threadNewest, [threadId])
-      if (threadNewest !== undefined && threadNewest.submission_id === submissionId) {
-        yield* query(operation, retentionStatements.keepTail, [
-          threadId,
-          threadNewest.next_sequence,
-          threadNewest.lane_tail,
-        ])
-      }
+      const ids = new Set(rows.map((row) => String(row.submission_id)))
       const [objectNewest] = yield* query(operation, retentionStatements.objectNewest, [])
-      if (objectNewest !== undefined && objectNewest.submission_id === submissionId) {
+      if (objectNewest !== undefined && ids.has(String(objectNewest.submission_id))) {
         yield* query(operation, retentionStatements.keepFloor, [
           objectNewest.next_position,
           objectNewest.admitted,
           objectNewest.settled,
         ])
       }
-      yield* query(operation, retentionStatements.deleteRecords, [
-        threadId,
-        numberOr(row.history_from, 1),
-        submissionId,
-      ])
-      yield* query(operation, retentionStatements.deleteRow, [submissionId])
-      if (options.legacyKeys) {
-        yield* query(operation, retentionStatements.deleteLegacyKey, [
-          laneKey(threadId),
-          row.idempotency_key,
-          submissionId,
+      const byThread = new Map<string, Array<Row>>()
+      for (const row of rows) {
+        const threadId = String(row.thread_id)
+        byThread.set(threadId, [...(byThread.get(threadId) ?? []), row])
+      }
+      for (const [threadId, group] of byThread) {
+        const [threadNewest] = yield* query(operation, retentionStatements.threadNewest, [threadId])
+        if (threadNewest !== undefined && ids.has(String(threadNewest.submission_id))) {
+          yield* query(operation, retentionStatements.keepTail, [
+            threadId,
+            threadNewest.next_sequence,
+            threadNewest.lane_tail,
+          ])
+        }
+        const from = Math.min(...group.map((row) => numberOr(row.history_from, 1)))
+        // A row settled by an older release does not know where its records end.
+        const to = group.some((row) => row.history_to === null || row.history_to === undefined)
+          ? Number.MAX_SAFE_INTEGER
+          : Math.max(...group.map((row) => numberOr(row.history_to, 0)))
+        yield* query(operation, retentionStatements.deleteRecords(group.length), [
+          threadId,
+          from,
+          to,
+          ...group.map((row) => row.submission_id),
         ])
+        for (const row of group) {
+          yield* query(operation, retentionStatements.deleteRow, [row.submission_id])
+          if (options.legacyKeys) {
+            yield* query(operation, retentionStatements.deleteLegacyKey, [
+              laneKey(threadId),
+              row.idempotency_key,
+              row.submission_id,
+            ])
+          }
+        }
       }
     })
 
@@ -139,14 +161,13 @@ export const makeSqlRetention = (
       return yield* options.transaction(
         operation,
         Effect.gen(function* () {
-          const removed: Array<SubmissionId> = []
+          const rows: Array<Row> = []
           for (const item of items) {
             const [row] = yield* query(operation, statements.byId, [item.submissionId])
-            if (row === undefined || !namesSettled(item, yield* decodeRow(operation)(row))) continue
-            yield* removeOne(operation, row)
-            removed.push(item.submissionId)
+            if (row !== undefined && namesSettled(item, yield* decodeRow(operation)(row))) rows.push(row)
           }
-          return removed
+          if (rows.length > 0) yield* removeRows(operation, rows)
+          return rows.map((row) => String(row.submission_id) as SubmissionId)
         }),
       )
     }),

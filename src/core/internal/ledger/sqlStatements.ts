@@ -121,9 +121,11 @@ export const statements = {
     `state = 'terminalizing', lane_status = 'open', settlement = ?, ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
-  // Extra set parameter: the settlement's time, from which retention counts.
+  // Extra set parameters: the settlement's time, from which retention counts, and its thread id
+  // twice: the records this settlement appends start at the Thread's end.
   settle: fenced(
-    `state = 'settled', lane_status = 'closed', settlement = ?, prune_after = ?, ${CLEAR_OWNERSHIP}`,
+    `state = 'settled', lane_status = 'closed', settlement = ?, prune_after = ?,
+      history_to = (SELECT next_sequence FROM (${rowStatements.threadEnd})), ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
   requestAbort: `UPDATE ${t} SET abort_requested = 1
