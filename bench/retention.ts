@@ -4,12 +4,13 @@
  * everything, chunk by chunk, interleaved, so both see the same machine at the same time. It
  * reports items/s per chunk (median and spread over chunks), the database's bytes over the run
  * (plotted to bench/retention.svg), and what removing one Submission costs: the rows the
- * pruning Object wrote and read beyond the keeping one, per Submission it removed.
+ * statements only retention runs wrote and read, per Submission removed (the gate's alarm
+ * writes per batch are not rows).
  */
 import { Effect } from "effect"
 import { writeFile } from "node:fs/promises"
 import { postJson } from "../test/node/support/localWorker.ts"
-import { billedRowsWritten, type Driver, type Figures, type ObjectClient } from "./drivers.ts"
+import type { Driver, Figures, ObjectClient } from "./drivers.ts"
 import { SustainReport } from "./worker/report.ts"
 
 /** Where the plot of database bytes over the run is written. */
@@ -81,8 +82,7 @@ export const retentionDriver =
       const objects = { on: pruning, off: keeping(pruning) }
       const rates = { on: [] as Array<number>, off: [] as Array<number> }
       const points = { on: [] as Array<Point>, off: [] as Array<Point> }
-      const work = { on: { read: 0, written: 0 }, off: { read: 0, written: 0 } }
-      let rows = { on: 0, off: 0 }
+      const pruned = { read: 0, written: 0 }
       for (let offset = 0; offset < total; offset += chunk) {
         const count = Math.min(chunk, total - offset)
         for (const side of ["on", "off"] as const) {
@@ -93,9 +93,10 @@ export const retentionDriver =
           )
           rates[side].push(report.items / (report.ms / 1000))
           points[side].push({ items: offset + count, bytes: report.databaseBytes })
-          work[side].read += report.counts.sqlRowsRead
-          work[side].written += billedRowsWritten(report.counts)
-          rows = { ...rows, [side]: report.rows }
+          if (side === "on") {
+            pruned.read += report.pruneRowsRead
+            pruned.written += report.pruneRowsWritten
+          }
         }
         console.error(
           `retention: ${offset + count}/${total}, ${(points.on.at(-1)!.bytes / 1e6).toFixed(1)} MB pruning, ` +
@@ -111,7 +112,15 @@ export const retentionDriver =
           ])}\n`,
         ),
       )
-      const removed = total - rows.on
+      // A last call reports what retention did after the last chunk, and the rows it left.
+      const last = yield* objects.on.json(
+        SustainReport,
+        "sustain",
+        postJson({ count: 0, lanes, offset: total }),
+      )
+      pruned.read += last.pruneRowsRead
+      pruned.written += last.pruneRowsWritten
+      const removed = total - last.rowsBefore
       const half = points.on[Math.floor(points.on.length / 2)]?.bytes ?? Number.NaN
       const figures: Figures = {
         retentionItems: total,
@@ -120,8 +129,8 @@ export const retentionDriver =
         retentionMbEnd: points.on.at(-1)!.bytes / 1e6,
         retentionMbMax: Math.max(...points.on.map((p) => p.bytes)) / 1e6,
         retentionMbEndKept: points.off.at(-1)!.bytes / 1e6,
-        retentionWrittenPerRemoved: (work.on.written - work.off.written) / removed,
-        retentionReadPerRemoved: (work.on.read - work.off.read) / removed,
+        retentionWrittenPerRemoved: pruned.written / removed,
+        retentionReadPerRemoved: pruned.read / removed,
         retentionRateOn: median(rates.on),
         retentionRateOnMin: Math.min(...rates.on),
         retentionRateOnMax: Math.max(...rates.on),

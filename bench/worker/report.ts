@@ -98,6 +98,11 @@ export const SustainReport = Schema.Struct({
   /** workerd's clock from the first submit to the last settlement. */
   ms: Schema.Number,
   counts: MeterCounts,
+  /** Ledger rows when the call came, before its Submissions. */
+  rowsBefore: Schema.Number,
+  /** Rows read and written by the statements only retention runs, since the previous call. */
+  pruneRowsRead: Schema.Number,
+  pruneRowsWritten: Schema.Number,
   databaseBytes: Schema.Number,
   /** Ledger rows left (settled ones retention has not removed yet included). */
   rows: Schema.Number,

@@ -109,6 +109,10 @@ export const holdingAgent = define({
 })
 
 const SUBMISSIONS_TABLE = "effect_agent_submissions"
+
+/** Statements only retention runs: its reads of candidates and ends, its deletes and deferrals. */
+const RETENTION_STATEMENT =
+  /^DELETE |prune_after <= \?|SET prune_after = \?|ORDER BY prune_after|thread_tails \(|history_floor \(|message_id > \? AND message_id < \?|WHERE position = \(SELECT max\(position\) FROM effect_agent_history\)$|SELECT submission_id, sequence \+ records/
 const HISTORY_TABLE = "effect_agent_history"
 const maintenanceKey = "effect-agent:thread-maintenance:v1"
 
@@ -396,6 +400,12 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           // and the database's size and rows once drained (retention may be removing meanwhile).
           const count = body["count"] ?? 0
           const lanes = body["lanes"] ?? 1
+          // What the statements only retention runs cost since the last call (its passes run
+          // between chunks too); the reads it shares with other work (a row by id) are left out.
+          const pruning = this.meter.breakdown().filter((each) => RETENTION_STATEMENT.test(each.statement))
+          const rowsBefore = this.#raw.storage.sql
+            .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE}`)
+            .one().n
           this.meter.reset()
           this.progress.begin(count)
           this.#hold()
@@ -412,11 +422,14 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           } finally {
             this.#releaseHold()
           }
-          await this.progress.settled()
+          if (count > 0) await this.progress.settled()
           const report: SustainReport = {
             items: count,
             ms: this.#lastSettledAt - startedAt,
             counts: this.meter.snapshot(),
+            rowsBefore,
+            pruneRowsRead: pruning.reduce((sum, each) => sum + each.rowsRead, 0),
+            pruneRowsWritten: pruning.reduce((sum, each) => sum + each.rowsWritten, 0),
             databaseBytes: this.#raw.storage.sql.databaseSize,
             rows: this.#raw.storage.sql
               .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE}`)

@@ -58,6 +58,8 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
         return "a message it sent is not acknowledged"
       if ((yield* ledger.joinsOf(row.threadId, row.submissionId)).length > 0)
         return "a join it hosts has not settled"
+      // Every child is admitted through the outbox: a Submission that sent no admission has none.
+      if (!messages.some((message) => message.message._tag === "AdmitChild")) return undefined
       for (const record of yield* history.forSubmission(row.submissionId)) {
         if (record.entry._tag !== "ChildStarted") continue
         const child = yield* ledger.lookupByKey(record.entry.threadId, record.entry.idempotencyKey)
