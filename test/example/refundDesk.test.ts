@@ -19,7 +19,7 @@ const awaitsApproval = async (thread: string, id: string) =>
   (await stateOf(thread, id)) === "suspended" && (await history(thread)).includes("ApprovalRequested")
 
 describe("refund desk example", () => {
-  it("settles a small refund, relays it through the outbox and clears the alarm at quiescence", async () => {
+  it("settles a small refund, relays it through the outbox and keeps only retention's alarm at quiescence", async () => {
     const thread = threadName("small")
     const receipt = await submit(thread, { orderId: "A1", amount: 40 })
     expect(receipt.status).toBe(200)
