@@ -2,7 +2,9 @@
  * `npx tsx bench/profile.ts [--count 1000] [--binding THREADS_MULTI] [--out profile.cpuprofile]`:
  * a CPU profile of one burst in the bench Worker, taken through workerd's inspector, with a
  * summary of the functions that took the most self time. Open the .cpuprofile in Chrome
- * DevTools for the full picture.
+ * DevTools for the full picture. With `--latency` it profiles `--count` sequential one-step
+ * Submissions of a latency subject instead (`--binding LATENCY_THREADS` or `LATENCY_RAW`), each
+ * answered once settled, after 20 unprofiled ones.
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"
@@ -19,6 +21,7 @@ const { values } = parseArgs({
     binding: { type: "string", default: "THREADS_MULTI" },
     out: { type: "string", default: "bench/profile.cpuprofile" },
     top: { type: "string", default: "40" },
+    latency: { type: "boolean", default: false },
   },
 })
 
@@ -94,9 +97,15 @@ const main = async () => {
         headers: { "content-type": "application/json" },
       })
     const count = Number(values.count)
+    const sequential = async (name: string, first: number, samples: number) => {
+      for (let n = first; n < first + samples; n++) await (await post(name, "latency", { n })).text()
+    }
     // Warm up once so the profile shows steady state, not compilation.
-    await (await post("warmup", "burst", { count: 100, lanes: Number(values.lanes) })).text()
-    await (await post("warmup", "wait", {})).text()
+    if (values.latency) await sequential("profiled", 0, 20)
+    else {
+      await (await post("warmup", "burst", { count: 100, lanes: Number(values.lanes) })).text()
+      await (await post("warmup", "wait", {})).text()
+    }
     const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as Array<{
       id: string
       webSocketDebuggerUrl: string
@@ -107,9 +116,10 @@ const main = async () => {
     await devtools.send("Profiler.enable")
     await devtools.send("Profiler.start")
     const started = performance.now()
-    await (await post("profiled", "burst", { count, lanes: Number(values.lanes) })).text()
+    if (values.latency) await sequential("profiled", 20, count)
+    else await (await post("profiled", "burst", { count, lanes: Number(values.lanes) })).text()
     const submitted = performance.now()
-    await (await post("profiled", "wait", {})).text()
+    if (!values.latency) await (await post("profiled", "wait", {})).text()
     const ended = performance.now()
     const { profile } = await devtools.send<{ profile: Profile }>("Profiler.stop")
     devtools.close()

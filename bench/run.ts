@@ -3,10 +3,17 @@
  * once, runs every case on a fresh Object per repetition, writes bench/results.json and
  * bench/results.md, and prints one table of medians (min–max) per section plus the ratios.
  *
- * Options: --runs 3 --burst 1000 --warmup 100 --loop-ms 3000 --sizes 100,1000,10000
+ * Each repetition measures every case of a section once, in order, so the subjects a section
+ * compares alternate (raw, ours, raw, ours, ...) and repetition i of one pairs with repetition i
+ * of another: a ratio is reported as the ratio of medians and its worst pair.
+ *
+ * Options: --runs 3 --pair-runs 5 (repetitions of the compared sections: perItem, latency)
+ * --burst 1000 --warmup 100 --loop-ms 3000 --sizes 100,1000,10000
  * --parked 0,100,10000 --cap 300 (seconds per drain) --idle-ms 2000 --default-burst 100
- * --fanin 200 --sustained 200000 --sustained-chunk 4000
- * --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery,fanin,retention
+ * --fanin 200 --latency-samples 300 --latency-warmups 20 --latency-cold 30
+ * --sustained 200000 --sustained-chunk 4000 (the retention section, measured once: its chunks are
+ * its repetitions)
+ * --only caughtUp,perItem,scaling,fairness,idle,throughput,recovery,fanin,latency,retention
  * --out bench/results.json;
  * --from a.json,b.json measures nothing and merges earlier results (later files win per case).
  * Local wall times are not production figures; per-item storage work depends only on the code.
@@ -14,6 +21,7 @@
 import { Effect } from "effect"
 import { readFile, writeFile } from "node:fs/promises"
 import { createRequire } from "node:module"
+import { availableParallelism, loadavg } from "node:os"
 import { resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
@@ -26,6 +34,7 @@ import { costRows, derive, formatCost, formatDerived, formatSection, summarize }
 const options = parseArgs({
   options: {
     runs: { type: "string", default: "3" },
+    "pair-runs": { type: "string", default: "5" },
     burst: { type: "string", default: "1000" },
     warmup: { type: "string", default: "100" },
     "loop-ms": { type: "string", default: "3000" },
@@ -35,6 +44,9 @@ const options = parseArgs({
     "idle-ms": { type: "string", default: "2000" },
     "default-burst": { type: "string", default: "100" },
     fanin: { type: "string", default: "200" },
+    "latency-samples": { type: "string", default: "300" },
+    "latency-warmups": { type: "string", default: "20" },
+    "latency-cold": { type: "string", default: "30" },
     sustained: { type: "string", default: "200000" },
     "sustained-chunk": { type: "string", default: "4000" },
     only: { type: "string" },
@@ -53,6 +65,7 @@ const list = (name: string, text: string, minimum = 1) =>
   text.split(",").map((part) => integer(name, part.trim(), minimum))
 
 const runs = integer("runs", options.runs)
+const pairRuns = integer("pair-runs", options["pair-runs"])
 const settings: BenchSettings = {
   burst: integer("burst", options.burst),
   warmup: integer("warmup", options.warmup),
@@ -63,6 +76,9 @@ const settings: BenchSettings = {
   idleMs: integer("idle-ms", options["idle-ms"]),
   defaultBurst: integer("default-burst", options["default-burst"]),
   faninThreads: integer("fanin", options.fanin),
+  latencySamples: integer("latency-samples", options["latency-samples"]),
+  latencyWarmups: integer("latency-warmups", options["latency-warmups"], 0),
+  latencyCold: integer("latency-cold", options["latency-cold"]),
   sustained: integer("sustained", options.sustained),
   sustainedChunk: integer("sustained-chunk", options["sustained-chunk"]),
 }
@@ -111,19 +127,44 @@ const measure = Effect.gen(function* () {
     yield* subject.warmup(settings)(objectOf(subject.binding, `${key}-warmup`))
   }
   const measured: Record<string, Array<Figures>> = {}
+  const subjectOf = (key: string) => {
+    if (!(key in subjects)) throw new Error(`no bench subject ${key}`)
+    return subjects[key as keyof typeof subjects]
+  }
   for (const section of chosen) {
+    const repetitions = section.once === true ? 1 : section.compared === true ? pairRuns : runs
+    const reused = new Set<string>()
     for (const each of section.cases) {
-      const subject = subjects[each.subject]
       const same = each.sameAs === undefined ? undefined : measured[each.sameAs]
-      if (same !== undefined) {
-        measured[each.id] = same
+      if (same === undefined) continue
+      measured[each.id] = same
+      reused.add(each.id)
+    }
+    for (let run = 1; run <= repetitions; run++) {
+      const started = Date.now()
+      if (section.joint !== undefined) {
+        const figures = yield* section.joint((key) =>
+          objectOf(subjectOf(key).binding, `${section.id}-${run}`),
+        )
+        for (const each of section.cases) {
+          const own = figures[each.id]
+          if (own === undefined) return yield* Effect.die(new Error(`${section.id} reported no ${each.id}`))
+          ;(measured[each.id] ??= []).push(own)
+        }
+        console.error(
+          `${section.id} run ${run}/${repetitions}: ${((Date.now() - started) / 1000).toFixed(1)} s`,
+        )
         continue
       }
-      for (let run = 1; run <= runs; run++) {
-        const started = Date.now()
-        const figures = yield* each.driver(objectOf(subject.binding, `${each.id}-${run}`))
+      for (const each of section.cases) {
+        if (reused.has(each.id)) continue
+        if (each.driver === undefined) return yield* Effect.die(new Error(`${each.id} has no driver`))
+        const caseStarted = Date.now()
+        const figures = yield* each.driver(objectOf(subjects[each.subject].binding, `${each.id}-${run}`))
         ;(measured[each.id] ??= []).push(figures)
-        console.error(`${each.id} run ${run}/${runs}: ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        console.error(
+          `${each.id} run ${run}/${repetitions}: ${((Date.now() - caseStarted) / 1000).toFixed(1)} s`,
+        )
       }
     }
   }
@@ -131,12 +172,23 @@ const measure = Effect.gen(function* () {
 })
 
 const main = Effect.gen(function* () {
+  // Other work on the machine slows every subject, and the ones that wait for alarms most.
+  const loadBefore = loadavg()[0]!
   const measured = options.from === undefined ? yield* measure : yield* earlier(options.from.split(","))
+  const load = `load average ${loadBefore.toFixed(1)} at the start and ${loadavg()[0]!.toFixed(1)} at the end on ${availableParallelism()} cores`
 
   const summary = summarize(measured)
   const derived = derive(summary, settings.sizes, settings.faninThreads)
   const cost = costRows(summary)
+  const createdAt = new Date().toISOString()
+  const miniflare = createRequire(import.meta.url)("miniflare/package.json").version as string
+  const argv = process.argv.slice(2).join(" ")
+  const preamble =
+    options.from === undefined
+      ? `Measured ${createdAt} by \`npm run bench${argv === "" ? "" : ` -- ${argv}`}\` (Node ${process.version}, miniflare ${miniflare}; ${load}): ${runs} repetitions, ${pairRuns} for the sections that compare subjects; in each repetition a section's cases run one after the other, so compared subjects alternate. Cells are median (min–max) over repetitions.`
+      : `Merged from ${options.from} by \`npm run bench -- ${argv}\`.`
   const text = [
+    preamble,
     ...chosen.map((section) =>
       section.id === "retention"
         ? `${formatSection(section, summary)}\nDatabase bytes over the run: bench/retention.svg`
@@ -146,13 +198,9 @@ const main = Effect.gen(function* () {
     formatDerived(derived),
   ].join("\n\n")
   const results = {
-    createdAt: new Date().toISOString(),
-    environment: {
-      node: process.version,
-      miniflare: createRequire(import.meta.url)("miniflare/package.json").version as string,
-      compatibilityDate: "2026-04-20",
-    },
-    settings: { runs, ...settings, sections: chosen.map((section) => section.id) },
+    createdAt,
+    environment: { node: process.version, miniflare, compatibilityDate: "2026-04-20" },
+    settings: { runs, pairRuns, ...settings, sections: chosen.map((section) => section.id) },
     cases: chosen.flatMap((section) =>
       section.cases.map(({ id, label, subject }) => ({ section: section.id, id, label, subject })),
     ),
@@ -172,7 +220,7 @@ const main = Effect.gen(function* () {
     ),
   )
   console.log(text)
-  console.log(`\n${runs} repetitions; written to ${resultsPath}`)
+  console.log(`\nwritten to ${resultsPath}`)
 })
 
 Effect.runPromise(Effect.scoped(main)).catch((error: unknown) => {

@@ -14,6 +14,7 @@ import {
   recoveryDriver,
   threadBurstDriver,
 } from "./drivers.ts"
+import { type JointDriver, latencyDriver, latencyWarmup } from "./latency.ts"
 import { retentionDriver } from "./retention.ts"
 
 /** What the run needs to know to set up and measure the cases. */
@@ -32,6 +33,12 @@ export interface BenchSettings {
   readonly parked: ReadonlyArray<number>
   /** Threads of the fan-in section. */
   readonly faninThreads: number
+  /** Sequential Submissions of the latency section, per subject and repetition. */
+  readonly latencySamples: number
+  /** Unmeasured samples before them. */
+  readonly latencyWarmups: number
+  /** New Objects per subject whose first Submission is timed. */
+  readonly latencyCold: number
   /** Submissions of the retention section's sustained run, and its chunk. */
   readonly sustained: number
   readonly sustainedChunk: number
@@ -66,15 +73,25 @@ export const subjects = {
     className: "ThreadBenchDefaultObject",
     warmup: () => threadBurstDriver(5, 1, 60),
   },
+  threadMulti: {
+    binding: "THREADS_MULTI",
+    className: "ThreadBenchMultiObject",
+    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
+  },
   threadRetention: {
     binding: "THREADS_RETENTION",
     className: "ThreadBenchRetentionObject",
     warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
   },
-  threadMulti: {
-    binding: "THREADS_MULTI",
-    className: "ThreadBenchMultiObject",
-    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
+  latencyRaw: {
+    binding: "LATENCY_RAW",
+    className: "LatencyRawObject",
+    warmup: ({ latencyWarmups }) => latencyWarmup(latencyWarmups),
+  },
+  latencyThread: {
+    binding: "LATENCY_THREADS",
+    className: "LatencyThreadObject",
+    warmup: ({ latencyWarmups }) => latencyWarmup(latencyWarmups),
   },
 } satisfies Record<string, Subject>
 
@@ -83,17 +100,28 @@ export interface Case {
   readonly id: string
   readonly label: string
   readonly subject: keyof typeof subjects
-  readonly driver: Driver
+  /** Its measurement, unless its section measures all its cases at once (`joint`). */
+  readonly driver?: Driver
   /** Reuse the figures of that case (the same measurement) instead of measuring again. */
   readonly sameAs?: string
 }
 
-/** One table: its cases and the figures shown as columns. */
+/**
+ * One table: its cases and the figures shown as columns. Each repetition measures every case
+ * once, in order, so cases compared with each other are measured interleaved and repetition
+ * `i` of one pairs with repetition `i` of another.
+ */
 export interface Section {
   readonly id: string
   readonly title: string
   readonly figures: ReadonlyArray<string>
   readonly cases: ReadonlyArray<Case>
+  /** Its cases are compared as ratios: it is repeated `--pair-runs` times instead of `--runs`. */
+  readonly compared?: boolean
+  /** One measurement per repetition that reports every case (interleaved inside it). */
+  readonly joint?: JointDriver
+  /** Measured once whatever `--runs` says: its driver repeats inside (the retention run). */
+  readonly once?: boolean
 }
 
 const perItemFigures = [
@@ -140,8 +168,9 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
   },
   {
     id: "perItem",
-    title: `2. Cost per settled Submission (burst of ${count(settings.burst)}, one lane)`,
+    title: `2. Cost per settled Submission (burst of ${count(settings.burst)}, one lane; subjects interleaved)`,
     figures: perItemFigures,
+    compared: true,
     cases: [
       {
         id: "perItem-baseline",
@@ -280,8 +309,42 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
     ],
   },
   {
+    id: "latency",
+    title: `9. Latency in ms, submit to settlement seen by the caller (one request each, timed in Node; warm: ${count(settings.latencySamples)} sequential one-step Submissions on one Object after ${settings.latencyWarmups} warm-ups; new: the first Submission to each of ${settings.latencyCold} new Objects, constructor and migrations included; raw and ThreadObject alternate sample by sample; the median columns are phases on the Object's clock, from the request's start except the first)`,
+    figures: [
+      "latencyP50Ms",
+      "latencyP90Ms",
+      "latencyP99Ms",
+      "latencyMaxMs",
+      "latencyAlarmsPerSample",
+      "latencyReadyMs",
+      "latencySubmitMs",
+      "latencyAlarmMs",
+      "latencyAnswerMs",
+      "latencyOutsideMs",
+    ],
+    compared: true,
+    cases: [
+      { id: "latency-raw", label: "raw Durable Object, warm", subject: "latencyRaw" },
+      { id: "latency-thread", label: "ThreadObject (default config), warm", subject: "latencyThread" },
+      { id: "latency-raw-new", label: "raw Durable Object, new Object", subject: "latencyRaw" },
+      {
+        id: "latency-thread-new",
+        label: "ThreadObject (default config), new Object",
+        subject: "latencyThread",
+      },
+    ],
+    joint: latencyDriver(
+      { samples: settings.latencySamples, warmups: settings.latencyWarmups, cold: settings.latencyCold },
+      {
+        raw: { subject: "latencyRaw", warm: "latency-raw", cold: "latency-raw-new" },
+        thread: { subject: "latencyThread", warm: "latency-thread", cold: "latency-thread-new" },
+      },
+    ),
+  },
+  {
     id: "retention",
-    title: `9. Retention (${count(settings.sustained)} one-step Submissions through one Object in chunks of ${count(settings.sustainedChunk)} over 4 Threads, removed 2 s after settling, beside the same Object keeping everything; chunks interleaved; items/s median and range over chunks)`,
+    title: `10. Retention (${count(settings.sustained)} one-step Submissions through one Object in chunks of ${count(settings.sustainedChunk)} over 4 Threads, removed 2 s after settling, beside the same Object keeping everything, chunks interleaved; items/s: median and range over the chunks; rows: what the statements only retention runs read and wrote, per Submission removed)`,
     figures: [
       "retentionItems",
       "retentionRemoved",
@@ -298,6 +361,7 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
       "retentionRateOffMin",
       "retentionRateOffMax",
     ],
+    once: true,
     cases: [
       {
         id: "retention-sustained",

@@ -17,7 +17,9 @@ import {
   makeAgentClient,
   type SubmitMode,
 } from "./internal/client/agentClient.ts"
+import type { SubmissionState } from "./core/SubmissionLedger.ts"
 import type { CallName, CallSuccess } from "./internal/object/calls.ts"
+import type { WaitingKind } from "./internal/object/pageViews.ts"
 import { Caller } from "./internal/object/requests.ts"
 import { fromRpcResult, type ThreadClientError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 import type { ThreadObjectRpc } from "./ThreadObject.ts"
@@ -53,6 +55,13 @@ export {
   Violation,
 } from "./internal/operator/reports.ts"
 export { type ThreadClientError, ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
+export {
+  SubmissionPage,
+  SubmissionSummary,
+  ThreadPage,
+  ThreadSummary,
+  WaitingKind,
+} from "./internal/object/pageViews.ts"
 export {
   HistoryPageView,
   MaintenanceCounters,
@@ -142,6 +151,31 @@ export interface ThreadClient {
    * check that separates tenants sharing one Object should refuse it).
    */
   readonly threads: Effect.Effect<ReadonlyArray<string>, ThreadClientError<"threads">>
+  /**
+   * A page of this Thread's Submissions for operators: filtered by state, agent and why they
+   * wait; in queue order (the head first) when only unsettled states are asked for, newest
+   * first otherwise. Each page examines a bounded window of the lane, so a sparse filter may
+   * answer a short page: follow `next` (as `cursor`, with the same filter) until it is absent.
+   */
+  readonly submissionPage: (options?: {
+    readonly states?: ReadonlyArray<SubmissionState>
+    readonly agentId?: string
+    readonly waiting?: WaitingKind
+    readonly cursor?: number
+    readonly limit?: number
+  }) => Effect.Effect<CallSuccess<"submissionPage">, ThreadClientError<"submissionPage">>
+  /**
+   * A page of the Threads of this Thread's Object with their counts and heads, and the Object's
+   * unsettled count (its lanes, like `threads`).
+   */
+  readonly threadPage: (options?: {
+    readonly after?: string
+    readonly limit?: number
+  }) => Effect.Effect<CallSuccess<"threadPage">, ThreadClientError<"threadPage">>
+  /** The Submission this Thread admitted under `idempotencyKey`, or null. */
+  readonly findSubmission: (
+    idempotencyKey: string,
+  ) => Effect.Effect<CallSuccess<"findSubmission">, ThreadClientError<"findSubmission">>
   /** A droppable hint to run a maintenance pass soon; never needed for correctness. */
   readonly wake: Effect.Effect<void, ThreadClientError<"wake">>
   /** Admin: rebuilds a damaged maintenance record from the ledger; a no-op on a healthy one. */
@@ -210,6 +244,9 @@ export const make = (
       invoke("awaitProgress", { ...address(submissionId), ...progress }),
     submissions: (page = {}) => invoke("submissions", { threadId, ...page }),
     threads: invoke("threads", { threadId }),
+    submissionPage: (page = {}) => invoke("submissionPage", { threadId, ...page }),
+    threadPage: (page = {}) => invoke("threadPage", { threadId, ...page }),
+    findSubmission: (idempotencyKey) => invoke("findSubmission", { threadId, idempotencyKey }),
     wake: invoke("wake", { threadId }),
     repairMaintenance: invoke("repairMaintenance", { threadId }),
     forget: (submissionId) => invoke("forget", address(submissionId)),

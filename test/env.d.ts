@@ -4,6 +4,7 @@ import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
 import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
 import type { TracedThreadObject } from "./worker/tracedObject.ts"
+import type { WakeThreadObject } from "./worker/wakeObject.ts"
 
 declare global {
   namespace Cloudflare {
@@ -20,6 +21,8 @@ declare global {
       readonly AUTHORIZED_TEST: DurableObjectNamespace<AuthorizedThreadObject>
       /** A `ThreadObject` whose spans go to an OTLP exporter. */
       readonly THREADS_TRACED: DurableObjectNamespace<TracedThreadObject>
+      /** Waiters that poll once a minute: only the progress hub answers them sooner. */
+      readonly THREADS_WAKE: DurableObjectNamespace<WakeThreadObject>
     }
   }
 }

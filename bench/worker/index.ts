@@ -5,6 +5,7 @@
  */
 export { AlarmLoopObject } from "./alarmLoopObject.ts"
 export { BaselineObject } from "./baselineObject.ts"
+export { LatencyRawObject, LatencyThreadObject } from "./latency.ts"
 export {
   ThreadBenchDefaultObject,
   ThreadBenchMultiObject,

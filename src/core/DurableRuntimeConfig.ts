@@ -17,7 +17,10 @@ export const DurableRuntimeSettings = Schema.Struct({
   ownershipLeaseDuration: PositiveMillis,
   /** How often a running Attempt extends its lease (at step boundaries and during long steps). */
   leaseRenewalInterval: PositiveMillis,
-  /** How often `awaitSettlement` reads the ledger. */
+  /**
+   * How often `awaitSettlement` and `awaitProgress` read again when no write woke them: a host
+   * with a progress hub wakes them on every write of its own incarnation.
+   */
   settlementPollInterval: PositiveMillis,
   /** How often a running step looks for an accepted abort. */
   abortPollInterval: PositiveMillis,

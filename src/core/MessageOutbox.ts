@@ -8,8 +8,8 @@
  * A message waits for the one it depends on to be acknowledged, so the receiver sees them in
  * that order.
  */
-import { Context, Layer } from "effect"
-import type { Effect, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
+import type { Option } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SubmissionId } from "./Identifiers.ts"
 import type { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
@@ -32,6 +32,7 @@ import type {
 } from "./internal/outbox/model.ts"
 import { makeMemoryOutbox } from "./internal/outbox/memory.ts"
 import { makeSqlOutbox } from "./internal/outbox/sql.ts"
+import { publishingOutbox } from "./internal/progress/publishing.ts"
 import type { DurableWorkerFailure } from "./internal/runtime/shared/model.ts"
 import type { SubmissionLedger } from "./SubmissionLedger.ts"
 import type { ThreadHistory } from "./ThreadHistory.ts"
@@ -141,12 +142,15 @@ export class MessageOutbox extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<SubmissionId>, MessageOutboxError | LedgerError>
   }
 >()("@effect-agent/platform-cloudflare/MessageOutbox") {
-  /** The outbox on Durable Object SQLite; runs its migration when built. */
+  /**
+   * The outbox on Durable Object SQLite; runs its migration when built. Each append or settlement
+   * publishes its Submission to the `ProgressHub` of its context, if one is provided.
+   */
   static readonly layer: Layer.Layer<
     MessageOutbox,
     MessageOutboxError,
     SqlClient | SubmissionLedger | ThreadHistory
-  > = Layer.effect(this, makeSqlOutbox)
+  > = Layer.effect(this, Effect.flatMap(makeSqlOutbox, publishingOutbox))
   /** A faithful in-memory outbox; needs the in-memory ledger and history, whose store it shares. */
   static readonly layerMemory: Layer.Layer<MessageOutbox, MessageOutboxError, SubmissionLedger> =
     Layer.effect(this, makeMemoryOutbox)

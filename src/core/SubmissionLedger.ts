@@ -7,8 +7,8 @@
  * Attempt's ownership token; recovery writes are fenced by the epoch and the absence of a
  * live lease. The epoch only grows: each Claim and each forced release advances it.
  */
-import { Context, Layer } from "effect"
-import type { Effect, Option, Stream } from "effect"
+import { Context, Effect, Layer } from "effect"
+import type { Option, Stream } from "effect"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "./Identifiers.ts"
 import type { HistoryEntry } from "./internal/history/model.ts"
 import type {
@@ -29,8 +29,10 @@ import type {
   SubmissionSnapshot,
 } from "./internal/ledger/model.ts"
 import type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
+import type { LaneCounts, LaneQuery, LaneQueryPage } from "./internal/ledger/pages.ts"
 import { makeMemoryLedger } from "./internal/ledger/memory.ts"
 import { makeSqlLedger } from "./internal/ledger/sql.ts"
+import { publishingLedger } from "./internal/progress/publishing.ts"
 import type { SqlClient } from "effect/sql/SqlClient"
 
 export {
@@ -52,6 +54,8 @@ export {
   SubmissionState,
 } from "./internal/ledger/model.ts"
 export type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
+export { COUNT_CAP, PAGE_WINDOW } from "./internal/ledger/pages.ts"
+export type { LaneCounts, LaneFilter, LaneQuery, LaneQueryPage, LaneWalk } from "./internal/ledger/pages.ts"
 export type {
   Admission,
   AdmissionCheck,
@@ -255,12 +259,29 @@ export class SubmissionLedger extends Context.Service<
     readonly removeSettled: (
       items: ReadonlyArray<RetentionItem>,
     ) => Effect.Effect<ReadonlyArray<SubmissionId>, LedgerError>
+    /**
+     * One page of a lane's Submissions for operators, filtered by state and agent: in queue order
+     * when the filter names unsettled states only, newest first otherwise. It examines at most
+     * `PAGE_WINDOW` positions, so a sparse filter answers a short page with a `next` to go on
+     * from; the rows follow the cursor of the previous page of the same filter.
+     */
+    readonly queryLane: (threadId: ThreadId, query: LaneQuery) => Effect.Effect<LaneQueryPage, LedgerError>
+    /** A lane's admissions and its unsettled rows, open and parked, each counted up to `COUNT_CAP`. */
+    readonly laneCounts: (threadId: ThreadId) => Effect.Effect<LaneCounts, LedgerError>
+    /** Up to `limit` Threads with Submissions after `after`, in the order of `threadIds`; one seek each. */
+    readonly threadPage: (options: {
+      readonly after?: ThreadId
+      readonly limit: number
+    }) => Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
   }
 >()("@effect-agent/platform-cloudflare/SubmissionLedger") {
-  /** The ledger on Durable Object SQLite; runs its migrations when built. */
+  /**
+   * The ledger on Durable Object SQLite; runs its migrations when built. Each write publishes the
+   * Submission it moves to the `ProgressHub` of its context, if one is provided.
+   */
   static readonly layer: Layer.Layer<SubmissionLedger, LedgerError, SqlClient> = Layer.effect(
     this,
-    makeSqlLedger,
+    Effect.flatMap(makeSqlLedger, publishingLedger),
   )
   /** A faithful in-memory ledger with its own store. */
   static readonly layerMemory: Layer.Layer<SubmissionLedger> = Layer.effect(this, makeMemoryLedger)

@@ -4,8 +4,7 @@
  * Appends are fenced by the ledger: a record lands only while the writer's fence holds, in
  * one storage transaction with the fence check, so a stale owner can never add evidence.
  */
-import { Context, Layer } from "effect"
-import type { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/shared/model.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
@@ -13,6 +12,7 @@ import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./inter
 import type { AppendFence, LedgerError, SubmissionNotFound } from "./internal/ledger/model.ts"
 import { makeMemoryHistory } from "./internal/history/memory.ts"
 import { makeSqlHistory } from "./internal/history/sql.ts"
+import { publishingHistory } from "./internal/progress/publishing.ts"
 import { SubmissionLedger } from "./SubmissionLedger.ts"
 
 export { HistoryEntry, HistoryRecord, ReconcileAnswerRecord } from "./internal/history/model.ts"
@@ -66,9 +66,12 @@ export class ThreadHistory extends Context.Service<
     readonly feedEnd: Effect.Effect<number, ThreadStoreError>
   }
 >()("@effect-agent/platform-cloudflare/ThreadHistory") {
-  /** The history on Durable Object SQLite; runs its migrations when built. */
+  /**
+   * The history on Durable Object SQLite; runs its migrations when built. Each append publishes
+   * its Submission to the `ProgressHub` of its context, if one is provided.
+   */
   static readonly layer: Layer.Layer<ThreadHistory, ThreadStoreError, SqlClient | SubmissionLedger> =
-    Layer.effect(this, makeSqlHistory)
+    Layer.effect(this, Effect.flatMap(makeSqlHistory, publishingHistory))
   /** A faithful in-memory history; needs the in-memory ledger, whose store it shares. */
   static readonly layerMemory: Layer.Layer<ThreadHistory, ThreadStoreError, SubmissionLedger> = Layer.effect(
     this,

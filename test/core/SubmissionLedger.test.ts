@@ -1,12 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
-import { ThreadId } from "../../src/core/Identifiers.ts"
+import { AgentId, ThreadId } from "../../src/core/Identifiers.ts"
 import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { runMigrations } from "../../src/core/internal/migrations.ts"
 import { laneKey, statements } from "../../src/core/internal/ledger/sqlStatements.ts"
 import { rowStatements } from "../../src/core/internal/history/sqlRows.ts"
+import { pageStatements } from "../../src/core/internal/ledger/sqlPages.ts"
 import { META_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/internal/schema.ts"
-import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
+import { COUNT_CAP, PAGE_WINDOW, SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
 import { admitNew, admitReady, request } from "./SubmissionLedgerFixtures.ts"
 import { inObject, memoryHarness, sqlHarness, sqlLayer } from "./SubmissionLedgerHarness.ts"
@@ -113,6 +114,7 @@ describe("SubmissionLedger on SQLite", () => {
         const texts = [
           ...Object.values<string | { readonly Owner: string; readonly Unowned: string }>(statements),
           ...Object.values<string>(rowStatements),
+          ...Object.values<string>(pageStatements),
         ].flatMap((text) => (typeof text === "string" ? [text] : [text.Owner, text.Unowned]))
         for (const text of texts) {
           // Every table access is an index SEARCH; a "SCAN <table>" step would read every row.
@@ -179,6 +181,74 @@ describe("SubmissionLedger on SQLite", () => {
         }),
         sqlLayer(storage).pipe(Layer.fresh),
       ),
+    ),
+  )
+})
+
+describe("SubmissionLedger operator pages on SQLite", () => {
+  /** Runs a page statement as the ledger does and reports the rows SQLite read for it (billed). */
+  const rowsRead = (storage: DurableObjectStorage, text: string, params: ReadonlyArray<unknown>) => {
+    const cursor = storage.sql.exec(text, ...params)
+    const rows = cursor.toArray()
+    return { rows: rows.length, read: cursor.rowsRead }
+  }
+
+  it.effect("reads a bounded window per page, not every row of a large lane", () =>
+    inObject((storage) =>
+      Effect.gen(function* () {
+        const lane = "big"
+        const key = laneKey(lane)
+        yield* Effect.provide(
+          Effect.gen(function* () {
+            yield* admitReady(request(lane, "rare", { agentId: AgentId.make("rare") }))
+            for (let i = 0; i < 2 * PAGE_WINDOW; i++) yield* admitReady(request(lane, `k${i}`))
+          }),
+          sqlLayer(storage, { maxQueueDepthPerLane: 4 * PAGE_WINDOW, maxInputBytes: 1_024 }),
+        )
+        const newest = 2 * PAGE_WINDOW + 2
+        // The newest 50 admissions: about one history row and one ledger row each.
+        const first = rowsRead(storage, pageStatements.admissionsPage, [
+          lane,
+          newest - PAGE_WINDOW,
+          newest,
+          null,
+          null,
+          null,
+          null,
+          50,
+        ])
+        expect(first.rows).toBe(50)
+        expect(first.read).toBeLessThan(200)
+        // A filter nothing in the window matches reads the window, not the lane.
+        const sparse = rowsRead(storage, pageStatements.admissionsPage, [
+          lane,
+          newest - PAGE_WINDOW,
+          newest,
+          "rare",
+          "rare",
+          null,
+          null,
+          50,
+        ])
+        expect(sparse.rows).toBe(0)
+        expect(sparse.read).toBeLessThanOrEqual(PAGE_WINDOW + 10)
+        const unsettled = rowsRead(storage, pageStatements.unsettledPage, [
+          key,
+          1,
+          PAGE_WINDOW,
+          key,
+          1,
+          PAGE_WINDOW,
+          JSON.stringify(["running"]),
+          null,
+          null,
+          50,
+        ])
+        expect(unsettled.rows).toBe(0)
+        expect(unsettled.read).toBeLessThanOrEqual(PAGE_WINDOW + 10)
+        const counts = rowsRead(storage, pageStatements.laneCounts, [lane, key, COUNT_CAP, key, COUNT_CAP])
+        expect(counts.read).toBeLessThanOrEqual(COUNT_CAP + 10)
+      }),
     ),
   )
 })

@@ -10,6 +10,7 @@ import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
 import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
+import { pageCases } from "./SubmissionLedgerPageCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
 import { retentionCases } from "./SubmissionLedgerRetentionCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
@@ -26,4 +27,5 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     linkCases(harness)
     operatorReadCases(harness)
     retentionCases(harness)
+    pageCases(harness)
   })

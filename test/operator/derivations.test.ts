@@ -32,6 +32,8 @@ import {
 import { type MaintenanceView, reasonFor } from "../../src/internal/operator/explain.ts"
 import { deriveObligations } from "../../src/internal/operator/obligations.ts"
 import { verifyStorage } from "../../src/internal/operator/verify.ts"
+import { readJournal } from "../../src/core/internal/runtime/shared/journal.ts"
+import { waitingKindOf } from "../../src/internal/object/pageViews.ts"
 
 const now = 1_000_000
 
@@ -374,5 +376,43 @@ describe("verify", () => {
       "dirty-at-least-processed",
       "owed-work-has-alarm",
     ])
+  })
+})
+
+describe("waitingKindOf", () => {
+  const head = row("head", 1, "running", {
+    ownership: {
+      attemptId: AttemptId.make("a"),
+      ownershipToken: OwnershipToken.make("o"),
+      leaseExpiresAt: now + 1_000,
+    },
+  })
+  const journalOf = (entries: ReadonlyArray<HistoryEntry>) => readJournal(entries)
+
+  it("says what a suspended Submission waits for from its records, and where the others stand", () => {
+    const waiting = row("w", 1, "suspended")
+    const approval = journalOf([{ _tag: "ApprovalRequested", step: 0, payload: { amount: 1 } }])
+    const child = journalOf([
+      {
+        _tag: "ChildStarted",
+        step: 0,
+        target: { namespace: "THREADS", objectName: "desk" },
+        threadId: ThreadId.make("c"),
+        agentId: AgentId.make("fraud"),
+        agentDigest: "d",
+        idempotencyKey: IdempotencyKey.make("k"),
+        input: null,
+      },
+      { _tag: "ChildAwaited", step: 1, child: 0 },
+    ])
+    expect(waitingKindOf(waiting, { head: waiting, now, journal: approval })).toBe("approval")
+    expect(waitingKindOf(waiting, { head: waiting, now, journal: child })).toBe("child")
+    expect(waitingKindOf(waiting, { head: waiting, now, journal: journalOf([]) })).toBe("suspended")
+    expect(waitingKindOf(head, { head, now })).toBe("running")
+    expect(waitingKindOf(head, { head, now: now + 2_000 })).toBe("runnable")
+    expect(waitingKindOf(row("q", 2, "ready"), { head, now })).toBe("queued")
+    expect(waitingKindOf(row("u", 1, "unknown"), { head: undefined, now })).toBe("unknown-outcome")
+    expect(waitingKindOf(row("j", 3, "joined"), { head, now })).toBe("joined")
+    expect(waitingKindOf(row("s", 1, "settled"), { head, now })).toBe("settled")
   })
 })

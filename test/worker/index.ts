@@ -5,6 +5,7 @@ export { MaintenanceTestObject } from "./maintenanceObject.ts"
 export { PortProbeObject } from "./portProbeObject.ts"
 export { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./threadObject.ts"
 export { TracedThreadObject } from "./tracedObject.ts"
+export { WakeThreadObject } from "./wakeObject.ts"
 
 export default {
   fetch: () => new Response("effect-agent test worker"),

@@ -18,7 +18,7 @@
  *        (add ?object=fraud-desk to read a Thread of the fraud desk, e.g. /threads/customer-of-A1/history)
  *   POST /threads/:thread/repair (operator)   POST /threads/:thread/wake
  *   POST /threads/:thread/submissions/:id/forget  removes a settled refund's data now   (operator)
- *   GET  /threads           the Threads seen;   GET /console   the operator console
+ *   GET  /threads           the Threads seen;   /console   the operator console (ThreadConsole)
  *   GET  /relay             what the outbox delivered;   POST /relay/refuse {"count":2}
  *
  * Operator routes need `Authorization: Bearer <OPERATOR_TOKEN>`; the Thread Object checks it.
@@ -26,10 +26,10 @@
 import { Effect, Layer } from "effect"
 import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
 import { Unauthorized } from "@effect-agent/platform-cloudflare/ThreadClient"
+import * as ThreadConsole from "@effect-agent/platform-cloudflare/ThreadConsole"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
-import { consolePage } from "./console.ts"
 import { RefundArchive } from "./archive.ts"
-import { fraudCheckAgent } from "./fraudAgent.ts"
+import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
 import { RefundOutbox } from "./outbox.ts"
 import { refundAgent } from "./refundAgent.ts"
 import { json, threadRoute } from "./routes.ts"
@@ -112,13 +112,27 @@ const relayRoute = async (request: Request, env: Cloudflare.Env) => {
   return json(200, await inbox.received())
 }
 
+/**
+ * The operator console at `/console`: it lists the refund desks' Objects (each Thread in the
+ * Object named after it, as the directory remembers them) and the fraud desk's. Its calls carry
+ * the browser's bearer token as the caller, so `operatorsOnly` decides what it may do.
+ */
+const operatorConsole = (env: Cloudflare.Env) =>
+  ThreadConsole.handler({
+    namespace: env.THREADS,
+    namespaceBinding: "THREADS",
+    basePath: "/console",
+    title: "Refund desk · operator console",
+    objects: async () => [...(await env.DIRECTORY.getByName("directory").list()), fraudDeskObject],
+  })
+
 export default {
   async fetch(request: Request, env: Cloudflare.Env): Promise<Response> {
     const url = new URL(request.url)
     const path = url.pathname.replace(/\/+$/, "")
     if (path === "/relay" || path === "/relay/refuse") return relayRoute(request, env)
-    if (path === "/console")
-      return new Response(consolePage, { headers: { "content-type": "text/html; charset=utf-8" } })
+    const desk = operatorConsole(env)
+    if (desk.matches(request)) return desk(request)
     const directory = env.DIRECTORY.getByName("directory")
     if (path === "/threads") return json(200, await directory.list())
     const parts = path.split("/")

@@ -14,3 +14,13 @@ export const spanned =
     body: (...args: Args) => Generator<Eff, AEff, never>,
   ) =>
     Effect.fnUntraced(body, Effect.withSpan(name))
+
+/** `spanned` for a body that opens scoped resources: they close when it returns. @internal */
+export const spannedScoped =
+  (name: string) =>
+  <Eff extends Effect.Effect<any, any, any>, AEff, Args extends Array<any>>(
+    body: (...args: Args) => Generator<Eff, AEff, never>,
+  ) => {
+    const run = Effect.fnUntraced(body)
+    return (...args: Args) => Effect.withSpan(Effect.scoped(run(...args)), name)
+  }

@@ -30,14 +30,18 @@ import {
   VerifyReport,
 } from "../operator/reports.ts"
 import { InvalidRequest, ThreadObjectFailure, Unauthorized } from "./callErrors.ts"
+import { SubmissionPage, ThreadPage } from "./pageViews.ts"
 import {
   ApprovalInput,
   AwaitInput,
+  FindSubmissionInput,
   HistoryInput,
   ProgressInput,
   SubmissionAddress,
+  SubmissionPageInput,
   SubmissionsInput,
   ThreadAddress,
+  ThreadPageInput,
   UnknownInput,
 } from "./requests.ts"
 import { HistoryPageView, MaintenanceInspection, SubmissionStatus, ThreadStatus } from "./statusViews.ts"
@@ -127,6 +131,9 @@ export const ThreadObjectCalls = {
   awaitProgress: call("read", ProgressInput, SubmissionProgress, [SubmissionNotFound]),
   submissions: call("read", SubmissionsInput, Schema.Array(SubmissionStatus), []),
   threads: call("read", ThreadAddress, Schema.Array(ThreadId), []),
+  submissionPage: call("read", SubmissionPageInput, SubmissionPage, []),
+  threadPage: call("read", ThreadPageInput, ThreadPage, []),
+  findSubmission: call("read", FindSubmissionInput, Schema.NullOr(SubmissionStatus), []),
   wake: call("mutate", ThreadAddress, Schema.Void, []),
   repairMaintenance: call("operate", ThreadAddress, MaintenanceRepair, []),
   forget: call("operate", SubmissionAddress, Schema.Void, [ForgetRefused]),

@@ -16,6 +16,7 @@ import type { CallName } from "./calls.ts"
 import { type CallHandler, type DispatchedCalls, dispatchCalls } from "./dispatch.ts"
 import { readCounters } from "./metrics.ts"
 import { operatorHandlers } from "./operatorHandlers.ts"
+import { pageHandlers } from "./pageHandlers.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
 
@@ -134,6 +135,6 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
 /** @internal Every call of a `ThreadObject`, dispatched over its handlers. */
 export const objectCalls = (authorization: Authorization | undefined): DispatchedCalls =>
   dispatchCalls(
-    { ...threadHandlers, ...operatorHandlers } satisfies { [K in CallName]: CallHandler<K> },
+    { ...threadHandlers, ...operatorHandlers, ...pageHandlers } satisfies { [K in CallName]: CallHandler<K> },
     authorization,
   )

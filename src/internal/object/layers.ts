@@ -1,15 +1,17 @@
 /**
  * The layers of one `ThreadObject` incarnation, built once in its constructor gate over the
  * live `DurableObjectState`. The platform (storage, config, the ledger and history with their
- * migrations, the one mutation gate every producer shares, the alarm service, failpoints) is
- * built by the class; the application's Thread layer (`ThreadObject.layer` composed with its
- * own hooks) is built over it, so hooks and the pass see the same gate and storage.
+ * migrations, the progress hub their writes publish to, the one mutation gate every producer
+ * shares, the alarm service, failpoints) is built by the class; the application's Thread layer
+ * (`ThreadObject.layer` composed with its own hooks) is built over it, so hooks and the pass
+ * see the same gate and storage.
  */
 import { type Context, Effect, Layer, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { AnyAgentDefinition } from "../../core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig, DurableRuntimeSettings } from "../../core/DurableRuntimeConfig.ts"
+import { ProgressHub } from "../../core/ProgressHub.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { LedgerLimits, SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
@@ -140,6 +142,7 @@ export const platformLayer = (
     sqlClientLayer(state.storage),
     configLayers(options.config),
     failpoints,
+    ProgressHub.layer,
   )
   return Layer.mergeAll(
     ThreadMutationGate.layer,

@@ -8,6 +8,7 @@
 import { Clock, Effect, Option, Stream } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
+import { ProgressHub } from "../../core/ProgressHub.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
@@ -153,6 +154,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
     Effect.gen(function* () {
       const history = yield* ThreadHistory
       const { settlementPollInterval } = yield* DurableRuntimeConfig
+      const progress = yield* (yield* ProgressHub).watch(request.submissionId)
       const afterSequence = Number.parseInt(request.after?.split(".")[0] ?? "0", 10) || 0
       const start = yield* Clock.currentTimeMillis
       while (true) {
@@ -175,9 +177,9 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
             ...(row.settlement === undefined ? {} : { settlement: row.settlement }),
           })
         }
-        yield* Effect.sleep(Math.min(settlementPollInterval, request.timeoutMillis - elapsed))
+        yield* progress.next(Math.min(settlementPollInterval, request.timeoutMillis - elapsed))
       }
-    }),
+    }).pipe(Effect.scoped),
 
   submissions: (request) =>
     Effect.gen(function* () {

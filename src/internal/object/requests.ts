@@ -4,8 +4,10 @@
  * it (`submissionId`): authorization decides on these. The caller travels beside the request.
  */
 import { Schema } from "effect"
-import { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
+import { SubmissionState } from "../../core/SubmissionLedger.ts"
+import { WaitingKind } from "./pageViews.ts"
 
 /** Who calls, as the Worker vouches for them: a subject and, optionally, a credential to check. */
 export class Caller extends Schema.Class<Caller>("@effect-agent/platform-cloudflare/Caller")({
@@ -84,3 +86,37 @@ export const ProgressInput = Schema.Struct({
   after: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
+
+/** Largest page of the operator pages (`submissionPage`, `threadPage`). */
+export const MAX_OPERATOR_PAGE = 100
+
+const OperatorPageSize = Schema.Int.check(
+  Schema.isBetween(
+    { minimum: 1, maximum: MAX_OPERATOR_PAGE },
+    { expected: `a page size of 1 to ${MAX_OPERATOR_PAGE}` },
+  ),
+)
+
+/** @internal */
+export const SubmissionPageInput = Schema.Struct({
+  threadId: ThreadId,
+  /** Any of these states; every state when absent. */
+  states: Schema.optionalKey(Schema.Array(SubmissionState).check(Schema.isMaxLength(16))),
+  agentId: Schema.optionalKey(AgentId),
+  /** Only Submissions that are where they are for this reason. */
+  waiting: Schema.optionalKey(WaitingKind),
+  /** The `next` of the previous page of the same filter. */
+  cursor: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  limit: Schema.optionalKey(OperatorPageSize),
+})
+
+/** @internal */
+export const ThreadPageInput = Schema.Struct({
+  threadId: ThreadId,
+  /** The `next` of the previous page. */
+  after: Schema.optionalKey(ThreadId),
+  limit: Schema.optionalKey(OperatorPageSize),
+})
+
+/** @internal */
+export const FindSubmissionInput = Schema.Struct({ threadId: ThreadId, idempotencyKey: IdempotencyKey })

@@ -32,6 +32,7 @@ import type {
   SubmissionNotFound,
 } from "./model.ts"
 import { makeMemoryAdmission } from "./memoryAdmission.ts"
+import { makeMemoryPages } from "./memoryPages.ts"
 import { makeMemoryReads } from "./memoryReads.ts"
 import { makeMemoryRetention } from "./memoryRetention.ts"
 import {
@@ -301,6 +302,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
     ...admissionReads,
     ...makeMemoryReads(store),
     ...makeMemoryRetention(store),
+    ...makeMemoryPages(store),
   }
   attachStore(service, store)
   return service

@@ -24,6 +24,7 @@ import { runMigrations } from "../migrations.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
+import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
 import { makeSqlRetention } from "./sqlRetention.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
@@ -351,6 +352,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     ...admission.reads,
     ...makeSqlReads(queries, countedBefore),
     ...makeSqlRetention(queries, { legacyKeys, transaction }),
+    ...makeSqlPages(queries),
   }
   return service
 })

@@ -7,6 +7,7 @@ import { RuntimeFailpoint } from "../../RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
+import { ProgressHub } from "../../ProgressHub.ts"
 import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
 import { makeAttemptThreadHead, makeProcessThreadHead } from "./attempt/attemptRun.ts"
 import { makeInspect, makePreviewRecovery } from "./recovery/inspect.ts"
@@ -27,6 +28,7 @@ export const makeRuntime = Effect.gen(function* () {
     hit: (yield* RuntimeFailpoint).hit,
     registry: yield* AgentRegistry,
     wake: yield* WakeScheduler,
+    progress: yield* ProgressHub,
     settings: yield* DurableRuntimeConfig,
     capacity: yield* AdmissionCapacity,
   })

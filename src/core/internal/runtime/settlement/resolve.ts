@@ -3,7 +3,7 @@
  * retry, and waiting for the settlement. Each checks and writes under the runtime's lock, so
  * two resolutions of the same wait cannot both pass the check.
  */
-import { spanned } from "../../spanned.ts"
+import { spanned, spannedScoped } from "../../spanned.ts"
 import { Clock, Effect, Option } from "effect"
 import {
   type ApprovalDecision,
@@ -161,12 +161,15 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     yield* env.wake.notify(row.threadId)
   }),
 
-  awaitSettlement: spanned("DurableAgentRuntime.awaitSettlement")(function* (
+  awaitSettlement: spannedScoped("DurableAgentRuntime.awaitSettlement")(function* (
     submissionId: SubmissionId,
     options?: { readonly timeoutMillis?: number },
   ) {
     const start = yield* Clock.currentTimeMillis
     const timeout = options?.timeoutMillis
+    // Woken by the write that moves the Submission in this incarnation; the poll finds a
+    // write of another one.
+    const progress = yield* env.progress.watch(submissionId)
     while (true) {
       const row = yield* rowOf(env, submissionId)
       if (row.state === "settled" && row.settlement !== undefined) return row.settlement
@@ -178,7 +181,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
         })
       }
       const poll = env.settings.settlementPollInterval
-      yield* Effect.sleep(timeout === undefined ? poll : Math.min(poll, timeout - elapsed))
+      yield* progress.next(timeout === undefined ? poll : Math.min(poll, timeout - elapsed))
     }
   }),
 })

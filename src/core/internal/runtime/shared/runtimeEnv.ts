@@ -12,6 +12,7 @@ import type { RuntimeFailpointLocation, RuntimeLedgerWrite } from "../../../Runt
 import type { SubmissionLedger } from "../../../SubmissionLedger.ts"
 import type { ThreadHistory } from "../../../ThreadHistory.ts"
 import type { WakeScheduler } from "../../../WakeScheduler.ts"
+import type { ProgressHubService } from "../../../ProgressHub.ts"
 import type { MessageOutbox, SelfAddress } from "../../../MessageOutbox.ts"
 import { LedgerError, type SubmissionNotFound } from "../../ledger/model.ts"
 import type { AdmissionCapacityService } from "../admission/admissionCapacity.ts"
@@ -75,6 +76,8 @@ export interface RuntimeEnv {
   readonly hit: Hit
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
+  /** Wakes a settlement waiter when a write moves its Submission. */
+  readonly progress: ProgressHubService
   readonly settings: DurableRuntimeSettings
   /** Whether a new admission fits in the host's storage. */
   readonly capacity: AdmissionCapacityService
@@ -133,6 +136,7 @@ export const makeRuntimeEnv = (services: {
   readonly hit: Hit
   readonly registry: AgentRegistry["Service"]
   readonly wake: WakeScheduler["Service"]
+  readonly progress: ProgressHubService
   readonly settings: DurableRuntimeSettings
   readonly capacity: AdmissionCapacityService
 }): RuntimeEnv => {

@@ -1,0 +1,102 @@
+/**
+ * The progress hub's implementation: a map from a Submission to its waiters, with an entry only
+ * while someone waits. A publication marks each waiter and resumes the ones waiting in a
+ * microtask: a write inside a synchronous storage transaction publishes before the transaction
+ * commits, and a waiter resumed there would read (and could answer with) a row that may still
+ * roll back. A rolled-back write then costs a waiter one read that finds nothing new.
+ * @internal
+ */
+import { Effect } from "effect"
+import type { ProgressHubService, ProgressWatch } from "../../ProgressHub.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
+
+type Hub = ProgressHubService
+
+interface Waiter {
+  /** Published since the last `next` returned. */
+  published: boolean
+  /** Resumes the waiting `next`, while one waits. */
+  resume: (() => void) | undefined
+}
+
+/** Waits the whole time: the poll of a host without a hub. @internal */
+const sleeping: ProgressWatch = { next: (millis) => Effect.sleep(millis) }
+
+/** The default hub: publishes nothing, so every waiter polls. @internal */
+export const inertProgressHub: Hub = {
+  publish: () => Effect.void,
+  watch: () => Effect.succeed(sleeping),
+  watched: Effect.succeed(0),
+}
+
+const nextOf =
+  (waiter: Waiter) =>
+  (millis: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (waiter.published) {
+        waiter.published = false
+        return Effect.void
+      }
+      return Effect.callback<void>((resume) => {
+        waiter.resume = () => resume(Effect.void)
+        return Effect.sync(() => {
+          waiter.resume = undefined
+        })
+      }).pipe(
+        Effect.timeoutOption(millis),
+        Effect.ensuring(
+          Effect.sync(() => {
+            waiter.published = false
+            waiter.resume = undefined
+          }),
+        ),
+      )
+    })
+
+/** A live hub. @internal */
+export const makeProgressHub = (): Hub => {
+  const waiters = new Map<SubmissionId, Set<Waiter>>()
+  /** Submissions whose waiters a queued microtask resumes. */
+  const queued = new Set<SubmissionId>()
+
+  const resumeWaiters = (submissionId: SubmissionId) => {
+    queued.delete(submissionId)
+    for (const waiter of waiters.get(submissionId) ?? []) {
+      const resume = waiter.resume
+      waiter.resume = undefined
+      resume?.()
+    }
+  }
+
+  return {
+    publish: (submissionId) =>
+      Effect.sync(() => {
+        const watching = waiters.get(submissionId)
+        if (watching === undefined) return
+        for (const waiter of watching) waiter.published = true
+        if (queued.has(submissionId)) return
+        queued.add(submissionId)
+        queueMicrotask(() => resumeWaiters(submissionId))
+      }),
+    watch: (submissionId) =>
+      Effect.map(
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            const waiter: Waiter = { published: false, resume: undefined }
+            const watching = waiters.get(submissionId) ?? new Set()
+            watching.add(waiter)
+            waiters.set(submissionId, watching)
+            return waiter
+          }),
+          (waiter) =>
+            Effect.sync(() => {
+              const watching = waiters.get(submissionId)
+              watching?.delete(waiter)
+              if (watching?.size === 0) waiters.delete(submissionId)
+            }),
+        ),
+        (waiter): ProgressWatch => ({ next: nextOf(waiter) }),
+      ),
+    watched: Effect.sync(() => waiters.size),
+  }
+}

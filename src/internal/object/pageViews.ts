@@ -1,0 +1,134 @@
+/**
+ * What the operator pages answer: a lane's Submissions a page at a time, each with why it is
+ * where it is (`WaitingKind`), and the Object's Threads with their counts. Views of ledger rows
+ * like `SubmissionStatus`: no ownership tokens, no stored inputs.
+ */
+import { Schema } from "effect"
+import { ThreadId } from "../../core/Identifiers.ts"
+import type { Journal } from "../../core/internal/runtime/shared/journal.ts"
+import type { SubmissionSnapshot, SubmissionState } from "../../core/SubmissionLedger.ts"
+import { SubmissionStatus } from "./statusViews.ts"
+
+/**
+ * Why a Submission is where it is, in one word an operator filters by: `settled`; `settling`
+ * (its settlement is being written); `joined` (input of a running Submission, settles with
+ * it); `unknown-outcome`; waits of a suspended Submission (`approval`, `child`, or `suspended`
+ * for any other wait); and in its lane, `running` (a live Attempt holds it), `runnable` (the
+ * head, for the next pass) or `queued` (behind the head). `other` for a state this release
+ * does not know.
+ */
+export const WaitingKind = Schema.Literals([
+  "settled",
+  "settling",
+  "joined",
+  "unknown-outcome",
+  "approval",
+  "child",
+  "suspended",
+  "running",
+  "runnable",
+  "queued",
+  "other",
+])
+export type WaitingKind = typeof WaitingKind.Type
+
+/** The states a Submission of each kind can be in: what a filter by kind reads. @internal */
+export const STATES_OF_KIND: { readonly [K in WaitingKind]: ReadonlyArray<SubmissionState> } = {
+  settled: ["settled"],
+  settling: ["terminalizing"],
+  joined: ["joining", "joined"],
+  "unknown-outcome": ["unknown"],
+  approval: ["suspended"],
+  child: ["suspended"],
+  suspended: ["suspended"],
+  running: ["running"],
+  runnable: ["admitted", "ready", "running"],
+  queued: ["admitted", "ready"],
+  other: [],
+}
+
+/**
+ * The kind of a row, from the row, its lane's head, and (for a suspended row) its journal.
+ * @internal
+ */
+export const waitingKindOf = (
+  row: SubmissionSnapshot,
+  context: {
+    readonly head: SubmissionSnapshot | undefined
+    readonly journal?: Journal
+    readonly now: number
+  },
+): WaitingKind => {
+  switch (row.state) {
+    case "settled":
+      return "settled"
+    case "terminalizing":
+      return "settling"
+    case "joining":
+    case "joined":
+      return "joined"
+    case "unknown":
+      return "unknown-outcome"
+    case "suspended":
+      if (context.journal?.openApproval !== undefined) return "approval"
+      if (context.journal?.openChildWait !== undefined) return "child"
+      return "suspended"
+    case "admitted":
+    case "ready":
+    case "running":
+      if (context.head?.submissionId !== row.submissionId) return "queued"
+      return row.ownership !== undefined && row.ownership.leaseExpiresAt > context.now
+        ? "running"
+        : "runnable"
+    default:
+      return "other"
+  }
+}
+
+/** One Submission of a page, with why it is where it is. */
+export class SubmissionSummary extends Schema.Class<SubmissionSummary>(
+  "@effect-agent/platform-cloudflare/ThreadClient/SubmissionSummary",
+)({
+  submission: SubmissionStatus,
+  waiting: WaitingKind,
+}) {}
+
+/** A page of one Thread's Submissions (`submissionPage`). */
+export class SubmissionPage extends Schema.Class<SubmissionPage>(
+  "@effect-agent/platform-cloudflare/ThreadClient/SubmissionPage",
+)({
+  submissions: Schema.Array(SubmissionSummary),
+  /** Pass as `cursor` with the same filter for the next page; absent at the end. */
+  next: Schema.optionalKey(Schema.Int),
+  /** `queue`: unsettled Submissions in lane order, the head first; `newest-first`: by admission. */
+  order: Schema.Literals(["queue", "newest-first"]),
+}) {}
+
+/** One Thread of an Object and what it holds. */
+export class ThreadSummary extends Schema.Class<ThreadSummary>(
+  "@effect-agent/platform-cloudflare/ThreadClient/ThreadSummary",
+)({
+  threadId: ThreadId,
+  /** Every Submission the Thread admitted. */
+  admitted: Schema.Int,
+  /** Unsettled Submissions that queue or run. */
+  open: Schema.Int,
+  /** Unsettled Submissions parked in a wait (its head, when it waits). */
+  parked: Schema.Int,
+  settled: Schema.Int,
+  /** The unsettled counts stopped at their cap: `settled` is then an upper bound. */
+  capped: Schema.Boolean,
+  /** Its first unsettled Submission, if any. */
+  head: Schema.optionalKey(SubmissionSummary),
+}) {}
+
+/** A page of an Object's Threads (`threadPage`). */
+export class ThreadPage extends Schema.Class<ThreadPage>(
+  "@effect-agent/platform-cloudflare/ThreadClient/ThreadPage",
+)({
+  threads: Schema.Array(ThreadSummary),
+  /** Pass as `after` for the next page; absent at the end. */
+  next: Schema.optionalKey(ThreadId),
+  /** Unsettled Submissions of the whole Object. */
+  unsettled: Schema.Int,
+}) {}
