@@ -85,6 +85,23 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
    * one head per event; above 1, further runnable heads start within the event's first second.
    */
   maxHeadsPerEvent: PositiveCount,
+  /**
+   * Timed waits (sleeps, retry backoffs) one alarm event may resume, in due order, beside the
+   * lane heads; also how many the finish looks at to place the next alarm. 1..1,000.
+   */
+  maxTimersPerEvent: Schema.Int.check(
+    Schema.isBetween({ minimum: 1, maximum: 1_000 }, { expected: "an integer between 1 and 1000" }),
+  ),
+  /**
+   * Timers due within this many milliseconds of the earliest share one alarm delivery: none
+   * fires early, each at most this late. 0..1,000.
+   */
+  timerCoalesceMillis: Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 0, maximum: 1_000 },
+      { expected: "an integer number of milliseconds between 0 and 1000" },
+    ),
+  ),
   projectionDispatchTimeoutMillis: AuxiliaryDispatchMillis,
   /** How long one delivery of a message to another Object may take before it is retried. */
   deliveryAttemptTimeoutMillis: AuxiliaryDispatchMillis,
@@ -115,6 +132,8 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   alarmBackoffCap: 5_000,
   wakeScanInterval: 1_000,
   maxHeadsPerEvent: 1,
+  maxTimersPerEvent: 16,
+  timerCoalesceMillis: 10,
   projectionDispatchTimeoutMillis: 30_000,
   deliveryAttemptTimeoutMillis: 30_000,
   deliveryRetryBaseMillis: 1_000,

@@ -12,6 +12,7 @@ export {
   ThreadBenchObject,
   ThreadBenchRetentionObject,
 } from "./threadSubject.ts"
+export { TimerBenchObject } from "./timerSubject.ts"
 import { json } from "./burst.ts"
 
 export default {

@@ -14,6 +14,7 @@ import { define } from "../../src/core/AgentRegistration.ts"
 import type { CloudflareDurableRuntimeConfigOverrides } from "../../src/CloudflareConfig.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { BurstProgress, json } from "./burst.ts"
+import { cloneSubmission } from "./clones.ts"
 import { meterState, type StorageMeter } from "./meter.ts"
 import type {
   FaninReport,
@@ -113,19 +114,11 @@ const SUBMISSIONS_TABLE = "effect_agent_submissions"
 /** Statements only retention runs: its reads of candidates and ends, its deletes and deferrals. */
 const RETENTION_STATEMENT =
   /^DELETE |prune_after <= \?|SET prune_after = \?|ORDER BY prune_after|thread_tails \(|history_floor \(|message_id > \? AND message_id < \?|WHERE position = \(SELECT max\(position\) FROM effect_agent_history\)$|SELECT submission_id, sequence \+ records/
-const HISTORY_TABLE = "effect_agent_history"
 const maintenanceKey = "effect-agent:thread-maintenance:v1"
 
 /** The Thread id of lane `index` of `lanes`, zero-padded so lanes sort by index. */
 export const laneName = (prefix: string, index: number): string =>
   `${prefix}-${String(index).padStart(5, "0")}`
-
-/** The lane key the SQLite ledger stores (4 hex digits per UTF-16 unit). */
-const laneKeyOf = (threadId: string): string => {
-  let key = ""
-  for (let i = 0; i < threadId.length; i++) key += threadId.charCodeAt(i).toString(16).padStart(4, "0")
-  return key
-}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -321,63 +314,11 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
       const template = laneName("park", 0)
       await this.#submitOne(template, approvalAgent.id, "park-0", { n: 0 })
       await this.#quiescent()
-      const sql = this.#raw.storage.sql
-      const row = sql
-        .exec<Record<string, SqlStorageValue>>(
-          `SELECT * FROM ${SUBMISSIONS_TABLE} WHERE thread_id = ?`,
-          template,
-        )
-        .one()
+      const row = cloneSubmission(this.#raw.storage, template, count, (index) => ({
+        threadId: laneName("park", index),
+        idempotencyKey: `park-${index}`,
+      }))
       if (row["state"] !== "suspended") throw new Error(`the template is ${String(row["state"])}`)
-      const records = sql
-        .exec<Record<string, SqlStorageValue>>(
-          `SELECT * FROM ${HISTORY_TABLE} WHERE submission_id = ? ORDER BY sequence`,
-          row["submission_id"],
-        )
-        .toArray()
-      // Every history row carries the Object's counts forward; clones continue them.
-      const newest = sql
-        .exec<{ position: number; records: number; admitted: number; settled: number }>(
-          `SELECT position, records, admitted, settled FROM ${HISTORY_TABLE} ORDER BY position DESC LIMIT 1`,
-        )
-        .one()
-      let position = newest.position + newest.records
-      this.#raw.storage.transactionSync(() => {
-        for (let index = 1; index < count; index++) {
-          const threadId = laneName("park", index)
-          const submissionId = crypto.randomUUID()
-          const clone: Record<string, SqlStorageValue> = {
-            ...row,
-            submission_id: submissionId,
-            thread_id: threadId,
-            lane_key: laneKeyOf(threadId),
-            idempotency_key: `park-${index}`,
-            receipt_id: crypto.randomUUID(),
-          }
-          const columns = Object.keys(clone)
-          sql.exec(
-            `INSERT INTO ${SUBMISSIONS_TABLE} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
-            ...columns.map((column) => clone[column]),
-          )
-          for (const record of records) {
-            sql.exec(
-              `INSERT INTO ${HISTORY_TABLE} (position, thread_id, sequence, records, submission_id, recorded_at,
-                entries, lane_tail, admitted, settled) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-              position,
-              threadId,
-              record["sequence"],
-              record["records"],
-              submissionId,
-              record["recorded_at"],
-              record["entries"],
-              record["lane_tail"],
-              newest.admitted + index,
-              newest.settled,
-            )
-            position += Number(record["records"])
-          }
-        }
-      })
       const classify = await this.#measurePass(true)
       return { parked: this.#nonterminal(), classify }
     }

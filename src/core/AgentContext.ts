@@ -12,30 +12,107 @@
  * a storage failure), the call interrupts the program; the runtime then ends the Attempt and
  * ignores whatever the program does afterwards.
  */
-import type { Effect, Schema } from "effect"
+import type { Duration, Effect, Schedule, Schema } from "effect"
+import type { AgentEvent, WaitForEventFunction } from "./AgentEvent.ts"
 import type { AgentDefinition, AgentFailure, JsonCodec } from "./AgentRegistration.ts"
 import type { ChildRefusalReason } from "./internal/outbox/model.ts"
-import type { ApprovalDecision } from "./internal/runtime/shared/model.ts"
+import type { ApprovalDecision, ApprovalTimeout } from "./internal/runtime/shared/model.ts"
 import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
 
 export { ChildRefusalReason } from "./internal/outbox/model.ts"
-export { ApprovalDecision } from "./internal/runtime/shared/model.ts"
+export { ApprovalDecision, ApprovalTimeout } from "./internal/runtime/shared/model.ts"
+export { EventPayloadInvalid, EventTimeout } from "./AgentEvent.ts"
+export type { WaitForEventFunction, WaitOptions } from "./AgentEvent.ts"
+
+/** The longest an approval request may wait, in milliseconds (one year). */
+export const MAX_APPROVAL_TIMEOUT_MILLIS = 31_536_000_000
+
+/**
+ * An approval request: without options it waits until `resolveApproval`; with `timeoutMillis`
+ * (1 to one year from the moment the request first ran) it fails with `ApprovalTimeout` once
+ * that passes without a decision, and the request is closed (a later decision is refused).
+ */
+export interface RequestApprovalFunction {
+  (payload: Schema.Json): Effect.Effect<ApprovalDecision>
+  (
+    payload: Schema.Json,
+    options: { readonly timeoutMillis?: number },
+  ): Effect.Effect<ApprovalDecision, ApprovalTimeout>
+}
 
 /** How a step's result is stored: a Schema whose encoded side is JSON. */
 export interface StepOptions<A> {
   readonly result: JsonCodec<A>
 }
 
-/** A journaled step; without options its result must be JSON itself. */
+/**
+ * The wait before a retry: `baseMillis` before the second attempt, multiplied by `factor` for
+ * each further one, at most `capMillis`, each scaled by a random factor in
+ * `[1 - jitter, 1 + jitter]` (drawn once, journaled, and the same for every replay).
+ */
+export interface Backoff {
+  /** The first wait, 0..`capMillis`. */
+  readonly baseMillis: number
+  /** Default 2, at least 1. */
+  readonly factor?: number
+  /** Default 300,000 (5 minutes); no wait is longer. */
+  readonly capMillis?: number
+  /** 0..1, default 0.2. */
+  readonly jitter?: number
+}
+
+/** The defaults of `Backoff` and of a retry policy's attempts. */
+export const BACKOFF_DEFAULTS = { baseMillis: 1_000, factor: 2, capMillis: 300_000, jitter: 0.2 } as const
+
+/**
+ * How a step is retried after a typed failure. `attempts` counts the first run (1: no retry),
+ * at most 100; `schedule` decides each wait from the failures so far (an Effect `Schedule`,
+ * stepped again over the recorded failures on replay; it retries until it ends). A failure made
+ * with `AgentFailure.nonRetryable`, or one `retryable` answers false for, is not retried.
+ */
+export type RetryPolicy =
+  | {
+      readonly attempts: number
+      readonly backoff?: Backoff
+      readonly retryable?: (error: AgentFailure) => boolean
+    }
+  | {
+      readonly schedule: Schedule.Schedule<unknown, AgentFailure>
+      readonly retryable?: (error: AgentFailure) => boolean
+    }
+
+/** The longest a step attempt may take: an attempt must fit in one alarm event. */
+export const STEP_TIMEOUT_MAX_MILLIS = 600_000
+
+/** How a step runs: its retries and the limit of one attempt. */
+export interface StepRunOptions {
+  /**
+   * Retries after a typed failure, each attempt journaled (`StepAttemptFailed` with its error
+   * and the next attempt's due time) and each wait a durable timer: an eviction during a
+   * backoff resumes at the right time. The last failure fails the step with its error.
+   */
+  readonly retry?: RetryPolicy
+  /**
+   * One attempt's limit, 1..600,000 ms; an attempt that runs longer is interrupted and counts
+   * as a failed attempt.
+   */
+  readonly timeoutMillis?: number
+}
+
+/**
+ * A journaled step; without a result Schema its result must be JSON itself. Invalid options
+ * (attempts, backoff or timeout out of range) fail the step, naming the option.
+ */
 export interface StepFunction {
   <A extends Schema.Json>(
     name: string,
     effect: Effect.Effect<A, AgentFailure>,
+    options?: StepRunOptions,
   ): Effect.Effect<A, AgentFailure>
   <A>(
     name: string,
     effect: Effect.Effect<A, AgentFailure>,
-    options: StepOptions<A>,
+    options: StepRunOptions & StepOptions<A>,
   ): Effect.Effect<A, AgentFailure>
 }
 
@@ -119,17 +196,31 @@ export interface UncertainStepFunction {
   ): Effect.Effect<A, AgentFailure>
 }
 
-/** The context of one Attempt of one Submission whose agent takes input `I`. */
-export interface AgentContext<I = unknown> {
+/**
+ * The context of one Attempt of one Submission whose agent takes input `I` and declares the
+ * events `Ev`.
+ */
+export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
   readonly submissionId: SubmissionId
   readonly threadId: ThreadId
   readonly attemptId: AttemptId
   /**
-   * Runs `effect` once and journals its encoded result (`StepCompleted`) or its failure
+   * Runs `effect` and journals its encoded result (`StepCompleted`) or its failure
    * (`StepFailed`); a replay returns the recorded outcome. At least once per step, exactly
-   * one recorded result.
+   * one recorded result. With `retry`, a typed failure is journaled and retried after a
+   * durable backoff; with `timeoutMillis`, an attempt that runs longer fails.
    */
   readonly step: StepFunction
+  /**
+   * Waits `duration` from the moment the call first ran (its due time is journaled with the
+   * wait), durably: the Submission parks (its lane waits behind it), no fiber sleeps, and an
+   * alarm at the due time resumes it, after eviction, redeploy or a crash too. It returns no
+   * earlier than the due time by the Object's clock, and once. A duration of 0 or less
+   * returns at once. `name` labels the wait in the journal and the operator views.
+   */
+  readonly sleep: (name: string, duration: Duration.Input) => Effect.Effect<void>
+  /** Like `sleep`, until `epochMillis` by the Object's clock; an instant already past returns at once. */
+  readonly sleepUntil: (name: string, epochMillis: number) => Effect.Effect<void>
   /**
    * An external effect that must not run twice: `UncertainStepStarted` is journaled before it
    * runs. If the Attempt dies before its result is journaled, recovery records an Unknown
@@ -142,8 +233,19 @@ export interface AgentContext<I = unknown> {
   /**
    * Journals `ApprovalRequested` and suspends the Submission until `resolveApproval`. An
    * approval resumes the program with the decision; a denial settles the Submission `failed`.
+   * With `timeoutMillis`, no decision by then fails the call with `ApprovalTimeout`.
    */
-  readonly requestApproval: (payload: Schema.Json) => Effect.Effect<ApprovalDecision>
+  readonly requestApproval: RequestApprovalFunction
+  /**
+   * Waits for an event sent to this Submission (`ThreadClient.sendEvent`) and returns its
+   * payload: `waitForEvent(event, options?)` for an event the agent declares (decoded when it
+   * was sent), or `waitForEvent(name, schema, options?)` for any name, decoded here (a payload
+   * that does not decode is consumed and fails the wait with `EventPayloadInvalid`). Events
+   * that arrived before the wait are kept, and each wait takes the earliest one of its name
+   * not taken yet; with none, the Submission parks (no fiber waits) until one arrives or
+   * `timeoutMillis` passes (`EventTimeout`, final: a later event stays for the next wait).
+   */
+  readonly waitForEvent: WaitForEventFunction<Ev>
   /**
    * Starts a child Submission of `agent` in another Thread (usually another Object): the
    * intent is journaled together with the child's admission message, which is delivered at

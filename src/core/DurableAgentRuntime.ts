@@ -13,7 +13,10 @@ import {
   type AnyAgentDefinition,
   type BindingDigestMismatch,
   type BindingUnavailable,
+  type DurableBindingFailure,
 } from "./AgentRegistration.ts"
+import type { EventRefused } from "./AgentEvent.ts"
+import type { EventDelivery, EventPreview, EventRequest } from "./internal/runtime/events/receiveEvent.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "./Identifiers.ts"
 import { makeRuntime } from "./internal/runtime/make.ts"
 import type {
@@ -72,9 +75,11 @@ export type {
   PreparedSubmission,
   SubmitFailure,
 } from "./internal/runtime/shared/model.ts"
+export type { EventDelivery, EventPreview, EventRequest } from "./internal/runtime/events/receiveEvent.ts"
 export { RecoveryWorklist } from "./internal/runtime/recovery/recoveryExecute.ts"
 export {
   OpenApproval,
+  OpenRetry,
   OpenUncertainStep,
   ReconcileState,
   SubmissionInspection,
@@ -142,6 +147,30 @@ export class DurableAgentRuntime extends Context.Service<
       message: M,
       messageId: string,
     ) => Effect.Effect<ThreadMessageReplies[M["_tag"]], DurableWorkerFailure>
+    /**
+     * What `receiveEvent` would do now, without writing: a replay of a recorded `eventId`, or
+     * a new record and whether it ends a wait. Refuses what `receiveEvent` refuses.
+     */
+    readonly previewEvent: (
+      request: EventRequest,
+    ) => Effect.Effect<
+      EventPreview,
+      EventRefused | SubmissionNotFound | DurableBindingFailure | DurableWorkerFailure
+    >
+    /**
+     * Records an event sent to a Submission, once per `eventId` (a repeat answers `replayed`),
+     * and wakes the Submission when it waits for the event's name. A declared event's payload
+     * must decode with its Schema; any payload must fit `maxStoredValueBytes`; a settled or
+     * joined Submission refuses it. With `mayWake: false`, an event that would end a wait is not
+     * written (`WakeNeeded`): hosts pass it when they opened no generation for the call.
+     */
+    readonly receiveEvent: (
+      request: EventRequest,
+      options?: { readonly mayWake?: boolean },
+    ) => Effect.Effect<
+      EventDelivery,
+      EventRefused | SubmissionNotFound | DurableBindingFailure | DurableWorkerFailure
+    >
     /** Records how the delivery of one of this Object's messages ended, and acknowledges it. */
     readonly recordDelivery: (
       row: OutboxMessage,
@@ -153,6 +182,15 @@ export class DurableAgentRuntime extends Context.Service<
      */
     readonly attemptThreadHead: (
       threadId: ThreadId,
+      options: { readonly yieldAfter: DateTime.Utc },
+    ) => Effect.Effect<HeadAttempt, DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch>
+    /**
+     * Claims a due Submission in place (a timed wait whose due time came, or a due row whose
+     * Attempt died) and runs one bounded Attempt; `Unclaimed` when it is not due, or a live
+     * Attempt holds it. Its lane stays parked behind it while it runs.
+     */
+    readonly attemptDueHead: (
+      submissionId: SubmissionId,
       options: { readonly yieldAfter: DateTime.Utc },
     ) => Effect.Effect<HeadAttempt, DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */

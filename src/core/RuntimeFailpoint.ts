@@ -5,6 +5,11 @@
  * `DurableAgentRuntime` exports the service (its layer requires it); `Testing` exports the
  * locations and handlers.
  *
+ * A timed park (`parkTimed`) is bracketed as `ledger:park:*`; the due path's claim in place as
+ * `ledger:claim-due:*`, followed by `timer:after-fire` before the replay. An event that ends a
+ * wait is recorded with the Submission's resumption (`ledger:transition:*`), one that does not is
+ * an input append (`history:append:*`); either is followed by `event:after-receive`.
+ *
  * Admission and settlement are each one transaction (the ledger records their canonical
  * records itself), so they have no boundary inside them; nor have a settlement with the
  * messages it owes other Objects (`ledger:settle:*`), a join's admission (`ledger:admit:*`),
@@ -26,6 +31,7 @@ const LEDGER_WRITES = [
   "transition",
   "request-abort",
   "settle",
+  "claim-due",
 ] as const
 
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
@@ -39,12 +45,17 @@ export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
     "history:append:after",
     "submit:after-admit",
     "claim:after-claim",
+    "timer:after-fire",
+    "retry:after-failure-park",
     "input:after-canonical-append",
     "step:after-step-append",
     "uncertain:after-start-append",
     "reconcile:after-start-append",
     "reconcile:after-answer-append",
     "approval:after-request-append",
+    "approval:after-timeout-append",
+    "event:after-receive",
+    "event:after-timeout-append",
     "abort:after-intent",
     "resolve:after-intent",
     "join:after-claim",

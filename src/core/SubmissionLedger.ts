@@ -6,6 +6,11 @@
  * Every write that an owner makes is fenced by the Submission's producer epoch and the
  * Attempt's ownership token; recovery writes are fenced by the epoch and the absence of a
  * live lease. The epoch only grows: each Claim and each forced release advances it.
+ *
+ * Timed waits (a sleep, a retry's backoff, a timeout, a delayed admission) are parked rows with a
+ * due time: `parkTimed` starts one, `nextDue` finds the rows that are due in due order (an
+ * index on due time: reads follow the rows due, never the rows waiting), and `claimDue` claims
+ * one in place, so its lane stays parked behind it until it settles or parks again.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Option, Stream } from "effect"
@@ -21,12 +26,17 @@ import type {
   ClaimGrant,
   Fence,
   FenceFailure,
+  DueCursor,
   IdempotencyConflict,
+  InputFence,
   InvalidTransition,
   LedgerError,
+  ParkCheck,
   Settlement,
   SubmissionNotFound,
   SubmissionSnapshot,
+  UnownedFence,
+  WaitRecord,
 } from "./internal/ledger/model.ts"
 import type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
 import type { LaneCounts, LaneQuery, LaneQueryPage } from "./internal/ledger/pages.ts"
@@ -46,12 +56,14 @@ export {
   LedgerLimits,
   Ownership,
   OwnershipLost,
+  ScheduleOccurrence,
   Settlement,
   SettlementOutcome,
   SubmissionLedgerLimits,
   SubmissionNotFound,
   SubmissionSnapshot,
   SubmissionState,
+  WaitRecord,
 } from "./internal/ledger/model.ts"
 export type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
 export { COUNT_CAP, PAGE_WINDOW } from "./internal/ledger/pages.ts"
@@ -62,9 +74,31 @@ export type {
   AdmissionRequest,
   AppendFence,
   ClaimGrant,
+  DueCursor,
   Fence,
   FenceFailure,
+  InputFence,
+  ParkCheck,
+  UnownedFence,
 } from "./internal/ledger/model.ts"
+
+/**
+ * A park into a timed wait (`parkTimed`): the row is `waiting`, parked, until `dueAt`, and
+ * `wait` says what for.
+ */
+export interface TimedPark {
+  readonly wait: WaitRecord
+  readonly dueAt: number
+  /** When the park happens: the instant its records are appended at. */
+  readonly now: number
+  /** Records appended in the park's transaction (a failed attempt's record). */
+  readonly entries?: ReadonlyArray<HistoryEntry>
+  /**
+   * What may have arrived before the park: when it is recorded, the row is left due at `now`
+   * instead, so the due path serves it at once and its replay finds it.
+   */
+  readonly awaiting?: ParkCheck
+}
 
 /**
  * The ledger of one physical Object. The two ends of a Submission's life are recorded in the
@@ -118,7 +152,8 @@ export class SubmissionLedger extends Context.Service<
     /**
      * Claims the lane head when it is `ready`, or `running` with an expired lease (a Claim of
      * another incarnation than the grant's is expired). Advances the producer epoch. `None`
-     * when the head is absent, waiting, or owned by a live lease.
+     * when the head is absent, waiting, owned by a live lease, or admitted with a `notBefore`
+     * later than the grant's `now`.
      */
     readonly claim: (
       threadId: ThreadId,
@@ -126,23 +161,83 @@ export class SubmissionLedger extends Context.Service<
     ) => Effect.Effect<Option.Option<Claim>, LedgerError>
     /** Extends the owner's lease. */
     readonly renew: (claim: Claim, leaseExpiresAt: number) => Effect.Effect<Claim, FenceFailure>
-    /** Ends the owner's Attempt: `running` → `ready`. */
+    /**
+     * Ends the owner's Attempt: `running` → `ready`; a row claimed in place by `claimDue` is
+     * left `waiting` at its due time instead, so the due path serves it next.
+     */
     readonly release: (claim: Claim) => Effect.Effect<void, FenceFailure>
     /**
-     * Ends the owner's Attempt in a stable wait: `running` → `suspended` or `unknown`. A wait
-     * `awaiting` the child started at a call position checks, in the same transaction, whether
-     * that child's settlement is recorded: then the row is `ready` instead, since no other
-     * writer would resume it. Returns the state the row was left in.
+     * Ends the owner's Attempt in a stable wait: `running` → `suspended` or `unknown`, with
+     * `wait` recorded and no due time. A wait `awaiting` the child started at a call position
+     * checks, in the same transaction, whether that child's settlement is recorded: then the
+     * row is `ready` instead, since no other writer would resume it. Returns the state the row
+     * was left in.
      */
     readonly park: (
       claim: Claim,
       state: "suspended" | "unknown",
-      awaiting?: { readonly child: number },
+      awaiting?: ParkCheck,
+      wait?: WaitRecord,
     ) => Effect.Effect<"ready" | "suspended" | "unknown", FenceFailure>
+    /**
+     * Parks a row in a timed wait: `waiting` until `park.dueAt`, its lane parked behind it, with
+     * `park.wait` recorded and `park.recorded` appended in the same transaction. An owner parks
+     * its `running` row; a recovery fence parks a `running` row whose lease is not live
+     * (advancing the epoch), an `unknown` row, or a `waiting` one again. A second park of a row
+     * that was claimed in place keeps its lane's parked entry.
+     */
+    readonly parkTimed: (
+      fence: Fence,
+      park: TimedPark,
+    ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /**
+     * Claims a due row in place: `waiting` with `dueAt <= grant.now`, or `running` whose Claim
+     * is expired (taken over; its due time becomes `grant.now`, so a row whose Attempts keep
+     * dying goes behind the rows due before it). The row stays parked and keeps its due time, so
+     * a crashed Attempt is found again by `nextDue`. Advances the producer epoch. `None` when
+     * the row is absent, not due, or held by a live lease.
+     */
+    readonly claimDue: (
+      submissionId: SubmissionId,
+      grant: ClaimGrant,
+    ) => Effect.Effect<Option.Option<Claim>, LedgerError>
+    /**
+     * Ends a parked wait early (an event arrived, a workflow was resumed): a `suspended` or
+     * `waiting` row at the fence's epoch and state becomes `waiting`, due at `dueAt`, with
+     * `recorded` appended in the same transaction. A row that moved fails the fence.
+     */
+    readonly wake: (
+      fence: InputFence,
+      dueAt: number,
+      recorded?: { readonly entries: ReadonlyArray<HistoryEntry>; readonly now: number },
+    ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /**
+     * Parks an open lane head admitted with a `notBefore` later than the fence's `now`: it
+     * becomes `waiting` until then. A repeat on the waiting row is a no-op; a row that is not
+     * its lane's open head, or is already due, is refused.
+     */
+    readonly deferHead: (
+      fence: UnownedFence,
+    ) => Effect.Effect<SubmissionSnapshot, FenceFailure | InvalidTransition>
+    /**
+     * Up to `limit` parked rows due at `now` (`waiting`, or `running` when claimed in place), in
+     * due order (`dueAt`, then Submission id), after `after` when given. Reads the rows it
+     * returns, never the rows that are not due.
+     */
+    readonly nextDue: (
+      now: number,
+      options: { readonly limit: number; readonly after?: DueCursor },
+    ) => Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
+    /**
+     * The first `limit` parked rows with a due time, due or not, in due order: what the alarm
+     * must cover. Runs no statement while this ledger knows it holds no timed wait.
+     */
+    readonly earliestDue: (limit: number) => Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
     /**
      * Recovery transitions of an unowned row: expired-lease release (`running` → `ready` or
      * `unknown`, clears the ownership and advances the epoch), `ready` → `unknown` marking,
-     * resumption of a resolved wait (`suspended`/`unknown` → `ready`) and readiness repair
+     * resumption of a resolved wait (`suspended`/`waiting`/`unknown` → `ready`, clearing its due
+     * time) and readiness repair
      * (`admitted` → `ready`). Asking for the current state is a no-op. With `recorded`, the
      * records (a resolution) are appended in the same transaction, and the row must change.
      */
@@ -206,14 +301,16 @@ export class SubmissionLedger extends Context.Service<
      */
     readonly scanRecoveryCandidates: Stream.Stream<SubmissionSnapshot, LedgerError>
     /**
-     * The head of every lane with work to run, in lane order: a lane parked in a stable wait
-     * (its head `suspended` or `unknown`) is left out. Reads one row per lane.
+     * The head of every lane with work to run, in lane order: a parked lane (its head
+     * `suspended`, `unknown`, `waiting`, or claimed in place by the due path) is left out. Reads
+     * one row per lane. An open head admitted with a later `notBefore` is included: the pass
+     * parks it with `deferHead`.
      */
     readonly laneHeads: Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
     /**
      * The head of the first lane strictly after `after` in lane order (UTF-16 order of the
-     * ThreadId), or of the first lane when `after` is undefined, skipping lanes parked in a
-     * stable wait; a few indexed rows, never the parked Submissions.
+     * ThreadId), or of the first lane when `after` is undefined, skipping parked lanes (as
+     * `laneHeads`); a few indexed rows, never the parked Submissions.
      */
     readonly nextLaneHead: (
       after: ThreadId | undefined,

@@ -211,6 +211,7 @@ describe("the alarm an actionable pass leaves", () => {
       autonomous: facts.autonomous,
       dueAt: NOW + facts.dueOffset,
       deadline: deadlineOf(facts.deadline),
+      timers: undefined,
     })
 
   it.prop(

@@ -86,6 +86,38 @@ export const forbidSql = (ctx: DurableObjectState) =>
     (spy) => Effect.sync(spy.restore),
   )
 
+/**
+ * Counts the SQL the Object runs for the current scope: statements, and rows read and written
+ * by them (read from each cursor once the scope's work is done).
+ */
+export const meterSql = (ctx: DurableObjectState) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const sql = ctx.storage.sql
+      const original = sql.exec
+      const cursors: Array<{ readonly rowsRead: number; readonly rowsWritten: number }> = []
+      sql.exec = ((query: string, ...bindings: Array<unknown>) => {
+        const cursor = original.call(sql, query, ...(bindings as Array<SqlStorageValue>))
+        cursors.push(cursor)
+        return cursor
+      }) as typeof sql.exec
+      return {
+        get statements() {
+          return cursors.length
+        },
+        get rowsRead() {
+          return cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0)
+        },
+        get rowsWritten() {
+          return cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0)
+        },
+        reset: () => void cursors.splice(0),
+        restore: () => (sql.exec = original),
+      }
+    }),
+    (meter) => Effect.sync(meter.restore),
+  )
+
 /** An encoded record with `processed` caught up to `generation`. */
 export const caughtUpRecord = (generation: bigint, extra: Record<string, unknown> = {}) => ({
   schemaVersion: 1,

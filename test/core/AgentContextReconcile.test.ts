@@ -12,6 +12,7 @@ import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import { makeRuns, ran, type Runs, runsOf } from "./runtimeAgents.ts"
 import {
   entriesOf,
+  processDue,
   processHead,
   processToSettlement,
   recover,
@@ -141,7 +142,7 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
-    it.effect("retries a failed reconcile only after its backoff, then settles", () =>
+    it.effect("retries a failed reconcile only after its backoff, parked until then, then settles", () =>
       harness.run((world) =>
         Effect.gen(function* () {
           const { runs, head, second } = yield* killedCharge(world, [
@@ -158,22 +159,25 @@ for (const harness of runtimeHarnesses) {
             answer: { _tag: "Failed", message: "provider unavailable" },
           })
           const retryAt = (failed as unknown as { answer: { retryAt: number } }).answer.retryAt
-          // Not due yet: recovery leaves it parked, and it is not a wait for a person.
-          expect(yield* recover(second)).toEqual({ [head.submissionId]: ["AwaitReconcileRetry", "deferred"] })
+          // A timed wait until then: no lane serves it, no recovery moves it, the due path waits.
+          const parked = yield* rowOf(second, head.submissionId)
+          expect([parked.state, parked.dueAt, parked.wait?._tag]).toEqual(["waiting", retryAt, "Reconcile"])
+          expect(yield* recover(second)).toEqual({ [head.submissionId]: ["AwaitDue", "none"] })
           expect(yield* processHead(second, "lane")).toEqual(Option.none())
+          expect(yield* processDue(second, head.submissionId)).toEqual({ _tag: "Unclaimed" })
           yield* TestClock.adjust(1_000)
-          expect(yield* recover(second)).toEqual({ [head.submissionId]: ["ReconcileUnknown", "repaired"] })
           // The second reconcile never answers: its timeout is a failure with a longer wait.
-          const hung = yield* Effect.forkChild(processHead(second, "lane"))
+          const hung = yield* Effect.forkChild(processDue(second, head.submissionId))
           yield* TestClock.adjust(1_000)
-          expect(yield* Fiber.join(hung)).toEqual(Option.none())
+          expect(yield* Fiber.join(hung)).toEqual({ _tag: "Parked", wait: "waiting" })
           const timedOut = (yield* entriesOf(second, head.submissionId)).at(-1)
           expect(timedOut).toMatchObject({ attempt: 2, answer: { _tag: "Failed" } })
           const secondRetry = (timedOut as unknown as { answer: { retryAt: number } }).answer.retryAt
           expect(secondRetry - retryAt).toBeGreaterThanOrEqual(2_000)
+          expect((yield* rowOf(second, head.submissionId)).dueAt).toBe(secondRetry)
           yield* TestClock.adjust(2_000)
-          yield* recover(second)
-          expect((yield* processToSettlement(second, "lane")).output).toEqual({
+          const settled = yield* processDue(second, head.submissionId)
+          expect(settled._tag === "Settled" ? settled.settlement.output : undefined).toEqual({
             receipt: "late",
             note: "done",
           })
@@ -186,11 +190,11 @@ for (const harness of runtimeHarnesses) {
       harness.run((world) =>
         Effect.gen(function* () {
           const { runs, head, second } = yield* killedCharge(world, ["fail", "fail", "fail"], 2)
-          for (let i = 0; i < 2; i++) {
-            yield* recover(second)
-            expect(yield* processHead(second, "lane")).toEqual(Option.none())
-            yield* TestClock.adjust(60_000)
-          }
+          yield* recover(second)
+          expect(yield* processHead(second, "lane")).toEqual(Option.none())
+          yield* TestClock.adjust(60_000)
+          // The second try is served by the due path; its failure spends the last attempt.
+          expect(yield* processDue(second, head.submissionId)).toEqual({ _tag: "Parked", wait: "unknown" })
           expect(yield* recover(second)).toEqual({
             [head.submissionId]: ["AwaitUnknownResolution", "unknown"],
           })

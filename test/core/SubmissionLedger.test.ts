@@ -38,6 +38,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-history/001-create",
           "thread-store/003-billed-rows",
           "thread-store/004-subagent-links",
+          "thread-store/005-durable-waits",
           "thread-store/006-retention",
         ]
         expect(names()).toEqual(all)
@@ -110,6 +111,12 @@ describe("SubmissionLedger on SQLite", () => {
         }
         for (const key of ["head", "count", "claim", "scanPage", "parkedBefore"] as const) {
           expect(planOf(storage, statements[key]).join("\n"), key).toContain(`${SUBMISSIONS_TABLE}_parked`)
+        }
+        // Timed waits are read from the due index alone, in its order: no sort, no other rows.
+        for (const key of ["nextDue", "earliestDue", "anyDue"] as const) {
+          const plan = planOf(storage, statements[key]).join("\n")
+          expect(plan, key).toContain(`${SUBMISSIONS_TABLE}_due`)
+          expect(plan, key).not.toContain("TEMP B-TREE")
         }
         const texts = [
           ...Object.values<string | { readonly Owner: string; readonly Unowned: string }>(statements),

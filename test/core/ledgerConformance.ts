@@ -7,12 +7,14 @@
  */
 import { describe } from "@effect/vitest"
 import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
+import { delayedCases } from "./SubmissionLedgerDelayedCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
 import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
 import { pageCases } from "./SubmissionLedgerPageCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
 import { retentionCases } from "./SubmissionLedgerRetentionCases.ts"
+import { timedCases } from "./SubmissionLedgerTimedCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
 export type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
@@ -28,4 +30,6 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     operatorReadCases(harness)
     retentionCases(harness)
     pageCases(harness)
+    timedCases(harness)
+    delayedCases(harness)
   })

@@ -32,6 +32,10 @@ export const processHead = (incarnation: Incarnation, thread: string) =>
     runtimeOf(incarnation).processThreadHead(ThreadId.make(thread), options),
   )
 
+/** Runs one Attempt of a due Submission, claimed in place by the due path. */
+export const processDue = (incarnation: Incarnation, submissionId: SubmissionId) =>
+  Effect.flatMap(noYield, (options) => runtimeOf(incarnation).attemptDueHead(submissionId, options))
+
 /** Runs one Attempt that must settle, and returns its settlement. */
 export const processToSettlement = (incarnation: Incarnation, thread: string) =>
   Effect.map(processHead(incarnation, thread), (settlement) => {

@@ -3,6 +3,7 @@
  * per Object id (a switchboard in the test isolate, so it survives `abortAllDurableObjects`).
  */
 import { Effect, Schema } from "effect"
+import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import * as Testing from "../../src/Testing.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
@@ -37,6 +38,15 @@ export const reviewAgent = define({
       const decision = yield* ctx.requestApproval({ draft })
       return `${draft} approved (${decision.note ?? "no note"})`
     }),
+})
+
+/** Sleeps `millis` durably, then echoes its text. */
+export const napAgent = define({
+  id: "nap",
+  version: "1",
+  input: Schema.Struct({ text: Schema.String, millis: Schema.Int }),
+  output: Schema.String,
+  program: ({ text, millis }, ctx) => Effect.as(ctx.sleep("nap", millis), `rested: ${text}`),
 })
 
 /** Checks a claim in another Object and answers whether it is genuine. */
@@ -111,11 +121,40 @@ export const escalatorAgent = define({
     }),
 })
 
+/** A parcel's shipment, declared by the courier: its payload is decoded when it is sent. */
+export const Shipped = AgentEvent.make("shipped", Schema.Struct({ tracking: Schema.String }))
+
+/**
+ * Waits for an approval, then for `shipped` (or, with `wait: "first"`, for `shipped` at once),
+ * and answers with the tracking number.
+ */
+export const courierAgent = define({
+  id: "courier",
+  version: "1",
+  input: Schema.Struct({ wait: Schema.Literals(["after-approval", "first"]) }),
+  output: Schema.String,
+  events: [Shipped],
+  program: ({ wait }, ctx) =>
+    Effect.gen(function* () {
+      if (wait === "after-approval") yield* ctx.requestApproval({ ready: true })
+      return (yield* ctx.waitForEvent(Shipped)).tracking
+    }),
+})
+
 /** Failpoints a test installs on one Object by its id. */
 export const switchboard = Testing.makeSwitchboard()
 
 export class TestThreadObject extends ThreadObject.make(
-  ThreadObject.layer([echoAgent, reviewAgent, verifierAgent, delegatorAgent, tallyAgent, escalatorAgent]),
+  ThreadObject.layer([
+    echoAgent,
+    reviewAgent,
+    verifierAgent,
+    delegatorAgent,
+    tallyAgent,
+    escalatorAgent,
+    napAgent,
+    courierAgent,
+  ]),
   {
     namespaceBinding: "THREADS_TEST",
     config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },

@@ -7,9 +7,10 @@
  *
  * - The ledger is a `WITHOUT ROWID` table keyed by `submission_id`, which is derived from the
  *   Thread and idempotency key, so one seek answers both. `lane_status` (`open`, `parked`,
- *   `closed`) changes only when a Submission parks in a stable wait, resumes, or settles; the
- *   lane index holds open rows, the parked index the waits, the recovery index only rows that
- *   recovery must look at. A Claim, a renewal or a release rewrites the row alone.
+ *   `closed`) changes only when a Submission parks in a wait, resumes, or settles; the
+ *   lane index holds open rows, the parked index the waits, the due index the waits with a due
+ *   time, the recovery index only rows that recovery must look at. A Claim, a renewal or a
+ *   release rewrites the row alone.
  * - A history row holds the records one transaction appended for one Submission (`entries`, a
  *   JSON array; record `i` has feed position `position + i` and thread sequence
  *   `sequence + i`). Its rowid is the feed position; one index orders each Thread; a
@@ -20,8 +21,9 @@
  *
  * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
  * the earlier schema in place (see `rebuild`), `thread-store/004-subagent-links` adds what
- * subagents and joins store (see `links`), and `thread-store/006-retention` what retention reads
- * (see `retention`).
+ * subagents and joins store (see `links`), `thread-store/005-durable-waits` the due times of
+ * timed waits (see `durableWaits`), and `thread-store/006-retention` what retention reads (see
+ * `retention`).
  */
 import type { Migration } from "./migrations.ts"
 
@@ -194,6 +196,20 @@ const links: ReadonlyArray<string> = [
 ]
 
 /**
+ * Timed waits: a due time (`due_at`) and what the wait is for (`wait`, JSON), plain columns set
+ * by a park; the due index holds only parked rows with a due time, so waiting costs no read
+ * until due. An `unknown` row parked by a failed reconcile was never woken by an older release:
+ * each parked `unknown` row becomes due once (`due_at` 0, before any real time), so a replay
+ * decides again; the uncertain effect never runs twice, a reconcile runs only if still allowed.
+ */
+const durableWaits: ReadonlyArray<string> = [
+  `ALTER TABLE ${t} ADD COLUMN due_at REAL`,
+  `ALTER TABLE ${t} ADD COLUMN wait TEXT`,
+  `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`,
+  `UPDATE ${t} SET state = 'waiting', due_at = 0 WHERE lane_status = 'parked' AND state = 'unknown'`,
+]
+
+/**
  * Retention: `prune_after`, the instant from which retention counts a settled row's age (its
  * settlement time, moved forward when a pass had to keep it), and an index of closed rows by
  * it, so the earliest expiry is one seek and a batch one range. `history_to` is the Thread
@@ -281,5 +297,6 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   },
   { name: "thread-store/003-billed-rows", statements: rebuild },
   { name: "thread-store/004-subagent-links", statements: links },
+  { name: "thread-store/005-durable-waits", statements: durableWaits },
   { name: "thread-store/006-retention", statements: retention },
 ]

@@ -24,6 +24,8 @@ import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { AlarmDisposition } from "./alarmPolicy.ts"
 import { finishActionable } from "./finish.ts"
+import { makeDueSource } from "./dueSource.ts"
+import { readTimers } from "./timers.ts"
 import type { Phase } from "./observation.ts"
 import {
   isEligibleHead,
@@ -139,9 +141,11 @@ const rearmDelay = (env: MaintenanceEnv, progressed: boolean, stalls: number) =>
     : Effect.map(Random.next, (jitter) => backoffDelay(env.config, stalls, jitter))
   ).pipe(Effect.withSpan("ThreadMaintenance.rearmDelay"))
 
-/** @internal One lane head this event served, and how its Attempt ended. */
+/** @internal One head this event served (a lane head, or a due row), and how its Attempt ended. */
 export interface ServedHead {
   readonly head: SubmissionSnapshot
+  /** Whether its lane or the due path served it. */
+  readonly source: "lane" | "due"
   readonly settled: boolean
   /**
    * The Attempt moved its Submission durably forward: it settled, parked it in a stable wait
@@ -174,8 +178,10 @@ export const hasProgressed = (native: NativeOutcome): boolean =>
 
 /** @internal How many heads an event serves, and until when. */
 export interface HeadBudget {
-  /** `maxHeadsPerEvent`. */
+  /** `maxHeadsPerEvent`: lane heads. */
   readonly maxHeads: number
+  /** `maxTimersPerEvent`: due rows. */
+  readonly maxTimers: number
   /** No further head Attempt starts at or after this instant (epoch ms). */
   readonly furtherUntil: number
   /** Every Attempt is asked to yield between committed turns after this. */
@@ -185,16 +191,21 @@ export interface HeadBudget {
 const progressOf = (attempt: HeadAttempt): boolean =>
   attempt._tag === "Settled" || attempt._tag === "Parked" || (attempt._tag === "Yielded" && attempt.journaled)
 
-/** One head Attempt and its binding bookkeeping. */
+/** One head Attempt (by its lane, or by the due path) and its binding bookkeeping. */
 const serveHead = (
   env: MaintenanceEnv,
   runtime: DurableAgentRuntime["Service"],
   head: SubmissionSnapshot,
   stored: ReadonlyArray<BindingRetry>,
   yieldAfter: DateTime.Utc,
+  source: "lane" | "due",
 ) =>
   Effect.gen(function* () {
-    const attempt = yield* runtime.attemptThreadHead(head.threadId, { yieldAfter }).pipe(
+    const run =
+      source === "lane"
+        ? runtime.attemptThreadHead(head.threadId, { yieldAfter })
+        : runtime.attemptDueHead(head.submissionId, { yieldAfter })
+    const attempt = yield* run.pipe(
       Effect.map((outcome) => ({ outcome, failure: undefined })),
       Effect.catchTag(["BindingUnavailable", "BindingDigestMismatch"], (failure: DurableBindingFailure) =>
         Effect.succeed({ outcome: undefined, failure }),
@@ -203,6 +214,7 @@ const serveHead = (
     const after = yield* recordBindingOutcome(env, head, stored, attempt.failure)
     const served: ServedHead = {
       head,
+      source,
       settled: attempt.outcome?._tag === "Settled",
       progressed: attempt.outcome !== undefined && progressOf(attempt.outcome),
       bindingFailure: attempt.failure !== undefined,
@@ -241,12 +253,43 @@ export const runNative = (
     const served: Array<ServedHead> = []
     const attempted = new Set<SubmissionId>()
     let lane: ThreadId | undefined
-    let storedAtStart: ReadonlyArray<BindingRetry> = []
+    let storedAtStart: ReadonlyArray<BindingRetry> | undefined
     let stored = started.bindingRetries
-    while (served.length < budget.maxHeads) {
-      const first = served.length === 0
-      if (!first && (yield* Clock.currentTimeMillis) >= budget.furtherUntil) break
-      const persist = first && !(yield* Ref.get(cursorCovered))
+    let lanes = 0
+    let lanesDone = false
+    let dueServed = 0
+    const due = makeDueSource(ledger, budget.maxTimers)
+    // The two sources alternate while both have work, a due row first: timers due together
+    // are not held back by a lane with abundant work, nor the lanes by many timers.
+    let turn: "due" | "lane" = "due"
+    while (true) {
+      if (served.length > 0 && (yield* Clock.currentTimeMillis) >= budget.furtherUntil) break
+      const dueOpen = dueServed < budget.maxTimers && !due.exhausted()
+      const laneOpen = lanes < budget.maxHeads && !lanesDone
+      if (!dueOpen && !laneOpen) break
+      if (turn === "due" || !laneOpen) {
+        turn = "lane"
+        if (!dueOpen) continue
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* phase(lane)(
+          due.next(
+            now,
+            (candidate) =>
+              attempted.has(candidate.submissionId) ||
+              pendingBindingWait(candidate, stored, now) !== undefined,
+          ),
+        )
+        if (row === undefined) continue
+        attempted.add(row.submissionId)
+        dueServed++
+        // A due row does not move the lane cursor: an event that only resumes timers writes no key.
+        const result = yield* phase(lane)(serveHead(env, runtime, row, stored, budget.yieldAfter, "due"))
+        stored = result.stored
+        served.push(result.served)
+        continue
+      }
+      turn = "due"
+      const persist = lanes === 0 && !(yield* Ref.get(cursorCovered))
       const selection = yield* phase(lane)(
         selectMaintenanceLane(
           env,
@@ -256,15 +299,19 @@ export const runNative = (
           { persist, attempted },
         ),
       )
-      if (first) storedAtStart = selection.stored
+      storedAtStart ??= selection.stored
       stored = selection.stored
       const head = selection.selected
-      if (head === undefined) break
+      if (head === undefined) {
+        lanesDone = true
+        continue
+      }
       // Until the finish or a failure rearm commits, the cursor does not name this lane.
       if (!persist) yield* Ref.set(cursorCovered, false)
       lane = head.threadId
+      lanes++
       attempted.add(head.submissionId)
-      const result = yield* phase(lane)(serveHead(env, runtime, head, stored, budget.yieldAfter))
+      const result = yield* phase(lane)(serveHead(env, runtime, head, stored, budget.yieldAfter, "lane"))
       stored = result.stored
       served.push(result.served)
     }
@@ -273,7 +320,7 @@ export const runNative = (
       recovered: recovered.length,
       served,
       lane,
-      storedAtStart,
+      storedAtStart: storedAtStart ?? started.bindingRetries,
       stored,
     } satisfies NativeOutcome
   })
@@ -294,14 +341,23 @@ export const finishNative = (
     yield* auxiliary.finish
 
     const now = yield* Clock.currentTimeMillis
-    const last = native.served.at(-1)
+    const last = native.served.filter((served) => served.source === "lane").at(-1)
     const residual = yield* classifyResidual(ledger, native.reports, {
       served: last?.head,
       servedRunnable: last !== undefined && !last.bindingFailure,
       waits: native.stored,
       now,
     })
-    const { autonomous, live } = residual
+    // The first rows of the due order place the next alarm; one servable now (this event's
+    // budget ran out) is work for the next event, at the ordinary pacing.
+    const timers = readTimers(
+      yield* ledger.earliestDue(env.config.maxTimersPerEvent),
+      native.stored,
+      now,
+      env.config.timerCoalesceMillis,
+    )
+    const autonomous = residual.autonomous || timers.servableNow
+    const { live } = residual
     const nonterminal = yield* ledger.countAllNonterminal
     // Binding waits stay while their Submission is nonterminal (the finish drops the others).
     for (const wait of [...native.storedAtStart, ...native.stored]) {
@@ -329,6 +385,8 @@ export const finishNative = (
       nonterminal,
       live,
       cursor: native.lane,
+      timers,
+      servedDue: native.served.some((served) => served.source === "due"),
     })
     return {
       recovered: native.recovered,

@@ -41,16 +41,21 @@ export const alarmTiming = (config: {
 })
 
 /** The part of the stored record the policy reads. */
-export type AlarmRecord = Pick<ThreadMaintenanceState, "dirty" | "processed" | "retry">
+export type AlarmRecord = Pick<ThreadMaintenanceState, "dirty" | "processed" | "retry" | "nextDueAt">
 
 /**
  * The facts of one commit. `now` is the time the commit is decided at; `deadline` the earliest
  * pending host deadline (publication, delivery, projection, host hooks), if any; `active` the
- * gated mutations in flight when the pass took its snapshot.
+ * gated mutations in flight when the pass took its snapshot. Timed waits are due at the
+ * record's `nextDueAt` (a lower bound), or at the fresh `timers` target the actionable finish
+ * computed; they follow every rule a host deadline follows.
  */
 export type AlarmFacts =
-  /** A gated mutation's prearm, before its body runs. */
-  | { readonly commit: "mutation"; readonly now: number }
+  /**
+   * A gated mutation's prearm, before its body runs; `dueAt` when it creates only work due then
+   * (a delayed admission, a schedule) and invalidates nothing.
+   */
+  | { readonly commit: "mutation"; readonly now: number; readonly dueAt?: number }
   /** The crash-fallback prearm at the start of a pass, before recovery and any host hook. */
   | { readonly commit: "begin"; readonly now: number }
   /** The constructor gate, for native work the record says is owed. */
@@ -88,6 +93,8 @@ export type AlarmFacts =
        */
       readonly dueAt: number
       readonly deadline: number | undefined
+      /** When the next timed waits are due (coalesced), read at this finish; later than `now`. */
+      readonly timers: number | undefined
     }
   /** The bounded retry committed after a failed pass. */
   | {
@@ -104,6 +111,20 @@ export type AlarmFacts =
       readonly retryAt: number
       readonly deadline: number | undefined
     }
+
+const minOf = (a: number | undefined, b: number | undefined) =>
+  a === undefined ? b : b === undefined ? a : Math.min(a, b)
+
+/**
+ * When the record's timed waits can next be served: its bound, but not before a pending retry
+ * (a pass before it is caught up, so an overdue timer cannot loop at the floor).
+ */
+export const timersDue = (record: AlarmRecord): number | undefined => {
+  const bound = record.nextDueAt
+  if (bound === undefined) return undefined
+  const retry = applicableRetry(record)
+  return retry === undefined ? bound : Math.max(bound, retry.notBefore)
+}
 
 const KEEP: AlarmWrite = { _tag: "Keep" }
 const CLEAR: AlarmWrite = { _tag: "Clear" }
@@ -123,15 +144,20 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
 
   switch (facts.commit) {
     case "mutation":
+      // Work due later needs its alarm by then only; anything else is owed now.
+      return ensureBy(facts.dueAt === undefined ? floor : clamped(facts.dueAt))
     case "begin":
       // Bounds newly owed work without relying on a wake hint; a later pass may move it later.
       return ensureBy(floor)
     case "ensure": {
       const { record } = facts
-      if (record.dirty <= record.processed) return KEEP
+      const timers = timersDue(record)
       const retry = applicableRetry(record)
       // Ensure-by cannot accelerate a pending native retry: its target is the retry itself.
-      return ensureBy(retry === undefined ? scan : clamped(retry.notBefore))
+      const native =
+        record.dirty <= record.processed ? undefined : retry === undefined ? scan : clamped(retry.notBefore)
+      const next = minOf(native, timers === undefined ? undefined : clamped(timers))
+      return next === undefined ? KEEP : ensureBy(next)
     }
     case "ensure-deadline": {
       const { deadline } = facts
@@ -151,12 +177,18 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
             ? clamped(retry.notBefore)
             : scan
           : Infinity
-      const next = deadline === undefined ? native : Math.min(native, deadline)
+      // Overdue timers a caught-up event could not serve (publication held it back) wait like
+      // owed native work, at the scan cadence.
+      const timers = timersDue(record)
+      const timerTarget = timers === undefined ? Infinity : timers <= now ? scan : timers
+      const next = Math.min(native, deadline ?? Infinity, timerTarget)
       // Nothing owed, nothing in flight, nothing pending: the Object goes quiet.
       return Number.isFinite(next) ? set(clamped(next)) : CLEAR
     }
     case "actionable": {
-      const { record, deadline } = facts
+      const { record } = facts
+      // Timers due later than now join the host deadline; overdue ones count as autonomous work.
+      const deadline = minOf(facts.deadline, facts.timers)
       if (facts.autonomous) {
         // This pass's bounded backoff replaces the crash-fallback prearm (never earlier than
         // the floor), but a racing producer is never postponed by it.
@@ -177,7 +209,13 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
       const { deadline } = facts
       // Never postpone a producer that raced the failed observation.
       const raced = facts.active > 0 || facts.record.dirty !== facts.generation
-      const native = raced ? floor : facts.retryAt
+      // A timer due later pulls the retry in; an overdue one waits for the backoff.
+      const timers = facts.record.nextDueAt
+      const native = raced
+        ? floor
+        : timers !== undefined && timers > now
+          ? Math.min(facts.retryAt, timers)
+          : facts.retryAt
       // An overdue host deadline pulls the alarm in only after a native-phase failure, so a
       // failing host drain cannot hot-loop at the floor.
       const pulls = deadline !== undefined && (facts.nativeOnly || deadline > now)

@@ -1,7 +1,8 @@
 /**
  * The start of a pass: read the generation, prearm the crash fallback before recovery and
- * before any host hook, and decide whether native work is owed now. A retry that is not yet
- * due makes even a dirty generation a caught-up event. From the generation read here on, a
+ * before any host hook, and decide whether native work is owed now: a dirty generation, or a
+ * timed wait due by the record's bound. A retry that is not yet due makes even owed work a
+ * caught-up event. With nothing owed, the pass reads the record alone: no SQL. From the generation read here on, a
  * failure of the pass is rearmed.
  */
 import { Clock, Effect } from "effect"
@@ -37,7 +38,9 @@ export const beginTransaction = (env: MaintenanceEnv): Effect.Effect<BeginResult
       if (!initialized) writeMaintenanceState(txn, state)
       writeAlarm(txn, decideAlarm(env.timing, { commit: "begin", now }))
       const retry = applicableRetry(state)
-      if (state.processed >= state.dirty || (retry?.notBefore ?? 0) > now) {
+      // A timed wait due by the bound is owed work too; a retry not yet due holds both back.
+      const owed = state.processed < state.dirty || (state.nextDueAt ?? Infinity) <= now
+      if (!owed || (retry?.notBefore ?? 0) > now) {
         return { _tag: "CaughtUp", generation: state.dirty, nonterminal: state.nonterminal }
       }
       return {

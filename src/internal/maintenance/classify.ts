@@ -27,6 +27,9 @@ export const isStableExternalWait = (row: Row, reports: ReportIndex): boolean =>
     case "suspended":
     case "joined":
       return true
+    case "waiting":
+      // A timed wait ends by itself, at a due time the alarm covers: no pass polls for it.
+      return true
     case "unknown":
       // Recovery reports an unknown row only when something may have resolved it or it owes a
       // record; one it did not report waits for its resolution, which resumes it in its own

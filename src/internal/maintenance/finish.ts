@@ -9,6 +9,7 @@ import { type AlarmDisposition, decideAlarm, dispositionOf } from "./alarmPolicy
 import { writeAlarm } from "./alarmWrite.ts"
 import { STALL_CAP } from "./backoff.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
+import { nextBound, type TimerReading } from "./timers.ts"
 import type { HookDeadlineFailure } from "./errors.ts"
 import {
   MaintenanceRetry,
@@ -73,14 +74,18 @@ export interface ActionableOutcome {
   readonly live: ReadonlySet<SubmissionId>
   /** The lane of the event's last head Attempt: the new lane cursor. */
   readonly cursor: ThreadId | undefined
+  /** What the finish read of the timed waits. */
+  readonly timers: TimerReading
+  /** Whether the event served a due row. */
+  readonly servedDue: boolean
 }
 
 /**
  * @internal The record after an actionable finish: it acknowledges only the generation read
  * at pass start, and only when no mutation was active at start or now and no autonomous work
  * remains; it records the nonterminal count and the lane cursor, drops the retry and the
- * binding waits of settled Submissions, and backs off a pass that left autonomous work without
- * progress.
+ * binding waits of settled Submissions, backs off a pass that left autonomous work without
+ * progress, and keeps the due bound (see `nextBound`).
  */
 export const actionableRecord = (
   state: ThreadMaintenanceState,
@@ -90,7 +95,7 @@ export const actionableRecord = (
   const processed =
     outcome.autonomous || busy || state.processed > outcome.generation ? state.processed : outcome.generation
   const bindingRetries = (state.bindingRetries ?? []).filter((wait) => outcome.live.has(wait.submissionId))
-  return ThreadMaintenanceState.make({
+  const next = ThreadMaintenanceState.make({
     ...Struct.omit(state, ["retry", "bindingRetries"]),
     processed,
     nonterminal: outcome.nonterminal,
@@ -107,6 +112,24 @@ export const actionableRecord = (
         }
       : {}),
   })
+  // Work the event left behind a generation it did not have to acknowledge (a due row ended the
+  // wait that held its lane) is due like a timer: the next pass is actionable then.
+  const stranded = outcome.autonomous && next.processed >= next.dirty ? outcome.dueAt : undefined
+  const fresh =
+    stranded === undefined || (outcome.timers.bound !== undefined && outcome.timers.bound < stranded)
+      ? outcome.timers.bound
+      : stranded
+  const nextDueAt = nextBound(state.nextDueAt, fresh, {
+    now: outcome.now,
+    writes: !sameRecord(state, next),
+    servedDue: outcome.servedDue,
+  })
+  return nextDueAt === state.nextDueAt
+    ? next
+    : ThreadMaintenanceState.make({
+        ...Struct.omit(next, ["nextDueAt"]),
+        ...(nextDueAt === undefined ? {} : { nextDueAt }),
+      })
 }
 
 /** @internal The actionable finish. */
@@ -135,6 +158,7 @@ export const finishActionable = (
             autonomous: outcome.autonomous,
             dueAt: outcome.dueAt,
             deadline,
+            timers: outcome.timers.later,
           })
           writeAlarm(txn, alarm)
           return dispositionOf(alarm)

@@ -26,6 +26,12 @@ export interface MutationOptions {
    * `pendingDeadline` owns scheduling, so it must not create native recovery debt.
    */
   readonly invalidatesRecovery: boolean
+  /**
+   * The mutation creates work due at this instant (a delayed admission, a schedule's next
+   * occurrence): the prearm lowers the record's due bound to it, and, when nothing else is
+   * invalidated, ensures the alarm by then instead of at once.
+   */
+  readonly dueAt?: number
 }
 
 /** The mutation gate; one instance per physical Object, shared by every rebuilt layer. */
@@ -60,17 +66,33 @@ export class ThreadMutationGate extends Context.Service<
 
       const beginMutation = spanned("ThreadMaintenance.beginMutation")(function* (
         invalidatesRecovery: boolean,
+        dueAt: number | undefined,
       ) {
         yield* failpoint.hit("maintenance:dirty:before")
         const now = yield* Clock.currentTimeMillis
         yield* transact("advance maintenance generation", (txn) => {
           const { state, initialized } = readMaintenanceState(txn)
-          if (invalidatesRecovery) {
-            writeMaintenanceState(txn, ThreadMaintenanceState.make({ ...state, dirty: state.dirty + 1n }))
+          const lowered = dueAt !== undefined && (state.nextDueAt === undefined || dueAt < state.nextDueAt)
+          if (invalidatesRecovery || lowered) {
+            writeMaintenanceState(
+              txn,
+              ThreadMaintenanceState.make({
+                ...state,
+                ...(invalidatesRecovery ? { dirty: state.dirty + 1n } : {}),
+                ...(lowered ? { nextDueAt: dueAt } : {}),
+              }),
+            )
           } else if (!initialized) {
             writeMaintenanceState(txn, state)
           }
-          writeAlarm(txn, decideAlarm(timing, { commit: "mutation", now }))
+          writeAlarm(
+            txn,
+            decideAlarm(timing, {
+              commit: "mutation",
+              now,
+              ...(invalidatesRecovery || dueAt === undefined ? {} : { dueAt }),
+            }),
+          )
         })
         yield* failpoint.hit("maintenance:dirty:after")
         active += 1
@@ -85,7 +107,7 @@ export class ThreadMutationGate extends Context.Service<
       return {
         withMutation: <A, E, R>(body: Effect.Effect<A, E, R>, options?: MutationOptions) =>
           Effect.acquireUseRelease(
-            permit.withPermit(beginMutation(options?.invalidatesRecovery ?? true)),
+            permit.withPermit(beginMutation(options?.invalidatesRecovery ?? true, options?.dueAt)),
             () =>
               failpoint
                 .hit("maintenance:mutation:armed")

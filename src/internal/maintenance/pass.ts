@@ -118,6 +118,7 @@ const passBody = (deps: PassDependencies, window: EventWindow) =>
       actionable,
       {
         maxHeads: env.config.maxHeadsPerEvent,
+        maxTimers: env.config.maxTimersPerEvent,
         furtherUntil: window.furtherHeadsUntil,
         yieldAfter: window.yieldAfter,
       },

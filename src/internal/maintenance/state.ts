@@ -53,6 +53,13 @@ export class ThreadMaintenanceState extends Schema.Class<ThreadMaintenanceState>
   bindingRetries: Schema.optionalKey(Schema.Array(BindingRetry)),
   /** Made obsolete by any newer `dirty`. */
   retry: Schema.optionalKey(MaintenanceRetry),
+  /**
+   * A lower bound of every timed wait's due time (never later than the earliest by more than
+   * `timerCoalesceMillis`): a pass at or after it is actionable, and the alarm covers it. Lowered
+   * by any commit that could make it wrong, raised only by one that writes the record anyway
+   * or that found nothing due at it.
+   */
+  nextDueAt: Schema.optionalKey(Schema.Finite),
 }) {}
 
 // Dirty on purpose: an Object older than the generation scheme gets one useful pass that

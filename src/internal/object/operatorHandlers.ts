@@ -121,6 +121,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
           retentionDeadline: yield* retention,
           now: yield* Clock.currentTimeMillis,
           timing: alarmTiming(config),
+          timerCoalesceMillis: config.timerCoalesceMillis,
           passRunning,
         })
       })
@@ -131,11 +132,14 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
     Effect.gen(function* () {
       const runtime = yield* DurableAgentRuntime
       const alarm = yield* DurableAlarmService
+      const config = yield* CloudflareDurableRuntimeConfig
       const read = Effect.gen(function* () {
         const maintenance = yield* readMaintenanceView
         const passRunning = yield* alarm.passRunning
         const { rows, counted } = yield* readLedger
         return verifyStorage({
+          timing: alarmTiming(config),
+          timerCoalesceMillis: config.timerCoalesceMillis,
           maintenance,
           rows,
           records: yield* readAllHistory,
@@ -146,7 +150,10 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
         })
       })
       return yield* confirmed(read, (report) =>
-        report.violations.some((violation) => violation.invariant === "owed-work-has-alarm"),
+        report.violations.some(
+          (violation) =>
+            violation.invariant === "owed-work-has-alarm" || violation.invariant === "timer-has-alarm",
+        ),
       )
     }),
 

@@ -3,8 +3,9 @@
  * its canonical records (through the runtime's read-only inspection) and the maintenance
  * record and alarm, never from memory. Reasons are checked from the most to the least
  * decisive: a damaged record stops everything; FIFO comes before anything the Submission
- * itself waits for; a stable wait (approval, Unknown Outcome) before timers; then the live
- * Attempt, the binding wait, the Object's backoff, and last the alarm that serves it.
+ * itself waits for; a stable wait (approval, Unknown Outcome) before timers; then a timed wait
+ * not yet due (sleeping, a retry's backoff, a delayed start), the live Attempt, the binding
+ * wait, the Object's backoff, and last the alarm that serves it.
  */
 import type { SubmissionInspection } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
@@ -25,6 +26,34 @@ const unknownDecisions = new Set([
   "ReconcileUnknown",
   "AwaitReconcileRetry",
 ])
+
+/** The timed wait a `waiting` row is in before its due time; a due one waits for its alarm. */
+const timedReason = (inspection: SubmissionInspection, now: number): Reason | undefined => {
+  const { row } = inspection
+  const wait = row.wait
+  if (row.state !== "waiting" || row.dueAt === undefined || row.dueAt <= now || wait === undefined)
+    return undefined
+  switch (wait._tag) {
+    case "Sleep":
+      return { _tag: "Sleeping", step: wait.step, name: wait.name, until: row.dueAt, since: wait.since }
+    case "Retry": {
+      const retry = inspection.openRetry
+      return {
+        _tag: "RetryBackoff",
+        step: wait.step,
+        name: wait.name,
+        attempt: retry?.failed ?? wait.attempt,
+        ...(wait.attempts === undefined ? {} : { attempts: wait.attempts }),
+        nextAttemptAt: row.dueAt,
+        lastError: retry?.lastError ?? "",
+      }
+    }
+    case "Delayed":
+      return { _tag: "Delayed", notBefore: wait.notBefore }
+    default:
+      return undefined
+  }
+}
 
 /** @internal */
 export const reasonFor = (input: {
@@ -53,12 +82,35 @@ export const reasonFor = (input: {
   // An accepted abort settles without waiting for the head.
   if (head !== undefined && head.submissionId !== row.submissionId && decision._tag !== "SettleAborted")
     return { _tag: "QueuedBehind", head: head.submissionId, headState: head.state, ahead: input.ahead }
-  if (inspection.openApproval !== undefined && row.state === "suspended" && !row.abortRequested) {
+  // A timed wait whose due time came waits for its alarm, like any due row.
+  const parked =
+    (row.state === "suspended" || (row.state === "waiting" && (row.dueAt ?? now) > now)) &&
+    !row.abortRequested
+  const parkedOn = row.wait
+  if (
+    inspection.openApproval !== undefined &&
+    parked &&
+    (row.state === "suspended" || parkedOn?._tag === "Approval")
+  ) {
     const { step, since, payload } = inspection.openApproval
-    return { _tag: "WaitingForApproval", step, since, payload }
+    const timesOutAt =
+      parkedOn?._tag === "Approval" && parkedOn.step === step ? { timesOutAt: parkedOn.dueAt } : {}
+    return { _tag: "WaitingForApproval", step, since, payload, ...timesOutAt }
+  }
+  if (parked && parkedOn?._tag === "Event") {
+    const { step, event, since, dueAt } = parkedOn
+    return {
+      _tag: "WaitingForEvent",
+      step,
+      event,
+      since,
+      ...(dueAt === undefined ? {} : { timesOutAt: dueAt }),
+    }
   }
   const open = inspection.openUncertain
-  if (open !== undefined && unknownDecisions.has(decision._tag)) {
+  // A failed reconcile's next try is a timed wait: the Unknown Outcome is still the reason.
+  const reconciling = row.state === "waiting" && row.wait?._tag === "Reconcile"
+  if (open !== undefined && (unknownDecisions.has(decision._tag) || reconciling)) {
     const byReconcile = open.reconcile.status === "due" || open.reconcile.status === "backoff"
     return {
       _tag: "UnknownOutcome",
@@ -69,6 +121,8 @@ export const reasonFor = (input: {
       reconcile: open.reconcile,
     }
   }
+  const timed = timedReason(inspection, now)
+  if (timed !== undefined) return timed
   if (row.ownership !== undefined && row.ownership.leaseExpiresAt > now)
     return {
       _tag: "HeldByAttempt",

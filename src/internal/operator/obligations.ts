@@ -6,13 +6,15 @@
  * and autonomous work is told from stable waits by the pass's own classification, so these
  * rules exist once.
  */
-import { Option } from "effect"
+import { Option, Struct } from "effect"
 import type { RecoveryReport } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { hasAutonomousWork, indexReports, isStableExternalWait } from "../maintenance/classify.ts"
 import { earliestDeadline } from "../maintenance/deadlines.ts"
 import { type AlarmTiming, type AlarmWrite, decideAlarm } from "../maintenance/alarmPolicy.ts"
 import { applicableRetry } from "../maintenance/state.ts"
+import { servableAt } from "../maintenance/timers.ts"
+import { isTimed } from "../../core/internal/ledger/rules.ts"
 import type { MaintenanceView } from "./explain.ts"
 import { ObjectObligations, Obligation } from "./reports.ts"
 
@@ -33,7 +35,27 @@ export interface ObligationsInput {
   readonly retentionDeadline: Option.Option<number>
   readonly now: number
   readonly timing: AlarmTiming
+  /** `timerCoalesceMillis`: how late past its due time a timed wait's alarm may be. */
+  readonly timerCoalesceMillis: number
   readonly passRunning: boolean
+}
+
+/** What a timed wait waits for, in words. */
+const describeWait = (row: SubmissionSnapshot): string => {
+  const wait = row.wait
+  if (wait === undefined) return `${row.state} row due`
+  switch (wait._tag) {
+    case "Sleep":
+      return `sleep "${wait.name}" at step ${wait.step}`
+    case "Retry":
+      return `retry of step ${wait.step} "${wait.name}" after attempt ${wait.attempt}${wait.attempts === undefined ? "" : ` of ${wait.attempts}`}`
+    case "Reconcile":
+      return `reconcile of step ${wait.step} runs again`
+    case "Delayed":
+      return `delayed start`
+    default:
+      return `${wait._tag.toLowerCase()} wait`
+  }
 }
 
 const minOf = (a: number | undefined, b: number | undefined) =>
@@ -47,9 +69,15 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
   const obligations: Array<Obligation> = []
   const waits = state?.bindingRetries ?? []
   const seenLanes = new Set<string>()
+  const timerTimes: Array<number> = []
   for (const row of input.nonterminal) {
     const ids = { threadId: row.threadId, submissionId: row.submissionId }
     const decision = reports.get(row.submissionId)?.decision
+    if (isTimed(row)) {
+      const dueAt = servableAt(row, state?.bindingRetries ?? [])
+      timerTimes.push(dueAt)
+      obligations.push(Obligation.make({ source: "timer", dueAt, ...ids, detail: describeWait(row) }))
+    }
     if (row.ownership !== undefined && row.ownership.leaseExpiresAt > now) {
       obligations.push(
         Obligation.make({
@@ -159,14 +187,34 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
       earliestDeadline(input.publicationDeadline, input.retentionDeadline),
     ),
   )
-  const native = ensuredBy(decideAlarm(input.timing, { commit: "ensure", now, record: state }))
+  // The record's bound may be earlier than the rows (it is a lower bound): the rules allow an
+  // alarm as late as the earliest timed wait plus the coalescing window, and a pending retry.
+  const native = ensuredBy(
+    decideAlarm(input.timing, { commit: "ensure", now, record: Struct.omit(state, ["nextDueAt"]) }),
+  )
+  const earliestTimer = timerTimes.length === 0 ? undefined : Math.min(...timerTimes)
+  const timers =
+    earliestTimer === undefined
+      ? undefined
+      : ensuredBy(
+          decideAlarm(input.timing, {
+            commit: "ensure",
+            now,
+            record: {
+              dirty: state.processed,
+              processed: state.processed,
+              ...(state.retry === undefined ? {} : { retry: state.retry }),
+              nextDueAt: earliestTimer + input.timerCoalesceMillis,
+            },
+          }),
+        )
   const host = ensuredBy(
     decideAlarm(input.timing, { commit: "ensure-deadline", now, record: state, deadline }),
   )
   // Autonomous work behind an acknowledged generation is something no commit of the pass leaves.
   const autonomous = hasAutonomousWork(input.nonterminal, reports)
   const stranded = autonomous && state.dirty <= state.processed
-  const implied = minOf(minOf(native, host), stranded ? now : undefined)
+  const implied = minOf(minOf(minOf(native, host), timers), stranded ? now : undefined)
   const mismatch =
     implied !== undefined && scheduledAlarm === null && !input.passRunning
       ? {

@@ -25,7 +25,20 @@ export const Reason = Schema.Union([
     /** Nonterminal Submissions ahead of it in the lane. */
     ahead: Schema.Int,
   }),
-  Schema.TaggedStruct("WaitingForApproval", { step: Schema.Int, since: Schema.Finite, payload: Schema.Json }),
+  Schema.TaggedStruct("WaitingForApproval", {
+    step: Schema.Int,
+    since: Schema.Finite,
+    payload: Schema.Json,
+    /** A request with a timeout closes undecided at this instant. */
+    timesOutAt: Schema.optionalKey(Schema.Finite),
+  }),
+  /** Parked on a wait for an event of this name, until one is sent (or the wait times out). */
+  Schema.TaggedStruct("WaitingForEvent", {
+    step: Schema.Int,
+    event: Schema.String,
+    since: Schema.Finite,
+    timesOutAt: Schema.optionalKey(Schema.Finite),
+  }),
   /** An uncertain step cut by a crash; `waitingFor` says whether its reconcile or a person settles it. */
   Schema.TaggedStruct("UnknownOutcome", {
     step: Schema.Int,
@@ -34,6 +47,24 @@ export const Reason = Schema.Union([
     waitingFor: Schema.Literals(["reconciliation", "operator"]),
     reconcile: ReconcileState,
   }),
+  /** A durable sleep at call `step`: it resumes at `until`. */
+  Schema.TaggedStruct("Sleeping", {
+    step: Schema.Int,
+    name: Schema.String,
+    until: Schema.Finite,
+    since: Schema.Finite,
+  }),
+  /** A retried step between attempts: `attempt` of `attempts` failed, the next runs at `nextAttemptAt`. */
+  Schema.TaggedStruct("RetryBackoff", {
+    step: Schema.Int,
+    name: Schema.String,
+    attempt: Schema.Int,
+    attempts: Schema.optionalKey(Schema.Int),
+    nextAttemptAt: Schema.Finite,
+    lastError: Schema.String,
+  }),
+  /** Admitted with `notBefore`: it starts then. */
+  Schema.TaggedStruct("Delayed", { notBefore: Schema.Finite }),
   /** The running code has no compatible agent; the next try is at `nextTryAt`. */
   Schema.TaggedStruct("BindingWait", {
     agentId: AgentId,
@@ -83,6 +114,8 @@ export const ObligationSource = Schema.Literals([
   "lease-expiry",
   /** A failed reconcile of an Unknown Outcome runs again after this. */
   "reconcile-retry",
+  /** A timed wait (a sleep, a retry's backoff, a reconcile's next try, a delayed start) is due. */
+  "timer",
   /** Host maintenance, message delivery or projection deadline. */
   "host-deadline",
   /** Required publication must drain before native work. */
@@ -136,6 +169,16 @@ export const Invariant = Schema.Literals([
   "owed-work-has-alarm",
   "binding-waits-nonterminal",
   "settlement-agreement",
+  /** A waiting Submission has a due time. */
+  "timed-wait-shape",
+  /** The maintenance record's due bound is no later than any timed wait (or a generation is owed). */
+  "timer-covered",
+  /** A timed wait has an alarm by its due time (plus the coalescing window). */
+  "timer-has-alarm",
+  /** A retried step's failed attempts count up from 1 and their due times never move earlier. */
+  "retry-monotone",
+  /** Each event is recorded once per Submission and taken at most once, by a wait for its name. */
+  "event-once",
 ])
 export type Invariant = typeof Invariant.Type
 

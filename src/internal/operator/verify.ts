@@ -12,7 +12,10 @@ import type { Settlement, SubmissionSnapshot } from "../../core/SubmissionLedger
 import type { HistoryRecord } from "../../core/ThreadHistory.ts"
 import { hasAutonomousWork, indexReports } from "../maintenance/classify.ts"
 import type { MaintenanceView } from "./explain.ts"
+import { eventViolations } from "./verifyEvents.ts"
 import { type Invariant, Invariant as InvariantSchema, VerifyReport, Violation } from "./reports.ts"
+import type { AlarmTiming } from "../maintenance/alarmPolicy.ts"
+import { verifyTimers } from "./verifyTimers.ts"
 
 /** @internal */
 export interface VerifyInput {
@@ -27,6 +30,9 @@ export interface VerifyInput {
   readonly now: number
   /** A pass runs now: its finish writes the alarm, so an empty slot is not a violation. */
   readonly passRunning: boolean
+  readonly timing: AlarmTiming
+  /** `timerCoalesceMillis`: how late past its due time a timed wait's alarm may be. */
+  readonly timerCoalesceMillis: number
 }
 
 /** Every invariant `verify` checks. */
@@ -93,6 +99,7 @@ export const verifyStorage = (input: VerifyInput): VerifyReport => {
       violate("one-settlement", `submission ${id} has ${settled.length} settlement records`, [id], {
         sequences: settled.map((record) => record.sequence),
       })
+    for (const broken of eventViolations(group)) violate("event-once", broken.message, [id], broken.evidence)
     if (!byId.has(id))
       violate(
         "settlement-agreement",
@@ -262,6 +269,8 @@ export const verifyStorage = (input: VerifyInput): VerifyReport => {
       }
     }
   }
+
+  violations.push(...verifyTimers(input))
 
   return VerifyReport.make({
     submissions: rows.length,

@@ -4,7 +4,7 @@
  * waits for an approval. Each completed output is a pure function of the input and the
  * recorded resolutions, so the end of a run can check every settlement against it.
  */
-import { Context, Effect, Schema } from "effect"
+import { Clock, Context, Effect, Schema } from "effect"
 import type { AgentContext } from "../../../src/core/AgentContext.ts"
 import {
   AgentFailure,
@@ -14,6 +14,7 @@ import {
   withDigest,
 } from "../../../src/core/AgentRegistration.ts"
 import type { HistoryEntry } from "../../../src/core/ThreadHistory.ts"
+import * as AgentEvent from "../../../src/core/AgentEvent.ts"
 
 /** What a submitted input asks for. */
 export const AgentInput = Schema.Struct({
@@ -120,6 +121,76 @@ const chat = define({
     }),
 })
 
+/** A parcel for the waiter; sent by the driver with ids drawn from a small pool. */
+export const Parcel = AgentEvent.make("parcel", Schema.Struct({ n: Schema.Int }))
+
+/**
+ * After a step, waits for `steps` parcels and lists what each carried: stable waits, or with
+ * `sleep` above 0 waits that time out after `sleep` × 10 ms (-1 in the list).
+ */
+const waiter = define({
+  id: "waiter",
+  version: "1",
+  input: AgentInput,
+  output: Schema.Array(Schema.Int),
+  events: [Parcel],
+  program: (input, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.step("ready", plain(ctx, "ready").pipe(Effect.as(input.n)))
+      const got: Array<number> = []
+      for (let index = 0; index < input.steps; index++) {
+        got.push(
+          input.sleep === 0
+            ? (yield* ctx.waitForEvent(Parcel)).n
+            : yield* ctx.waitForEvent(Parcel, { timeoutMillis: input.sleep * 10 }).pipe(
+                Effect.map((parcel) => parcel.n),
+                Effect.catchTag("EventTimeout", () => Effect.succeed(-1)),
+              ),
+        )
+      }
+      return got
+    }),
+})
+
+/** A step, a durable sleep of `sleep` × 10 ms (up to 12 s), and a step after it. */
+const napper = define({
+  id: "napper",
+  version: "1",
+  input: AgentInput,
+  output: Schema.Int,
+  program: (input, ctx) =>
+    Effect.gen(function* () {
+      const before = yield* ctx.step("before", plain(ctx, "before").pipe(Effect.as(input.n)))
+      yield* ctx.sleep("nap", input.sleep * 10)
+      return yield* ctx.step("after", plain(ctx, "after").pipe(Effect.as(before + input.steps)))
+    }),
+})
+
+/**
+ * A step retried after durable backoffs: an attempt fails unless the virtual clock and the
+ * input agree (so a run may succeed early, late or never); it gives up after three attempts.
+ */
+const retrier = define({
+  id: "retrier",
+  version: "1",
+  input: AgentInput,
+  output: Schema.String,
+  program: (input, ctx) =>
+    ctx
+      .step(
+        "flaky",
+        Effect.gen(function* () {
+          yield* plain(ctx, "flaky")
+          const now = yield* Clock.currentTimeMillis
+          if (input.fail || (now + input.n) % 3 !== 0)
+            return yield* new AgentFailure({ message: "the service is down" })
+          return `ok-${input.n}`
+        }),
+        { retry: { attempts: 3, backoff: { baseMillis: 200, jitter: 0.5 } } },
+      )
+      .pipe(Effect.catchTag("AgentFailure", () => Effect.succeed("gave-up"))),
+})
+
 /** What a delegator asks of its child. */
 export const DelegateInput = Schema.Struct({
   n: Schema.Int,
@@ -164,15 +235,25 @@ const delegator = define({
 })
 
 /** The agent kinds a lane can be given. */
-export type AgentKind = "stepper" | "charger" | "reviewer" | "chat" | "delegator"
+export type AgentKind =
+  "stepper" | "charger" | "reviewer" | "chat" | "delegator" | "napper" | "retrier" | "waiter"
 
 /** A deployment: which code the next incarnation runs. */
 export type Deployment = "full" | "without-reviewer" | "charger-changed"
 
 const registered: Record<Deployment, ReadonlyArray<AnyAgentDefinition>> = {
-  full: [stepper, charger, reviewer, chat, delegator],
-  "without-reviewer": [stepper, charger, chat, delegator],
-  "charger-changed": [stepper, withDigest(charger, "changed-charger-digest"), reviewer, chat, delegator],
+  full: [stepper, charger, reviewer, chat, delegator, napper, retrier, waiter],
+  "without-reviewer": [stepper, charger, chat, delegator, napper, retrier, waiter],
+  "charger-changed": [
+    stepper,
+    withDigest(charger, "changed-charger-digest"),
+    reviewer,
+    chat,
+    delegator,
+    napper,
+    retrier,
+    waiter,
+  ],
 }
 
 /** The agents a deployment registers. */
@@ -198,6 +279,32 @@ export const expectedOutcome = (
     return settled === undefined
       ? { outcome: "failed" }
       : { outcome: "completed", output: childReport(settled) }
+  }
+  if (agentId === "waiter") {
+    // The parcels its waits took (-1 for a wait that timed out), in the order of the waits.
+    const payloads = new Map<string, unknown>()
+    for (const entry of entries)
+      if (entry._tag === "EventReceived") payloads.set(entry.eventId, entry.payload)
+    const ended = entries.flatMap((entry) =>
+      entry._tag === "EventConsumed"
+        ? [[entry.step, (payloads.get(entry.eventId) as { readonly n: number }).n] as const]
+        : entry._tag === "EventWaitTimedOut"
+          ? [[entry.step, -1] as const]
+          : [],
+    )
+    return {
+      outcome: "completed",
+      output: ended.toSorted((a, b) => a[0] - b[0]).map(([, n]) => n),
+    }
+  }
+  if (agentId === "napper") {
+    const { n, steps } = input as AgentInput
+    return { outcome: "completed", output: n + steps }
+  }
+  if (agentId === "retrier") {
+    // The step's own record says whether an attempt succeeded.
+    const done = entries.find((entry) => entry._tag === "StepCompleted" && entry.step === 0)
+    return { outcome: "completed", output: done?._tag === "StepCompleted" ? done.result : "gave-up" }
   }
   if (agentId === "chat") {
     if (denied) return { outcome: "failed" }

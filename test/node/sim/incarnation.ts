@@ -148,8 +148,9 @@ export interface IncarnationSpec {
 }
 
 /**
- * The ledger with every granted Claim reported, with the head as it was just before (read in
- * the same synchronous block as the in-memory claim, so nothing interleaves).
+ * The ledger with every granted Claim reported (by its lane, or in place by the due path), with
+ * the row as it was just before (read in the same synchronous block as the in-memory claim, so
+ * nothing interleaves).
  */
 const observingClaims = (
   ledger: SubmissionLedger["Service"],
@@ -162,6 +163,15 @@ const observingClaims = (
       const headId = store?.lanes.get(threadId)?.nonterminal[0]
       const before = headId === undefined ? undefined : store?.rows.get(headId)
       return Effect.tap(ledger.claim(threadId, grant), (claim) =>
+        Effect.sync(() => {
+          if (Option.isSome(claim)) onClaimed(before, claim.value, grant.now)
+        }),
+      )
+    }),
+  claimDue: (submissionId, grant) =>
+    Effect.suspend(() => {
+      const before = memoryStoreOf(ledger)?.rows.get(submissionId)
+      return Effect.tap(ledger.claimDue(submissionId, grant), (claim) =>
         Effect.sync(() => {
           if (Option.isSome(claim)) onClaimed(before, claim.value, grant.now)
         }),
@@ -180,6 +190,8 @@ const fenceOf = (name: string, args: ReadonlyArray<unknown>): Fence | undefined 
     case "settle":
     case "reserveSettlement":
     case "settleWithMessages":
+    case "parkTimed":
+    case "deferHead":
       return args[0] as Fence
     case "append":
     case "appendAll":

@@ -22,6 +22,14 @@
  * - settlement-immutable, settled-once, fifo, journal-once, uncertain-once: a Submission
  *   settles once and for good, lanes start in order, a step is journaled once and an uncertain
  *   effect runs at most once.
+ * - timer-covered: every timed wait has an alarm by the time it can be served plus the
+ *   coalescing window (or by the ordinary pacing once it is due, or by a pending retry).
+ * - timer-not-early: the due path claims a row only at or after its due time, and a fired timer
+ *   is journaled no earlier than its due time.
+ * - timer-once: a sleep fires once (one `TimerFired` per call), and each failed attempt of a
+ *   retried step is journaled once.
+ * - retry-monotone (journal): a retried step's attempts count up from 1 and their due times
+ *   never move earlier.
  * - retention-*: see `retention.ts`.
  */
 import { Schema } from "effect"
@@ -30,7 +38,7 @@ import type { RuntimeFailpointLocation } from "../../../src/core/RuntimeFailpoin
 import type { MemoryStore } from "../../../src/core/internal/ledger/memoryStore.ts"
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
-import { hasPendingMessages, lanes } from "./oracle.ts"
+import { hasPendingMessages, lanes, timedWaits } from "./oracle.ts"
 import {
   type AlarmRun,
   currentOrigin,
@@ -59,6 +67,7 @@ export interface WorldView {
     readonly capMillis: number
     readonly wakeScanIntervalMillis: number
     readonly maxHeadsPerEvent: number
+    readonly coalesceMillis: number
   }
 }
 
@@ -88,6 +97,7 @@ interface RunState {
     readonly dirty: bigint
     readonly processed: bigint
     readonly retry?: ThreadMaintenanceState["retry"]
+    readonly nextDueAt?: number
   }
   beginAt?: number
   /** The alarm right after the begin transaction: the pass's crash-fallback prearm. */
@@ -127,6 +137,11 @@ export const makeMonitor = (view: WorldView) => {
   const settled = new Map<SubmissionId, string>()
   const seenRows = new Map<SubmissionId, object>()
   const journaled = new Set<string>()
+  /** Events recorded (by `submissionId:eventId`, with their name) and taken. */
+  const received = new Map<string, string>()
+  const consumed = new Set<string>()
+  /** Event waits that timed out, by `submissionId:step`. */
+  const timedOut = new Set<string>()
   const historySettled = new Set<SubmissionId>()
   const external = new Map<string, number>()
   let feedSeen = 0
@@ -221,11 +236,13 @@ export const makeMonitor = (view: WorldView) => {
     // Retry monotonicity: early deliveries never run native work before the retry is due.
     const retry =
       start?.retry !== undefined && start.retry.generation === start.dirty ? start.retry : undefined
+    // Native work is owed by a dirty generation, or by a timed wait due by the record's bound.
+    const owed =
+      start !== undefined &&
+      (start.dirty > start.processed || (start.nextDueAt ?? Infinity) <= (run.beginAt ?? -Infinity))
     check(
       "retry-not-early",
-      start !== undefined &&
-        start.dirty > start.processed &&
-        (retry === undefined || retry.notBefore <= (run.beginAt ?? -Infinity)),
+      owed && (retry === undefined || retry.notBefore <= (run.beginAt ?? -Infinity)),
       () =>
         `native work ran at ${run.beginAt} for a record ${JSON.stringify(start, (_k, v) => (typeof v === "bigint" ? String(v) : v))}`,
     )
@@ -273,6 +290,13 @@ export const makeMonitor = (view: WorldView) => {
    */
   const claimed = (holder: Holder, before: SubmissionSnapshot | undefined, claim: Claim, now: number) => {
     servedLane(claim)
+    if (claim.dueAt !== undefined && before?.state === "waiting") {
+      check(
+        "timer-not-early",
+        before.dueAt !== undefined && before.dueAt <= now,
+        () => `${claim.submissionId} claimed by the due path at ${now}, due at ${before.dueAt}`,
+      )
+    }
     const incarnation = claim.incarnation
     check(
       "takeover",
@@ -331,6 +355,7 @@ export const makeMonitor = (view: WorldView) => {
       view.rpcInFlight() === 0 &&
       !hasPendingMessages(view.store) &&
       !lanes(view.store).some((lane) => lane.autonomous) &&
+      timedWaits(view.store).length === 0 &&
       !(view.retains && view.store.pruneAfter.size > 0)
     if (quiet) {
       check(
@@ -395,8 +420,43 @@ export const makeMonitor = (view: WorldView) => {
         )
       }
     }
+    if (!running && !view.platformGaveUp()) checkTimers(now, record)
     checkLedger()
   }
+
+  /** Every timed wait has its alarm: by its time plus the window, or the pacing once it is due. */
+  const checkTimers = (now: number, record: ThreadMaintenanceState | undefined) => {
+    const { storage, store, timing } = view
+    const pacing = now + Math.max(timing.capMillis, timing.wakeScanIntervalMillis) + timing.floorMillis
+    const retry =
+      record?.retry !== undefined && record.retry.generation === record.dirty
+        ? record.retry.notBefore
+        : -Infinity
+    for (const row of timedWaits(store)) {
+      const owner = row.ownership
+      const holder = owner?.incarnation === undefined ? undefined : claimants.get(owner.incarnation)
+      // A live owner holds it until its lease ends; a dead one's Claim is taken over at once.
+      const held =
+        owner !== undefined && row.state === "running" && holder?.alive() === true
+          ? owner.leaseExpiresAt
+          : -Infinity
+      const binding =
+        record?.bindingRetries?.find((wait) => wait.submissionId === row.submissionId)?.notBefore ?? -Infinity
+      const servable = Math.max(row.dueAt ?? -Infinity, held, binding)
+      let bound = Math.max(servable + timing.coalesceMillis, pacing, retry)
+      if (storage.platformRetryAt === storage.alarm && storage.alarm !== null)
+        bound = Math.max(bound, storage.alarm)
+      check(
+        "timer-covered",
+        storage.alarm !== null && storage.alarm <= bound,
+        () =>
+          `${row.submissionId} (${row.state}) can be served at ${servable}, but the alarm is ${storage.alarm} (now ${now}, bound ${bound})`,
+      )
+    }
+  }
+
+  /** The failed attempts seen per Submission and step: their count and last due time. */
+  const retries = new Map<string, { readonly attempts: number; readonly retryAt: number }>()
 
   const checkLedger = () => {
     const { store } = view
@@ -454,6 +514,75 @@ export const makeMonitor = (view: WorldView) => {
             earlier.every((other) => historySettled.has(other.submissionId)),
             () => `submission ${submissionId} started before an earlier one of lane ${row?.threadId} settled`,
           )
+          break
+        }
+        case "EventWaitTimedOut": {
+          // Final: the wait that timed out never takes an event, and times out once.
+          const key = `${submissionId}:${entry.step}`
+          check(
+            "event-once",
+            !timedOut.has(key) && !journaled.has(`${submissionId}:EventConsumed:${entry.step}`),
+            () => `the wait at ${submissionId} step ${entry.step} timed out twice or after taking an event`,
+          )
+          timedOut.add(key)
+          break
+        }
+        case "EventReceived": {
+          const key = `${submissionId}:${entry.eventId}`
+          check("event-once", !received.has(key), () => `event ${key} recorded twice`)
+          received.set(key, entry.event)
+          break
+        }
+        case "EventConsumed": {
+          // Taken once, by a wait for its own name, after it arrived.
+          const key = `${submissionId}:${entry.eventId}`
+          check(
+            "event-once",
+            received.get(key) === entry.event && !consumed.has(key),
+            () =>
+              `event ${key} taken at step ${entry.step} ${consumed.has(key) ? "again" : `as "${entry.event}" but received as "${received.get(key)}"`}`,
+          )
+          consumed.add(key)
+          check(
+            "event-once",
+            !timedOut.has(`${submissionId}:${entry.step}`),
+            () => `the wait at ${submissionId} step ${entry.step} took ${entry.eventId} after it timed out`,
+          )
+          const journal = `${submissionId}:EventConsumed:${entry.step}`
+          check(
+            "journal-once",
+            !journaled.has(journal),
+            () => `a second event taken at ${submissionId} step ${entry.step}`,
+          )
+          journaled.add(journal)
+          break
+        }
+        case "TimerFired": {
+          check(
+            "timer-not-early",
+            record.recordedAt >= entry.dueAt,
+            () =>
+              `the sleep at ${submissionId} step ${entry.step} fired at ${record.recordedAt}, due ${entry.dueAt}`,
+          )
+          const key = `${submissionId}:TimerFired:${entry.step}`
+          check(
+            "timer-once",
+            !journaled.has(key),
+            () => `the sleep at ${submissionId} step ${entry.step} fired twice`,
+          )
+          journaled.add(key)
+          break
+        }
+        case "StepAttemptFailed": {
+          const key = `${submissionId}:${entry.step}`
+          const before = retries.get(key)
+          check(
+            "retry-monotone",
+            entry.attempt === (before?.attempts ?? 0) + 1 && entry.retryAt >= (before?.retryAt ?? -Infinity),
+            () =>
+              `attempt ${entry.attempt} of ${submissionId} step ${entry.step} failed with retryAt ${entry.retryAt} after ${JSON.stringify(before)}`,
+          )
+          retries.set(key, { attempts: entry.attempt, retryAt: entry.retryAt })
           break
         }
         case "StepCompleted":

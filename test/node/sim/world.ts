@@ -155,6 +155,7 @@ export const makeWorld = (options: WorldOptions) =>
       capMillis: options.config.alarmBackoffCap,
       wakeScanIntervalMillis: options.config.wakeScanInterval,
       maxHeadsPerEvent: options.config.maxHeadsPerEvent ?? 1,
+      coalesceMillis: options.config.timerCoalesceMillis ?? 10,
     }
 
     const storage: SimStorage = new SimStorage({

@@ -21,15 +21,29 @@ export const submissionIdFor = (salt: string, threadId: ThreadId, key: Idempoten
 /** A fresh receipt id. @internal */
 export const newReceiptId = (): ReceiptId => ReceiptId.make(crypto.randomUUID())
 
+/** The due time of a request admitted with a `notBefore` later than its `now`. @internal */
+export const delayedUntil = (request: Pick<AdmissionRequest, "notBefore" | "now">): number | undefined =>
+  request.notBefore !== undefined && request.notBefore > request.now ? request.notBefore : undefined
+
 /**
  * The row a new Submission is admitted as: `ready` (its acceptance is recorded with it), or
- * `joining` its `host`. Throws if the request does not validate. @internal
+ * `joining` its `host`. A delayed one (`notBefore` later than `now`) is due at `notBefore`: the
+ * head of an empty lane waits for it (`waiting`, parked), a row behind others keeps its place
+ * (`ready`) and its head waits when it gets there. Throws if the request does not validate.
+ * @internal
  */
 export const admittedRow = (
   request: AdmissionRequest,
-  at: { readonly submissionId: SubmissionId; readonly queueSequence: number; readonly host?: SubmissionId },
-): SubmissionSnapshot =>
-  new SubmissionSnapshot({
+  at: {
+    readonly submissionId: SubmissionId
+    readonly queueSequence: number
+    readonly host?: SubmissionId
+    /** No nonterminal row precedes it in its lane. */
+    readonly laneEmpty: boolean
+  },
+): SubmissionSnapshot => {
+  const notBefore = delayedUntil(request)
+  return new SubmissionSnapshot({
     submissionId: at.submissionId,
     threadId: request.threadId,
     queueSequence: at.queueSequence,
@@ -39,14 +53,24 @@ export const admittedRow = (
     inputPayload: request.inputPayload,
     inputDigest: request.inputDigest,
     receiptId: newReceiptId(),
-    state: at.host === undefined ? "ready" : "joining",
+    state: at.host !== undefined ? "joining" : notBefore !== undefined && at.laneEmpty ? "waiting" : "ready",
     producerEpoch: 0,
     abortRequested: false,
     createdAt: request.now,
-    readyAt: request.now,
+    readyAt: notBefore ?? request.now,
     ...(request.parent === undefined ? {} : { parent: request.parent }),
     ...(at.host === undefined ? {} : { host: at.host }),
+    ...(notBefore === undefined ? {} : { dueAt: notBefore, wait: { _tag: "Delayed" as const, notBefore } }),
   })
+}
+
+/** A join cannot wait for a time: it is read by its host at once or runs as queued input. @internal */
+export const delayedJoin = (operation: string, request: AdmissionRequest): LedgerError | undefined =>
+  request.host !== undefined && delayedUntil(request) !== undefined
+    ? new LedgerError({ operation, message: "a join cannot be admitted with a later notBefore" })
+    : Number.isFinite(request.notBefore ?? 0)
+      ? undefined
+      : new LedgerError({ operation, message: `notBefore must be a finite number, got ${request.notBefore}` })
 
 /** A fresh salt for a new store. @internal */
 export const newSalt = (): string => crypto.randomUUID().replaceAll("-", "")

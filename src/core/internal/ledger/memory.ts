@@ -14,11 +14,13 @@ import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { encodeEntry } from "../history/codec.ts"
 import type { HistoryEntry } from "../history/model.ts"
-import { admittedRow, submissionIdFor } from "./admission.ts"
+import { admittedRow, delayedJoin, submissionIdFor } from "./admission.ts"
 import {
   Claim,
   InvalidTransition,
   LedgerError,
+  type Ownership,
+  type ParkCheck,
   SubmissionLedgerLimits,
   type SubmissionSnapshot,
 } from "./model.ts"
@@ -47,6 +49,7 @@ import {
   put,
 } from "./memoryStore.ts"
 import * as Rules from "./rules.ts"
+import * as Timed from "./timedRules.ts"
 
 const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
@@ -87,6 +90,16 @@ export const makeMemoryLedger = Effect.gen(function* () {
       return row === undefined ? Result.fail(Rules.notFound(submissionId)) : body(row)
     })
 
+  /** Whether what a park awaits is already recorded. */
+  const arrived = (submissionId: SubmissionId, awaiting: ParkCheck | undefined): boolean => {
+    if (awaiting === undefined) return false
+    const records = store.historyBySubmission.get(submissionId) ?? []
+    if ("child" in awaiting) return records.some((record) => Rules.settlesChild(record.entry, awaiting.child))
+    return (
+      records.filter((record) => Rules.receivesEvent(record.entry, awaiting.event)).length > awaiting.seen
+    )
+  }
+
   const applied = <E>(change: Result.Result<Rules.Change, E>): Result.Result<SubmissionSnapshot, E> =>
     Result.map(change, (c) => apply(store, c))
 
@@ -101,6 +114,8 @@ export const makeMemoryLedger = Effect.gen(function* () {
     if (Result.isFailure(checked) || checked.success !== undefined) {
       return checked as Result.Result<Admission, AdmissionRefused | IdempotencyConflict | LedgerError>
     }
+    const delayed = delayedJoin(operation, request)
+    if (delayed !== undefined) return Result.fail(delayed)
     const submissionId = submissionIdFor(store.salt, request.threadId, request.idempotencyKey)
     const target = laneOf(store, request.threadId)
     // A join whose host ended (or is aborting) meanwhile is ordinary input.
@@ -109,11 +124,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
     const snapshot = admittedRow(request, {
       submissionId,
       queueSequence: target.lastSequence + 1,
+      laneEmpty: target.nonterminal.length === 0,
       ...(host === undefined ? {} : { host }),
     })
     target.lastSequence = snapshot.queueSequence
     target.nonterminal.push(snapshot.submissionId)
-    store.rows.set(snapshot.submissionId, snapshot)
+    put(store, snapshot)
     appendNow(store, snapshot.threadId, snapshot.submissionId, [accepted(snapshot)], request.now)
     return Result.succeed({ _tag: "Admitted", snapshot })
   }
@@ -139,7 +155,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
       })
       // The host is named only when the admission takes it (see `admitNow`).
       const { host: _host, ...unhosted } = request
-      const [accepted] = yield* storedEntries(operation, [Rules.acceptedEntry(unhosted, input)])
+      const [accepted] = yield* storedEntries(operation, [Rules.acceptedEntry(unhosted, input, request)])
       return yield* atomically(operation, () =>
         refuse(Rules.nonFinite(operation, { now: request.now }), () =>
           admitNow(operation, request, (row) =>
@@ -165,6 +181,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
           Rules.nonFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis }),
           () => {
             const head = headOf(store, threadId)
+            // A parked head (a wait, or a row the due path claimed in place) blocks its lane.
             if (head === undefined || !Rules.isClaimable(head, grant.now, grant.incarnation)) {
               return Result.succeed(Option.none())
             }
@@ -192,20 +209,80 @@ export const makeMemoryLedger = Effect.gen(function* () {
       yield* fenced("SubmissionLedger.release", fence, (row) => Rules.relinquishRule(fence, row, "ready"))
     }),
 
-    park: spanned("SubmissionLedger.park")(function* (claim, state, awaiting) {
+    park: spanned("SubmissionLedger.park")(function* (claim, state, awaiting, wait) {
       const fence = ownerFence(claim)
       // The check and the park in one block: a child's settlement recorded first resumes the row.
       const to = (): "ready" | "suspended" | "unknown" =>
-        awaiting !== undefined &&
-        (store.historyBySubmission.get(claim.submissionId) ?? []).some((record) =>
-          Rules.settlesChild(record.entry, awaiting.child),
-        )
-          ? "ready"
-          : state
+        arrived(claim.submissionId, awaiting) ? "ready" : state
       const parked = yield* fenced("SubmissionLedger.park", fence, (row) =>
-        Rules.relinquishRule(fence, row, to()),
+        Rules.relinquishRule(fence, row, to(), wait),
       )
-      return parked.state === "ready" ? "ready" : state
+      return parked.state === state ? state : "ready"
+    }),
+
+    parkTimed: spanned("SubmissionLedger.parkTimed")(function* (fence, park) {
+      const operation = "SubmissionLedger.parkTimed"
+      const entries = yield* storedEntries(operation, park.entries ?? [])
+      return yield* atomically(operation, () =>
+        refuse(
+          Rules.nonFinite(operation, { ...Rules.fenceInstants(fence), dueAt: park.dueAt, now: park.now }),
+          () => {
+            const submissionId = Rules.fenceSubmissionId(fence)
+            const dueAt = arrived(submissionId, park.awaiting) ? park.now : park.dueAt
+            return Result.map(
+              Timed.parkTimedRule(fence, store.rows.get(submissionId), dueAt, park.wait),
+              (change) => {
+                const row = apply(store, change)
+                if (entries.length > 0) appendNow(store, row.threadId, row.submissionId, entries, park.now)
+                return row
+              },
+            )
+          },
+        ),
+      )
+    }),
+
+    claimDue: spanned("SubmissionLedger.claimDue")(function* (submissionId, grant) {
+      const operation = "SubmissionLedger.claimDue"
+      return yield* atomically(operation, () =>
+        refuse(
+          Rules.nonFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis }),
+          () =>
+            Result.succeed(
+              Option.map(Timed.claimDueRule(store.rows.get(submissionId), grant), (next) => {
+                put(store, next)
+                return Rules.claimOf(next, next.ownership as Ownership)
+              }),
+            ),
+        ),
+      )
+    }),
+
+    wake: spanned("SubmissionLedger.wake")(function* (fence, dueAt, recorded) {
+      const operation = "SubmissionLedger.wake"
+      const entries = yield* storedEntries(operation, recorded?.entries ?? [])
+      return yield* atomically(operation, () =>
+        refuse(
+          Rules.nonFinite(operation, { dueAt, ...(recorded === undefined ? {} : { now: recorded.now }) }),
+          () =>
+            Result.map(Timed.wakeRule(fence, store.rows.get(fence.submissionId), dueAt), (change) => {
+              const row = apply(store, change)
+              if (recorded !== undefined && entries.length > 0)
+                appendNow(store, row.threadId, row.submissionId, entries, recorded.now)
+              return row
+            }),
+        ),
+      )
+    }),
+
+    deferHead: spanned("SubmissionLedger.deferHead")(function* (fence) {
+      return yield* fenced("SubmissionLedger.deferHead", fence, (row) =>
+        Timed.deferHeadRule(
+          fence,
+          row,
+          row !== undefined && headOf(store, row.threadId)?.submissionId === row.submissionId,
+        ),
+      )
     }),
 
     transition: spanned("SubmissionLedger.transition")(function* (fence, to, recorded) {

@@ -6,8 +6,10 @@ import { spanned } from "../spanned.ts"
 import { Effect, Option, Stream } from "effect"
 import type { ThreadId } from "../../Identifiers.ts"
 import type { LedgerReads } from "./parts.ts"
-import { headOf, type MemoryStore } from "./memoryStore.ts"
+import { type DueEntry, headOf, type MemoryStore } from "./memoryStore.ts"
+import type { SubmissionSnapshot } from "./model.ts"
 import * as Rules from "./rules.ts"
+import { dueOrder } from "./timedRules.ts"
 
 /** Builds the reads over a store. @internal */
 export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
@@ -83,6 +85,27 @@ export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
         laneRows(threadId)
           .filter((row) => row.queueSequence > options.after)
           .slice(0, options.limit),
+      )
+    }),
+
+    nextDue: Effect.fnUntraced(function* (now, options) {
+      return yield* Effect.sync(() => {
+        const { after } = options
+        const from = after === undefined ? 0 : store.due.findIndex((entry) => dueOrder(entry, after) > 0)
+        const rows: Array<SubmissionSnapshot> = []
+        for (let at = from < 0 ? store.due.length : from; at < store.due.length; at++) {
+          const entry = store.due[at] as DueEntry
+          if (entry.dueAt > now || rows.length >= options.limit) break
+          const row = store.rows.get(entry.submissionId)
+          if (row !== undefined) rows.push(row)
+        }
+        return rows
+      })
+    }),
+
+    earliestDue: Effect.fnUntraced(function* (limit) {
+      return yield* Effect.sync(() =>
+        store.due.slice(0, Math.max(0, limit)).flatMap((entry) => store.rows.get(entry.submissionId) ?? []),
       )
     }),
 

@@ -10,6 +10,7 @@ import type { OutboxMessage, ThreadMessageReply } from "../outbox/model.ts"
 import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import type { AppendFence } from "./model.ts"
 import * as Rules from "./rules.ts"
+import { dueOrder } from "./timedRules.ts"
 
 /** @internal */
 export interface Lane {
@@ -39,6 +40,46 @@ export interface MemoryStore {
    * positions are array offsets, and continue past them) but no read returns them.
    */
   readonly removed: Set<HistoryRecord>
+  /** The timed waits (`Rules.isTimed`) in due order, as the SQLite ledger's due index holds them. */
+  readonly due: Array<DueEntry>
+}
+
+/** An entry of the in-memory due index. @internal */
+export interface DueEntry {
+  readonly dueAt: number
+  readonly submissionId: SubmissionId
+}
+
+/** Where `entry` is, or goes, in the due index. */
+const duePosition = (due: ReadonlyArray<DueEntry>, entry: DueEntry): number => {
+  let low = 0
+  let high = due.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (dueOrder(due[middle] as DueEntry, entry) < 0) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+/** Keeps the due index in step with a row replaced by `next`. */
+const reindexDue = (
+  store: MemoryStore,
+  previous: SubmissionSnapshot | undefined,
+  next: SubmissionSnapshot,
+) => {
+  const entryOf = (row: SubmissionSnapshot | undefined): DueEntry | undefined =>
+    row === undefined || !Rules.isTimed(row) || row.dueAt === undefined
+      ? undefined
+      : { dueAt: row.dueAt, submissionId: row.submissionId }
+  const before = entryOf(previous)
+  const after = entryOf(next)
+  if (before?.dueAt === after?.dueAt && (before === undefined) === (after === undefined)) return
+  if (before !== undefined) {
+    const at = duePosition(store.due, before)
+    if (store.due[at]?.submissionId === before.submissionId) store.due.splice(at, 1)
+  }
+  if (after !== undefined) store.due.splice(duePosition(store.due, after), 0, after)
 }
 
 const stores = new WeakMap<object, MemoryStore>()
@@ -65,9 +106,10 @@ export const headOf = (store: MemoryStore, threadId: ThreadId): SubmissionSnapsh
   return id === undefined ? undefined : store.rows.get(id)
 }
 
-/** @internal */
+/** Stores a row, keeping the lanes and the due index in step. @internal */
 export const put = (store: MemoryStore, next: SubmissionSnapshot): void => {
   const before = store.rows.get(next.submissionId)
+  reindexDue(store, before, next)
   store.rows.set(next.submissionId, next)
   if (next.state === "settled" && before?.state !== "settled") {
     store.pruneAfter.set(next.submissionId, next.settlement?.settledAt ?? 0)
@@ -130,6 +172,7 @@ export const makeMemoryStore = (salt: string): MemoryStore => ({
   answers: new Map(),
   pruneAfter: new Map(),
   removed: new Set(),
+  due: [],
 })
 
 /** The records of `records` retention has not removed. @internal */

@@ -16,7 +16,9 @@ import { ParentLink } from "../outbox/parentLink.ts"
 
 /**
  * Lifecycle states of a Submission. `joining`: admitted as input of its lane's running head
- * (its host), not yet read by it; `joined`: read by the host, settles with it.
+ * (its host), not yet read by it; `joined`: read by the host, settles with it. `waiting`:
+ * parked until its due time (`dueAt`), which ends the wait by itself; `suspended`: parked in a
+ * wait only an outside actor ends.
  */
 export const SubmissionState = Schema.Literals([
   "admitted",
@@ -25,6 +27,7 @@ export const SubmissionState = Schema.Literals([
   "joined",
   "running",
   "suspended",
+  "waiting",
   "unknown",
   "terminalizing",
   "settled",
@@ -66,6 +69,47 @@ export class Ownership extends Schema.Class<Ownership>(
   incarnation: Schema.optionalKey(Schema.String),
 }) {}
 
+/**
+ * What a parked Submission waits for, recorded by the park that started the wait (its end is
+ * journaled). `step` is the call position of the waiting call; `since` when the wait began.
+ */
+export const WaitRecord = Schema.Union([
+  Schema.TaggedStruct("Sleep", {
+    step: Schema.Int,
+    name: Schema.String,
+    dueAt: Schema.Finite,
+    since: Schema.Finite,
+  }),
+  /** The backoff before attempt `attempt + 1` of a step whose attempt `attempt` failed. */
+  Schema.TaggedStruct("Retry", {
+    step: Schema.Int,
+    name: Schema.String,
+    attempt: Schema.Int,
+    /** The attempts the step's policy allows, when it counts them. */
+    attempts: Schema.optionalKey(Schema.Int),
+    dueAt: Schema.Finite,
+    since: Schema.Finite,
+  }),
+  Schema.TaggedStruct("Event", {
+    step: Schema.Int,
+    event: Schema.String,
+    dueAt: Schema.optionalKey(Schema.Finite),
+    since: Schema.Finite,
+  }),
+  Schema.TaggedStruct("Approval", { step: Schema.Int, dueAt: Schema.Finite, since: Schema.Finite }),
+  /** The wait before a failed reconcile of the uncertain step at `step` runs again. */
+  Schema.TaggedStruct("Reconcile", { step: Schema.Int, dueAt: Schema.Finite, since: Schema.Finite }),
+  /** A Submission admitted with `notBefore`. */
+  Schema.TaggedStruct("Delayed", { notBefore: Schema.Finite }),
+  Schema.TaggedStruct("Workflow", {
+    since: Schema.Finite,
+    clocks: Schema.Array(Schema.Struct({ name: Schema.String, dueAt: Schema.Finite })),
+    events: Schema.Array(Schema.String),
+    children: Schema.Array(Schema.Int),
+  }),
+])
+export type WaitRecord = typeof WaitRecord.Type
+
 /** A Submission row as the ledger stores it. */
 export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>(
   "@effect-agent/platform-cloudflare/SubmissionLedger/SubmissionSnapshot",
@@ -92,9 +136,16 @@ export class SubmissionSnapshot extends Schema.Class<SubmissionSnapshot>(
   parent: Schema.optionalKey(ParentLink),
   /** The host of a `joining` or `joined` Submission. */
   host: Schema.optionalKey(SubmissionId),
+  /**
+   * When a timed wait is due: set on a parked row (`waiting`, or `running` when claimed in place
+   * by `claimDue`), and on a queued row admitted with a later `notBefore`.
+   */
+  dueAt: Schema.optionalKey(Schema.Finite),
+  /** What the last park waited for (kept after the wait ended, until the next park). */
+  wait: Schema.optionalKey(WaitRecord),
 }) {}
 
-/** Ownership of one Attempt, granted by `claim`. */
+/** Ownership of one Attempt, granted by `claim` or `claimDue`. */
 export class Claim extends Schema.Class<Claim>("@effect-agent/platform-cloudflare/SubmissionLedger/Claim")({
   submissionId: SubmissionId,
   threadId: ThreadId,
@@ -104,6 +155,8 @@ export class Claim extends Schema.Class<Claim>("@effect-agent/platform-cloudflar
   leaseExpiresAt: Schema.Finite,
   inputPayload: Schema.String,
   incarnation: Schema.optionalKey(Schema.String),
+  /** Set when `claimDue` claimed the row in place: its due time then (the lane stays parked). */
+  dueAt: Schema.optionalKey(Schema.Finite),
 }) {}
 
 /**
@@ -120,6 +173,9 @@ export type Fence =
       readonly now: number
       readonly incarnation?: string
     }
+
+/** A recovery fence. */
+export type UnownedFence = Extract<Fence, { readonly _tag: "Unowned" }>
 
 /** What `claim` grants: a new Attempt's identity, its lease, and the incarnation claiming. */
 export interface ClaimGrant {
@@ -148,6 +204,25 @@ export type AppendFence =
       readonly state: SubmissionState
     }
 
+/** An input fence: the epoch and state a sender read. */
+export type InputFence = Extract<AppendFence, { readonly _tag: "Input" }>
+
+/**
+ * What a park checks for in its transaction: the settlement of the child started at `child`,
+ * or more than `seen` events named `event` (one arrived since the Attempt read its journal).
+ */
+export type ParkCheck = { readonly child: number } | { readonly event: string; readonly seen: number }
+
+/** The position of a due row in the due order, to read the rows after it. */
+export interface DueCursor {
+  readonly dueAt: number
+  readonly submissionId: SubmissionId
+}
+
+/** A Submission's place in a schedule: the schedule and the occurrence it was admitted for. */
+export const ScheduleOccurrence = Schema.Struct({ scheduleId: Schema.String, occurrence: Schema.Finite })
+export type ScheduleOccurrence = typeof ScheduleOccurrence.Type
+
 /** What a caller asks the ledger to admit. */
 export interface AdmissionRequest {
   readonly threadId: ThreadId
@@ -164,6 +239,13 @@ export interface AdmissionRequest {
    * is neither settling nor aborting, otherwise ordinary `ready` input.
    */
   readonly host?: SubmissionId
+  /**
+   * Admits a Submission that runs no earlier than this instant (epoch ms). Later than `now`,
+   * it keeps its place in the lane and its head waits (`waiting`, `wait` `Delayed`) until then.
+   */
+  readonly notBefore?: number
+  /** The schedule occurrence this Submission is, recorded in its acceptance. */
+  readonly schedule?: ScheduleOccurrence
 }
 
 /** What admission checks before it writes: everything it is asked but the time. */

@@ -24,6 +24,8 @@ export type LedgerReads = Pick<
   | "scanAll"
   | "lanePage"
   | "threadIds"
+  | "nextDue"
+  | "earliestDue"
 >
 
 /** What retention reads and removes. @internal */

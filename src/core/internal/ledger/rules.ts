@@ -10,7 +10,7 @@ import { Result, Schema } from "effect"
 import type { SubmissionId } from "../../Identifiers.ts"
 import { Claim, InvalidTransition, Ownership, Settlement, SubmissionSnapshot } from "./model.ts"
 import { canonicalJson } from "../digest.ts"
-import type { ClaimGrant, Fence, SubmissionState } from "./model.ts"
+import type { AdmissionRequest, ClaimGrant, Fence, SubmissionState, WaitRecord } from "./model.ts"
 import type { HistoryEntry } from "../history/model.ts"
 import { type FenceError, fenceEpoch, hasLiveLease, verifyFence } from "./fences.ts"
 
@@ -34,17 +34,23 @@ export type Change =
   | { readonly _tag: "Unchanged"; readonly snapshot: SubmissionSnapshot }
   | { readonly _tag: "Update"; readonly next: SubmissionSnapshot }
 
-const unchanged = (snapshot: SubmissionSnapshot): Change => ({ _tag: "Unchanged", snapshot })
+/** @internal */
+export const unchanged = (snapshot: SubmissionSnapshot): Change => ({ _tag: "Unchanged", snapshot })
 
-/** Builds the next row; `ownership: undefined` clears the ownership, `host: undefined` the host. */
-const update = (
+/**
+ * Builds the next row; `ownership: undefined` clears the ownership, `host: undefined` the host,
+ * `dueAt: undefined` the due time and `wait: undefined` the wait. @internal
+ */
+export const update = (
   row: SubmissionSnapshot,
-  patch: Partial<Omit<SubmissionSnapshot, "ownership" | "host">> & {
+  patch: Partial<Omit<SubmissionSnapshot, "ownership" | "host" | "dueAt" | "wait">> & {
     readonly ownership?: Ownership | undefined
     readonly host?: SubmissionId | undefined
+    readonly dueAt?: number | undefined
+    readonly wait?: WaitRecord | undefined
   },
 ): Change => {
-  const { ownership, settlement, readyAt, parent, host, ...rest } = { ...row, ...patch }
+  const { ownership, settlement, readyAt, parent, host, dueAt, wait, ...rest } = { ...row, ...patch }
   return {
     _tag: "Update",
     next: new SubmissionSnapshot({
@@ -54,11 +60,14 @@ const update = (
       ...(readyAt === undefined ? {} : { readyAt }),
       ...(parent === undefined ? {} : { parent }),
       ...(host === undefined ? {} : { host }),
+      ...(dueAt === undefined ? {} : { dueAt }),
+      ...(wait === undefined ? {} : { wait }),
     }),
   }
 }
 
-const invalid = (row: SubmissionSnapshot, to: SubmissionState, message?: string): InvalidTransition =>
+/** @internal */
+export const invalid = (row: SubmissionSnapshot, to: SubmissionState, message?: string): InvalidTransition =>
   new InvalidTransition({
     submissionId: row.submissionId,
     from: row.state,
@@ -76,9 +85,20 @@ export const markReadyRule = (
   return Result.fail(invalid(row, "ready"))
 }
 
-/** Whether a row waits in a stable external wait: only an outside actor can move it. @internal */
-export const isParked = (row: Pick<SubmissionSnapshot, "state">): boolean =>
-  row.state === "suspended" || row.state === "unknown"
+/**
+ * Whether a row parks its lane: a wait (`suspended`, `unknown`, `waiting`), or a row the due
+ * path claimed in place (`running` with a due time; a lane claim clears the due time). Only the
+ * lane's head is ever parked, and the lane's other rows wait behind it. @internal
+ */
+export const isParked = (row: Pick<SubmissionSnapshot, "state" | "dueAt">): boolean =>
+  row.state === "suspended" ||
+  row.state === "unknown" ||
+  row.state === "waiting" ||
+  (row.state === "running" && row.dueAt !== undefined)
+
+/** Whether a parked row is in the due order: it parks its lane and has a due time. @internal */
+export const isTimed = (row: Pick<SubmissionSnapshot, "state" | "dueAt">): boolean =>
+  row.dueAt !== undefined && isParked(row)
 
 /**
  * Whether recovery must look at a nonterminal row: an accepted abort (it owes its settlement),
@@ -102,14 +122,28 @@ export const isRecoveryCandidate = (row: Pick<SubmissionSnapshot, "state" | "abo
 export const settlesChild = (entry: HistoryEntry, step: number): boolean =>
   entry._tag === "ChildSettled" && entry.step === step
 
-/** Whether `claim` may take this lane head at `now` for the grant's incarnation. @internal */
-export const isClaimable = (row: SubmissionSnapshot, now: number, incarnation?: string): boolean =>
-  row.state === "ready" || (row.state === "running" && !hasLiveLease(row, now, incarnation))
+/** Whether `entry` records the arrival of an event named `event`. @internal */
+export const receivesEvent = (entry: HistoryEntry, event: string): boolean =>
+  entry._tag === "EventReceived" && entry.event === event
 
-/** The row after a Claim. @internal */
-export const claimRow = (row: SubmissionSnapshot, grant: ClaimGrant): SubmissionSnapshot =>
-  new SubmissionSnapshot({
-    ...row,
+/**
+ * Whether `claim` may take this lane head at `now` for the grant's incarnation: not parked,
+ * `ready` and due (a row admitted with a later `notBefore` is not), or `running` with a Claim
+ * that is not live. @internal
+ */
+export const isClaimable = (row: SubmissionSnapshot, now: number, incarnation?: string): boolean =>
+  !isParked(row) &&
+  ((row.state === "ready" && (row.dueAt === undefined || row.dueAt <= now)) ||
+    (row.state === "running" && !hasLiveLease(row, now, incarnation)))
+
+/**
+ * The row after a Claim. A lane claim clears the due time; the due path's claim in place
+ * keeps it (`dueAt`: the due time to keep). @internal
+ */
+export const claimRow = (row: SubmissionSnapshot, grant: ClaimGrant, dueAt?: number): SubmissionSnapshot => {
+  const { dueAt: _dueAt, ...rest } = row
+  return new SubmissionSnapshot({
+    ...rest,
     state: "running",
     producerEpoch: row.producerEpoch + 1,
     ownership: new Ownership({
@@ -118,7 +152,9 @@ export const claimRow = (row: SubmissionSnapshot, grant: ClaimGrant): Submission
       leaseExpiresAt: grant.now + grant.leaseDurationMillis,
       ...(grant.incarnation === undefined ? {} : { incarnation: grant.incarnation }),
     }),
+    ...(dueAt === undefined ? {} : { dueAt }),
   })
+}
 
 const withFence = <E = never>(
   fence: Fence,
@@ -152,16 +188,26 @@ export const claimOf = (row: SubmissionSnapshot, ownership: Ownership): Claim =>
     leaseExpiresAt: ownership.leaseExpiresAt,
     inputPayload: row.inputPayload,
     ...(ownership.incarnation === undefined ? {} : { incarnation: ownership.incarnation }),
+    ...(row.dueAt === undefined ? {} : { dueAt: row.dueAt }),
   })
 
-/** The owner ends its Attempt, leaving the row `ready`, `suspended` or `unknown`. @internal */
+/**
+ * The owner ends its Attempt, leaving the row `ready` (`waiting` at its due time when the due
+ * path claimed it in place, so its lane stays parked), or in a stable wait (`suspended`,
+ * `unknown`) recording `wait`, with no due time. @internal
+ */
 export const relinquishRule = (
   fence: Fence,
   row: SubmissionSnapshot | undefined,
   to: "ready" | "suspended" | "unknown",
+  wait?: WaitRecord,
 ) =>
   withFence(fence, row, (current) =>
-    Result.succeed<Change>(update(current, { state: to, ownership: undefined })),
+    Result.succeed<Change>(
+      to === "ready"
+        ? update(current, { state: current.dueAt === undefined ? "ready" : "waiting", ownership: undefined })
+        : update(current, { state: to, ownership: undefined, dueAt: undefined, wait }),
+    ),
   )
 
 /**
@@ -172,20 +218,26 @@ export const relinquishRule = (
 export const transitionRule = (fence: Fence, row: SubmissionSnapshot | undefined, to: "ready" | "unknown") =>
   withFence(fence, row, (current): Result.Result<Change, InvalidTransition> => {
     if (current.state === to) return Result.succeed(unchanged(current))
+    // Leaving a wait or an Attempt drops the due time: a ready row is claimed by its lane.
     if (current.state === "running") {
       return Result.succeed(
-        update(current, { state: to, ownership: undefined, producerEpoch: current.producerEpoch + 1 }),
+        update(current, {
+          state: to,
+          ownership: undefined,
+          producerEpoch: current.producerEpoch + 1,
+          dueAt: undefined,
+        }),
       )
     }
     if (to === "ready") {
-      if (current.state === "suspended" || current.state === "unknown") {
-        return Result.succeed(update(current, { state: "ready" }))
+      if (current.state === "suspended" || current.state === "unknown" || current.state === "waiting") {
+        return Result.succeed(update(current, { state: "ready", dueAt: undefined }))
       }
       if (current.state === "admitted" && fence._tag === "Unowned") {
         return Result.succeed(update(current, { state: "ready", readyAt: fence.now }))
       }
     } else if (current.state === "ready") {
-      return Result.succeed(update(current, { state: "unknown" }))
+      return Result.succeed(update(current, { state: "unknown", dueAt: undefined }))
     }
     return Result.fail(invalid(current, to))
   })
@@ -318,10 +370,14 @@ export const settledEntry = (settlement: Settlement): HistoryEntry => ({
   ...(settlement.host === undefined ? {} : { host: settlement.host }),
 })
 
-/** The canonical record of an admission, naming a child's parent and a join's host. @internal */
+/**
+ * The canonical record of an admission, naming a child's parent, a join's host, a delayed
+ * Submission's `notBefore` and a schedule's occurrence. @internal
+ */
 export const acceptedEntry = (
   row: Pick<SubmissionSnapshot, "agentId" | "agentDigest" | "parent" | "host">,
   input: Schema.Json,
+  admitted: Pick<AdmissionRequest, "notBefore" | "schedule" | "now"> = { now: 0 },
 ): HistoryEntry => ({
   _tag: "SubmissionAccepted",
   agentId: row.agentId,
@@ -329,6 +385,10 @@ export const acceptedEntry = (
   input,
   ...(row.parent === undefined ? {} : { parent: row.parent }),
   ...(row.host === undefined ? {} : { host: row.host }),
+  ...(admitted.notBefore === undefined || admitted.notBefore <= admitted.now
+    ? {}
+    : { notBefore: admitted.notBefore }),
+  ...(admitted.schedule === undefined ? {} : { schedule: admitted.schedule }),
 })
 
 /** Whether a join's host is still a lane head that takes joins: live, not settling, not aborting. @internal */
@@ -338,4 +398,5 @@ export const takesJoins = (host: SubmissionSnapshot | undefined): boolean =>
   (host.state === "ready" ||
     host.state === "running" ||
     host.state === "suspended" ||
+    host.state === "waiting" ||
     host.state === "unknown")

@@ -15,11 +15,13 @@ import { Effect, Option, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { admittedRow } from "./admission.ts"
-import { InvalidTransition, LedgerError, SubmissionLedgerLimits } from "./model.ts"
-import type { SubmissionNotFound } from "./model.ts"
+import { admittedRow, delayedJoin } from "./admission.ts"
+import { InvalidTransition, LedgerError, SubmissionLedgerLimits, WaitRecord } from "./model.ts"
+import type { ParkCheck, SubmissionNotFound } from "./model.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
 import { ParentLink } from "../outbox/parentLink.ts"
 import * as Rules from "./rules.ts"
+import * as Timed from "./timedRules.ts"
 import { runMigrations } from "../migrations.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
@@ -31,6 +33,9 @@ import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
 
 const encodeParentJson = Schema.encodeEffect(Schema.fromJsonString(ParentLink))
+const encodeWaitJson = Schema.encodeEffect(Schema.fromJsonString(WaitRecord))
+const encodeWait = (operation: string, wait: WaitRecord) =>
+  encodeWaitJson(wait).pipe(Effect.mapError(storageError(operation)))
 
 /** Builds the SQLite ledger and runs its migrations. @internal */
 export const makeSqlLedger = Effect.gen(function* () {
@@ -56,6 +61,11 @@ export const makeSqlLedger = Effect.gen(function* () {
     settled: numberOr(yield* meta(META_KEYS.settledBefore), 0),
   }
   const legacyKeys = (yield* query("SubmissionLedger.open", statements.hasLegacyKeys, [])).length > 0
+  // Read once: while no timed wait is stored, the due reads run no statement. Every write that
+  // can store one clears it; `earliestDue` sets it again when it finds none.
+  const timers = {
+    none: (yield* query("SubmissionLedger.open", statements.anyDue, [])).length === 0,
+  }
 
   const { guardedChange, guarded, fencedWrite, settlementWrite, record } = makeSqlWrites(sql, queries)
 
@@ -71,6 +81,18 @@ export const makeSqlLedger = Effect.gen(function* () {
         ),
       )
 
+  /** Whether what a park awaits is already recorded; in the caller's transaction. */
+  const arrived = (operation: string, submissionId: SubmissionId, awaiting: ParkCheck) =>
+    "child" in awaiting
+      ? Effect.map(
+          query(operation, statements.childSettled, [submissionId, awaiting.child]),
+          (found) => found.length > 0,
+        )
+      : Effect.map(
+          query(operation, statements.eventsReceived, [submissionId, awaiting.event]),
+          (found) => Number(found[0]?.found ?? 0) > awaiting.seen,
+        )
+
   const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys })
   const { admissionVerdict } = admission
 
@@ -78,6 +100,8 @@ export const makeSqlLedger = Effect.gen(function* () {
     admit: spanned("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
       yield* requireFinite(operation, { now: request.now })
+      const delayed = delayedJoin(operation, request)
+      if (delayed !== undefined) return yield* delayed
       const lane = laneKey(request.threadId)
       const input = yield* Effect.try({
         try: () => JSON.parse(request.inputPayload) as Schema.Json,
@@ -102,6 +126,7 @@ export const makeSqlLedger = Effect.gen(function* () {
               admittedRow(request, {
                 submissionId: verdict.submissionId,
                 queueSequence: verdict.queueSequence,
+                laneEmpty: verdict.laneEmpty,
                 ...(host === undefined ? {} : { host }),
               }),
             catch: (cause) =>
@@ -115,10 +140,11 @@ export const makeSqlLedger = Effect.gen(function* () {
           const [accepted] = yield* record(
             operation,
             snapshot,
-            [Rules.acceptedEntry(snapshot, input)],
+            [Rules.acceptedEntry(snapshot, input, request)],
             request.now,
             1,
           )
+          if (snapshot.dueAt !== undefined) timers.none = false
           // The new row is known from what was inserted: reading it back would bill a row.
           yield* query(operation, statements.insert, [
             snapshot.submissionId,
@@ -132,11 +158,14 @@ export const makeSqlLedger = Effect.gen(function* () {
             snapshot.inputDigest,
             snapshot.receiptId,
             snapshot.state,
+            Rules.isParked(snapshot) ? "parked" : "open",
             snapshot.createdAt,
-            request.now,
+            snapshot.readyAt ?? request.now,
             accepted?.sequence ?? null,
             parentJson,
             host ?? null,
+            snapshot.dueAt ?? null,
+            snapshot.wait === undefined ? null : yield* encodeWait(operation, snapshot.wait),
           ])
           return { _tag: "Admitted" as const, snapshot }
         }),
@@ -170,6 +199,7 @@ export const makeSqlLedger = Effect.gen(function* () {
         grant.now,
         incarnation,
         incarnation,
+        grant.now,
       ])
       return Option.isNone(claimed) ? Option.none() : Option.some(yield* claimFrom(operation)(claimed.value))
     }),
@@ -198,26 +228,138 @@ export const makeSqlLedger = Effect.gen(function* () {
       )
     }),
 
-    park: spanned("SubmissionLedger.park")(function* (claim, state, awaiting) {
+    park: spanned("SubmissionLedger.park")(function* (claim, state, awaiting, wait) {
       const operation = "SubmissionLedger.park"
       const fence = ownerFence(claim)
+      const waitJson = wait === undefined ? null : yield* encodeWait(operation, wait)
+      // A row claimed in place has its lane parked already: leave the lane's entry as it is.
+      const parkStatement = claim.dueAt === undefined ? statements.park : statements.parkInPlace
       const end = (to: "ready" | "suspended" | "unknown") =>
         guarded(
           operation,
           claim.submissionId,
           to === "ready"
             ? fencedWrite(operation, statements.release, [], fence)
-            : fencedWrite(operation, statements.park, [to], fence),
-          (current) => Rules.relinquishRule(fence, current, to),
+            : fencedWrite(operation, parkStatement, [to, waitJson], fence),
+          (current) => Rules.relinquishRule(fence, current, to, wait),
         ).pipe(Effect.as(to))
       if (awaiting === undefined) return yield* end(state)
       // The check and the park commit together: a settlement recorded before them resumes the
       // row instead, and one recorded after them finds the row parked (see `transition`).
       return yield* transaction(
         operation,
-        Effect.flatMap(
-          query(operation, statements.childSettled, [claim.submissionId, awaiting.child]),
-          (found) => end(found.length > 0 ? "ready" : state),
+        Effect.flatMap(arrived(operation, claim.submissionId, awaiting), (found) =>
+          end(found ? "ready" : state),
+        ),
+      )
+    }),
+
+    parkTimed: spanned("SubmissionLedger.parkTimed")(function* (fence, park) {
+      const operation = "SubmissionLedger.parkTimed"
+      yield* requireFinite(operation, { ...Rules.fenceInstants(fence), dueAt: park.dueAt, now: park.now })
+      const waitJson = yield* encodeWait(operation, park.wait)
+      const submissionId = Rules.fenceSubmissionId(fence)
+      const step = fence._tag === "Unowned" ? 1 : 0
+      const write = (dueAt: number) => {
+        const parked = fencedWrite(operation, statements.parkTimedParked, [dueAt, waitJson, step], fence)
+        const open = fencedWrite(operation, statements.parkTimedOpen, [dueAt, waitJson, step], fence)
+        // An owner knows which lane status its Claim left; a recovery fence tries both.
+        return fence._tag === "Owner"
+          ? fence.claim.dueAt === undefined
+            ? open
+            : parked
+          : Effect.flatMap(parked, (row) => (Option.isSome(row) ? Effect.succeed(row) : open))
+      }
+      timers.none = false
+      return yield* transaction(
+        operation,
+        Effect.gen(function* () {
+          const found =
+            park.awaiting !== undefined && (yield* arrived(operation, submissionId, park.awaiting))
+          const dueAt = found ? park.now : park.dueAt
+          const row = yield* guarded(operation, submissionId, write(dueAt), (current) =>
+            Timed.parkTimedRule(fence, current, dueAt, park.wait),
+          )
+          if (park.entries !== undefined && park.entries.length > 0)
+            yield* record(operation, row, park.entries, park.now, 0)
+          return row
+        }),
+      )
+    }),
+
+    claimDue: spanned("SubmissionLedger.claimDue")(function* (submissionId, grant) {
+      const operation = "SubmissionLedger.claimDue"
+      yield* requireFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis })
+      const incarnation = grant.incarnation ?? null
+      const owner = [
+        grant.attemptId,
+        grant.ownershipToken,
+        grant.now + grant.leaseDurationMillis,
+        incarnation,
+      ]
+      const due = yield* first(operation, statements.claimDue, [...owner, submissionId, grant.now])
+      const claimed = Option.isSome(due)
+        ? due
+        : yield* first(operation, statements.takeOverDue, [
+            ...owner,
+            grant.now,
+            submissionId,
+            grant.now,
+            incarnation,
+            incarnation,
+          ])
+      return Option.isNone(claimed) ? Option.none() : Option.some(yield* claimFrom(operation)(claimed.value))
+    }),
+
+    wake: spanned("SubmissionLedger.wake")(function* (fence, dueAt, recorded) {
+      const operation = "SubmissionLedger.wake"
+      yield* requireFinite(operation, { dueAt, ...(recorded === undefined ? {} : { now: recorded.now }) })
+      timers.none = false
+      const write = first(operation, statements.wake, [
+        dueAt,
+        fence.submissionId,
+        fence.producerEpoch,
+        fence.state,
+      ])
+      const change = guardedChange(operation, fence.submissionId, write, (current) =>
+        Timed.wakeRule(fence, current, dueAt),
+      )
+      if (recorded === undefined || recorded.entries.length === 0) return (yield* change).row
+      return yield* transaction(
+        operation,
+        Effect.gen(function* () {
+          const { row } = yield* change
+          yield* record(operation, row, recorded.entries, recorded.now, 0)
+          return row
+        }),
+      )
+    }),
+
+    deferHead: spanned("SubmissionLedger.deferHead")(function* (fence) {
+      const operation = "SubmissionLedger.deferHead"
+      yield* requireFinite(operation, Rules.fenceInstants(fence))
+      timers.none = false
+      return yield* transaction(
+        operation,
+        guarded(
+          operation,
+          fence.submissionId,
+          fencedWrite(operation, statements.deferHead, [], fence, [fence.now]),
+          (current) => {
+            const verdict = Timed.deferHeadRule(fence, current, true)
+            // The head check is the statement's: a row that passes every other rule has an open
+            // row before it.
+            return Result.isSuccess(verdict) && verdict.success._tag === "Update"
+              ? Result.fail(
+                  new InvalidTransition({
+                    submissionId: fence.submissionId,
+                    from: "ready",
+                    to: "waiting",
+                    message: `${fence.submissionId} is not a queued lane head`,
+                  }),
+                )
+              : verdict
+          },
         ),
       )
     }),
@@ -350,7 +492,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     }),
 
     ...admission.reads,
-    ...makeSqlReads(queries, countedBefore),
+    ...makeSqlReads(queries, countedBefore, timers),
     ...makeSqlRetention(queries, { legacyKeys, transaction }),
     ...makeSqlPages(queries),
   }

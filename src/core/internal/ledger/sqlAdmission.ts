@@ -102,6 +102,7 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
         _tag: "New" as const,
         submissionId,
         queueSequence: Math.max(lastLive, numberOr(counters?.lane_tail, 0)) + 1,
+        laneEmpty: heads.length === 0,
       }
     })
 

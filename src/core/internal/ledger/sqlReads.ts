@@ -22,6 +22,8 @@ const SCAN_PAGE_SIZE = 128
 export const makeSqlReads = (
   { query, first }: SqlQueries,
   countedBefore: { readonly admitted: number; readonly settled: number },
+  /** `none`: this ledger knows no timed wait is stored (see `makeSqlLedger`). */
+  timers: { none: boolean },
 ): LedgerReads => {
   const pages = (
     operation: string,
@@ -152,6 +154,27 @@ export const makeSqlReads = (
     lanePage: spanned("SubmissionLedger.lanePage")(function* (threadId, options) {
       const operation = "SubmissionLedger.lanePage"
       const rows = yield* query(operation, statements.lanePage, [threadId, options.after, options.limit])
+      return yield* Effect.forEach(rows, decodeRow(operation))
+    }),
+
+    nextDue: Effect.fnUntraced(function* (now, options) {
+      const operation = "SubmissionLedger.nextDue"
+      if (timers.none) return []
+      const after = options.after
+      const rows = yield* query(operation, statements.nextDue, [
+        now,
+        after?.dueAt ?? -Number.MAX_VALUE,
+        after?.submissionId ?? "",
+        options.limit,
+      ])
+      return yield* Effect.forEach(rows, decodeRow(operation))
+    }),
+
+    earliestDue: Effect.fnUntraced(function* (limit) {
+      const operation = "SubmissionLedger.earliestDue"
+      if (timers.none) return []
+      const rows = yield* query(operation, statements.earliestDue, [limit])
+      if (rows.length === 0 && limit > 0) timers.none = true
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),
 

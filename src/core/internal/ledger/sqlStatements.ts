@@ -69,8 +69,8 @@ export const statements = {
       + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch,
-      abort_requested, created_at, ready_at, history_from, parent_link, host_submission_id)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', 0, 0, ?, ?, ?, ?, ?)`,
+      abort_requested, created_at, ready_at, history_from, parent_link, host_submission_id, due_at, wait)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?)`,
   markJoined: `UPDATE ${t} SET state = 'joined' WHERE submission_id = ? AND state = 'joining' RETURNING *`,
   // Parameters: now, submission id.
   revertJoining: `UPDATE ${t} SET state = 'ready', host_submission_id = NULL, ready_at = coalesce(ready_at, ?)
@@ -85,6 +85,12 @@ export const statements = {
       json_each(r.entries) AS e
     WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'ChildSettled'
       AND json_extract(e.value, '$.step') = ? LIMIT 1`,
+  // How many events of a name are among a Submission's records. Parameters: submission id, event.
+  eventsReceived: `SELECT count(*) AS found FROM ${t} AS l
+    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= l.history_from AND r.submission_id = l.submission_id,
+      json_each(r.entries) AS e
+    WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'EventReceived'
+      AND json_extract(e.value, '$.event') = ?`,
   markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
   // The open head and the parked row of a lane; the lane's head is the earlier. Parameters: lane key ×2.
   head: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)
@@ -92,26 +98,72 @@ export const statements = {
   // Parameters: lane key ×2.
   count: `SELECT (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'open')
       + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
-  // The open head of a lane unless a wait parks the lane. Parameters: attempt id, token, lease
-  // expiry, incarnation, lane key ×2, now, incarnation ×2.
+  // The open head of a lane unless a wait parks the lane, once due (a delayed head is not). A
+  // lane claim clears the due time: a running row with one was claimed in place by the due path.
+  // Parameters: attempt id, token, lease expiry, incarnation, lane key ×2, now, incarnation ×2,
+  // now.
   claim: `UPDATE ${t} SET state = 'running', producer_epoch = producer_epoch + 1,
-      attempt_id = ?, ownership_token = ?, lease_expires_at = ?, owner_incarnation = ?
+      attempt_id = ?, ownership_token = ?, lease_expires_at = ?, owner_incarnation = ?, due_at = NULL
     WHERE submission_id = (
       SELECT submission_id FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)
     AND NOT EXISTS (SELECT 1 FROM ${t} AS parked WHERE parked.lane_key = ? AND parked.lane_status = 'parked')
     AND (state = 'ready' OR (state = 'running' AND ${NO_LIVE_LEASE}))
+    AND (due_at IS NULL OR due_at <= ?)
     RETURNING *`,
   renew: fenced("lease_expires_at = ?", ""),
-  release: fenced(`state = 'ready', ${CLEAR_OWNERSHIP}`, ""),
-  park: fenced(`state = ?, lane_status = 'parked', ${CLEAR_OWNERSHIP}`, ""),
+  // A row claimed in place goes back to waiting, due, so its lane stays parked.
+  release: fenced(`state = CASE WHEN due_at IS NULL THEN 'ready' ELSE 'waiting' END, ${CLEAR_OWNERSHIP}`, ""),
+  // A stable wait. Parameters: state, wait, then the fence.
+  park: fenced(`state = ?, lane_status = 'parked', due_at = NULL, wait = ?, ${CLEAR_OWNERSHIP}`, ""),
+  // The same, from a row claimed in place, whose lane is parked already.
+  parkInPlace: fenced(`state = ?, due_at = NULL, wait = ?, ${CLEAR_OWNERSHIP}`, ""),
+  // A timed wait from a lane-claimed row. Parameters: due at, wait, epoch step, then the fence.
+  parkTimedOpen: fenced(
+    `state = 'waiting', lane_status = 'parked', due_at = ?, wait = ?, producer_epoch = producer_epoch + ?,
+      ${CLEAR_OWNERSHIP}`,
+    " AND lane_status = 'open' AND state = 'running'",
+  ),
+  // A timed wait of a row whose lane is parked already (claimed in place, unknown, waiting).
+  // Parameters: due at, wait, epoch step of a running row, then the fence.
+  parkTimedParked: fenced(
+    `state = 'waiting', due_at = ?, wait = ?,
+      producer_epoch = producer_epoch + CASE WHEN state = 'running' THEN ? ELSE 0 END, ${CLEAR_OWNERSHIP}`,
+    " AND lane_status = 'parked' AND state IN ('running', 'unknown', 'waiting')",
+  ),
+  // A due row claimed in place. Parameters: attempt id, token, lease expiry, incarnation,
+  // submission id, now.
+  claimDue: `UPDATE ${t} SET state = 'running', producer_epoch = producer_epoch + 1,
+      attempt_id = ?, ownership_token = ?, lease_expires_at = ?, owner_incarnation = ?
+    WHERE submission_id = ? AND lane_status = 'parked' AND state = 'waiting' AND due_at <= ?
+    RETURNING *`,
+  // A due row whose Claim is not live, taken over; it goes behind the rows due before now.
+  // Parameters: attempt id, token, lease expiry, incarnation, now, submission id, now,
+  // incarnation ×2.
+  takeOverDue: `UPDATE ${t} SET producer_epoch = producer_epoch + 1,
+      attempt_id = ?, ownership_token = ?, lease_expires_at = ?, owner_incarnation = ?, due_at = ?
+    WHERE submission_id = ? AND lane_status = 'parked' AND state = 'running' AND due_at IS NOT NULL
+      AND ${NO_LIVE_LEASE}
+    RETURNING *`,
+  // Parameters: due at, submission id, epoch, state.
+  wake: `UPDATE ${t} SET state = 'waiting', due_at = ?
+    WHERE submission_id = ? AND producer_epoch = ? AND state = ? AND lane_status = 'parked'
+      AND state IN ('suspended', 'waiting')
+    RETURNING *`,
+  // An open head whose notBefore is later parks itself. Extra parameter: now.
+  deferHead: fenced(
+    "state = 'waiting', lane_status = 'parked'",
+    ` AND lane_status = 'open' AND state = 'ready' AND due_at > ?
+      AND NOT EXISTS (SELECT 1 FROM ${t} AS earlier WHERE earlier.lane_key = ${t}.lane_key
+        AND earlier.lane_status = 'open' AND earlier.queue_sequence < ${t}.queue_sequence)`,
+  ),
   toReady: fenced(
-    `state = 'ready', lane_status = 'open',
+    `state = 'ready', lane_status = 'open', due_at = NULL,
       producer_epoch = CASE WHEN state = 'running' THEN producer_epoch + 1 ELSE producer_epoch END,
       ready_at = CASE WHEN state = 'admitted' THEN ? ELSE ready_at END, ${CLEAR_OWNERSHIP}`,
-    " AND state IN ('running', 'suspended', 'unknown', 'admitted')",
+    " AND state IN ('running', 'suspended', 'waiting', 'unknown', 'admitted')",
   ),
   toUnknown: fenced(
-    `state = 'unknown', lane_status = 'parked',
+    `state = 'unknown', lane_status = 'parked', due_at = NULL,
       producer_epoch = CASE WHEN state = 'running' THEN producer_epoch + 1 ELSE producer_epoch END,
       ${CLEAR_OWNERSHIP}`,
     " AND state IN ('running', 'ready')",
@@ -133,6 +185,15 @@ export const statements = {
   finalize: `UPDATE ${t} SET state = 'settled', lane_status = 'closed',
       prune_after = json_extract(settlement, '$.settledAt')
     WHERE submission_id = ? AND state = 'terminalizing' RETURNING *`,
+  // Due rows in due order. Parameters: now, (after due at, after id), limit.
+  nextDue: `SELECT * FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL AND due_at <= ?
+      AND (due_at, submission_id) > (?, ?)
+    ORDER BY due_at, submission_id LIMIT ?`,
+  // The first timed waits, due or not. Parameter: limit.
+  earliestDue: `SELECT * FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL
+    ORDER BY due_at, submission_id LIMIT ?`,
+  // Whether any timed wait is stored.
+  anyDue: `SELECT 1 AS found FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL LIMIT 1`,
   // Keyset page of every live row, open and parked. Parameters: (last lane key, last queue
   // sequence, page size) ×2, page size.
   scanPage: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_status = 'open' AND (lane_key, queue_sequence) > (?, ?)
@@ -190,6 +251,7 @@ export const decodeRow = (operation: string) => (row: Row) =>
   Effect.gen(function* () {
     const settlement = yield* jsonColumn(operation, row, "settlement", "settlement")
     const parent = yield* jsonColumn(operation, row, "parent_link", "parent link")
+    const wait = yield* jsonColumn(operation, row, "wait", "wait")
     const owned = row.attempt_id !== null || row.ownership_token !== null || row.lease_expires_at !== null
     const encoded = {
       submissionId: row.submission_id,
@@ -221,6 +283,8 @@ export const decodeRow = (operation: string) => (row: Row) =>
       ...(nullable(row.ready_at) === undefined ? {} : { readyAt: row.ready_at }),
       ...(parent === undefined ? {} : { parent }),
       ...(nullable(row.host_submission_id) === undefined ? {} : { host: row.host_submission_id }),
+      ...(nullable(row.due_at) === undefined ? {} : { dueAt: row.due_at }),
+      ...(wait === undefined ? {} : { wait }),
     }
     return yield* decodeSnapshotUnknown(encoded).pipe(
       Effect.mapError(

@@ -9,13 +9,14 @@ import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
 import { ProgressHub } from "../../ProgressHub.ts"
 import { MessageOutbox, SelfAddress } from "../../MessageOutbox.ts"
-import { makeAttemptThreadHead, makeProcessThreadHead } from "./attempt/attemptRun.ts"
+import { makeAttemptDueHead, makeAttemptThreadHead, makeProcessThreadHead } from "./attempt/attemptRun.ts"
 import { makeInspect, makePreviewRecovery } from "./recovery/inspect.ts"
 import { makeRunRecovery } from "./recovery/recoveryExecute.ts"
 import { AdmissionCapacity } from "./admission/admissionCapacity.ts"
 import { makeRuntimeEnv } from "./shared/runtimeEnv.ts"
 import { makeReceive, makeRecordDelivery } from "./children/children.ts"
 import { makeResolutions } from "./settlement/resolve.ts"
+import { makePreviewEvent, makeReceiveEvent } from "./events/receiveEvent.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./admission/submit.ts"
 
 /** @internal */
@@ -41,7 +42,10 @@ export const makeRuntime = Effect.gen(function* () {
     ...makeResolutions(env),
     runRecovery: makeRunRecovery(env),
     attemptThreadHead,
+    attemptDueHead: makeAttemptDueHead(env),
     receive: makeReceive(env),
+    previewEvent: makePreviewEvent(env),
+    receiveEvent: makeReceiveEvent(env),
     recordDelivery: makeRecordDelivery(env),
     processThreadHead: makeProcessThreadHead(attemptThreadHead),
     inspect: makeInspect(env),

@@ -10,10 +10,10 @@ import {
   RECONCILE_DEFAULTS,
   type StepFunction,
   type StepOptions,
+  type StepRunOptions,
   type UncertainStepFunction,
 } from "../../../AgentContext.ts"
 import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
-import { ApprovalDecision } from "../shared/model.ts"
 import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
 import type { NewMessage } from "../../outbox/model.ts"
 import {
@@ -30,13 +30,17 @@ import {
 import {
   type Journal,
   type JournalPosition,
+  type OpenUncertain,
   reconciledHappened,
   reconciledNotHappened,
   reconcileRetryDelay,
   reconcileStatus,
 } from "../shared/journal.ts"
 import { makeChildCalls } from "../children/agentContextChildren.ts"
-import type { Kind } from "./contextCalls.ts"
+import type { ContextCalls, Kind, StepOutcome } from "./contextCalls.ts"
+import { makeWaitCalls } from "./agentContextWaits.ts"
+import { makeEventCalls } from "./agentContextEvents.ts"
+import type { WaitRecord } from "../../ledger/model.ts"
 
 /** The reconcile attempts an uncertain step's start records. */
 const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
@@ -55,13 +59,23 @@ const kindOf = (position: JournalPosition): Kind | undefined =>
             ? "child await"
             : position.inputJoined !== undefined
               ? "joined read"
-              : undefined
+              : position.timerFired !== undefined
+                ? "sleep"
+                : position.attemptsFailed !== undefined
+                  ? "step"
+                  : position.eventConsumed !== undefined || position.eventTimedOut !== undefined
+                    ? "event wait"
+                    : undefined
 
-/** Builds the context of an Attempt over the journal read when it started. @internal */
+/**
+ * Builds the context of an Attempt over the journal read when it started and the wait its row
+ * recorded. @internal
+ */
 export const makeAgentContext = (
   attempt: AttemptState,
   journal: Journal,
   agent: AnyAgentDefinition,
+  wait: WaitRecord | undefined,
 ): AgentContext => {
   const { submissionId, threadId, attemptId } = attempt.claim
   const { env } = attempt
@@ -100,7 +114,11 @@ export const makeAgentContext = (
         position.completed?.name ??
         position.failed?.name ??
         position.uncertainStarted?.name ??
-        position.childStarted?.agentId
+        position.childStarted?.agentId ??
+        position.timerFired?.name ??
+        position.attemptsFailed?.[0]?.name ??
+        position.eventConsumed?.event ??
+        position.eventTimedOut?.event
       // An uncertain step's result is a `StepCompleted`, so both kinds of step share it.
       const sameKind = found === kind || (kind === "uncertain step" && found === "step")
       if (found !== undefined && (!sameKind || (name !== undefined && recordedName !== name))) {
@@ -128,6 +146,48 @@ export const makeAgentContext = (
       ? decodeRecorded(codec, step, name, position.completed.result)
       : Effect.fail(new AgentFailure({ message: position.failed?.error ?? `step ${name} failed` }))
 
+  /** Runs one attempt of a call live and encodes its result; defects and interruptions die. */
+  const runOnce = <A>(
+    name: string,
+    effect: Effect.Effect<A, AgentFailure>,
+    codec: JsonCodec<A>,
+    options: { readonly interruptible: boolean; readonly timeoutMillis?: number | undefined },
+  ): Effect.Effect<StepOutcome<A>> =>
+    Effect.gen(function* () {
+      const { timeoutMillis } = options
+      const limited =
+        timeoutMillis === undefined
+          ? effect
+          : effect.pipe(
+              Effect.timeoutOrElse({
+                duration: timeoutMillis,
+                orElse: () =>
+                  Effect.fail(
+                    new AgentFailure({ message: `step "${name}" timed out after ${timeoutMillis} ms` }),
+                  ),
+              }),
+            )
+      const exit = yield* runWatched(attempt, limited, options.interruptible)
+      if (Exit.isSuccess(exit)) {
+        const encoded = yield* Effect.result(Schema.encodeEffect(codec)(exit.value))
+        const refusal =
+          encoded._tag === "Success"
+            ? oversized(attempt, `the result of step "${name}"`, encoded.success)
+            : `the result of step "${name}" does not encode: ${encoded.failure.message}`
+        if (encoded._tag === "Success" && refusal === undefined)
+          return { _tag: "Succeeded", value: exit.value, result: encoded.success } as const
+        // A result that cannot be stored is the step's failure: journaled, so replay agrees.
+        return {
+          _tag: "Failed",
+          failure: AgentFailure.nonRetryable(refusal ?? `the result of step "${name}" cannot be stored`),
+        } as const
+      }
+      const failure = Cause.findErrorOption(exit.cause)
+      // Defects and interruptions are not outcomes of the step: they are not journaled.
+      if (failure._tag === "None") return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+      return { _tag: "Failed", failure: failure.value } as const
+    })
+
   /** Runs a call live and journals its result or its failure. */
   const runLive = <A>(
     step: number,
@@ -137,48 +197,49 @@ export const makeAgentContext = (
     interruptible: boolean,
   ): Effect.Effect<A, AgentFailure> =>
     Effect.gen(function* () {
-      const exit = yield* runWatched(attempt, effect, interruptible)
-      let outcome: Exit.Exit<A, AgentFailure> = exit
-      let entry: HistoryEntry
-      if (Exit.isSuccess(exit)) {
-        const encoded = yield* Effect.result(Schema.encodeEffect(codec)(exit.value))
-        const refusal =
-          encoded._tag === "Success"
-            ? oversized(attempt, `the result of step "${name}"`, encoded.success)
-            : `the result of step "${name}" does not encode: ${encoded.failure.message}`
-        if (encoded._tag === "Success" && refusal === undefined) {
-          entry = { _tag: "StepCompleted", step, name, result: encoded.success }
-        } else {
-          // A result that cannot be stored is the step's failure: journaled, so replay agrees.
-          const message = refusal ?? `the result of step "${name}" cannot be stored`
-          outcome = Exit.fail(new AgentFailure({ message }))
-          entry = { _tag: "StepFailed", step, name, error: message }
-        }
-      } else {
-        const failure = Cause.findErrorOption(exit.cause)
-        // Defects and interruptions are not outcomes of the step: they are not journaled.
-        if (failure._tag === "None") return yield* Effect.failCause(exit.cause)
-        entry = { _tag: "StepFailed", step, name, error: failure.value.message }
-      }
-      yield* append(entry)
+      const outcome = yield* runOnce(name, effect, codec, { interruptible })
+      yield* append(
+        outcome._tag === "Succeeded"
+          ? { _tag: "StepCompleted", step, name, result: outcome.result }
+          : { _tag: "StepFailed", step, name, error: outcome.failure.message },
+      )
       attempt.liveSteps++
       // A plain step is at-least-once: a crash here replays it; an uncertain one has no such point.
       if (interruptible) yield* hit("step:after-step-append")
-      return yield* outcome
+      return outcome._tag === "Succeeded" ? outcome.value : yield* Effect.fail(outcome.failure)
     })
+
+  const calls: ContextCalls = {
+    attempt,
+    journal,
+    agent,
+    next: () => cursor++,
+    recorded,
+    append,
+    hit,
+    wait,
+    runOnce,
+  }
+
+  const waits = makeWaitCalls(calls)
+  const events = makeEventCalls(calls)
 
   const step = <A>(
     name: string,
     effect: Effect.Effect<A, AgentFailure>,
-    options?: StepOptions<A>,
+    options?: Partial<StepOptions<A>> & StepRunOptions,
   ): Effect.Effect<A, AgentFailure> =>
     Effect.gen(function* () {
       const position = cursor++
       const codec = options?.result ?? (Schema.Json as unknown as JsonCodec<A>)
       const found = yield* recorded(position, "step", name)
-      if (found !== undefined) return yield* replayResult(found, codec, position, name)
-      yield* boundary(attempt)
-      return yield* runLive(position, name, effect, codec, true)
+      if (found?.completed !== undefined || found?.failed !== undefined)
+        return yield* replayResult(found, codec, position, name)
+      if (options?.retry === undefined && options?.timeoutMillis === undefined) {
+        yield* boundary(attempt)
+        return yield* runLive(position, name, effect, codec, true)
+      }
+      return yield* waits.retriedStep(position, name, effect, codec, options, found)
     })
 
   /** Starts a run of an uncertain step: its start is journaled before the effect runs. */
@@ -275,7 +336,15 @@ export const makeAgentContext = (
       yield* hit("reconcile:after-answer-append")
       if (answer._tag === "Happened") return value as A
       if (answer._tag === "NotHappened") return yield* startUncertain(step, name, effect, codec, options)
-      return yield* halt(attempt, { _tag: "Unknown" })
+      const started = position.uncertainStarted
+      return yield* unresolved(step, {
+        step,
+        name,
+        recorded: true,
+        reconcileAttempts: started?.reconcileAttempts ?? 0,
+        reconciles: number,
+        lastAnswer: answer,
+      })
     })
 
   const uncertainStep = <A>(
@@ -319,32 +388,35 @@ export const makeAgentContext = (
         )
         if (status._tag === "Due")
           return yield* runReconcile(position, name, found, effect, codec, { ...options, reconcile })
+        return yield* unresolved(position, {
+          step: position,
+          name,
+          recorded: true,
+          reconcileAttempts: started.reconcileAttempts ?? 0,
+          reconciles: found.reconcileAttempts ?? 0,
+          ...(found.reconciled === undefined ? {} : { lastAnswer: found.reconciled.answer }),
+        })
       }
       return yield* halt(attempt, { _tag: "Unknown" })
     })
 
-  const requestApproval = (payload: Schema.Json): Effect.Effect<ApprovalDecision> =>
+  /**
+   * An Unknown Outcome nothing settled: while a failed reconcile waits for its next try the
+   * Submission waits for that time (an alarm runs it); otherwise a person decides.
+   */
+  const unresolved = (step: number, open: OpenUncertain) =>
     Effect.gen(function* () {
-      const position = cursor++
-      const found = yield* recorded(position, "approval request", undefined)
-      if (found !== undefined) {
-        const decision = found.approvalResolved
-        if (decision === undefined) return yield* halt(attempt, { _tag: "Suspend" })
-        if (!decision.approved) {
-          return yield* halt(attempt, {
-            _tag: "Denied",
-            ...(decision.note === undefined ? {} : { note: decision.note }),
-          })
-        }
-        return new ApprovalDecision({
-          approved: true,
-          ...(decision.note === undefined ? {} : { note: decision.note }),
-        })
-      }
-      yield* boundary(attempt)
-      yield* append({ _tag: "ApprovalRequested", step: position, payload })
-      yield* hit("approval:after-request-append")
-      return yield* halt(attempt, { _tag: "Suspend" })
+      const now = yield* Clock.currentTimeMillis
+      const status = reconcileStatus(open, now)
+      if (status._tag !== "Backoff") return yield* halt(attempt, { _tag: "Unknown" })
+      return yield* halt(attempt, {
+        _tag: "Wait",
+        park: {
+          wait: { _tag: "Reconcile", step, dueAt: status.notBefore, since: now },
+          dueAt: status.notBefore,
+          entries: [],
+        },
+      })
     })
 
   return {
@@ -353,7 +425,10 @@ export const makeAgentContext = (
     attemptId,
     step: step as StepFunction,
     uncertainStep: uncertainStep as UncertainStepFunction,
-    requestApproval,
-    ...makeChildCalls({ attempt, journal, agent, next: () => cursor++, recorded, append, hit }),
+    requestApproval: events.requestApproval as AgentContext["requestApproval"],
+    waitForEvent: events.waitForEvent as AgentContext["waitForEvent"],
+    sleep: waits.sleep,
+    sleepUntil: waits.sleepUntil,
+    ...makeChildCalls(calls),
   }
 }

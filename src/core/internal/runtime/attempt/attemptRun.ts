@@ -7,16 +7,26 @@
 import { spanned } from "../../spanned.ts"
 import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
 import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
-import { AttemptId, OwnershipToken, type ThreadId } from "../../../Identifiers.ts"
+import { AttemptId, OwnershipToken, type SubmissionId, type ThreadId } from "../../../Identifiers.ts"
+import type { RuntimeFailpointLocation } from "../../../RuntimeFailpoint.ts"
 import type { HeadAttempt, SettlementConflict } from "../shared/model.ts"
 import {
+  type Claim,
+  type ClaimGrant,
   InvalidTransition,
   LedgerError,
   type Settlement,
   SubmissionNotFound,
   type SubmissionSnapshot,
 } from "../../ledger/model.ts"
-import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged } from "./attemptState.ts"
+import {
+  type AttemptState,
+  type AttemptStop,
+  owedAtPark,
+  oversized,
+  ownerFence,
+  takeStaged,
+} from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
@@ -77,18 +87,49 @@ const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop
         yield* entitled(ledger.release(attempt.claim))
         attempt.ended = true
         return { _tag: "Yielded", journaled: attempt.recorded } satisfies HeadAttempt
+      case "Wait": {
+        const now = yield* Clock.currentTimeMillis
+        const { park } = stop
+        const entries = [...owedAtPark(attempt), ...park.entries]
+        const parked = yield* entitled(
+          ledger.parkTimed(ownerFence(attempt), {
+            wait: park.wait,
+            dueAt: park.dueAt,
+            now,
+            ...(entries.length === 0 ? {} : { entries }),
+            ...(park.awaiting === undefined ? {} : { awaiting: park.awaiting }),
+          }),
+        )
+        attempt.ended = true
+        if (park.after !== undefined) yield* attempt.env.hit(park.after)
+        // What it waits for arrived before the park: the row is due at once.
+        if (parked.dueAt !== undefined && parked.dueAt <= now) yield* wake.notify(attempt.claim.threadId)
+        return { _tag: "Parked", wait: "waiting" } satisfies HeadAttempt
+      }
       case "Suspend":
       case "Unknown": {
         const wait = stop._tag === "Suspend" ? "suspended" : "unknown"
+        const owed = owedAtPark(attempt)
+        if (owed.length > 0) {
+          yield* entitled(
+            attempt.env.history.appendAll(
+              attempt.claim.submissionId,
+              owed,
+              ownerFence(attempt),
+              yield* Clock.currentTimeMillis,
+            ),
+          )
+        }
         const left = yield* entitled(
           ledger.park(
             attempt.claim,
             wait,
-            stop._tag === "Suspend" && stop.child !== undefined ? { child: stop.child } : undefined,
+            stop._tag === "Suspend" ? stop.awaiting : undefined,
+            stop._tag === "Suspend" ? stop.wait : undefined,
           ),
         )
         attempt.ended = true
-        // The awaited child settled before the park: the row is ready to run on, its wait journaled.
+        // What it waits for arrived before the park: the row is ready to run on, its wait journaled.
         if (left === "ready") {
           yield* wake.notify(attempt.claim.threadId)
           return { _tag: "Yielded", journaled: true } satisfies HeadAttempt
@@ -127,7 +168,9 @@ const runProgram = (
         error: `the stored input does not decode: ${decoded.failure}`,
       })
     }
-    const exit = yield* Effect.exit(agent.program(decoded.success, makeAgentContext(attempt, journal, agent)))
+    const exit = yield* Effect.exit(
+      agent.program(decoded.success, makeAgentContext(attempt, journal, agent, row.wait)),
+    )
     if (attempt.stop !== undefined) return yield* endStopped(attempt, row, journal, attempt.stop)
     if (Exit.isSuccess(exit)) {
       const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
@@ -153,12 +196,21 @@ const runProgram = (
     })
   })
 
+/** How an Attempt takes its Claim: by its lane, or in place by the due path. */
+interface ClaimRoute {
+  readonly claim: (grant: ClaimGrant) => Effect.Effect<Option.Option<Claim>, LedgerError>
+  readonly before: RuntimeFailpointLocation
+  readonly after: RuntimeFailpointLocation
+  /** The semantic point once the Claim is held, before anything is read. */
+  readonly held: RuntimeFailpointLocation
+}
+
 /** The body of an Attempt that holds `claim`. */
-const runAttempt = (attempt: AttemptState) =>
+const runAttempt = (attempt: AttemptState, route: ClaimRoute) =>
   Effect.gen(function* () {
     const { env, claim } = attempt
-    yield* env.hit("ledger:claim:after")
-    yield* env.hit("claim:after-claim")
+    yield* env.hit(route.after)
+    yield* env.hit(route.held)
     const found = yield* env.ledger.lookup(claim.submissionId)
     if (Option.isNone(found)) {
       return yield* new LedgerError({
@@ -192,46 +244,77 @@ const withJoins = <E, R>(attempt: AttemptState, settling: Effect.Effect<HeadAtte
     ended._tag === "Settled" ? finishJoinsOf(attempt.env, attempt.claim, ended.settlement) : Effect.void,
   )
 
+/** One Attempt over a Claim taken by `route`; a Claim it still holds at its end is released. */
+const attemptHead = (env: RuntimeEnv, route: ClaimRoute, options: { readonly yieldAfter: DateTime.Utc }) =>
+  Effect.acquireUseRelease(
+    Effect.gen(function* () {
+      yield* env.hit(route.before)
+      const now = yield* Clock.currentTimeMillis
+      const claimed = yield* route.claim({
+        attemptId: AttemptId.make(crypto.randomUUID()),
+        ownershipToken: OwnershipToken.make(crypto.randomUUID()),
+        now,
+        leaseDurationMillis: env.settings.ownershipLeaseDuration,
+        incarnation: env.incarnation,
+      })
+      return Option.map(claimed, (claim): AttemptState => ({
+        env,
+        claim,
+        lastRenewal: now,
+        liveSteps: 0,
+        yieldAfter: DateTime.toEpochMillis(options.yieldAfter),
+        stop: undefined,
+        ended: false,
+        recorded: false,
+        staged: [],
+      }))
+    }),
+    (attempt) =>
+      Option.isNone(attempt)
+        ? Effect.as(env.hit(route.after), {
+            _tag: "Unclaimed",
+          } satisfies HeadAttempt as HeadAttempt)
+        : runAttempt(attempt.value, route),
+    // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
+    (attempt) =>
+      Option.isNone(attempt) || attempt.value.ended
+        ? Effect.void
+        : Effect.ignore(env.ledger.release(attempt.value.claim)),
+  )
+
 /** `attemptThreadHead`. @internal */
 export const makeAttemptThreadHead = (env: RuntimeEnv) =>
   spanned("DurableAgentRuntime.attemptThreadHead")(function* (
     threadId: ThreadId,
     options: { readonly yieldAfter: DateTime.Utc },
   ) {
-    return yield* Effect.acquireUseRelease(
-      Effect.gen(function* () {
-        yield* env.hit("ledger:claim:before")
-        const now = yield* Clock.currentTimeMillis
-        const claimed = yield* env.claimUnhooked(threadId, {
-          attemptId: AttemptId.make(crypto.randomUUID()),
-          ownershipToken: OwnershipToken.make(crypto.randomUUID()),
-          now,
-          leaseDurationMillis: env.settings.ownershipLeaseDuration,
-          incarnation: env.incarnation,
-        })
-        return Option.map(claimed, (claim): AttemptState => ({
-          env,
-          claim,
-          lastRenewal: now,
-          liveSteps: 0,
-          yieldAfter: DateTime.toEpochMillis(options.yieldAfter),
-          stop: undefined,
-          ended: false,
-          recorded: false,
-          staged: [],
-        }))
-      }),
-      (attempt) =>
-        Option.isNone(attempt)
-          ? Effect.as(env.hit("ledger:claim:after"), {
-              _tag: "Unclaimed",
-            } satisfies HeadAttempt as HeadAttempt)
-          : runAttempt(attempt.value),
-      // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
-      (attempt) =>
-        Option.isNone(attempt) || attempt.value.ended
-          ? Effect.void
-          : Effect.ignore(env.ledger.release(attempt.value.claim)),
+    return yield* attemptHead(
+      env,
+      {
+        claim: (grant) => env.claimUnhooked(threadId, grant),
+        before: "ledger:claim:before",
+        after: "ledger:claim:after",
+        held: "claim:after-claim",
+      },
+      options,
+    )
+  })
+
+/** `attemptDueHead`. @internal */
+export const makeAttemptDueHead = (env: RuntimeEnv) =>
+  spanned("DurableAgentRuntime.attemptDueHead")(function* (
+    submissionId: SubmissionId,
+    options: { readonly yieldAfter: DateTime.Utc },
+  ) {
+    return yield* attemptHead(
+      env,
+      {
+        claim: (grant) => env.claimDueUnhooked(submissionId, grant),
+        before: "ledger:claim-due:before",
+        after: "ledger:claim-due:after",
+        held: "timer:after-fire",
+      },
+      options,
     )
   })
 

@@ -49,6 +49,21 @@ export class OpenUncertainStep extends Schema.Class<OpenUncertainStep>(
   reconcile: ReconcileState,
 }) {}
 
+/** The backoff of a retried step: its failed attempts so far and when the next one runs. */
+export class OpenRetry extends Schema.Class<OpenRetry>(
+  "@effect-agent/platform-cloudflare/DurableAgentRuntime/OpenRetry",
+)({
+  step: Schema.Int,
+  name: Schema.String,
+  /** Attempts that failed so far. */
+  failed: Schema.Int,
+  /** The attempts its policy allows, when it counts them. */
+  attempts: Schema.optionalKey(Schema.Int),
+  lastError: Schema.String,
+  lastFailedAt: Schema.Finite,
+  nextAttemptAt: Schema.Finite,
+}) {}
+
 /** One Submission as recovery sees it now. */
 export class SubmissionInspection extends Schema.Class<SubmissionInspection>(
   "@effect-agent/platform-cloudflare/DurableAgentRuntime/SubmissionInspection",
@@ -58,6 +73,8 @@ export class SubmissionInspection extends Schema.Class<SubmissionInspection>(
   decision: RecoveryDecision,
   openApproval: Schema.optionalKey(OpenApproval),
   openUncertain: Schema.optionalKey(OpenUncertainStep),
+  /** The retried step whose backoff it waits in, if it does. */
+  openRetry: Schema.optionalKey(OpenRetry),
   /** The Thread sequence of its newest canonical record (0 without records). */
   lastSequence: Schema.Int,
 }) {}
@@ -86,6 +103,9 @@ export const makeInspect = (env: RuntimeEnv) =>
           )
     const open = journal.openUncertain
     const reconcile = open === undefined ? undefined : reconcileStatus(open, now)
+    const retryWait = row.wait?._tag === "Retry" && row.state !== "settled" ? row.wait : undefined
+    const lastFailure =
+      retryWait === undefined ? undefined : journal.positions.get(retryWait.step)?.attemptsFailed?.at(-1)
     return Option.some(
       SubmissionInspection.make({
         row,
@@ -100,6 +120,19 @@ export const makeInspect = (env: RuntimeEnv) =>
               }),
             }
           : {}),
+        ...(retryWait === undefined || lastFailure === undefined
+          ? {}
+          : {
+              openRetry: OpenRetry.make({
+                step: retryWait.step,
+                name: retryWait.name,
+                failed: lastFailure.attempt,
+                ...(retryWait.attempts === undefined ? {} : { attempts: retryWait.attempts }),
+                lastError: lastFailure.error,
+                lastFailedAt: lastFailure.failedAt,
+                nextAttemptAt: lastFailure.retryAt,
+              }),
+            }),
         ...(open === undefined || reconcile === undefined
           ? {}
           : {

@@ -6,9 +6,12 @@
 import type { RecoveryDecision, RecoveryDisposition } from "../shared/model.ts"
 import type { Settlement, SubmissionSnapshot } from "../../ledger/model.ts"
 import { hasLiveLease } from "../../ledger/rules.ts"
-import { type Journal, type OpenUncertain, reconcileStatus } from "../shared/journal.ts"
+import { firstUnconsumed, type Journal, type OpenUncertain, reconcileStatus } from "../shared/journal.ts"
 
-type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested">
+type Row = Pick<
+  SubmissionSnapshot,
+  "state" | "producerEpoch" | "ownership" | "abortRequested" | "dueAt" | "wait"
+>
 
 /** What some decisions need beyond the row and its journal. @internal */
 export interface RecoveryFacts {
@@ -37,9 +40,11 @@ export const recoveryNeedsHistory = (row: Row, now: number, incarnation?: string
     case "settled":
     case "joining":
     case "joined":
+    case "waiting":
       return false
     case "running":
-      return !hasLiveLease(row, now, incarnation) && !row.abortRequested
+      // A row claimed in place by the due path goes back to it: its row decides.
+      return !hasLiveLease(row, now, incarnation) && !row.abortRequested && row.dueAt === undefined
     case "admitted":
     case "suspended":
     case "unknown":
@@ -78,7 +83,13 @@ export const classifyRecovery = (
       return hostEnded(facts.host) ? { _tag: "SettleJoinedWithHost" } : { _tag: "AwaitHostSettlement" }
     case "ready":
       return row.producerEpoch === 0 ? { _tag: "ApplyInput" } : { _tag: "ResumeFromTurnBoundary" }
+    case "waiting":
+      return row.dueAt === undefined || row.dueAt <= now
+        ? { _tag: "Due", dueAt: row.dueAt ?? now }
+        : { _tag: "AwaitDue", dueAt: row.dueAt }
     case "running":
+      // Its Claim is not live: the due path takes it over, and the replay finds the evidence.
+      if (row.dueAt !== undefined) return { _tag: "Due", dueAt: row.dueAt }
       return journal.openUncertain === undefined
         ? { _tag: "ReleaseExpiredLease" }
         : unknownDecision(journal.openUncertain, now)
@@ -86,6 +97,9 @@ export const classifyRecovery = (
       if (journal.openApproval !== undefined) return { _tag: "AwaitApprovalDecision" }
       if (journal.openChildWait !== undefined)
         return { _tag: "AwaitChildSettlement", child: journal.openChildWait.child }
+      // A received event resumes the wait for it in the transaction that records it.
+      if (row.wait?._tag === "Event" && firstUnconsumed(journal, row.wait.event) === undefined)
+        return { _tag: "AwaitEvent", event: row.wait.event }
       return journal.lastWait === "child" ? { _tag: "ResumeWaitingParent" } : { _tag: "ResumeSuspended" }
     case "unknown":
       return journal.openUncertain === undefined
@@ -95,8 +109,9 @@ export const classifyRecovery = (
 }
 
 /**
- * An open uncertain step: reconciled by the next Attempt when its reconcile may run now, waiting
- * for a later pass after a failed reconcile, or else recorded and left for an operator.
+ * An open uncertain step: reconciled by the next Attempt when its reconcile may run now, parked
+ * until its next try after a failed reconcile (a timed wait), or else recorded and left for an
+ * operator.
  */
 const unknownDecision = (open: OpenUncertain, now: number): RecoveryDecision => {
   const reconcile = reconcileStatus(open, now)
@@ -124,17 +139,20 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
     case "RepairJoinMarker":
     case "SettleJoinedWithHost":
     case "ReconcileUnknown":
+    case "AwaitReconcileRetry":
       return "repaired"
     case "ApplyInput":
     case "ResumeFromTurnBoundary":
-    case "AwaitReconcileRetry":
+    case "Due":
       return "deferred"
     case "MarkUnknown":
     case "AwaitUnknownResolution":
       return "unknown"
     case "AwaitApprovalDecision":
     case "AwaitChildSettlement":
+    case "AwaitEvent":
     case "AwaitHostSettlement":
+    case "AwaitDue":
     case "NoAction":
       return "none"
   }

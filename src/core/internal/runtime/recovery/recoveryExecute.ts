@@ -92,9 +92,17 @@ const execute = (
         yield* env.ledger.transition(fence, "ready")
         return
       case "MarkUnknown":
-      case "AwaitReconcileRetry":
         yield* recordUnknown(env, row, journal, fence, now)
         if (row.state === "running") yield* env.ledger.transition(fence, "unknown")
+        return
+      case "AwaitReconcileRetry":
+        // The next try is a timed wait: an alarm at its time runs it, no pass polls for it.
+        yield* recordUnknown(env, row, journal, fence, now)
+        yield* env.ledger.parkTimed(fence, {
+          wait: { _tag: "Reconcile", step: decision.step, dueAt: decision.notBefore, since: now },
+          dueAt: decision.notBefore,
+          now,
+        })
         return
       case "ReconcileUnknown":
         // The evidence first, then the next Attempt replays to the step and runs its reconcile.
@@ -138,7 +146,10 @@ const execute = (
       case "AwaitUnknownResolution":
       case "AwaitApprovalDecision":
       case "AwaitChildSettlement":
+      case "AwaitEvent":
       case "AwaitHostSettlement":
+      case "AwaitDue":
+      case "Due":
       case "NoAction":
         return
     }

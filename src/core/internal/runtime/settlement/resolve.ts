@@ -64,11 +64,11 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
-        // An accepted abort ends the wait: a later decision would race the aborted settlement.
+        // An accepted abort ends the wait: a later decision would race the aborted settlement. A
+        // request with a timeout waits `waiting` until its due Attempt closes it.
+        const parked = row.state === "suspended" || (row.state === "waiting" && row.wait?._tag === "Approval")
         const step =
-          row.state === "suspended" && !row.abortRequested
-            ? (yield* loadJournal(env, submissionId)).openApproval
-            : undefined
+          parked && !row.abortRequested ? (yield* loadJournal(env, submissionId)).openApproval : undefined
         if (step === undefined) {
           return yield* notPending(
             row,
@@ -113,8 +113,9 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
+        // A waiting row may wait for a reconcile's next try: a person may decide before it.
         const open =
-          row.state === "unknown" && !row.abortRequested
+          (row.state === "unknown" || row.state === "waiting") && !row.abortRequested
             ? (yield* loadJournal(env, submissionId)).openUncertain
             : undefined
         if (open === undefined) {

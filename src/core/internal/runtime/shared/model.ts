@@ -31,11 +31,17 @@ export const RecoveryDecision = Schema.Union([
   Schema.TaggedStruct("AwaitUnknownResolution", { step: Schema.Int }),
   /** An Unknown Outcome whose step has a reconcile that may run now: the next Attempt runs it. */
   Schema.TaggedStruct("ReconcileUnknown", { step: Schema.Int }),
-  /** An Unknown Outcome whose last reconcile failed: it runs again at a pass after `notBefore`. */
+  /** An Unknown Outcome whose last reconcile failed: it is parked until `notBefore`, then runs again. */
   Schema.TaggedStruct("AwaitReconcileRetry", { step: Schema.Int, notBefore: Schema.Finite }),
   Schema.TaggedStruct("ApplyUnknownResolutions", {}),
   Schema.TaggedStruct("AwaitApprovalDecision", {}),
+  /** A timed wait (a sleep, a retry's backoff, a timeout, a delayed start) not yet due. */
+  Schema.TaggedStruct("AwaitDue", { dueAt: Schema.Finite }),
+  /** A timed wait that is due, or a due row whose Attempt died: the due path claims it. */
+  Schema.TaggedStruct("Due", { dueAt: Schema.Finite }),
   Schema.TaggedStruct("ResumeSuspended", {}),
+  /** A wait for an event, without a timeout, that no received event ends: a stable wait. */
+  Schema.TaggedStruct("AwaitEvent", { event: Schema.String }),
   /** A parent parked on a child that has not settled: a stable wait. */
   Schema.TaggedStruct("AwaitChildSettlement", { child: Schema.Int }),
   /**
@@ -76,8 +82,11 @@ export class RecoveryReport extends Schema.Class<RecoveryReport>(
 export type HeadAttempt =
   /** The head settled in this Attempt. */
   | { readonly _tag: "Settled"; readonly settlement: Settlement }
-  /** The head moved into a stable wait: an approval request, or an Unknown Outcome. */
-  | { readonly _tag: "Parked"; readonly wait: "suspended" | "unknown" }
+  /**
+   * The head moved into a wait: a stable one (an approval request, a child, an Unknown
+   * Outcome), or a timed one (`waiting`: a sleep, a retry's backoff, a reconcile's next try).
+   */
+  | { readonly _tag: "Parked"; readonly wait: "suspended" | "unknown" | "waiting" }
   /** The Attempt yielded between turns; `journaled` when it recorded something before. */
   | { readonly _tag: "Yielded"; readonly journaled: boolean }
   /** Nothing was claimable: no head, a live owner elsewhere, or a wait. */
@@ -138,6 +147,18 @@ export class ApprovalDecision extends Schema.Class<ApprovalDecision>(
 )({
   approved: Schema.Boolean,
   note: Schema.optionalKey(Schema.String),
+}) {}
+
+/**
+ * No decision arrived before an approval request's timeout; journaled (`ApprovalTimedOut`), so
+ * the request is closed and every replay takes this branch.
+ */
+export class ApprovalTimeout extends Schema.TaggedError<ApprovalTimeout>()("ApprovalTimeout", {
+  /** The call position of the request. */
+  step: Schema.Int,
+  /** The request's due time (epoch ms). */
+  timedOutAt: Schema.Finite,
+  message: Schema.String,
 }) {}
 
 /** The authorized result of an Unknown Outcome. */

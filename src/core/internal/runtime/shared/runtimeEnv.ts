@@ -32,9 +32,10 @@ const LEDGER_WRITE_NAMES = {
   transition: "transition",
   requestAbort: "request-abort",
   settle: "settle",
+  claimDue: "claim-due",
 } as const satisfies Record<string, RuntimeLedgerWrite>
 
-type WriteKey = keyof typeof LEDGER_WRITE_NAMES
+type WriteKey = keyof typeof LEDGER_WRITE_NAMES | "parkTimed"
 
 type WithFailpoint<F> = F extends (...args: infer Args) => Effect.Effect<infer A, infer E, infer R>
   ? (...args: Args) => Effect.Effect<A, E | DurableRuntimeFailpointError, R>
@@ -69,6 +70,8 @@ export interface RuntimeEnv {
    * the Claim, so that a failure there still releases it.
    */
   readonly claimUnhooked: Ledger["claim"]
+  /** `claimDue` without its failpoints, for the same reason. */
+  readonly claimDueUnhooked: Ledger["claimDue"]
   readonly history: RuntimeHistory
   readonly outbox: RuntimeOutbox
   /** Where this Object is reached, for its children's replies. */
@@ -104,14 +107,16 @@ const bracket =
     )
 
 const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
-  const wrap = <K extends WriteKey>(key: K) =>
-    bracket(
+  const wrap = <K extends WriteKey>(key: K) => {
+    const name = LEDGER_WRITE_NAMES[key === "parkTimed" ? "park" : (key as keyof typeof LEDGER_WRITE_NAMES)]
+    return bracket(
       hit,
-      `ledger:${LEDGER_WRITE_NAMES[key]}:before`,
-      `ledger:${LEDGER_WRITE_NAMES[key]}:after`,
+      `ledger:${name}:before`,
+      `ledger:${name}:after`,
     )(
       ledger[key] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>,
     ) as unknown as RuntimeLedger[K]
+  }
   return {
     ...ledger,
     admit: wrap("admit"),
@@ -124,6 +129,9 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
     transition: wrap("transition"),
     requestAbort: wrap("requestAbort"),
     settle: wrap("settle"),
+    claimDue: wrap("claimDue"),
+    // A timed park is a park: the same brackets.
+    parkTimed: wrap("parkTimed"),
   }
 }
 
@@ -147,6 +155,7 @@ export const makeRuntimeEnv = (services: {
     incarnation: crypto.randomUUID(),
     ledger: instrumentLedger(services.ledger, services.hit),
     claimUnhooked: services.ledger.claim,
+    claimDueUnhooked: services.ledger.claimDue,
     history: {
       ...services.history,
       append: appendHooks(services.history.append),
