@@ -6,7 +6,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { IdempotencyKey, ReceiptId, ThreadId } from "../../src/core/Identifiers.ts"
-import { SubmissionLedger, type SubmissionSnapshot } from "../../src/core/SubmissionLedger.ts"
+import {
+  SubmissionLedger,
+  type SubmissionSnapshot,
+  type WaitRecord,
+} from "../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import {
   admitNew,
@@ -27,6 +31,9 @@ const settled = (thread: string, key: string, settledAt: number) =>
     const claim = yield* claimHead(thread, grant(settledAt, settledAt - 5))
     return yield* ledger.settle(owner(claim), settlementOf(claim, "completed", settledAt))
   })
+
+/** A sleep's wait, due at `dueAt`. */
+const nap = (dueAt: number): WaitRecord => ({ _tag: "Sleep", step: 0, name: "nap", dueAt, since: 1_000 })
 
 const item = (row: SubmissionSnapshot) => ({
   submissionId: row.submissionId,
@@ -172,6 +179,31 @@ export const retentionCases = (harness: LedgerHarness) => {
           expect(Option.isSome(yield* ledger.lookup(open.submissionId))).toBe(true)
           expect(Option.isSome(yield* ledger.lookup(done.submissionId))).toBe(true)
           expect(yield* recordTags(open.submissionId)).toEqual(["SubmissionAccepted"])
+        }),
+      ),
+    )
+
+    it.effect("never takes a timed wait, even long past its due time, until it settles", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          yield* admitNew(request("a", "sleeper", { now: 900 }))
+          const claim = yield* claimHead("a", grant(1, 1_000))
+          const parked = yield* ledger.parkTimed(owner(claim), { wait: nap(2_000), dueAt: 2_000, now: 1_000 })
+          expect(parked.state).toBe("waiting")
+          expect(yield* ledger.retentionStart).toEqual(Option.none())
+          expect(yield* ledger.retentionCandidates({ countedBefore: 1_000_000, limit: 10 })).toEqual([])
+          expect(yield* ledger.removeSettled([item(parked)])).toEqual([])
+          expect(yield* ledger.earliestDue(10)).toEqual([parked])
+
+          // Claimed in place once due and settled, it leaves the due order and becomes a candidate.
+          const woken = Option.getOrThrow(yield* ledger.claimDue(parked.submissionId, grant(2, 2_500)))
+          const done = yield* ledger.settle(owner(woken), settlementOf(woken, "completed", 3_000))
+          expect(yield* ledger.earliestDue(10)).toEqual([])
+          const candidates = yield* ledger.retentionCandidates({ countedBefore: 3_000, limit: 10 })
+          expect(candidates.map((c) => c.snapshot.submissionId)).toEqual([done.submissionId])
+          expect(yield* ledger.removeSettled([item(done)])).toEqual([done.submissionId])
+          expect(yield* ledger.lookup(done.submissionId)).toEqual(Option.none())
         }),
       ),
     )
