@@ -3,7 +3,7 @@
  * (settled Submissions removed two seconds after they settle) beside the same Object keeping
  * everything, chunk by chunk, interleaved, so both see the same machine at the same time. It
  * reports items/s per chunk (median and spread over chunks), the database's bytes over the run
- * (plotted to bench/retention.svg), and what removing one Submission costs: the rows the
+ * (plotted to retention.svg beside the results), and what removing one Submission costs: the rows the
  * statements only retention runs wrote and read, per Submission removed (the gate's alarm
  * writes per batch are not rows).
  */
@@ -12,9 +12,6 @@ import { writeFile } from "node:fs/promises"
 import { postJson } from "../test/node/support/localWorker.ts"
 import type { Driver, Figures, ObjectClient } from "./drivers.ts"
 import { SustainReport } from "./worker/report.ts"
-
-/** Where the plot of database bytes over the run is written. */
-export const RETENTION_PLOT = new URL("./retention.svg", import.meta.url)
 
 interface Point {
   readonly items: number
@@ -73,10 +70,16 @@ export const plot = (
 
 /**
  * `total` Submissions through the pruning Object and as many through the keeping one, in chunks
- * of `chunk` over `lanes` Threads, the two Objects taking turns.
+ * of `chunk` over `lanes` Threads, the two Objects taking turns; the plot is written to `plotPath`.
  */
 export const retentionDriver =
-  (total: number, chunk: number, lanes: number, keeping: (object: ObjectClient) => ObjectClient): Driver =>
+  (
+    total: number,
+    chunk: number,
+    lanes: number,
+    keeping: (object: ObjectClient) => ObjectClient,
+    plotPath: string,
+  ): Driver =>
   (pruning) =>
     Effect.gen(function* () {
       const objects = { on: pruning, off: keeping(pruning) }
@@ -105,7 +108,7 @@ export const retentionDriver =
       }
       yield* Effect.promise(() =>
         writeFile(
-          RETENTION_PLOT,
+          plotPath,
           `${plot([
             { label: "retention 2 s (settledForMillis 2000)", color: "#1f77b4", points: points.on },
             { label: "kept forever (the default)", color: "#d62728", points: points.off },

@@ -3,6 +3,7 @@
  * bench/worker/index.ts, one binding each) and the cases, grouped in sections that become one
  * table each. A case is one driver run on a fresh Object of a subject per repetition.
  */
+import { join } from "node:path"
 import {
   alarmLoopDriver,
   burstDriver,
@@ -42,6 +43,8 @@ export interface BenchSettings {
   /** Submissions of the retention section's sustained run, and its chunk. */
   readonly sustained: number
   readonly sustainedChunk: number
+  /** The folder results are written to (a section measured once writes its files there too). */
+  readonly outDir: string
 }
 
 /** A Durable Object class of the bench Worker. */
@@ -367,8 +370,12 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         id: "retention-sustained",
         label: "ThreadObject, maxHeadsPerEvent 1,000",
         subject: "threadRetention",
-        driver: retentionDriver(settings.sustained, settings.sustainedChunk, 4, (object) =>
-          object.other(subjects.threadMulti.binding, "kept"),
+        driver: retentionDriver(
+          settings.sustained,
+          settings.sustainedChunk,
+          4,
+          (object) => object.other(subjects.threadMulti.binding, "kept"),
+          join(settings.outDir, "retention.svg"),
         ),
       },
     ],
