@@ -11,7 +11,8 @@
  */
 import { Effect, Exit, type Schema } from "effect"
 import { TestClock } from "effect/testing"
-import type { ThreadId } from "../../../src/core/Identifiers.ts"
+import { IdempotencyKey, type ThreadId } from "../../../src/core/Identifiers.ts"
+import { submissionIdFor } from "../../../src/core/internal/ledger/admission.ts"
 import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 import { admitsSharedDigest, type AgentKind, type Deployment } from "./agents.ts"
 import { makeCluster, type Cluster } from "./cluster.ts"
@@ -124,13 +125,21 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
 
   /** The receipt each request was first admitted under. */
   const receipts = new Map<Request, { readonly submissionId: string; readonly receiptId: string }>()
-  /** Whether retention removed the Submission a request was admitted as. */
+  /**
+   * Whether retention removed the Submission a request was admitted as, also when its caller
+   * never saw the receipt (its call failed after the admission committed).
+   */
   const removed = (request: Request) => {
+    const world = worldOf(request.object)
     const receipt = receipts.get(request)
-    return (
-      receipt !== undefined &&
-      worldOf(request.object).store.rows.get(receipt.submissionId as never)?.receiptId !== receipt.receiptId
+    if (receipt !== undefined)
+      return world.store.rows.get(receipt.submissionId as never)?.receiptId !== receipt.receiptId
+    const id = submissionIdFor(
+      world.store.salt,
+      request.threadId,
+      IdempotencyKey.make(request.idempotencyKey),
     )
+    return world.monitor.removed.has(id)
   }
 
   const submit = (request: Request, note: string, original: Request = request) =>

@@ -633,6 +633,8 @@ export const makeMonitor = (view: WorldView) => {
       return takeovers
     },
     violations,
+    /** Submissions retention removed (see `removedSafely`). */
+    removed: new Set<SubmissionId>(),
   }
 }
 

@@ -44,6 +44,7 @@ export const removedSafely = (
   removed: ReadonlyArray<SubmissionId>,
 ) => {
   for (const id of removed) {
+    monitor.removed.add(id)
     const row = before.rows.get(id)
     monitor.check("retention-settled", row?.state === "settled", () => `removed ${id} while ${row?.state}`)
     if (row === undefined) continue
