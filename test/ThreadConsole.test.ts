@@ -223,14 +223,19 @@ describe("ThreadConsole", () => {
         expect(repair.body).toMatchObject({ error: "Unauthorized", entryPoint: "repairMaintenance" })
         expect((yield* client.status(submissionId)).state).toBe("suspended")
 
-        // The console's own refusals: a listed action this release cannot take, a request from
-        // another origin, a body that is not JSON, a field that is required.
-        const unavailable = yield* call("POST", action.replace("approve", "send-event"), {
+        // An event for the Submission is kept until a wait for its name takes it.
+        const sent = yield* call("POST", action.replace("approve", "send-event"), {
           token: operatorToken,
-          body: { fields: { event: "paid" } },
+          body: { fields: { event: "paid", payload: '{"amount":3}', eventId: "paid-1" } },
         })
-        expect(unavailable.status).toBe(501)
-        expect(unavailable.body).toMatchObject({ error: "ConsoleActionUnavailable" })
+        expect(sent.body).toMatchObject({
+          ok: true,
+          result: { eventId: "paid-1", replayed: false, resumed: false },
+        })
+        expect((yield* client.status(submissionId)).state).toBe("suspended")
+
+        // The console's own refusals: a request from another origin, a body that is not JSON, a
+        // field that is required.
         const foreign = yield* call("POST", action, {
           token: operatorToken,
           body: { fields: {} },

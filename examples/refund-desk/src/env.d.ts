@@ -14,6 +14,8 @@ declare global {
       readonly ARCHIVE: R2Bucket
       /** The operator routes' bearer token (a secret in production; `.dev.vars` locally). */
       readonly OPERATOR_TOKEN?: string
+      /** Milliseconds an approval waits before the approvers are reminded (default one hour). */
+      readonly APPROVAL_REMINDER_MILLIS?: string
     }
   }
 }
