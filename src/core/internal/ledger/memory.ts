@@ -36,6 +36,7 @@ import type {
 import { makeMemoryAdmission } from "./memoryAdmission.ts"
 import { makeMemoryPages } from "./memoryPages.ts"
 import { makeMemoryReads } from "./memoryReads.ts"
+import { makeMemoryRetention } from "./memoryRetention.ts"
 import {
   appendNow,
   apply,
@@ -377,6 +378,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
 
     ...admissionReads,
     ...makeMemoryReads(store),
+    ...makeMemoryRetention(store),
     ...makeMemoryPages(store),
   }
   attachStore(service, store)

@@ -28,6 +28,7 @@ import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
 import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
+import { makeSqlRetention } from "./sqlRetention.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
 
@@ -451,7 +452,11 @@ export const makeSqlLedger = Effect.gen(function* () {
           const { row, changed } = yield* guardedChange(
             operation,
             Rules.fenceSubmissionId(fence),
-            settlementWrite(operation, statements.settle, fence, settlement),
+            settlementWrite(operation, statements.settle, fence, settlement, [
+              settlement.settledAt,
+              settlement.threadId,
+              settlement.threadId,
+            ]),
             (current) => Rules.settleRule(fence, current, settlement),
           )
           if (changed) {
@@ -488,6 +493,7 @@ export const makeSqlLedger = Effect.gen(function* () {
 
     ...admission.reads,
     ...makeSqlReads(queries, countedBefore, timers),
+    ...makeSqlRetention(queries, { legacyKeys, transaction }),
     ...makeSqlPages(queries),
   }
   return service
