@@ -22,7 +22,8 @@
  * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
  * the earlier schema in place (see `rebuild`), `thread-store/004-subagent-links` adds what
  * subagents and joins store (see `links`), and `thread-store/005-durable-waits` the due times of
- * timed waits (see `durableWaits`).
+ * timed waits (see `durableWaits`), and `thread-store/007-schedules` the schedules (see
+ * `schedules`).
  */
 import type { Migration } from "./migrations.ts"
 
@@ -32,6 +33,8 @@ export const SUBMISSIONS_TABLE = "effect_agent_submissions"
 export const HISTORY_TABLE = "effect_agent_history"
 /** @internal */
 export const META_TABLE = "effect_agent_meta"
+/** Recurring schedules, each admitting its occurrences as Submissions. @internal */
+export const SCHEDULES_TABLE = "effect_agent_schedules"
 /** Idempotency keys of Submissions admitted before derived ids; written only by the migration. @internal */
 export const LEGACY_KEYS_TABLE = "effect_agent_submission_keys"
 
@@ -197,6 +200,27 @@ const durableWaits: ReadonlyArray<string> = [
   `UPDATE ${t} SET state = 'waiting', due_at = 0 WHERE lane_status = 'parked' AND state = 'unknown'`,
 ]
 
+/**
+ * Schedules: one row each, keyed by its id; the index on the next occurrence lets a pass read
+ * the schedules due and nothing else (an advance rewrites one entry).
+ */
+const schedules: ReadonlyArray<string> = [
+  `CREATE TABLE ${SCHEDULES_TABLE} (
+    schedule_id TEXT PRIMARY KEY NOT NULL,
+    thread_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    input_payload TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    missed TEXT NOT NULL,
+    next_at REAL NOT NULL,
+    last_occurrence REAL,
+    last_submission_id TEXT,
+    last_refusal TEXT,
+    created_at REAL NOT NULL
+  ) WITHOUT ROWID`,
+  `CREATE INDEX ${SCHEDULES_TABLE}_next ON ${SCHEDULES_TABLE} (next_at)`,
+]
+
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
 export const storeMigrations: ReadonlyArray<Migration> = [
   {
@@ -257,4 +281,5 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/003-billed-rows", statements: rebuild },
   { name: "thread-store/004-subagent-links", statements: links },
   { name: "thread-store/005-durable-waits", statements: durableWaits },
+  { name: "thread-store/007-schedules", statements: schedules },
 ]

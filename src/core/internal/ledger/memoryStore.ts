@@ -11,6 +11,7 @@ import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import type { AppendFence } from "./model.ts"
 import * as Rules from "./rules.ts"
 import { dueOrder } from "./timedRules.ts"
+import type { ScheduleInfo } from "../schedule/model.ts"
 
 /** @internal */
 export interface Lane {
@@ -35,6 +36,8 @@ export interface MemoryStore {
   readonly answers: Map<string, ThreadMessageReply>
   /** The timed waits (`Rules.isTimed`) in due order, as the SQLite ledger's due index holds them. */
   readonly due: Array<DueEntry>
+  /** Schedules by id. */
+  readonly schedules: Map<string, ScheduleInfo>
 }
 
 /** An entry of the in-memory due index. @internal */
@@ -160,6 +163,7 @@ export const makeMemoryStore = (salt: string): MemoryStore => ({
   outbox: new Map(),
   answers: new Map(),
   due: [],
+  schedules: new Map(),
 })
 
 /**

@@ -73,6 +73,13 @@ const ledgerMovements: Movements<Ledger> = {
   deferHead: ([fence]) => fence.submissionId,
   nextDue: "none",
   earliestDue: "none",
+  putSchedule: "none",
+  removeSchedule: "none",
+  lookupSchedule: "none",
+  listSchedules: "none",
+  dueSchedules: "none",
+  nextOccurrenceAt: "none",
+  advanceSchedule: (_, advanced) => (advanced._tag === "Admitted" ? advanced.submissionId : undefined),
 }
 
 const historyMovements: Movements<History> = {
