@@ -17,6 +17,8 @@ import { makeRuntimeEnv } from "./shared/runtimeEnv.ts"
 import { makeReceive, makeRecordDelivery } from "./children/children.ts"
 import { makeResolutions } from "./settlement/resolve.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./admission/submit.ts"
+import { makeAdmitDueOccurrences } from "./schedules/occurrences.ts"
+import { makePrepareSchedule, makeSchedule, makeUnschedule } from "./schedules/schedule.ts"
 
 /** @internal */
 export const makeRuntime = Effect.gen(function* () {
@@ -47,6 +49,11 @@ export const makeRuntime = Effect.gen(function* () {
     processThreadHead: makeProcessThreadHead(attemptThreadHead),
     inspect: makeInspect(env),
     previewRecovery: makePreviewRecovery(env),
+    prepareSchedule: makePrepareSchedule(env),
+    schedule: makeSchedule(env),
+    unschedule: makeUnschedule(env),
+    schedules: env.ledger.listSchedules,
+    admitDueOccurrences: makeAdmitDueOccurrences(env),
   }
   return service
 })
