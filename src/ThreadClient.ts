@@ -15,8 +15,10 @@ import {
   type AgentContract,
   type Invoke,
   makeAgentClient,
+  type SendEventOptions,
   type SubmitMode,
 } from "./internal/client/agentClient.ts"
+import type { AgentEvent } from "./core/AgentEvent.ts"
 import type { SubmissionState } from "./core/SubmissionLedger.ts"
 import type { CallName, CallSuccess } from "./internal/object/calls.ts"
 import type { WaitingKind } from "./internal/object/pageViews.ts"
@@ -30,8 +32,10 @@ export {
   type AgentSettlement,
   InvalidAgentInput,
   InvalidAgentOutput,
+  type SendEventOptions,
   type SubmitMode,
 } from "./internal/client/agentClient.ts"
+export { EventReceipt, EventRefused, EventRefusalReason } from "./core/AgentEvent.ts"
 export {
   InvalidRequest,
   ThreadObjectFailure,
@@ -78,8 +82,10 @@ export interface ThreadNamespace {
 /** The calls of one Thread. Each fails with its own call's errors (`ThreadClientError<call>`). */
 export interface ThreadClient {
   readonly threadId: string
-  /** The calls of `agent` on this Thread, typed by its input and output Schemas. */
-  readonly agent: <I, O>(agent: AgentContract<I, O>) => AgentClient<I, O>
+  /** The calls of `agent` on this Thread, typed by its input and output Schemas and its events. */
+  readonly agent: <I, O, Ev extends AgentEvent.Any = never>(
+    agent: AgentContract<I, O, Ev>,
+  ) => AgentClient<I, O, Ev>
   /**
    * Admits an encoded (JSON) input for the agent `agentId`; the same idempotency key returns the
    * original receipt. With `mode: "join"` the input joins the Thread's running Submission (its
@@ -93,6 +99,20 @@ export interface ThreadClient {
     readonly input: Schema.Json
     readonly mode?: SubmitMode
   }) => Effect.Effect<CallSuccess<"submit">, ThreadClientError<"submit">>
+  /**
+   * Sends the event `event` to a Submission: kept in its history until a wait for that name
+   * takes it (`AgentContext.waitForEvent`), waking the Submission when it waits for it already;
+   * idempotent by `eventId` (`replayed` in the receipt). A declared event's payload is decoded
+   * with its Schema in the Object; any other is kept as JSON within `maxStoredValueBytes`.
+   * Refused with `EventRefused` (a malformed or oversized payload, a settled or joined
+   * Submission), writing nothing. `agent(definition).sendEvent` is the typed form.
+   */
+  readonly sendEvent: (
+    submissionId: string,
+    event: string,
+    payload: Schema.Json,
+    options?: SendEventOptions,
+  ) => Effect.Effect<CallSuccess<"sendEvent">, ThreadClientError<"sendEvent">>
   readonly abort: (submissionId: string) => Effect.Effect<void, ThreadClientError<"abort">>
   readonly resolveApproval: (
     submissionId: string,
@@ -219,6 +239,11 @@ export const make = (
     threadId,
     agent: (agent) => makeAgentClient(invoke, threadId, agent),
     submit: (request) => invoke("submit", { threadId, ...request }),
+    sendEvent: (submissionId, event, payload, options) => {
+      // Drawn now, not when the Effect runs: a retry of the returned Effect sends the same event.
+      const eventId = options?.eventId ?? crypto.randomUUID()
+      return invoke("sendEvent", { ...address(submissionId), event, eventId, payload })
+    },
     abort: (submissionId) => invoke("abort", address(submissionId)),
     resolveApproval: (submissionId, decision) =>
       invoke("resolveApproval", { ...address(submissionId), decision }),

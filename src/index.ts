@@ -4,6 +4,7 @@
  * `Testing` subpath, which this barrel leaves out.
  */
 export * as AgentContext from "./core/AgentContext.ts"
+export * as AgentEvent from "./core/AgentEvent.ts"
 export * as AgentRegistration from "./core/AgentRegistration.ts"
 export * as Alarm from "./Alarm.ts"
 export * as CloudflareBindings from "./CloudflareBindings.ts"

@@ -13,13 +13,32 @@
  * ignores whatever the program does afterwards.
  */
 import type { Duration, Effect, Schedule, Schema } from "effect"
+import type { AgentEvent, WaitForEventFunction } from "./AgentEvent.ts"
 import type { AgentDefinition, AgentFailure, JsonCodec } from "./AgentRegistration.ts"
 import type { ChildRefusalReason } from "./internal/outbox/model.ts"
-import type { ApprovalDecision } from "./internal/runtime/shared/model.ts"
+import type { ApprovalDecision, ApprovalTimeout } from "./internal/runtime/shared/model.ts"
 import type { AttemptId, SubmissionId, ThreadId } from "./Identifiers.ts"
 
 export { ChildRefusalReason } from "./internal/outbox/model.ts"
-export { ApprovalDecision } from "./internal/runtime/shared/model.ts"
+export { ApprovalDecision, ApprovalTimeout } from "./internal/runtime/shared/model.ts"
+export { EventPayloadInvalid, EventTimeout } from "./AgentEvent.ts"
+export type { WaitForEventFunction, WaitOptions } from "./AgentEvent.ts"
+
+/** The longest an approval request may wait, in milliseconds (one year). */
+export const MAX_APPROVAL_TIMEOUT_MILLIS = 31_536_000_000
+
+/**
+ * An approval request: without options it waits until `resolveApproval`; with `timeoutMillis`
+ * (1 to one year from the moment the request first ran) it fails with `ApprovalTimeout` once
+ * that passes without a decision, and the request is closed (a later decision is refused).
+ */
+export interface RequestApprovalFunction {
+  (payload: Schema.Json): Effect.Effect<ApprovalDecision>
+  (
+    payload: Schema.Json,
+    options: { readonly timeoutMillis?: number },
+  ): Effect.Effect<ApprovalDecision, ApprovalTimeout>
+}
 
 /** How a step's result is stored: a Schema whose encoded side is JSON. */
 export interface StepOptions<A> {
@@ -177,8 +196,11 @@ export interface UncertainStepFunction {
   ): Effect.Effect<A, AgentFailure>
 }
 
-/** The context of one Attempt of one Submission whose agent takes input `I`. */
-export interface AgentContext<I = unknown> {
+/**
+ * The context of one Attempt of one Submission whose agent takes input `I` and declares the
+ * events `Ev`.
+ */
+export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
   readonly submissionId: SubmissionId
   readonly threadId: ThreadId
   readonly attemptId: AttemptId
@@ -211,8 +233,19 @@ export interface AgentContext<I = unknown> {
   /**
    * Journals `ApprovalRequested` and suspends the Submission until `resolveApproval`. An
    * approval resumes the program with the decision; a denial settles the Submission `failed`.
+   * With `timeoutMillis`, no decision by then fails the call with `ApprovalTimeout`.
    */
-  readonly requestApproval: (payload: Schema.Json) => Effect.Effect<ApprovalDecision>
+  readonly requestApproval: RequestApprovalFunction
+  /**
+   * Waits for an event sent to this Submission (`ThreadClient.sendEvent`) and returns its
+   * payload: `waitForEvent(event, options?)` for an event the agent declares (decoded when it
+   * was sent), or `waitForEvent(name, schema, options?)` for any name, decoded here (a payload
+   * that does not decode is consumed and fails the wait with `EventPayloadInvalid`). Events
+   * that arrived before the wait are kept, and each wait takes the earliest one of its name
+   * not taken yet; with none, the Submission parks (no fiber waits) until one arrives or
+   * `timeoutMillis` passes (`EventTimeout`, final: a later event stays for the next wait).
+   */
+  readonly waitForEvent: WaitForEventFunction<Ev>
   /**
    * Starts a child Submission of `agent` in another Thread (usually another Object): the
    * intent is journaled together with the child's admission message, which is delivered at

@@ -6,6 +6,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { AgentContext } from "./AgentContext.ts"
+import type { AgentEvent } from "./AgentEvent.ts"
 import { AgentId } from "./Identifiers.ts"
 import { canonicalJson, contentDigest } from "./internal/digest.ts"
 
@@ -43,12 +44,15 @@ export class AgentFailure extends Schema.TaggedError<AgentFailure>()("AgentFailu
 /** A Schema whose encoded side is JSON: inputs, outputs and step results are stored so. */
 export type JsonCodec<A> = Schema.Codec<A, Schema.Json>
 
-/** A registered agent: its contract, digest and program. */
-export interface AgentDefinition<I, O> {
+/**
+ * A registered agent: its contract, digest and program. `Ev` is the union of the events it
+ * declares.
+ */
+export interface AgentDefinition<I, O, Ev extends AgentEvent.Any = AgentEvent.Any> {
   readonly id: AgentId
   readonly name: string
   readonly version: string
-  /** Stable hash of id, name, version and the input/output schemas. */
+  /** Stable hash of id, name, version, the input/output schemas and the declared events. */
   readonly digest: string
   readonly input: JsonCodec<I>
   readonly output: JsonCodec<O>
@@ -57,11 +61,13 @@ export interface AgentDefinition<I, O> {
    * `context.receiveJoined` at a step boundary) instead of queueing behind it.
    */
   readonly acceptsJoinedInput: boolean
-  readonly program: (input: I, context: AgentContext<I>) => Effect.Effect<O, AgentFailure>
+  /** The events its program waits for by declaration, decoded when they are sent. */
+  readonly events: ReadonlyArray<Ev>
+  readonly program: (input: I, context: AgentContext<I, Ev>) => Effect.Effect<O, AgentFailure>
 }
 
 /** Any agent definition, as registries hold them. */
-export type AnyAgentDefinition = AgentDefinition<any, any>
+export type AnyAgentDefinition = AgentDefinition<any, any, any>
 
 const describeSchema = (schema: Schema.Top): unknown => {
   try {
@@ -79,6 +85,7 @@ export const contractDigest = (contract: {
   readonly input: Schema.Top
   readonly output: Schema.Top
   readonly acceptsJoinedInput?: boolean
+  readonly events?: ReadonlyArray<AgentEvent.Any>
 }): string =>
   contentDigest(
     canonicalJson({
@@ -89,11 +96,22 @@ export const contractDigest = (contract: {
       output: describeSchema(contract.output),
       // Present only when set, so the digests of agents that take no joined input are unchanged.
       ...(contract.acceptsJoinedInput === true ? { acceptsJoinedInput: true } : {}),
+      // Likewise only when events are declared, in name order so the declaration order is free.
+      ...(contract.events === undefined || contract.events.length === 0
+        ? {}
+        : {
+            events: [...contract.events]
+              .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+              .map((event) => ({ name: event.name, payload: describeSchema(event.payload) })),
+          }),
     }),
   )
 
-/** Defines an agent; the id is validated and the digest computed from the contract. */
-export const define = <I, O>(definition: {
+/**
+ * Defines an agent; the id is validated and the digest computed from the contract. Two events
+ * of one name are a defect.
+ */
+export const define = <I, O, const Events extends ReadonlyArray<AgentEvent.Any> = []>(definition: {
   readonly id: string
   readonly name?: string
   readonly version: string
@@ -101,10 +119,18 @@ export const define = <I, O>(definition: {
   readonly output: JsonCodec<O>
   /** A follow-up input may join a running Submission (see `AgentContext.receiveJoined`). */
   readonly acceptsJoinedInput?: boolean
-  readonly program: (input: I, context: AgentContext<I>) => Effect.Effect<O, AgentFailure>
-}): AgentDefinition<I, O> => {
+  /**
+   * The events the program waits for (`AgentContext.waitForEvent(event)`): a payload sent for
+   * one of them is decoded with its Schema when it is sent, and refused if it does not decode.
+   */
+  readonly events?: Events
+  readonly program: (input: I, context: AgentContext<I, Events[number]>) => Effect.Effect<O, AgentFailure>
+}): AgentDefinition<I, O, Events[number]> => {
   const id = Schema.decodeUnknownSync(AgentId)(definition.id)
   const name = definition.name ?? definition.id
+  const events: ReadonlyArray<Events[number]> = definition.events ?? []
+  const names = new Set(events.map((event) => event.name))
+  if (names.size !== events.length) throw new Error(`Agent ${id} declares an event name twice`)
   return {
     id,
     name,
@@ -113,12 +139,20 @@ export const define = <I, O>(definition: {
     input: definition.input,
     output: definition.output,
     acceptsJoinedInput: definition.acceptsJoinedInput === true,
+    events,
     program: definition.program,
   }
 }
 
+/** The declared event `name` of an agent, if it declares one. */
+export const declaredEvent = (agent: AnyAgentDefinition, name: string): AgentEvent.Any | undefined =>
+  agent.events.find((event: AgentEvent.Any) => event.name === name)
+
 /** The same agent under another digest (a changed deployment, in tests). */
-export const withDigest = <I, O>(agent: AgentDefinition<I, O>, digest: string): AgentDefinition<I, O> => ({
+export const withDigest = <I, O, Ev extends AgentEvent.Any>(
+  agent: AgentDefinition<I, O, Ev>,
+  digest: string,
+): AgentDefinition<I, O, Ev> => ({
   ...agent,
   digest,
 })

@@ -13,7 +13,10 @@ import {
   type AnyAgentDefinition,
   type BindingDigestMismatch,
   type BindingUnavailable,
+  type DurableBindingFailure,
 } from "./AgentRegistration.ts"
+import type { EventRefused } from "./AgentEvent.ts"
+import type { EventDelivery, EventPreview, EventRequest } from "./internal/runtime/events/receiveEvent.ts"
 import type { IdempotencyKey, SubmissionId, ThreadId } from "./Identifiers.ts"
 import { makeRuntime } from "./internal/runtime/make.ts"
 import type {
@@ -76,6 +79,7 @@ export type {
   PreparedSubmission,
   SubmitFailure,
 } from "./internal/runtime/shared/model.ts"
+export type { EventDelivery, EventPreview, EventRequest } from "./internal/runtime/events/receiveEvent.ts"
 export { RecoveryWorklist } from "./internal/runtime/recovery/recoveryExecute.ts"
 export { InvalidSchedule, ScheduleRequest } from "./internal/runtime/schedules/model.ts"
 export type { PreparedSchedule } from "./internal/runtime/schedules/schedule.ts"
@@ -149,6 +153,30 @@ export class DurableAgentRuntime extends Context.Service<
       message: M,
       messageId: string,
     ) => Effect.Effect<ThreadMessageReplies[M["_tag"]], DurableWorkerFailure>
+    /**
+     * What `receiveEvent` would do now, without writing: a replay of a recorded `eventId`, or
+     * a new record and whether it ends a wait. Refuses what `receiveEvent` refuses.
+     */
+    readonly previewEvent: (
+      request: EventRequest,
+    ) => Effect.Effect<
+      EventPreview,
+      EventRefused | SubmissionNotFound | DurableBindingFailure | DurableWorkerFailure
+    >
+    /**
+     * Records an event sent to a Submission, once per `eventId` (a repeat answers `replayed`),
+     * and wakes the Submission when it waits for the event's name. A declared event's payload
+     * must decode with its Schema; any payload must fit `maxStoredValueBytes`; a settled or
+     * joined Submission refuses it. With `mayWake: false`, an event that would end a wait is not
+     * written (`WakeNeeded`): hosts pass it when they opened no generation for the call.
+     */
+    readonly receiveEvent: (
+      request: EventRequest,
+      options?: { readonly mayWake?: boolean },
+    ) => Effect.Effect<
+      EventDelivery,
+      EventRefused | SubmissionNotFound | DurableBindingFailure | DurableWorkerFailure
+    >
     /** Records how the delivery of one of this Object's messages ended, and acknowledges it. */
     readonly recordDelivery: (
       row: OutboxMessage,

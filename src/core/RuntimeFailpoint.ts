@@ -6,10 +6,13 @@
  * locations and handlers.
  *
  * A timed park (`parkTimed`) is bracketed as `ledger:park:*`; the due path's claim in place as
- * `ledger:claim-due:*`, followed by `timer:after-fire` before the replay. A delayed head parked
- * until its `notBefore` is `ledger:defer-head:*`; a schedule's writes are `ledger:schedule-put:*`
- * and `ledger:schedule-remove:*`, and a due occurrence's admission with the schedule's advance
- * (one transaction) `ledger:occurrence:*`, followed by `occurrence:after-admit`.
+ * `ledger:claim-due:*`, followed by `timer:after-fire` before the replay. An event that ends a
+ * wait is recorded with the Submission's resumption (`ledger:transition:*`), one that does not is
+ * an input append (`history:append:*`); either is followed by `event:after-receive`. A delayed
+ * head parked until its `notBefore` is `ledger:defer-head:*`; a schedule's writes are
+ * `ledger:schedule-put:*` and `ledger:schedule-remove:*`, and a due occurrence's admission with
+ * the schedule's advance (one transaction) `ledger:occurrence:*`, followed by
+ * `occurrence:after-admit`.
  *
  * Admission and settlement are each one transaction (the ledger records their canonical
  * records itself), so they have no boundary inside them; nor have a settlement with the
@@ -59,6 +62,9 @@ export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
     "reconcile:after-start-append",
     "reconcile:after-answer-append",
     "approval:after-request-append",
+    "approval:after-timeout-append",
+    "event:after-receive",
+    "event:after-timeout-append",
     "abort:after-intent",
     "resolve:after-intent",
     "join:after-claim",

@@ -1,9 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Ref } from "effect"
+import { Clock, Effect, Option, Ref, Schema } from "effect"
+import { define } from "../../src/core/AgentRegistration.ts"
 import { TestClock } from "effect/testing"
 import type { ThreadId } from "../../src/core/Identifiers.ts"
 import { makeRuns, reviewed, runsOf } from "./runtimeAgents.ts"
-import { processHead, processToSettlement, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
+import {
+  processDue,
+  processHead,
+  processToSettlement,
+  recover,
+  rowOf,
+  submitTo,
+  tagsOf,
+} from "./runtimeFixtures.ts"
 import { runtimeHarnesses, runtimeOf, type RuntimeWorld } from "./runtimeHarness.ts"
 import { freezeAt } from "../support/switchboard.ts"
 
@@ -18,6 +27,24 @@ const suspendedReview = (world: RuntimeWorld) =>
     yield* Ref.set(wakes, [])
     return { runs, wakes, incarnation, receipt }
   })
+
+/** Asks for approval with a one-second timeout; when it times out, asks again without one. */
+const reminded = define({
+  id: "reminded",
+  version: "1",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  program: (_, ctx) =>
+    ctx.requestApproval({ first: true }, { timeoutMillis: 1_000 }).pipe(
+      Effect.map((decision) => `${decision.approved}`),
+      Effect.catchTag("ApprovalTimeout", (timeout) =>
+        Effect.map(
+          ctx.requestApproval({ again: true }),
+          (decision) => `timed out at step ${timeout.step}, then ${decision.approved}`,
+        ),
+      ),
+    ),
+})
 
 for (const harness of runtimeHarnesses) {
   describe(`AgentContext approvals (${harness.label})`, () => {
@@ -155,6 +182,60 @@ for (const harness of runtimeHarnesses) {
           const tags = yield* tagsOf(fresh, receipt.submissionId)
           expect(tags.filter((tag) => tag === "ApprovalRequested")).toHaveLength(1)
           expect(yield* runsOf(runs)).toEqual({ draft: 1 })
+        }),
+      ),
+    )
+
+    it.effect("a request with a timeout closes undecided at its due time with a typed ApprovalTimeout", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const incarnation = yield* world.incarnation({ agents: [reminded] })
+          const start = yield* Clock.currentTimeMillis
+          const receipt = yield* submitTo(incarnation, "lane", "reminded", "k", {})
+          expect(yield* processHead(incarnation, "lane")).toEqual(Option.none())
+          const row = yield* rowOf(incarnation, receipt.submissionId)
+          expect([row.state, row.dueAt, row.wait]).toEqual([
+            "waiting",
+            start + 1_000,
+            { _tag: "Approval", step: 0, dueAt: start + 1_000, since: start },
+          ])
+          yield* TestClock.adjust(1_000)
+          // The first request timed out; the second is the open one, and a decision resolves it.
+          expect(yield* processDue(incarnation, receipt.submissionId)).toEqual({
+            _tag: "Parked",
+            wait: "suspended",
+          })
+          expect(yield* tagsOf(incarnation, receipt.submissionId)).toEqual([
+            "SubmissionAccepted",
+            "InputApplied",
+            "ApprovalRequested",
+            "ApprovalTimedOut",
+            "ApprovalRequested",
+          ])
+          yield* runtimeOf(incarnation).resolveApproval(receipt.submissionId, { approved: true })
+          expect((yield* processToSettlement(incarnation, "lane")).output).toBe(
+            "timed out at step 0, then true",
+          )
+        }),
+      ),
+    )
+
+    it.effect("a decision before the due time wins; after the timeout is journaled it is refused", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const incarnation = yield* world.incarnation({ agents: [reminded] })
+          const receipt = yield* submitTo(incarnation, "lane", "reminded", "k", {})
+          yield* processHead(incarnation, "lane")
+          yield* TestClock.adjust(2_000)
+          // Overdue but not yet served: the decision still resumes it.
+          yield* runtimeOf(incarnation).resolveApproval(receipt.submissionId, { approved: false, note: "no" })
+          const settled = yield* rowOf(incarnation, receipt.submissionId)
+          expect(settled.settlement).toMatchObject({ outcome: "failed", error: "approval denied: no" })
+          expect(
+            yield* Effect.flip(
+              runtimeOf(incarnation).resolveApproval(receipt.submissionId, { approved: true }),
+            ),
+          ).toMatchObject({ _tag: "NotPending" })
         }),
       ),
     )

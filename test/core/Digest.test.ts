@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import * as AgentEvent from "../../src/core/AgentEvent.ts"
+import { define } from "../../src/core/AgentRegistration.ts"
 import { contentDigest } from "../../src/core/internal/digest.ts"
 import { sha256Hex } from "../../src/core/internal/sha256.ts"
 
@@ -61,5 +63,41 @@ describe("digests", () => {
     expect(contentDigest("é😀\u0000x")).toBe("7718af7024bca871aa4775f5a58f1482")
     for (const text of texts())
       expect(contentDigest(text), JSON.stringify(text)).toBe(referenceContentDigest(text))
+  })
+})
+
+describe("agent contract digests", () => {
+  const contract = {
+    id: "pinned",
+    version: "1",
+    input: Schema.Struct({ n: Schema.Int }),
+    output: Schema.String,
+    program: () => Effect.succeed("done"),
+  }
+  const shipped = AgentEvent.make("shipped", Schema.Struct({ tracking: Schema.String }))
+  const cancelled = AgentEvent.make("cancelled", Schema.Struct({ reason: Schema.String }))
+
+  it("keeps the digests of agents that declare no events, as admitted work stored them", () => {
+    // Computed before agents could declare events: every admitted row carries such a digest.
+    expect(define(contract).digest).toBe("6cee4e2f846bc6203ac44e93ffe95be1")
+    expect(define({ ...contract, events: [] }).digest).toBe("6cee4e2f846bc6203ac44e93ffe95be1")
+    expect(define({ ...contract, acceptsJoinedInput: true }).digest).toBe("597c14c268bb8f52c3dcbbd49b964e07")
+  })
+
+  it("covers each declared event's name and payload Schema, in any declaration order", () => {
+    const both = define({ ...contract, events: [shipped, cancelled] }).digest
+    expect(define({ ...contract, events: [cancelled, shipped] }).digest).toBe(both)
+    expect(define({ ...contract, events: [shipped] }).digest).not.toBe(both)
+    expect(define({ ...contract, events: [shipped] }).digest).not.toBe(define(contract).digest)
+    const renamed = AgentEvent.make("dispatched", shipped.payload)
+    const retyped = AgentEvent.make("shipped", Schema.Struct({ tracking: Schema.Int }))
+    expect(define({ ...contract, events: [renamed, cancelled] }).digest).not.toBe(both)
+    expect(define({ ...contract, events: [retyped, cancelled] }).digest).not.toBe(both)
+  })
+
+  it("refuses two events of one name", () => {
+    expect(() =>
+      define({ ...contract, events: [shipped, AgentEvent.make("shipped", Schema.Number)] }),
+    ).toThrow(/declares an event name twice/)
   })
 })

@@ -1,7 +1,8 @@
 /**
  * A kill at every runtime failpoint, one at a time: the same journey (steps, a cooperative
- * yield, a lease renewal, a durable sleep, a step retried after a durable backoff, an uncertain
- * step, a reconciled uncertain step whose first run is cut, an approval, and an aborted
+ * yield, a lease renewal, a durable sleep, an event sent before its wait, one that wakes its
+ * wait, a wait that times out, a step retried after a durable backoff, an uncertain step, a
+ * reconciled uncertain step whose first run is cut, an approval that times out, an approval, and an aborted
  * Submission in another lane) is driven to the end through fresh incarnations, and each
  * Submission settles exactly once; the sleep never ends before its due time.
  */
@@ -9,6 +10,7 @@ import { expect } from "@effect/vitest"
 import { Clock, DateTime, Effect, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { Reconcile } from "../../src/core/AgentContext.ts"
+import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { RUNTIME_FAILPOINT_LOCATIONS } from "../../src/core/RuntimeFailpoint.ts"
@@ -25,12 +27,16 @@ import { historyOf, ledgerOf, runtimeOf } from "./runtimeHarness.ts"
 
 const NAP_MILLIS = 100
 
+const Early = AgentEvent.make("early", Schema.Struct({ n: Schema.Int }))
+const Late = AgentEvent.make("late", Schema.Struct({ n: Schema.Int }))
+
 const journey = (runs: Runs) =>
   define({
     id: "journey",
     version: "1",
     input: Schema.Struct({ n: Schema.Int }),
     output: Schema.String,
+    events: [Early, Late],
     program: ({ n }, ctx) =>
       Effect.gen(function* () {
         // Each plain step takes 5 ms of virtual time: the second boundary renews, the third yields.
@@ -38,6 +44,15 @@ const journey = (runs: Runs) =>
         const b = yield* ctx.step("b", Effect.as(Effect.andThen(ran(runs, "b"), TestClock.adjust(5)), a + 1))
         // A durable sleep: it fires once, at or after its due time.
         yield* ctx.sleep("nap", NAP_MILLIS)
+        // Sent before the wait (kept and taken without parking), sent to the parked wait (it wakes
+        // it), and never sent (the wait times out).
+        const early = yield* ctx.waitForEvent(Early)
+        const late = yield* ctx.waitForEvent(Late)
+        const never = yield* ctx
+          .waitForEvent(Late, { timeoutMillis: 30 })
+          .pipe(Effect.catchTag("EventTimeout", () => Effect.succeed(undefined)))
+        if (early.n !== 1 || late.n !== 2 || never !== undefined)
+          return yield* new AgentFailure({ message: "events out of order" })
         // Fails its first run, then succeeds after a durable backoff.
         yield* ctx.step(
           "r",
@@ -68,6 +83,10 @@ const journey = (runs: Runs) =>
             ),
           },
         )
+        // Nobody decides in time: the request closes, and the next one is decided.
+        yield* ctx
+          .requestApproval({ u, first: true }, { timeoutMillis: 40 })
+          .pipe(Effect.catchTag("ApprovalTimeout", () => Effect.void))
         const decision = yield* ctx.requestApproval({ u })
         return yield* ctx.step("c", Effect.as(ran(runs, "c"), `${u}-${decision.approved}`))
       }),
@@ -80,6 +99,16 @@ const drive = (ops: CrashingOps) =>
     const submit = (lane: string, agent: string, input: unknown) =>
       untilDone(op, (incarnation) => submitTo(incarnation, lane, agent, lane, input))
     const a = yield* submit("a", "journey", { n: 1 })
+    const sendEvent = (event: string, n: number) =>
+      untilDone(op, (incarnation) =>
+        runtimeOf(incarnation).receiveEvent({
+          submissionId: a.submissionId,
+          event,
+          eventId: event,
+          payload: { n },
+        }),
+      )
+    yield* sendEvent("early", 1)
     const b = yield* submit("b", "echo", { text: "never" })
     yield* untilDone(op, (incarnation) => runtimeOf(incarnation).abort(b.submissionId))
 
@@ -96,6 +125,8 @@ const drive = (ops: CrashingOps) =>
         yield* op((incarnation) =>
           runtimeOf(incarnation).attemptDueHead(a.submissionId, { yieldAfter: DateTime.makeUnsafe(at + 7) }),
         )
+      } else if (rowA.state === "suspended" && rowA.wait?._tag === "Event") {
+        yield* sendEvent("late", 2)
       } else if (rowA.state === "suspended") {
         yield* op((incarnation) =>
           ignoreNotPending(runtimeOf(incarnation).resolveApproval(a.submissionId, { approved: true })),
@@ -128,6 +159,13 @@ const drive = (ops: CrashingOps) =>
       // When each record of a fired timer was appended, and the timer's due time.
       fired: records.flatMap((record) =>
         record.entry._tag === "TimerFired" ? [[record.recordedAt, record.entry.dueAt] as const] : [],
+      ),
+      // The ids of the events recorded and taken, as often as each record occurs.
+      received: records.flatMap((record) =>
+        record.entry._tag === "EventReceived" ? [record.entry.eventId] : [],
+      ),
+      consumed: records.flatMap((record) =>
+        record.entry._tag === "EventConsumed" ? [record.entry.eventId] : [],
       ),
       a: settledA,
       b: settledB,
@@ -163,6 +201,17 @@ crashMatrix({
     expect(result.fired, label).toHaveLength(1)
     for (const [recordedAt, dueAt] of result.fired) expect(recordedAt, label).toBeGreaterThanOrEqual(dueAt)
     expect(result.tagsA.filter((tag) => tag === "StepAttemptFailed").length, label).toBeLessThanOrEqual(2)
+    // Each event is recorded once and taken once, by its own wait; each timeout is journaled once.
+    expect(result.received, label).toEqual(["early", "late"])
+    expect(result.consumed, label).toEqual(["early", "late"])
+    expect(
+      result.tagsA.filter((tag) => tag === "EventWaitTimedOut"),
+      label,
+    ).toHaveLength(1)
+    expect(
+      result.tagsA.filter((tag) => tag === "ApprovalTimedOut"),
+      label,
+    ).toHaveLength(1)
     expect(result.remaining, label).toEqual([])
     // The uncertain effect never runs twice; plain steps run at least once.
     expect(result.runs.u ?? 0, label).toBeLessThanOrEqual(1)

@@ -97,6 +97,7 @@ describe("ThreadObject authorization", () => {
         rival.awaitSettlement(receipt.submissionId, 10),
         rival.explain(receipt.submissionId),
         rival.submit({ agentId: "review", idempotencyKey: "r", input: { draft: "y" } }),
+        rival.sendEvent(receipt.submissionId, "note", null),
       ]
       for (const call of refused) {
         expect(failureOf(yield* Effect.exit(call))).toMatchObject({
@@ -107,7 +108,7 @@ describe("ThreadObject authorization", () => {
       expect(yield* stored(thread)).toEqual(before)
       expect(
         authorizationLog.filter((entry) => entry.subject === "globex").map((entry) => entry.kind),
-      ).toEqual(["read", "read", "read", "read", "mutate"])
+      ).toEqual(["read", "read", "read", "read", "mutate", "mutate"])
 
       // An operator call is checked as `operate`; the operator may also read the tenant's Thread.
       yield* operator.abort(receipt.submissionId)

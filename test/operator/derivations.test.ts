@@ -171,6 +171,40 @@ describe("explain", () => {
     })
   })
 
+  it("names the event a parked Submission waits for, and when an event wait or an approval times out", () => {
+    const base = { head: undefined, ahead: 0, maintenance: view(record()), now }
+    const stable = row("e", 1, "suspended", { wait: { _tag: "Event", step: 2, event: "shipped", since: 7 } })
+    expect(
+      reasonFor({ ...base, inspection: inspection(stable, { _tag: "AwaitEvent", event: "shipped" }) }),
+    ).toEqual({
+      _tag: "WaitingForEvent",
+      step: 2,
+      event: "shipped",
+      since: 7,
+    })
+    const timed = row("e", 1, "waiting", {
+      dueAt: now + 60,
+      wait: { _tag: "Event", step: 2, event: "shipped", dueAt: now + 60, since: 7 },
+    })
+    expect(
+      reasonFor({ ...base, inspection: inspection(timed, { _tag: "AwaitDue", dueAt: now + 60 }) }),
+    ).toMatchObject({
+      _tag: "WaitingForEvent",
+      timesOutAt: now + 60,
+    })
+    const approval = row("a", 1, "waiting", {
+      dueAt: now + 90,
+      wait: { _tag: "Approval", step: 0, dueAt: now + 90, since: 3 },
+    })
+    const open = OpenApproval.make({ step: 0, since: 3, payload: { n: 1 } })
+    expect(
+      reasonFor({
+        ...base,
+        inspection: inspection(approval, { _tag: "AwaitDue", dueAt: now + 90 }, { openApproval: open }),
+      }),
+    ).toEqual({ _tag: "WaitingForApproval", step: 0, since: 3, payload: { n: 1 }, timesOutAt: now + 90 })
+  })
+
   it("tells Unknown Outcomes waiting for a reconcile from those waiting for a person", () => {
     const unknown = row("u", 1, "unknown")
     const open = (status: "none" | "due" | "backoff" | "exhausted") =>
@@ -350,6 +384,39 @@ describe("verify", () => {
       ["one-settlement", ["a"]],
       ["fifo", ["a", "b"]],
       ["binding-waits-nonterminal", ["a"]],
+    ])
+  })
+
+  it("finds an event recorded twice, taken twice, and taken by a wait for another name", () => {
+    const waiting = row("w", 1, "suspended")
+    const received = (id: string) =>
+      ({ _tag: "EventReceived", event: "shipped", eventId: id, payload: {} }) as const
+    const taken = (step: number, id: string, event = "shipped") =>
+      ({ _tag: "EventConsumed", step, event, eventId: id }) as const
+    const records = [
+      entry("w", 1, accepted),
+      entry("w", 2, received("x")),
+      entry("w", 3, taken(0, "x")),
+      entry("w", 4, received("x")),
+      entry("w", 5, taken(1, "x")),
+      entry("w", 6, received("y")),
+      entry("w", 7, taken(2, "y", "cancelled")),
+    ]
+    const found = verifyStorage({
+      maintenance: view(record(), null),
+      rows: [waiting],
+      records,
+      counted: { all: 1, lanes: new Map([[ThreadId.make("t"), 1]]) },
+      reports: [],
+      now,
+      passRunning: false,
+      timing: TIMING,
+      timerCoalesceMillis: 10,
+    })
+    expect(found.violations.map((v) => [v.invariant, v.message])).toEqual([
+      ["event-once", "event x of w is recorded twice"],
+      ["event-once", "w took event x twice"],
+      ["event-once", 'w took event y "shipped" in a wait for "cancelled"'],
     ])
   })
 

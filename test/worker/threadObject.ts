@@ -3,6 +3,7 @@
  * per Object id (a switchboard in the test isolate, so it survives `abortAllDurableObjects`).
  */
 import { Effect, Schema } from "effect"
+import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import * as Testing from "../../src/Testing.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
@@ -120,6 +121,26 @@ export const escalatorAgent = define({
     }),
 })
 
+/** A parcel's shipment, declared by the courier: its payload is decoded when it is sent. */
+export const Shipped = AgentEvent.make("shipped", Schema.Struct({ tracking: Schema.String }))
+
+/**
+ * Waits for an approval, then for `shipped` (or, with `wait: "first"`, for `shipped` at once),
+ * and answers with the tracking number.
+ */
+export const courierAgent = define({
+  id: "courier",
+  version: "1",
+  input: Schema.Struct({ wait: Schema.Literals(["after-approval", "first"]) }),
+  output: Schema.String,
+  events: [Shipped],
+  program: ({ wait }, ctx) =>
+    Effect.gen(function* () {
+      if (wait === "after-approval") yield* ctx.requestApproval({ ready: true })
+      return (yield* ctx.waitForEvent(Shipped)).tracking
+    }),
+})
+
 /** Failpoints a test installs on one Object by its id. */
 export const switchboard = Testing.makeSwitchboard()
 
@@ -132,6 +153,7 @@ export class TestThreadObject extends ThreadObject.make(
     tallyAgent,
     escalatorAgent,
     napAgent,
+    courierAgent,
   ]),
   {
     namespaceBinding: "THREADS_TEST",

@@ -5,10 +5,12 @@
  * `Workflow.execute` does). A value the Schema refuses is a typed error, never a defect.
  */
 import { Effect, Schema } from "effect"
+import type { AgentEvent } from "../../core/AgentEvent.ts"
 import type { JsonCodec } from "../../core/AgentRegistration.ts"
 import type { Receipt } from "../../core/DurableAgentRuntime.ts"
 import type { Settlement } from "../../core/SubmissionLedger.ts"
 import type { CallName, CallRequestEncoded, CallSuccess } from "../object/calls.ts"
+import { InvalidRequest } from "../object/callErrors.ts"
 import type { ThreadClientError } from "../object/rpc.ts"
 
 /** The input did not encode with the agent's input Schema; nothing was sent. */
@@ -27,11 +29,25 @@ export class InvalidAgentOutput extends Schema.TaggedError<InvalidAgentOutput>()
   message: Schema.String,
 }) {}
 
-/** What the typed view needs of an agent: its id and its Schemas (an `AgentDefinition` has them). */
-export interface AgentContract<I, O> {
+/**
+ * What the typed view needs of an agent: its id, its Schemas and the events it declares (an
+ * `AgentDefinition` has them).
+ */
+export interface AgentContract<I, O, Ev extends AgentEvent.Any = never> {
   readonly id: string
   readonly input: JsonCodec<I>
   readonly output: JsonCodec<O>
+  readonly events?: ReadonlyArray<Ev>
+}
+
+/** Options of `sendEvent`. */
+export interface SendEventOptions {
+  /**
+   * The event's identity (1 to 256 characters): a repeat of a recorded id changes nothing and
+   * answers `replayed`. By default a UUID drawn when `sendEvent(...)` is called, so retrying
+   * the returned Effect sends the same event.
+   */
+  readonly eventId?: string
 }
 
 /** A settlement whose output, when it completed, is the agent's decoded output. */
@@ -43,7 +59,7 @@ export type AgentSettlement<O> =
 export type SubmitMode = "queue" | "join" | "join-or-queue"
 
 /** The calls of one agent on one Thread, typed by its Schemas. */
-export interface AgentClient<I, O> {
+export interface AgentClient<I, O, Ev extends AgentEvent.Any = never> {
   readonly agentId: string
   /** Admits `input` for this agent; the same idempotency key returns the original receipt. */
   readonly submit: (
@@ -58,6 +74,17 @@ export interface AgentClient<I, O> {
     submissionId: string,
     timeoutMillis: number,
   ) => Effect.Effect<AgentSettlement<O>, ThreadClientError<"awaitSettlement"> | InvalidAgentOutput>
+  /**
+   * Sends one of the agent's declared events to one of its Submissions: the payload is encoded
+   * with the event's Schema here (`InvalidRequest` if it does not encode) and decoded again in
+   * the Object. See `ThreadClient.sendEvent`.
+   */
+  readonly sendEvent: <E extends Ev>(
+    submissionId: string,
+    event: E,
+    payload: AgentEvent.Payload<E>,
+    options?: SendEventOptions,
+  ) => Effect.Effect<CallSuccess<"sendEvent">, ThreadClientError<"sendEvent">>
 }
 
 /** @internal How the view reaches the Object: a call of the table by name. */
@@ -67,11 +94,11 @@ export type Invoke = <K extends CallName>(
 ) => Effect.Effect<CallSuccess<K>, ThreadClientError<K>>
 
 /** @internal */
-export const makeAgentClient = <I, O>(
+export const makeAgentClient = <I, O, Ev extends AgentEvent.Any>(
   invoke: Invoke,
   threadId: string,
-  agent: AgentContract<I, O>,
-): AgentClient<I, O> => {
+  agent: AgentContract<I, O, Ev>,
+): AgentClient<I, O, Ev> => {
   const encodeInput = Schema.encodeEffect(agent.input)
   const decodeOutput = Schema.decodeUnknownEffect(agent.output)
   return {
@@ -100,5 +127,27 @@ export const makeAgentClient = <I, O>(
         )
         return { ...rest, outcome, output: decoded }
       }),
+    sendEvent: (submissionId, event, payload, options) => {
+      const eventId = options?.eventId ?? crypto.randomUUID()
+      return Schema.encodeEffect(event.payload)(payload).pipe(
+        Effect.mapError(
+          (error) =>
+            new InvalidRequest({
+              entryPoint: "sendEvent",
+              message: `the payload of event "${event.name}" does not encode: ${error.message}`,
+            }),
+        ),
+        Effect.flatMap((encoded) =>
+          invoke("sendEvent", {
+            threadId,
+            submissionId,
+            event: event.name,
+            eventId,
+            payload: encoded,
+            agentId: agent.id,
+          }),
+        ),
+      )
+    },
   }
 }

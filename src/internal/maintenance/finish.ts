@@ -9,8 +9,8 @@ import { type AlarmDisposition, decideAlarm, dispositionOf } from "./alarmPolicy
 import { writeAlarm } from "./alarmWrite.ts"
 import { STALL_CAP } from "./backoff.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
-import type { HookDeadlineFailure } from "./errors.ts"
 import { nextBound, type TimerReading } from "./timers.ts"
+import type { HookDeadlineFailure } from "./errors.ts"
 import {
   MaintenanceRetry,
   readMaintenanceState,

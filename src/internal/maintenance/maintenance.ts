@@ -16,7 +16,7 @@ import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { makeTransact, makeTransactRecord } from "./transaction.ts"
 import type { DurableAlarmError, MaintenancePassFailure, ThreadHostMaintenanceError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
-import { ThreadMutationGate } from "./gate.ts"
+import { type MutationOptions, ThreadMutationGate } from "./gate.ts"
 import { publishCommitted, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
 import { ThreadHostMaintenance } from "./hostMaintenance.ts"
 import { makePass } from "./pass.ts"
@@ -39,9 +39,13 @@ export class ThreadMaintenance extends Context.Service<
     readonly pass: Effect.Effect<MaintenancePassReport, MaintenancePassFailure>
     /** Constructor gate: O(1) record inspection; a dirty generation or host deadline gets an alarm. */
     readonly ensureAlarm: Effect.Effect<void, MaintenancePassFailure>
-    /** A recovery-invalidating mutation, then best-effort publication inside the mutation window. */
+    /**
+     * A mutation (recovery-invalidating unless `options` say otherwise), then best-effort
+     * publication inside the mutation window.
+     */
     readonly withMutation: <A, E, R>(
       body: Effect.Effect<A, E, R>,
+      options?: MutationOptions,
     ) => Effect.Effect<A, E | DurableAlarmError, R>
     /** Rebuilds a damaged maintenance record from the ledger; a no-op on a healthy one. */
     readonly repair: Effect.Effect<MaintenanceRepair, DurableAlarmError | LedgerError>
@@ -113,8 +117,11 @@ export class ThreadMaintenance extends Context.Service<
           },
         }),
         ensureAlarm: gate.withSnapshot(() => ensureAlarm),
-        withMutation: <A, E, R>(body: Effect.Effect<A, E, R>) =>
-          gate.withMutation(Effect.tap(body, () => publishCommitted(publication))),
+        withMutation: <A, E, R>(body: Effect.Effect<A, E, R>, options?: MutationOptions) =>
+          gate.withMutation(
+            Effect.tap(body, () => publishCommitted(publication)),
+            options,
+          ),
         repair: makeRepair(env, ledger),
         hostDeadline,
       }

@@ -14,6 +14,7 @@ import {
   SubmitRequest,
 } from "../../core/DurableAgentRuntime.ts"
 import { type SubmissionId, ThreadId } from "../../core/Identifiers.ts"
+import { EventReceipt, EventRefused } from "../../core/AgentEvent.ts"
 import {
   AdmissionRefused,
   IdempotencyConflict,
@@ -33,6 +34,7 @@ import { SubmissionPage, ThreadPage } from "./pageViews.ts"
 import {
   ApprovalInput,
   AwaitInput,
+  EventInput,
   FindSubmissionInput,
   HistoryInput,
   ProgressInput,
@@ -47,7 +49,7 @@ import { HistoryPageView, MaintenanceInspection, SubmissionStatus, ThreadStatus 
 
 /**
  * What a call does, for the application's authorization check: `read` answers without writing;
- * `mutate` adds work or schedules it (submit, the wake hint); `operate` acts on accepted work or
+ * `mutate` adds work or schedules it (submit, an event, the wake hint); `operate` acts on accepted work or
  * on the Object's machinery, as an operator or a reviewer would (approve or deny, resolve an
  * Unknown Outcome, abort, retry, repair).
  */
@@ -101,6 +103,11 @@ export const ThreadObjectCalls = {
     AdmissionRefused,
     IdempotencyConflict,
     JoinRefused,
+    MaintenanceRecordDamaged,
+  ]),
+  sendEvent: call("mutate", EventInput, EventReceipt, [
+    EventRefused,
+    SubmissionNotFound,
     MaintenanceRecordDamaged,
   ]),
   abort: call("operate", SubmissionAddress, Schema.Void, [SubmissionNotFound, MaintenanceRecordDamaged]),

@@ -67,6 +67,7 @@ const gated =
 
 type ThreadCall =
   | "submit"
+  | "sendEvent"
   | "abort"
   | "retry"
   | "resolveApproval"
@@ -87,6 +88,34 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
       // even a generation or an alarm.
       const prepared = yield* runtime.prepare(request)
       return yield* refuseOnDamage(maintenance.withMutation(runtime.admit(prepared)))
+    }),
+  sendEvent: (request) =>
+    Effect.gen(function* () {
+      yield* addressed(request)
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      const event = {
+        submissionId: request.submissionId,
+        event: request.event,
+        eventId: request.eventId,
+        payload: request.payload,
+      }
+      // Refusals and repeats answer before the gate: they write nothing, not even a generation.
+      const preview = yield* runtime.previewEvent(event)
+      if (preview._tag === "Replayed") return preview.receipt
+      // Only an event that ends a wait creates work for the pass; if the Submission parked on
+      // it after the preview, the first run writes nothing and the second opens a generation.
+      const record = (wakes: boolean) =>
+        refuseOnDamage(
+          maintenance.withMutation(runtime.receiveEvent(event, { mayWake: wakes }), {
+            invalidatesRecovery: wakes,
+          }),
+        )
+      const first = yield* record(preview.wakes)
+      if (first._tag === "Received") return first.receipt
+      const second = yield* record(true)
+      if (second._tag === "Received") return second.receipt
+      return yield* Effect.die(new Error("an event that may wake was not recorded"))
     }),
   abort: gated((runtime, request) => runtime.abort(request.submissionId)),
   retry: gated((runtime, request) => runtime.retry(request.submissionId)),

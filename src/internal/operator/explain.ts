@@ -76,9 +76,30 @@ export const reasonFor = (input: {
   // An accepted abort settles without waiting for the head.
   if (head !== undefined && head.submissionId !== row.submissionId && decision._tag !== "SettleAborted")
     return { _tag: "QueuedBehind", head: head.submissionId, headState: head.state, ahead: input.ahead }
-  if (inspection.openApproval !== undefined && row.state === "suspended" && !row.abortRequested) {
+  // A timed wait whose due time came waits for its alarm, like any due row.
+  const parked =
+    (row.state === "suspended" || (row.state === "waiting" && (row.dueAt ?? now) > now)) &&
+    !row.abortRequested
+  const parkedOn = row.wait
+  if (
+    inspection.openApproval !== undefined &&
+    parked &&
+    (row.state === "suspended" || parkedOn?._tag === "Approval")
+  ) {
     const { step, since, payload } = inspection.openApproval
-    return { _tag: "WaitingForApproval", step, since, payload }
+    const timesOutAt =
+      parkedOn?._tag === "Approval" && parkedOn.step === step ? { timesOutAt: parkedOn.dueAt } : {}
+    return { _tag: "WaitingForApproval", step, since, payload, ...timesOutAt }
+  }
+  if (parked && parkedOn?._tag === "Event") {
+    const { step, event, since, dueAt } = parkedOn
+    return {
+      _tag: "WaitingForEvent",
+      step,
+      event,
+      since,
+      ...(dueAt === undefined ? {} : { timesOutAt: dueAt }),
+    }
   }
   const open = inspection.openUncertain
   // A failed reconcile's next try is a timed wait: the Unknown Outcome is still the reason.

@@ -21,7 +21,20 @@ export const Reason = Schema.Union([
     /** Nonterminal Submissions ahead of it in the lane. */
     ahead: Schema.Int,
   }),
-  Schema.TaggedStruct("WaitingForApproval", { step: Schema.Int, since: Schema.Finite, payload: Schema.Json }),
+  Schema.TaggedStruct("WaitingForApproval", {
+    step: Schema.Int,
+    since: Schema.Finite,
+    payload: Schema.Json,
+    /** A request with a timeout closes undecided at this instant. */
+    timesOutAt: Schema.optionalKey(Schema.Finite),
+  }),
+  /** Parked on a wait for an event of this name, until one is sent (or the wait times out). */
+  Schema.TaggedStruct("WaitingForEvent", {
+    step: Schema.Int,
+    event: Schema.String,
+    since: Schema.Finite,
+    timesOutAt: Schema.optionalKey(Schema.Finite),
+  }),
   /** An uncertain step cut by a crash; `waitingFor` says whether its reconcile or a person settles it. */
   Schema.TaggedStruct("UnknownOutcome", {
     step: Schema.Int,
@@ -158,6 +171,8 @@ export const Invariant = Schema.Literals([
   "timer-has-alarm",
   /** A retried step's failed attempts count up from 1 and their due times never move earlier. */
   "retry-monotone",
+  /** Each event is recorded once per Submission and taken at most once, by a wait for its name. */
+  "event-once",
 ])
 export type Invariant = typeof Invariant.Type
 

@@ -12,6 +12,7 @@ import type { Settlement, SubmissionSnapshot } from "../../core/SubmissionLedger
 import type { HistoryRecord } from "../../core/ThreadHistory.ts"
 import { hasAutonomousWork, indexReports } from "../maintenance/classify.ts"
 import type { MaintenanceView } from "./explain.ts"
+import { eventViolations } from "./verifyEvents.ts"
 import { type Invariant, Invariant as InvariantSchema, VerifyReport, Violation } from "./reports.ts"
 import type { AlarmTiming } from "../maintenance/alarmPolicy.ts"
 import { verifyTimers } from "./verifyTimers.ts"
@@ -98,6 +99,7 @@ export const verifyStorage = (input: VerifyInput): VerifyReport => {
       violate("one-settlement", `submission ${id} has ${settled.length} settlement records`, [id], {
         sequences: settled.map((record) => record.sequence),
       })
+    for (const broken of eventViolations(group)) violate("event-once", broken.message, [id], broken.evidence)
     if (!byId.has(id))
       violate(
         "settlement-agreement",

@@ -14,6 +14,7 @@ import {
   withDigest,
 } from "../../../src/core/AgentRegistration.ts"
 import type { HistoryEntry } from "../../../src/core/ThreadHistory.ts"
+import * as AgentEvent from "../../../src/core/AgentEvent.ts"
 
 /** What a submitted input asks for. */
 export const AgentInput = Schema.Struct({
@@ -120,6 +121,37 @@ const chat = define({
     }),
 })
 
+/** A parcel for the waiter; sent by the driver with ids drawn from a small pool. */
+export const Parcel = AgentEvent.make("parcel", Schema.Struct({ n: Schema.Int }))
+
+/**
+ * After a step, waits for `steps` parcels and lists what each carried: stable waits, or with
+ * `sleep` above 0 waits that time out after `sleep` × 10 ms (-1 in the list).
+ */
+const waiter = define({
+  id: "waiter",
+  version: "1",
+  input: AgentInput,
+  output: Schema.Array(Schema.Int),
+  events: [Parcel],
+  program: (input, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.step("ready", plain(ctx, "ready").pipe(Effect.as(input.n)))
+      const got: Array<number> = []
+      for (let index = 0; index < input.steps; index++) {
+        got.push(
+          input.sleep === 0
+            ? (yield* ctx.waitForEvent(Parcel)).n
+            : yield* ctx.waitForEvent(Parcel, { timeoutMillis: input.sleep * 10 }).pipe(
+                Effect.map((parcel) => parcel.n),
+                Effect.catchTag("EventTimeout", () => Effect.succeed(-1)),
+              ),
+        )
+      }
+      return got
+    }),
+})
+
 /** A step, a durable sleep of `sleep` × 10 ms (up to 12 s), and a step after it. */
 const napper = define({
   id: "napper",
@@ -203,14 +235,15 @@ const delegator = define({
 })
 
 /** The agent kinds a lane can be given. */
-export type AgentKind = "stepper" | "charger" | "reviewer" | "chat" | "delegator" | "napper" | "retrier"
+export type AgentKind =
+  "stepper" | "charger" | "reviewer" | "chat" | "delegator" | "napper" | "retrier" | "waiter"
 
 /** A deployment: which code the next incarnation runs. */
 export type Deployment = "full" | "without-reviewer" | "charger-changed"
 
 const registered: Record<Deployment, ReadonlyArray<AnyAgentDefinition>> = {
-  full: [stepper, charger, reviewer, chat, delegator, napper, retrier],
-  "without-reviewer": [stepper, charger, chat, delegator, napper, retrier],
+  full: [stepper, charger, reviewer, chat, delegator, napper, retrier, waiter],
+  "without-reviewer": [stepper, charger, chat, delegator, napper, retrier, waiter],
   "charger-changed": [
     stepper,
     withDigest(charger, "changed-charger-digest"),
@@ -219,6 +252,7 @@ const registered: Record<Deployment, ReadonlyArray<AnyAgentDefinition>> = {
     delegator,
     napper,
     retrier,
+    waiter,
   ],
 }
 
@@ -245,6 +279,23 @@ export const expectedOutcome = (
     return settled === undefined
       ? { outcome: "failed" }
       : { outcome: "completed", output: childReport(settled) }
+  }
+  if (agentId === "waiter") {
+    // The parcels its waits took (-1 for a wait that timed out), in the order of the waits.
+    const payloads = new Map<string, unknown>()
+    for (const entry of entries)
+      if (entry._tag === "EventReceived") payloads.set(entry.eventId, entry.payload)
+    const ended = entries.flatMap((entry) =>
+      entry._tag === "EventConsumed"
+        ? [[entry.step, (payloads.get(entry.eventId) as { readonly n: number }).n] as const]
+        : entry._tag === "EventWaitTimedOut"
+          ? [[entry.step, -1] as const]
+          : [],
+    )
+    return {
+      outcome: "completed",
+      output: ended.toSorted((a, b) => a[0] - b[0]).map(([, n]) => n),
+    }
   }
   if (agentId === "napper") {
     const { n, steps } = input as AgentInput

@@ -1,14 +1,15 @@
 /**
  * The seeded driver of one simulated run over a cluster of one to three Objects. A chaos phase
  * picks actions (submit to a lane of an Object, delegate to a child in another Object, join a
- * running conversation, replay a key, approve or deny, resolve an unknown, abort, admin retry,
+ * running conversation, replay a key, approve or deny, send an event (ids drawn from a small
+ * pool, so duplicates are common), resolve an unknown, abort, admin retry,
  * advance virtual time, deliver an Object's due alarm, evict or redeploy an Object, release a
  * paused fiber) while failpoints fire and the network misbehaves by seed; a calm phase then
  * stops injecting, resolves every external wait and delivers alarms until every Object is
  * quiescent. Invariants are checked after every step; at the end every accepted Submission must
  * have settled exactly once with the outcome its input and its records imply.
  */
-import { Effect, Exit } from "effect"
+import { Effect, Exit, type Schema } from "effect"
 import { TestClock } from "effect/testing"
 import type { ThreadId } from "../../../src/core/Identifiers.ts"
 import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
@@ -18,7 +19,7 @@ import { checkEndState } from "./endState.ts"
 import { makeFaultPlan } from "./faults.ts"
 import { readRecord } from "./invariants.ts"
 import { makeNetworkFaults } from "./network.ts"
-import { lanes, openWaits } from "./oracle.ts"
+import { awaitsEvent, lanes, openWaits } from "./oracle.ts"
 import { makeRng, type Rng } from "./random.ts"
 import type { World } from "./world.ts"
 
@@ -97,6 +98,29 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
   const awaitingResolution = () =>
     rows().filter(({ world, row }) => row.state === "unknown" && openWaits(entriesOf(world, row)).uncertain)
   const pickWorld = () => worldOf(rng.pick(names))
+  const awaitingEvent = () => rows().filter(({ world, row }) => awaitsEvent(row, entriesOf(world, row)))
+
+  /** Sends a parcel; ids come from a small pool per Submission, so duplicates are common. */
+  const sendParcel = (world: World, row: SubmissionSnapshot, eventId: string, payload: Schema.Json) =>
+    world.call(
+      "sendEvent",
+      (incarnation) =>
+        incarnation.entry.sendEvent({
+          threadId: row.threadId,
+          submissionId: row.submissionId,
+          event: "parcel",
+          eventId,
+          payload,
+        }),
+      (exit) =>
+        log(
+          `  event ${eventId} ${JSON.stringify(payload)} to ${label(row.submissionId)} -> ${
+            Exit.isSuccess(exit)
+              ? `${exit.value.replayed ? "replayed" : "recorded"}${exit.value.resumed ? ", resumed" : ""}`
+              : describeExit(exit)
+          }`,
+        ),
+    )
 
   const submit = (request: Request, note: string) =>
     worldOf(request.object).call(
@@ -165,6 +189,7 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
       reviewer: 2,
       chat: 2,
       delegator: 3,
+      waiter: 2,
       napper: 2,
       retrier: 2,
     })
@@ -200,6 +225,7 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
       early: 3,
       advance: 16,
       approve: 8,
+      event: 8,
       resolve: 6,
       abort: 6,
       retry: 2,
@@ -276,6 +302,16 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
         const { world, row } = rng.pick(waiting)
         return yield* approve(world, row, rng.chance(0.75))
       }
+      case "event": {
+        // Mostly to a waiter, sometimes to any row (a settled or joined one refuses it); now and
+        // then a payload its declaration refuses.
+        const waiters = rows().filter(({ row }) => row.agentId === "waiter" && row.state !== "settled")
+        const pool = waiters.length > 0 && rng.chance(0.85) ? waiters : rows()
+        if (pool.length === 0) return
+        const { world, row } = rng.pick(pool)
+        const payload = rng.chance(0.1) ? { n: "not a number" } : { n: rng.int(0, 999) }
+        return yield* sendParcel(world, row, `parcel-${rng.int(1, 4)}`, payload)
+      }
       case "resolve": {
         const waiting = awaitingResolution()
         if (waiting.length === 0) return
@@ -335,6 +371,8 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
     for (const world of worlds) while (world.paused.length > 0) yield* world.release(0)
     for (const { world, row } of awaitingApproval()) yield* approve(world, row, rng.chance(0.7))
     for (const { world, row } of awaitingResolution()) yield* resolve(world, row, rng.chance(0.7))
+    for (const { world, row } of awaitingEvent())
+      yield* sendParcel(world, row, `calm-${rng.int(0, 1_000_000)}`, { n: rng.int(0, 999) })
     yield* cluster.settle
     const open = rows().some(({ row }) => row.state !== "settled")
     if (worlds.some((world) => world.handlerRunning)) {
@@ -372,7 +410,10 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
         stranded.length === 0,
         () => `stranded: ${stranded.join(", ")} with no alarm, pass or call`,
       )
-      return stranded.length === 0 && awaitingApproval().length + awaitingResolution().length > 0
+      return (
+        stranded.length === 0 &&
+        awaitingApproval().length + awaitingResolution().length + awaitingEvent().length > 0
+      )
     }
     return false
   })
@@ -497,6 +538,10 @@ export const simulate = (seed: number, options: SimulationOptions) =>
         ).length,
       )
       add("messages", world.store.outbox.size)
+      add(
+        "eventsTaken",
+        [...world.store.historyFeed].filter((record) => record.entry._tag === "EventConsumed").length,
+      )
       for (const [key, value] of Object.entries(world.stats)) stats[key] = Number(stats[key] ?? 0) + value
       add("selfCancellations", world.monitor.selfCancellations)
       add("takeovers", world.monitor.takeovers)

@@ -134,6 +134,11 @@ export const makeMonitor = (view: WorldView) => {
   const settled = new Map<SubmissionId, string>()
   const seenRows = new Map<SubmissionId, object>()
   const journaled = new Set<string>()
+  /** Events recorded (by `submissionId:eventId`, with their name) and taken. */
+  const received = new Map<string, string>()
+  const consumed = new Set<string>()
+  /** Event waits that timed out, by `submissionId:step`. */
+  const timedOut = new Set<string>()
   const historySettled = new Set<SubmissionId>()
   const external = new Map<string, number>()
   let feedSeen = 0
@@ -505,6 +510,47 @@ export const makeMonitor = (view: WorldView) => {
             earlier.every((other) => historySettled.has(other.submissionId)),
             () => `submission ${submissionId} started before an earlier one of lane ${row?.threadId} settled`,
           )
+          break
+        }
+        case "EventWaitTimedOut": {
+          // Final: the wait that timed out never takes an event, and times out once.
+          const key = `${submissionId}:${entry.step}`
+          check(
+            "event-once",
+            !timedOut.has(key) && !journaled.has(`${submissionId}:EventConsumed:${entry.step}`),
+            () => `the wait at ${submissionId} step ${entry.step} timed out twice or after taking an event`,
+          )
+          timedOut.add(key)
+          break
+        }
+        case "EventReceived": {
+          const key = `${submissionId}:${entry.eventId}`
+          check("event-once", !received.has(key), () => `event ${key} recorded twice`)
+          received.set(key, entry.event)
+          break
+        }
+        case "EventConsumed": {
+          // Taken once, by a wait for its own name, after it arrived.
+          const key = `${submissionId}:${entry.eventId}`
+          check(
+            "event-once",
+            received.get(key) === entry.event && !consumed.has(key),
+            () =>
+              `event ${key} taken at step ${entry.step} ${consumed.has(key) ? "again" : `as "${entry.event}" but received as "${received.get(key)}"`}`,
+          )
+          consumed.add(key)
+          check(
+            "event-once",
+            !timedOut.has(`${submissionId}:${entry.step}`),
+            () => `the wait at ${submissionId} step ${entry.step} took ${entry.eventId} after it timed out`,
+          )
+          const journal = `${submissionId}:EventConsumed:${entry.step}`
+          check(
+            "journal-once",
+            !journaled.has(journal),
+            () => `a second event taken at ${submissionId} step ${entry.step}`,
+          )
+          journaled.add(journal)
           break
         }
         case "TimerFired": {

@@ -45,12 +45,22 @@ export const openWaits = (entries: ReadonlyArray<HistoryEntry>) => {
   }
 }
 
+/** Whether the row is parked on a wait for an event none of its records can end. */
+export const awaitsEvent = (row: SubmissionSnapshot, entries: ReadonlyArray<HistoryEntry>): boolean => {
+  const wait = row.wait
+  if (row.state !== "suspended" || wait?._tag !== "Event") return false
+  const taken = new Set(entries.flatMap((entry) => (entry._tag === "EventConsumed" ? [entry.eventId] : [])))
+  return !entries.some(
+    (entry) => entry._tag === "EventReceived" && entry.event === wait.event && !taken.has(entry.eventId),
+  )
+}
+
 const entriesOf = (store: MemoryStore, row: SubmissionSnapshot): ReadonlyArray<HistoryEntry> =>
   (store.historyBySubmission.get(row.submissionId) ?? []).map((record: HistoryRecord) => record.entry)
 
 /**
  * A row only something outside its lane can move: an open approval, an unresolved uncertain
- * step, a child it waits for, a join whose live host has not read it yet (or has, and will
+ * step, a child it waits for, an event no record can end, a join whose live host has not read it yet (or has, and will
  * settle it), or a child whose recorded settlement waits for its parent's acknowledgement.
  */
 export const isStableWait = (store: MemoryStore, row: SubmissionSnapshot): boolean => {
@@ -58,8 +68,9 @@ export const isStableWait = (store: MemoryStore, row: SubmissionSnapshot): boole
   if (row.abortRequested && row.state !== "terminalizing") return false
   switch (row.state) {
     case "suspended": {
-      const open = openWaits(entriesOf(store, row))
-      return open.approval || open.child
+      const entries = entriesOf(store, row)
+      const open = openWaits(entries)
+      return open.approval || open.child || awaitsEvent(row, entries)
     }
     case "unknown":
       return openWaits(entriesOf(store, row)).uncertain

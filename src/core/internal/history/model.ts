@@ -26,9 +26,10 @@ export type ReconcileAnswerRecord = typeof ReconcileAnswerRecord.Type
  * The ledger records the two ends of a Submission (`SubmissionAccepted`, `SubmissionSettled`);
  * an Attempt journals its calls (`InputApplied`, `StepCompleted` or `StepFailed`,
  * `UncertainStepStarted`, `ApprovalRequested`, `ChildStarted`, `ChildAwaited`, `InputJoined`,
- * the reconcile records); what arrives from outside is recorded with the resumption it causes
+ * the reconcile records, the ends of waits: `TimerFired`, `EventConsumed`, `EventWaitTimedOut`,
+ * `ApprovalTimedOut`); what arrives from outside is recorded with the resumption it causes
  * (`ApprovalResolved`, `UnknownOutcomeRecorded` and `UnknownOutcomeResolved`, `ChildSettled`,
- * `AbortRequested`).
+ * `EventReceived`, `AbortRequested`).
  */
 export const HistoryEntry = Schema.Union([
   Schema.TaggedStruct("SubmissionAccepted", {
@@ -94,7 +95,12 @@ export const HistoryEntry = Schema.Union([
       Schema.TaggedStruct("Failed", { message: Schema.String }),
     ]),
   }),
-  Schema.TaggedStruct("ApprovalRequested", { step: Schema.Int, payload: Schema.Json }),
+  Schema.TaggedStruct("ApprovalRequested", {
+    step: Schema.Int,
+    payload: Schema.Json,
+    /** A request with a timeout is closed undecided at this instant (epoch ms). */
+    dueAt: Schema.optionalKey(Schema.Finite),
+  }),
   Schema.TaggedStruct("ApprovalResolved", {
     step: Schema.Int,
     approved: Schema.Boolean,
@@ -129,6 +135,21 @@ export const HistoryEntry = Schema.Union([
     step: Schema.Int,
     joined: Schema.Array(Schema.Struct({ submissionId: SubmissionId, input: Schema.Json })),
   }),
+  /**
+   * An event sent to this Submission (an input record: it takes no call position), kept until
+   * a wait for its name takes it. `payload` is its JSON: a declared event's encoded value.
+   */
+  Schema.TaggedStruct("EventReceived", {
+    event: Schema.String,
+    eventId: Schema.String,
+    payload: Schema.Json,
+  }),
+  /** The wait for `event` at `step` took the event `eventId`. */
+  Schema.TaggedStruct("EventConsumed", { step: Schema.Int, event: Schema.String, eventId: Schema.String }),
+  /** The wait for `event` at `step` reached its due time `dueAt` with no event: it failed. */
+  Schema.TaggedStruct("EventWaitTimedOut", { step: Schema.Int, event: Schema.String, dueAt: Schema.Finite }),
+  /** The approval request at `step` reached its due time `dueAt` undecided: it is closed. */
+  Schema.TaggedStruct("ApprovalTimedOut", { step: Schema.Int, dueAt: Schema.Finite }),
   Schema.TaggedStruct("AbortRequested", {}),
   Schema.TaggedStruct("SubmissionSettled", {
     outcome: SettlementOutcome,

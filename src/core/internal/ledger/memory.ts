@@ -91,11 +91,14 @@ export const makeMemoryLedger = Effect.gen(function* () {
     })
 
   /** Whether what a park awaits is already recorded. */
-  const arrived = (submissionId: SubmissionId, awaiting: ParkCheck | undefined): boolean =>
-    awaiting !== undefined &&
-    (store.historyBySubmission.get(submissionId) ?? []).some((record) =>
-      Rules.settlesChild(record.entry, awaiting.child),
+  const arrived = (submissionId: SubmissionId, awaiting: ParkCheck | undefined): boolean => {
+    if (awaiting === undefined) return false
+    const records = store.historyBySubmission.get(submissionId) ?? []
+    if ("child" in awaiting) return records.some((record) => Rules.settlesChild(record.entry, awaiting.child))
+    return (
+      records.filter((record) => Rules.receivesEvent(record.entry, awaiting.event)).length > awaiting.seen
     )
+  }
 
   const applied = <E>(change: Result.Result<Rules.Change, E>): Result.Result<SubmissionSnapshot, E> =>
     Result.map(change, (c) => apply(store, c))

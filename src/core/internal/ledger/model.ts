@@ -207,8 +207,11 @@ export type AppendFence =
 /** An input fence: the epoch and state a sender read. */
 export type InputFence = Extract<AppendFence, { readonly _tag: "Input" }>
 
-/** What a park checks for in its transaction: the settlement of the child started at `child`. */
-export type ParkCheck = { readonly child: number }
+/**
+ * What a park checks for in its transaction: the settlement of the child started at `child`,
+ * or more than `seen` events named `event` (one arrived since the Attempt read its journal).
+ */
+export type ParkCheck = { readonly child: number } | { readonly event: string; readonly seen: number }
 
 /** The position of a due row in the due order, to read the rows after it. */
 export interface DueCursor {

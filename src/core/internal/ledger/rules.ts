@@ -122,6 +122,10 @@ export const isRecoveryCandidate = (row: Pick<SubmissionSnapshot, "state" | "abo
 export const settlesChild = (entry: HistoryEntry, step: number): boolean =>
   entry._tag === "ChildSettled" && entry.step === step
 
+/** Whether `entry` records the arrival of an event named `event`. @internal */
+export const receivesEvent = (entry: HistoryEntry, event: string): boolean =>
+  entry._tag === "EventReceived" && entry.event === event
+
 /**
  * Whether `claim` may take this lane head at `now` for the grant's incarnation: not parked,
  * `ready` and due (a row admitted with a later `notBefore` is not), or `running` with a Claim

@@ -83,10 +83,15 @@ export const makeSqlLedger = Effect.gen(function* () {
 
   /** Whether what a park awaits is already recorded; in the caller's transaction. */
   const arrived = (operation: string, submissionId: SubmissionId, awaiting: ParkCheck) =>
-    Effect.map(
-      query(operation, statements.childSettled, [submissionId, awaiting.child]),
-      (found) => found.length > 0,
-    )
+    "child" in awaiting
+      ? Effect.map(
+          query(operation, statements.childSettled, [submissionId, awaiting.child]),
+          (found) => found.length > 0,
+        )
+      : Effect.map(
+          query(operation, statements.eventsReceived, [submissionId, awaiting.event]),
+          (found) => Number(found[0]?.found ?? 0) > awaiting.seen,
+        )
 
   const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys })
   const { admissionVerdict } = admission

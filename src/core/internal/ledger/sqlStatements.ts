@@ -84,6 +84,12 @@ export const statements = {
       json_each(r.entries) AS e
     WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'ChildSettled'
       AND json_extract(e.value, '$.step') = ? LIMIT 1`,
+  // How many events of a name are among a Submission's records. Parameters: submission id, event.
+  eventsReceived: `SELECT count(*) AS found FROM ${t} AS l
+    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= l.history_from AND r.submission_id = l.submission_id,
+      json_each(r.entries) AS e
+    WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'EventReceived'
+      AND json_extract(e.value, '$.event') = ?`,
   markReady: `UPDATE ${t} SET state = 'ready', ready_at = ? WHERE submission_id = ? AND state = 'admitted' RETURNING *`,
   // The open head and the parked row of a lane; the lane's head is the earlier. Parameters: lane key ×2.
   head: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_key = ? AND lane_status = 'open' ORDER BY queue_sequence LIMIT 1)

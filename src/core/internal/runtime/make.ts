@@ -16,6 +16,7 @@ import { AdmissionCapacity } from "./admission/admissionCapacity.ts"
 import { makeRuntimeEnv } from "./shared/runtimeEnv.ts"
 import { makeReceive, makeRecordDelivery } from "./children/children.ts"
 import { makeResolutions } from "./settlement/resolve.ts"
+import { makePreviewEvent, makeReceiveEvent } from "./events/receiveEvent.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./admission/submit.ts"
 import { makeAdmitDueOccurrences } from "./schedules/occurrences.ts"
 import { makePrepareSchedule, makeSchedule, makeUnschedule } from "./schedules/schedule.ts"
@@ -45,6 +46,8 @@ export const makeRuntime = Effect.gen(function* () {
     attemptThreadHead,
     attemptDueHead: makeAttemptDueHead(env),
     receive: makeReceive(env),
+    previewEvent: makePreviewEvent(env),
+    receiveEvent: makeReceiveEvent(env),
     recordDelivery: makeRecordDelivery(env),
     processThreadHead: makeProcessThreadHead(attemptThreadHead),
     inspect: makeInspect(env),

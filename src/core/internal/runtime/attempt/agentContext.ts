@@ -14,7 +14,6 @@ import {
   type UncertainStepFunction,
 } from "../../../AgentContext.ts"
 import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
-import { ApprovalDecision } from "../shared/model.ts"
 import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
 import type { NewMessage } from "../../outbox/model.ts"
 import {
@@ -40,6 +39,7 @@ import {
 import { makeChildCalls } from "../children/agentContextChildren.ts"
 import type { ContextCalls, Kind, StepOutcome } from "./contextCalls.ts"
 import { makeWaitCalls } from "./agentContextWaits.ts"
+import { makeEventCalls } from "./agentContextEvents.ts"
 import type { WaitRecord } from "../../ledger/model.ts"
 
 /** The reconcile attempts an uncertain step's start records. */
@@ -63,7 +63,9 @@ const kindOf = (position: JournalPosition): Kind | undefined =>
                 ? "sleep"
                 : position.attemptsFailed !== undefined
                   ? "step"
-                  : undefined
+                  : position.eventConsumed !== undefined || position.eventTimedOut !== undefined
+                    ? "event wait"
+                    : undefined
 
 /**
  * Builds the context of an Attempt over the journal read when it started and the wait its row
@@ -114,7 +116,9 @@ export const makeAgentContext = (
         position.uncertainStarted?.name ??
         position.childStarted?.agentId ??
         position.timerFired?.name ??
-        position.attemptsFailed?.[0]?.name
+        position.attemptsFailed?.[0]?.name ??
+        position.eventConsumed?.event ??
+        position.eventTimedOut?.event
       // An uncertain step's result is a `StepCompleted`, so both kinds of step share it.
       const sameKind = found === kind || (kind === "uncertain step" && found === "step")
       if (found !== undefined && (!sameKind || (name !== undefined && recordedName !== name))) {
@@ -218,6 +222,7 @@ export const makeAgentContext = (
   }
 
   const waits = makeWaitCalls(calls)
+  const events = makeEventCalls(calls)
 
   const step = <A>(
     name: string,
@@ -414,37 +419,14 @@ export const makeAgentContext = (
       })
     })
 
-  const requestApproval = (payload: Schema.Json): Effect.Effect<ApprovalDecision> =>
-    Effect.gen(function* () {
-      const position = cursor++
-      const found = yield* recorded(position, "approval request", undefined)
-      if (found !== undefined) {
-        const decision = found.approvalResolved
-        if (decision === undefined) return yield* halt(attempt, { _tag: "Suspend" })
-        if (!decision.approved) {
-          return yield* halt(attempt, {
-            _tag: "Denied",
-            ...(decision.note === undefined ? {} : { note: decision.note }),
-          })
-        }
-        return new ApprovalDecision({
-          approved: true,
-          ...(decision.note === undefined ? {} : { note: decision.note }),
-        })
-      }
-      yield* boundary(attempt)
-      yield* append({ _tag: "ApprovalRequested", step: position, payload })
-      yield* hit("approval:after-request-append")
-      return yield* halt(attempt, { _tag: "Suspend" })
-    })
-
   return {
     submissionId,
     threadId,
     attemptId,
     step: step as StepFunction,
     uncertainStep: uncertainStep as UncertainStepFunction,
-    requestApproval,
+    requestApproval: events.requestApproval as AgentContext["requestApproval"],
+    waitForEvent: events.waitForEvent as AgentContext["waitForEvent"],
     sleep: waits.sleep,
     sleepUntil: waits.sleepUntil,
     ...makeChildCalls(calls),

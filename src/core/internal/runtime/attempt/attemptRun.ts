@@ -19,7 +19,14 @@ import {
   SubmissionNotFound,
   type SubmissionSnapshot,
 } from "../../ledger/model.ts"
-import { type AttemptState, type AttemptStop, oversized, ownerFence, takeStaged } from "./attemptState.ts"
+import {
+  type AttemptState,
+  type AttemptStop,
+  owedAtPark,
+  oversized,
+  ownerFence,
+  takeStaged,
+} from "./attemptState.ts"
 import { makeAgentContext } from "./agentContext.ts"
 import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
 import { EMPTY_JOURNAL, type Journal } from "../shared/journal.ts"
@@ -83,31 +90,46 @@ const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop
       case "Wait": {
         const now = yield* Clock.currentTimeMillis
         const { park } = stop
-        yield* entitled(
+        const entries = [...owedAtPark(attempt), ...park.entries]
+        const parked = yield* entitled(
           ledger.parkTimed(ownerFence(attempt), {
             wait: park.wait,
             dueAt: park.dueAt,
             now,
-            ...(park.entries.length === 0 ? {} : { entries: park.entries }),
+            ...(entries.length === 0 ? {} : { entries }),
+            ...(park.awaiting === undefined ? {} : { awaiting: park.awaiting }),
           }),
         )
         attempt.ended = true
         if (park.after !== undefined) yield* attempt.env.hit(park.after)
+        // What it waits for arrived before the park: the row is due at once.
+        if (parked.dueAt !== undefined && parked.dueAt <= now) yield* wake.notify(attempt.claim.threadId)
         return { _tag: "Parked", wait: "waiting" } satisfies HeadAttempt
       }
       case "Suspend":
       case "Unknown": {
         const wait = stop._tag === "Suspend" ? "suspended" : "unknown"
+        const owed = owedAtPark(attempt)
+        if (owed.length > 0) {
+          yield* entitled(
+            attempt.env.history.appendAll(
+              attempt.claim.submissionId,
+              owed,
+              ownerFence(attempt),
+              yield* Clock.currentTimeMillis,
+            ),
+          )
+        }
         const left = yield* entitled(
           ledger.park(
             attempt.claim,
             wait,
-            stop._tag === "Suspend" && stop.child !== undefined ? { child: stop.child } : undefined,
+            stop._tag === "Suspend" ? stop.awaiting : undefined,
             stop._tag === "Suspend" ? stop.wait : undefined,
           ),
         )
         attempt.ended = true
-        // The awaited child settled before the park: the row is ready to run on, its wait journaled.
+        // What it waits for arrived before the park: the row is ready to run on, its wait journaled.
         if (left === "ready") {
           yield* wake.notify(attempt.claim.threadId)
           return { _tag: "Yielded", journaled: true } satisfies HeadAttempt

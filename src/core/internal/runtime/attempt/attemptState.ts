@@ -12,6 +12,7 @@ import {
   type Claim,
   type Fence,
   OwnershipLost,
+  type ParkCheck,
   type SubmissionNotFound,
   type WaitRecord,
 } from "../../ledger/model.ts"
@@ -27,12 +28,14 @@ export interface TimedStop {
   /** Records appended with the park (a failed attempt's, with what the Attempt staged). */
   readonly entries: ReadonlyArray<HistoryEntry>
   readonly after?: RuntimeFailpointLocation
+  /** What may have arrived since the journal was read: then the row is left due at once. */
+  readonly awaiting?: ParkCheck
 }
 
 /** Why an Attempt ended before its program returned. @internal */
 export type AttemptStop =
   | { readonly _tag: "Yield" }
-  | { readonly _tag: "Suspend"; readonly child?: number; readonly wait?: WaitRecord }
+  | { readonly _tag: "Suspend"; readonly awaiting?: ParkCheck; readonly wait?: WaitRecord }
   | { readonly _tag: "Wait"; readonly park: TimedStop }
   | { readonly _tag: "Unknown" }
   | { readonly _tag: "Abort" }
@@ -70,6 +73,15 @@ export const takeStaged = (attempt: AttemptState, entries: ReadonlyArray<History
   attempt.staged = []
   return all
 }
+
+/**
+ * The staged records a park must journal: a taken event's `EventConsumed`, with whatever was
+ * staged before it. A recovery or an event sender reads the journal of a parked row to decide
+ * whether an event is left for its wait, so a consumption never stays unjournaled across a park;
+ * a fired timer and an applied input may (a replay stages them again). @internal
+ */
+export const owedAtPark = (attempt: AttemptState): ReadonlyArray<HistoryEntry> =>
+  attempt.staged.some((entry) => entry._tag === "EventConsumed") ? takeStaged(attempt, []) : []
 
 /** Records why the Attempt stops (the first reason wins) and interrupts the program. @internal */
 export const halt = (attempt: AttemptState, stop: AttemptStop): Effect.Effect<never> =>

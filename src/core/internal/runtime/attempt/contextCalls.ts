@@ -14,7 +14,14 @@ import type { AttemptState } from "./attemptState.ts"
 
 /** The kind of a journaled call. @internal */
 export type Kind =
-  "step" | "uncertain step" | "approval request" | "child start" | "child await" | "joined read" | "sleep"
+  | "step"
+  | "uncertain step"
+  | "approval request"
+  | "child start"
+  | "child await"
+  | "joined read"
+  | "sleep"
+  | "event wait"
 
 /** What a group of calls (the child calls) shares with the other calls of a context. @internal */
 export interface ContextCalls {

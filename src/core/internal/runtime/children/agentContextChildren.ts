@@ -183,7 +183,7 @@ export const makeChildCalls = (
         yield* hit("child:after-await-append")
       }
       // The park checks for the settlement again, in its own transaction (see `park`).
-      return yield* halt(attempt, { _tag: "Suspend", child: handle.step })
+      return yield* halt(attempt, { _tag: "Suspend", awaiting: { child: handle.step } })
     })
 
   const receiveJoined: AgentContext["receiveJoined"] = Effect.gen(function* () {

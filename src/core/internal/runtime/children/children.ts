@@ -17,13 +17,7 @@ import { Clock, Effect, Option } from "effect"
 import type { AgentDefinition } from "../../../AgentRegistration.ts"
 import type { SubmissionId } from "../../../Identifiers.ts"
 import { unownedFence } from "../../ledger/rules.ts"
-import {
-  type FenceFailure,
-  type InvalidTransition,
-  LedgerError,
-  type Settlement,
-  type SubmissionSnapshot,
-} from "../../ledger/model.ts"
+import { type Settlement, type SubmissionSnapshot } from "../../ledger/model.ts"
 import {
   type ChildRefusalReason,
   type DeliveryOutcome,
@@ -33,7 +27,8 @@ import {
   type ThreadMessageReply,
 } from "../../outbox/model.ts"
 import type { HistoryEntry } from "../../history/model.ts"
-import { loadJournal, type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
+import { appendInput, recordInput } from "../shared/inputRecords.ts"
 import type { DurableWorkerFailure } from "../shared/model.ts"
 import { admitRow, materialize } from "../admission/admitRow.ts"
 import { admissionCheckOf, encodeFor } from "../admission/encodeInput.ts"
@@ -51,92 +46,54 @@ interface ChildOutcome {
   readonly refused?: ChildRefusalReason
 }
 
-/** Tries before a parent that keeps changing under the write fails the delivery (it is retried). */
-const RACE_RETRIES = 3
-
 /**
- * Records a child's outcome in its parent, at most once, in one ledger transaction with the
- * parent's resumption when the parent is parked on that child. Otherwise the record is
- * appended under an input fence pinned to the parent's state and epoch as read: a parent
- * that parks (or moves on) meanwhile fails the append, and the decision is taken again. `false`
- * when nothing was applied: a repeat, a parent that already settles, or no such child. Callers
- * hold the runtime's lock.
+ * Records a child's outcome in its parent, at most once (see `recordInput`): with the parent's
+ * resumption when the parent is parked on that child, else as an input append. `false` when
+ * nothing was applied: a repeat, a parent that already settles, or no such child. Callers hold
+ * the runtime's lock.
  */
 const applyChildOutcome = (env: RuntimeEnv, parentId: SubmissionId, step: number, outcome: ChildOutcome) =>
   Effect.gen(function* () {
-    for (let attempt = 0; ; attempt++) {
-      const found = yield* env.ledger.lookup(parentId)
-      if (Option.isNone(found)) {
-        yield* Effect.logWarning("A child's settlement names no Submission of this Object", {
-          parentId,
-          step,
-        })
-        return false
-      }
-      const parent = found.value
-      if (parent.state === "terminalizing" || parent.state === "settled") return false
-      const journal = yield* loadJournal(env, parentId)
-      if (journal.childSettled.has(step)) return false
-      if (journal.positions.get(step)?.childStarted === undefined) {
-        yield* Effect.logError("A child's settlement names no child its parent started", { parentId, step })
-        return false
-      }
-      const now = yield* Clock.currentTimeMillis
-      const entry = settledRecord(step, outcome)
-      const waiting = parent.state === "suspended" && journal.openChildWait?.child === step
-      const record: Effect.Effect<void, FenceFailure | InvalidTransition | DurableWorkerFailure> = waiting
-        ? Effect.asVoid(
-            env.ledger.transition(unownedFence(parent, now, env.incarnation), "ready", {
-              entries: [entry],
-              now,
-            }),
-          )
-        : Effect.asVoid(
-            env.history.append(
+    // The parent's Thread once the settlement is applied.
+    const applied = yield* recordInput(
+      env,
+      OPERATION,
+      parentId,
+      Effect.as(
+        Effect.logWarning("A child's settlement names no Submission of this Object", { parentId, step }),
+        undefined,
+      ),
+      (parent, journal, now) =>
+        Effect.gen(function* () {
+          const done = { _tag: "Done", value: undefined } as const
+          if (parent.state === "terminalizing" || parent.state === "settled") return done
+          if (journal.childSettled.has(step)) return done
+          if (journal.positions.get(step)?.childStarted === undefined) {
+            yield* Effect.logError("A child's settlement names no child its parent started", {
               parentId,
-              entry,
-              {
-                _tag: "Input",
-                submissionId: parentId,
-                producerEpoch: parent.producerEpoch,
-                state: parent.state,
-              },
-              now,
-            ),
-          )
-      const applied = yield* record.pipe(Effect.as(true), Effect.catch(movedOrFailed))
-      if (applied) {
-        yield* env.hit("child:after-settled-append")
-        yield* env.wake.notify(parent.threadId)
-        return true
-      }
-      if (attempt >= RACE_RETRIES) {
-        return yield* new LedgerError({
-          operation: OPERATION,
-          message: `submission ${parentId} kept changing while a child's settlement was recorded`,
-        })
-      }
-    }
+              step,
+            })
+            return done
+          }
+          const entry = settledRecord(step, outcome)
+          const waiting = parent.state === "suspended" && journal.openChildWait?.child === step
+          return {
+            _tag: "Write",
+            value: parent.threadId,
+            write: waiting
+              ? env.ledger.transition(unownedFence(parent, now, env.incarnation), "ready", {
+                  entries: [entry],
+                  now,
+                })
+              : appendInput(env, parent, entry, now),
+          } as const
+        }),
+    )
+    if (applied === undefined) return false
+    yield* env.hit("child:after-settled-append")
+    yield* env.wake.notify(applied)
+    return true
   })
-
-/**
- * `false` when the parent moved between the read and the write (decide again on the current
- * row); any other failure is the delivery's.
- */
-const movedOrFailed = (
-  error: FenceFailure | InvalidTransition | DurableWorkerFailure,
-): Effect.Effect<boolean, DurableWorkerFailure> => {
-  switch (error._tag) {
-    case "FenceRejected":
-    case "OwnershipLost":
-    case "InvalidTransition":
-      return Effect.succeed(false)
-    case "SubmissionNotFound":
-      return Effect.fail(vanished(OPERATION)(error))
-    default:
-      return Effect.fail(error)
-  }
-}
 
 /** The `ChildSettled` record of an outcome. */
 const settledRecord = (step: number, outcome: ChildOutcome): HistoryEntry => ({

@@ -6,9 +6,12 @@
 import type { RecoveryDecision, RecoveryDisposition } from "../shared/model.ts"
 import type { Settlement, SubmissionSnapshot } from "../../ledger/model.ts"
 import { hasLiveLease } from "../../ledger/rules.ts"
-import { type Journal, type OpenUncertain, reconcileStatus } from "../shared/journal.ts"
+import { firstUnconsumed, type Journal, type OpenUncertain, reconcileStatus } from "../shared/journal.ts"
 
-type Row = Pick<SubmissionSnapshot, "state" | "producerEpoch" | "ownership" | "abortRequested" | "dueAt">
+type Row = Pick<
+  SubmissionSnapshot,
+  "state" | "producerEpoch" | "ownership" | "abortRequested" | "dueAt" | "wait"
+>
 
 /** What some decisions need beyond the row and its journal. @internal */
 export interface RecoveryFacts {
@@ -94,6 +97,9 @@ export const classifyRecovery = (
       if (journal.openApproval !== undefined) return { _tag: "AwaitApprovalDecision" }
       if (journal.openChildWait !== undefined)
         return { _tag: "AwaitChildSettlement", child: journal.openChildWait.child }
+      // A received event resumes the wait for it in the transaction that records it.
+      if (row.wait?._tag === "Event" && firstUnconsumed(journal, row.wait.event) === undefined)
+        return { _tag: "AwaitEvent", event: row.wait.event }
       return journal.lastWait === "child" ? { _tag: "ResumeWaitingParent" } : { _tag: "ResumeSuspended" }
     case "unknown":
       return journal.openUncertain === undefined
@@ -144,6 +150,7 @@ export const dispositionOf = (decision: RecoveryDecision): RecoveryDisposition =
       return "unknown"
     case "AwaitApprovalDecision":
     case "AwaitChildSettlement":
+    case "AwaitEvent":
     case "AwaitHostSettlement":
     case "AwaitDue":
     case "NoAction":

@@ -146,6 +146,7 @@ const execute = (
       case "AwaitUnknownResolution":
       case "AwaitApprovalDecision":
       case "AwaitChildSettlement":
+      case "AwaitEvent":
       case "AwaitHostSettlement":
       case "AwaitDue":
       case "Due":

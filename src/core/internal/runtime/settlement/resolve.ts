@@ -64,11 +64,11 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
-        // An accepted abort ends the wait: a later decision would race the aborted settlement.
+        // An accepted abort ends the wait: a later decision would race the aborted settlement. A
+        // request with a timeout waits `waiting` until its due Attempt closes it.
+        const parked = row.state === "suspended" || (row.state === "waiting" && row.wait?._tag === "Approval")
         const step =
-          row.state === "suspended" && !row.abortRequested
-            ? (yield* loadJournal(env, submissionId)).openApproval
-            : undefined
+          parked && !row.abortRequested ? (yield* loadJournal(env, submissionId)).openApproval : undefined
         if (step === undefined) {
           return yield* notPending(
             row,

@@ -20,6 +20,12 @@ export interface JournalPosition {
   readonly inputJoined?: Entry<"InputJoined">
   /** The sleep at this position fired. */
   readonly timerFired?: Entry<"TimerFired">
+  /** The event wait at this position took an event. */
+  readonly eventConsumed?: Entry<"EventConsumed">
+  /** The event wait at this position timed out. */
+  readonly eventTimedOut?: Entry<"EventWaitTimedOut">
+  /** The approval request at this position timed out. */
+  readonly approvalTimedOut?: Entry<"ApprovalTimedOut">
   /** Failed attempts of a retried step, in order. */
   readonly attemptsFailed?: ReadonlyArray<Entry<"StepAttemptFailed">>
   /** The current run of an uncertain step ended in a failed attempt (a retry starts a new run). */
@@ -100,6 +106,10 @@ export interface Journal {
   readonly lastWait?: "approval" | "child"
   /** Submissions this one read as joined input. */
   readonly joined: ReadonlySet<string>
+  /** The events received, in the order they arrived (a repeated id is recorded once). */
+  readonly events: ReadonlyArray<Entry<"EventReceived">>
+  /** The ids of the events a wait took. */
+  readonly consumed: ReadonlySet<string>
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
@@ -121,6 +131,9 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
   let settled = false
   const childSettled = new Map<number, Entry<"ChildSettled">>()
   const joined = new Set<string>()
+  const events: Array<Entry<"EventReceived">> = []
+  const eventIds = new Set<string>()
+  const consumed = new Set<string>()
   for (const entry of entries) {
     switch (entry._tag) {
       case "SubmissionAccepted":
@@ -193,6 +206,22 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
         at(entry.step).inputJoined = entry
         for (const item of entry.joined) joined.add(item.submissionId)
         break
+      case "EventReceived":
+        if (!eventIds.has(entry.eventId)) {
+          eventIds.add(entry.eventId)
+          events.push(entry)
+        }
+        break
+      case "EventConsumed":
+        at(entry.step).eventConsumed = entry
+        consumed.add(entry.eventId)
+        break
+      case "EventWaitTimedOut":
+        at(entry.step).eventTimedOut = entry
+        break
+      case "ApprovalTimedOut":
+        at(entry.step).approvalTimedOut = entry
+        break
     }
   }
   let openUncertain: OpenUncertain | undefined
@@ -232,7 +261,8 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
     if (
       openApproval === undefined &&
       position.approvalRequested !== undefined &&
-      position.approvalResolved === undefined
+      position.approvalResolved === undefined &&
+      position.approvalTimedOut === undefined
     ) {
       openApproval = step
     }
@@ -249,8 +279,28 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
     ...(openChildWait === undefined ? {} : { openChildWait }),
     ...(lastWait === undefined ? {} : { lastWait }),
     joined,
+    events,
+    consumed,
   }
 }
+
+/**
+ * The earliest event named `event` that no wait took (`taken` adds the ids this Attempt took
+ * and has not journaled yet). @internal
+ */
+export const firstUnconsumed = (
+  journal: Journal,
+  event: string,
+  taken: ReadonlySet<string> = new Set(),
+): Entry<"EventReceived"> | undefined =>
+  journal.events.find(
+    (received) =>
+      received.event === event && !journal.consumed.has(received.eventId) && !taken.has(received.eventId),
+  )
+
+/** How many events named `event` the journal holds: a park checks for more. @internal */
+export const eventsNamed = (journal: Journal, event: string): number =>
+  journal.events.reduce((count, received) => count + (received.event === event ? 1 : 0), 0)
 
 /** The journal of a Submission with no records. @internal */
 export const EMPTY_JOURNAL: Journal = readJournal([])

@@ -40,6 +40,8 @@ export const RecoveryDecision = Schema.Union([
   /** A timed wait that is due, or a due row whose Attempt died: the due path claims it. */
   Schema.TaggedStruct("Due", { dueAt: Schema.Finite }),
   Schema.TaggedStruct("ResumeSuspended", {}),
+  /** A wait for an event, without a timeout, that no received event ends: a stable wait. */
+  Schema.TaggedStruct("AwaitEvent", { event: Schema.String }),
   /** A parent parked on a child that has not settled: a stable wait. */
   Schema.TaggedStruct("AwaitChildSettlement", { child: Schema.Int }),
   /**
@@ -151,6 +153,18 @@ export class ApprovalDecision extends Schema.Class<ApprovalDecision>(
 )({
   approved: Schema.Boolean,
   note: Schema.optionalKey(Schema.String),
+}) {}
+
+/**
+ * No decision arrived before an approval request's timeout; journaled (`ApprovalTimedOut`), so
+ * the request is closed and every replay takes this branch.
+ */
+export class ApprovalTimeout extends Schema.TaggedError<ApprovalTimeout>()("ApprovalTimeout", {
+  /** The call position of the request. */
+  step: Schema.Int,
+  /** The request's due time (epoch ms). */
+  timedOutAt: Schema.Finite,
+  message: Schema.String,
 }) {}
 
 /** The authorized result of an Unknown Outcome. */

@@ -1,0 +1,124 @@
+/**
+ * Events an agent's program waits for (`AgentContext.waitForEvent`), sent from outside with
+ * `ThreadClient.sendEvent`. An event declared on the agent (`define({ events })`) is decoded with
+ * its Schema when it is sent, so a bad payload is refused before anything is written, and the
+ * per-agent client (`client.agent(definition).sendEvent`) is typed by it. An event the agent does
+ * not declare is accepted as JSON and decoded by the wait that takes it.
+ *
+ * An event is kept durably in its Submission's history when it arrives, also before the program
+ * waits for it, and the first wait for its name takes it, in the order events arrived; each
+ * event is taken once, and a repeated `eventId` is recorded once.
+ */
+import { type Effect, Schema } from "effect"
+import type { JsonCodec } from "./AgentRegistration.ts"
+import { SubmissionId } from "./Identifiers.ts"
+
+/** An event named `Name` whose payload is an `A`, stored as the JSON its Schema encodes. */
+export interface AgentEvent<Name extends string, A> {
+  readonly _tag: "AgentEvent"
+  readonly name: Name
+  readonly payload: JsonCodec<A>
+}
+
+export declare namespace AgentEvent {
+  /** Any event. */
+  export type Any = AgentEvent<string, any>
+  /** The payload type of an event. */
+  export type Payload<E> = E extends AgentEvent<string, infer A> ? A : never
+}
+
+/** Declares an event: its name (1 to 128 characters) and its payload's Schema. */
+export const make = <const Name extends string, A>(
+  name: Name,
+  payload: JsonCodec<A>,
+): AgentEvent<Name, A> => {
+  if (name.length === 0 || name.length > MAX_EVENT_NAME_LENGTH)
+    throw new TypeError(`an event name has 1 to ${MAX_EVENT_NAME_LENGTH} characters, got ${name.length}`)
+  return { _tag: "AgentEvent", name, payload }
+}
+
+/** The longest event name. */
+export const MAX_EVENT_NAME_LENGTH = 128
+
+/** The longest event id. */
+export const MAX_EVENT_ID_LENGTH = 256
+
+/** How long a wait for an event may last at most, in milliseconds (one year). */
+export const MAX_EVENT_TIMEOUT_MILLIS = 31_536_000_000
+
+/** Options of a wait for an event. */
+export interface WaitOptions {
+  /**
+   * Gives up after this many milliseconds (1 to one year) from the moment the wait first ran,
+   * failing with `EventTimeout`. The timeout is final: an event that arrives later is kept for
+   * the next wait for it.
+   */
+  readonly timeoutMillis?: number
+}
+
+/** No event arrived before the wait's timeout; journaled, so every replay takes this branch. */
+export class EventTimeout extends Schema.TaggedError<EventTimeout>()("EventTimeout", {
+  event: Schema.String,
+  /** The call position of the wait. */
+  step: Schema.Int,
+  /** The wait's due time (epoch ms). */
+  timedOutAt: Schema.Finite,
+  message: Schema.String,
+}) {}
+
+/**
+ * The event taken by a wait for an undeclared event does not decode with the wait's Schema.
+ * The event is consumed: the next wait takes the next one.
+ */
+export class EventPayloadInvalid extends Schema.TaggedError<EventPayloadInvalid>()("EventPayloadInvalid", {
+  event: Schema.String,
+  eventId: Schema.String,
+  /** The call position of the wait. */
+  step: Schema.Int,
+  message: Schema.String,
+}) {}
+
+/**
+ * What a program can wait for: an event its agent declares (typed by its Schema, decoded when it
+ * was sent), or any name with the Schema to decode its payload with at the wait.
+ */
+export interface WaitForEventFunction<Ev extends AgentEvent.Any> {
+  <E extends Ev>(event: E): Effect.Effect<AgentEvent.Payload<E>>
+  <E extends Ev>(event: E, options: WaitOptions): Effect.Effect<AgentEvent.Payload<E>, EventTimeout>
+  <A>(name: string, payload: JsonCodec<A>): Effect.Effect<A, EventPayloadInvalid>
+  <A>(
+    name: string,
+    payload: JsonCodec<A>,
+    options: WaitOptions,
+  ): Effect.Effect<A, EventTimeout | EventPayloadInvalid>
+}
+
+/** What `sendEvent` answers. */
+export class EventReceipt extends Schema.Class<EventReceipt>(
+  "@effect-agent/platform-cloudflare/AgentEvent/EventReceipt",
+)({
+  submissionId: SubmissionId,
+  eventId: Schema.String,
+  /** The id was recorded before (in any state, settled included): nothing was written now. */
+  replayed: Schema.Boolean,
+  /** This event ended a wait for it: the Submission runs again. */
+  resumed: Schema.Boolean,
+}) {}
+
+/**
+ * Why an event was refused; nothing was written.
+ * - `malformed-payload`: the payload does not decode with the declared event's Schema.
+ * - `payload-bytes`: the payload is over `maxStoredValueBytes`.
+ * - `settled`: the Submission settled (or is settling): no wait can take the event.
+ * - `joined`: a joined Submission runs no program of its own.
+ */
+export const EventRefusalReason = Schema.Literals(["malformed-payload", "payload-bytes", "settled", "joined"])
+export type EventRefusalReason = typeof EventRefusalReason.Type
+
+/** An event the Submission cannot take; nothing was written. */
+export class EventRefused extends Schema.TaggedError<EventRefused>()("EventRefused", {
+  submissionId: SubmissionId,
+  event: Schema.String,
+  reason: EventRefusalReason,
+  message: Schema.String,
+}) {}
