@@ -22,7 +22,7 @@
  * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
  * the earlier schema in place (see `rebuild`), `thread-store/004-subagent-links` adds what
  * subagents and joins store (see `links`), and `thread-store/005-durable-waits` the due times of
- * timed waits (see `durableWaits`), and `thread-store/007-schedules` the schedules (see
+ * timed waits (see `durableWaits`), and `thread-store/006-schedules` the schedules (see
  * `schedules`).
  */
 import type { Migration } from "./migrations.ts"
@@ -281,5 +281,5 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/003-billed-rows", statements: rebuild },
   { name: "thread-store/004-subagent-links", statements: links },
   { name: "thread-store/005-durable-waits", statements: durableWaits },
-  { name: "thread-store/007-schedules", statements: schedules },
+  { name: "thread-store/006-schedules", statements: schedules },
 ]
