@@ -257,6 +257,7 @@ describe("obligations", () => {
     now,
     timing: TIMING,
     timerCoalesceMillis: 10,
+    schedules: [],
     passRunning: false,
   })
 
@@ -379,6 +380,7 @@ describe("verify", () => {
       passRunning: false,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
     })
     expect(found.violations.map((v) => [v.invariant, v.submissionIds])).toEqual([
       ["one-settlement", ["a"]],
@@ -412,6 +414,7 @@ describe("verify", () => {
       passRunning: false,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
     })
     expect(found.violations.map((v) => [v.invariant, v.message])).toEqual([
       ["event-once", "event x of w is recorded twice"],
@@ -432,6 +435,7 @@ describe("verify", () => {
       passRunning: false,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
     })
     expect(found.violations.map((v) => v.invariant)).toEqual([
       "nonterminal-counted",
