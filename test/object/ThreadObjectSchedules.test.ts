@@ -87,67 +87,72 @@ describe("ThreadObject delayed submissions", () => {
 })
 
 describe("ThreadObject schedules", () => {
-  it.live("sleeps until the next occurrence, admits each occurrence once, and stops when unscheduled", () =>
-    Effect.gen(function* () {
-      const thread = threadName("schedule")
-      const client = clientOf(thread)
-      const scheduled = yield* client
-        .agent(echoAgent)
-        .schedule({ text: "tick" }, { scheduleId: "ticker", everyMillis: 3_000 })
-      expect(scheduled).toMatchObject({
-        scheduleId: "ticker",
-        threadId: thread,
-        agentId: "echo",
-        missed: "latest",
-      })
-      // Scheduling the same again changes nothing.
-      expect(
-        yield* client
+  it.live(
+    "sleeps until the next occurrence, admits each occurrence once, and stops when unscheduled",
+    () =>
+      Effect.gen(function* () {
+        const thread = threadName("schedule")
+        const client = clientOf(thread)
+        const scheduled = yield* client
           .agent(echoAgent)
-          .schedule({ text: "tick" }, { scheduleId: "ticker", everyMillis: 3_000 }),
-      ).toEqual(scheduled)
-      // The Object's first pass acknowledges its creation; then only the schedule is owed.
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.obligations, (owed) => owed.obligations.every((o) => o.source === "schedule")),
-      )
-      const idle = yield* storedMaintenance(thread)
-      expect(idle.alarm).not.toBeNull()
-      expect(idle.alarm).toBeLessThanOrEqual(scheduled.nextAt + 10)
-      const owed = yield* client.obligations
-      expect(owed.obligations.map((o) => [o.source, o.dueAt, o.detail])).toEqual([
-        ["schedule", scheduled.nextAt, "next occurrence of schedule ticker"],
-      ])
-      expect(owed.mismatch).toBeUndefined()
-      expect((yield* client.verify).violations).toEqual([])
-      expect(yield* ledgerRows(thread)).toEqual([])
+          .schedule({ text: "tick" }, { scheduleId: "ticker", everyMillis: 2_000 })
+        expect(scheduled).toMatchObject({
+          scheduleId: "ticker",
+          threadId: thread,
+          agentId: "echo",
+          missed: "latest",
+        })
+        // Scheduling the same again changes nothing.
+        expect(
+          yield* client
+            .agent(echoAgent)
+            .schedule({ text: "tick" }, { scheduleId: "ticker", everyMillis: 2_000 }),
+        ).toEqual(scheduled)
+        // The Object's first pass acknowledges its creation; then only the schedule is owed.
+        yield* deliverUntil(
+          thread,
+          Effect.map(client.obligations, (owed) => owed.obligations.every((o) => o.source === "schedule")),
+        )
+        const idle = yield* storedMaintenance(thread)
+        expect(idle.alarm).not.toBeNull()
+        expect(idle.alarm).toBeLessThanOrEqual(scheduled.nextAt + 10)
+        const owed = yield* client.obligations
+        expect(owed.obligations.map((o) => [o.source, o.dueAt, o.detail])).toEqual([
+          ["schedule", scheduled.nextAt, "next occurrence of schedule ticker"],
+        ])
+        expect(owed.mismatch).toBeUndefined()
+        expect((yield* client.verify).violations).toEqual([])
+        expect(yield* ledgerRows(thread)).toEqual([])
 
-      yield* sleepUntil(scheduled.nextAt)
-      const key = `schedule:ticker:${scheduled.nextAt}`
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.findSubmission(key), (found) => found?.state === "settled"),
-      )
-      // Deliveries repeated at once find the occurrence admitted: no second Submission for it.
-      for (let round = 0; round < 3; round++) yield* deliver(thread)
-      const [listed] = yield* client.schedules
-      expect(listed?.lastOccurrence).toBeGreaterThanOrEqual(scheduled.nextAt)
-      expect(listed?.nextAt).toBeGreaterThan(listed?.lastOccurrence ?? Infinity)
-      const keys = (yield* storedEverything(stubOf(thread))).ledger.map((row) => String(row.idempotency_key))
-      expect(new Set(keys).size).toBe(keys.length)
-      expect(keys.every((k) => k.startsWith("schedule:ticker:"))).toBe(true)
-      expect(keys).toContain(key)
-      expect((yield* client.verify).violations).toEqual([])
+        yield* sleepUntil(scheduled.nextAt)
+        const key = `schedule:ticker:${scheduled.nextAt}`
+        yield* deliverUntil(
+          thread,
+          Effect.map(client.findSubmission(key), (found) => found?.state === "settled"),
+        )
+        // Deliveries repeated at once find the occurrence admitted: no second Submission for it.
+        for (let round = 0; round < 3; round++) yield* deliver(thread)
+        const [listed] = yield* client.schedules
+        expect(listed?.lastOccurrence).toBeGreaterThanOrEqual(scheduled.nextAt)
+        expect(listed?.nextAt).toBeGreaterThan(listed?.lastOccurrence ?? Infinity)
+        const keys = (yield* storedEverything(stubOf(thread))).ledger.map((row) =>
+          String(row.idempotency_key),
+        )
+        expect(new Set(keys).size).toBe(keys.length)
+        expect(keys.every((k) => k.startsWith("schedule:ticker:"))).toBe(true)
+        expect(keys).toContain(key)
+        expect((yield* client.verify).violations).toEqual([])
 
-      expect(yield* client.unschedule("ticker")).toEqual({ removed: true })
-      expect(yield* client.schedules).toEqual([])
-      const before = (yield* ledgerRows(thread)).length
-      // Past the occurrence that was next when it was removed.
-      yield* sleepUntil((listed?.nextAt ?? 0) + 100)
-      for (let round = 0; round < 3; round++) yield* deliver(thread)
-      expect(yield* ledgerRows(thread)).toHaveLength(before)
-      expect(yield* client.unschedule("ticker")).toEqual({ removed: false })
-    }),
+        expect(yield* client.unschedule("ticker")).toEqual({ removed: true })
+        expect(yield* client.schedules).toEqual([])
+        const before = (yield* ledgerRows(thread)).length
+        // Past the occurrence that was next when it was removed.
+        yield* sleepUntil((listed?.nextAt ?? 0) + 100)
+        for (let round = 0; round < 3; round++) yield* deliver(thread)
+        expect(yield* ledgerRows(thread)).toHaveLength(before)
+        expect(yield* client.unschedule("ticker")).toEqual({ removed: false })
+      }),
+    20_000,
   )
 
   it.live("refuses a cron that does not parse with InvalidSchedule, and an input the agent refuses", () =>
