@@ -57,6 +57,7 @@ const keysOf = (incarnation: Incarnation, thread: string) =>
   Effect.map(Stream.runCollect(ledgerOf(incarnation).scanAll), (rows) =>
     Array.from(rows)
       .filter((row) => row.threadId === thread)
+      .sort((a, b) => a.queueSequence - b.queueSequence)
       .map((row) => row.idempotencyKey),
   )
 
@@ -115,15 +116,16 @@ for (const harness of runtimeHarnesses) {
             })
             yield* submitTo(incarnation, "lane", "tick", "last", { n: 3 })
             expect(Option.isSome(yield* processHead(incarnation, "lane"))).toBe(true)
-            // The delayed row is the head now, before its time: nothing claims it, and the last
-            // one waits behind it (the pass parks such a head with `deferHead`).
+            // The delayed row is the head now, before its time: nothing claims it, it parks
+            // until then (its lane skipped, the due bound owes it), and the last one waits.
             expect(yield* processHead(incarnation, "lane")).toEqual(Option.none())
+            expect((yield* rowOf(incarnation, delayed.submissionId)).state).toBe("waiting")
+            expect(yield* ledgerOf(incarnation).laneHeads).toEqual([])
             yield* TestClock.adjust(4_999)
-            expect(yield* processHead(incarnation, "lane")).toEqual(Option.none())
-            expect((yield* rowOf(incarnation, delayed.submissionId)).state).toBe("ready")
+            expect(yield* processDue(incarnation, delayed.submissionId)).toEqual({ _tag: "Unclaimed" })
             expect(yield* runsOf(runs)).toEqual({ "tick-1": 1 })
             yield* TestClock.adjust(1)
-            expect(Option.isSome(yield* processHead(incarnation, "lane"))).toBe(true)
+            expect((yield* processDue(incarnation, delayed.submissionId))._tag).toBe("Settled")
             expect(yield* runsOf(runs)).toEqual({ "tick-1": 1, "tick-2": 1 })
             expect(Option.isSome(yield* processHead(incarnation, "lane"))).toBe(true)
             expect(yield* runsOf(runs)).toEqual({ "tick-1": 1, "tick-2": 1, "tick-3": 1 })
