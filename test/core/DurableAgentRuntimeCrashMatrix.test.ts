@@ -19,6 +19,7 @@ import {
   type CrashingOps,
   crashMatrix,
   ignoreNotPending,
+  scheduled,
   untilDone,
 } from "../support/crashMatrix.ts"
 import { echo, ran, runsOf, type Runs } from "./runtimeAgents.ts"
@@ -184,8 +185,11 @@ crashMatrix({
   coverage: {
     test: "hits every failpoint location on the journey",
     check: (hits, result) => {
-      // Subagents and joins have a journey of their own (DurableAgentRuntimeChildrenCrashMatrix).
-      expect(new Set(hits)).toEqual(new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at))))
+      // Subagents and joins, delayed submissions and schedules have journeys of their own
+      // (DurableAgentRuntimeChildrenCrashMatrix, DurableAgentRuntimeScheduleCrashMatrix).
+      expect(new Set(hits)).toEqual(
+        new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at) && !scheduled(at))),
+      )
       expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
       expect(result.b.settlement?.outcome).toBe("aborted")
       expect(result.runs).toEqual({ a: 1, b: 1, r: 2, u: 1, "v-cut": 1, reconcile: 1, v: 1, c: 1 })
