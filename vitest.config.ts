@@ -46,7 +46,10 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { OPERATOR_TOKEN: "dev-operator-token" } },
+            // A short reminder, so a test sees it; a test's own steps finish well before it.
+            miniflare: {
+              bindings: { OPERATOR_TOKEN: "dev-operator-token", APPROVAL_REMINDER_MILLIS: "3000" },
+            },
           }),
         ],
         resolve: { alias: sources },

@@ -222,11 +222,22 @@ describe("ThreadConsole", () => {
         expect(repair.body).toMatchObject({ error: "Unauthorized", entryPoint: "repairMaintenance" })
         expect((yield* client.status(submissionId)).state).toBe("suspended")
 
+        // An event for the Submission is kept until a wait for its name takes it.
+        const sent = yield* call("POST", action.replace("approve", "send-event"), {
+          token: operatorToken,
+          body: { fields: { event: "paid", payload: '{"amount":3}', eventId: "paid-1" } },
+        })
+        expect(sent.body).toMatchObject({
+          ok: true,
+          result: { eventId: "paid-1", replayed: false, resumed: false },
+        })
+        expect((yield* client.status(submissionId)).state).toBe("suspended")
+
         // The console's own refusals: a listed action this release cannot take, a request from
         // another origin, a body that is not JSON, a field that is required.
-        const unavailable = yield* call("POST", action.replace("approve", "send-event"), {
+        const unavailable = yield* call("POST", action.replace("approve", "forget"), {
           token: operatorToken,
-          body: { fields: { event: "paid" } },
+          body: { fields: {} },
         })
         expect(unavailable.status).toBe(501)
         expect(unavailable.body).toMatchObject({ error: "ConsoleActionUnavailable" })

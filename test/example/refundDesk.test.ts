@@ -14,9 +14,19 @@ const history = async (thread: string) =>
     }>
   ).map((record) => record.entry._tag)
 
-/** Whether the refund waits for a human: suspended after its approval request (not for its fraud check). */
+/**
+ * Whether the refund waits for a human after its approval request (not for its fraud check):
+ * `waiting` while its reminder is due, `suspended` once it reminded.
+ */
 const awaitsApproval = async (thread: string, id: string) =>
-  (await stateOf(thread, id)) === "suspended" && (await history(thread)).includes("ApprovalRequested")
+  ["waiting", "suspended"].includes(await stateOf(thread, id)) &&
+  (await history(thread)).includes("ApprovalRequested")
+
+/** Nothing owed now; the alarm, if any, is a due time ahead (the reminder's). */
+const parkedForApproval = async (thread: string) => {
+  const maintenance = await maintenanceOf(thread)
+  return maintenance["owed"] === false && (maintenance["alarm"] === null || maintenance["alarm"] > Date.now())
+}
 
 describe("refund desk example", () => {
   it("settles a small refund, relays it through the outbox and clears the alarm at quiescence", async () => {
@@ -65,10 +75,10 @@ describe("refund desk example", () => {
     const thread = threadName("approve")
     const id = (await submit(thread, { orderId: "B2", amount: 140 })).body["submissionId"] as string
     await deliverUntil(thread, () => awaitsApproval(thread, id))
-    await deliverUntil(thread, () => quiet(thread))
-    // A stable wait keeps nothing awake: the record is acknowledged and the slot empty.
+    await deliverUntil(thread, () => parkedForApproval(thread))
+    // Nothing is owed: the only alarm is the reminder's due time (or none once it reminded).
     const parked = await maintenanceOf(thread)
-    expect(parked).toMatchObject({ owed: false, alarm: null })
+    expect(parked).toMatchObject({ owed: false })
 
     const approved = await call("POST", `/threads/${thread}/submissions/${id}/approve`, { note: "ok by Sam" })
     expect(approved.status).toBe(200)
@@ -83,6 +93,47 @@ describe("refund desk example", () => {
       output: { approvedBy: "ok by Sam", amount: 140 },
     })
     await deliverUntil(thread, async () => (await relayedFor(thread)).length === 1)
+  })
+
+  it("reminds the approvers once when no decision came in time, then waits with no alarm until one does", async () => {
+    const thread = threadName("remind")
+    const id = (await submit(thread, { orderId: "B3", amount: 140 })).body["submissionId"] as string
+    await deliverUntil(thread, () => awaitsApproval(thread, id))
+    // The reminder is due 3 s after the request (the test binding); alarms deliver it.
+    await deliverUntil(
+      thread,
+      async () => (await history(thread)).filter((tag) => tag === "ApprovalRequested").length === 2,
+      1_000,
+    )
+    await deliverUntil(thread, () => quiet(thread))
+    const tags = await history(thread)
+    expect(tags.slice(tags.indexOf("ApprovalRequested"))).toEqual([
+      "ApprovalRequested",
+      "ApprovalTimedOut",
+      "StepCompleted",
+      "ApprovalRequested",
+    ])
+    await call("POST", `/threads/${thread}/submissions/${id}/approve`, { note: "late but fine" })
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "settled")
+    const settlement = await call("GET", `/threads/${thread}/submissions/${id}/settlement?timeoutMillis=1000`)
+    expect(settlement.body).toMatchObject({ outcome: "completed", output: { approvedBy: "late but fine" } })
+  })
+
+  it("retries a busy order lookup after a durable backoff", async () => {
+    const thread = threadName("busy")
+    const id = (await submit(thread, { orderId: `busy-${crypto.randomUUID()}`, amount: 30 })).body[
+      "submissionId"
+    ] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, id)) === "settled", 500)
+    const tags = await history(thread)
+    expect(tags.slice(0, 4)).toEqual([
+      "SubmissionAccepted",
+      "InputApplied",
+      "StepAttemptFailed",
+      "StepCompleted",
+    ])
+    const settlement = await call("GET", `/threads/${thread}/submissions/${id}/settlement?timeoutMillis=1000`)
+    expect(settlement.body).toMatchObject({ outcome: "completed" })
   })
 
   it("settles a refund larger than the order failed without asking anyone", async () => {
@@ -120,7 +171,8 @@ describe("refund desk example", () => {
     await deliverUntil(thread, async () => (await stateOf(thread, follower)) === "settled")
     const status = await call("GET", `/threads/${thread}/submissions/${follower}`)
     expect(status.body["settlement"]).toMatchObject({ outcome: "aborted" })
-    expect(await stateOf(thread, head)).toBe("suspended")
+    // The head still waits for its approval (its reminder may be due meanwhile).
+    expect(await awaitsApproval(thread, head)).toBe(true)
   })
 
   it("returns the original receipt for a repeated idempotency key and never admits twice", async () => {

@@ -62,6 +62,9 @@ const until = async (what: string, done: () => Promise<boolean>) => {
   throw new Error(`never saw ${what}`)
 }
 
+/** A refund's state while it waits for approval: `waiting`, its reminder due in an hour. */
+const parkedForApproval = "waiting"
+
 const stateOf = async (thread: string, submissionId: string) =>
   (await http("GET", `/threads/${encodeURIComponent(thread)}/submissions/${submissionId}`)).body
     .state as string
@@ -178,7 +181,10 @@ describe("operator console in a browser", () => {
   it("shows a refund through its child, approval and settlement on the timeline", async () => {
     const thread = "desk-timeline"
     const id = await refund(thread, "B2", 140)
-    await until("the refund waiting for approval", async () => (await stateOf(thread, id)) === "suspended")
+    await until(
+      "the refund waiting for approval",
+      async () => (await stateOf(thread, id)) === parkedForApproval,
+    )
     expect(await page.title()).toBe("Refund desk · operator console")
 
     // The front page lists the desk's Object with its count; its Thread lists the refund,
@@ -271,7 +277,10 @@ describe("operator console in a browser", () => {
   it("shows the typed error when an action is refused without a token", async () => {
     const thread = "desk-refused"
     const id = await refund(thread, "C3", 150)
-    await until("the refund waiting for approval", async () => (await stateOf(thread, id)) === "suspended")
+    await until(
+      "the refund waiting for approval",
+      async () => (await stateOf(thread, id)) === parkedForApproval,
+    )
     await open(submissionRoute(thread, thread, id))
     await inPage("the Submission", `document.querySelector('#submission[data-waiting="approval"]') !== null`)
     await setToken("")
@@ -283,12 +292,12 @@ describe("operator console in a browser", () => {
         (node) => (node as unknown as { dataset: Record<string, string> }).dataset["error"],
       ),
     ).toBe("Unauthorized")
-    expect(await stateOf(thread, id)).toBe("suspended")
+    expect(await stateOf(thread, id)).toBe(parkedForApproval)
     // Cancelling a confirmation sends nothing.
     await setToken(operatorToken)
     await page.click('button[data-action="abort"]')
     await page.click("#confirm-cancel")
-    expect(await stateOf(thread, id)).toBe("suspended")
+    expect(await stateOf(thread, id)).toBe(parkedForApproval)
   }, 60_000)
 
   it("updates a Submission live, without a reload, when it moves", async () => {

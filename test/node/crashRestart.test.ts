@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { courierPrefix } from "./fixtures/crashAgents.ts"
 import { overdueAlarmAfterRestart } from "./support/crashOverdue.ts"
 import { pairPoints } from "./support/crashPairPoints.ts"
 import { runCrashGroup } from "./support/crashRunner.ts"
@@ -16,6 +17,7 @@ import { type CrashPoint, point, type Scenario, type Step } from "./support/cras
 const small: OrderInput = { orderId: "o1", amount: 40 }
 const large: OrderInput = { orderId: "o2", amount: 150 }
 const follower: OrderInput = { orderId: "o3", amount: 60 }
+const courierOrder: OrderInput = { orderId: `${courierPrefix}o4`, amount: 40 }
 
 const crashAt = (kind: FailpointKind, location: string): ArmEntry => ({ kind, location, action: "crash" })
 
@@ -106,6 +108,17 @@ const scenarios = {
   }),
   /** A parked approval and a damaged record; the operator repairs it, then approves. */
   repair: scenario("repair", { op: "repair" }, { prefix: [...parkedWithFollower, { op: "damage" }] }),
+  /**
+   * Durable waits end to end (the `timed` desk): a sleep, a step retried after a backoff, an
+   * approval and a courier event both timing out; every wait is a timer on the one alarm.
+   */
+  timed: scenario("timed", submit("k1", large, "timed")),
+  /** A courier order parked on its event without a timeout; the final call sends the event. */
+  courier: scenario(
+    "courier",
+    { op: "event", key: "k1", eventId: "courier-1", courier: "van 7" },
+    { prefix: [submit("k1", courierOrder, "timed"), { op: "settle" }] },
+  ),
   /** A crash holding the lease: recovery releases it once expired. */
   expiredLease: scenario("expiredLease", submit("k1", small), {
     before: [crashAt("runtime", "step:after-step-append")],
@@ -195,6 +208,16 @@ const runtimePoints: ReadonlyArray<CrashPoint> = [
   r("abort:after-intent", scenarios.abortQueued),
   r("ledger:settle:before", scenarios.abortQueued),
   r("ledger:settle:after", scenarios.abortQueued),
+  // Durable waits: the timer's claim and fire, a retry's park, the timeouts, a received event.
+  r("ledger:claim-due:before", scenarios.timed),
+  r("ledger:claim-due:after", scenarios.timed),
+  r("timer:after-fire", scenarios.timed),
+  r("retry:after-failure-park", scenarios.timed),
+  r("approval:after-timeout-append", scenarios.timed),
+  r("event:after-timeout-append", scenarios.timed),
+  r("ledger:park:after", scenarios.timed, { skip: 2 }),
+  r("event:after-receive", scenarios.courier),
+  r("ledger:transition:after", scenarios.courier),
   point("effect", "effect:quote:after-external", scenarios.plain),
   point("effect", "effect:charge:after-external", scenarios.plain, { unknown: true }),
   point("effect", "effect:confirm:after-external", scenarios.plain),

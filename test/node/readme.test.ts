@@ -32,13 +32,12 @@ describe("README and docs", () => {
     }
   })
 
-  it("show the agent, the Worker, its wrangler config and local vars, the host hook, the console and the failpoint test in the README", () => {
+  it("show the agent, the Worker, its wrangler config and local vars, the console and the failpoint test in the README", () => {
     expect(shownIn("README.md")).toEqual(
       [
         "examples/consumer/.dev.vars",
         "examples/consumer/src/agent.ts",
         "examples/consumer/src/console.ts",
-        "examples/consumer/src/settlementLog.ts",
         "examples/consumer/src/worker.ts",
         "examples/consumer/test/failpoint.test.ts",
         "examples/consumer/wrangler.toml",
@@ -46,7 +45,7 @@ describe("README and docs", () => {
     )
   })
 
-  it("show the test build, its vitest config and env type in the testing guide, the policy and the approval route in theirs", () => {
+  it("show the test build, its vitest config and env type in the testing guide, the policy, the approval route and the host hook in theirs", () => {
     expect(shownIn("docs/testing.md")).toEqual(
       [
         "examples/consumer/test/env.d.ts",
@@ -58,5 +57,6 @@ describe("README and docs", () => {
     )
     expect(shownIn("docs/operating.md")).toEqual(["examples/consumer/src/operator.ts"])
     expect(shownIn("docs/agents.md")).toEqual(["examples/consumer/src/approval.ts"])
+    expect(shownIn("docs/hooks.md")).toEqual(["examples/consumer/src/settlementLog.ts"])
   })
 })

@@ -94,6 +94,24 @@ describe("ThreadObject operator pages", () => {
     }),
   )
 
+  it.live("name a durable wait by its kind: a sleep is `sleep`, and the filter finds it", () =>
+    Effect.gen(function* () {
+      const thread = threadName("pages-sleep")
+      const client = clientOf(thread)
+      // An hour's nap: it parks `waiting` with its due time, and nothing wakes it in this test.
+      const nap = yield* client.submit({
+        agentId: "nap",
+        idempotencyKey: "n",
+        input: { text: "zz", millis: 3_600_000 },
+      })
+      yield* deliverUntil(thread, inState(client, nap.submissionId, "waiting"))
+      expect(keysOf(yield* client.submissionPage({}))).toEqual(["1:sleep"])
+      expect(keysOf(yield* client.submissionPage({ waiting: "sleep" }))).toEqual(["1:sleep"])
+      expect(keysOf(yield* client.submissionPage({ waiting: "approval" }))).toEqual([])
+      expect(keysOf(yield* client.submissionPage({ waiting: "retry" }))).toEqual([])
+    }),
+  )
+
   it.live("list an Object's Threads a page at a time", () =>
     Effect.gen(function* () {
       const object = threadName("lanes")

@@ -1,9 +1,9 @@
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer } from "effect"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
 import { triage } from "./agent"
-import { decide } from "./approval"
 import { operatorsOnly } from "./operator"
+import { route } from "./routes"
 import { SettlementLog } from "./settlementLog"
 
 /** The application's Thread layer: the triage agent, with the settlement log sharing its alarm. */
@@ -16,39 +16,7 @@ export interface Env {
   readonly THREADS: DurableObjectNamespace<Threads>
 }
 
-/** The request's JSON body as a ticket, decoded with the agent's own input Schema. */
-const ticketOf = (request: Request) =>
-  Effect.promise(() => request.json().catch(() => null)).pipe(
-    Effect.flatMap(Schema.decodeUnknownEffect(triage.input)),
-  )
-
-/** What a request asks of its Thread; `abort` is an operator's call, the Object checks it. */
-const call = (
-  request: Request,
-  client: ThreadClient.ThreadClient,
-  submission: string,
-  view: string,
-): Effect.Effect<unknown, { readonly _tag: string; readonly message: string }> => {
-  // The triage agent's calls, typed by its Schemas: a ticket in, its queue and reference out.
-  const tickets = client.agent(triage)
-  if (request.method === "POST" && submission === "") {
-    const idempotencyKey = request.headers.get("idempotency-key") ?? crypto.randomUUID()
-    return Effect.flatMap(ticketOf(request), (ticket) => tickets.submit(ticket, { idempotencyKey }))
-  }
-  if (request.method === "POST" && (view === "approve" || view === "deny"))
-    return decide(request, client, submission, view === "approve")
-  if (request.method === "POST") return client.abort(submission)
-  if (view === "settlement") return tickets.awaitSettlement(submission, 10_000)
-  return view === "explain" ? client.explain(submission) : client.status(submission)
-}
-
-/**
- * `POST /:thread` with `{ "ticket": "…" }` submits a ticket; `GET /:thread/:submission` reads it,
- * `GET /:thread/:submission/settlement` waits for its queue and reference,
- * `GET /:thread/:submission/explain` says why it is where it is; with `Authorization: Bearer
- * <token>`, `POST /:thread/:submission` withdraws it and `POST /:thread/:submission/approve` (or
- * `/deny`) decides a refund.
- */
+/** Each request addresses a Thread by the first segment of its path (see routes.ts). */
 export default {
   async fetch(request, env) {
     const [, thread = "", submission = "", view = ""] = new URL(request.url).pathname.split("/")
@@ -60,7 +28,7 @@ export default {
       token === undefined ? {} : { caller: { subject: "bearer", credential: token } },
     )
     return Effect.runPromise(
-      Effect.match(call(request, client, submission, view), {
+      Effect.match(route(request, client, submission, view), {
         onSuccess: (value) => Response.json(value ?? { ok: true }),
         onFailure: (error) => Response.json({ error: error._tag, message: error.message }, { status: 400 }),
       }),

@@ -12,6 +12,8 @@ declare global {
       readonly DIRECTORY: DurableObjectNamespace<ThreadDirectory>
       /** The operator routes' bearer token (a secret in production; `.dev.vars` locally). */
       readonly OPERATOR_TOKEN?: string
+      /** Milliseconds an approval waits before the approvers are reminded (default one hour). */
+      readonly APPROVAL_REMINDER_MILLIS?: string
     }
   }
 }

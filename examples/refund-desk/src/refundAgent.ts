@@ -1,17 +1,18 @@
 /**
  * The example agent: a refund desk. It looks the order up (a journaled step), asks the fraud
  * desk in another Object (a child Submission, awaited as a value), asks a human to approve
- * refunds above a threshold or flagged by the fraud desk (the Thread then waits without
- * keeping its Object awake), adds the follow-ups that joined it meanwhile (e.g. "refund the
+ * refunds above a threshold or flagged by the fraud desk (reminding the approvers once if no
+ * decision came within the reminder delay, then waiting without keeping its Object awake), adds the follow-ups that joined it meanwhile (e.g. "refund the
  * shipping too", submitted with `mode: "join"`), issues the refund with the payment provider
  * (an uncertain step: if the Object dies between sending and recording, nobody knows whether
- * money moved), and writes the confirmation (another journaled step). The refund sends an
+ * money moved), and writes the confirmation (another journaled step). The order system is
+ * sometimes busy: its lookup is retried with backoff, each wait a durable timer. The refund sends an
  * idempotency key, so after a crash the step reconciles itself: it asks the provider about
  * that key, and only if the provider cannot answer does the lane wait for an operator.
  */
 import { env } from "cloudflare:workers"
 import { Effect, Schema } from "effect"
-import { Reconcile } from "@effect-agent/platform-cloudflare/AgentContext"
+import { type AgentContext, Reconcile } from "@effect-agent/platform-cloudflare/AgentContext"
 import { AgentFailure, define } from "@effect-agent/platform-cloudflare/AgentRegistration"
 import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
 
@@ -35,9 +36,41 @@ const RefundResult = Schema.Struct({
 
 const Order = Schema.Struct({ orderId: Schema.String, customer: Schema.String, paid: Schema.Number })
 
-// Stand-ins for real systems, deterministic so the example runs offline.
+/** How long an approval may wait before the approvers are reminded (one hour unless configured). */
+const reminderAfterMillis = () => Number(env.APPROVAL_REMINDER_MILLIS ?? 3_600_000)
+
+// Stand-ins for real systems, deterministic so the example runs offline. The order system is
+// busy the first time this isolate looks up an order whose id starts with "busy-".
+const lookedUp = new Set<string>()
 const lookUpOrder = (orderId: string) =>
-  Effect.succeed({ orderId, customer: `customer-of-${orderId}`, paid: 250 })
+  Effect.suspend(() => {
+    const first = !lookedUp.has(orderId)
+    lookedUp.add(orderId)
+    return first && orderId.startsWith("busy-")
+      ? Effect.fail(new AgentFailure({ message: "the order system is busy" }))
+      : Effect.succeed({ orderId, customer: `customer-of-${orderId}`, paid: 250 })
+  })
+
+/** Stand-in for a notification to the approvers' channel. */
+const remindApprovers = (orderId: string) => Effect.succeed(`reminded the approvers of ${orderId}`)
+
+/**
+ * Asks for an approval; if no decision came within the reminder delay, reminds the approvers
+ * once and asks again, now waiting as long as it takes (no alarm kept meanwhile).
+ */
+const approve = (
+  ctx: AgentContext,
+  request: { readonly orderId: string; readonly [field: string]: Schema.Json },
+) =>
+  ctx
+    .requestApproval(request, { timeoutMillis: reminderAfterMillis() })
+    .pipe(
+      Effect.catchTag("ApprovalTimeout", () =>
+        ctx
+          .step("remind approvers", remindApprovers(request.orderId))
+          .pipe(Effect.andThen(ctx.requestApproval({ ...request, reminded: true }))),
+      ),
+    )
 
 const provider = () => env.PAYMENTS.getByName("provider")
 
@@ -59,13 +92,16 @@ const findRefund = (key: string) =>
 export const refundAgent = define({
   id: "refund",
   name: "Refund desk",
-  version: "2",
+  version: "3",
   input: RefundRequest,
   output: RefundResult,
   acceptsJoinedInput: true,
   program: (request, ctx) =>
     Effect.gen(function* () {
-      const order = yield* ctx.step("look up order", lookUpOrder(request.orderId), { result: Order })
+      const order = yield* ctx.step("look up order", lookUpOrder(request.orderId), {
+        result: Order,
+        retry: { attempts: 5, backoff: { baseMillis: 200, capMillis: 10_000 } },
+      })
       if (request.amount > order.paid) {
         return yield* new AgentFailure({
           message: `cannot refund ${request.amount}: the order paid ${order.paid}`,
@@ -81,7 +117,7 @@ export const refundAgent = define({
       const flagged = fraud.outcome !== "completed" || fraud.output.verdict === "review"
       const approval =
         request.amount > approvalThreshold || flagged
-          ? yield* ctx.requestApproval({
+          ? yield* approve(ctx, {
               orderId: order.orderId,
               customer: order.customer,
               amount: request.amount,

@@ -51,6 +51,9 @@ interface Action extends Omit<ActionEntry, "available"> {
 const UNSETTLED: ReadonlyArray<WaitingKind> = [
   "approval",
   "child",
+  "event",
+  "sleep",
+  "retry",
   "suspended",
   "unknown-outcome",
   "running",
@@ -118,12 +121,23 @@ export const CONSOLE_ACTIONS: ReadonlyArray<Action> = [
     id: "send-event",
     label: "Send event",
     scope: "submission",
-    when: ["suspended"],
-    confirm: "Send the event to the waiting Submission.",
+    // An event may arrive before its wait, so any unsettled Submission takes one.
+    when: UNSETTLED,
+    confirm: "Send the event to the Submission: a wait for its name takes it, now or later.",
     fields: [
       { name: "event", label: "Event name", kind: "text", required: true },
       { name: "payload", label: "Payload (JSON)", kind: "json", required: false },
+      { name: "eventId", label: "Event id (repeats are ignored)", kind: "text", required: false },
     ],
+    run: (client, id, fields) =>
+      Effect.flatMap(jsonField(fields, "payload"), (payload) =>
+        client.sendEvent(
+          id,
+          fields["event"] ?? "",
+          payload,
+          fields["eventId"] === undefined || fields["eventId"] === "" ? {} : { eventId: fields["eventId"] },
+        ),
+      ),
   },
   {
     id: "retry",

@@ -17,6 +17,12 @@ export const kindOfExplained = (
       return "settled"
     case "WaitingForApproval":
       return "approval"
+    case "WaitingForEvent":
+      return "event"
+    case "Sleeping":
+      return "sleep"
+    case "RetryBackoff":
+      return "retry"
     case "UnknownOutcome":
       return "unknown-outcome"
     case "HeldByAttempt":
@@ -34,6 +40,8 @@ export const kindOfExplained = (
       return "joined"
     case "unknown":
       return "unknown-outcome"
+    case "waiting":
+      return "suspended"
     case "suspended":
       return readJournal(records.map((record) => record.entry)).openChildWait === undefined
         ? "suspended"

@@ -26,11 +26,14 @@ import { submissionStatus } from "./statusViews.ts"
 
 const DEFAULT_PAGE = 50
 
-/** A row with why it is where it is; a suspended row's records say what it waits for. */
+/**
+ * A row with why it is where it is; a suspended row without a wait record (an approval or a
+ * child wait) is read from its records.
+ */
 const summarize = (row: SubmissionSnapshot, head: SubmissionSnapshot | undefined, now: number) =>
   Effect.gen(function* () {
     const journal =
-      row.state === "suspended"
+      row.state === "suspended" && row.wait === undefined
         ? readJournal((yield* (yield* ThreadHistory).forSubmission(row.submissionId)).map((r) => r.entry))
         : undefined
     return SubmissionSummary.make({

@@ -12,8 +12,8 @@ import { SubmissionStatus } from "./statusViews.ts"
 /**
  * Why a Submission is where it is, in one word an operator filters by: `settled`; `settling`
  * (its settlement is being written); `joined` (input of a running Submission, settles with
- * it); `unknown-outcome`; waits of a suspended Submission (`approval`, `child`, or `suspended`
- * for any other wait); and in its lane, `running` (a live Attempt holds it), `runnable` (the
+ * it); `unknown-outcome`; waits of a parked Submission (`approval`, `child`, `event`, `sleep`,
+ * `retry` for a step's or a reconcile's backoff, or `suspended` for any other wait); and in its lane, `running` (a live Attempt holds it), `runnable` (the
  * head, for the next pass) or `queued` (behind the head). `other` for a state this release
  * does not know.
  */
@@ -24,6 +24,9 @@ export const WaitingKind = Schema.Literals([
   "unknown-outcome",
   "approval",
   "child",
+  "event",
+  "sleep",
+  "retry",
   "suspended",
   "running",
   "runnable",
@@ -38,9 +41,12 @@ export const STATES_OF_KIND: { readonly [K in WaitingKind]: ReadonlyArray<Submis
   settling: ["terminalizing"],
   joined: ["joining", "joined"],
   "unknown-outcome": ["unknown"],
-  approval: ["suspended"],
+  approval: ["suspended", "waiting"],
   child: ["suspended"],
-  suspended: ["suspended"],
+  event: ["suspended", "waiting"],
+  sleep: ["waiting"],
+  retry: ["waiting"],
+  suspended: ["suspended", "waiting"],
   running: ["running"],
   runnable: ["admitted", "ready", "running"],
   queued: ["admitted", "ready"],
@@ -48,7 +54,8 @@ export const STATES_OF_KIND: { readonly [K in WaitingKind]: ReadonlyArray<Submis
 }
 
 /**
- * The kind of a row, from the row, its lane's head, and (for a suspended row) its journal.
+ * The kind of a row, from the row (a parked row's wait record), its lane's head, and (for a
+ * suspended row without one) its journal.
  * @internal
  */
 export const waitingKindOf = (
@@ -69,7 +76,19 @@ export const waitingKindOf = (
       return "joined"
     case "unknown":
       return "unknown-outcome"
+    case "waiting":
     case "suspended":
+      switch (row.wait?._tag) {
+        case "Approval":
+          return "approval"
+        case "Event":
+          return "event"
+        case "Sleep":
+          return "sleep"
+        case "Retry":
+        case "Reconcile":
+          return "retry"
+      }
       if (context.journal?.openApproval !== undefined) return "approval"
       if (context.journal?.openChildWait !== undefined) return "child"
       return "suspended"

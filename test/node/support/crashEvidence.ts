@@ -17,6 +17,8 @@
  *   (taken from the supplier's own record) then stands for the result the crash cut off.
  * - `ReconcileStarted` is dropped and `ReconcileAnswered` loses its attempt number: a crash
  *   during a reconcile legitimately costs one attempt, and the answer is what counts.
+ * - The instants durable waits journal (`dueAt`, `failedAt`, `retryAt`) are dropped: they are
+ *   clock readings of the run; which waits happened, and in what order, is compared.
  */
 import type { RawRecord, RawView } from "../fixtures/crashProtocol.ts"
 
@@ -64,8 +66,10 @@ const withoutForeignIds = (entry: Entry): Entry => {
     }
     case "InputJoined":
       return { ...entry, joined: (entry["joined"] as Array<{ input: unknown }>).map((item) => item.input) }
-    default:
-      return entry
+    default: {
+      const { dueAt: _due, failedAt: _failed, retryAt: _retry, ...rest } = entry
+      return rest as Entry
+    }
   }
 }
 

@@ -18,6 +18,8 @@ export type Step =
     }
   | { readonly op: "approve"; readonly key: string; readonly approved: boolean; readonly note: string }
   | { readonly op: "abort"; readonly key: string }
+  /** Sends the courier event (idempotent by `eventId`) to the Submission under `key`. */
+  | { readonly op: "event"; readonly key: string; readonly eventId: string; readonly courier: string }
   /** The operator resolves an Unknown Outcome from the supplier's records (charging if absent). */
   | { readonly op: "resolve"; readonly key: string }
   | { readonly op: "arm"; readonly entries: ReadonlyArray<ArmEntry> }

@@ -14,7 +14,7 @@
  */
 import { Effect, type Scope } from "effect"
 import { writeFile } from "node:fs/promises"
-import { chargeOf } from "../fixtures/crashAgents.ts"
+import { chargeOf, courierEvent } from "../fixtures/crashAgents.ts"
 import type { AlarmSignal, ArmEntry, CrashRecord, OrderInput, RawView } from "../fixtures/crashProtocol.ts"
 import { type CrashDriver, crashDriver, type CrashOptions, type Envelope } from "./crashDriver.ts"
 import {
@@ -108,6 +108,13 @@ const execute = (driver: CrashDriver, run: ObjectRun, step: Step): Effect.Effect
         })
       case "abort":
         return yield* driver.call("/abort", address(step.key))
+      case "event":
+        return yield* driver.call("/event", {
+          ...address(step.key),
+          event: courierEvent,
+          eventId: step.eventId,
+          payload: step.courier,
+        })
       case "resolve": {
         const target = address(step.key)
         const input = run.keys.get(step.key)?.input

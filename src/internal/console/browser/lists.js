@@ -22,6 +22,7 @@ const SUBMISSION_STATES = [
   "joining",
   "joined",
   "running",
+  "waiting",
   "suspended",
   "unknown",
   "terminalizing",
@@ -30,6 +31,9 @@ const SUBMISSION_STATES = [
 const WAITING_KINDS = [
   "approval",
   "child",
+  "event",
+  "sleep",
+  "retry",
   "suspended",
   "unknown-outcome",
   "running",
