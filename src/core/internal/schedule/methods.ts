@@ -7,7 +7,7 @@ import type { Effect, Option } from "effect"
 import type { AdmissionRequest, LedgerError } from "../ledger/model.ts"
 import type { ScheduleAdvance, ScheduleAdvanced, ScheduleId, ScheduleInfo } from "./model.ts"
 
-/** @internal */
+/** The schedule methods of `SubmissionLedger`: stored schedules and the admission of their occurrences. */
 export interface ScheduleMethods {
   /** Stores a schedule, replacing the one of the same id (its admitted occurrences stay). */
   readonly putSchedule: (schedule: ScheduleInfo) => Effect.Effect<ScheduleInfo, LedgerError>
