@@ -267,6 +267,10 @@ const acrossObjects = new Set(
     .flatMap((entry) => (entry === undefined ? [] : [entry.location])),
 )
 
+/** The locations of delayed submissions and schedules (see the check below). */
+const scheduleLocation = (location: string) =>
+  /^(ledger:(defer-head|schedule-put|schedule-remove|occurrence):|occurrence:)/.test(location)
+
 const group = (
   kind: "maintenance" | "runtime" | "storage",
   points: ReadonlyArray<CrashPoint>,
@@ -281,7 +285,12 @@ const group = (
           JSON.stringify({ kind, variant: variant.label, ...report, violations: report.violations.length }),
         )
         // Subagent and join locations need two Objects: crashSubagents.test.ts arms every one of them.
-        expect(report.uncovered.filter((location) => !acrossObjects.has(location))).toEqual([])
+        // Delayed-submission and schedule locations are armed by the workerd schedule crash matrix
+        // (both ledgers) only: this sweep compares with a control run and converges to an empty
+        // alarm, and a live schedule's occurrences and alarm depend on the wall clock.
+        expect(
+          report.uncovered.filter((location) => !acrossObjects.has(location) && !scheduleLocation(location)),
+        ).toEqual([])
         expect(report.violations).toEqual([])
         expect(report.crashed).toBe(points.length)
       }),
