@@ -47,6 +47,10 @@ describe("ThreadObject delayed submissions", () => {
       expect((yield* client.status(delayed.submissionId)).state).toBe("waiting")
       expect((yield* client.status(next.submissionId)).state).toBe("ready")
       expect((yield* client.explain(delayed.submissionId)).reason).toEqual({ _tag: "Delayed", notBefore })
+      const page = yield* client.submissionPage({ waiting: "delayed" })
+      expect(page.submissions.map((summary) => summary.submission.submissionId)).toEqual([
+        delayed.submissionId,
+      ])
       const owed = yield* client.obligations
       expect(owed.obligations.filter((o) => o.source === "timer").map((o) => o.dueAt)).toEqual([notBefore])
       expect(owed.mismatch).toBeUndefined()
