@@ -380,10 +380,11 @@ describe("the upgrade to the billed-rows schema", () => {
           .exec("SELECT name FROM effect_agent_migrations ORDER BY name")
           .toArray()
           .map((row) => String(row.name))
-        expect(applied.slice(-3)).toEqual([
+        expect(applied.slice(-4)).toEqual([
           "thread-store/003-billed-rows",
           "thread-store/004-subagent-links",
           "thread-store/005-durable-waits",
+          "thread-store/006-schedules",
         ])
         // The recovery index now takes joins in; the parked wait and the old Claim stay out of it.
         const [index] = ctx.storage.sql

@@ -39,6 +39,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-store/003-billed-rows",
           "thread-store/004-subagent-links",
           "thread-store/005-durable-waits",
+          "thread-store/006-schedules",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(
