@@ -82,7 +82,8 @@ export const makeSqlSchedules = (options: {
 }): ScheduleMethods => {
   const { queries, admit, sql } = options
   const { query } = queries
-  // While no schedule is stored, the pass's earliest-occurrence read runs no statement.
+  // Once a read found no schedule stored, the pass's reads of schedules run no statement until
+  // one is put (this ledger is the only writer of its Object's schedules).
   const known = { none: false }
 
   const one = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
@@ -135,7 +136,12 @@ export const makeSqlSchedules = (options: {
 
     listSchedules: Effect.suspend(() => many("SubmissionLedger.listSchedules", scheduleStatements.list, [])),
 
-    dueSchedules: (now, limit) => many("SubmissionLedger.dueSchedules", scheduleStatements.due, [now, limit]),
+    dueSchedules: (now, limit) =>
+      Effect.suspend(() =>
+        known.none
+          ? Effect.succeed([])
+          : many("SubmissionLedger.dueSchedules", scheduleStatements.due, [now, limit]),
+      ),
 
     nextOccurrenceAt: Effect.suspend(() => {
       if (known.none) return Effect.succeed(undefined)
