@@ -45,6 +45,7 @@ const main = Effect.gen(function* () {
   const object: ObjectClient = {
     json: (schema, route, init) => worker.json(schema, `${base}/${route}`, init),
     sibling: () => object,
+    other: () => object,
     restart: worker.restart,
   }
   const figures = yield* threadBurstDriver(count, lanes, 600)(object)

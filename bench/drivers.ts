@@ -33,6 +33,8 @@ export interface ObjectClient {
   ) => Effect.Effect<A>
   /** Another Object of the same class, named after this one. */
   readonly sibling: (suffix: string) => ObjectClient
+  /** An Object of another subject's class (by its binding), named after this one. */
+  readonly other: (binding: string, suffix: string) => ObjectClient
   /** Stops the whole local workerd (every Object dies mid-flight) and starts it again over its storage. */
   readonly restart: Effect.Effect<void>
 }
@@ -323,6 +325,20 @@ export const figureCatalog: ReadonlyArray<{
   { key: "passKvKeysWrittenPerItem", label: "record writes by passes/item", digits: 2 },
   { key: "itemsPerSecond", label: "items/s", digits: 0 },
   { key: "drainItemsPerSecond", label: "items/s (drain)", digits: 0 },
+  { key: "retentionItems", label: "Submissions", digits: 0 },
+  { key: "retentionRemoved", label: "removed", digits: 0 },
+  { key: "retentionMbHalf", label: "MB at half", digits: 1 },
+  { key: "retentionMbEnd", label: "MB at end", digits: 1 },
+  { key: "retentionMbMax", label: "MB max", digits: 1 },
+  { key: "retentionMbEndKept", label: "MB at end, kept forever", digits: 1 },
+  { key: "retentionWrittenPerRemoved", label: "billed rows written/removed", digits: 2 },
+  { key: "retentionReadPerRemoved", label: "rows read/removed", digits: 1 },
+  { key: "retentionRateOn", label: "items/s pruning", digits: 0 },
+  { key: "retentionRateOnMin", label: "min", digits: 0 },
+  { key: "retentionRateOnMax", label: "max", digits: 0 },
+  { key: "retentionRateOff", label: "items/s keeping", digits: 0 },
+  { key: "retentionRateOffMin", label: "min", digits: 0 },
+  { key: "retentionRateOffMax", label: "max", digits: 0 },
   { key: "seconds", label: "seconds", digits: 1 },
   { key: "totalRowsRead", label: "rows read", digits: 0 },
   { key: "totalRowsWritten", label: "rows written", digits: 0 },

@@ -3,6 +3,7 @@
  * bench/worker/index.ts, one binding each) and the cases, grouped in sections that become one
  * table each. A case is one driver run on a fresh Object of a subject per repetition.
  */
+import { join } from "node:path"
 import {
   alarmLoopDriver,
   burstDriver,
@@ -15,6 +16,7 @@ import {
   threadBurstDriver,
 } from "./drivers.ts"
 import { type JointDriver, latencyDriver, latencyWarmup } from "./latency.ts"
+import { retentionDriver } from "./retention.ts"
 
 /** What the run needs to know to set up and measure the cases. */
 export interface BenchSettings {
@@ -38,6 +40,11 @@ export interface BenchSettings {
   readonly latencyWarmups: number
   /** New Objects per subject whose first Submission is timed. */
   readonly latencyCold: number
+  /** Submissions of the retention section's sustained run, and its chunk. */
+  readonly sustained: number
+  readonly sustainedChunk: number
+  /** The folder results are written to (a section measured once writes its files there too). */
+  readonly outDir: string
 }
 
 /** A Durable Object class of the bench Worker. */
@@ -72,6 +79,11 @@ export const subjects = {
   threadMulti: {
     binding: "THREADS_MULTI",
     className: "ThreadBenchMultiObject",
+    warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
+  },
+  threadRetention: {
+    binding: "THREADS_RETENTION",
+    className: "ThreadBenchRetentionObject",
     warmup: ({ warmup }) => threadBurstDriver(warmup, 1, 60),
   },
   latencyRaw: {
@@ -111,6 +123,8 @@ export interface Section {
   readonly compared?: boolean
   /** One measurement per repetition that reports every case (interleaved inside it). */
   readonly joint?: JointDriver
+  /** Measured once whatever `--runs` says: its driver repeats inside (the retention run). */
+  readonly once?: boolean
 }
 
 const perItemFigures = [
@@ -330,5 +344,40 @@ export const sections = (settings: BenchSettings): ReadonlyArray<Section> => [
         thread: { subject: "latencyThread", warm: "latency-thread", cold: "latency-thread-new" },
       },
     ),
+  },
+  {
+    id: "retention",
+    title: `10. Retention (${count(settings.sustained)} one-step Submissions through one Object in chunks of ${count(settings.sustainedChunk)} over 4 Threads, removed 2 s after settling, beside the same Object keeping everything, chunks interleaved; items/s: median and range over the chunks; rows: what the statements only retention runs read and wrote, per Submission removed)`,
+    figures: [
+      "retentionItems",
+      "retentionRemoved",
+      "retentionMbHalf",
+      "retentionMbEnd",
+      "retentionMbMax",
+      "retentionMbEndKept",
+      "retentionWrittenPerRemoved",
+      "retentionReadPerRemoved",
+      "retentionRateOn",
+      "retentionRateOnMin",
+      "retentionRateOnMax",
+      "retentionRateOff",
+      "retentionRateOffMin",
+      "retentionRateOffMax",
+    ],
+    once: true,
+    cases: [
+      {
+        id: "retention-sustained",
+        label: "ThreadObject, maxHeadsPerEvent 1,000",
+        subject: "threadRetention",
+        driver: retentionDriver(
+          settings.sustained,
+          settings.sustainedChunk,
+          4,
+          (object) => object.other(subjects.threadMulti.binding, "kept"),
+          join(settings.outDir, "retention.svg"),
+        ),
+      },
+    ],
   },
 ]

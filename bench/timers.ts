@@ -14,11 +14,10 @@
  *   rows read per timer served and the alarm deliveries per cluster.
  *
  * Each figure is the median and the range over `runs`, every run on fresh Objects. The tables
- * are printed and written to bench/results.md as its "Durable timers" section (`npm run bench`
- * rewrites the block before it; run this script after it).
+ * are printed and written to bench/timers.md, which bench/results.md links to.
  */
 import { Effect, Schema } from "effect"
-import { readFile, writeFile } from "node:fs/promises"
+import { writeFile } from "node:fs/promises"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { postJson, startLocalWorker } from "../test/node/support/localWorker.ts"
@@ -130,8 +129,7 @@ const main = Effect.gen(function* () {
 
   const rows = (agent: string, label: string) =>
     `| ${label} | ${show(billed[agent] ?? [])} | ${show(marginal(agent))} | ${show(parks[agent] ?? [])} | ${show(deliveries[agent] ?? [])} | ${show(read[agent] ?? [], 1)} |`
-  const text = `
-## Durable timers
+  const text = `# Durable timers
 
 Written by \`npx tsx bench/timers.ts --runs ${runs} --count ${count} --sleepers ${options.sleepers} --lead ${options.lead}\`
 (workerd through Miniflare, real alarms; the library's Object at \`alarmBackoffBase\` 1 ms, one head per
@@ -140,7 +138,7 @@ Objects; billed rows written are SQL rows written (index entries included) plus 
 counted by bench/worker/meter.ts.
 
 Per Submission: ${count} Submissions of one agent queued in one lane, then drained (the shape of the
-per-item figure above). Marginal rows are the difference to the one-step agent; a sleep's own rows are
+per-item figure of section 2 in [results.md](results.md)). Marginal rows are the difference to the one-step agent; a sleep's own rows are
 what its park statement wrote (row, parked entry, due entry for a first park; row and due entry for a
 park claimed in place). Rows read grow with the lane's backlog: a resumed Submission reads its Thread's
 history from its first record, the queued Submissions' acceptances included.
@@ -167,10 +165,7 @@ it through raw SQL, one per lane, in ${show(setup, 0)} ms), of which 20 clusters
 | alarm deliveries per cluster of 10 timers due within 5 ms | ${show(perCluster)} |
 `
   console.log(text)
-  const path = fileURLToPath(new URL("./results.md", import.meta.url))
-  const current = yield* Effect.promise(() => readFile(path, "utf8"))
-  const kept = current.split("\n## Durable timers\n")[0] ?? current
-  yield* Effect.promise(() => writeFile(path, `${kept.trimEnd()}\n${text}`))
+  yield* Effect.promise(() => writeFile(fileURLToPath(new URL("./timers.md", import.meta.url)), text))
 })
 
 Effect.runPromise(Effect.scoped(main)).catch((error: unknown) => {

@@ -40,6 +40,36 @@ export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimit
   maxDatabaseBytes: PositiveBytes,
 }) {}
 
+const NonNegativeCount = Schema.Int.check(
+  Schema.isGreaterThanOrEqualTo(0, { expected: "a non-negative integer" }),
+)
+
+/**
+ * How long settled Submissions are kept. Retention removes a settled Submission (its ledger row,
+ * its history records, the messages it sent once acknowledged, and so its idempotency key) once
+ * it has been settled for `settledForMillis`, in maintenance passes woken at most once per
+ * `windowMillis` for it. Nonterminal Submissions and what they still need are never removed.
+ */
+export class RetentionPolicy extends Schema.Class<RetentionPolicy>(
+  "@effect-agent/platform-cloudflare/CloudflareConfig/RetentionPolicy",
+)({
+  /**
+   * How long a settled Submission is kept, and so how long its idempotency key replays it;
+   * `"forever"` (the default) keeps everything. A key used again after its Submission was
+   * removed admits a new Submission.
+   */
+  settledForMillis: Schema.Union([PositiveMillis, Schema.Literal("forever")]),
+  /** The newest Submissions of each Thread (by queue order) kept whatever their age. */
+  keepPerThread: NonNegativeCount,
+  /**
+   * Expiries are rounded up to a multiple of this, so an otherwise idle Object is woken for
+   * retention at most once per window.
+   */
+  windowMillis: PositiveMillis,
+  /** How long one maintenance event may spend removing (and archiving) expired Submissions. */
+  dispatchTimeoutMillis: AuxiliaryDispatchMillis,
+}) {}
+
 /** The decoded configuration value: the runtime's settings and the Cloudflare host's. */
 export class CloudflareDurableRuntimeConfigValue extends Schema.Class<CloudflareDurableRuntimeConfigValue>(
   "@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareDurableRuntimeConfigValue",
@@ -79,17 +109,21 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
   deliveryRetryBaseMillis: PositiveMillis,
   deliveryRetryCapMillis: PositiveMillis,
   limits: CloudflareRuntimeLimits,
+  retention: RetentionPolicy,
 }) {}
 
 /** The encoded (plain) form of the configuration. */
 export type CloudflareDurableRuntimeConfigInput = typeof CloudflareDurableRuntimeConfigValue.Encoded
 
-/** Partial overrides; `limits` may itself be partial. */
+/** The groups of fields that overrides may set in part. */
+type NestedField = "limits" | "retention"
+
+/** Partial overrides; `limits` and `retention` may themselves be partial. */
 export type CloudflareDurableRuntimeConfigOverrides = {
   readonly [
-    K in Exclude<keyof CloudflareDurableRuntimeConfigInput, "limits">
+    K in Exclude<keyof CloudflareDurableRuntimeConfigInput, NestedField>
   ]?: CloudflareDurableRuntimeConfigInput[K]
-} & { readonly limits?: Partial<CloudflareDurableRuntimeConfigInput["limits"]> }
+} & { readonly [K in NestedField]?: Partial<CloudflareDurableRuntimeConfigInput[K]> }
 
 /** Defaults of every field: the runtime's and the ledger's own, and the host's. */
 export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = {
@@ -105,6 +139,13 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   deliveryRetryBaseMillis: 1_000,
   deliveryRetryCapMillis: 60_000,
   limits: { ...LEDGER_LIMIT_DEFAULTS, maxDatabaseBytes: 9_000_000_000 },
+  // Removing data is irreversible and ends its key's replay: it is the application's choice.
+  retention: {
+    settledForMillis: "forever",
+    keepPerThread: 0,
+    windowMillis: 3_600_000,
+    dispatchTimeoutMillis: 2_000,
+  },
 }
 
 /** A configuration value that does not decode; `field` is its dotted path. */
@@ -126,7 +167,7 @@ const checkFields = (
     if (schema === undefined) {
       return new CloudflareConfigError({ field, message: `Unknown configuration field "${field}"` })
     }
-    if (key === "limits" && prefix === "") continue
+    if (prefix === "" && (key === "limits" || key === "retention")) continue
     const decoded = Schema.decodeUnknownResult(schema)(value[key])
     if (Result.isFailure(decoded)) {
       return new CloudflareConfigError({ field, message: `Invalid "${field}": ${decoded.failure.message}` })
@@ -150,19 +191,27 @@ export const decodeCloudflareRuntimeConfig = (
       )
     }
     const limits: unknown = input["limits"] ?? {}
-    if (!isRecord(limits)) {
-      return Effect.fail(
-        new CloudflareConfigError({ field: "limits", message: 'Invalid "limits": expected an object' }),
-      )
+    const retention: unknown = input["retention"] ?? {}
+    for (const [field, value] of [
+      ["limits", limits],
+      ["retention", retention],
+    ] as const) {
+      if (!isRecord(value)) {
+        return Effect.fail(
+          new CloudflareConfigError({ field, message: `Invalid "${field}": expected an object` }),
+        )
+      }
     }
     const invalid =
       checkFields(input, CloudflareDurableRuntimeConfigValue.fields, "") ??
-      checkFields(limits, CloudflareRuntimeLimits.fields, "limits.")
+      checkFields(limits as Readonly<Record<string, unknown>>, CloudflareRuntimeLimits.fields, "limits.") ??
+      checkFields(retention as Readonly<Record<string, unknown>>, RetentionPolicy.fields, "retention.")
     if (invalid !== undefined) return Effect.fail(invalid)
     const merged = {
       ...CLOUDFLARE_RUNTIME_DEFAULTS,
       ...input,
-      limits: { ...CLOUDFLARE_RUNTIME_DEFAULTS.limits, ...limits },
+      limits: { ...CLOUDFLARE_RUNTIME_DEFAULTS.limits, ...(limits as object) },
+      retention: { ...CLOUDFLARE_RUNTIME_DEFAULTS.retention, ...(retention as object) },
     }
     return Schema.decodeUnknownEffect(CloudflareDurableRuntimeConfigValue)(merged).pipe(
       Effect.mapError((error) => new CloudflareConfigError({ field: "", message: error.message })),

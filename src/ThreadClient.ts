@@ -224,6 +224,12 @@ export interface ThreadClient {
     CallSuccess<"repairMaintenance">,
     ThreadClientError<"repairMaintenance">
   >
+  /**
+   * Admin: removes one settled Submission's data now (its row, records, sent messages and key),
+   * without archiving; `ForgetRefused` while it is not settled or still needed. An id already
+   * forgotten, or unknown in this Thread, answers the same way.
+   */
+  readonly forget: (submissionId: string) => Effect.Effect<void, ThreadClientError<"forget">>
 }
 
 /** A client of the Thread `threadId` in `namespace`. */
@@ -292,5 +298,6 @@ export const make = (
     findSubmission: (idempotencyKey) => invoke("findSubmission", { threadId, idempotencyKey }),
     wake: invoke("wake", { threadId }),
     repairMaintenance: invoke("repairMaintenance", { threadId }),
+    forget: (submissionId) => invoke("forget", address(submissionId)),
   }
 }

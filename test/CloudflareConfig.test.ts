@@ -68,6 +68,21 @@ describe("CloudflareDurableRuntimeConfig", () => {
     }),
   )
 
+  it.effect("keeps settled Submissions forever by default and merges a partial retention", () =>
+    Effect.gen(function* () {
+      expect((yield* decodeCloudflareRuntimeConfig()).retention).toMatchObject({
+        settledForMillis: "forever",
+        keepPerThread: 0,
+      })
+      const config = yield* decodeCloudflareRuntimeConfig({ retention: { settledForMillis: 60_000 } })
+      expect(config.retention).toMatchObject({
+        settledForMillis: 60_000,
+        keepPerThread: 0,
+        windowMillis: CLOUDFLARE_RUNTIME_DEFAULTS.retention.windowMillis,
+      })
+    }),
+  )
+
   const invalid: ReadonlyArray<readonly [string, unknown, string]> = [
     ["a zero backoff base", { alarmBackoffBase: 0 }, "alarmBackoffBase"],
     ["a backoff cap below its base", { alarmBackoffBase: 200, alarmBackoffCap: 100 }, "alarmBackoffCap"],
@@ -96,6 +111,16 @@ describe("CloudflareDurableRuntimeConfig", () => {
     ["limits that are not an object", { limits: 5 }, "limits"],
     ["an unknown field", { alarmBackofBase: 10 }, "alarmBackofBase"],
     ["an unknown limit", { limits: { maxQueue: 1 } }, "limits.maxQueue"],
+    ["a retention of zero", { retention: { settledForMillis: 0 } }, "retention.settledForMillis"],
+    [
+      "a retention named otherwise",
+      { retention: { settledForMillis: "never" } },
+      "retention.settledForMillis",
+    ],
+    ["a negative keepPerThread", { retention: { keepPerThread: -1 } }, "retention.keepPerThread"],
+    ["a zero retention window", { retention: { windowMillis: 0 } }, "retention.windowMillis"],
+    ["retention that is not an object", { retention: "30d" }, "retention"],
+    ["an unknown retention field", { retention: { keepDays: 30 } }, "retention.keepDays"],
   ]
 
   it.effect.each(invalid)(

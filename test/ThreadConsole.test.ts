@@ -3,7 +3,8 @@
  * Content-Security-Policy and its JSON under its mount path only, answers each route from the
  * Object's calls, and passes the browser's credential through as the caller, so the Object's
  * own authorization decides every call (a missing token refuses an operator action with the
- * typed error, and a tenant's Thread stays its own for reads too).
+ * typed error, and a tenant's Thread stays its own for reads too); its actions make the calls
+ * they name (Forget removes a settled Submission, and the Object refuses it before).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { env, runDurableObjectAlarm } from "cloudflare:test"
@@ -233,14 +234,8 @@ describe("ThreadConsole", () => {
         })
         expect((yield* client.status(submissionId)).state).toBe("suspended")
 
-        // The console's own refusals: a listed action this release cannot take, a request from
-        // another origin, a body that is not JSON, a field that is required.
-        const unavailable = yield* call("POST", action.replace("approve", "forget"), {
-          token: operatorToken,
-          body: { fields: {} },
-        })
-        expect(unavailable.status).toBe(501)
-        expect(unavailable.body).toMatchObject({ error: "ConsoleActionUnavailable" })
+        // The console's own refusals: a request from another origin, a body that is not JSON, a
+        // field that is required.
         const foreign = yield* call("POST", action, {
           token: operatorToken,
           body: { fields: {} },
@@ -272,6 +267,10 @@ describe("ThreadConsole", () => {
           entryPoint: "submissionPage",
         })
         expect((yield* client.status(submissionId)).state).toBe("suspended")
+        // Forget takes only a settled Submission: the Object refuses it with its typed error.
+        const forget = action.replace("approve", "forget")
+        const early = yield* call("POST", forget, { token: operatorToken, body: { fields: {} } })
+        expect(early.body).toMatchObject({ error: "ForgetRefused", reason: "not-settled" })
 
         const allowed = yield* call("POST", action, {
           token: operatorToken,
@@ -282,6 +281,10 @@ describe("ThreadConsole", () => {
           thread,
           Effect.map(client.status(submissionId), (status) => status.state === "settled"),
         )
+        // Once settled, Forget removes it now: the Object no longer knows the Submission.
+        const forgotten = yield* call("POST", forget, { token: operatorToken, body: { fields: {} } })
+        expect(forgotten.body).toEqual({ ok: true, action: "forget" })
+        expect((yield* Effect.flip(client.status(submissionId)))._tag).toBe("SubmissionNotFound")
       }),
   )
 

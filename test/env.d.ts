@@ -5,6 +5,7 @@ import type { PortProbeObject } from "./worker/portProbeObject.ts"
 import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
 import type { TracedThreadObject } from "./worker/tracedObject.ts"
 import type { WakeThreadObject } from "./worker/wakeObject.ts"
+import type { WorkflowThreadObject } from "./worker/workflowObject.ts"
 
 declare global {
   namespace Cloudflare {
@@ -23,6 +24,8 @@ declare global {
       readonly THREADS_TRACED: DurableObjectNamespace<TracedThreadObject>
       /** Waiters that poll once a minute: only the progress hub answers them sooner. */
       readonly THREADS_WAKE: DurableObjectNamespace<WakeThreadObject>
+      /** `effect/workflow` executions, one Object per execution id. */
+      readonly THREADS_WORKFLOW: DurableObjectNamespace<WorkflowThreadObject>
     }
   }
 }

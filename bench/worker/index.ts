@@ -6,7 +6,12 @@
 export { AlarmLoopObject } from "./alarmLoopObject.ts"
 export { BaselineObject } from "./baselineObject.ts"
 export { LatencyRawObject, LatencyThreadObject } from "./latency.ts"
-export { ThreadBenchDefaultObject, ThreadBenchMultiObject, ThreadBenchObject } from "./threadSubject.ts"
+export {
+  ThreadBenchDefaultObject,
+  ThreadBenchMultiObject,
+  ThreadBenchObject,
+  ThreadBenchRetentionObject,
+} from "./threadSubject.ts"
 export { TimerBenchObject } from "./timerSubject.ts"
 import { json } from "./burst.ts"
 

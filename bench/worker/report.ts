@@ -91,3 +91,20 @@ export const FaninReport = Schema.Struct({
   alarm: Schema.NullOr(Schema.Number),
 })
 export type FaninReport = typeof FaninReport.Type
+
+/** `POST /sustain`: one chunk of a sustained run and the database once it drained. */
+export const SustainReport = Schema.Struct({
+  items: Schema.Number,
+  /** workerd's clock from the first submit to the last settlement. */
+  ms: Schema.Number,
+  counts: MeterCounts,
+  /** Ledger rows when the call came, before its Submissions. */
+  rowsBefore: Schema.Number,
+  /** Rows read and written by the statements only retention runs, since the previous call. */
+  pruneRowsRead: Schema.Number,
+  pruneRowsWritten: Schema.Number,
+  databaseBytes: Schema.Number,
+  /** Ledger rows left (settled ones retention has not removed yet included). */
+  rows: Schema.Number,
+})
+export type SustainReport = typeof SustainReport.Type

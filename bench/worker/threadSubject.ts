@@ -16,7 +16,14 @@ import * as ThreadObject from "../../src/ThreadObject.ts"
 import { BurstProgress, json } from "./burst.ts"
 import { cloneSubmission } from "./clones.ts"
 import { meterState, type StorageMeter } from "./meter.ts"
-import type { FaninReport, MeterCounts, ParkReport, PassReport, ThreadBurstReport } from "./report.ts"
+import type {
+  FaninReport,
+  MeterCounts,
+  ParkReport,
+  PassReport,
+  SustainReport,
+  ThreadBurstReport,
+} from "./report.ts"
 
 /** What the agents of one Object report, by Object id (module state of the bench isolate). */
 interface Probe {
@@ -103,6 +110,10 @@ export const holdingAgent = define({
 })
 
 const SUBMISSIONS_TABLE = "effect_agent_submissions"
+
+/** Statements only retention runs: its reads of candidates and ends, its deletes and deferrals. */
+const RETENTION_STATEMENT =
+  /^DELETE |prune_after <= \?|SET prune_after = \?|ORDER BY prune_after|thread_tails \(|history_floor \(|message_id > \? AND message_id < \?|WHERE position = \(SELECT max\(position\) FROM effect_agent_history\)$|SELECT submission_id, sequence \+ records/
 const maintenanceKey = "effect-agent:thread-maintenance:v1"
 
 /** The Thread id of lane `index` of `lanes`, zero-padded so lanes sort by index. */
@@ -325,6 +336,48 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
           await this.#burst(count, lanes, "lane")
           return json({ submitted: count })
         }
+        case "/sustain": {
+          // One chunk of a sustained run: `count` Submissions queued, then drained; what it cost,
+          // and the database's size and rows once drained (retention may be removing meanwhile).
+          const count = body["count"] ?? 0
+          const lanes = body["lanes"] ?? 1
+          // What the statements only retention runs cost since the last call (its passes run
+          // between chunks too); the reads it shares with other work (a row by id) are left out.
+          const pruning = this.meter.breakdown().filter((each) => RETENTION_STATEMENT.test(each.statement))
+          const rowsBefore = this.#raw.storage.sql
+            .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE}`)
+            .one().n
+          this.meter.reset()
+          this.progress.begin(count)
+          this.#hold()
+          const startedAt = Date.now()
+          try {
+            const probe = this.#raw.id.toString()
+            const offset = body["offset"] ?? 0
+            for (let n = 0; n < count; n++) {
+              await this.#submitOne(laneName("sustain", n % lanes), noopAgent.id, `s-${offset + n}`, {
+                probe,
+                n,
+              })
+            }
+          } finally {
+            this.#releaseHold()
+          }
+          if (count > 0) await this.progress.settled()
+          const report: SustainReport = {
+            items: count,
+            ms: this.#lastSettledAt - startedAt,
+            counts: this.meter.snapshot(),
+            rowsBefore,
+            pruneRowsRead: pruning.reduce((sum, each) => sum + each.rowsRead, 0),
+            pruneRowsWritten: pruning.reduce((sum, each) => sum + each.rowsWritten, 0),
+            databaseBytes: this.#raw.storage.sql.databaseSize,
+            rows: this.#raw.storage.sql
+              .exec<{ n: number }>(`SELECT count(*) AS n FROM ${SUBMISSIONS_TABLE}`)
+              .one().n,
+          }
+          return json(report)
+        }
         case "/breakdown":
           return json({ items: this.progress.done, statements: this.meter.breakdown() })
         case "/progress":
@@ -429,4 +482,14 @@ export class ThreadBenchDefaultObject extends benchThreadObject({
 export class ThreadBenchMultiObject extends benchThreadObject({
   maxHeadsPerEvent: 1_000,
   limits: { maxQueueDepthPerLane: 20_000 },
+}) {}
+
+/**
+ * `ThreadBenchMultiObject` with a short retention: settled Submissions are removed two seconds
+ * after they settle, in passes at most one second apart for it.
+ */
+export class ThreadBenchRetentionObject extends benchThreadObject({
+  maxHeadsPerEvent: 1_000,
+  limits: { maxQueueDepthPerLane: 20_000 },
+  retention: { settledForMillis: 2_000, windowMillis: 1_000 },
 }) {}

@@ -13,9 +13,11 @@ import type { Option } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SubmissionId } from "./Identifiers.ts"
 import type { HistoryEntry, HistoryRecord } from "./internal/history/model.ts"
+import type { RetentionItem } from "./internal/ledger/retention.ts"
 import type {
   AppendFence,
   Fence,
+  LedgerError,
   FenceFailure,
   InvalidTransition,
   Settlement,
@@ -123,6 +125,21 @@ export class MessageOutbox extends Context.Service<
     readonly answerOf: (
       messageId: string,
     ) => Effect.Effect<Option.Option<ThreadMessageReply>, MessageOutboxError>
+    /**
+     * The messages a Submission sent: its children's admissions and aborts, and its own
+     * settlement for its parent (ranges of the outbox's key, no other row read).
+     */
+    readonly messagesOf: (
+      submissionId: SubmissionId,
+    ) => Effect.Effect<ReadonlyArray<OutboxMessage>, MessageOutboxError>
+    /**
+     * Removes settled Submissions as `SubmissionLedger.removeSettled` does, with the messages
+     * they sent, in one transaction. A Submission with a message not yet acknowledged is
+     * skipped, whole. Returns the ids removed.
+     */
+    readonly removeSettled: (
+      items: ReadonlyArray<RetentionItem>,
+    ) => Effect.Effect<ReadonlyArray<SubmissionId>, MessageOutboxError | LedgerError>
   }
 >()("@effect-agent/platform-cloudflare/MessageOutbox") {
   /**

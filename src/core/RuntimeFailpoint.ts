@@ -76,6 +76,14 @@ export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
     "child:after-marker-append",
     "child:after-marker-ack",
     "delivery:after-reply",
+    "retention:defer:before",
+    "retention:defer:after",
+    "retention:archive:before",
+    "retention:archive:after",
+    "retention:remove:before",
+    "retention:remove:after",
+    "retention:forget:before",
+    "retention:forget:after",
   ] as const)()
 
 /** A point between durable commits where tests may pause, fail or kill the Object. */

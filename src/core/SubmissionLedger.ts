@@ -42,6 +42,7 @@ import type {
   UnownedFence,
   WaitRecord,
 } from "./internal/ledger/model.ts"
+import type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
 import type { LaneCounts, LaneQuery, LaneQueryPage } from "./internal/ledger/pages.ts"
 import type { ScheduleMethods } from "./internal/schedule/methods.ts"
 import { makeMemoryLedger } from "./internal/ledger/memory.ts"
@@ -69,6 +70,7 @@ export {
   SubmissionState,
   WaitRecord,
 } from "./internal/ledger/model.ts"
+export type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
 export { COUNT_CAP, PAGE_WINDOW } from "./internal/ledger/pages.ts"
 export {
   MissedPolicy,
@@ -341,6 +343,33 @@ export class SubmissionLedger extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
     /** Every Thread with at least one Submission, settled or not, in lane order; one seek per lane. */
     readonly threadIds: Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
+    /**
+     * The earliest instant retention counts a settled Submission's age from (its settlement
+     * time, or when a pass last had to keep it); `None` when nothing is settled. One seek.
+     */
+    readonly retentionStart: Effect.Effect<Option.Option<number>, LedgerError>
+    /**
+     * Up to `limit` settled Submissions whose age counts from at or before `countedBefore`,
+     * earliest first, each with its lane's tail.
+     */
+    readonly retentionCandidates: (options: {
+      readonly countedBefore: number
+      readonly limit: number
+    }) => Effect.Effect<ReadonlyArray<RetentionCandidate>, LedgerError>
+    /** Counts the age of these settled Submissions from `from` again (retention kept them). */
+    readonly deferRetention: (
+      submissionIds: ReadonlyArray<SubmissionId>,
+      from: number,
+    ) => Effect.Effect<void, LedgerError>
+    /**
+     * Removes settled Submissions, in one transaction: each ledger row, its history records and
+     * its idempotency key. An item whose row is gone, not settled or admitted under another
+     * receipt is skipped. Sequences, lane tails and feed positions continue past what is
+     * removed. Returns the ids removed.
+     */
+    readonly removeSettled: (
+      items: ReadonlyArray<RetentionItem>,
+    ) => Effect.Effect<ReadonlyArray<SubmissionId>, LedgerError>
     /**
      * One page of a lane's Submissions for operators, filtered by state and agent: in queue order
      * when the filter names unsettled states only, newest first otherwise. It examines at most

@@ -384,7 +384,8 @@ describe("the upgrade to the billed-rows schema", () => {
           "thread-store/003-billed-rows",
           "thread-store/004-subagent-links",
           "thread-store/005-durable-waits",
-          "thread-store/006-schedules",
+          "thread-store/006-retention",
+          "thread-store/007-schedules",
         ])
         // The recovery index now takes joins in; the parked wait and the old Claim stay out of it.
         const [index] = ctx.storage.sql

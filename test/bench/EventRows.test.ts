@@ -3,8 +3,8 @@
  * incarnation over a metered state runs the Object's own calls (`submit`, `sendEvent`) and
  * maintenance passes, and each scenario's whole life is counted, from the submit to the
  * settlement. The marginal cost of an event is its scenario minus the same program without the
- * wait (the one-step Submission, 13 rows on a fresh Object: the bench's 12 and the record's
- * first write). Figures are printed for bench/results.md; the test checks the marginal costs the
+ * wait (the one-step Submission, 14 rows on a fresh Object: the bench's 13 and the record's
+ * first write). Figures are printed for bench/events.md; the test checks the marginal costs the
  * design budgets and that each scenario settles as intended.
  */
 import { describe, expect, it } from "@effect/vitest"

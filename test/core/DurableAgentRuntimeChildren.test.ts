@@ -96,6 +96,36 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
+    it.effect("stops sending an admission whose reply was lost once the child's settlement arrives", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const child = doubler(runs)
+          const inc = yield* world.incarnation({ agents: [parentOf("parent", child, "kids"), child], self })
+          const parent = yield* submitTo(inc, "p", "parent", "p1", { n: 2 })
+          yield* processHead(inc, "p")
+          const admissionId = messageIds.admitChild(parent.submissionId, 0)
+          const admission = Option.getOrThrow(yield* outboxOf(inc).lookup(admissionId))
+          const runtime = runtimeOf(inc)
+          // The child is admitted, but its reply never reaches the parent's outbox.
+          expect(yield* runtime.receive(admission.message, admission.messageId)).toMatchObject({
+            _tag: "ChildAdmitted",
+          })
+          const childRow = Option.getOrThrow(yield* ledgerOf(inc).head(ThreadId.make("kids")))
+          yield* processHead(inc, "kids")
+          const marker = Option.getOrThrow(
+            yield* outboxOf(inc).lookup(messageIds.childSettled(childRow.submissionId)),
+          )
+          expect(Option.getOrThrow(yield* outboxOf(inc).lookup(admissionId)).acknowledgedAt).toBeUndefined()
+          // The settlement proves the admission arrived: the parent sends it no more, so a child
+          // removed by retention is never admitted again by a late retry.
+          yield* runtime.receive(marker.message, marker.messageId)
+          expect(Option.getOrThrow(yield* outboxOf(inc).lookup(admissionId)).acknowledgedAt).toBeDefined()
+          expect((yield* rowOf(inc, parent.submissionId)).state).toBe("ready")
+        }),
+      ),
+    )
+
     it.effect("applies a child's settlement once, and never to a parent that already settles", () =>
       harness.run((world) =>
         Effect.gen(function* () {

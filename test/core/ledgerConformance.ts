@@ -13,6 +13,7 @@ import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
 import { pageCases } from "./SubmissionLedgerPageCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
+import { retentionCases } from "./SubmissionLedgerRetentionCases.ts"
 import { timedCases } from "./SubmissionLedgerTimedCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
@@ -27,6 +28,7 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     passReadCases(harness)
     linkCases(harness)
     operatorReadCases(harness)
+    retentionCases(harness)
     pageCases(harness)
     timedCases(harness)
     delayedCases(harness)

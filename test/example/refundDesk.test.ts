@@ -29,7 +29,7 @@ const parkedForApproval = async (thread: string) => {
 }
 
 describe("refund desk example", () => {
-  it("settles a small refund, relays it through the outbox and clears the alarm at quiescence", async () => {
+  it("settles a small refund, relays it through the outbox and keeps only retention's alarm at quiescence", async () => {
     const thread = threadName("small")
     const receipt = await submit(thread, { orderId: "A1", amount: 40 })
     expect(receipt.status).toBe(200)

@@ -49,13 +49,15 @@ export const maintenanceOf = async (thread: string) =>
   (await call("GET", `/threads/${thread}/maintenance`)).body
 
 /**
- * Whether the Thread's Object is at rest: nothing owed and no alarm. An empty slot alone is not
+ * Whether the Thread's Object is at rest: nothing owed and no alarm but retention's. An empty slot is not
  * enough: workerd clears a delivered alarm before its handler runs (the fraud desk's answer
  * arrives as a mutation, whose alarm fires on its own).
  */
 export const quiet = async (thread: string) => {
   const maintenance = await maintenanceOf(thread)
-  return maintenance["alarm"] === null && maintenance["owed"] === false
+  const alarm = maintenance["alarm"] as number | null
+  // Retention's alarm (settled refunds expire after 30 days) is the only one a quiet Object keeps.
+  return (alarm === null || alarm > Date.now() + 86_400_000) && maintenance["owed"] === false
 }
 
 /** Envelopes the relay inbox received for one Thread. */

@@ -241,13 +241,21 @@ describe("operator console in a browser", () => {
     await shoot("03-refund-timeline-narrow")
     await page.setViewport(WIDE)
 
-    // The Object: its Thread with counts, the quiet alarm beside nothing owed, and verify.
+    // The Object: its Thread with counts, the one alarm it keeps (retention's: the desk keeps
+    // settled refunds 30 days) matching what the rules imply, and verify.
     await open(`#/o/${thread}`)
     await inPage(
       "the Object's Threads",
       `document.querySelector('#threads tr[data-thread="${thread}"]') !== null`,
     )
-    await inPage("the quiet alarm", `document.querySelector('#obligations [data-scheduled="none"]') !== null`)
+    await inPage(
+      "retention's alarm, as the rules imply",
+      `document.querySelector('#obligations [data-scheduled="set"]') !== null &&
+        document.getElementById("obligations").innerText.includes("settled submissions expire") &&
+        !document.getElementById("obligations").innerText.includes("alarm late") &&
+        !document.getElementById("obligations").innerText.includes("alarm missing") &&
+        !document.getElementById("obligations").innerText.includes("alarm extra")`,
+    )
     await page.click("#run-verify")
     await inPage("verify", `document.getElementById("verify").innerText.includes("no violations")`)
     await shoot("04-object")

@@ -45,7 +45,7 @@ describe("README and docs", () => {
     )
   })
 
-  it("show the test build, its vitest config and env type in the testing guide, the policy, the approval route and the host hook in theirs", () => {
+  it("show the test build, its vitest config and env type in the testing guide, the policy, the approval route, the host hook and the workflow in theirs", () => {
     expect(shownIn("docs/testing.md")).toEqual(
       [
         "examples/consumer/test/env.d.ts",
@@ -58,5 +58,6 @@ describe("README and docs", () => {
     expect(shownIn("docs/operating.md")).toEqual(["examples/consumer/src/operator.ts"])
     expect(shownIn("docs/agents.md")).toEqual(["examples/consumer/src/approval.ts"])
     expect(shownIn("docs/hooks.md")).toEqual(["examples/consumer/src/settlementLog.ts"])
+    expect(shownIn("docs/workflows.md")).toEqual(["examples/consumer/src/workflow.ts"])
   })
 })

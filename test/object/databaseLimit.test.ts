@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import { echo } from "../core/runtimeAgents.ts"
 import { objectCalls } from "../../src/internal/object/handlers.ts"
@@ -91,6 +92,48 @@ describe("the database size limit", () => {
           replayed: false,
         })
         expect(yield* roomy.ledger.countNonterminal("kids" as never)).toBe(1)
+      }),
+    ),
+  )
+
+  // workerd reports the database's size net of the pages a deletion freed (no vacuum needed):
+  // the limit's check reads it directly, so room freed by retention admits work again.
+  it.effect("stops refusing once retention has removed enough settled work", () =>
+    inObject(objectName("database-pruned"), (ctx) =>
+      Effect.gen(function* () {
+        const start = yield* dayAhead
+        const retention = { settledForMillis: 1_000, windowMillis: 1_000 }
+        const roomy = yield* incarnation(ctx, { agents: [echo], config: { retention } })
+        const padding = "x".repeat(16_000)
+        const filler = (key: string) => ({ ...request(key), input: { text: padding } })
+        for (let i = 0; i < 120; i++) {
+          yield* entry.submit(filler(`fill-${i}`)).pipe(Effect.provideContext(roomy.context))
+        }
+        for (let round = 0; round < 400 && (yield* roomy.ledger.countAllNonterminal) > 0; round++) {
+          yield* roomy.maintenance.pass
+        }
+        expect(yield* roomy.ledger.countAllNonterminal).toBe(0)
+        const full = ctx.storage.sql.databaseSize
+        const limited = yield* incarnation(ctx, {
+          agents: [echo],
+          config: { retention, limits: { maxDatabaseBytes: full } },
+        })
+        const refused = yield* Effect.flip(
+          entry.submit(request("late")).pipe(Effect.provideContext(limited.context)),
+        )
+        expect(refused).toMatchObject({ _tag: "AdmissionRefused", reason: "database-bytes" })
+
+        yield* TestClock.setTime(start + 10_000)
+        for (let round = 0; round < 20 && (yield* limited.ledger.threadIds).length > 0; round++) {
+          yield* limited.maintenance.pass
+        }
+        expect(yield* limited.ledger.threadIds).toEqual([])
+        expect(ctx.storage.sql.databaseSize).toBeLessThan(full / 2)
+        expect(
+          yield* entry.submit(request("late")).pipe(Effect.provideContext(limited.context)),
+        ).toMatchObject({
+          replayed: false,
+        })
       }),
     ),
   )

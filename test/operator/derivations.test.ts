@@ -254,6 +254,7 @@ describe("obligations", () => {
     reports: rows.map((r, i) => report(r, decisions[i] ?? { _tag: "ApplyInput" })),
     hostDeadline: Option.none<number>(),
     publicationDeadline: Option.none<number>(),
+    retentionDeadline: Option.none<number>(),
     now,
     timing: TIMING,
     timerCoalesceMillis: 10,
@@ -328,6 +329,15 @@ describe("obligations", () => {
     ])
     expect(derived).toMatchObject({ impliedAlarm: now + 400, scheduledAlarm: now + 400 })
     expect(derived.mismatch).toBeUndefined()
+  })
+  it("shows retention as a source of its own, and its due time implies the alarm of an idle Object", () => {
+    const idle = { ...input(record(), null, [], []), retentionDeadline: Option.some(now + 3_600_000) }
+    const derived = deriveObligations(idle)
+    expect(derived.obligations.map((o) => [o.source, o.dueAt - now])).toEqual([["retention", 3_600_000]])
+    expect(derived).toMatchObject({ impliedAlarm: now + 3_600_000, mismatch: { kind: "missing" } })
+    expect(
+      deriveObligations({ ...idle, maintenance: view(record(), now + 3_600_000) }).mismatch,
+    ).toBeUndefined()
   })
 })
 

@@ -167,6 +167,7 @@ describe("obligations, for timed waits", () => {
       ),
       hostDeadline: Option.none(),
       publicationDeadline: Option.none(),
+      retentionDeadline: Option.none(),
       now,
       timing: TIMING,
       timerCoalesceMillis: 10,

@@ -23,6 +23,7 @@ import type { ThreadMessageDeliveryService } from "../../src/internal/maintenanc
 import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
 import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import type { RuntimeFailpointHandler } from "../../src/core/RuntimeFailpoint.ts"
+import { ThreadArchive, type ThreadArchiveService } from "../../src/core/Retention.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../src/core/ThreadProjectionMaintenance.ts"
@@ -50,6 +51,8 @@ export interface IncarnationOptions {
    * platform (e.g. `ThreadHostMaintenance.all([...])`). Takes the place of `host`.
    */
   readonly hostLayer?: Layer.Layer<never, unknown, ThreadObject.ThreadObjectPlatform>
+  /** The archive retention hands settled Submissions to. */
+  readonly archive?: ThreadArchiveService
 }
 
 type IncarnationServices = ThreadObject.ThreadObjectPlatform | ThreadObject.ThreadObjectThread
@@ -67,8 +70,11 @@ export interface Incarnation {
 }
 
 const contextValues = (options: IncarnationOptions) =>
-  options.hostLayer ??
-  (options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host))
+  Layer.merge(
+    options.hostLayer ??
+      (options.host === undefined ? Layer.empty : Layer.succeed(ThreadHostMaintenance, options.host)),
+    options.archive === undefined ? Layer.empty : Layer.succeed(ThreadArchive, options.archive),
+  )
 
 /** Builds a fresh incarnation over the Object's storage, into the current scope. */
 export const incarnation = (

@@ -6,6 +6,7 @@ export { PortProbeObject } from "./portProbeObject.ts"
 export { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./threadObject.ts"
 export { TracedThreadObject } from "./tracedObject.ts"
 export { WakeThreadObject } from "./wakeObject.ts"
+export { WorkflowThreadObject } from "./workflowObject.ts"
 
 export default {
   fetch: () => new Response("effect-agent test worker"),

@@ -5,9 +5,16 @@ import { triage } from "./agent"
 import { operatorsOnly } from "./operator"
 import { route } from "./routes"
 import { SettlementLog } from "./settlementLog"
+import { followUpAgent, followUpRoute, Workflows } from "./workflow"
 
-/** The application's Thread layer: the triage agent, with the settlement log sharing its alarm. */
-export const Support = ThreadObject.layer([triage]).pipe(Layer.provide(SettlementLog))
+/**
+ * The application's Thread layer: the triage agent and the follow-up workflow, with the
+ * settlement log sharing the alarm.
+ */
+export const Support = Layer.mergeAll(
+  ThreadObject.layer([triage, followUpAgent]).pipe(Layer.provide(SettlementLog)),
+  Workflows,
+)
 
 /** The Durable Object class of the `THREADS` binding; operator actions are for operators. */
 export class Threads extends ThreadObject.make(Support, { authorization: operatorsOnly }) {}
@@ -20,6 +27,8 @@ export interface Env {
 export default {
   async fetch(request, env) {
     const [, thread = "", submission = "", view = ""] = new URL(request.url).pathname.split("/")
+    if (thread === "follow-up")
+      return Response.json(await Effect.runPromise(followUpRoute(request, env.THREADS, submission)))
     // The Worker vouches for the caller: the bearer token travels as its credential.
     const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
     const client = ThreadClient.make(

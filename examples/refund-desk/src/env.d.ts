@@ -10,6 +10,8 @@ declare global {
       readonly RELAY: DurableObjectNamespace<RelayInbox>
       readonly PAYMENTS: DurableObjectNamespace<Payments>
       readonly DIRECTORY: DurableObjectNamespace<ThreadDirectory>
+      /** Where retention archives settled Submissions before removing them. */
+      readonly ARCHIVE: R2Bucket
       /** The operator routes' bearer token (a secret in production; `.dev.vars` locally). */
       readonly OPERATOR_TOKEN?: string
       /** Milliseconds an approval waits before the approvers are reminded (default one hour). */

@@ -2,7 +2,7 @@
  * The example's HTTP routes. Each route is one `ThreadClient` call; typed errors become JSON
  * bodies with an HTTP status that names the kind of problem. A request's
  * `Authorization: Bearer <token>` travels as the caller's credential; the Thread Object's
- * authorization check decides the privileged routes (approve, deny, resolve, abort, retry,
+ * authorization check decides the privileged routes (approve, deny, resolve, abort, retry, forget,
  * repair).
  */
 import { Effect, Schema } from "effect"
@@ -112,6 +112,7 @@ const routes: Record<string, Route> = {
   "POST resolve": resolve,
   "POST abort": (client, _body, url) => client.abort(submissionOf(url)),
   "POST retry": (client, _body, url) => client.retry(submissionOf(url)),
+  "POST forget": (client, _body, url) => client.forget(submissionOf(url)),
   "GET thread": (client) => client.threadStatus,
   "GET history": (client, _body, url) =>
     client.history({

@@ -2,7 +2,8 @@
  * The example Worker: a refund desk whose Threads live in `Threads` Durable Objects, asking a
  * fraud desk (a child agent in the `fraud-desk` Object of the same namespace) before it pays,
  * with a settlement outbox relaying every outcome to the `RelayInbox` Object, a stand-in
- * payment provider (`Payments`) and an operator console at `/console`.
+ * payment provider (`Payments`), an operator console at `/console`, and settled refunds archived
+ * to the `ARCHIVE` R2 bucket when retention removes them.
  *
  *   POST /threads/:thread/submissions            {"input":{"orderId":"A1","amount":40}}
  *        a follow-up joining the running refund:  {"mode":"join","input":{"orderId":"A1","amount":10}}
@@ -16,6 +17,7 @@
  *   GET  /threads/:thread   …/history   …/maintenance   …/obligations   …/verify
  *        (add ?object=fraud-desk to read a Thread of the fraud desk, e.g. /threads/customer-of-A1/history)
  *   POST /threads/:thread/repair (operator)   POST /threads/:thread/wake
+ *   POST /threads/:thread/submissions/:id/forget  removes a settled refund's data now   (operator)
  *   GET  /threads           the Threads seen;   /console   the operator console (ThreadConsole)
  *   GET  /relay             what the outbox delivered;   POST /relay/refuse {"count":2}
  *
@@ -26,6 +28,7 @@ import { DurableObjectContext } from "@effect-agent/platform-cloudflare/Cloudfla
 import { Unauthorized } from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadConsole from "@effect-agent/platform-cloudflare/ThreadConsole"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
+import { RefundArchive } from "./archive.ts"
 import { fraudCheckAgent, fraudDeskObject } from "./fraudAgent.ts"
 import { RefundOutbox } from "./outbox.ts"
 import { refundAgent } from "./refundAgent.ts"
@@ -70,9 +73,15 @@ const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint, ki
 
 /**
  * The Threads of this Worker: the refund agent and the fraud desk it asks, with the settlement
- * outbox sharing the alarm.
+ * outbox sharing the alarm, and the R2 archive that settled refunds go to before retention
+ * removes them.
  */
-const RefundDesk = ThreadObject.layer([refundAgent, fraudCheckAgent]).pipe(Layer.provide(RefundOutbox))
+const RefundDesk = ThreadObject.layer([refundAgent, fraudCheckAgent]).pipe(
+  Layer.provide(Layer.merge(RefundOutbox, RefundArchive)),
+)
+
+/** Settled refunds are kept 30 days (and so are their idempotency keys), then archived and removed. */
+const RETENTION_MILLIS = 30 * 86_400_000
 
 /**
  * The Thread Objects of this Worker; operator actions need the bearer token. The namespace
@@ -81,6 +90,7 @@ const RefundDesk = ThreadObject.layer([refundAgent, fraudCheckAgent]).pipe(Layer
 export class Threads extends ThreadObject.make(RefundDesk, {
   authorization: operatorsOnly,
   namespaceBinding: "THREADS",
+  config: { retention: { settledForMillis: RETENTION_MILLIS } },
 }) {}
 
 const usage = {

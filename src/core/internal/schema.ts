@@ -21,9 +21,9 @@
  *
  * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
  * the earlier schema in place (see `rebuild`), `thread-store/004-subagent-links` adds what
- * subagents and joins store (see `links`), and `thread-store/005-durable-waits` the due times of
- * timed waits (see `durableWaits`), and `thread-store/006-schedules` the schedules (see
- * `schedules`).
+ * subagents and joins store (see `links`), `thread-store/005-durable-waits` the due times of
+ * timed waits (see `durableWaits`), `thread-store/006-retention` what retention reads (see
+ * `retention`), and `thread-store/007-schedules` the schedules (see `schedules`).
  */
 import type { Migration } from "./migrations.ts"
 
@@ -33,6 +33,17 @@ export const SUBMISSIONS_TABLE = "effect_agent_submissions"
 export const HISTORY_TABLE = "effect_agent_history"
 /** @internal */
 export const META_TABLE = "effect_agent_meta"
+/**
+ * Where a Thread's history continues once retention removed its newest row: the next sequence
+ * and the lane tail, as that row carried them. An append continues from whichever is later, its
+ * Thread's newest row or this one. @internal
+ */
+export const THREAD_TAILS_TABLE = "effect_agent_thread_tails"
+/**
+ * Where the feed continues once retention removed the Object's newest history row: the next
+ * position and the admissions and settlements counted so far (one row, `id` 1). @internal
+ */
+export const HISTORY_FLOOR_TABLE = "effect_agent_history_floor"
 /** Recurring schedules, each admitting its occurrences as Submissions. @internal */
 export const SCHEDULES_TABLE = "effect_agent_schedules"
 /** Idempotency keys of Submissions admitted before derived ids; written only by the migration. @internal */
@@ -201,6 +212,35 @@ const durableWaits: ReadonlyArray<string> = [
 ]
 
 /**
+ * Retention: `prune_after`, the instant from which retention counts a settled row's age (its
+ * settlement time, moved forward when a pass had to keep it), and an index of closed rows by
+ * it, so the earliest expiry is one seek and a batch one range. `history_to` is the Thread
+ * sequence of the Submission's last history row, so its records are a bounded range of the
+ * Thread's (`history_from` to it) rather than everything after its first. A settlement writes
+ * both columns in the row it already rewrites; the index entry is the one row it adds. The tails table
+ * and the floor keep sequences, lane tails and feed positions monotone once the newest rows
+ * that carried them are gone. Rows settled before this migration count from their settlement
+ * time.
+ */
+const retention: ReadonlyArray<string> = [
+  `ALTER TABLE ${t} ADD COLUMN prune_after REAL`,
+  `ALTER TABLE ${t} ADD COLUMN history_to INTEGER`,
+  `UPDATE ${t} SET prune_after = json_extract(settlement, '$.settledAt') WHERE lane_status = 'closed'`,
+  `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`,
+  `CREATE TABLE ${THREAD_TAILS_TABLE} (
+    thread_id TEXT PRIMARY KEY NOT NULL,
+    next_sequence INTEGER NOT NULL,
+    lane_tail INTEGER NOT NULL
+  ) WITHOUT ROWID`,
+  `CREATE TABLE ${HISTORY_FLOOR_TABLE} (
+    id INTEGER PRIMARY KEY,
+    next_position INTEGER NOT NULL,
+    admitted INTEGER NOT NULL,
+    settled INTEGER NOT NULL
+  )`,
+]
+
+/**
  * Schedules: one row each, keyed by its id; the index on the next occurrence lets a pass read
  * the schedules due and nothing else (an advance rewrites one entry).
  */
@@ -281,5 +321,6 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/003-billed-rows", statements: rebuild },
   { name: "thread-store/004-subagent-links", statements: links },
   { name: "thread-store/005-durable-waits", statements: durableWaits },
-  { name: "thread-store/006-schedules", statements: schedules },
+  { name: "thread-store/006-retention", statements: retention },
+  { name: "thread-store/007-schedules", statements: schedules },
 ]

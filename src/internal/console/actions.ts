@@ -163,8 +163,10 @@ export const CONSOLE_ACTIONS: ReadonlyArray<Action> = [
     label: "Forget",
     scope: "submission",
     when: ["settled"],
-    confirm: "Forget the settled Submission: its row and records are deleted.",
+    confirm:
+      "Forget the settled Submission: its row, its records and its key are deleted now, without archiving.",
     fields: [],
+    run: (client, id) => client.forget(id),
   },
   {
     id: "repair",

@@ -5,8 +5,8 @@
  * Scope closes with the pass on failure or interruption.
  *
  * Host maintenance runs as lanes: one for a single hook, one per hook of
- * `ThreadHostMaintenance.all`. Each lane has its allowance checked and is joined as a hook alone
- * would be.
+ * `ThreadHostMaintenance.all`, and retention's. Each lane has its allowance checked and is
+ * joined as a hook alone would be.
  *
  * `finish` retires it: closes admission of new external waves, joins delivery without a timer
  * (its driver owns each Claim's deadline and persists the retry), bounds each host lane's join
@@ -26,6 +26,8 @@ import { hostLanes, settleLanes, type ThreadHostMaintenanceService } from "./hos
 export interface AuxiliaryHooks {
   readonly messages: ThreadMessageDeliveryService
   readonly host: ThreadHostMaintenanceService
+  /** Retention of settled Submissions: a built-in lane run as a host lane is. */
+  readonly retention: ThreadHostMaintenanceService
   readonly projection: ThreadProjectionMaintenance["Service"]
   readonly projectionDispatchTimeoutMillis: number
 }
@@ -65,7 +67,7 @@ export const startAuxiliary = (
       Scope.provide(hooks.messages.drainUntil(finished, dispatchUntil), scope),
       scope,
     )
-    const hosts = yield* Effect.forEach(hostLanes(hooks.host), (lane) =>
+    const hosts = yield* Effect.forEach([...hostLanes(hooks.host), hooks.retention], (lane) =>
       Effect.forkIn(
         Scope.provide(
           Effect.andThen(

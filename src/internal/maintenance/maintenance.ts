@@ -10,7 +10,8 @@ import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "./alarmService.ts"
 import { alarmTiming } from "./alarmPolicy.ts"
-import { makeHostDeadline, makePendingDeadline } from "./deadlines.ts"
+import { earliestDeadline, makeHostDeadline, makePendingDeadline } from "./deadlines.ts"
+import { ThreadRetention, type ThreadRetentionService } from "../retention/layer.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { makeTransact, makeTransactRecord } from "./transaction.ts"
@@ -57,6 +58,8 @@ export class ThreadMaintenance extends Context.Service<
       Option.Option<number>,
       DurableAlarmError | ThreadHostMaintenanceError
     >
+    /** Retention of settled Submissions, as captured when the layer was built (its lane, `forget`). */
+    readonly retention: ThreadRetentionService
   }
 >()("@effect-agent/platform-cloudflare/ThreadMaintenance") {
   static readonly layer: Layer.Layer<
@@ -86,6 +89,8 @@ export class ThreadMaintenance extends Context.Service<
       // References: whatever is in context when the layer is built is captured.
       const messages = yield* ThreadMessageDelivery
       const host = yield* ThreadHostMaintenance
+      const retentionService = yield* ThreadRetention
+      const retention = retentionService.lane
       const permit = yield* Semaphore.make(1)
       const cursorCovered = yield* Ref.make(false)
 
@@ -95,7 +100,10 @@ export class ThreadMaintenance extends Context.Service<
         timing: alarmTiming(config),
         hit: failpoint.hit,
         gate,
-        pendingDeadline: makePendingDeadline(publication, hostDeadline),
+        pendingDeadline: makePendingDeadline(
+          publication,
+          Effect.zipWith(hostDeadline, retention.pendingDeadline, earliestDeadline),
+        ),
         transact: makeTransact(ctx.storage),
         transactRecord: makeTransactRecord(ctx.storage),
       }
@@ -112,6 +120,7 @@ export class ThreadMaintenance extends Context.Service<
           auxiliary: {
             messages,
             host,
+            retention,
             projection,
             projectionDispatchTimeoutMillis: config.projectionDispatchTimeoutMillis,
           },
@@ -124,6 +133,7 @@ export class ThreadMaintenance extends Context.Service<
           ),
         repair: makeRepair(env, ledger),
         hostDeadline,
+        retention: retentionService,
       }
     }),
   )

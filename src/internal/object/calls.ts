@@ -24,6 +24,7 @@ import {
   Settlement,
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
+import { ForgetRefused } from "../../core/Retention.ts"
 import { MaintenanceRecordDamaged } from "../maintenance/errors.ts"
 import { MaintenanceRepair } from "../maintenance/repair.ts"
 import {
@@ -55,7 +56,7 @@ import { HistoryPageView, MaintenanceInspection, SubmissionStatus, ThreadStatus 
  * What a call does, for the application's authorization check: `read` answers without writing;
  * `mutate` adds work or schedules it (submit, an event, a schedule, the wake hint); `operate` acts on accepted work or
  * on the Object's machinery, as an operator or a reviewer would (approve or deny, resolve an
- * Unknown Outcome, abort, retry, repair).
+ * Unknown Outcome, abort, retry, repair, forget).
  */
 export type CallKind = "read" | "mutate" | "operate"
 
@@ -156,6 +157,7 @@ export const ThreadObjectCalls = {
   findSubmission: call("read", FindSubmissionInput, Schema.NullOr(SubmissionStatus), []),
   wake: call("mutate", ThreadAddress, Schema.Void, []),
   repairMaintenance: call("operate", ThreadAddress, MaintenanceRepair, []),
+  forget: call("operate", SubmissionAddress, Schema.Void, [ForgetRefused]),
 } satisfies Record<string, ObjectCall>
 
 /** The table's type. */

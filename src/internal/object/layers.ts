@@ -33,6 +33,7 @@ import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { MessageOutbox, SelfAddress } from "../../core/MessageOutbox.ts"
 import type { RoutedPort } from "../../RoutedPort.ts"
 import { messageDeliveryLayer } from "../delivery/layer.ts"
+import { retentionLayer } from "../retention/layer.ts"
 import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 import { databaseCapacityLayer } from "./databaseCapacity.ts"
@@ -187,5 +188,5 @@ export const threadLayer =
       delivery === undefined
         ? messageDeliveryLayer(port).pipe(Layer.provideMerge(runtime))
         : Layer.merge(runtime, Layer.succeed(ThreadMessageDelivery, delivery))
-    return ThreadMaintenance.layer.pipe(Layer.provideMerge(Layer.mergeAll(hooks, native)))
+    return ThreadMaintenance.layer.pipe(Layer.provideMerge(Layer.mergeAll(hooks, native, retentionLayer)))
   }

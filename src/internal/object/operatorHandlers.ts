@@ -74,6 +74,7 @@ type OperatorCall =
   | "threads"
   | "wake"
   | "repairMaintenance"
+  | "forget"
 
 /** @internal */
 export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } = {
@@ -92,6 +93,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
         ahead,
         maintenance: yield* readMaintenanceView,
         now: yield* Clock.currentTimeMillis,
+        expiresAt: (yield* ThreadMaintenance).retention.expiresAt(inspection.row),
       })
     }),
 
@@ -102,7 +104,9 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       const publication = yield* ThreadPublication
       // The application provides its hooks to the maintenance layer, not to this incarnation's
       // context: their deadline is read from the service that captured them.
-      const host = (yield* ThreadMaintenance).hostDeadline
+      const maintenancePass = yield* ThreadMaintenance
+      const host = maintenancePass.hostDeadline
+      const retention = maintenancePass.retention.lane.pendingDeadline
       const ledger = yield* SubmissionLedger
       const alarm = yield* DurableAlarmService
       const read = Effect.gen(function* () {
@@ -114,6 +118,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
           reports: yield* runtime.previewRecovery,
           hostDeadline: yield* host,
           publicationDeadline: yield* publication.pendingDeadline,
+          retentionDeadline: yield* retention,
           now: yield* Clock.currentTimeMillis,
           timing: alarmTiming(config),
           timerCoalesceMillis: config.timerCoalesceMillis,
@@ -212,6 +217,15 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       )
     }),
 
+  // A Submission of another Thread is answered as an unknown one: nothing is removed, and the
+  // caller learns nothing about a Thread it was not authorized for.
+  forget: (request) =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      const found = yield* ledger.lookup(request.submissionId)
+      if (Option.isNone(found) || found.value.threadId !== request.threadId) return
+      yield* (yield* ThreadMaintenance).retention.forget(request.submissionId)
+    }),
   repairMaintenance: () =>
     Effect.gen(function* () {
       const maintenance = yield* ThreadMaintenance

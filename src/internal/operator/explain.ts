@@ -62,11 +62,17 @@ export const reasonFor = (input: {
   readonly ahead: number
   readonly maintenance: MaintenanceView
   readonly now: number
+  /** When retention may remove it, if it is settled and retention removes anything. */
+  readonly expiresAt?: number | undefined
 }): Reason => {
   const { inspection, head, maintenance, now } = input
   const { row, decision } = inspection
   if (row.state === "settled" && row.settlement !== undefined)
-    return { _tag: "Settled", settlement: row.settlement }
+    return {
+      _tag: "Settled",
+      settlement: row.settlement,
+      ...(input.expiresAt === undefined ? {} : { expiresAt: input.expiresAt }),
+    }
   if (maintenance.damage !== undefined)
     return {
       _tag: "MaintenanceRecordDamaged",

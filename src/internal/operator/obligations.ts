@@ -31,6 +31,8 @@ export interface ObligationsInput {
   readonly reports: ReadonlyArray<RecoveryReport>
   readonly hostDeadline: Option.Option<number>
   readonly publicationDeadline: Option.Option<number>
+  /** When retention is next due. */
+  readonly retentionDeadline: Option.Option<number>
   readonly now: number
   readonly timing: AlarmTiming
   /** `timerCoalesceMillis`: how late past its due time a timed wait's alarm may be. */
@@ -160,6 +162,14 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
         detail: "required publication",
       }),
     )
+  if (Option.isSome(input.retentionDeadline))
+    obligations.push(
+      Obligation.make({
+        source: "retention",
+        dueAt: input.retentionDeadline.value,
+        detail: "settled submissions expire",
+      }),
+    )
   for (const schedule of input.schedules) {
     timerTimes.push(schedule.nextAt)
     obligations.push(
@@ -184,7 +194,12 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
         : { damaged: { field: maintenance.damage.field, message: maintenance.damage.message } }),
     })
   }
-  const deadline = Option.getOrUndefined(earliestDeadline(input.hostDeadline, input.publicationDeadline))
+  const deadline = Option.getOrUndefined(
+    earliestDeadline(
+      input.hostDeadline,
+      earliestDeadline(input.publicationDeadline, input.retentionDeadline),
+    ),
+  )
   // The record's bound may be earlier than the rows (it is a lower bound): the rules allow an
   // alarm as late as the earliest timed wait plus the coalescing window, and a pending retry.
   const native = ensuredBy(

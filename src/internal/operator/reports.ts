@@ -11,7 +11,11 @@ import { HistoryRecord } from "../../core/ThreadHistory.ts"
 
 /** The one decisive reason a Submission is where it is, with its evidence. */
 export const Reason = Schema.Union([
-  Schema.TaggedStruct("Settled", { settlement: Settlement }),
+  /**
+   * Settled; `expiresAt` is when retention may remove it at the earliest (absent while retention
+   * keeps settled Submissions forever).
+   */
+  Schema.TaggedStruct("Settled", { settlement: Settlement, expiresAt: Schema.optionalKey(Schema.Finite) }),
   /** Nothing runs until an operator repairs the maintenance record. */
   Schema.TaggedStruct("MaintenanceRecordDamaged", { field: Schema.String, message: Schema.String }),
   /** FIFO: the lane's head must settle first. */
@@ -118,6 +122,8 @@ export const ObligationSource = Schema.Literals([
   "host-deadline",
   /** Required publication must drain before native work. */
   "publication-deadline",
+  /** Settled Submissions expire: retention removes them (coalesced to its window). */
+  "retention",
 ])
 export type ObligationSource = typeof ObligationSource.Type
 

@@ -76,6 +76,13 @@ export const makeCluster = (options: ClusterOptions) =>
       )
     }
 
+    /** Whether retention removed a Submission of `world`. */
+    const removedByRetention = (world: World, submissionId: string) =>
+      world.store.removed.size > 0 &&
+      world.store.historyFeed.some(
+        (record) => record.submissionId === submissionId && world.store.removed.has(record),
+      )
+
     /** The cross-Object invariants, after every step; `check` is the first Object's monitor. */
     const checkLinks = () => {
       const check = (worlds[0] as World).monitor.check
@@ -86,6 +93,14 @@ export const makeCluster = (options: ClusterOptions) =>
         // No child without a parent that journaled its start.
         const parentWorld = objects.get(link.address.objectId ?? "")
         const parent = parentWorld?.store.rows.get(link.submissionId)
+        // A settled parent in another Object does not wait for its children: retention may have
+        // removed it (its records are held out of every read, as the SQLite ledger deletes them).
+        if (
+          parent === undefined &&
+          parentWorld !== undefined &&
+          removedByRetention(parentWorld, link.submissionId)
+        )
+          continue
         const started =
           parentWorld === undefined || parent === undefined
             ? undefined

@@ -3,7 +3,7 @@
  * service, `ThreadMaintenance`, the durable runtime with the Cloudflare wake scheduler) built
  * over the storage port's facade, a fresh `SqlClient` stand-in, and the durable in-memory
  * ledger, history and outbox seen through a gate that refuses every operation once the
- * incarnation is dead, the native delivery driver over the simulated network. The assembly
+ * incarnation is dead, the native delivery driver over the simulated network, and retention. The assembly
  * mirrors `ThreadObject`'s, with in-memory stores in place of SQLite.
  */
 import { Context, Deferred, Effect, Layer, Option, Scope, Stream } from "effect"
@@ -37,6 +37,7 @@ import { objectCalls } from "../../../src/internal/object/handlers.ts"
 import { portCall } from "../../../src/internal/object/portHandlers.ts"
 import { configLayers } from "../../../src/internal/object/layers.ts"
 import { cloudflareWakeScheduler } from "../../../src/internal/object/wakeScheduler.ts"
+import { retentionLayer } from "../../../src/internal/retention/layer.ts"
 import { simSqlClient } from "./sqlClient.ts"
 import type { Holder } from "./storagePort.ts"
 
@@ -290,7 +291,11 @@ export const incarnationLayer = (spec: IncarnationSpec) => {
   const hooks = Layer.mergeAll(ThreadPublication.layer, ThreadProjectionMaintenance.layer)
   return ThreadMaintenance.layer.pipe(
     Layer.provideMerge(
-      Layer.mergeAll(hooks, messageDeliveryLayer(RoutedPort).pipe(Layer.provideMerge(runtime))),
+      Layer.mergeAll(
+        hooks,
+        messageDeliveryLayer(RoutedPort).pipe(Layer.provideMerge(runtime)),
+        retentionLayer,
+      ),
     ),
     Layer.provideMerge(platform),
   )

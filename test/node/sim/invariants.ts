@@ -15,8 +15,8 @@
  *   each of another Submission.
  * - binding-lane: a lane whose head waits for a compatible binding is not served before the
  *   wait is due (and other lanes are not held back by it: due-alarm).
- * - quiescence: a successful pass that leaves only stable waits, with nothing owed, clears the
- *   alarm.
+ * - quiescence: a successful pass that leaves only stable waits, with nothing owed (nothing
+ *   settled for retention to remove either), clears the alarm.
  * - owed-alarm: owed maintenance always has an alarm (or a running pass).
  * - due-alarm: autonomous work has an alarm no later than its bounded backoff.
  * - settlement-immutable, settled-once, fifo, journal-once, uncertain-once: a Submission
@@ -30,6 +30,7 @@
  *   retried step is journaled once.
  * - retry-monotone (journal): a retried step's attempts count up from 1 and their due times
  *   never move earlier.
+ * - retention-*: see `retention.ts`.
  */
 import { Schema } from "effect"
 import type { ThreadMaintenanceFailpointLocation } from "../../../src/Alarm.ts"
@@ -59,6 +60,8 @@ export interface WorldView {
   readonly rpcInFlight: () => number
   /** The platform dropped a failing alarm and no constructor has run since. */
   readonly platformGaveUp: () => boolean
+  /** Retention removes settled Submissions in this run: a quiet Object keeps its alarm for it. */
+  readonly retains: boolean
   readonly timing: {
     readonly floorMillis: number
     readonly capMillis: number
@@ -352,7 +355,8 @@ export const makeMonitor = (view: WorldView) => {
       view.rpcInFlight() === 0 &&
       !hasPendingMessages(view.store) &&
       !lanes(view.store).some((lane) => lane.autonomous) &&
-      timedWaits(view.store).length === 0
+      timedWaits(view.store).length === 0 &&
+      !(view.retains && view.store.pruneAfter.size > 0)
     if (quiet) {
       check(
         "quiescence",
@@ -629,6 +633,8 @@ export const makeMonitor = (view: WorldView) => {
       return takeovers
     },
     violations,
+    /** Submissions retention removed (see `removedSafely`). */
+    removed: new Set<SubmissionId>(),
   }
 }
 

@@ -37,7 +37,8 @@ import {
   type IncarnationServices,
   SimHolder,
 } from "./incarnation.ts"
-import { makeMonitor, type RunOutcome } from "./invariants.ts"
+import { makeMonitor, type Monitor, type RunOutcome } from "./invariants.ts"
+import { beforeRemoval, removedSafely } from "./retention.ts"
 import { type AlarmRun, type Holder, type Origin, SimOrigin, SimStorage } from "./storagePort.ts"
 
 /**
@@ -96,10 +97,25 @@ export const makeWorld = (options: WorldOptions) =>
     const durable = yield* Layer.build(
       MessageOutbox.layerMemory.pipe(Layer.provideMerge(layerMemoryWithLedger)),
     ).pipe(Effect.orDie)
+    const outbox = Context.get(durable, MessageOutbox)
+    // Made below, once the storage it watches exists; no removal can happen before.
+    let removals: Monitor | undefined
     const stores = {
       ledger: Context.get(durable, SubmissionLedger),
       history: Context.get(durable, ThreadHistory),
-      outbox: Context.get(durable, MessageOutbox),
+      // Every removal is checked against the state it removed from (see `removedSafely`).
+      outbox: {
+        ...outbox,
+        removeSettled: (items: Parameters<typeof outbox.removeSettled>[0]) =>
+          Effect.suspend(() => {
+            const before = store === undefined ? undefined : beforeRemoval(store)
+            return Effect.tap(outbox.removeSettled(items), (removed) =>
+              Effect.sync(() => {
+                if (before !== undefined && removals !== undefined) removedSafely(removals, before, removed)
+              }),
+            )
+          }),
+      },
     }
     const config = yield* buildConfig(options.config)
     const store = memoryStoreOf(stores.ledger)
@@ -171,7 +187,9 @@ export const makeWorld = (options: WorldOptions) =>
       rpcInFlight: () => inFlight.size,
       platformGaveUp: () => gaveUp,
       timing,
+      retains: options.config.retention !== undefined,
     })
+    removals = monitor
 
     const external: ExternalWorld = {
       perform: (key, uncertain) =>

@@ -8,7 +8,7 @@ import { ThreadStoreError } from "../runtime/shared/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
-import { appendNow, checkFenceNow, type MemoryStore, memoryStoreOf } from "../ledger/memoryStore.ts"
+import { appendNow, checkFenceNow, kept, type MemoryStore, memoryStoreOf } from "../ledger/memoryStore.ts"
 import type { AppendFence } from "../ledger/model.ts"
 import type { HistoryEntry } from "./model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
@@ -78,11 +78,11 @@ export const makeMemoryHistory = Effect.gen(function* () {
 
     page: spanned("ThreadHistory.page")(function* (threadId, options) {
       const { after, limit } = yield* pageOptions(options)
-      const records = store.history.get(threadId) ?? []
       // Sequences are 1-based and gap-free, so `after` is also the array offset.
-      const slice = records.slice(after, after + limit)
+      const records = kept(store, (store.history.get(threadId) ?? []).slice(after))
+      const slice = records.slice(0, limit)
       const last = slice[slice.length - 1]
-      return after + limit < records.length && last !== undefined
+      return limit < records.length && last !== undefined
         ? { records: slice, next: last.sequence }
         : { records: slice }
     }),
@@ -90,8 +90,10 @@ export const makeMemoryHistory = Effect.gen(function* () {
     feed: spanned("ThreadHistory.feed")(function* (options) {
       const { after, limit } = yield* pageOptions(options)
       const entries = store.historyFeed
-        .slice(after, after + limit)
+        .slice(after)
         .map((record, index) => ({ position: after + index + 1, record }))
+        .filter((entry) => !store.removed.has(entry.record))
+        .slice(0, limit)
       return { entries, last: entries[entries.length - 1]?.position ?? after }
     }),
 

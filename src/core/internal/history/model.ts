@@ -166,7 +166,7 @@ export class HistoryRecord extends Schema.Class<HistoryRecord>(
   "@effect-agent/platform-cloudflare/ThreadHistory/HistoryRecord",
 )({
   threadId: ThreadId,
-  /** 1-based, gap-free position within the Thread. */
+  /** 1-based position within the Thread; gap-free until retention removes settled Submissions. */
   sequence: Schema.Int,
   submissionId: SubmissionId,
   recordedAt: Schema.Finite,

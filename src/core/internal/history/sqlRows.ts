@@ -9,7 +9,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
-import { HISTORY_TABLE, SUBMISSIONS_TABLE } from "../schema.ts"
+import { HISTORY_FLOOR_TABLE, HISTORY_TABLE, SUBMISSIONS_TABLE, THREAD_TAILS_TABLE } from "../schema.ts"
 import { decodeRecord, historyError } from "./codec.ts"
 import type { HistoryEntry, HistoryRecord } from "./model.ts"
 import { rowsRunner } from "../directRows.ts"
@@ -17,35 +17,62 @@ import { rowsRunner } from "../directRows.ts"
 const h = HISTORY_TABLE
 
 /**
- * Appends one row continuing the Object's newest row (feed position, counts) and the Thread's
- * (sequence, lane tail), read by the same statement: one call instead of two reads and an
- * insert. It writes the same rows; SQLite reads 7 rows for it where the three statements read
- * 4 (it stages the selected row before inserting into the table it read), a thousandth of
- * the price of the time saved. Parameters: thread id, records, submission id, recorded at,
- * entries JSON, queue sequence, admits, settles, thread id.
+ * The Object's newest row and the floor retention left when it removed the newest row, each at
+ * most one row (unnamed: a plan shows them as the subqueries they are). Every figure they carry
+ * only grows with the feed, so the later of the two is the larger of each.
+ */
+const objectEnds = `LEFT JOIN (SELECT position + records AS np, admitted AS na, settled AS ns FROM ${h}
+    WHERE position = (SELECT max(position) FROM ${h}))
+  LEFT JOIN (SELECT next_position AS fp, admitted AS fa, settled AS fs FROM ${HISTORY_FLOOR_TABLE} WHERE id = 1)`
+
+/**
+ * A Thread's newest row and the tail retention left when it removed that row. Parameters:
+ * thread id ×2.
+ */
+const threadEnds = `LEFT JOIN (SELECT sequence + records AS tn, lane_tail AS tl FROM ${h} WHERE thread_id = ?
+    ORDER BY sequence DESC LIMIT 1)
+  LEFT JOIN (SELECT next_sequence AS un, lane_tail AS ul FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?)`
+
+/** The later of two ends of a figure that only grows. */
+const later = (a: string, b: string, none: number) => `max(coalesce(${a}, ${none}), coalesce(${b}, ${none}))`
+
+/** The Object's end: the next feed position and the counts so far. */
+const objectEnd = `SELECT ${later("np", "fp", 1)} AS next_position, ${later("na", "fa", 0)} AS admitted,
+    ${later("ns", "fs", 0)} AS settled
+  FROM (SELECT 1) ${objectEnds}`
+
+/** A Thread's end: the next sequence and the lane tail. Parameters: thread id ×2. */
+const threadEnd = `SELECT ${later("tn", "un", 1)} AS next_sequence, ${later("tl", "ul", 0)} AS lane_tail
+  FROM (SELECT 1) ${threadEnds}`
+
+/**
+ * Appends one row continuing the Object's end (feed position, counts) and the Thread's
+ * (sequence, lane tail), read by the same statement: one call instead of reads and an insert.
+ * Each end is a seek on the newest row and one on what retention left (usually no row), so the
+ * statement reads a few rows more than a bare insert, a thousandth of the price of the time
+ * saved. Parameters: thread id, records, submission id, recorded at, entries JSON, queue
+ * sequence, admits, settles, thread id ×2.
  */
 const append = `INSERT INTO ${h} (position, thread_id, sequence, records, submission_id, recorded_at, entries,
     lane_tail, admitted, settled)
-  SELECT coalesce(next_position, 1), ?, coalesce(next_sequence, 1), ?, ?, ?, ?,
-    max(coalesce(lane_tail, 0), ?), coalesce(admitted, 0) + ?, coalesce(settled, 0) + ?
-  FROM (SELECT 1)
-  LEFT JOIN (SELECT position + records AS next_position, admitted, settled FROM ${h}
-    WHERE position = (SELECT max(position) FROM ${h}))
-  LEFT JOIN (SELECT sequence + records AS next_sequence, lane_tail FROM ${h} WHERE thread_id = ?
-    ORDER BY sequence DESC LIMIT 1)
+  SELECT ${later("np", "fp", 1)}, ?, ${later("tn", "un", 1)}, ?, ?, ?, ?,
+    max(${later("tl", "ul", 0)}, ?), ${later("na", "fa", 0)} + ?, ${later("ns", "fs", 0)} + ?
+  FROM (SELECT 1) ${objectEnds} ${threadEnds}
   RETURNING sequence`
 
 /** @internal */
 export const rowStatements = {
   append,
-  /** Admissions and settlements counted so far, from the newest row. */
-  counts: `SELECT admitted, settled FROM ${h} WHERE position = (SELECT max(position) FROM ${h})`,
+  /** Admissions and settlements counted so far. */
+  counts: `SELECT admitted, settled FROM (${objectEnd})`,
   /**
-   * A Submission's rows, from its first record in its Thread: a seek on the ledger row, then
-   * the Thread's rows from there (other Submissions' rows in between are read and dropped).
+   * A Submission's rows, from its first record in its Thread to its last once it settled: a seek
+   * on the ledger row, then the Thread's rows in that range (other Submissions' rows in between
+   * are read and dropped).
    */
   forSubmission: `SELECT h.* FROM ${SUBMISSIONS_TABLE} AS l
     JOIN ${h} AS h ON h.thread_id = l.thread_id AND h.sequence >= l.history_from
+      AND h.sequence <= coalesce(l.history_to, 9007199254740991)
     WHERE l.submission_id = ? AND h.submission_id = l.submission_id ORDER BY h.sequence`,
   /** Rows of a Thread from the one holding sequence `after + 1`. Parameters: thread ×2, after + 1, rows. */
   page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence >=
@@ -54,7 +81,10 @@ export const rowStatements = {
   /** Rows from the one holding position `after + 1`. Parameters: after + 1, rows. */
   feed: `SELECT * FROM ${h} WHERE position >= coalesce((SELECT max(position) FROM ${h} WHERE position <= ?), 1)
     ORDER BY position LIMIT ?`,
-  feedEnd: `SELECT position + records - 1 AS position FROM ${h} WHERE position = (SELECT max(position) FROM ${h})`,
+  feedEnd: `SELECT next_position - 1 AS position FROM (${objectEnd})`,
+  /** A Thread's end. Parameters: thread id ×2. */
+  threadEnd,
+  objectEnd,
 } as const
 
 /** A stored history row as the driver returns it. @internal */
@@ -131,6 +161,7 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
       append.queueSequence,
       append.admits,
       settles,
+      append.threadId,
       append.threadId,
     ]).pipe(Effect.mapError(historyError(operation, "storage failed")))
     const first = Number(written[0]?.sequence)

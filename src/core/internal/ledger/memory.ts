@@ -36,6 +36,7 @@ import type {
 import { makeMemoryAdmission } from "./memoryAdmission.ts"
 import { makeMemoryPages } from "./memoryPages.ts"
 import { makeMemoryReads } from "./memoryReads.ts"
+import { makeMemoryRetention } from "./memoryRetention.ts"
 import {
   appendNow,
   apply,
@@ -394,6 +395,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
     ...admissionReads,
     ...makeMemorySchedules(store.schedules, prepareAdmission),
     ...makeMemoryReads(store),
+    ...makeMemoryRetention(store),
     ...makeMemoryPages(store),
   }
   attachStore(service, store)

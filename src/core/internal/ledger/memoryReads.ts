@@ -109,10 +109,11 @@ export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
       )
     }),
 
-    threadIds: Effect.sync(() =>
-      sortedLanes()
-        .filter(([, lane]) => lane.lastSequence > 0)
-        .map(([threadId]) => threadId),
-    ),
+    threadIds: Effect.sync(() => {
+      const held = new Set([...store.rows.values()].map((row) => row.threadId))
+      return sortedLanes()
+        .filter(([threadId]) => held.has(threadId))
+        .map(([threadId]) => threadId)
+    }),
   }
 }

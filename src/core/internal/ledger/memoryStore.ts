@@ -34,6 +34,13 @@ export interface MemoryStore {
   readonly outbox: Map<string, OutboxMessage>
   /** Answers the receiver remembers, by message id. */
   readonly answers: Map<string, ThreadMessageReply>
+  /** When retention counts each settled Submission's age from. */
+  readonly pruneAfter: Map<SubmissionId, number>
+  /**
+   * Records retention removed: they keep their place in the arrays above (sequences and feed
+   * positions are array offsets, and continue past them) but no read returns them.
+   */
+  readonly removed: Set<HistoryRecord>
   /** The timed waits (`Rules.isTimed`) in due order, as the SQLite ledger's due index holds them. */
   readonly due: Array<DueEntry>
   /** Schedules by id. */
@@ -104,8 +111,12 @@ export const headOf = (store: MemoryStore, threadId: ThreadId): SubmissionSnapsh
 
 /** Stores a row, keeping the lanes and the due index in step. @internal */
 export const put = (store: MemoryStore, next: SubmissionSnapshot): void => {
-  reindexDue(store, store.rows.get(next.submissionId), next)
+  const before = store.rows.get(next.submissionId)
+  reindexDue(store, before, next)
   store.rows.set(next.submissionId, next)
+  if (next.state === "settled" && before?.state !== "settled") {
+    store.pruneAfter.set(next.submissionId, next.settlement?.settledAt ?? 0)
+  }
   if (next.state === "settled") {
     const order = laneOf(store, next.threadId).nonterminal
     const index = order.indexOf(next.submissionId)
@@ -162,9 +173,18 @@ export const makeMemoryStore = (salt: string): MemoryStore => ({
   historyFeed: [],
   outbox: new Map(),
   answers: new Map(),
+  pruneAfter: new Map(),
+  removed: new Set(),
   due: [],
   schedules: new Map(),
 })
+
+/** The records of `records` retention has not removed. @internal */
+export const kept = (
+  store: MemoryStore,
+  records: ReadonlyArray<HistoryRecord>,
+): ReadonlyArray<HistoryRecord> =>
+  store.removed.size === 0 ? records : records.filter((record) => !store.removed.has(record))
 
 /**
  * Runs a read-decide-write step as one synchronous block. Building a row validates it; a

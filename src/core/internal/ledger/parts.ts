@@ -27,3 +27,9 @@ export type LedgerReads = Pick<
   | "nextDue"
   | "earliestDue"
 >
+
+/** What retention reads and removes. @internal */
+export type RetentionOps = Pick<
+  Service,
+  "retentionStart" | "retentionCandidates" | "deferRetention" | "removeSettled"
+>

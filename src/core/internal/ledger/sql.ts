@@ -29,6 +29,7 @@ import { makeSqlSchedules } from "../schedule/sql.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
 import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
+import { makeSqlRetention } from "./sqlRetention.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
 
@@ -452,7 +453,11 @@ export const makeSqlLedger = Effect.gen(function* () {
           const { row, changed } = yield* guardedChange(
             operation,
             Rules.fenceSubmissionId(fence),
-            settlementWrite(operation, statements.settle, fence, settlement),
+            settlementWrite(operation, statements.settle, fence, settlement, [
+              settlement.settledAt,
+              settlement.threadId,
+              settlement.threadId,
+            ]),
             (current) => Rules.settleRule(fence, current, settlement),
           )
           if (changed) {
@@ -490,6 +495,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     ...admission.reads,
     ...makeSqlSchedules({ sql, queries, admit: (request) => service.admit(request) }),
     ...makeSqlReads(queries, countedBefore, timers),
+    ...makeSqlRetention(queries, { legacyKeys, transaction }),
     ...makeSqlPages(queries),
   }
   return service

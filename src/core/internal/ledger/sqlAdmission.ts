@@ -84,6 +84,7 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
         lane,
         lane,
         request.threadId,
+        request.threadId,
       ])
       const heads = [counters?.open_head, counters?.parked_head].filter(
         (value) => value !== null && value !== undefined,

@@ -20,6 +20,7 @@ import {
   RECOVERY_CANDIDATE,
   SUBMISSIONS_TABLE,
 } from "../schema.ts"
+import { rowStatements } from "../history/sqlRows.ts"
 
 const t = SUBMISSIONS_TABLE
 const h = HISTORY_TABLE
@@ -58,11 +59,11 @@ export const statements = {
   salt: `SELECT value FROM ${META_TABLE} WHERE key = ?`,
   hasLegacyKeys: `SELECT 1 AS found FROM ${LEGACY_KEYS_TABLE} WHERE lane_key >= '' LIMIT 1`,
   legacyKey: `SELECT submission_id FROM ${LEGACY_KEYS_TABLE} WHERE lane_key = ? AND idempotency_key = ?`,
-  // The live span of a lane and the lane tail its Thread's newest history row carries.
-  // Parameters: lane key ×4, thread id.
+  // The live span of a lane and the lane tail its Thread's end carries. Parameters: lane key ×4,
+  // thread id ×2.
   laneCounters: `SELECT ${laneEnd("open", "min")} AS open_head, ${laneEnd("parked", "min")} AS parked_head,
       ${laneEnd("open", "max")} AS open_last, ${laneEnd("parked", "max")} AS parked_last,
-      (SELECT lane_tail FROM ${HISTORY_TABLE} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1) AS lane_tail`,
+      (SELECT lane_tail FROM (${rowStatements.threadEnd})) AS lane_tail`,
   // Live rows of a lane, counting at most the limit. Parameters: lane key, limit, lane key.
   laneDepth: `SELECT (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ?))
       + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
@@ -172,13 +173,17 @@ export const statements = {
     `state = 'terminalizing', lane_status = 'open', settlement = ?, ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
+  // Extra set parameters: the settlement's time, from which retention counts, and its thread id
+  // twice: the records this settlement appends start at the Thread's end.
   settle: fenced(
-    `state = 'settled', lane_status = 'closed', settlement = ?, ${CLEAR_OWNERSHIP}`,
+    `state = 'settled', lane_status = 'closed', settlement = ?, prune_after = ?,
+      history_to = (SELECT next_sequence FROM (${rowStatements.threadEnd})), ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
   requestAbort: `UPDATE ${t} SET abort_requested = 1
     WHERE submission_id = ? AND state <> 'settled' AND abort_requested = 0 RETURNING *`,
-  finalize: `UPDATE ${t} SET state = 'settled', lane_status = 'closed'
+  finalize: `UPDATE ${t} SET state = 'settled', lane_status = 'closed',
+      prune_after = json_extract(settlement, '$.settledAt')
     WHERE submission_id = ? AND state = 'terminalizing' RETURNING *`,
   // Due rows in due order. Parameters: now, (after due at, after id), limit.
   nextDue: `SELECT * FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL AND due_at <= ?

@@ -112,9 +112,13 @@ export const makeSqlWrites = (sql: SqlClient, { first, byId }: SqlQueries) => {
     text: { readonly Owner: string; readonly Unowned: string },
     fence: Fence,
     settlement: Settlement,
+    setAfter: ReadonlyArray<unknown> = [],
   ) =>
     Effect.flatMap(encodeSettlementJson(settlement).pipe(Effect.mapError(storageError(operation))), (json) =>
-      fencedWrite(operation, text, [json], fence, [settlement.submissionId, settlement.threadId]),
+      fencedWrite(operation, text, [json, ...setAfter], fence, [
+        settlement.submissionId,
+        settlement.threadId,
+      ]),
     )
 
   /** Appends the records of a ledger write for `row`, in the caller's transaction. */

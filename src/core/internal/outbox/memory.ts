@@ -10,7 +10,7 @@ import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { appendInBlock } from "../history/memory.ts"
 import { type MemoryStore, memoryStoreOf } from "../ledger/memoryStore.ts"
 import { decodeReply, decodeStored, encodeNew, encodeReply, errorText, requireFinite } from "./codec.ts"
-import { MessageOutboxError, OutboxMessage } from "./model.ts"
+import { MessageOutboxError, OutboxMessage, sentBy } from "./model.ts"
 import type { NewMessage } from "./model.ts"
 
 /** Due order: earliest first, then by id (as the SQLite index orders ties). */
@@ -51,6 +51,9 @@ export const makeMemoryOutbox = Effect.gen(function* () {
   const insertNow = (rows: ReadonlyArray<OutboxMessage>) => {
     for (const row of rows) if (!store.outbox.has(row.messageId)) store.outbox.set(row.messageId, row)
   }
+
+  const sentMessages = (submissionId: string) =>
+    [...store.outbox.values()].filter((row) => sentBy(row.messageId, submissionId))
 
   const update = (messageId: string, patch: (row: OutboxMessage) => OutboxMessage | undefined) =>
     Effect.sync(() => {
@@ -141,6 +144,26 @@ export const makeMemoryOutbox = Effect.gen(function* () {
 
     answerOf: spanned("MessageOutbox.answerOf")(function* (messageId) {
       return yield* Effect.sync(() => Option.fromUndefinedOr(store.answers.get(messageId)))
+    }),
+
+    messagesOf: spanned("MessageOutbox.messagesOf")(function* (submissionId) {
+      return yield* Effect.sync(() => sentMessages(submissionId))
+    }),
+
+    // One synchronous block: the check, the ledger's removal and the messages' go together.
+    removeSettled: spanned("MessageOutbox.removeSettled")(function* (items) {
+      const ready = yield* Effect.sync(() =>
+        items.filter((item) =>
+          sentMessages(item.submissionId).every((row) => row.acknowledgedAt !== undefined),
+        ),
+      )
+      return yield* Effect.uninterruptible(
+        Effect.tap(ledger.removeSettled(ready), (removed) =>
+          Effect.sync(() => {
+            for (const id of removed) for (const row of sentMessages(id)) store.outbox.delete(row.messageId)
+          }),
+        ),
+      )
     }),
   }
   return service

@@ -148,3 +148,12 @@ export const messageIds = {
   abortChild: (parentSubmissionId: string, step: number) => `abort:${parentSubmissionId}:${step}`,
   childSettled: (childSubmissionId: string) => `settled:${childSubmissionId}`,
 } as const
+
+/**
+ * Whether a message is one `submissionId` sent: an admission or an abort of one of its
+ * children, or its own settlement for its parent. @internal
+ */
+export const sentBy = (messageId: string, submissionId: string): boolean =>
+  messageId.startsWith(`admit:${submissionId}:`) ||
+  messageId.startsWith(`abort:${submissionId}:`) ||
+  messageId === messageIds.childSettled(submissionId)

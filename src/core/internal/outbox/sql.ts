@@ -27,7 +27,8 @@ import {
   outboxError,
   requireFinite,
 } from "./codec.ts"
-import type { NewMessage } from "./model.ts"
+import { messageIds, type NewMessage } from "./model.ts"
+import type { RetentionItem } from "../ledger/retention.ts"
 import { rowsRunner } from "../directRows.ts"
 
 /** @internal */
@@ -87,7 +88,21 @@ export const outboxStatements = {
   // Parameters: id, reply, now.
   remember: `INSERT OR IGNORE INTO ${answers} (message_id, reply, answered_at) VALUES (?, ?, ?)`,
   answer: `SELECT reply FROM ${answers} WHERE message_id = ?`,
+  // The messages a Submission sent: two key ranges and one key. Parameters: (from, to) ×2, id.
+  sentBy: `SELECT * FROM ${o} WHERE message_id > ? AND message_id < ?
+    UNION ALL SELECT * FROM ${o} WHERE message_id > ? AND message_id < ?
+    UNION ALL SELECT * FROM ${o} WHERE message_id = ?`,
+  deleteAcknowledged: `DELETE FROM ${o} WHERE message_id = ? AND acknowledged_at IS NOT NULL`,
 } as const
+
+/** The key ranges and key of the messages `submissionId` sent (`:` sorts just before `;`). */
+const sentByParams = (submissionId: string) => [
+  `admit:${submissionId}:`,
+  `admit:${submissionId};`,
+  `abort:${submissionId}:`,
+  `abort:${submissionId};`,
+  messageIds.childSettled(submissionId),
+]
 
 const storageError = (operation: string) => (cause: SqlError) =>
   outboxError(operation, `storage failed: ${cause.message}`)(cause)
@@ -139,6 +154,11 @@ export const makeSqlOutbox = Effect.gen(function* () {
       .withTransaction(Effect.tap(write, () => insertAll(operation, messages, now)))
       .pipe(Effect.catchIf(isSqlError, (cause) => Effect.fail(storageError(operation)(cause))))
   }
+
+  const sentMessages = (operation: string, submissionId: string) =>
+    Effect.flatMap(query(operation, outboxStatements.sentBy, sentByParams(submissionId)), (rows) =>
+      Effect.forEach(rows, (row) => decodeStored(operation, row)),
+    )
 
   const service: typeof MessageOutbox.Service = {
     appendWithMessages: spanned("MessageOutbox.appendWithMessages")(
@@ -228,6 +248,35 @@ export const makeSqlOutbox = Effect.gen(function* () {
       const operation = "MessageOutbox.answerOf"
       const [row] = yield* query(operation, outboxStatements.answer, [messageId])
       return row === undefined ? Option.none() : Option.some(yield* decodeReply(operation, row["reply"]))
+    }),
+
+    messagesOf: spanned("MessageOutbox.messagesOf")(function* (submissionId) {
+      return yield* sentMessages("MessageOutbox.messagesOf", submissionId)
+    }),
+
+    removeSettled: spanned("MessageOutbox.removeSettled")(function* (items) {
+      const operation = "MessageOutbox.removeSettled"
+      return yield* sql
+        .withTransaction(
+          Effect.gen(function* () {
+            const ready: Array<RetentionItem> = []
+            const sent = new Map<string, ReadonlyArray<Record<string, unknown>>>()
+            for (const item of items) {
+              const rows = yield* query(operation, outboxStatements.sentBy, sentByParams(item.submissionId))
+              if (rows.some((row) => row["acknowledged_at"] === null)) continue
+              sent.set(item.submissionId, rows)
+              ready.push(item)
+            }
+            const removed = yield* ledger.removeSettled(ready)
+            for (const id of removed) {
+              for (const row of sent.get(id) ?? []) {
+                yield* query(operation, outboxStatements.deleteAcknowledged, [row["message_id"]])
+              }
+            }
+            return removed
+          }),
+        )
+        .pipe(Effect.catchIf(isSqlError, (cause) => Effect.fail(storageError(operation)(cause))))
     }),
   }
   return service

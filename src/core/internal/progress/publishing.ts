@@ -73,6 +73,11 @@ const ledgerMovements: Movements<Ledger> = {
   queryLane: "none",
   laneCounts: "none",
   threadPage: "none",
+  retentionStart: "none",
+  retentionCandidates: "none",
+  // Retention only touches settled Submissions: a waiter has had their settlement already.
+  deferRetention: "none",
+  removeSettled: "none",
   putSchedule: "none",
   removeSchedule: "none",
   lookupSchedule: "none",
@@ -104,6 +109,8 @@ const outboxMovements: Movements<Outbox> = {
   lookup: "none",
   rememberAnswer: "none",
   answerOf: "none",
+  messagesOf: "none",
+  removeSettled: "none",
 }
 
 const publishing =

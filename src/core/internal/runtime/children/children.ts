@@ -21,6 +21,7 @@ import { type Settlement, type SubmissionSnapshot } from "../../ledger/model.ts"
 import {
   type ChildRefusalReason,
   type DeliveryOutcome,
+  messageIds,
   type OutboxMessage,
   type ThreadMessage,
   type ThreadMessageReplies,
@@ -232,12 +233,24 @@ export const makeReceive =
           const settled = message as Extract<ThreadMessage, { readonly _tag: "ChildSettled" }>
           return env
             .exclusive(
-              applyChildOutcome(env, settled.parentSubmissionId, settled.step, {
-                childSubmissionId: settled.childSubmissionId,
-                outcome: settled.outcome,
-                ...(settled.output === undefined ? {} : { output: settled.output }),
-                ...(settled.error === undefined ? {} : { error: settled.error }),
-              }),
+              Effect.tap(
+                applyChildOutcome(env, settled.parentSubmissionId, settled.step, {
+                  childSubmissionId: settled.childSubmissionId,
+                  outcome: settled.outcome,
+                  ...(settled.output === undefined ? {} : { output: settled.output }),
+                  ...(settled.error === undefined ? {} : { error: settled.error }),
+                }),
+                // The child's settlement proves its admission arrived, even when the reply to it
+                // was lost: the admission is sent no more, so a retention window that removes
+                // the settled child is not followed by an admission that would start it again.
+                () =>
+                  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                    env.outbox.acknowledge(
+                      messageIds.admitChild(settled.parentSubmissionId, settled.step),
+                      now,
+                    ),
+                  ),
+              ),
             )
             .pipe(Effect.map((applied) => ({ _tag: "ChildSettledRecorded", applied }) as const))
         }

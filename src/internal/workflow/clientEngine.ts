@@ -1,0 +1,142 @@
+/**
+ * The engine of a Worker: every operation reaches the execution's Thread, in the Object named by
+ * the execution id, through the Thread's typed client. `execute` admits the execution (its id is
+ * the idempotency key, so a repeat returns the same Submission) and waits a bounded time for its
+ * settlement; a still running execution answers `Suspended` and `Workflow.execute` asks again on
+ * its `suspendedRetrySchedule`.
+ */
+import { Effect, Exit, Option, Schema } from "effect"
+import { type Workflow, WorkflowEngine } from "effect/workflow"
+import { Workflow as WorkflowModule } from "effect/workflow"
+import type { Settlement } from "../../core/SubmissionLedger.ts"
+import type { ThreadClient } from "../../ThreadClient.ts"
+import { deferredEvent, encodeDeferredExit, RESUME_EVENT, workflowAgentId } from "./codec.ts"
+import { executionAgent } from "./execution.ts"
+
+/** How long one `execute` call waits on the Object for the settlement. @internal */
+export const EXECUTE_WAIT_MILLIS = 30_000
+
+const insideOnly = (operation: string) =>
+  Effect.die(new Error(`WorkflowEngine.${operation} runs inside a workflow, in its ThreadObject`))
+
+/** The exit a settlement stands for, its output decoded with the workflow's Schemas. */
+const settlementExit = (workflow: Workflow.Any, settlement: Settlement) =>
+  Effect.gen(function* () {
+    switch (settlement.outcome) {
+      case "completed":
+        return yield* Effect.orDie(
+          Schema.decodeUnknownEffect(executionAgent(workflow).output)(settlement.output),
+        )
+      case "failed":
+        return Exit.die(new Error(settlement.error ?? "the execution failed"))
+      case "aborted":
+        return Exit.interrupt()
+    }
+  })
+
+/** The engine of a Worker over `clientOf` (the Thread client of an execution id). @internal */
+export const makeClientEngine = (
+  clientOf: (executionId: string) => ThreadClient,
+): WorkflowEngine.WorkflowEngine["Service"] => {
+  /**
+   * The execution's Submission: admitted under the execution id, or, for a child workflow, under
+   * the key its parent's start chose, as the one Submission of the workflow in its Thread.
+   */
+  const find = (workflowName: string, executionId: string) =>
+    Effect.gen(function* () {
+      const client = clientOf(executionId)
+      const direct = yield* Effect.orDie(client.findSubmission(executionId))
+      if (direct !== null) return direct
+      const agentId = workflowAgentId(workflowName)
+      const page = yield* Effect.orDie(client.submissions({ limit: 10 }))
+      return page.find((submission) => submission.agentId === agentId) ?? null
+    })
+
+  const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>
+    Effect.gen(function* () {
+      const agent = clientOf(options.executionId).agent(executionAgent(workflow))
+      const receipt = yield* Effect.orDie(
+        agent.submit(
+          { executionId: options.executionId, payload: options.payload },
+          { idempotencyKey: options.executionId },
+        ),
+      )
+      if (options.discard) return undefined
+      const settled = yield* clientOf(options.executionId)
+        .awaitSettlement(receipt.submissionId, EXECUTE_WAIT_MILLIS)
+        .pipe(
+          Effect.map(Option.some),
+          Effect.catchTag("SettlementTimeout", () => Effect.succeedNone),
+          Effect.orDie,
+        )
+      if (Option.isNone(settled)) return new WorkflowModule.Suspended({})
+      return new WorkflowModule.Complete({ exit: yield* settlementExit(workflow, settled.value) })
+    })) as WorkflowEngine.Encoded["execute"]
+
+  const poll: WorkflowEngine.Encoded["poll"] = (workflow, executionId) =>
+    Effect.gen(function* () {
+      const status = yield* find(workflow._tag, executionId)
+      if (status === null) return Option.none()
+      if (status.settlement !== undefined) {
+        return Option.some(
+          new WorkflowModule.Complete({ exit: yield* settlementExit(workflow, status.settlement) }),
+        )
+      }
+      // Parked on a clock, a deferred or a resume: nothing runs until one arrives.
+      return status.state === "waiting" || status.state === "suspended"
+        ? Option.some(new WorkflowModule.Suspended({}))
+        : Option.none()
+    })
+
+  const interrupt: WorkflowEngine.Encoded["interrupt"] = (workflow, executionId) =>
+    Effect.gen(function* () {
+      const status = yield* find(workflow._tag, executionId)
+      if (status === null || status.settlement !== undefined) return
+      // An abort settles the execution `aborted` and aborts its unsettled children first.
+      yield* Effect.orDie(clientOf(executionId).abort(status.submissionId))
+    })
+
+  const send = (
+    workflowName: string,
+    executionId: string,
+    event: string,
+    payload: Schema.Json,
+    eventId: string,
+  ) =>
+    Effect.gen(function* () {
+      const status = yield* find(workflowName, executionId)
+      if (status === null) {
+        return yield* Effect.die(new Error(`no execution ${executionId} was started`))
+      }
+      if (status.settlement !== undefined) return
+      yield* clientOf(executionId)
+        .sendEvent(status.submissionId, event, payload, { eventId })
+        .pipe(
+          Effect.catchTag("EventRefused", () => Effect.void),
+          Effect.orDie,
+        )
+    })
+
+  return WorkflowEngine.makeUnsafe({
+    register: () => insideOnly("register"),
+    execute,
+    poll,
+    interrupt,
+    interruptUnsafe: interrupt,
+    // A resume of an execution that is not suspended is kept for its next suspension.
+    resume: (workflow, executionId) =>
+      send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID()),
+    activityExecute: () => insideOnly("activityExecute"),
+    deferredResult: () => insideOnly("deferredResult"),
+    // The deferred's name is the event id: a second completion changes nothing.
+    deferredDone: ({ workflowName, executionId, deferredName, exit }) =>
+      send(
+        workflowName,
+        executionId,
+        deferredEvent(deferredName),
+        encodeDeferredExit(exit),
+        deferredName.slice(0, 256),
+      ),
+    scheduleClock: () => insideOnly("scheduleClock"),
+  })
+}

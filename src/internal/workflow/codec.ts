@@ -1,0 +1,55 @@
+/**
+ * How a workflow's pieces are stored in a Thread: the Submission of an execution (its agent,
+ * input and output), the names of the events its deferreds and resumes arrive as, and the JSON
+ * form of an encoded exit (an activity's result, a deferred's completion).
+ */
+import { Exit, Schema } from "effect"
+
+/** The Thread of every execution; its Object is named by the execution id. @internal */
+export const WORKFLOW_THREAD_ID = "workflow"
+
+/** The event a resume sends to a suspended execution. @internal */
+export const RESUME_EVENT = "workflow/resume"
+
+/** The event that completes the deferred `name` of an execution. @internal */
+export const deferredEvent = (name: string): string => `workflow/deferred/${name}`
+
+/** The agent id of a workflow's executions. @internal */
+export const workflowAgentId = (workflowName: string): string => `workflow/${workflowName}`
+
+/** An exit whose values are already encoded by their Schemas, as JSON. @internal */
+export const EncodedExitJson = Schema.toCodecJson(Schema.Exit(Schema.Json, Schema.Json, Schema.Json))
+
+/** An exit whose values are encoded but whose defects are raw, as JSON. @internal */
+const RawDefectExitJson = Schema.toCodecJson(Schema.Exit(Schema.Json, Schema.Json, Schema.Defect()))
+
+/** Encoded values may be `undefined` (a `Void` success): JSON keeps them as `null`. */
+const toJsonValues = (exit: Exit.Exit<unknown, unknown>): Exit.Exit<Schema.Json, Schema.Json> =>
+  Exit.mapBoth(exit, {
+    onSuccess: (value) => (value ?? null) as Schema.Json,
+    onFailure: (error) => (error ?? null) as Schema.Json,
+  })
+
+/** The JSON of an exit whose defects the deferred's Schema already encoded. @internal */
+export const encodeDeferredExit = (exit: Exit.Exit<unknown, unknown>): Schema.Json =>
+  Schema.encodeSync(EncodedExitJson)(toJsonValues(exit)) as Schema.Json
+
+/** The JSON of an activity's exit (encoded values, raw defects). @internal */
+export const encodeActivityExit = (exit: Exit.Exit<unknown, unknown>): Schema.Json =>
+  Schema.encodeSync(RawDefectExitJson)(toJsonValues(exit)) as Schema.Json
+
+/** An activity's recorded result: completed with an exit, or suspended. @internal */
+export const ActivityRecord = Schema.Union([
+  Schema.Struct({ _tag: Schema.Literal("Complete"), exit: Schema.Json }),
+  Schema.Struct({ _tag: Schema.Literal("Suspended") }),
+])
+/** @internal */
+export type ActivityRecord = typeof ActivityRecord.Type
+
+/** Decodes a recorded activity exit back to an exit of encoded values. @internal */
+export const decodeActivityExit = (json: Schema.Json): Exit.Exit<unknown, unknown> =>
+  Schema.decodeUnknownSync(RawDefectExitJson)(json)
+
+/** Decodes a deferred's completion. @internal */
+export const decodeDeferredExit = (json: Schema.Json): Exit.Exit<unknown, unknown> =>
+  Schema.decodeUnknownSync(EncodedExitJson)(json)

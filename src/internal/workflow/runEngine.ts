@@ -1,0 +1,190 @@
+/**
+ * The engine one run of an execution sees: the `effect/workflow` contract mapped onto the
+ * `AgentContext` of the Submission that runs it. An activity is a journaled step, a durable
+ * clock a durable sleep, a deferred an event wait, a child workflow a child Submission.
+ *
+ * The journal matches calls by position, so a run after a resume (a second pass of the
+ * workflow in the same program) must not journal again what an earlier pass returned: what the
+ * program learned is kept in `RunState` and answered from there, and only new calls reach the
+ * journal. A replay after a crash makes the same calls in the same order, so it rebuilds the
+ * same state.
+ */
+import { Context, Effect, Exit, Option, Schema } from "effect"
+import { type Workflow, WorkflowEngine } from "effect/workflow"
+import { Workflow as WorkflowModule } from "effect/workflow"
+import type { AgentContext, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
+import { type AgentDefinition, AgentFailure } from "../../core/AgentRegistration.ts"
+import { ActivityRetry, exitOfFailure, failedTyped, failureMessage } from "./activityRetry.ts"
+import {
+  ActivityRecord,
+  decodeActivityExit,
+  decodeDeferredExit,
+  deferredEvent,
+  encodeActivityExit,
+  WORKFLOW_THREAD_ID,
+} from "./codec.ts"
+
+/** What the passes of one program learned, by name. @internal */
+export interface RunState {
+  readonly activities: Map<string, Workflow.Result<unknown, unknown>>
+  readonly deferreds: Map<string, Exit.Exit<unknown, unknown>>
+  readonly clocks: Set<string>
+  readonly children: Map<string, Workflow.Result<unknown, unknown> | "started">
+}
+
+/** @internal */
+export const emptyRunState = (): RunState => ({
+  activities: new Map(),
+  deferreds: new Map(),
+  clocks: new Set(),
+  children: new Map(),
+})
+
+/** The input of an execution's Submission: its id and its payload. */
+export interface ExecutionInput {
+  readonly executionId: string
+  readonly payload: object
+}
+
+/** The agent whose Submissions run a workflow's executions. @internal */
+export type ExecutionAgent = AgentDefinition<ExecutionInput, Exit.Exit<unknown, unknown>>
+
+const unsupported = (operation: string) =>
+  Effect.die(new Error(`WorkflowEngine.${operation} is not supported inside a workflow on a Thread`))
+
+/** A failed context call is a defect of the run: the engine's contract has no error channel. */
+const orDie = <A>(effect: Effect.Effect<A, AgentFailure | { readonly _tag: string }>) => Effect.orDie(effect)
+
+const childExit = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): Exit.Exit<unknown, unknown> => {
+  switch (settled.outcome) {
+    case "completed":
+      return settled.output
+    case "failed":
+      return Exit.die(new Error(settled.error))
+    case "aborted":
+      return Exit.interrupt()
+  }
+}
+
+/**
+ * An activity run as a step with a retry policy: a typed failure fails the attempt (the policy
+ * retries it after a durable backoff), and the last one's exit is the activity's result.
+ */
+const retriedActivity = (
+  ctx: AgentContext<ExecutionInput, never>,
+  name: string,
+  body: Effect.Effect<ActivityRecord>,
+  retry: RetryPolicy,
+) =>
+  Effect.gen(function* () {
+    const attempt = Effect.flatMap(body, (record) =>
+      record._tag === "Complete" && failedTyped(record.exit)
+        ? Effect.fail(new AgentFailure({ message: failureMessage(record.exit) }))
+        : Effect.succeed(record),
+    )
+    const outcome = yield* Effect.result(
+      ctx.step(name, attempt as Effect.Effect<ActivityRecord & Schema.Json, AgentFailure>, { retry }),
+    )
+    if (outcome._tag === "Success") return outcome.success as ActivityRecord
+    const exit = exitOfFailure(outcome.failure.message)
+    // Any other failure is the step's own (an invalid policy): a defect of the run.
+    if (exit === undefined) return yield* Effect.die(outcome.failure)
+    return { _tag: "Complete", exit } satisfies ActivityRecord
+  })
+
+/** The engine of one program run over `ctx`. @internal */
+export const makeRunEngine = (
+  ctx: AgentContext<ExecutionInput, never>,
+  agentOf: (workflow: Workflow.Any) => ExecutionAgent,
+  state: RunState,
+): WorkflowEngine.WorkflowEngine["Service"] => {
+  const activityExecute: WorkflowEngine.Encoded["activityExecute"] = (activity, attempt) =>
+    Effect.gen(function* () {
+      const key = `${activity.name}/${attempt}`
+      const known = state.activities.get(key)
+      if (known !== undefined) return known
+      const instance = yield* WorkflowEngine.WorkflowInstance
+      const services = yield* Effect.context<never>()
+      const activityInstance = WorkflowEngine.WorkflowInstance.initial(
+        instance.workflow,
+        instance.executionId,
+      )
+      activityInstance.interrupted = instance.interrupted
+      const body = activity.executeEncoded.pipe(
+        WorkflowModule.intoResult,
+        Effect.provideService(WorkflowEngine.WorkflowInstance, activityInstance),
+        Effect.updateContext((input: Context.Context<any>) => Context.merge(input, services)),
+        Effect.map((result): ActivityRecord =>
+          result._tag === "Complete"
+            ? { _tag: "Complete", exit: encodeActivityExit(result.exit) }
+            : { _tag: "Suspended" },
+        ),
+      ) as Effect.Effect<ActivityRecord>
+      const retry = Context.get(activity.annotations, ActivityRetry)
+      const record =
+        retry === undefined
+          ? yield* orDie(ctx.step(`activity/${key}`, body as Effect.Effect<ActivityRecord & Schema.Json>))
+          : yield* retriedActivity(ctx, `activity/${key}`, body, retry)
+      const decoded = Schema.decodeUnknownSync(ActivityRecord)(record)
+      if (decoded._tag === "Suspended") return new WorkflowModule.Suspended({})
+      const result = new WorkflowModule.Complete({ exit: decodeActivityExit(decoded.exit) })
+      state.activities.set(key, result)
+      return result
+    })
+
+  const deferredResult: WorkflowEngine.Encoded["deferredResult"] = (deferred) =>
+    Effect.gen(function* () {
+      if (state.clocks.has(deferred.name)) return Option.some(Exit.void)
+      const known = state.deferreds.get(deferred.name)
+      if (known !== undefined) return Option.some(known)
+      // No completion yet parks the Submission: nothing runs until the event arrives.
+      const json = yield* orDie(ctx.waitForEvent(deferredEvent(deferred.name), Schema.Json))
+      const exit = decodeDeferredExit(json)
+      state.deferreds.set(deferred.name, exit)
+      return Option.some(exit)
+    })
+
+  const scheduleClock: WorkflowEngine.Encoded["scheduleClock"] = (_workflow, { clock }) =>
+    state.clocks.has(clock.deferred.name)
+      ? Effect.void
+      : Effect.map(ctx.sleep(`clock/${clock.name}`, clock.duration), () => {
+          state.clocks.add(clock.deferred.name)
+        })
+
+  const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>
+    Effect.gen(function* () {
+      if (options.parent === undefined) return yield* unsupported("execute outside a parent workflow")
+      const known = state.children.get(options.executionId)
+      if (known === undefined) {
+        const handle = yield* orDie(
+          ctx.startChild({
+            agent: agentOf(workflow),
+            input: { executionId: options.executionId, payload: options.payload },
+            thread: { objectName: options.executionId, threadId: WORKFLOW_THREAD_ID },
+          }),
+        )
+        state.children.set(options.executionId, "started")
+        if (options.discard) return undefined
+        const settled = yield* orDie(ctx.awaitChild(handle))
+        const result = new WorkflowModule.Complete({ exit: childExit(settled) })
+        state.children.set(options.executionId, result)
+        return result
+      }
+      if (options.discard) return undefined
+      if (known === "started") return yield* unsupported("execute of a child started with discard")
+      return known
+    })) as WorkflowEngine.Encoded["execute"]
+
+  return WorkflowEngine.makeUnsafe({
+    register: () => unsupported("register"),
+    execute,
+    poll: () => unsupported("poll"),
+    interrupt: () => unsupported("interrupt"),
+    interruptUnsafe: () => unsupported("interruptUnsafe"),
+    resume: () => unsupported("resume"),
+    activityExecute,
+    deferredResult,
+    deferredDone: () => unsupported("deferredDone"),
+    scheduleClock,
+  })
+}
