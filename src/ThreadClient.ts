@@ -15,6 +15,7 @@ import {
   type AgentContract,
   type Invoke,
   makeAgentClient,
+  type ScheduleOptions,
   type SendEventOptions,
   type SubmitMode,
 } from "./internal/client/agentClient.ts"
@@ -32,9 +33,13 @@ export {
   type AgentSettlement,
   InvalidAgentInput,
   InvalidAgentOutput,
+  type ScheduleOptions,
   type SendEventOptions,
   type SubmitMode,
+  type SubmitOptions,
 } from "./internal/client/agentClient.ts"
+export { InvalidSchedule } from "./core/DurableAgentRuntime.ts"
+export { ScheduleInfo, ScheduleRefusal } from "./core/SubmissionLedger.ts"
 export { EventReceipt, EventRefused, EventRefusalReason } from "./core/AgentEvent.ts"
 export {
   InvalidRequest,
@@ -90,15 +95,31 @@ export interface ThreadClient {
    * Admits an encoded (JSON) input for the agent `agentId`; the same idempotency key returns the
    * original receipt. With `mode: "join"` the input joins the Thread's running Submission (its
    * agent reads it at its next step boundary and it settles with it) or is refused with
-   * `JoinRefused`; `"join-or-queue"` queues it instead of refusing. `agent(definition).submit`
-   * is the typed form.
+   * `JoinRefused`; `"join-or-queue"` queues it instead of refusing. With `notBefore` (epoch ms)
+   * it is admitted now and runs no earlier than then, in its place in the lane.
+   * `agent(definition).submit` is the typed form.
    */
   readonly submit: (request: {
     readonly agentId: string
     readonly idempotencyKey: string
     readonly input: Schema.Json
     readonly mode?: SubmitMode
+    readonly notBefore?: number
   }) => Effect.Effect<CallSuccess<"submit">, ThreadClientError<"submit">>
+  /**
+   * Schedules the agent `agentId` with an encoded (JSON) input on this Thread: each occurrence
+   * admits one Submission (see `ScheduleOptions`); the same definition again changes nothing,
+   * another one under the same id replaces it. `agent(definition).schedule` is the typed form.
+   */
+  readonly schedule: (
+    request: ScheduleOptions & { readonly agentId: string; readonly input: Schema.Json },
+  ) => Effect.Effect<CallSuccess<"schedule">, ThreadClientError<"schedule">>
+  /** Removes a schedule of this Thread's Object; occurrences already admitted run on. */
+  readonly unschedule: (
+    scheduleId: string,
+  ) => Effect.Effect<CallSuccess<"unschedule">, ThreadClientError<"unschedule">>
+  /** Every schedule of this Thread's Object, by id, with its next occurrence and its last one. */
+  readonly schedules: Effect.Effect<CallSuccess<"schedules">, ThreadClientError<"schedules">>
   /**
    * Sends the event `event` to a Submission: kept in its history until a wait for that name
    * takes it (`AgentContext.waitForEvent`), waking the Submission when it waits for it already;
@@ -245,6 +266,9 @@ export const make = (
     threadId,
     agent: (agent) => makeAgentClient(invoke, threadId, agent),
     submit: (request) => invoke("submit", { threadId, ...request }),
+    schedule: (request) => invoke("schedule", { threadId, ...request }),
+    unschedule: (scheduleId) => invoke("unschedule", { threadId, scheduleId }),
+    schedules: invoke("schedules", { threadId }),
     sendEvent: (submissionId, event, payload, options) => {
       // Drawn now, not when the Effect runs: a retry of the returned Effect sends the same event.
       const eventId = options?.eventId ?? crypto.randomUUID()

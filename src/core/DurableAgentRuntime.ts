@@ -35,10 +35,14 @@ import type {
   UnknownResolution,
 } from "./internal/runtime/shared/model.ts"
 import type { SubmissionInspection } from "./internal/runtime/recovery/inspect.ts"
+import type { InvalidSchedule, ScheduleRequest } from "./internal/runtime/schedules/model.ts"
+import type { PreparedSchedule } from "./internal/runtime/schedules/schedule.ts"
 import type {
   AdmissionRefused,
   IdempotencyConflict,
   LedgerError,
+  ScheduleId,
+  ScheduleInfo,
   Settlement,
   SubmissionLedger,
   SubmissionNotFound,
@@ -77,6 +81,8 @@ export type {
 } from "./internal/runtime/shared/model.ts"
 export type { EventDelivery, EventPreview, EventRequest } from "./internal/runtime/events/receiveEvent.ts"
 export { RecoveryWorklist } from "./internal/runtime/recovery/recoveryExecute.ts"
+export { InvalidSchedule, ScheduleRequest } from "./internal/runtime/schedules/model.ts"
+export type { PreparedSchedule } from "./internal/runtime/schedules/schedule.ts"
 export {
   OpenApproval,
   OpenRetry,
@@ -210,6 +216,29 @@ export class DurableAgentRuntime extends Context.Service<
     ) => Effect.Effect<Option.Option<SubmissionInspection>, LedgerError | ThreadStoreError>
     /** The decision recovery would make for every nonterminal Submission now; executes nothing. */
     readonly previewRecovery: Effect.Effect<ReadonlyArray<RecoveryReport>, LedgerError | ThreadStoreError>
+    /**
+     * Everything `schedule` checks, without writing: exactly one of `cron` and `everyMillis`, a
+     * cron expression that parses and occurs (in a time zone `Intl` knows) or an interval from 1
+     * second to 1 year, a registered agent and an input its Schema decodes. Computes the first
+     * occurrence, which the host's mutation makes its alarm cover.
+     */
+    readonly prepareSchedule: (
+      request: ScheduleRequest,
+    ) => Effect.Effect<PreparedSchedule, InvalidSchedule | AdmissionRefused | LedgerError>
+    /** Stores a prepared schedule, replacing one of the same id; the same definition is kept as it is. */
+    readonly schedule: (prepared: PreparedSchedule) => Effect.Effect<ScheduleInfo, DurableWorkerFailure>
+    /** Removes a schedule; occurrences already admitted run on. */
+    readonly unschedule: (
+      scheduleId: ScheduleId,
+    ) => Effect.Effect<{ readonly removed: boolean }, DurableWorkerFailure>
+    /** Every schedule of this Object, by id. */
+    readonly schedules: Effect.Effect<ReadonlyArray<ScheduleInfo>, LedgerError>
+    /**
+     * Admits the due occurrence of up to `limit` schedules, each with the schedule's advance in
+     * one transaction; a refused one is recorded on its schedule and skipped. Returns how many
+     * Submissions it admitted. The host's maintenance pass runs it.
+     */
+    readonly admitDueOccurrences: (limit: number) => Effect.Effect<number, DurableWorkerFailure>
   }
 >()("@effect-agent/platform-cloudflare/DurableAgentRuntime") {
   /** The runtime over the Object's ledger, history and registered agents. */

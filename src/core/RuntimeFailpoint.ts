@@ -8,7 +8,11 @@
  * A timed park (`parkTimed`) is bracketed as `ledger:park:*`; the due path's claim in place as
  * `ledger:claim-due:*`, followed by `timer:after-fire` before the replay. An event that ends a
  * wait is recorded with the Submission's resumption (`ledger:transition:*`), one that does not is
- * an input append (`history:append:*`); either is followed by `event:after-receive`.
+ * an input append (`history:append:*`); either is followed by `event:after-receive`. A delayed
+ * head parked until its `notBefore` is `ledger:defer-head:*`; a schedule's writes are
+ * `ledger:schedule-put:*` and `ledger:schedule-remove:*`, and a due occurrence's admission with
+ * the schedule's advance (one transaction) `ledger:occurrence:*`, followed by
+ * `occurrence:after-admit`.
  *
  * Admission and settlement are each one transaction (the ledger records their canonical
  * records itself), so they have no boundary inside them; nor have a settlement with the
@@ -32,6 +36,10 @@ const LEDGER_WRITES = [
   "request-abort",
   "settle",
   "claim-due",
+  "defer-head",
+  "schedule-put",
+  "schedule-remove",
+  "occurrence",
 ] as const
 
 /** A ledger write the runtime brackets with `ledger:<write>:before|after`. */
@@ -47,6 +55,7 @@ export const RUNTIME_FAILPOINT_LOCATIONS = /* @__PURE__ */ (() =>
     "claim:after-claim",
     "timer:after-fire",
     "retry:after-failure-park",
+    "occurrence:after-admit",
     "input:after-canonical-append",
     "step:after-step-append",
     "uncertain:after-start-append",

@@ -11,6 +11,10 @@
  * due time: `parkTimed` starts one, `nextDue` finds the rows that are due in due order (an
  * index on due time: reads follow the rows due, never the rows waiting), and `claimDue` claims
  * one in place, so its lane stays parked behind it until it settles or parks again.
+ *
+ * Schedules are rows beside the Submissions (`ScheduleMethods`): a schedule's occurrence is
+ * admitted in the transaction that advances it, so a crash or a repeated pass never admits an
+ * occurrence twice.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Option, Stream } from "effect"
@@ -40,6 +44,7 @@ import type {
 } from "./internal/ledger/model.ts"
 import type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
 import type { LaneCounts, LaneQuery, LaneQueryPage } from "./internal/ledger/pages.ts"
+import type { ScheduleMethods } from "./internal/schedule/methods.ts"
 import { makeMemoryLedger } from "./internal/ledger/memory.ts"
 import { makeSqlLedger } from "./internal/ledger/sql.ts"
 import { publishingLedger } from "./internal/progress/publishing.ts"
@@ -67,6 +72,15 @@ export {
 } from "./internal/ledger/model.ts"
 export type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
 export { COUNT_CAP, PAGE_WINDOW } from "./internal/ledger/pages.ts"
+export {
+  MissedPolicy,
+  ScheduleId,
+  ScheduleInfo,
+  ScheduleRefusal,
+  ScheduleSpec,
+} from "./internal/schedule/model.ts"
+export type { ScheduleAdvance, ScheduleAdvanced } from "./internal/schedule/model.ts"
+export type { ScheduleMethods } from "./internal/schedule/methods.ts"
 export type { LaneCounts, LaneFilter, LaneQuery, LaneQueryPage, LaneWalk } from "./internal/ledger/pages.ts"
 export type {
   Admission,
@@ -108,7 +122,7 @@ export interface TimedPark {
  */
 export class SubmissionLedger extends Context.Service<
   SubmissionLedger,
-  {
+  ScheduleMethods & {
     /**
      * Admits a new Submission and records its acceptance, in one transaction: the row is
      * `ready` at once (a join of a host that still takes joins is `joining`; a child keeps its

@@ -19,6 +19,7 @@ import {
   type CrashingOps,
   crashMatrix,
   ignoreNotPending,
+  scheduled,
   untilDone,
 } from "../support/crashMatrix.ts"
 import { echo, ran, runsOf, type Runs } from "./runtimeAgents.ts"
@@ -184,10 +185,15 @@ crashMatrix({
   coverage: {
     test: "hits every failpoint location on the journey",
     check: (hits, result) => {
-      // Subagents and joins have a journey of their own (DurableAgentRuntimeChildrenCrashMatrix),
-      // and so has retention (RetentionCrashMatrix).
+      // Subagents and joins, delayed submissions and schedules have journeys of their own
+      // (DurableAgentRuntimeChildrenCrashMatrix, DurableAgentRuntimeScheduleCrashMatrix), and so
+      // has retention (RetentionCrashMatrix).
       expect(new Set(hits)).toEqual(
-        new Set(RUNTIME_FAILPOINT_LOCATIONS.filter((at) => !childOrJoin(at) && !at.startsWith("retention:"))),
+        new Set(
+          RUNTIME_FAILPOINT_LOCATIONS.filter(
+            (at) => !childOrJoin(at) && !scheduled(at) && !at.startsWith("retention:"),
+          ),
+        ),
       )
       expect(result.a.settlement).toMatchObject({ outcome: "completed", output: "u2-true" })
       expect(result.b.settlement?.outcome).toBe("aborted")

@@ -40,6 +40,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-store/004-subagent-links",
           "thread-store/005-durable-waits",
           "thread-store/006-retention",
+          "thread-store/007-schedules",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(

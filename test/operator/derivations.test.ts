@@ -258,6 +258,7 @@ describe("obligations", () => {
     now,
     timing: TIMING,
     timerCoalesceMillis: 10,
+    schedules: [],
     passRunning: false,
   })
 
@@ -389,6 +390,7 @@ describe("verify", () => {
       passRunning: false,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
     })
     expect(found.violations.map((v) => [v.invariant, v.submissionIds])).toEqual([
       ["one-settlement", ["a"]],
@@ -422,6 +424,7 @@ describe("verify", () => {
       passRunning: false,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
     })
     expect(found.violations.map((v) => [v.invariant, v.message])).toEqual([
       ["event-once", "event x of w is recorded twice"],
@@ -442,6 +445,7 @@ describe("verify", () => {
       passRunning: false,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
     })
     expect(found.violations.map((v) => v.invariant)).toEqual([
       "nonterminal-counted",

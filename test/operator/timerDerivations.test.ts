@@ -171,6 +171,7 @@ describe("obligations, for timed waits", () => {
       now,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
       passRunning: false,
     })
 
@@ -225,6 +226,7 @@ describe("verify, for timed waits", () => {
       passRunning: false,
       timing: TIMING,
       timerCoalesceMillis: 10,
+      schedules: [],
     }).violations.map((violation) => violation.invariant)
 
   const sleep = { _tag: "Sleep", step: 0, name: "nap", dueAt: now + 4_000, since: now } as const

@@ -114,6 +114,10 @@ export const crashingOps = (
 export const childOrJoin = (location: RuntimeFailpointLocation) =>
   /^(child|join|delivery):|joining|joined/.test(location)
 
+/** Locations only the delayed-submission and schedule journey reaches. */
+export const scheduled = (location: RuntimeFailpointLocation) =>
+  /^(ledger:(defer-head|schedule-put|schedule-remove|occurrence):|occurrence:)/.test(location)
+
 /** The faults a matrix injects, each at one hit: a kill, and a typed failure. */
 export const FAULTS = [
   ["a kill", freezeAtHit],

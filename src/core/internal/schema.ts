@@ -22,8 +22,8 @@
  * Migrations are named and run once each; `thread-store/003-billed-rows` rebuilds the tables of
  * the earlier schema in place (see `rebuild`), `thread-store/004-subagent-links` adds what
  * subagents and joins store (see `links`), `thread-store/005-durable-waits` the due times of
- * timed waits (see `durableWaits`), and `thread-store/006-retention` what retention reads (see
- * `retention`).
+ * timed waits (see `durableWaits`), `thread-store/006-retention` what retention reads (see
+ * `retention`), and `thread-store/007-schedules` the schedules (see `schedules`).
  */
 import type { Migration } from "./migrations.ts"
 
@@ -44,6 +44,8 @@ export const THREAD_TAILS_TABLE = "effect_agent_thread_tails"
  * position and the admissions and settlements counted so far (one row, `id` 1). @internal
  */
 export const HISTORY_FLOOR_TABLE = "effect_agent_history_floor"
+/** Recurring schedules, each admitting its occurrences as Submissions. @internal */
+export const SCHEDULES_TABLE = "effect_agent_schedules"
 /** Idempotency keys of Submissions admitted before derived ids; written only by the migration. @internal */
 export const LEGACY_KEYS_TABLE = "effect_agent_submission_keys"
 
@@ -238,6 +240,27 @@ const retention: ReadonlyArray<string> = [
   )`,
 ]
 
+/**
+ * Schedules: one row each, keyed by its id; the index on the next occurrence lets a pass read
+ * the schedules due and nothing else (an advance rewrites one entry).
+ */
+const schedules: ReadonlyArray<string> = [
+  `CREATE TABLE ${SCHEDULES_TABLE} (
+    schedule_id TEXT PRIMARY KEY NOT NULL,
+    thread_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    input_payload TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    missed TEXT NOT NULL,
+    next_at REAL NOT NULL,
+    last_occurrence REAL,
+    last_submission_id TEXT,
+    last_refusal TEXT,
+    created_at REAL NOT NULL
+  ) WITHOUT ROWID`,
+  `CREATE INDEX ${SCHEDULES_TABLE}_next ON ${SCHEDULES_TABLE} (next_at)`,
+]
+
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
 export const storeMigrations: ReadonlyArray<Migration> = [
   {
@@ -299,4 +322,5 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/004-subagent-links", statements: links },
   { name: "thread-store/005-durable-waits", statements: durableWaits },
   { name: "thread-store/006-retention", statements: retention },
+  { name: "thread-store/007-schedules", statements: schedules },
 ]

@@ -50,6 +50,35 @@ export interface SendEventOptions {
   readonly eventId?: string
 }
 
+/** Options of `submit`. */
+export interface SubmitOptions {
+  /** Admission is idempotent by this key (1 to 256 characters, not starting with `schedule:`). */
+  readonly idempotencyKey: string
+  readonly mode?: SubmitMode
+  /**
+   * Runs no earlier than this instant (epoch milliseconds, by the Object's clock): admitted at
+   * once (its receipt, its key), it keeps its place in its Thread's lane and holds the lane until
+   * it has run. A `join` cannot wait (`JoinRefused`, `delayed`); `join-or-queue` queues it.
+   */
+  readonly notBefore?: number
+}
+
+/**
+ * When a schedule's occurrences happen: a cron expression (Effect's `Cron`: five fields, or six
+ * with seconds) in `timeZone` (an IANA name, UTC by default), or every `everyMillis` (1 second
+ * to 1 year) from the moment it is scheduled. `missed` decides what a pass does after downtime:
+ * `latest` (the default) runs the latest missed occurrence once, `skip` runs none that is more
+ * than a minute late and waits for the next one.
+ */
+export type ScheduleOptions = {
+  /** The schedule's name in its Object; scheduling the same id again replaces it. */
+  readonly scheduleId: string
+  readonly missed?: "latest" | "skip"
+} & (
+  | { readonly cron: string; readonly timeZone?: string; readonly everyMillis?: never }
+  | { readonly everyMillis: number; readonly cron?: never; readonly timeZone?: never }
+)
+
 /** A settlement whose output, when it completed, is the agent's decoded output. */
 export type AgentSettlement<O> =
   | (Omit<Settlement, "outcome" | "output"> & { readonly outcome: "completed"; readonly output: O })
@@ -64,8 +93,18 @@ export interface AgentClient<I, O, Ev extends AgentEvent.Any = never> {
   /** Admits `input` for this agent; the same idempotency key returns the original receipt. */
   readonly submit: (
     input: I,
-    options: { readonly idempotencyKey: string; readonly mode?: SubmitMode },
+    options: SubmitOptions,
   ) => Effect.Effect<Receipt, ThreadClientError<"submit"> | InvalidAgentInput>
+  /**
+   * Schedules this agent with `input` on this Thread: every occurrence admits one Submission,
+   * keyed `schedule:<scheduleId>:<occurrence ms>`, so no occurrence is admitted twice. A cron
+   * or interval that cannot be used is refused with `InvalidSchedule`; an input the agent's
+   * Schema refuses with `InvalidAgentInput` (here) or `AdmissionRefused` (in the Object).
+   */
+  readonly schedule: (
+    input: I,
+    options: ScheduleOptions,
+  ) => Effect.Effect<CallSuccess<"schedule">, ThreadClientError<"schedule"> | InvalidAgentInput>
   /**
    * Waits up to `timeoutMillis` (at most 60 s per call) for the settlement of one of this
    * agent's Submissions (another agent's is not found), its output decoded.
@@ -108,6 +147,13 @@ export const makeAgentClient = <I, O, Ev extends AgentEvent.Any>(
         Effect.mapError((error) => new InvalidAgentInput({ agentId: agent.id, message: error.message })),
         Effect.flatMap((encoded) =>
           invoke("submit", { threadId, agentId: agent.id, input: encoded, ...options }),
+        ),
+      ),
+    schedule: (input, options) =>
+      encodeInput(input).pipe(
+        Effect.mapError((error) => new InvalidAgentInput({ agentId: agent.id, message: error.message })),
+        Effect.flatMap((encoded) =>
+          invoke("schedule", { threadId, agentId: agent.id, input: encoded, ...options }),
         ),
       ),
     awaitSettlement: (submissionId, timeoutMillis) =>

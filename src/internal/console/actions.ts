@@ -54,6 +54,7 @@ const UNSETTLED: ReadonlyArray<WaitingKind> = [
   "event",
   "sleep",
   "retry",
+  "delayed",
   "suspended",
   "unknown-outcome",
   "running",

@@ -23,6 +23,8 @@ export const kindOfExplained = (
       return "sleep"
     case "RetryBackoff":
       return "retry"
+    case "Delayed":
+      return "delayed"
     case "UnknownOutcome":
       return "unknown-outcome"
     case "HeldByAttempt":

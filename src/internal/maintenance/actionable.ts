@@ -250,6 +250,9 @@ export const runNative = (
       runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates")),
     )
     const reports = indexReports(recovered)
+    // Due occurrences of schedules join their lanes before any lane is selected: the same
+    // event serves them like any queued Submission.
+    yield* phase(undefined)(runtime.admitDueOccurrences(budget.maxTimers))
     const served: Array<ServedHead> = []
     const attempted = new Set<SubmissionId>()
     let lane: ThreadId | undefined
@@ -350,11 +353,13 @@ export const finishNative = (
     })
     // The first rows of the due order place the next alarm; one servable now (this event's
     // budget ran out) is work for the next event, at the ordinary pacing.
+    const occurrence = yield* ledger.nextOccurrenceAt
     const timers = readTimers(
       yield* ledger.earliestDue(env.config.maxTimersPerEvent),
       native.stored,
       now,
       env.config.timerCoalesceMillis,
+      occurrence === undefined ? [] : [occurrence],
     )
     const autonomous = residual.autonomous || timers.servableNow
     const { live } = residual

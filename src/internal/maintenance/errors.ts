@@ -2,7 +2,7 @@
  * The typed failures of maintenance (re-exported by `Alarm`): the alarm slot and the record, the
  * hooks an application provides, and the union a pass fails with.
  */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
 import type { DurableWorkerFailure } from "../../core/DurableAgentRuntime.ts"
 import type { ThreadProjectionError } from "../../core/ThreadProjectionMaintenance.ts"
@@ -83,3 +83,11 @@ export const alarmErrorFromCause = (operation: string, cause: unknown): DurableA
         : safeCauseMessage(cause, `Durable Object storage could not ${operation}`),
     cause,
   })
+
+/** A mutation refused because the maintenance record is damaged answers with the damage. @internal */
+export const refuseOnDamage = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+): Effect.Effect<A, E | MaintenanceRecordDamaged, R> =>
+  Effect.mapError(effect, (error: E) =>
+    error instanceof DurableAlarmError ? (recordDamageOf(error) ?? error) : error,
+  )

@@ -46,14 +46,18 @@ export interface TimerReading {
   readonly servableNow: boolean
 }
 
-/** Reads the first rows of the due order at `now`. */
+/**
+ * Reads the first rows of the due order at `now`, with the other due times the Object owes
+ * (`also`: the next occurrence of its schedules), which share the alarm like timers.
+ */
 export const readTimers = (
   rows: ReadonlyArray<Pick<SubmissionSnapshot, "submissionId" | "state" | "dueAt" | "ownership">>,
   waits: ReadonlyArray<BindingRetry>,
   now: number,
   coalesceMillis: number,
+  also: ReadonlyArray<number> = [],
 ): TimerReading => {
-  const times = rows.map((row) => servableAt(row, waits))
+  const times = [...rows.map((row) => servableAt(row, waits)), ...also]
   return {
     bound: coalescedTarget(times, coalesceMillis),
     later: coalescedTarget(

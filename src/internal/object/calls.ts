@@ -7,9 +7,11 @@
  */
 import { Schema } from "effect"
 import {
+  InvalidSchedule,
   JoinRefused,
   NotPending,
   Receipt,
+  ScheduleRequest,
   SettlementTimeout,
   SubmitRequest,
 } from "../../core/DurableAgentRuntime.ts"
@@ -18,6 +20,7 @@ import { EventReceipt, EventRefused } from "../../core/AgentEvent.ts"
 import {
   AdmissionRefused,
   IdempotencyConflict,
+  ScheduleInfo,
   Settlement,
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
@@ -45,12 +48,13 @@ import {
   ThreadAddress,
   ThreadPageInput,
   UnknownInput,
+  UnscheduleInput,
 } from "./requests.ts"
 import { HistoryPageView, MaintenanceInspection, SubmissionStatus, ThreadStatus } from "./statusViews.ts"
 
 /**
  * What a call does, for the application's authorization check: `read` answers without writing;
- * `mutate` adds work or schedules it (submit, an event, the wake hint); `operate` acts on accepted work or
+ * `mutate` adds work or schedules it (submit, an event, a schedule, the wake hint); `operate` acts on accepted work or
  * on the Object's machinery, as an operator or a reviewer would (approve or deny, resolve an
  * Unknown Outcome, abort, retry, repair, forget).
  */
@@ -74,6 +78,9 @@ export interface ObjectCall<
   readonly success: Success
   readonly error: Error
 }
+
+/** What `unschedule` answers: whether a schedule of that id was there. */
+export const Unscheduled = Schema.Struct({ removed: Schema.Boolean })
 
 /** The errors every call shares: a refused request or caller, or a failure inside the Object. */
 const SHARED_ERRORS = [InvalidRequest, Unauthorized, ThreadObjectFailure] as const
@@ -111,6 +118,13 @@ export const ThreadObjectCalls = {
     SubmissionNotFound,
     MaintenanceRecordDamaged,
   ]),
+  schedule: call("mutate", ScheduleRequest, ScheduleInfo, [
+    InvalidSchedule,
+    AdmissionRefused,
+    MaintenanceRecordDamaged,
+  ]),
+  unschedule: call("mutate", UnscheduleInput, Unscheduled, [MaintenanceRecordDamaged]),
+  schedules: call("read", ThreadAddress, Schema.Array(ScheduleInfo), []),
   abort: call("operate", SubmissionAddress, Schema.Void, [SubmissionNotFound, MaintenanceRecordDamaged]),
   resolveApproval: call("operate", ApprovalInput, Schema.Void, [
     SubmissionNotFound,

@@ -4,12 +4,12 @@
  * mutation gate (generation and alarm commit before the body); reads never touch maintenance
  * state. An addressed Submission must belong to the addressed Thread, or it is not found.
  */
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import type { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
-import { DurableAlarmError, type MaintenanceRecordDamaged, recordDamageOf } from "../maintenance/errors.ts"
+import { refuseOnDamage } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import type { Authorization } from "./authorization.ts"
 import type { CallName } from "./calls.ts"
@@ -17,6 +17,7 @@ import { type CallHandler, type DispatchedCalls, dispatchCalls } from "./dispatc
 import { readCounters } from "./metrics.ts"
 import { operatorHandlers } from "./operatorHandlers.ts"
 import { pageHandlers } from "./pageHandlers.ts"
+import { scheduleHandlers } from "./scheduleHandlers.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
 
@@ -43,14 +44,6 @@ const addressed = (address: Address) =>
     }
     return row.value
   })
-
-/** A mutation refused because the maintenance record is damaged answers with the damage. @internal */
-export const refuseOnDamage = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-): Effect.Effect<A, E | MaintenanceRecordDamaged, R> =>
-  Effect.mapError(effect, (error: E) =>
-    error instanceof DurableAlarmError ? (recordDamageOf(error) ?? error) : error,
-  )
 
 /** Runs `body` for an addressed Submission inside the mutation gate. */
 const gated =
@@ -87,7 +80,17 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
       // Every admission limit is checked before the gate: a refused input writes nothing, not
       // even a generation or an alarm.
       const prepared = yield* runtime.prepare(request)
-      return yield* refuseOnDamage(maintenance.withMutation(runtime.admit(prepared)))
+      // A delayed Submission is work for later: the gate lowers the due bound to its time and
+      // ensures the alarm by then, opening no generation. One on a busy lane is served when it
+      // becomes the head: a pass parks it until then.
+      const now = yield* Clock.currentTimeMillis
+      const delayed = request.notBefore !== undefined && request.notBefore > now
+      return yield* refuseOnDamage(
+        maintenance.withMutation(
+          runtime.admit(prepared),
+          delayed ? { invalidatesRecovery: false, dueAt: request.notBefore } : undefined,
+        ),
+      )
     }),
   sendEvent: (request) =>
     Effect.gen(function* () {
@@ -164,6 +167,8 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
 /** @internal Every call of a `ThreadObject`, dispatched over its handlers. */
 export const objectCalls = (authorization: Authorization | undefined): DispatchedCalls =>
   dispatchCalls(
-    { ...threadHandlers, ...operatorHandlers, ...pageHandlers } satisfies { [K in CallName]: CallHandler<K> },
+    { ...threadHandlers, ...operatorHandlers, ...pageHandlers, ...scheduleHandlers } satisfies {
+      [K in CallName]: CallHandler<K>
+    },
     authorization,
   )

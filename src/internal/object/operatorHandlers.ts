@@ -123,6 +123,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
           timing: alarmTiming(config),
           timerCoalesceMillis: config.timerCoalesceMillis,
           passRunning,
+          schedules: yield* runtime.schedules,
         })
       })
       return yield* confirmed(read, (derived) => derived.mismatch?.kind === "missing")
@@ -147,12 +148,15 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
           reports: yield* runtime.previewRecovery,
           now: yield* Clock.currentTimeMillis,
           passRunning,
+          schedules: yield* runtime.schedules,
         })
       })
       return yield* confirmed(read, (report) =>
         report.violations.some(
           (violation) =>
-            violation.invariant === "owed-work-has-alarm" || violation.invariant === "timer-has-alarm",
+            violation.invariant === "owed-work-has-alarm" ||
+            violation.invariant === "timer-has-alarm" ||
+            violation.invariant === "schedule-covered",
         ),
       )
     }),

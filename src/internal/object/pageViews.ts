@@ -13,7 +13,8 @@ import { SubmissionStatus } from "./statusViews.ts"
  * Why a Submission is where it is, in one word an operator filters by: `settled`; `settling`
  * (its settlement is being written); `joined` (input of a running Submission, settles with
  * it); `unknown-outcome`; waits of a parked Submission (`approval`, `child`, `event`, `sleep`,
- * `retry` for a step's or a reconcile's backoff, or `suspended` for any other wait); and in its lane, `running` (a live Attempt holds it), `runnable` (the
+ * `retry` for a step's or a reconcile's backoff, `delayed` until a `notBefore`, or `suspended`
+ * for any other wait); and in its lane, `running` (a live Attempt holds it), `runnable` (the
  * head, for the next pass) or `queued` (behind the head). `other` for a state this release
  * does not know.
  */
@@ -27,6 +28,7 @@ export const WaitingKind = Schema.Literals([
   "event",
   "sleep",
   "retry",
+  "delayed",
   "suspended",
   "running",
   "runnable",
@@ -46,6 +48,7 @@ export const STATES_OF_KIND: { readonly [K in WaitingKind]: ReadonlyArray<Submis
   event: ["suspended", "waiting"],
   sleep: ["waiting"],
   retry: ["waiting"],
+  delayed: ["waiting"],
   suspended: ["suspended", "waiting"],
   running: ["running"],
   runnable: ["admitted", "ready", "running"],
@@ -88,6 +91,8 @@ export const waitingKindOf = (
         case "Retry":
         case "Reconcile":
           return "retry"
+        case "Delayed":
+          return "delayed"
       }
       if (context.journal?.openApproval !== undefined) return "approval"
       if (context.journal?.openChildWait !== undefined) return "child"

@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
 import { MAX_EVENT_ID_LENGTH, MAX_EVENT_NAME_LENGTH } from "../../core/AgentEvent.ts"
-import { SubmissionState } from "../../core/SubmissionLedger.ts"
+import { ScheduleId, SubmissionState } from "../../core/SubmissionLedger.ts"
 import { WaitingKind } from "./pageViews.ts"
 
 /** Who calls, as the Worker vouches for them: a subject and, optionally, a credential to check. */
@@ -48,6 +48,9 @@ export const UnknownInput = Schema.Struct({
 
 /** @internal */
 export const ThreadAddress = Schema.Struct({ threadId: ThreadId })
+
+/** @internal */
+export const UnscheduleInput = Schema.Struct({ threadId: ThreadId, scheduleId: ScheduleId })
 
 /** A page of one Thread: a position to start after, and a page size up to `maximum`. */
 const ThreadPage = (maximum: number) =>

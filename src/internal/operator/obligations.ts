@@ -8,7 +8,7 @@
  */
 import { Option, Struct } from "effect"
 import type { RecoveryReport } from "../../core/DurableAgentRuntime.ts"
-import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
+import type { ScheduleInfo, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { hasAutonomousWork, indexReports, isStableExternalWait } from "../maintenance/classify.ts"
 import { earliestDeadline } from "../maintenance/deadlines.ts"
 import { type AlarmTiming, type AlarmWrite, decideAlarm } from "../maintenance/alarmPolicy.ts"
@@ -38,6 +38,8 @@ export interface ObligationsInput {
   /** `timerCoalesceMillis`: how late past its due time a timed wait's alarm may be. */
   readonly timerCoalesceMillis: number
   readonly passRunning: boolean
+  /** Every schedule of the Object: each owes its next occurrence. */
+  readonly schedules: ReadonlyArray<ScheduleInfo>
 }
 
 /** What a timed wait waits for, in words. */
@@ -168,6 +170,17 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
         detail: "settled submissions expire",
       }),
     )
+  for (const schedule of input.schedules) {
+    timerTimes.push(schedule.nextAt)
+    obligations.push(
+      Obligation.make({
+        source: "schedule",
+        dueAt: schedule.nextAt,
+        threadId: schedule.threadId,
+        detail: `next occurrence of schedule ${schedule.scheduleId}`,
+      }),
+    )
+  }
   obligations.sort((a, b) => a.dueAt - b.dueAt)
 
   const scheduledAlarm = maintenance.alarm

@@ -116,6 +116,8 @@ export const ObligationSource = Schema.Literals([
   "reconcile-retry",
   /** A timed wait (a sleep, a retry's backoff, a reconcile's next try, a delayed start) is due. */
   "timer",
+  /** The next occurrence of a schedule, admitted as a Submission by the first pass at or after it. */
+  "schedule",
   /** Host maintenance, message delivery or projection deadline. */
   "host-deadline",
   /** Required publication must drain before native work. */
@@ -179,6 +181,12 @@ export const Invariant = Schema.Literals([
   "retry-monotone",
   /** Each event is recorded once per Submission and taken at most once, by a wait for its name. */
   "event-once",
+  /** A schedule's next occurrence is later than its last one. */
+  "schedule-advances",
+  /** The due bound and the alarm cover every schedule's next occurrence (or a generation is owed). */
+  "schedule-covered",
+  /** No two Submissions were admitted for the same occurrence of a schedule. */
+  "occurrence-once",
 ])
 export type Invariant = typeof Invariant.Type
 

@@ -8,13 +8,14 @@
 import type { Schema } from "effect"
 import type { RecoveryReport } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
-import type { Settlement, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
+import type { ScheduleInfo, Settlement, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import type { HistoryRecord } from "../../core/ThreadHistory.ts"
 import { hasAutonomousWork, indexReports } from "../maintenance/classify.ts"
 import type { MaintenanceView } from "./explain.ts"
 import { eventViolations } from "./verifyEvents.ts"
 import { type Invariant, Invariant as InvariantSchema, VerifyReport, Violation } from "./reports.ts"
 import type { AlarmTiming } from "../maintenance/alarmPolicy.ts"
+import { verifySchedules } from "./verifySchedules.ts"
 import { verifyTimers } from "./verifyTimers.ts"
 
 /** @internal */
@@ -33,6 +34,8 @@ export interface VerifyInput {
   readonly timing: AlarmTiming
   /** `timerCoalesceMillis`: how late past its due time a timed wait's alarm may be. */
   readonly timerCoalesceMillis: number
+  /** Every schedule of the Object. */
+  readonly schedules: ReadonlyArray<ScheduleInfo>
 }
 
 /** Every invariant `verify` checks. */
@@ -271,6 +274,7 @@ export const verifyStorage = (input: VerifyInput): VerifyReport => {
   }
 
   violations.push(...verifyTimers(input))
+  violations.push(...verifySchedules(input))
 
   return VerifyReport.make({
     submissions: rows.length,

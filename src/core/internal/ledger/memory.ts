@@ -50,6 +50,7 @@ import {
 } from "./memoryStore.ts"
 import * as Rules from "./rules.ts"
 import * as Timed from "./timedRules.ts"
+import { makeMemorySchedules } from "../schedule/memory.ts"
 
 const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
 
@@ -146,25 +147,40 @@ export const makeMemoryLedger = Effect.gen(function* () {
       ),
     )
 
-  const service: typeof SubmissionLedger.Service = {
-    admit: spanned("SubmissionLedger.admit")(function* (request) {
-      const operation = "SubmissionLedger.admit"
-      const input = yield* Effect.try({
-        try: () => JSON.parse(request.inputPayload) as Schema.Json,
-        catch: (cause) => new LedgerError({ operation, message: "the input payload is not JSON", cause }),
-      })
-      // The host is named only when the admission takes it (see `admitNow`).
-      const { host: _host, ...unhosted } = request
-      const [accepted] = yield* storedEntries(operation, [Rules.acceptedEntry(unhosted, input, request)])
-      return yield* atomically(operation, () =>
-        refuse(Rules.nonFinite(operation, { now: request.now }), () =>
+  /**
+   * An admission made ready outside the synchronous block (its acceptance record encoded), and
+   * the block that writes it: a schedule's advance runs that block inside its own.
+   */
+  const prepareAdmission = Effect.fnUntraced(function* (request: AdmissionRequest) {
+    const operation = "SubmissionLedger.admit"
+    const input = yield* Effect.try({
+      try: () => JSON.parse(request.inputPayload) as Schema.Json,
+      catch: (cause) => new LedgerError({ operation, message: "the input payload is not JSON", cause }),
+    })
+    // The host is named only when the admission takes it (see `admitNow`).
+    const { host: _host, ...unhosted } = request
+    const [accepted] = yield* storedEntries(operation, [Rules.acceptedEntry(unhosted, input, request)])
+    return (): Result.Result<Admission, AdmissionRefused | IdempotencyConflict | LedgerError> => {
+      try {
+        return refuse(Rules.nonFinite(operation, { now: request.now }), () =>
           admitNow(operation, request, (row) =>
             row.host === undefined
               ? (accepted as HistoryEntry)
               : { ...(accepted as HistoryEntry), host: row.host },
           ),
-        ),
-      )
+        )
+      } catch (cause) {
+        return Result.fail(
+          new LedgerError({ operation, message: `the write does not validate: ${String(cause)}`, cause }),
+        )
+      }
+    }
+  })
+
+  const service: typeof SubmissionLedger.Service = {
+    admit: spanned("SubmissionLedger.admit")(function* (request) {
+      const block = yield* prepareAdmission(request)
+      return yield* Effect.fromResult(block())
     }),
 
     markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {
@@ -377,6 +393,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
     }),
 
     ...admissionReads,
+    ...makeMemorySchedules(store.schedules, prepareAdmission),
     ...makeMemoryReads(store),
     ...makeMemoryRetention(store),
     ...makeMemoryPages(store),

@@ -11,6 +11,7 @@ import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import type { AppendFence } from "./model.ts"
 import * as Rules from "./rules.ts"
 import { dueOrder } from "./timedRules.ts"
+import type { ScheduleInfo } from "../schedule/model.ts"
 
 /** @internal */
 export interface Lane {
@@ -42,6 +43,8 @@ export interface MemoryStore {
   readonly removed: Set<HistoryRecord>
   /** The timed waits (`Rules.isTimed`) in due order, as the SQLite ledger's due index holds them. */
   readonly due: Array<DueEntry>
+  /** Schedules by id. */
+  readonly schedules: Map<string, ScheduleInfo>
 }
 
 /** An entry of the in-memory due index. @internal */
@@ -173,6 +176,7 @@ export const makeMemoryStore = (salt: string): MemoryStore => ({
   pruneAfter: new Map(),
   removed: new Set(),
   due: [],
+  schedules: new Map(),
 })
 
 /** The records of `records` retention has not removed. @internal */

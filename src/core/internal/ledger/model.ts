@@ -287,6 +287,7 @@ export class AdmissionRefused extends Schema.TaggedError<AdmissionRefused>()("Ad
     "database-bytes",
     "malformed-input",
     "unknown-agent",
+    "reserved-key",
   ]),
   message: Schema.String,
 }) {}

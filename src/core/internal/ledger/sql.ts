@@ -25,6 +25,7 @@ import * as Timed from "./timedRules.ts"
 import { runMigrations } from "../migrations.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
+import { makeSqlSchedules } from "../schedule/sql.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
 import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
@@ -492,6 +493,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     }),
 
     ...admission.reads,
+    ...makeSqlSchedules({ sql, queries, admit: (request) => service.admit(request) }),
     ...makeSqlReads(queries, countedBefore, timers),
     ...makeSqlRetention(queries, { legacyKeys, transaction }),
     ...makeSqlPages(queries),

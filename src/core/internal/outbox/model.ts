@@ -49,6 +49,7 @@ export const ChildRefusalReason = Schema.Literals([
   "database-bytes",
   "idempotency-conflict",
   "same-thread",
+  "reserved-key",
 ])
 export type ChildRefusalReason = typeof ChildRefusalReason.Type
 

@@ -78,6 +78,13 @@ const ledgerMovements: Movements<Ledger> = {
   // Retention only touches settled Submissions: a waiter has had their settlement already.
   deferRetention: "none",
   removeSettled: "none",
+  putSchedule: "none",
+  removeSchedule: "none",
+  lookupSchedule: "none",
+  listSchedules: "none",
+  dueSchedules: "none",
+  nextOccurrenceAt: "none",
+  advanceSchedule: (_, advanced) => (advanced._tag === "Admitted" ? advanced.submissionId : undefined),
 }
 
 const historyMovements: Movements<History> = {

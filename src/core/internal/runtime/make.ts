@@ -18,6 +18,8 @@ import { makeReceive, makeRecordDelivery } from "./children/children.ts"
 import { makeResolutions } from "./settlement/resolve.ts"
 import { makePreviewEvent, makeReceiveEvent } from "./events/receiveEvent.ts"
 import { makeAdmit, makePrepare, makeSubmit, makeSubmitRegistered } from "./admission/submit.ts"
+import { makeAdmitDueOccurrences } from "./schedules/occurrences.ts"
+import { makePrepareSchedule, makeSchedule, makeUnschedule } from "./schedules/schedule.ts"
 
 /** @internal */
 export const makeRuntime = Effect.gen(function* () {
@@ -50,6 +52,11 @@ export const makeRuntime = Effect.gen(function* () {
     processThreadHead: makeProcessThreadHead(attemptThreadHead),
     inspect: makeInspect(env),
     previewRecovery: makePreviewRecovery(env),
+    prepareSchedule: makePrepareSchedule(env),
+    schedule: makeSchedule(env),
+    unschedule: makeUnschedule(env),
+    schedules: env.ledger.listSchedules,
+    admitDueOccurrences: makeAdmitDueOccurrences(env),
   }
   return service
 })

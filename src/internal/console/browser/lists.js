@@ -34,6 +34,7 @@ const WAITING_KINDS = [
   "event",
   "sleep",
   "retry",
+  "delayed",
   "suspended",
   "unknown-outcome",
   "running",

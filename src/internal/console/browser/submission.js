@@ -51,6 +51,8 @@ function describeReason(reason) {
       return `maintenance backs off until ${formatTime(reason.until)} (${reason.stalls} stalls)`
     case "HeldByAttempt":
       return `running: attempt ${reason.attemptId}, lease until ${formatTime(reason.leaseExpiresAt)}`
+    case "Delayed":
+      return `delayed: runs no earlier than ${formatTime(reason.notBefore)}`
     case "WaitingForAlarm":
       return `runnable: the alarm at ${formatTime(reason.at)} serves it${reason.abortRequested ? " (abort accepted)" : ""}`
     case "MaintenanceRecordDamaged":

@@ -72,6 +72,7 @@ export const admitRow = Effect.fnUntraced(function* (
     inputPayload: checkedAdmission.inputPayload,
     inputDigest: checkedAdmission.inputDigest,
     now,
+    ...(checkedAdmission.notBefore === undefined ? {} : { notBefore: checkedAdmission.notBefore }),
     ...link,
   })
 })
@@ -93,6 +94,8 @@ export const admitQueued = Effect.fnUntraced(function* (env: RuntimeEnv, prepare
   yield* env.hit("submit:after-admit")
   const row = admission.snapshot
   if (row.state === "admitted") yield* env.exclusive(materialize(env, row))
-  if (admission._tag === "Admitted" || row.state === "admitted") yield* env.wake.notify(row.threadId)
+  // A delayed head waits for its time (the due bound wakes the Object): no hint for it.
+  if ((admission._tag === "Admitted" && row.state !== "waiting") || row.state === "admitted")
+    yield* env.wake.notify(row.threadId)
   return receiptOf(row, admission._tag === "Replayed")
 })

@@ -11,16 +11,46 @@ import { Effect, Option, Schema } from "effect"
 import type { AgentDefinition, AnyAgentDefinition } from "../../../AgentRegistration.ts"
 import type { AgentId, IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
 import { admitJoin, checkJoin } from "../children/joins.ts"
-import type { PreparedSubmission, SubmitRequest } from "../shared/model.ts"
+import { JoinRefused, type PreparedSubmission, type SubmitRequest } from "../shared/model.ts"
+import { OCCURRENCE_KEY_PREFIX } from "../../schedule/model.ts"
 import type { RuntimeEnv } from "../shared/runtimeEnv.ts"
 import { admitQueued } from "./admitRow.ts"
 import { admissionCheckOf, encodeFor, malformed, refuse } from "./encodeInput.ts"
 
-/** Admits a prepared Submission as its mode asks. */
+/** Admits a prepared Submission as its mode asks; a delayed one is queued (a join cannot wait). */
 const admitPrepared = (env: RuntimeEnv, prepared: PreparedSubmission) =>
-  prepared.mode === undefined || prepared.mode === "queue" || prepared.replay
+  prepared.mode === undefined ||
+  prepared.mode === "queue" ||
+  prepared.replay ||
+  prepared.notBefore !== undefined
     ? admitQueued(env, prepared)
     : admitJoin(env, prepared, prepared.mode)
+
+/**
+ * Refuses what a caller may not ask: a key of the schedules' own form (`schedule:…`), which
+ * only an occurrence takes, and a join that waits for a time.
+ */
+const checkRequest = (request: SubmitRequest) => {
+  if (request.idempotencyKey.startsWith(OCCURRENCE_KEY_PREFIX)) {
+    return Effect.fail(
+      refuse(
+        request.threadId,
+        "reserved-key",
+        `idempotency keys starting with "${OCCURRENCE_KEY_PREFIX}" are the occurrences' of schedules`,
+      ),
+    )
+  }
+  if (request.mode === "join" && request.notBefore !== undefined) {
+    return Effect.fail(
+      new JoinRefused({
+        threadId: request.threadId,
+        reason: "delayed",
+        message: "a join runs with its host at once: it cannot take notBefore (queue it instead)",
+      }),
+    )
+  }
+  return Effect.void
+}
 
 /**
  * Encodes the input canonically (once) and asks the ledger, without writing, what admission
@@ -46,10 +76,15 @@ const checked = Effect.fnUntraced(function* (
  */
 export const makePrepare = (env: RuntimeEnv) =>
   spanned("DurableAgentRuntime.prepare")(function* (request: SubmitRequest) {
+    yield* checkRequest(request)
     const { agent, encoded } = yield* encodeFor(env, request)
-    const prepared = yield* checked(env, agent, request, encoded)
+    const checkedAdmission = yield* checked(env, agent, request, encoded)
+    const prepared =
+      request.notBefore === undefined
+        ? checkedAdmission
+        : { ...checkedAdmission, notBefore: request.notBefore }
     const mode = request.mode ?? "queue"
-    if (mode === "queue") return prepared
+    if (mode === "queue" || request.notBefore !== undefined) return prepared
     if (mode === "join" && !prepared.replay) yield* checkJoin(env, agent, request.threadId)
     return { ...prepared, mode }
   })

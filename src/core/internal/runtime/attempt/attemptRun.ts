@@ -282,13 +282,35 @@ const attemptHead = (env: RuntimeEnv, route: ClaimRoute, options: { readonly yie
         : Effect.ignore(env.ledger.release(attempt.value.claim)),
   )
 
+/**
+ * A lane head the claim refused because its `notBefore` is still ahead (admitted behind others,
+ * it became the head early) parks until then, so its lane is skipped and the due bound wakes the
+ * Object for it instead of the pass looking again. Read only when nothing was claimed; a row
+ * that moved meanwhile is left to the next pass.
+ */
+const deferDelayedHead = (env: RuntimeEnv, threadId: ThreadId, now: number) =>
+  Effect.gen(function* () {
+    const head = Option.getOrUndefined(yield* env.ledger.head(threadId))
+    if (head === undefined || head.state !== "ready" || head.dueAt === undefined || head.dueAt <= now) return
+    yield* env.ledger
+      .deferHead({ _tag: "Unowned", submissionId: head.submissionId, producerEpoch: head.producerEpoch, now })
+      .pipe(
+        Effect.catchTags({
+          FenceRejected: () => Effect.void,
+          OwnershipLost: () => Effect.void,
+          SubmissionNotFound: () => Effect.void,
+          InvalidTransition: () => Effect.void,
+        }),
+      )
+  })
+
 /** `attemptThreadHead`. @internal */
 export const makeAttemptThreadHead = (env: RuntimeEnv) =>
   spanned("DurableAgentRuntime.attemptThreadHead")(function* (
     threadId: ThreadId,
     options: { readonly yieldAfter: DateTime.Utc },
   ) {
-    return yield* attemptHead(
+    const attempt = yield* attemptHead(
       env,
       {
         claim: (grant) => env.claimUnhooked(threadId, grant),
@@ -298,6 +320,8 @@ export const makeAttemptThreadHead = (env: RuntimeEnv) =>
       },
       options,
     )
+    if (attempt._tag === "Unclaimed") yield* deferDelayedHead(env, threadId, yield* Clock.currentTimeMillis)
+    return attempt
   })
 
 /** `attemptDueHead`. @internal */

@@ -43,6 +43,8 @@ const refusalMessage = (reason: JoinRefused["reason"], threadId: ThreadId, agent
       return `the running Submission of thread ${threadId} runs another agent than ${agent.id}`
     case "not-joinable":
       return `agent ${agent.id} takes no joined input`
+    case "delayed":
+      return `a join runs with the head of thread ${threadId} at once: it cannot take notBefore`
   }
 }
 

@@ -121,12 +121,18 @@ export class SubmitRequest extends Schema.Class<SubmitRequest>(
    * `JoinRefused`; `join-or-queue` queues it instead of refusing.
    */
   mode: Schema.optionalKey(Schema.Literals(["queue", "join", "join-or-queue"])),
+  /**
+   * Runs no earlier than this instant (epoch ms, by the Object's clock): admitted now (its
+   * receipt, its key), it keeps its place in the lane and waits there until then. A join cannot
+   * wait: `join` refuses it (`JoinRefused`, `delayed`), `join-or-queue` queues it.
+   */
+  notBefore: Schema.optionalKey(Schema.Finite),
 }) {}
 
 /** A join the lane's head cannot take; nothing was written. */
 export class JoinRefused extends Schema.TaggedError<JoinRefused>()("JoinRefused", {
   threadId: ThreadId,
-  reason: Schema.Literals(["no-running-head", "not-joinable", "other-agent", "head-aborting"]),
+  reason: Schema.Literals(["no-running-head", "not-joinable", "other-agent", "head-aborting", "delayed"]),
   message: Schema.String,
 }) {}
 

@@ -33,6 +33,10 @@ const LEDGER_WRITE_NAMES = {
   requestAbort: "request-abort",
   settle: "settle",
   claimDue: "claim-due",
+  deferHead: "defer-head",
+  putSchedule: "schedule-put",
+  removeSchedule: "schedule-remove",
+  advanceSchedule: "occurrence",
 } as const satisfies Record<string, RuntimeLedgerWrite>
 
 type WriteKey = keyof typeof LEDGER_WRITE_NAMES | "parkTimed"
@@ -130,6 +134,10 @@ const instrumentLedger = (ledger: Ledger, hit: Hit): RuntimeLedger => {
     requestAbort: wrap("requestAbort"),
     settle: wrap("settle"),
     claimDue: wrap("claimDue"),
+    deferHead: wrap("deferHead"),
+    putSchedule: wrap("putSchedule"),
+    removeSchedule: wrap("removeSchedule"),
+    advanceSchedule: wrap("advanceSchedule"),
     // A timed park is a park: the same brackets.
     parkTimed: wrap("parkTimed"),
   }

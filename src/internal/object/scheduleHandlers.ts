@@ -1,0 +1,41 @@
+/**
+ * The handlers of a `ThreadObject`'s schedule calls. A schedule is checked whole before the
+ * gate (a refused one writes nothing, not even a generation), and stored under the gate with its
+ * first occurrence as the mutation's due time: the prearm lowers the record's due bound to it
+ * and ensures the alarm by then, without opening a generation, so an Object whose only work is
+ * schedules sleeps until the next occurrence.
+ */
+import { Effect } from "effect"
+import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import { refuseOnDamage } from "../maintenance/errors.ts"
+import { ThreadMaintenance } from "../maintenance/maintenance.ts"
+import type { CallHandler } from "./dispatch.ts"
+
+/** @internal */
+export const scheduleHandlers: {
+  readonly [K in "schedule" | "unschedule" | "schedules"]: CallHandler<K>
+} = {
+  schedule: (request) =>
+    Effect.gen(function* () {
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      const prepared = yield* runtime.prepareSchedule(request)
+      if (prepared.unchanged) return prepared.schedule
+      return yield* refuseOnDamage(
+        maintenance.withMutation(runtime.schedule(prepared), {
+          invalidatesRecovery: false,
+          dueAt: prepared.schedule.nextAt,
+        }),
+      )
+    }),
+  // A removed schedule leaves at most a due bound that is too early: one pass that finds nothing.
+  unschedule: (request) =>
+    Effect.gen(function* () {
+      const runtime = yield* DurableAgentRuntime
+      const maintenance = yield* ThreadMaintenance
+      return yield* refuseOnDamage(
+        maintenance.withMutation(runtime.unschedule(request.scheduleId), { invalidatesRecovery: false }),
+      )
+    }),
+  schedules: () => Effect.flatMap(DurableAgentRuntime, (runtime) => runtime.schedules),
+}
