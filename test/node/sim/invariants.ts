@@ -363,9 +363,10 @@ export const makeMonitor = (view: WorldView) => {
       !lanes(view.store).some((lane) => lane.autonomous) &&
       timedWaits(view.store).length === 0 &&
       view.store.schedules.size === 0 &&
-      // A removed schedule (or an aborted delayed head) may leave a due bound ahead: the record
-      // keeps its alarm for one pass that finds nothing, by design.
-      (record.nextDueAt ?? -Infinity) <= view.now() &&
+      // A removed schedule (or an aborted delayed head) may leave a due bound: the record keeps
+      // its alarm until a pass at or after it (and after a pending retry) finds nothing, by
+      // design; `end-quiescent` checks that it goes.
+      record.nextDueAt === undefined &&
       !(view.retains && view.store.pruneAfter.size > 0)
     if (quiet) {
       check(
