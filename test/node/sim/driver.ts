@@ -242,7 +242,6 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
   /** Makes or replaces an `everyMillis` schedule of plain steppers on a lane. */
   const schedule = (made: ScheduleMade, everyMillis: number) => {
     const world = worldOf(made.object)
-    world.monitor.schedules.defined(made.scheduleId, made.missed)
     const key = pendingKey(made)
     pendingSchedules.set(key, (pendingSchedules.get(key) ?? 0) + 1)
     return world.call(

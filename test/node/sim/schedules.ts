@@ -7,19 +7,14 @@
  *   (`InputApplied`) before it by the Object's clock. Its lane order is `fifo`'s.
  * - occurrence-once: an occurrence is admitted at most once, under the key
  *   `schedule:<scheduleId>:<occurrence ms>`.
- * - occurrence-not-early: an occurrence is admitted no earlier than its instant, and under the
- *   `skip` policy no later than the grace after it.
+ * - occurrence-not-early: an occurrence is admitted no earlier than its instant.
  * - occurrence-after-unschedule: once an `unschedule` answered, its schedule admits nothing more.
  * - end-occurrences: at the end every admitted occurrence settled exactly once (or retention
  *   removed it after it settled, which `retention-outcome` checked).
  */
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import type { MemoryStore } from "../../../src/core/internal/ledger/memoryStore.ts"
-import {
-  occurrenceKey,
-  SKIP_GRACE_MILLIS,
-  type MissedPolicy,
-} from "../../../src/core/internal/schedule/model.ts"
+import { occurrenceKey } from "../../../src/core/internal/schedule/model.ts"
 
 type Check = (kind: string, ok: boolean, message: () => string) => void
 
@@ -31,8 +26,6 @@ export const makeScheduleChecks = (store: MemoryStore, check: Check, removed: Re
   const admitted = new Map<string, SubmissionId>()
   /** The feed length when each schedule's `unschedule` answered. */
   const unscheduledAt = new Map<string, number>()
-  /** The missed policy each schedule id was defined with (the driver never changes it). */
-  const policies = new Map<string, MissedPolicy>()
 
   const notBeforeOf = (submissionId: SubmissionId): number | undefined => {
     const accepted = store.historyBySubmission.get(submissionId)?.[0]?.entry
@@ -83,9 +76,8 @@ export const makeScheduleChecks = (store: MemoryStore, check: Check, removed: Re
       const late = record.recordedAt - occurrence
       check(
         "occurrence-not-early",
-        late >= 0 && (policies.get(scheduleId) !== "skip" || late <= SKIP_GRACE_MILLIS),
-        () =>
-          `occurrence ${key} (${policies.get(scheduleId)}) admitted at ${record.recordedAt}, ${late} ms after its instant`,
+        late >= 0,
+        () => `occurrence ${key} admitted at ${record.recordedAt}, ${late} ms after its instant`,
       )
       const removedAt = unscheduledAt.get(scheduleId)
       check(
@@ -117,10 +109,6 @@ export const makeScheduleChecks = (store: MemoryStore, check: Check, removed: Re
     claimed,
     step,
     end,
-    /** The driver defined a schedule with this policy. */
-    defined: (scheduleId: string, missed: MissedPolicy) => {
-      policies.set(scheduleId, missed)
-    },
     /** An `unschedule` of `scheduleId` answered: nothing admitted from here on may be its. */
     unscheduled: (scheduleId: string) => {
       step()
