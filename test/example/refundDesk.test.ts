@@ -1,4 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
+import { env, runDurableObjectAlarm } from "cloudflare:test"
+import { Effect } from "effect"
+import { reconcileAgent, reconciliationThread } from "../../examples/refund-desk/src/reconcileAgent.ts"
+import * as ThreadClient from "../../src/ThreadClient.ts"
 import { DEFAULT_FRAUD_DESK_SHARDS, fraudDeskObjectFor } from "../../examples/refund-desk/src/fraudShards.ts"
 import { call, deliverUntil, maintenanceOf, quiet, relayedFor, stateOf, threadName } from "./support.ts"
 
@@ -136,6 +140,43 @@ describe("refund desk example", () => {
     ])
     const settlement = await call("GET", `/threads/${thread}/submissions/${id}/settlement?timeoutMillis=1000`)
     expect(settlement.body).toMatchObject({ outcome: "completed" })
+  })
+
+  it("schedules the nightly reconciliation once, at 02:00 UTC, and a run counts the provider's refunds", async () => {
+    const first = await call("GET", "/reconciliation")
+    const again = await call("GET", "/reconciliation")
+    expect(again.body).toEqual(first.body)
+    const [nightly, ...others] = first.body as unknown as Array<Record<string, any>>
+    expect(others).toEqual([])
+    expect(nightly).toMatchObject({
+      scheduleId: "nightly-reconciliation",
+      agentId: "reconcile",
+      missed: "latest",
+    })
+    const nextAt = nightly?.["nextAt"] as number
+    expect(nextAt % 86_400_000).toBe(2 * 3_600_000)
+    expect(nextAt).toBeGreaterThan(Date.now())
+    expect(nextAt).toBeLessThanOrEqual(Date.now() + 86_400_000)
+
+    // An occurrence is an ordinary Submission of the agent: run one now, as a pass would.
+    const thread = threadName("reconcile")
+    const refund = (await submit(thread, { orderId: "R9", amount: 20 })).body["submissionId"] as string
+    await deliverUntil(thread, async () => (await stateOf(thread, refund)) === "settled")
+    const client = ThreadClient.make(env.THREADS, reconciliationThread.threadId, {
+      objectName: reconciliationThread.objectName,
+    })
+    const runs = client.agent(reconcileAgent)
+    const receipt = await Effect.runPromise(runs.submit({}, { idempotencyKey: `manual-${thread}` }))
+    const stub = env.THREADS.getByName(reconciliationThread.objectName)
+    for (let round = 0; round < 50; round++) {
+      const { state } = await Effect.runPromise(client.status(receipt.submissionId))
+      if (state === "settled") break
+      await runDurableObjectAlarm(stub).catch(() => false)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const settled = await Effect.runPromise(runs.awaitSettlement(receipt.submissionId, 1_000))
+    expect(settled).toMatchObject({ outcome: "completed" })
+    expect(settled.outcome === "completed" ? settled.output.refunds : 0).toBeGreaterThanOrEqual(1)
   })
 
   it("settles a refund larger than the order failed without asking anyone", async () => {

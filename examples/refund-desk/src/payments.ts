@@ -26,6 +26,14 @@ export class Payments extends DurableObject<Cloudflare.Env> {
     return this.lookup(key).then((found) => found ?? refundId)
   }
 
+  /** How many refunds were issued at or after `since` (epoch ms): what the nightly run asks. */
+  async issuedSince(since: number): Promise<number> {
+    const [row] = this.ctx.storage.sql
+      .exec<{ issued: number }>("SELECT count(*) AS issued FROM refunds WHERE issued_at >= ?", since)
+      .toArray()
+    return row?.issued ?? 0
+  }
+
   /** The refund issued for `key`, or null when none was. */
   async lookup(key: string): Promise<string | null> {
     const row = this.ctx.storage.sql

@@ -21,11 +21,13 @@
  *   POST /threads/:thread/submissions/:id/forget  removes a settled refund's data now   (operator)
  *   GET  /threads           the Threads seen;   /console   the operator console (ThreadConsole)
  *   GET  /relay             what the outbox delivered;   POST /relay/refuse {"count":2}
+ *   GET  /reconciliation    the nightly reconciliation's schedule (scheduled by the first request)
  *
  * Operator routes need `Authorization: Bearer <OPERATOR_TOKEN>`; the Thread Object checks it.
  */
 import { Effect, Layer } from "effect"
 import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
+import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import { Unauthorized } from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadConsole from "@effect-agent/platform-cloudflare/ThreadConsole"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
@@ -33,6 +35,7 @@ import { RefundArchive } from "./archive.ts"
 import { fraudCheckAgent } from "./fraudAgent.ts"
 import { fraudDeskObjects, fraudDeskShards } from "./fraudShards.ts"
 import { RefundOutbox } from "./outbox.ts"
+import { reconcileAgent, reconciliationThread, scheduleNightly } from "./reconcileAgent.ts"
 import { refundAgent } from "./refundAgent.ts"
 import { json, threadRoute } from "./routes.ts"
 
@@ -78,7 +81,7 @@ const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint, ki
  * outbox sharing the alarm, and the R2 archive that settled refunds go to before retention
  * removes them.
  */
-const RefundDesk = ThreadObject.layer([refundAgent, fraudCheckAgent]).pipe(
+const RefundDesk = ThreadObject.layer([refundAgent, fraudCheckAgent, reconcileAgent]).pipe(
   Layer.provide(Layer.merge(RefundOutbox, RefundArchive)),
 )
 
@@ -114,6 +117,22 @@ const relayRoute = async (request: Request, env: Cloudflare.Env) => {
   return json(200, await inbox.received())
 }
 
+/** The reconciliation Object's schedules: the nightly one, its next and last occurrence. */
+const reconciliationRoute = (env: Cloudflare.Env) =>
+  Effect.runPromise(
+    scheduleNightly(env.THREADS).pipe(
+      Effect.andThen(
+        ThreadClient.make(env.THREADS, reconciliationThread.threadId, {
+          objectName: reconciliationThread.objectName,
+        }).schedules,
+      ),
+      Effect.match({
+        onSuccess: (schedules) => json(200, schedules),
+        onFailure: (error) => json(500, { error: error._tag, message: error.message }),
+      }),
+    ),
+  )
+
 /**
  * The operator console at `/console`: it lists the refund desks' Objects (each Thread in the
  * Object named after it, as the directory remembers them) and the fraud desk's shards. Its calls carry
@@ -131,11 +150,26 @@ const operatorConsole = (env: Cloudflare.Env) =>
     ],
   })
 
+/** Whether this isolate has made sure the nightly schedule exists (idempotent, once per isolate). */
+let nightlyScheduled = false
+
 export default {
-  async fetch(request: Request, env: Cloudflare.Env): Promise<Response> {
+  async fetch(request: Request, env: Cloudflare.Env, ctx: ExecutionContext): Promise<Response> {
+    if (!nightlyScheduled) {
+      nightlyScheduled = true
+      // Scheduling the same definition again changes nothing, so every isolate may ask once.
+      ctx.waitUntil(
+        Effect.runPromise(
+          scheduleNightly(env.THREADS).pipe(
+            Effect.catch((error) => Effect.logWarning("the nightly schedule was refused", error)),
+          ),
+        ),
+      )
+    }
     const url = new URL(request.url)
     const path = url.pathname.replace(/\/+$/, "")
     if (path === "/relay" || path === "/relay/refuse") return relayRoute(request, env)
+    if (path === "/reconciliation") return reconciliationRoute(env)
     const desk = operatorConsole(env)
     if (desk.matches(request)) return desk(request)
     const directory = env.DIRECTORY.getByName("directory")
