@@ -130,6 +130,22 @@ describe("timed waits in the alarm policy", () => {
       })
     },
   )
+
+  it.prop(
+    "keep the target of work the record owes when a mutation adds work due later",
+    { timing: Timing, dueIn: between(-1_000, 600_000), bound: Bound, owed: Schema.Boolean },
+    ({ timing, dueIn, bound, owed }) => {
+      const record = { ...recordOf({ bound }), ...(owed ? { dirty: 11n } : {}) }
+      const write = decideAlarm(timing, { commit: "mutation", now: NOW, dueAt: NOW + dueIn, record })
+      const floor = NOW + timing.minimumAlarmDelayMillis
+      const target = Math.min(
+        Math.max(floor, NOW + dueIn),
+        Math.max(floor, NOW + bound),
+        owed ? NOW + timing.wakeScanIntervalMillis : Infinity,
+      )
+      expect(write).toEqual({ _tag: "EnsureBy", at: Math.max(floor, target) })
+    },
+  )
 })
 
 describe("the due bound", () => {

@@ -53,9 +53,15 @@ export type AlarmRecord = Pick<ThreadMaintenanceState, "dirty" | "processed" | "
 export type AlarmFacts =
   /**
    * A gated mutation's prearm, before its body runs; `dueAt` when it creates only work due then
-   * (a delayed admission, a schedule) and invalidates nothing.
+   * (a delayed admission, a schedule) and invalidates nothing, with the `record` it leaves as it
+   * is: work the record already owes keeps its own target.
    */
-  | { readonly commit: "mutation"; readonly now: number; readonly dueAt?: number }
+  | {
+      readonly commit: "mutation"
+      readonly now: number
+      readonly dueAt?: number
+      readonly record?: AlarmRecord
+    }
   /** The crash-fallback prearm at the start of a pass, before recovery and any host hook. */
   | { readonly commit: "begin"; readonly now: number }
   /** The constructor gate, for native work the record says is owed. */
@@ -141,22 +147,33 @@ export const decideAlarm = (timing: AlarmTiming, facts: AlarmFacts): AlarmWrite 
   /** `native`, pulled in by a host deadline but never below the floor. */
   const withDeadline = (native: number, deadline: number | undefined) =>
     deadline === undefined ? native : clamped(Math.min(native, deadline))
+  /**
+   * When the record's owed work needs its alarm: native work by the scan (a pending native retry
+   * by the retry itself: ensure-by cannot accelerate it), timed waits by their bound.
+   */
+  const ensureTarget = (record: AlarmRecord) => {
+    const timers = timersDue(record)
+    const retry = applicableRetry(record)
+    const native =
+      record.dirty <= record.processed ? undefined : retry === undefined ? scan : clamped(retry.notBefore)
+    return minOf(native, timers === undefined ? undefined : clamped(timers))
+  }
 
   switch (facts.commit) {
-    case "mutation":
-      // Work due later needs its alarm by then only; anything else is owed now.
-      return ensureBy(facts.dueAt === undefined ? floor : clamped(facts.dueAt))
+    case "mutation": {
+      // Work due later needs its alarm by then only; anything else is owed now. While a handler
+      // runs, the alarm reads as unset: the target must keep what the record already owes, or
+      // a failing handler leaves that work waiting for the later time (no platform retry follows
+      // an alarm written during the handler).
+      if (facts.dueAt === undefined) return ensureBy(floor)
+      const owed = facts.record === undefined ? undefined : ensureTarget(facts.record)
+      return ensureBy(clamped(minOf(facts.dueAt, owed) as number))
+    }
     case "begin":
       // Bounds newly owed work without relying on a wake hint; a later pass may move it later.
       return ensureBy(floor)
     case "ensure": {
-      const { record } = facts
-      const timers = timersDue(record)
-      const retry = applicableRetry(record)
-      // Ensure-by cannot accelerate a pending native retry: its target is the retry itself.
-      const native =
-        record.dirty <= record.processed ? undefined : retry === undefined ? scan : clamped(retry.notBefore)
-      const next = minOf(native, timers === undefined ? undefined : clamped(timers))
+      const next = ensureTarget(facts.record)
       return next === undefined ? KEEP : ensureBy(next)
     }
     case "ensure-deadline": {

@@ -90,7 +90,7 @@ export class ThreadMutationGate extends Context.Service<
             decideAlarm(timing, {
               commit: "mutation",
               now,
-              ...(invalidatesRecovery || dueAt === undefined ? {} : { dueAt }),
+              ...(invalidatesRecovery || dueAt === undefined ? {} : { dueAt, record: state }),
             }),
           )
         })

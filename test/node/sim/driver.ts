@@ -2,17 +2,19 @@
  * The seeded driver of one simulated run over a cluster of one to three Objects. A chaos phase
  * picks actions (submit to a lane of an Object, delegate to a child in another Object, join a
  * running conversation, replay a key, approve or deny, send an event (ids drawn from a small
- * pool, so duplicates are common), resolve an unknown, abort, admin retry,
+ * pool, so duplicates are common), resolve an unknown, abort, admin retry, submit with a short
+ * `notBefore`, make, replace or remove an `everyMillis` schedule,
  * advance virtual time, deliver an Object's due alarm, evict or redeploy an Object, release a
  * paused fiber) while failpoints fire and the network misbehaves by seed; a calm phase then
- * stops injecting, resolves every external wait and delivers alarms until every Object is
+ * stops injecting, removes every schedule, resolves every external wait and delivers alarms until every Object is
  * quiescent. Invariants are checked after every step; at the end every accepted Submission must
  * have settled exactly once with the outcome its input and its records imply.
  */
 import { Effect, Exit, type Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { BETA96_PACING, CLOUDFLARE_RUNTIME_DEFAULTS } from "../../../src/CloudflareConfig.ts"
-import { IdempotencyKey, type ThreadId } from "../../../src/core/Identifiers.ts"
+import { AgentId, IdempotencyKey, type ThreadId } from "../../../src/core/Identifiers.ts"
+import type { MissedPolicy, ScheduleId } from "../../../src/core/internal/schedule/model.ts"
 import { submissionIdFor } from "../../../src/core/internal/ledger/admission.ts"
 import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 import { admitsSharedDigest, type AgentKind, type Deployment } from "./agents.ts"
@@ -78,6 +80,16 @@ interface Request {
   readonly idempotencyKey: string
   readonly input: Record<string, unknown>
   readonly mode?: "join" | "join-or-queue"
+  /** A delayed Submission: a few hundred ms to a few seconds after it was first sent. */
+  readonly notBefore?: number
+}
+
+/** A schedule the driver made in one Object; its id is never used again once unscheduled. */
+interface ScheduleMade {
+  readonly object: string
+  readonly scheduleId: ScheduleId
+  readonly threadId: ThreadId
+  readonly missed: MissedPolicy
 }
 
 /** The driver's bookkeeping of one run. */
@@ -156,6 +168,7 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
           idempotencyKey: request.idempotencyKey,
           input: request.input,
           ...(request.mode === undefined ? {} : { mode: request.mode }),
+          ...(request.notBefore === undefined ? {} : { notBefore: request.notBefore }),
         }),
       (exit) => {
         if (Exit.isSuccess(exit)) {
@@ -171,7 +184,7 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
           }
         }
         log(
-          `  submit ${note} ${request.agentId}@${request.object}/${request.threadId}${request.mode === undefined ? "" : ` ${request.mode}`} -> ${
+          `  submit ${note} ${request.agentId}@${request.object}/${request.threadId}${request.mode === undefined ? "" : ` ${request.mode}`}${request.notBefore === undefined ? "" : ` notBefore ${request.notBefore}`} -> ${
             Exit.isSuccess(exit)
               ? `${label(exit.value.submissionId)}${exit.value.replayed ? " (replayed)" : ""}${exit.value.host === undefined ? "" : ` joins ${label(exit.value.host)}`}`
               : describeExit(exit)
@@ -216,6 +229,61 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
       (exit) => log(`  ${name} ${label(row.submissionId)} -> ${describeExit(exit)}`),
     )
 
+  /** Live schedules (the driver's view: an unanswered unschedule leaves one here). */
+  const scheduled: Array<ScheduleMade> = []
+  let schedulesMade = 0
+  /**
+   * Schedule calls not yet answered, by Object and id: one may still commit after an unschedule
+   * answers, and the schedule lives again.
+   */
+  const pendingSchedules = new Map<string, number>()
+  const pendingKey = (made: ScheduleMade) => `${made.object}/${made.scheduleId}`
+
+  /** Makes or replaces an `everyMillis` schedule of plain steppers on a lane. */
+  const schedule = (made: ScheduleMade, everyMillis: number) => {
+    const world = worldOf(made.object)
+    const key = pendingKey(made)
+    pendingSchedules.set(key, (pendingSchedules.get(key) ?? 0) + 1)
+    return world.call(
+      "schedule",
+      (incarnation) =>
+        incarnation.entry.schedule({
+          scheduleId: made.scheduleId,
+          threadId: made.threadId,
+          agentId: AgentId.make("stepper"),
+          input: { n: rng.int(0, 99), steps: 1, sleep: rng.pick([0, 40]), fail: false },
+          everyMillis,
+          missed: made.missed,
+        }),
+      (exit) => {
+        pendingSchedules.set(key, (pendingSchedules.get(key) ?? 1) - 1)
+        log(
+          `  schedule ${made.scheduleId}@${made.object}/${made.threadId} every ${everyMillis} ms ${made.missed} -> ${
+            Exit.isSuccess(exit) ? `next ${exit.value.nextAt}` : describeExit(exit)
+          }`,
+        )
+      },
+    )
+  }
+
+  /** Removes a schedule; the driver never schedules its id again. */
+  const unschedule = (made: ScheduleMade) => {
+    const world = worldOf(made.object)
+    const index = scheduled.indexOf(made)
+    if (index >= 0) scheduled.splice(index, 1)
+    return world.call(
+      "unschedule",
+      (incarnation) => incarnation.entry.unschedule({ threadId: made.threadId, scheduleId: made.scheduleId }),
+      (exit) => {
+        if (Exit.isSuccess(exit) && (pendingSchedules.get(pendingKey(made)) ?? 0) === 0)
+          world.monitor.schedules.unscheduled(made.scheduleId)
+        log(
+          `  unschedule ${made.scheduleId}@${made.object} -> ${Exit.isSuccess(exit) ? `removed ${exit.value.removed}` : describeExit(exit)}`,
+        )
+      },
+    )
+  }
+
   /** Advances virtual time to `to` (never backwards). */
   const advanceTo = (to: number) => (to > (worlds[0] as World).now() ? TestClock.setTime(to) : Effect.void)
 
@@ -233,6 +301,7 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
     if (!admitsSharedDigest(world.deployment, kind)) return undefined
     const key = `key-${requests.length + 1}`
     const threadId = rng.pick(LANES)
+    const delay = rng.chance(0.15) ? { notBefore: world.now() + rng.pick([50, 300, 1_000, 2_500]) } : {}
     const base = {
       n: rng.int(0, 99),
       steps: rng.int(1, 3),
@@ -248,9 +317,9 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
         lane: own ? threadId : rng.pick(CHILD_LANES),
         sleep: base.sleep,
       }
-      return { object: world.name, threadId, agentId: kind, idempotencyKey: key, input }
+      return { object: world.name, threadId, agentId: kind, idempotencyKey: key, input, ...delay }
     }
-    return { object: world.name, threadId, agentId: kind, idempotencyKey: key, input: base }
+    return { object: world.name, threadId, agentId: kind, idempotencyKey: key, input: base, ...delay }
   }
 
   const chaosStep = Effect.gen(function* () {
@@ -269,6 +338,8 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
       evict: 5,
       redeploy: 2,
       release: 8,
+      schedule: 4,
+      unschedule: 2,
     })
     log(`  ${action}`)
     switch (action) {
@@ -383,6 +454,26 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
         log(`  redeploy ${world.name} ${next}`)
         return yield* world.redeploy(next)
       }
+      case "schedule": {
+        // A new schedule, or now and then a live one replaced with another interval.
+        const world = pickWorld()
+        const live = scheduled.filter((made) => made.object === world.name)
+        const everyMillis = rng.pick([1_000, 1_500, 2_000])
+        if (live.length > 0 && (live.length >= 2 || rng.chance(0.3)))
+          return yield* schedule(rng.pick(live), everyMillis)
+        const made: ScheduleMade = {
+          object: world.name,
+          scheduleId: `every-${++schedulesMade}` as ScheduleId,
+          threadId: rng.pick(LANES),
+          missed: rng.pick<MissedPolicy>(["latest", "skip"]),
+        }
+        scheduled.push(made)
+        return yield* schedule(made, everyMillis)
+      }
+      case "unschedule": {
+        if (scheduled.length === 0) return
+        return yield* unschedule(rng.pick(scheduled))
+      }
       case "release": {
         const world = pickWorld()
         if (world.paused.length === 0) return
@@ -410,6 +501,17 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
   const calmStep = Effect.gen(function* () {
     if (verbose) log(`  open: ${openRows()}`)
     for (const world of worlds) while (world.paused.length > 0) yield* world.release(0)
+    // Quiescence needs every schedule gone: those the driver knows of, and any whose schedule
+    // call failed after it committed.
+    for (const world of worlds)
+      for (const stored of world.store.schedules.values()) {
+        yield* unschedule({
+          object: world.name,
+          scheduleId: stored.scheduleId,
+          threadId: stored.threadId,
+          missed: stored.missed,
+        })
+      }
     for (const { world, row } of awaitingApproval()) yield* approve(world, row, rng.chance(0.7))
     for (const { world, row } of awaitingResolution()) yield* resolve(world, row, rng.chance(0.7))
     for (const { world, row } of awaitingEvent())
@@ -593,6 +695,8 @@ export const simulate = (seed: number, options: SimulationOptions) =>
         [...world.store.historyFeed].filter((record) => record.entry._tag === "EventConsumed").length,
       )
       for (const [key, value] of Object.entries(world.stats)) stats[key] = Number(stats[key] ?? 0) + value
+      add("occurrences", world.monitor.schedules.occurrences)
+      add("delayed", world.monitor.schedules.delayed)
       add("selfCancellations", world.monitor.selfCancellations)
       add("takeovers", world.monitor.takeovers)
     }

@@ -20,6 +20,7 @@ export const checkEndState = (world: World, label: (submissionId: string) => str
     record === undefined || record.dirty === record.processed,
     () => `generation ${record?.dirty}/${record?.processed} at quiescence`,
   )
+  world.monitor.schedules.end()
   for (const row of world.store.rows.values()) {
     const name = `${label(row.submissionId)} (${row.agentId}@${row.threadId})`
     check("end-settled", row.state === "settled", () => `${name} never settled: ${row.state}`)

@@ -30,7 +30,7 @@
  *   retried step is journaled once.
  * - retry-monotone (journal): a retried step's attempts count up from 1 and their due times
  *   never move earlier.
- * - retention-*: see `retention.ts`.
+ * - retention-*: see `retention.ts`; delayed-*, occurrence-*, end-occurrences: see `schedules.ts`.
  */
 import { Schema } from "effect"
 import type { ThreadMaintenanceFailpointLocation } from "../../../src/Alarm.ts"
@@ -39,6 +39,7 @@ import type { MemoryStore } from "../../../src/core/internal/ledger/memoryStore.
 import type { SubmissionId } from "../../../src/core/Identifiers.ts"
 import { MAINTENANCE_STATE_KEY, ThreadMaintenanceState } from "../../../src/internal/maintenance/state.ts"
 import { hasPendingMessages, lanes, timedWaits } from "./oracle.ts"
+import { makeScheduleChecks } from "./schedules.ts"
 import {
   type AlarmRun,
   currentOrigin,
@@ -121,6 +122,9 @@ export const makeMonitor = (view: WorldView) => {
     byKind[kind] = (byKind[kind] ?? 0) + 1
     if (!ok) violations.push(message())
   }
+  /** Submissions retention removed (see `removedSafely`). */
+  const removed = new Set<SubmissionId>()
+  const schedules = makeScheduleChecks(view.store, check, removed)
   const runs = new Map<number, RunState>()
   /** Runs whose handler ended: a zombie's pass may go on, but it can commit nothing any more. */
   const ended = new Set<number>()
@@ -290,6 +294,7 @@ export const makeMonitor = (view: WorldView) => {
    */
   const claimed = (holder: Holder, before: SubmissionSnapshot | undefined, claim: Claim, now: number) => {
     servedLane(claim)
+    schedules.claimed(claim.submissionId, now)
     if (claim.dueAt !== undefined && before?.state === "waiting") {
       check(
         "timer-not-early",
@@ -347,7 +352,8 @@ export const makeMonitor = (view: WorldView) => {
     runs.delete(run.id)
     ended.add(run.id)
     if (outcome !== "success") return
-    // Quiescence: a successful pass that leaves only stable waits, nothing owed, clears the alarm.
+    // Quiescence: a successful pass that leaves only stable waits, nothing owed and no schedule,
+    // clears the alarm.
     const record = readRecord(view.storage)
     const quiet =
       record !== undefined &&
@@ -356,6 +362,11 @@ export const makeMonitor = (view: WorldView) => {
       !hasPendingMessages(view.store) &&
       !lanes(view.store).some((lane) => lane.autonomous) &&
       timedWaits(view.store).length === 0 &&
+      view.store.schedules.size === 0 &&
+      // A removed schedule (or an aborted delayed head) may leave a due bound: the record keeps
+      // its alarm until a pass at or after it (and after a pending retry) finds nothing, by
+      // design; `end-quiescent` checks that it goes.
+      record.nextDueAt === undefined &&
       !(view.retains && view.store.pruneAfter.size > 0)
     if (quiet) {
       check(
@@ -422,6 +433,7 @@ export const makeMonitor = (view: WorldView) => {
     }
     if (!running && !view.platformGaveUp()) checkTimers(now, record)
     checkLedger()
+    schedules.step()
   }
 
   /** Every timed wait has its alarm: by its time plus the window, or the pacing once it is due. */
@@ -633,8 +645,9 @@ export const makeMonitor = (view: WorldView) => {
       return takeovers
     },
     violations,
-    /** Submissions retention removed (see `removedSafely`). */
-    removed: new Set<SubmissionId>(),
+    removed,
+    /** The checks of delayed Submissions and schedules (`schedules.ts`). */
+    schedules,
   }
 }
 
