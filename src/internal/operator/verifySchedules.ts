@@ -4,14 +4,14 @@
  * occurrence (or a generation is owed, so a pass runs anyway); no two Submissions were admitted
  * for the same occurrence. Exact when no pass runs.
  */
-import type { Schema } from "effect"
 import type { SubmissionId } from "../../core/Identifiers.ts"
 import type { ScheduleInfo } from "../../core/SubmissionLedger.ts"
 import type { HistoryRecord } from "../../core/ThreadHistory.ts"
 import type { AlarmTiming } from "../maintenance/alarmPolicy.ts"
 import { applicableRetry } from "../maintenance/state.ts"
 import type { MaintenanceView } from "./explain.ts"
-import { type Invariant, Violation } from "./reports.ts"
+import type { Violation } from "./reports.ts"
+import { violation } from "./verifyTimers.ts"
 
 /** What the schedule checks read. @internal */
 export interface ScheduleVerifyInput {
@@ -23,13 +23,6 @@ export interface ScheduleVerifyInput {
   readonly timing: AlarmTiming
   readonly timerCoalesceMillis: number
 }
-
-const violation = (
-  invariant: Invariant,
-  message: string,
-  submissionIds: ReadonlyArray<SubmissionId>,
-  evidence: Schema.Json,
-) => Violation.make({ invariant, message, submissionIds: [...submissionIds], evidence })
 
 /** @internal */
 export const verifySchedules = (input: ScheduleVerifyInput): ReadonlyArray<Violation> => {

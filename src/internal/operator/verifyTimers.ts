@@ -28,7 +28,8 @@ export interface TimerVerifyInput {
   readonly timerCoalesceMillis: number
 }
 
-const violation = (
+/** One violation of a derived check. @internal */
+export const violation = (
   invariant: Invariant,
   message: string,
   submissionIds: ReadonlyArray<SubmissionId>,
