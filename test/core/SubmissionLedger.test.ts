@@ -175,6 +175,41 @@ describe("SubmissionLedger on SQLite", () => {
     ),
   )
 
+  it.effect("checks admission again when another instance wrote the lane after the first check", () =>
+    inObject((storage) =>
+      Effect.gen(function* () {
+        // Two incarnations over one storage: the first checks, the second admits on the same
+        // lane, then the first admits what it checked; its verdict is not the stale one.
+        const first = yield* Layer.build(sqlLayer(storage).pipe(Layer.fresh))
+        const second = yield* Layer.build(sqlLayer(storage).pipe(Layer.fresh))
+        const inFirst = Effect.provide(first)
+        const check = yield* inFirst(
+          Effect.gen(function* () {
+            return yield* (yield* SubmissionLedger).checkAdmission(request("t", "a"))
+          }),
+        )
+        expect(check._tag).toBe("None")
+        const other = yield* Effect.provide(admitNew(request("t", "b")), second)
+        expect(other.queueSequence).toBe(1)
+        const mine = yield* inFirst(admitNew(request("t", "a")))
+        expect(mine.queueSequence).toBe(2)
+        // And a full lane refuses at admission even though the first check let it through.
+        const limited = yield* Layer.build(
+          sqlLayer(storage, { maxQueueDepthPerLane: 3, maxInputBytes: 1_048_576 }).pipe(Layer.fresh),
+        )
+        yield* Effect.provide(
+          Effect.gen(function* () {
+            return yield* (yield* SubmissionLedger).checkAdmission(request("t", "c"))
+          }),
+          limited,
+        )
+        yield* Effect.provide(admitNew(request("t", "d")), second)
+        const refused = yield* Effect.flip(Effect.provide(admitNew(request("t", "c")), limited))
+        expect(refused._tag).toBe("AdmissionRefused")
+      }).pipe(Effect.scoped),
+    ),
+  )
+
   it.effect("maps storage failures to a LedgerError naming the operation", () =>
     inObject((storage) =>
       Effect.provide(

@@ -101,4 +101,54 @@ describe("ThreadHistory", () => {
         }).pipe(Effect.scoped),
       ),
   )
+
+  it.effect("continues after a row another writer stored behind its back", () =>
+    inObject((storage) =>
+      Effect.provide(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          const a = yield* admitNew(request("t", "a"))
+          yield* history.append(a.submissionId, { _tag: "InputApplied" }, unowned(a, 1_100), 1_100)
+          // A writer outside this client (a restored backup, a hand repair) continues both ends:
+          // a row of two records at the next position and sequence.
+          const end = storage.sql
+            .exec<{ position: number; sequence: number; records: number; admitted: number; settled: number }>(
+              `SELECT position, sequence, records, admitted, settled FROM ${HISTORY_TABLE} ORDER BY position DESC LIMIT 1`,
+            )
+            .one()
+          storage.sql.exec(
+            `INSERT INTO ${HISTORY_TABLE} (position, thread_id, sequence, records, submission_id, recorded_at,
+              entries, lane_tail, admitted, settled) VALUES (?, 't', ?, 2, ?, 1150, ?, 1, ?, ?)`,
+            end.position + end.records,
+            end.sequence + end.records,
+            a.submissionId,
+            '[{"_tag":"InputApplied"},{"_tag":"InputApplied"}]',
+            end.admitted,
+            end.settled,
+          )
+          const b = yield* admitNew(request("t", "b"))
+          const appended = yield* history.append(
+            b.submissionId,
+            { _tag: "InputApplied" },
+            unowned(b, 1_200),
+            1_200,
+          )
+          const rows = storage.sql
+            .exec<{ position: number; sequence: number; records: number; admitted: number }>(
+              `SELECT position, sequence, records, admitted FROM ${HISTORY_TABLE} ORDER BY position`,
+            )
+            .toArray()
+          // Every row starts where the one before it ends, in the feed and in the Thread.
+          for (let i = 1; i < rows.length; i++) {
+            expect(rows[i]!.position).toBe(rows[i - 1]!.position + rows[i - 1]!.records)
+            expect(rows[i]!.sequence).toBe(rows[i - 1]!.sequence + rows[i - 1]!.records)
+          }
+          expect(rows.map((row) => row.sequence)).toEqual([1, 2, 3, 5, 6])
+          expect(rows.at(-2)?.admitted).toBe(2)
+          expect(appended.sequence).toBe(6)
+        }),
+        sqlLayer(storage),
+      ),
+    ),
+  )
 })

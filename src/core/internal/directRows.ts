@@ -18,8 +18,31 @@ export type RowsRunner = <A extends object = Record<string, unknown>>(
 /** @internal */
 export const DIRECT_ROWS: unique symbol = Symbol.for("@effect-agent/platform-cloudflare/SqlClient/directRows")
 
-/** A client that carries a direct runner. @internal */
-export type DirectSqlClient = SqlClient & { readonly [DIRECT_ROWS]?: RowsRunner }
+/**
+ * What a direct client counts about its storage, shared by every client over the same storage:
+ * statements that wrote rows and transactions rolled back. A reader that keeps a figure in memory
+ * between statements (the history's ends, an admission verdict) keeps it only while the counts it
+ * depends on stand still. @internal
+ */
+export interface StorageClock {
+  /** Statements that wrote at least one row, and rollbacks (a rollback undoes writes). */
+  writes: number
+  /** Transactions (or savepoints) rolled back. */
+  rollbacks: number
+}
+
+/** @internal */
+export const DIRECT_CLOCK: unique symbol = Symbol.for("@effect-agent/platform-cloudflare/SqlClient/clock")
+
+/** A client that carries a direct runner and its storage's clock. @internal */
+export type DirectSqlClient = SqlClient & {
+  readonly [DIRECT_ROWS]?: RowsRunner
+  readonly [DIRECT_CLOCK]?: StorageClock
+}
+
+/** The clock of `sql`'s storage, when the client keeps one. @internal */
+export const storageClock = (sql: SqlClient): StorageClock | undefined =>
+  (sql as DirectSqlClient)[DIRECT_CLOCK]
 
 /** The runner of `sql`: its direct one, or effect/sql's statement path. @internal */
 export const rowsRunner = (sql: SqlClient): RowsRunner =>

@@ -15,7 +15,12 @@ import * as Client from "effect/sql/SqlClient"
 import type { Connection } from "effect/sql/SqlConnection"
 import { classifySqliteError, SqlError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
-import { DIRECT_ROWS, type RowsRunner } from "../../core/internal/directRows.ts"
+import {
+  DIRECT_CLOCK,
+  DIRECT_ROWS,
+  type RowsRunner,
+  type StorageClock,
+} from "../../core/internal/directRows.ts"
 
 const executeError = (cause: unknown) =>
   new SqlError({
@@ -26,7 +31,27 @@ const executeError = (cause: unknown) =>
 const cell = (value: SqlStorageValue): unknown =>
   value instanceof ArrayBuffer ? new Uint8Array(value) : value
 
-const rowsOf = function* (db: SqlStorage, query: string, params: ReadonlyArray<unknown>) {
+/**
+ * One clock per storage: two clients over the same storage (a test's second runtime, an
+ * operator's) see each other's writes.
+ */
+const clocks = new WeakMap<DurableObjectStorage, StorageClock>()
+
+const clockOf = (storage: DurableObjectStorage): StorageClock => {
+  let clock = clocks.get(storage)
+  if (clock === undefined) {
+    clock = { writes: 0, rollbacks: 0 }
+    clocks.set(storage, clock)
+  }
+  return clock
+}
+
+const rowsOf = function* (
+  db: SqlStorage,
+  clock: StorageClock,
+  query: string,
+  params: ReadonlyArray<unknown>,
+) {
   const cursor = db.exec(query, ...params)
   const columns = cursor.columnNames
   for (const values of cursor.raw()) {
@@ -34,14 +59,26 @@ const rowsOf = function* (db: SqlStorage, query: string, params: ReadonlyArray<u
     for (let i = 0; i < columns.length; i++) row[columns[i]!] = cell(values[i]!)
     yield row
   }
+  if (cursor.rowsWritten > 0) clock.writes++
 }
 
-const connectionOf = (db: SqlStorage): Connection => {
+/** Counts a rollback: what was written in it is gone. */
+const rolledBack = (clock: StorageClock) => {
+  clock.rollbacks++
+  clock.writes++
+}
+
+const connectionOf = (db: SqlStorage, clock: StorageClock): Connection => {
   const rows = (query: string, params: ReadonlyArray<unknown>) =>
-    Effect.try({ try: () => Array.from(rowsOf(db, query, params)), catch: executeError })
+    Effect.try({ try: () => Array.from(rowsOf(db, clock, query, params)), catch: executeError })
   const values = (query: string, params: ReadonlyArray<unknown>) =>
     Effect.try({
-      try: () => Array.from(db.exec(query, ...params).raw(), (row) => row.map(cell)),
+      try: () => {
+        const cursor = db.exec(query, ...params)
+        const all = Array.from(cursor.raw(), (row) => row.map(cell))
+        if (cursor.rowsWritten > 0) clock.writes++
+        return all
+      },
       catch: executeError,
     })
   const execute: Connection["execute"] = (query, params, transform) =>
@@ -53,7 +90,7 @@ const connectionOf = (db: SqlStorage): Connection => {
     executeValues: values,
     executeValuesUnprepared: values,
     executeStream: (query, params, transform) =>
-      Stream.suspend(() => Stream.fromIteratorSucceed(rowsOf(db, query, params), 128)).pipe(
+      Stream.suspend(() => Stream.fromIteratorSucceed(rowsOf(db, clock, query, params), 128)).pipe(
         Stream.catchCauseFilter(Cause.findDefect, (defect) => Stream.fail(executeError(defect))),
         transform === undefined ? (stream) => stream : Stream.mapArray((chunk) => transform(chunk) as never),
       ),
@@ -76,7 +113,7 @@ const suspendedBody = () =>
  * success commits, failure or defect rolls back and is returned as the same exit.
  */
 const synchronousTransaction =
-  (storage: DurableObjectStorage): Client.SqlClient["withTransaction"] =>
+  (storage: DurableObjectStorage, clock: StorageClock): Client.SqlClient["withTransaction"] =>
   <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.withFiber<A, E | SqlError, R>((fiber) => {
       const run = Effect.runSyncExitWith(fiber.context as Context.Context<R>)
@@ -92,6 +129,7 @@ const synchronousTransaction =
           throw new Rollback(exit)
         })
       } catch (thrown) {
+        rolledBack(clock)
         if (thrown instanceof Rollback) return thrown.exit as Exit.Exit<A, E>
         return Effect.fail(
           new SqlError({
@@ -104,7 +142,8 @@ const synchronousTransaction =
 /** A `SqlClient` over `storage.sql` with synchronous transactions. @internal */
 export const makeSqlClient = (storage: DurableObjectStorage) =>
   Effect.gen(function* () {
-    const connection = connectionOf(storage.sql)
+    const clock = clockOf(storage)
+    const connection = connectionOf(storage.sql, clock)
     const client = yield* Client.make({
       acquirer: Effect.succeed(connection),
       borrower: (use) => use(connection),
@@ -114,10 +153,14 @@ export const makeSqlClient = (storage: DurableObjectStorage) =>
     })
     const direct: RowsRunner = <A extends object>(text: string, params: ReadonlyArray<unknown>) =>
       Effect.try({
-        try: () => Array.from(rowsOf(storage.sql, text, params)) as Array<A>,
+        try: () => Array.from(rowsOf(storage.sql, clock, text, params)) as Array<A>,
         catch: executeError,
       })
-    return Object.assign(client, { withTransaction: synchronousTransaction(storage), [DIRECT_ROWS]: direct })
+    return Object.assign(client, {
+      withTransaction: synchronousTransaction(storage, clock),
+      [DIRECT_ROWS]: direct,
+      [DIRECT_CLOCK]: clock,
+    })
   })
 
 /** Provides `SqlClient` over `storage`. @internal */

@@ -12,7 +12,8 @@ import { ThreadStoreError } from "../runtime/shared/model.ts"
 import { HISTORY_FLOOR_TABLE, HISTORY_TABLE, SUBMISSIONS_TABLE, THREAD_TAILS_TABLE } from "../schema.ts"
 import { decodeRecord, historyError } from "./codec.ts"
 import type { HistoryEntry, HistoryRecord } from "./model.ts"
-import { rowsRunner } from "../directRows.ts"
+import { rowsRunner, storageClock } from "../directRows.ts"
+import { forgetEnds, knownEnds, rememberEnds } from "./ends.ts"
 
 const h = HISTORY_TABLE
 
@@ -32,6 +33,17 @@ const objectEnds = `LEFT JOIN (SELECT position + records AS np, admitted AS na, 
 const threadEnds = `LEFT JOIN (SELECT sequence + records AS tn, lane_tail AS tl FROM ${h} WHERE thread_id = ?
     ORDER BY sequence DESC LIMIT 1)
   LEFT JOIN (SELECT next_sequence AS un, lane_tail AS ul FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?)`
+
+/**
+ * One figure of a Thread's end as a scalar: the newest row's and the tail's, each one seek (a
+ * join of the two would read a row more to carry them). Parameters: thread id ×2. @internal
+ */
+export const threadEndFigure = (figure: "next_sequence" | "lane_tail") =>
+  figure === "next_sequence"
+    ? `max(coalesce((SELECT sequence + records FROM ${h} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1), 1),
+        coalesce((SELECT next_sequence FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?), 1))`
+    : `max(coalesce((SELECT lane_tail FROM ${h} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1), 0),
+        coalesce((SELECT lane_tail FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?), 0))`
 
 /** The later of two ends of a figure that only grows. */
 const later = (a: string, b: string, none: number) => `max(coalesce(${a}, ${none}), coalesce(${b}, ${none}))`
@@ -58,7 +70,11 @@ const append = `INSERT INTO ${h} (position, thread_id, sequence, records, submis
   SELECT ${later("np", "fp", 1)}, ?, ${later("tn", "un", 1)}, ?, ?, ?, ?,
     max(${later("tl", "ul", 0)}, ?), ${later("na", "fa", 0)} + ?, ${later("ns", "fs", 0)} + ?
   FROM (SELECT 1) ${objectEnds} ${threadEnds}
-  RETURNING sequence`
+  RETURNING position, sequence, lane_tail, admitted, settled`
+
+/** Appends one row at ends the caller knows: no row read. */
+const insertKnown = `INSERT INTO ${h} (position, thread_id, sequence, records, submission_id, recorded_at,
+    entries, lane_tail, admitted, settled) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 /** @internal */
 export const rowStatements = {
@@ -147,30 +163,108 @@ type Query = (
   params: ReadonlyArray<unknown>,
 ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError>
 
-/** Writes one row; returns its records. Run inside the caller's transaction. @internal */
-export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =>
-  Effect.gen(function* () {
-    const query: Query = rowsRunner(sql)
-    const settles = append.entries.filter((entry) => entry.stored._tag === "SubmissionSettled").length
-    const written = yield* query(rowStatements.append, [
+/** The row an append writes, with both ends it continues. */
+interface PlannedRow {
+  readonly position: number
+  readonly sequence: number
+  readonly laneTail: number
+  readonly admitted: number
+  readonly settled: number
+}
+
+/**
+ * Writes the row at ends the memory holds: a plain insert, no row read. Fails on the key when a
+ * writer the memory did not see took the position or the sequence.
+ */
+const insertAt = (query: Query, append: RowAppend, entriesJson: string, row: PlannedRow) =>
+  query(insertKnown, [
+    row.position,
+    append.threadId,
+    row.sequence,
+    append.entries.length,
+    append.submissionId,
+    append.now,
+    entriesJson,
+    row.laneTail,
+    row.admitted,
+    row.settled,
+  ])
+
+/** Writes the row after reading both ends; returns what the ends became. */
+const insertReading = (query: Query, append: RowAppend, entriesJson: string, settles: number) =>
+  Effect.map(
+    query(rowStatements.append, [
       append.threadId,
       append.entries.length,
       append.submissionId,
       append.now,
-      `[${append.entries.map((entry) => entry.json).join(",")}]`,
+      entriesJson,
       append.queueSequence,
       append.admits,
       settles,
       append.threadId,
       append.threadId,
-    ]).pipe(Effect.mapError(historyError(operation, "storage failed")))
-    const first = Number(written[0]?.sequence)
-    if (!Number.isSafeInteger(first)) {
-      return yield* new ThreadStoreError({ operation, message: "the history insert returned no sequence" })
+    ]),
+    (rows): PlannedRow | undefined => {
+      const [row] = rows
+      const planned = {
+        position: Number(row?.position),
+        sequence: Number(row?.sequence),
+        laneTail: Number(row?.lane_tail),
+        admitted: Number(row?.admitted),
+        settled: Number(row?.settled),
+      }
+      return Object.values(planned).every(Number.isSafeInteger) ? planned : undefined
+    },
+  )
+
+/** Writes one row; returns its records. Run inside the caller's transaction. @internal */
+export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =>
+  Effect.gen(function* () {
+    const query: Query = rowsRunner(sql)
+    const clock = storageClock(sql)
+    const records = append.entries.length
+    const settles = append.entries.filter((entry) => entry.stored._tag === "SubmissionSettled").length
+    const entriesJson = `[${append.entries.map((entry) => entry.json).join(",")}]`
+    const known = clock === undefined ? undefined : knownEnds(clock, append.threadId)
+    const planned =
+      known === undefined
+        ? undefined
+        : {
+            position: known.object.nextPosition,
+            sequence: known.thread.nextSequence,
+            laneTail: Math.max(known.thread.laneTail, append.queueSequence),
+            admitted: known.object.admitted + append.admits,
+            settled: known.object.settled + settles,
+          }
+    const fast =
+      planned === undefined
+        ? false
+        : yield* insertAt(query, append, entriesJson, planned).pipe(
+            Effect.as(true),
+            // Someone the memory did not see wrote here: forget it and read the ends.
+            Effect.catch(() => Effect.sync(() => forgetEnds(clock)).pipe(Effect.as(false))),
+          )
+    const written = fast
+      ? planned
+      : yield* insertReading(query, append, entriesJson, settles).pipe(
+          Effect.mapError(historyError(operation, "storage failed")),
+        )
+    if (written === undefined) {
+      return yield* new ThreadStoreError({ operation, message: "the history insert returned no row" })
     }
-    const records: Array<HistoryRecord> = []
+    if (clock !== undefined) {
+      rememberEnds(
+        clock,
+        append.threadId,
+        { nextPosition: written.position + records, admitted: written.admitted, settled: written.settled },
+        { nextSequence: written.sequence + records, laneTail: written.laneTail },
+      )
+    }
+    const first = written.sequence
+    const out: Array<HistoryRecord> = []
     for (const [index, entry] of append.entries.entries()) {
-      records.push(
+      out.push(
         yield* decodeRecord(operation, {
           thread_id: append.threadId,
           sequence: first + index,
@@ -180,5 +274,5 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
         }),
       )
     }
-    return records
+    return out
   })

@@ -11,20 +11,20 @@
  * built over the query helpers of `sqlQueries.ts`.
  */
 import { spanned } from "../spanned.ts"
-import { Effect, Option, Result, Schema } from "effect"
+import { Effect, Option, Result } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { admittedRow, delayedJoin } from "./admission.ts"
-import { InvalidTransition, LedgerError, SubmissionLedgerLimits, WaitRecord } from "./model.ts"
+import { InvalidTransition, LedgerError, SubmissionLedgerLimits } from "./model.ts"
 import type { ParkCheck, SubmissionNotFound } from "./model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
-import { ParentLink } from "../outbox/parentLink.ts"
 import * as Rules from "./rules.ts"
 import * as Timed from "./timedRules.ts"
 import { runMigrations } from "../migrations.ts"
+import { storageClock } from "../directRows.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
+import { encodeWait, makeSqlAdmit } from "./sqlAdmit.ts"
 import { makeSqlSchedules } from "../schedule/sql.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
 import { makeSqlPages } from "./sqlPages.ts"
@@ -32,11 +32,6 @@ import { makeSqlReads } from "./sqlReads.ts"
 import { makeSqlRetention } from "./sqlRetention.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
-
-const encodeParentJson = Schema.encodeEffect(Schema.fromJsonString(ParentLink))
-const encodeWaitJson = Schema.encodeEffect(Schema.fromJsonString(WaitRecord))
-const encodeWait = (operation: string, wait: WaitRecord) =>
-  encodeWaitJson(wait).pipe(Effect.mapError(storageError(operation)))
 
 /** Builds the SQLite ledger and runs its migrations. @internal */
 export const makeSqlLedger = Effect.gen(function* () {
@@ -94,84 +89,11 @@ export const makeSqlLedger = Effect.gen(function* () {
           (found) => Number(found[0]?.found ?? 0) > awaiting.seen,
         )
 
-  const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys })
+  const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys, clock: storageClock(sql) })
   const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
-    admit: spanned("SubmissionLedger.admit")(function* (request) {
-      const operation = "SubmissionLedger.admit"
-      yield* requireFinite(operation, { now: request.now })
-      const delayed = delayedJoin(operation, request)
-      if (delayed !== undefined) return yield* delayed
-      const lane = laneKey(request.threadId)
-      const input = yield* Effect.try({
-        try: () => JSON.parse(request.inputPayload) as Schema.Json,
-        catch: (cause) => new LedgerError({ operation, message: "the input payload is not JSON", cause }),
-      })
-      const parentJson =
-        request.parent === undefined
-          ? null
-          : yield* encodeParentJson(request.parent).pipe(Effect.mapError(storageError(operation)))
-      return yield* transaction(
-        operation,
-        Effect.gen(function* () {
-          const verdict = yield* admissionVerdict(operation, request)
-          if (verdict._tag === "Replayed") return verdict.admission
-          // A join whose host ended (or is aborting) meanwhile is ordinary input.
-          const host =
-            request.host !== undefined && Rules.takesJoins(yield* byId(operation, request.host))
-              ? request.host
-              : undefined
-          const snapshot = yield* Effect.try({
-            try: () =>
-              admittedRow(request, {
-                submissionId: verdict.submissionId,
-                queueSequence: verdict.queueSequence,
-                laneEmpty: verdict.laneEmpty,
-                ...(host === undefined ? {} : { host }),
-              }),
-            catch: (cause) =>
-              new LedgerError({
-                operation,
-                message: `the admission does not validate: ${String(cause)}`,
-                cause,
-              }),
-          })
-          // The acceptance record first: its sequence is where the Submission's records start.
-          const [accepted] = yield* record(
-            operation,
-            snapshot,
-            [Rules.acceptedEntry(snapshot, input, request)],
-            request.now,
-            1,
-          )
-          if (snapshot.dueAt !== undefined) timers.none = false
-          // The new row is known from what was inserted: reading it back would bill a row.
-          yield* query(operation, statements.insert, [
-            snapshot.submissionId,
-            snapshot.threadId,
-            lane,
-            snapshot.queueSequence,
-            snapshot.idempotencyKey,
-            snapshot.agentId,
-            snapshot.agentDigest,
-            snapshot.inputPayload,
-            snapshot.inputDigest,
-            snapshot.receiptId,
-            snapshot.state,
-            Rules.isParked(snapshot) ? "parked" : "open",
-            snapshot.createdAt,
-            snapshot.readyAt ?? request.now,
-            accepted?.sequence ?? null,
-            parentJson,
-            host ?? null,
-            snapshot.dueAt ?? null,
-            snapshot.wait === undefined ? null : yield* encodeWait(operation, snapshot.wait),
-          ])
-          return { _tag: "Admitted" as const, snapshot }
-        }),
-      )
-    }),
+    admit: makeSqlAdmit({ queries, transaction, admissionVerdict, record, timers }),
 
     markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"
@@ -495,7 +417,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     ...admission.reads,
     ...makeSqlSchedules({ sql, queries, admit: (request) => service.admit(request) }),
     ...makeSqlReads(queries, countedBefore, timers),
-    ...makeSqlRetention(queries, { legacyKeys, transaction }),
+    ...makeSqlRetention(queries, { legacyKeys, transaction, clock: storageClock(sql) }),
     ...makeSqlPages(queries),
   }
   return service

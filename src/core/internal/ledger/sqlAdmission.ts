@@ -12,6 +12,7 @@ import { idCollision, inputBytesRefusal, queueDepthRefusal, replayOf, submission
 import type { AdmissionCheck, LedgerLimits } from "./model.ts"
 import { numberOr, type SqlQueries } from "./sqlQueries.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
+import type { StorageClock } from "../directRows.ts"
 
 /** What the admission part needs from the opened ledger. @internal */
 export interface SqlAdmissionOptions {
@@ -21,11 +22,32 @@ export interface SqlAdmissionOptions {
   readonly salt: string
   /** Whether an older release stored keys of its own. */
   readonly legacyKeys: boolean
+  /** The storage's clock: a verdict stands while nothing was written. */
+  readonly clock: StorageClock | undefined
+}
+
+/** A verdict to admit, with the storage's writes when it was reached. */
+interface Reached {
+  readonly writes: number
+  readonly verdict: NewVerdict
+}
+
+interface NewVerdict {
+  readonly _tag: "New"
+  readonly submissionId: SubmissionId
+  readonly queueSequence: number
+  readonly laneEmpty: boolean
 }
 
 /** Builds the admission verdict and the key reads over an opened ledger. @internal */
-export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmissionOptions) => {
+export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys, clock }: SqlAdmissionOptions) => {
   const { query, byId } = queries
+  /**
+   * The last verdict to admit. A submit checks admission before the maintenance gate and again
+   * in its transaction; when no statement wrote in between, the lane and the key are as they
+   * were, and the second check is the first one's answer (five rows read fewer).
+   */
+  let reached: Reached | undefined
 
   /**
    * The lane's live depth as the admission limit needs it: exact once it reaches the limit (a
@@ -68,6 +90,17 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
   const admissionVerdict = (operation: string, request: AdmissionCheck) =>
     Effect.gen(function* () {
       const submissionId = submissionIdFor(salt, request.threadId, request.idempotencyKey)
+      const standing =
+        reached !== undefined &&
+        reached.verdict.submissionId === submissionId &&
+        reached.writes === clock?.writes
+          ? reached.verdict
+          : undefined
+      if (standing !== undefined) {
+        const tooLarge = inputBytesRefusal(request, limits)
+        if (tooLarge !== undefined) return yield* tooLarge
+        return standing
+      }
       const lane = laneKey(request.threadId)
       const used = yield* byKey(operation, request.threadId, request.idempotencyKey, submissionId)
       if (used !== undefined) {
@@ -98,12 +131,14 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys }: SqlAdmis
       )
       const full = queueDepthRefusal(request, limits, depth)
       if (full !== undefined) return yield* full
-      return {
-        _tag: "New" as const,
+      const verdict: NewVerdict = {
+        _tag: "New",
         submissionId,
         queueSequence: Math.max(lastLive, numberOr(counters?.lane_tail, 0)) + 1,
         laneEmpty: heads.length === 0,
       }
+      reached = clock === undefined ? undefined : { writes: clock.writes, verdict }
+      return verdict
     })
 
   const reads: KeyReads = {

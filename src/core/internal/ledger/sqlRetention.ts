@@ -7,6 +7,8 @@
  * (its tails row), and one that takes the Object's newest row where the feed continues (the
  * floor), so no later append reuses a sequence, a queue sequence or a feed position.
  */
+import type { StorageClock } from "../directRows.ts"
+import { forgetEnds } from "../history/ends.ts"
 import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
 import type { SubmissionId } from "../../Identifiers.ts"
@@ -58,6 +60,8 @@ export const makeSqlRetention = (
   { query }: SqlQueries,
   options: {
     readonly legacyKeys: boolean
+    /** The storage's clock, whose remembered history ends a removal drops. */
+    readonly clock: StorageClock | undefined
     readonly transaction: <A, E>(
       operation: string,
       effect: Effect.Effect<A, E>,
@@ -72,6 +76,7 @@ export const makeSqlRetention = (
    */
   const removeRows = (operation: string, rows: ReadonlyArray<Row>) =>
     Effect.gen(function* () {
+      forgetEnds(options.clock)
       const ids = new Set(rows.map((row) => String(row.submission_id)))
       const [objectNewest] = yield* query(operation, retentionStatements.objectNewest, [])
       if (objectNewest !== undefined && ids.has(String(objectNewest.submission_id))) {

@@ -20,7 +20,7 @@ import {
   RECOVERY_CANDIDATE,
   SUBMISSIONS_TABLE,
 } from "../schema.ts"
-import { rowStatements } from "../history/sqlRows.ts"
+import { threadEndFigure } from "../history/sqlRows.ts"
 
 const t = SUBMISSIONS_TABLE
 const h = HISTORY_TABLE
@@ -63,7 +63,7 @@ export const statements = {
   // thread id ×2.
   laneCounters: `SELECT ${laneEnd("open", "min")} AS open_head, ${laneEnd("parked", "min")} AS parked_head,
       ${laneEnd("open", "max")} AS open_last, ${laneEnd("parked", "max")} AS parked_last,
-      (SELECT lane_tail FROM (${rowStatements.threadEnd})) AS lane_tail`,
+      ${threadEndFigure("lane_tail")} AS lane_tail`,
   // Live rows of a lane, counting at most the limit. Parameters: lane key, limit, lane key.
   laneDepth: `SELECT (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ?))
       + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
@@ -177,7 +177,7 @@ export const statements = {
   // twice: the records this settlement appends start at the Thread's end.
   settle: fenced(
     `state = 'settled', lane_status = 'closed', settlement = ?, prune_after = ?,
-      history_to = (SELECT next_sequence FROM (${rowStatements.threadEnd})), ${CLEAR_OWNERSHIP}`,
+      history_to = ${threadEndFigure("next_sequence")}, ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
   requestAbort: `UPDATE ${t} SET abort_requested = 1
