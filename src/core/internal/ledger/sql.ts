@@ -22,6 +22,7 @@ import type { SubmissionId } from "../../Identifiers.ts"
 import { ParentLink } from "../outbox/parentLink.ts"
 import * as Rules from "./rules.ts"
 import * as Timed from "./timedRules.ts"
+import { incarnationId } from "./fences.ts"
 import { runMigrations } from "../migrations.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
@@ -98,6 +99,11 @@ export const makeSqlLedger = Effect.gen(function* () {
   const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
+    beginIncarnation: Effect.map(
+      query("SubmissionLedger.beginIncarnation", statements.beginIncarnation, [META_KEYS.incarnations]),
+      (rows) => incarnationId(Number(rows[0]?.value)),
+    ),
+
     admit: spanned("SubmissionLedger.admit")(function* (request) {
       const operation = "SubmissionLedger.admit"
       yield* requireFinite(operation, { now: request.now })
