@@ -14,6 +14,7 @@ import { DurableObject } from "cloudflare:workers"
 import { Clock, Effect, Exit, Layer, ManagedRuntime } from "effect"
 import type { ThreadObjectNamespace } from "./CloudflareBindings.ts"
 import type { AnyAgentDefinition } from "./core/AgentRegistration.ts"
+import type { LedgerError } from "./core/SubmissionLedger.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
 import { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
 import { recordDamageOf } from "./internal/maintenance/errors.ts"
@@ -85,7 +86,8 @@ export type ThreadObjectClass = new (
 export const layer: <EP = never, RP = never, EJ = never, RJ = never>(
   registrations: ReadonlyArray<AnyAgentDefinition>,
   options?: ThreadLayerOptions<EP, RP, EJ, RJ>,
-) => Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> = threadLayer(RoutedPort)
+) => Layer.Layer<ThreadObjectThread, EP | EJ | LedgerError, ThreadObjectPlatform | RP | RJ> =
+  threadLayer(RoutedPort)
 
 /**
  * Builds the Durable Object class of an application layer (`layer(agents)` composed with the

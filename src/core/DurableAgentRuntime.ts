@@ -244,7 +244,7 @@ export class DurableAgentRuntime extends Context.Service<
   /** The runtime over the Object's ledger, history and registered agents. */
   static readonly layer: Layer.Layer<
     DurableAgentRuntime,
-    never,
+    LedgerError,
     SubmissionLedger | ThreadHistory | MessageOutbox | AgentRegistry | RuntimeFailpoint | WakeScheduler
   > = Layer.effect(this, makeRuntime)
 
@@ -253,7 +253,7 @@ export class DurableAgentRuntime extends Context.Service<
     registrations: ReadonlyArray<AnyAgentDefinition>,
   ): Layer.Layer<
     DurableAgentRuntime,
-    never,
+    LedgerError,
     SubmissionLedger | ThreadHistory | MessageOutbox | RuntimeFailpoint | WakeScheduler
   > => DurableAgentRuntime.layer.pipe(Layer.provide(AgentRegistry.layer(registrations)))
 }

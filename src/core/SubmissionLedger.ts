@@ -159,13 +159,19 @@ export class SubmissionLedger extends Context.Service<
       threadId: ThreadId,
       idempotencyKey: IdempotencyKey,
     ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
+    /**
+     * Starts an incarnation of the Object over this storage: returns its id, which sorts after
+     * the id of every incarnation begun before. Its Claims then expire for later incarnations
+     * only, so a replaced incarnation still running cannot take them over.
+     */
+    readonly beginIncarnation: Effect.Effect<string, LedgerError>
     /** The first nonterminal Submission of a lane. */
     readonly head: (threadId: ThreadId) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
     /** Nonterminal Submissions of one lane (admission limits). */
     readonly countNonterminal: (threadId: ThreadId) => Effect.Effect<number, LedgerError>
     /**
      * Claims the lane head when it is `ready`, or `running` with an expired lease (a Claim of
-     * another incarnation than the grant's is expired). Advances the producer epoch. `None`
+     * an earlier incarnation than the grant's is expired). Advances the producer epoch. `None`
      * when the head is absent, waiting, owned by a live lease, or admitted with a `notBefore`
      * later than the grant's `now`.
      */

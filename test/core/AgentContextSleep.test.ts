@@ -5,13 +5,14 @@
  * before its time parks again at the same time.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Option, Ref, Schema } from "effect"
+import { Clock, Effect, Fiber, Option, Ref, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { makeRuns, ran, type Runs, runsOf } from "./runtimeAgents.ts"
 import { processDue, processHead, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
 import { ledgerOf, runtimeHarnesses, type RuntimeWorld } from "./runtimeHarness.ts"
+import { pauseAt } from "../support/switchboard.ts"
 
 /** A step, a ten-second sleep, and a step that reports when it ran. */
 const napping = (runs: Runs, woke: Ref.Ref<ReadonlyArray<number>>) =>
@@ -108,6 +109,29 @@ for (const harness of runtimeHarnesses) {
           const due = yield* ledgerOf(later).nextDue(start + 10_000, { limit: 10 })
           expect(due.map((row) => row.submissionId)).toEqual([receipt.submissionId])
           expect((yield* processDue(later, receipt.submissionId))._tag).toBe("Settled")
+          expect(yield* Ref.get(woke)).toEqual([start + 10_000])
+          expect(yield* runsOf(runs)).toEqual({ before: 1, after: 1 })
+        }),
+      ),
+    )
+
+    it.effect("a replaced incarnation leaves the due Claim of the one that replaced it alone", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { runs, woke, agents, incarnation, start, receipt } = yield* setup(world)
+          expect(yield* processHead(incarnation, "lane")).toEqual(Option.none())
+          const stall = yield* pauseAt("timer:after-fire", 1)
+          const current = yield* world.incarnation({ agents, failpoint: stall.handler })
+          yield* TestClock.adjust(10_000)
+          const attempt = yield* Effect.forkChild(processDue(current, receipt.submissionId))
+          yield* stall.reached
+          const held = yield* rowOf(current, receipt.submissionId)
+          // `incarnation` was built first: it lives on after `current` started, and its due
+          // path must not take the running row over.
+          expect(yield* processDue(incarnation, receipt.submissionId)).toEqual({ _tag: "Unclaimed" })
+          expect(yield* rowOf(incarnation, receipt.submissionId)).toEqual(held)
+          yield* stall.release
+          expect((yield* Fiber.join(attempt))._tag).toBe("Settled")
           expect(yield* Ref.get(woke)).toEqual([start + 10_000])
           expect(yield* runsOf(runs)).toEqual({ before: 1, after: 1 })
         }),

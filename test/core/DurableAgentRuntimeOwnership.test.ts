@@ -79,6 +79,28 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
+    it.effect("a replaced incarnation leaves the live Claim of the one that replaced it alone", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const runs = yield* makeRuns
+          const stall = yield* pauseAt("step:after-step-append", 1)
+          // Built first: the older incarnation, still running after the newer one started.
+          const replaced = yield* world.incarnation({ agents: [threeSteps(runs)] })
+          const current = yield* world.incarnation({ agents: [threeSteps(runs)], failpoint: stall.handler })
+          const receipt = yield* submitTo(current, "lane", "three-steps", "k", { n: 1 })
+          const attempt = yield* Effect.forkChild(processHead(current, "lane"))
+          yield* stall.reached
+          const held = yield* rowOf(current, receipt.submissionId)
+          expect(yield* processHead(replaced, "lane")).toEqual(Option.none())
+          expect(yield* rowOf(replaced, receipt.submissionId)).toEqual(held)
+          yield* stall.release
+          const settled = yield* Fiber.join(attempt)
+          expect(Option.map(settled, (settlement) => settlement.output)).toEqual(Option.some(9))
+          expect(yield* runsOf(runs)).toEqual({ one: 1, two: 1, three: 1 })
+        }),
+      ),
+    )
+
     it.effect("an admin retry revokes a running Claim and the next Attempt reclaims", () =>
       harness.run((world) =>
         Effect.gen(function* () {

@@ -41,6 +41,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-store/005-durable-waits",
           "thread-store/006-retention",
           "thread-store/007-schedules",
+          "thread-store/008-ordered-incarnations",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(
@@ -54,6 +55,25 @@ describe("SubmissionLedger on SQLite", () => {
         expect(names()).toEqual(all)
         expect(second[0]).toEqual([first, second[1]])
         expect(second[1].queueSequence).toBe(2)
+      }),
+    ),
+  )
+
+  it.effect("begins each incarnation over the same storage after every earlier one", () =>
+    inObject((storage) =>
+      Effect.gen(function* () {
+        // Each opens the ledger anew over the storage, as a new incarnation does.
+        const begin = Effect.provide(
+          Effect.gen(function* () {
+            return yield* (yield* SubmissionLedger).beginIncarnation
+          }),
+          sqlLayer(storage),
+        )
+        const ids = [yield* begin, yield* begin]
+        for (let n = 0; n < 9; n++) ids.push(yield* begin)
+        expect(ids[0]).toBe("0000000000000001")
+        expect(ids.at(-1)).toBe("0000000000000011")
+        expect([...ids].sort()).toEqual(ids)
       }),
     ),
   )

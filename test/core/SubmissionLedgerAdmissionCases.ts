@@ -293,44 +293,66 @@ export const admissionCases = (harness: LedgerHarness) => {
       ),
     )
 
-    it.effect("treats a Claim of another incarnation as expired, and keeps one within an incarnation", () =>
+    it.effect("begins incarnations whose ids sort in the order they began", () =>
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          const t = ThreadId.make("t")
-          const head = yield* admitNew(request("t", "a"))
-          const first = yield* claimHead("t", grant(1, 2_000, 30_000, "incarnation-1"))
-          expect(first.incarnation).toBe("incarnation-1")
-          expect((yield* rowOf(head.submissionId)).ownership?.incarnation).toBe("incarnation-1")
-          // Within its incarnation, and for a grant naming none, the lease still protects it.
-          expect(Option.isNone(yield* ledger.claim(t, grant(2, 2_001, 30_000, "incarnation-1")))).toBe(true)
-          expect(Option.isNone(yield* ledger.claim(t, grant(3, 2_001)))).toBe(true)
-          const running = yield* rowOf(head.submissionId)
-          const sameIncarnation = yield* Effect.flip(
-            ledger.checkFence(unowned(running, 2_001, "incarnation-1")),
-          )
-          expect(sameIncarnation._tag).toBe("FenceRejected")
-          expect(yield* ledger.checkFence(unowned(running, 2_001, "incarnation-2"))).toEqual(running)
-          // A new incarnation takes it over at once; the old owner is fenced out by the epoch.
-          const taken = yield* claimHead("t", grant(4, 2_002, 30_000, "incarnation-2"))
-          expect([taken.submissionId, taken.producerEpoch, taken.incarnation]).toEqual([
-            head.submissionId,
-            2,
-            "incarnation-2",
-          ])
-          const stale = yield* Effect.flip(ledger.renew(first, 9_000))
-          expect(stale._tag).toBe("FenceRejected")
-          const renewed = yield* ledger.renew(taken, 40_000)
-          expect(renewed.incarnation).toBe("incarnation-2")
-          expect((yield* rowOf(head.submissionId)).ownership?.incarnation).toBe("incarnation-2")
-          // A Claim taken without an incarnation is protected by its lease alone.
-          yield* ledger.release(renewed)
-          const anonymous = yield* claimHead("t", grant(5, 3_000, 1_000))
-          expect(anonymous.incarnation).toBeUndefined()
-          expect(Option.isNone(yield* ledger.claim(t, grant(6, 3_999, 1_000, "incarnation-3")))).toBe(true)
-          expect((yield* claimHead("t", grant(7, 4_000, 1_000, "incarnation-3"))).producerEpoch).toBe(4)
+          const ids = [yield* ledger.beginIncarnation, yield* ledger.beginIncarnation]
+          ids.push(yield* ledger.beginIncarnation)
+          expect(new Set(ids).size).toBe(3)
+          expect([...ids].sort()).toEqual(ids)
         }),
       ),
+    )
+
+    it.effect(
+      "treats a Claim of an earlier incarnation as expired, and keeps one within an incarnation",
+      () =>
+        harness.run(
+          Effect.gen(function* () {
+            const ledger = yield* SubmissionLedger
+            const [older, newer, newest] = [
+              yield* ledger.beginIncarnation,
+              yield* ledger.beginIncarnation,
+              yield* ledger.beginIncarnation,
+            ]
+            const t = ThreadId.make("t")
+            const head = yield* admitNew(request("t", "a"))
+            const first = yield* claimHead("t", grant(1, 2_000, 30_000, older))
+            expect(first.incarnation).toBe(older)
+            expect((yield* rowOf(head.submissionId)).ownership?.incarnation).toBe(older)
+            // Within its incarnation, and for a grant naming none, the lease still protects it.
+            expect(Option.isNone(yield* ledger.claim(t, grant(2, 2_001, 30_000, older)))).toBe(true)
+            expect(Option.isNone(yield* ledger.claim(t, grant(3, 2_001)))).toBe(true)
+            const running = yield* rowOf(head.submissionId)
+            const sameIncarnation = yield* Effect.flip(ledger.checkFence(unowned(running, 2_001, older)))
+            expect(sameIncarnation._tag).toBe("FenceRejected")
+            expect(yield* ledger.checkFence(unowned(running, 2_001, newer))).toEqual(running)
+            // A later incarnation takes it over at once; the old owner is fenced out by the epoch.
+            const taken = yield* claimHead("t", grant(4, 2_002, 30_000, newer))
+            expect([taken.submissionId, taken.producerEpoch, taken.incarnation]).toEqual([
+              head.submissionId,
+              2,
+              newer,
+            ])
+            const stale = yield* Effect.flip(ledger.renew(first, 9_000))
+            expect(stale._tag).toBe("FenceRejected")
+            // The replaced incarnation, still running, finds the later one's Claim live.
+            expect(Option.isNone(yield* ledger.claim(t, grant(5, 2_003, 30_000, older)))).toBe(true)
+            const taker = yield* rowOf(head.submissionId)
+            const replaced = yield* Effect.flip(ledger.checkFence(unowned(taker, 2_003, older)))
+            expect(replaced._tag).toBe("FenceRejected")
+            const renewed = yield* ledger.renew(taken, 40_000)
+            expect(renewed.incarnation).toBe(newer)
+            expect((yield* rowOf(head.submissionId)).ownership?.incarnation).toBe(newer)
+            // A Claim taken without an incarnation is protected by its lease alone.
+            yield* ledger.release(renewed)
+            const anonymous = yield* claimHead("t", grant(6, 3_000, 1_000))
+            expect(anonymous.incarnation).toBeUndefined()
+            expect(Option.isNone(yield* ledger.claim(t, grant(7, 3_999, 1_000, newest)))).toBe(true)
+            expect((yield* claimHead("t", grant(8, 4_000, 1_000, newest))).producerEpoch).toBe(4)
+          }),
+        ),
     )
 
     it.effect("does not claim a suspended, unknown or terminalizing head", () =>

@@ -194,17 +194,22 @@ export const timedCases = (harness: LedgerHarness) => {
           yield* admitReady(request("b", "1"))
           const dying = yield* parkUntil("a", 1, 2_000, 5_000)
           const other = yield* parkUntil("b", 2, 2_000, 8_000)
-          const dead = yield* claimDue(dying, grant(3, 9_000, 60_000, "dead"))
-          // Its lease is live, but another incarnation treats it as expired.
-          expect(yield* ledger.claimDue(dying.submissionId, grant(4, 9_100, 1_000, "dead"))).toEqual(
+          const [replaced, current] = [yield* ledger.beginIncarnation, yield* ledger.beginIncarnation]
+          const dead = yield* claimDue(dying, grant(3, 9_000, 60_000, replaced))
+          // Its lease is live, but a later incarnation treats it as expired.
+          expect(yield* ledger.claimDue(dying.submissionId, grant(4, 9_100, 1_000, replaced))).toEqual(
             Option.none(),
           )
           expect(dueIds(yield* ledger.nextDue(9_100, { limit: 10 }))).toEqual([
             dying.submissionId,
             other.submissionId,
           ])
-          const taken = yield* claimDue(dying, grant(5, 9_100, 1_000, "alive"))
-          expect([taken.producerEpoch, taken.dueAt, taken.incarnation]).toEqual([3, 9_100, "alive"])
+          const taken = yield* claimDue(dying, grant(5, 9_100, 1_000, current))
+          expect([taken.producerEpoch, taken.dueAt, taken.incarnation]).toEqual([3, 9_100, current])
+          // The replaced incarnation, still running, cannot take it back while the lease is live.
+          expect(yield* ledger.claimDue(dying.submissionId, grant(6, 9_200, 1_000, replaced))).toEqual(
+            Option.none(),
+          )
           expect(dueIds(yield* ledger.nextDue(9_100, { limit: 10 }))).toEqual([
             other.submissionId,
             dying.submissionId,

@@ -26,6 +26,7 @@
  * `retention`), and `thread-store/007-schedules` the schedules (see `schedules`).
  */
 import type { Migration } from "./migrations.ts"
+import { incarnationId } from "./ledger/fences.ts"
 
 /** @internal */
 export const SUBMISSIONS_TABLE = "effect_agent_submissions"
@@ -68,6 +69,8 @@ const RECOVERY_CANDIDATE_003 = `lane_status <> 'closed' AND (abort_requested <> 
 /** Meta keys. @internal */
 export const META_KEYS = {
   salt: "submission-id-salt",
+  /** How many incarnations of the Object have begun (`SubmissionLedger.beginIncarnation`). */
+  incarnations: "incarnations",
   /** Admissions and settlements before the history counted them. */
   admittedBefore: "admitted-before-003",
   settledBefore: "settled-before-003",
@@ -261,6 +264,15 @@ const schedules: ReadonlyArray<string> = [
   `CREATE INDEX ${SCHEDULES_TABLE}_next ON ${SCHEDULES_TABLE} (next_at)`,
 ]
 
+/**
+ * Ordered incarnation ids (`SubmissionLedger.beginIncarnation`): a Claim of an earlier release
+ * names a random id, which would not sort before the new ones. Those incarnations ended before
+ * this migration ran, so their Claims are marked as of incarnation zero, earlier than any.
+ */
+const orderedIncarnations: ReadonlyArray<string> = [
+  `UPDATE ${t} SET owner_incarnation = '${incarnationId(0)}' WHERE owner_incarnation IS NOT NULL`,
+]
+
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
 export const storeMigrations: ReadonlyArray<Migration> = [
   {
@@ -323,4 +335,5 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/005-durable-waits", statements: durableWaits },
   { name: "thread-store/006-retention", statements: retention },
   { name: "thread-store/007-schedules", statements: schedules },
+  { name: "thread-store/008-ordered-incarnations", statements: orderedIncarnations },
 ]

@@ -14,6 +14,7 @@ import { DurableRuntimeConfig, DurableRuntimeSettings } from "../../core/Durable
 import { ProgressHub } from "../../core/ProgressHub.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { LedgerLimits, SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
+import type { LedgerError } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
 import { DurableObjectContext, ThreadObjectNamespace } from "../../CloudflareBindings.ts"
@@ -176,7 +177,7 @@ export const threadLayer =
     registrations: ReadonlyArray<AnyAgentDefinition>,
     options: ThreadLayerOptions<EP, RP, EJ, RJ> = {},
     delivery?: ThreadMessageDeliveryService,
-  ): Layer.Layer<ThreadObjectThread, EP | EJ, ThreadObjectPlatform | RP | RJ> => {
+  ): Layer.Layer<ThreadObjectThread, EP | EJ | LedgerError, ThreadObjectPlatform | RP | RJ> => {
     const runtime = DurableAgentRuntime.layerWithBindings(registrations).pipe(
       Layer.provide(cloudflareWakeScheduler),
     )

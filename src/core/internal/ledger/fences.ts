@@ -24,10 +24,19 @@ export const notFound = (submissionId: SubmissionId): SubmissionNotFound =>
   new SubmissionNotFound({ submissionId, message: `no submission ${submissionId} in this ledger` })
 
 /**
+ * The id of the incarnation `sequence` (1, 2, ...): fixed-width digits, so ids of later
+ * incarnations sort after earlier ones as strings, in JavaScript and in SQLite alike.
+ * @internal
+ */
+export const incarnationId = (sequence: number): string => String(sequence).padStart(16, "0")
+
+/**
  * Whether a row has an owner whose lease is still live at `now`, as `incarnation` sees it: a
- * Claim taken by another incarnation is expired (that incarnation is dead, and its writes are
- * fenced by the epoch once the Claim is taken over). Without `incarnation`, or for a Claim
- * that names none, only the lease counts.
+ * Claim of an earlier incarnation (a smaller id) is expired, since that incarnation was
+ * replaced, and its writes are fenced by the epoch once the Claim is taken over. A Claim of a
+ * later incarnation stays live: the one asking is then the replaced one, still running (a
+ * zombie), and must not fence out the incarnation that replaced it. Without `incarnation`, or
+ * for a Claim that names none, only the lease counts.
  * @internal
  */
 export const hasLiveLease = (
@@ -39,7 +48,7 @@ export const hasLiveLease = (
   row.ownership.leaseExpiresAt > now &&
   (incarnation === undefined ||
     row.ownership.incarnation === undefined ||
-    row.ownership.incarnation === incarnation)
+    row.ownership.incarnation >= incarnation)
 
 /** A recovery fence: the row's epoch, and no live lease at `now` (for `incarnation`). @internal */
 export const unownedFence = (

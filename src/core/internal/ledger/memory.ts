@@ -50,6 +50,7 @@ import {
 } from "./memoryStore.ts"
 import * as Rules from "./rules.ts"
 import * as Timed from "./timedRules.ts"
+import { incarnationId } from "./fences.ts"
 import { makeMemorySchedules } from "../schedule/memory.ts"
 
 const ownerFence = (claim: Claim): Fence => ({ _tag: "Owner", claim })
@@ -178,6 +179,8 @@ export const makeMemoryLedger = Effect.gen(function* () {
   })
 
   const service: typeof SubmissionLedger.Service = {
+    beginIncarnation: Effect.sync(() => incarnationId(++store.incarnations)),
+
     admit: spanned("SubmissionLedger.admit")(function* (request) {
       const block = yield* prepareAdmission(request)
       return yield* Effect.fromResult(block())

@@ -45,6 +45,8 @@ export interface MemoryStore {
   readonly due: Array<DueEntry>
   /** Schedules by id. */
   readonly schedules: Map<string, ScheduleInfo>
+  /** How many incarnations have begun over the store (`SubmissionLedger.beginIncarnation`). */
+  incarnations: number
 }
 
 /** An entry of the in-memory due index. @internal */
@@ -177,6 +179,7 @@ export const makeMemoryStore = (salt: string): MemoryStore => ({
   removed: new Set(),
   due: [],
   schedules: new Map(),
+  incarnations: 0,
 })
 
 /** The records of `records` retention has not removed. @internal */

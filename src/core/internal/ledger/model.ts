@@ -56,9 +56,10 @@ export class Settlement extends Schema.Class<Settlement>(
 
 /**
  * The owner of a running Submission. `incarnation` names the process (one Durable Object
- * incarnation) that took the Claim: another incarnation treats the Claim as expired, since a
- * Durable Object has one live incarnation and the producer epoch fences out a stale owner.
- * Without it (a Claim taken without one) only the lease protects the Claim.
+ * incarnation) that took the Claim: a later incarnation treats the Claim as expired, since a
+ * Durable Object has one live incarnation and the producer epoch fences out a stale owner,
+ * while an earlier one (replaced, still running) does not. Without it (a Claim taken without
+ * one) only the lease protects the Claim.
  */
 export class Ownership extends Schema.Class<Ownership>(
   "@effect-agent/platform-cloudflare/SubmissionLedger/Ownership",
@@ -162,7 +163,7 @@ export class Claim extends Schema.Class<Claim>("@effect-agent/platform-cloudflar
 /**
  * The authority a write presents: an owner's Claim, or a recovery fence that holds only while
  * the epoch is unchanged and no lease is live at `now`. A recovery fence that names its
- * `incarnation` treats a Claim of another incarnation as expired.
+ * `incarnation` treats a Claim of an earlier incarnation as expired.
  */
 export type Fence =
   | { readonly _tag: "Owner"; readonly claim: Claim }
@@ -183,7 +184,10 @@ export interface ClaimGrant {
   readonly ownershipToken: OwnershipToken
   readonly now: number
   readonly leaseDurationMillis: number
-  /** The claiming incarnation; a Claim of any other incarnation is then expired. */
+  /**
+   * The claiming incarnation (`SubmissionLedger.beginIncarnation`); a Claim of an earlier
+   * incarnation is then expired, one of a later incarnation is not.
+   */
   readonly incarnation?: string
 }
 

@@ -107,7 +107,7 @@ export const isTimed = (row: Pick<SubmissionSnapshot, "state" | "dueAt">): boole
  * finishes in a later write than its own. A wait nothing resolved, queued input, a row resumed
  * by its resolution and a running row are not: the first moves only by an outside actor, whose
  * resolution makes the row `ready` in the same transaction; the others are the claiming
- * Attempt's work (a Claim of a dead incarnation is expired for the next one).
+ * Attempt's work (a Claim of an earlier incarnation is expired for a later one).
  * @internal
  */
 export const isRecoveryCandidate = (row: Pick<SubmissionSnapshot, "state" | "abortRequested">): boolean =>

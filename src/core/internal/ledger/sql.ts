@@ -20,6 +20,7 @@ import type { ParkCheck, SubmissionNotFound } from "./model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import * as Rules from "./rules.ts"
 import * as Timed from "./timedRules.ts"
+import { incarnationId } from "./fences.ts"
 import { runMigrations } from "../migrations.ts"
 import { storageClock } from "../directRows.ts"
 import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
@@ -93,6 +94,11 @@ export const makeSqlLedger = Effect.gen(function* () {
   const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
+    beginIncarnation: Effect.map(
+      query("SubmissionLedger.beginIncarnation", statements.beginIncarnation, [META_KEYS.incarnations]),
+      (rows) => incarnationId(Number(rows[0]?.value)),
+    ),
+
     admit: makeSqlAdmit({ queries, transaction, admissionVerdict, record, timers }),
 
     markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {

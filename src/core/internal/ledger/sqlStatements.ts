@@ -35,9 +35,12 @@ export const laneKey = (threadId: string): string => {
 const CLEAR_OWNERSHIP =
   "attempt_id = NULL, ownership_token = NULL, lease_expires_at = NULL, owner_incarnation = NULL"
 
-/** No live lease for the fence: none, expired, or taken by another incarnation than the fence's. */
+/**
+ * No live lease for the fence: none, expired, or taken by an earlier incarnation than the
+ * fence's (`hasLiveLease`: ids compare as text, which orders them).
+ */
 const NO_LIVE_LEASE = `(lease_expires_at IS NULL OR lease_expires_at <= ?
-  OR (? IS NOT NULL AND owner_incarnation IS NOT NULL AND owner_incarnation <> ?))`
+  OR (? IS NOT NULL AND owner_incarnation IS NOT NULL AND owner_incarnation < ?))`
 
 /**
  * A fenced update in both fence flavours. Parameters: the `SET` parameters, then the
@@ -57,6 +60,9 @@ const laneEnd = (status: "open" | "parked", end: "min" | "max") =>
 export const statements = {
   byId: `SELECT * FROM ${t} WHERE submission_id = ?`,
   salt: `SELECT value FROM ${META_TABLE} WHERE key = ?`,
+  // Counts one more incarnation and returns the count. Parameters: the key.
+  beginIncarnation: `INSERT INTO ${META_TABLE} (key, value) VALUES (?, '1')
+    ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING value`,
   hasLegacyKeys: `SELECT 1 AS found FROM ${LEGACY_KEYS_TABLE} WHERE lane_key >= '' LIMIT 1`,
   legacyKey: `SELECT submission_id FROM ${LEGACY_KEYS_TABLE} WHERE lane_key = ? AND idempotency_key = ?`,
   // The live span of a lane and the lane tail its Thread's end carries. Parameters: lane key ×4,

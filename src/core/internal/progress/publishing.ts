@@ -37,6 +37,7 @@ type Outbox = MessageOutbox["Service"]
 const ledgerMovements: Movements<Ledger> = {
   admit: (_, admission) => admission.snapshot.submissionId,
   checkAdmission: "none",
+  beginIncarnation: "none",
   markReady: ([submissionId]) => submissionId,
   lookup: "none",
   lookupByKey: "none",

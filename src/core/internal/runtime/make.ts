@@ -23,8 +23,10 @@ import { makePrepareSchedule, makeSchedule, makeUnschedule } from "./schedules/s
 
 /** @internal */
 export const makeRuntime = Effect.gen(function* () {
+  const ledger = yield* SubmissionLedger
   const env = makeRuntimeEnv({
-    ledger: yield* SubmissionLedger,
+    ledger,
+    incarnation: yield* ledger.beginIncarnation,
     history: yield* ThreadHistory,
     outbox: yield* MessageOutbox,
     self: yield* SelfAddress,

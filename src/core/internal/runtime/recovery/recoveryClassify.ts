@@ -15,7 +15,7 @@ type Row = Pick<
 
 /** What some decisions need beyond the row and its journal. @internal */
 export interface RecoveryFacts {
-  /** The classifying incarnation: a Claim of any other is not live (see `hasLiveLease`). */
+  /** The classifying incarnation: a Claim of an earlier one is not live (see `hasLiveLease`). */
   readonly incarnation?: string | undefined
   /** The host of a join, when it still exists. */
   readonly host?: {
@@ -28,8 +28,8 @@ export interface RecoveryFacts {
 
 /**
  * Whether classifying the row reads its history. A `ready` row, a live owner and an accepted
- * abort are decided by the row alone. `incarnation` is the classifying one: a Claim of any other
- * is not live (see `hasLiveLease`).
+ * abort are decided by the row alone. `incarnation` is the classifying one: a Claim of an
+ * earlier one is not live (see `hasLiveLease`).
  * @internal
  */
 export const recoveryNeedsHistory = (row: Row, now: number, incarnation?: string): boolean => {

@@ -28,7 +28,7 @@ const OPERATION = "DurableAgentRuntime.runRecovery"
  * to act on (`scanRecoveryCandidates`: an accepted abort, a row an older release left
  * mid-admission or mid-settlement, a join its host's settlement may have left). The others are decided by their state: queued or resumed
  * input is the claiming Attempt's (`ApplyInput`, `ResumeFromTurnBoundary`); a running row is
- * its owner's, or, when its Claim is expired or of a dead incarnation, the next Attempt's,
+ * its owner's, or, when its Claim is expired or of an earlier incarnation, the next Attempt's,
  * which takes the Claim over and replays the journal; a wait nothing resolved stays parked (a
  * resolution resumes the row in its own transaction). A pass reads no queue and no wait.
  */

@@ -89,8 +89,9 @@ export interface RuntimeEnv {
   /** Whether a new admission fits in the host's storage. */
   readonly capacity: AdmissionCapacityService
   /**
-   * This incarnation's id, stamped on its Claims: another incarnation treats them as expired,
-   * while within this one the lease protects them.
+   * This incarnation's id (`SubmissionLedger.beginIncarnation`), stamped on its Claims: a later
+   * incarnation treats them as expired, while within this one (and for an earlier one still
+   * running) the lease protects them.
    */
   readonly incarnation: string
   /**
@@ -155,12 +156,12 @@ export const makeRuntimeEnv = (services: {
   readonly progress: ProgressHubService
   readonly settings: DurableRuntimeSettings
   readonly capacity: AdmissionCapacityService
+  readonly incarnation: string
 }): RuntimeEnv => {
   const lock = Semaphore.makeUnsafe(1)
   const appendHooks = bracket(services.hit, "history:append:before", "history:append:after")
   return {
     ...services,
-    incarnation: crypto.randomUUID(),
     ledger: instrumentLedger(services.ledger, services.hit),
     claimUnhooked: services.ledger.claim,
     claimDueUnhooked: services.ledger.claimDue,
