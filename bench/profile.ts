@@ -10,8 +10,8 @@ import { Effect } from "effect"
 import { Miniflare } from "miniflare"
 import { writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
-import WebSocket from "ws"
 import { bundleWorker } from "../test/node/support/bundle.ts"
+import { type Profile, selfTimes, workerSession } from "./inspector.ts"
 import { subjects } from "./subjects.ts"
 
 const { values } = parseArgs({
@@ -24,53 +24,6 @@ const { values } = parseArgs({
     latency: { type: "boolean", default: false },
   },
 })
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
-  readonly children?: ReadonlyArray<number>
-}
-interface Profile {
-  readonly nodes: ReadonlyArray<ProfileNode>
-  readonly samples: ReadonlyArray<number>
-  readonly timeDeltas: ReadonlyArray<number>
-}
-
-/** A minimal DevTools protocol session over one WebSocket. */
-const session = async (url: string) => {
-  const socket = new WebSocket(url)
-  await new Promise((resolve, reject) => {
-    socket.once("open", resolve)
-    socket.once("error", reject)
-  })
-  let next = 1
-  const pending = new Map<number, (result: unknown) => void>()
-  socket.on("message", (data) => {
-    const message = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: unknown }
-    if (message.id !== undefined) pending.get(message.id)?.(message.error ?? message.result)
-  })
-  const send = <A>(method: string, params: Record<string, unknown> = {}) =>
-    new Promise<A>((resolve) => {
-      const id = next++
-      pending.set(id, (result) => resolve(result as A))
-      socket.send(JSON.stringify({ id, method, params }))
-    })
-  return { send, close: () => socket.close() }
-}
-
-/** Self time per function (name + location), largest first. */
-const selfTimes = (profile: Profile) => {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-  const totals = new Map<string, number>()
-  profile.samples.forEach((id, index) => {
-    const frame = byId.get(id)?.callFrame
-    if (frame === undefined) return
-    const file = frame.url.split("/").slice(-2).join("/")
-    const key = `${frame.functionName || "(anonymous)"} ${file}:${frame.lineNumber + 1}`
-    totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[index] ?? 0))
-  })
-  return [...totals.entries()].sort((a, b) => b[1] - a[1])
-}
 
 const main = async () => {
   const script = await Effect.runPromise(bundleWorker(new URL("./worker/index.ts", import.meta.url)))
@@ -106,13 +59,7 @@ const main = async () => {
       await (await post("warmup", "burst", { count: 100, lanes: Number(values.lanes) })).text()
       await (await post("warmup", "wait", {})).text()
     }
-    const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json()) as Array<{
-      id: string
-      webSocketDebuggerUrl: string
-    }>
-    const devtools = await session(
-      (targets.find((target) => target.id === "core:user:") ?? targets[0]!).webSocketDebuggerUrl,
-    )
+    const devtools = await workerSession(inspectorPort)
     await devtools.send("Profiler.enable")
     await devtools.send("Profiler.start")
     const started = performance.now()

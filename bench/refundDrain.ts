@@ -6,16 +6,21 @@
  * whole runtime), started again with no request, and drains: every refund asks the fraud desk (a
  * child Submission in another Object) before it pays. Reported per run: refunds still unsettled
  * at the stop, and the time from the restart to the last settlement (the newest `settledAt` on
- * the Objects' clock). Requests during the drain only read (the settlement poll). Each run
+ * the Objects' clock). During the drain each Thread is only asked how many Submissions it has
+ * left, every 250 ms, until it has none; the settlement times are read once it is over. Each run
  * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
  * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
- * one after the other, so the variants alternate on a shared machine.
+ * one after the other, so the variants alternate on a shared machine. `--profile <file>` takes a
+ * CPU profile of workerd's isolate from the restart to the last settlement (of the last run and
+ * variant) and prints the functions with the most self time (`--top`).
  */
 import { Effect, Schema } from "effect"
 import { resolve } from "node:path"
+import { writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
 import { postJson, startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
+import { type Profile, selfTimes, workerSession } from "./inspector.ts"
 
 const options = parseArgs({
   options: {
@@ -25,6 +30,8 @@ const options = parseArgs({
     cap: { type: "string", default: "120" },
     shards: { type: "string", default: "1,8" },
     baseline: { type: "string" },
+    profile: { type: "string" },
+    top: { type: "string", default: "40" },
   },
 }).values
 const refunds = Number(options.refunds)
@@ -52,6 +59,30 @@ const Statuses = Schema.Array(
   }),
 )
 
+const inspectorPort = options.profile === undefined ? undefined : 9300 + Math.floor(Math.random() * 500)
+
+const startProfile = (port: number) =>
+  Effect.promise(async () => {
+    const devtools = await workerSession(port)
+    await devtools.send("Profiler.enable")
+    await devtools.send("Profiler.start")
+    return devtools
+  })
+
+const stopProfile = (devtools: Awaited<ReturnType<typeof workerSession>>) =>
+  Effect.promise(async () => {
+    const { profile } = await devtools.send<{ profile: Profile }>("Profiler.stop")
+    devtools.close()
+    await writeFile(options.profile ?? "drain.cpuprofile", JSON.stringify(profile))
+    const sampled = profile.timeDeltas.reduce((sum, delta) => sum + delta, 0) / 1000
+    console.log(`profile: ${sampled.toFixed(0)} ms sampled, written to ${options.profile}`)
+    for (const [name, micros] of selfTimes(profile).slice(0, Number(options.top))) {
+      console.log(`${(micros / 1000).toFixed(1).padStart(8)} ms  ${name}`)
+    }
+  })
+
+const ThreadLeft = Schema.Struct({ nonterminal: Schema.Number })
+
 const threads = Array.from({ length: threadCount }, (_, i) => `drain-desk-${i}`)
 
 const oneRun = (run: number, variant: Variant) =>
@@ -67,8 +98,11 @@ const oneRun = (run: number, variant: Variant) =>
         },
         persistDir: yield* tempDir(`refund-drain-${run}-${variants.indexOf(variant)}`),
         bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(variant.shards) },
+        ...(inspectorPort === undefined ? {} : { inspectorPort }),
       })
-      // Settlement times of one Thread's settled Submissions (the page holds them all).
+      // Settlement times of one Thread's settled Submissions (the page holds them all): read once
+      // the drain is over, since a page of 200 rows per Thread is work the Objects would do
+      // while they drain.
       const settledIn = (thread: string) =>
         Effect.map(worker.json(Statuses, `/threads/${thread}/submissions?limit=200`), (rows) =>
           rows.flatMap((row) =>
@@ -78,6 +112,10 @@ const oneRun = (run: number, variant: Variant) =>
       const settled = Effect.map(Effect.forEach(threads, settledIn, { concurrency: 4 }), (times) =>
         times.flat(),
       )
+      // While it drains, each Thread is asked only how many it has left (one count), and a
+      // Thread with none left is not asked again.
+      const left = (thread: string) =>
+        Effect.map(worker.json(ThreadLeft, `/threads/${thread}`), (status) => status.nonterminal)
       yield* Effect.forEach(
         Array.from({ length: refunds }, (_, n) => n),
         (n) => {
@@ -92,20 +130,25 @@ const oneRun = (run: number, variant: Variant) =>
       yield* worker.stop
       yield* worker.start
       const restartedAt = Date.now()
-      const atStop = (yield* settled).length
-      let times = yield* settled
-      while (times.length < refunds && Date.now() - restartedAt < capMillis) {
-        yield* Effect.sleep(200)
-        times = yield* settled
+      const profiler = inspectorPort === undefined ? undefined : yield* startProfile(inspectorPort)
+      let pending = threads
+      let unsettledAtRestart: number | undefined
+      while (pending.length > 0 && Date.now() - restartedAt < capMillis) {
+        const counts = yield* Effect.forEach(pending, left, { concurrency: 4 })
+        unsettledAtRestart ??= counts.reduce((sum, count) => sum + count, 0)
+        pending = pending.filter((_, index) => (counts[index] ?? 0) > 0)
+        if (pending.length > 0) yield* Effect.sleep(250)
       }
+      const times = yield* settled
       const lastSettledAt = Math.max(...times)
+      if (profiler !== undefined) yield* stopProfile(profiler)
       return {
         run,
         variant: variant.label,
         refunds,
         threads: threadCount,
         settled: times.length,
-        unsettledAtRestart: refunds - atStop,
+        unsettledAtRestart: unsettledAtRestart ?? 0,
         drainMs: lastSettledAt - restartedAt,
       }
     }),

@@ -6,6 +6,7 @@
  * @internal
  */
 import { Effect } from "effect"
+import type { SpanOptionsNoTrace } from "effect/Tracer"
 
 /** @internal */
 export const spanned =
@@ -24,3 +25,10 @@ export const spannedScoped =
     const run = Effect.fnUntraced(body)
     return (...args: Args) => Effect.withSpan(Effect.scoped(run(...args)), name)
   }
+
+/**
+ * `Effect.withSpan` for a span opened on every pass, call or message: the same span without the
+ * per-call stack trace (`withSpan` captures one each time it is applied). @internal
+ */
+export const withSpanFast = (name: string, options?: SpanOptionsNoTrace) =>
+  Effect.withSpan(name, options, { captureStackTrace: false })

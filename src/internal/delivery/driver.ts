@@ -14,6 +14,7 @@
  * Object. Recording a reply that changes native work (a refused child, a settlement marker's
  * acknowledgement) advances the generation; a retry or a plain acknowledgement does not.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, DateTime, Effect } from "effect"
 import type { Scope } from "effect"
 import { answers, type DeliveryOutcome, type OutboxMessage } from "../../core/internal/outbox/model.ts"
@@ -158,7 +159,7 @@ export const makeMessageDelivery = (deps: {
       wave(dispatchUntil).pipe(
         Effect.andThen(sourceFinished),
         Effect.andThen(wave(dispatchUntil)),
-        Effect.withSpan("ThreadMessageDelivery.drainUntil"),
+        withSpanFast("ThreadMessageDelivery.drainUntil"),
       ) as Effect.Effect<void, DurableAlarmError, Scope.Scope>,
     pendingDeadline: storage("read message deadline", outbox.nextDue),
   }

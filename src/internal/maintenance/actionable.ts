@@ -9,6 +9,7 @@
  * (`ready`, never claimed, no abort) is classified by its state, `ApplyInput`, exactly as
  * recovery would report it.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, type DateTime, Effect, Option, Random, Ref, Stream } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
 import {
@@ -139,7 +140,7 @@ const rearmDelay = (env: MaintenanceEnv, progressed: boolean, stalls: number) =>
   (progressed
     ? Effect.succeed(env.config.alarmBackoffBase)
     : Effect.map(Random.next, (jitter) => backoffDelay(env.config, stalls, jitter))
-  ).pipe(Effect.withSpan("ThreadMaintenance.rearmDelay"))
+  ).pipe(withSpanFast("ThreadMaintenance.rearmDelay"))
 
 /** @internal One head this event served (a lane head, or a due row), and how its Attempt ended. */
 export interface ServedHead {

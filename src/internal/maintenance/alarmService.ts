@@ -3,7 +3,7 @@
  * wake hints are dropped while a pass runs in this incarnation, because workerd cancels a
  * running alarm handler when an earlier alarm is written during it.
  */
-import { spanned } from "../../core/internal/spanned.ts"
+import { spanned, withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import type { DurableAlarmError } from "./errors.ts"
@@ -64,16 +64,16 @@ export class DurableAlarmService extends Context.Service<
       return {
         scheduled: storageOperation("get alarm", () => ctx.storage.getAlarm()).pipe(
           Effect.map(Option.fromNullOr),
-          Effect.withSpan("DurableAlarmService.scheduled"),
+          withSpanFast("DurableAlarmService.scheduled"),
         ),
         scheduleAt: spanned("DurableAlarmService.scheduleAt")(function* (at: number) {
           yield* write("set alarm", { _tag: "Set", at })
         }),
-        ensureScheduledBy: Effect.fn("DurableAlarmService.ensureScheduledBy")(ensureBy),
+        ensureScheduledBy: (at: number) => withSpanFast("DurableAlarmService.ensureScheduledBy")(ensureBy(at)),
         // A wake hint per admission: one span, not a second one for the ensure inside it.
         scheduleNow: Effect.suspend(() =>
           runningPasses > 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, ensureBy),
-        ).pipe(Effect.withSpan("DurableAlarmService.scheduleNow")),
+        ).pipe(withSpanFast("DurableAlarmService.scheduleNow")),
         withWakesDeferred: <A, E, R>(body: Effect.Effect<A, E, R>) =>
           Effect.acquireUseRelease(
             Effect.sync(() => {
@@ -86,7 +86,7 @@ export class DurableAlarmService extends Context.Service<
               }),
           ),
         passRunning: Effect.sync(() => runningPasses > 0),
-        cancel: write("delete alarm", { _tag: "Clear" }).pipe(Effect.withSpan("DurableAlarmService.cancel")),
+        cancel: write("delete alarm", { _tag: "Clear" }).pipe(withSpanFast("DurableAlarmService.cancel")),
       }
     }),
   )

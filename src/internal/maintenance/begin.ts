@@ -5,6 +5,7 @@
  * caught-up event. With nothing owed, the pass reads the record alone: no SQL. From the generation read here on, a
  * failure of the pass is rearmed.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Effect } from "effect"
 import type { ThreadId } from "../../core/Identifiers.ts"
 import { decideAlarm } from "./alarmPolicy.ts"
@@ -53,4 +54,4 @@ export const beginTransaction = (env: MaintenanceEnv): Effect.Effect<BeginResult
         bindingRetries: state.bindingRetries ?? [],
       }
     })
-  }).pipe(Effect.withSpan("ThreadMaintenance.beginPass"))
+  }).pipe(withSpanFast("ThreadMaintenance.beginPass"))

@@ -3,6 +3,7 @@
  * alarm (its pending retry, or the scan cadence) and a pending host deadline gets one too.
  * It never runs recovery or reads the ledger, and it cannot accelerate a pending native retry.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Effect, Option } from "effect"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
@@ -29,4 +30,4 @@ export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, HookDe
       )
     }
     yield* env.hit("maintenance:ensure:after")
-  }).pipe(Effect.withSpan("ThreadMaintenance.ensureAlarm"))
+  }).pipe(withSpanFast("ThreadMaintenance.ensureAlarm"))

@@ -9,6 +9,7 @@
  * the generation was read rearms a bounded retry once the event Scope has closed, still under
  * the pass permit, before the failure propagates so that workerd redelivers the alarm.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, DateTime, Effect, Option, Ref } from "effect"
 import type { Semaphore } from "effect"
 import type { ThreadId } from "../../core/Identifiers.ts"
@@ -180,4 +181,4 @@ export const makePass = (
       ),
     )
     return yield* annotateReport(report)
-  }).pipe(Effect.withSpan("ThreadMaintenance.pass"))
+  }).pipe(withSpanFast("ThreadMaintenance.pass"))

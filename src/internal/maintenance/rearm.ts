@@ -6,6 +6,7 @@
  * under the pass permit. If this commit itself fails, the begin-time prearm remains the
  * fallback alarm.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Effect, Option, Random } from "effect"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
@@ -75,5 +76,5 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
         false,
       ),
     ),
-    Effect.withSpan("ThreadMaintenance.rearmFailure"),
+    withSpanFast("ThreadMaintenance.rearmFailure"),
   )

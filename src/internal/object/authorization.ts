@@ -9,6 +9,7 @@
  * its namespace binding) is trusted with every call: the binding is the boundary, as for any
  * Durable Object. An application that serves callers it does not trust passes a check.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Effect } from "effect"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { DurableObjectContext } from "../../CloudflareBindings.ts"
@@ -49,4 +50,4 @@ export const authorize = (
 ): Effect.Effect<void, Unauthorized, DurableObjectContext> =>
   authorization === undefined
     ? Effect.void
-    : Effect.suspend(() => authorization(request)).pipe(Effect.withSpan("ThreadObject.authorize"))
+    : Effect.suspend(() => authorization(request)).pipe(withSpanFast("ThreadObject.authorize"))

@@ -5,6 +5,7 @@
  * failed prearm refuses the request without running it; a read-only kind bypasses the gate.
  * The handler never calls another Object, so the gate is never held across one.
  */
+import { spanned } from "../../core/internal/spanned.ts"
 import { Cause, Effect, Exit, Schema } from "effect"
 import { DurableAlarmError } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
@@ -53,7 +54,7 @@ const refusedAs = (reason: PortProtocolError["reason"]) => (error: { readonly me
 
 /** @internal */
 export const makePortCall = <R>(handlers: PortHandlers<R>) =>
-  Effect.fn("ThreadObject.portCall")(function* (raw: unknown) {
+  spanned("ThreadObject.portCall")(function* (raw: unknown) {
     const { messageId, request } = yield* decodeRequest(
       "portCall",
       PortEnvelope,

@@ -4,6 +4,7 @@
  * `portCall` entry point. The envelope is encoded before it leaves and the reply decoded when
  * it comes back; what crosses is only the `RpcResult` envelope.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Effect, Schema } from "effect"
 import type { ObjectAddress } from "../../core/internal/outbox/model.ts"
 import { safeCauseMessage } from "../boundary.ts"
@@ -82,4 +83,4 @@ export const callStub = (env: Cloudflare.Env, address: ObjectAddress, envelope: 
       Effect.mapError((cause) => new PortUnavailable({ message: `malformed refusal: ${cause.message}` })),
       Effect.flatMap(Effect.fail),
     )
-  }).pipe(Effect.withSpan("RoutedPort.call", { attributes: { namespace: address.namespace } }))
+  }).pipe(withSpanFast("RoutedPort.call", { attributes: { namespace: address.namespace } }))

@@ -5,6 +5,7 @@
  * (`invalidatesRecovery: false`): removing settled work owes native recovery nothing, and its
  * own deadline keeps the alarm.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Context, DateTime, Effect, Layer, Option } from "effect"
 import { MessageOutbox } from "../../core/MessageOutbox.ts"
 import { ThreadArchive } from "../../core/Retention.ts"
@@ -109,7 +110,7 @@ export const retentionLayer = Layer.effect(
             }
           }).pipe(
             Effect.mapError(laneError("remove expired submissions")),
-            Effect.withSpan("ThreadRetention.drain"),
+            withSpanFast("ThreadRetention.drain"),
           ),
       },
       forget: (submissionId) =>

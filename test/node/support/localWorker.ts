@@ -18,6 +18,8 @@ export interface WorkerSpec {
   readonly persistDir: string
   /** Plain-text `env` bindings. */
   readonly bindings?: Readonly<Record<string, string>>
+  /** Opens workerd's inspector on this port (for CPU profiles). */
+  readonly inspectorPort?: number
 }
 
 /** A running (or stopped) local Worker. */
@@ -56,6 +58,7 @@ const boot = (spec: WorkerSpec, script: string): Promise<Miniflare> => {
     durableObjects,
     durableObjectsPersist: spec.persistDir,
     bindings: { ...spec.bindings },
+    ...(spec.inspectorPort === undefined ? {} : { inspectorPort: spec.inspectorPort }),
   })
   return mf.ready.then(() => mf)
 }

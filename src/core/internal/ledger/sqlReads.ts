@@ -3,7 +3,7 @@
  * the maintenance pass and the operator read in keyset pages (no cursor stays open while the
  * consumer writes to the ledger).
  */
-import { spanned } from "../spanned.ts"
+import { spanned, withSpanFast } from "../spanned.ts"
 import { Effect, Option, Stream } from "effect"
 import type { ThreadId } from "../../Identifiers.ts"
 import type { LedgerReads } from "./parts.ts"
@@ -116,7 +116,7 @@ export const makeSqlReads = (
         heads.push(head.value)
         after = laneKey(head.value.threadId)
       }
-    }).pipe(Effect.withSpan("SubmissionLedger.laneHeads")),
+    }).pipe(withSpanFast("SubmissionLedger.laneHeads")),
 
     nextLaneHead: Effect.fnUntraced(function* (after) {
       return yield* nextRunnableHead(
@@ -132,7 +132,7 @@ export const makeSqlReads = (
         numberOr(rows[0]?.admitted, 0) -
         countedBefore.settled -
         numberOr(rows[0]?.settled, 0),
-    ).pipe(Effect.withSpan("SubmissionLedger.countAllNonterminal")),
+    ).pipe(withSpanFast("SubmissionLedger.countAllNonterminal")),
 
     scanAll: Stream.paginate("", (after: string) =>
       Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after, SCAN_PAGE_SIZE]), (rows) =>

@@ -12,7 +12,7 @@
  * settles in one transaction with its marker in its outbox, which delivers it until the parent
  * acknowledges it.
  */
-import { spanned } from "../../spanned.ts"
+import { spanned, withSpanFast } from "../../spanned.ts"
 import { Clock, Effect, Option } from "effect"
 import type { AgentDefinition } from "../../../AgentRegistration.ts"
 import type { SubmissionId } from "../../../Identifiers.ts"
@@ -257,7 +257,7 @@ export const makeReceive =
       }
     }
     return Effect.suspend(reply).pipe(
-      Effect.withSpan("DurableAgentRuntime.receive", { attributes: { kind: message._tag } }),
+      withSpanFast("DurableAgentRuntime.receive", { attributes: { kind: message._tag } }),
     ) as Effect.Effect<Reply<M["_tag"]>, DurableWorkerFailure>
   }
 

@@ -4,7 +4,7 @@
  * its reconcile), executing nothing. The decision comes from the same pure classification the
  * pass runs, over the same ledger row and journal.
  */
-import { spanned } from "../../spanned.ts"
+import { spanned, withSpanFast } from "../../spanned.ts"
 import { Clock, Effect, Option, Schema, Stream } from "effect"
 import { ReconcileAnswerRecord } from "../../history/model.ts"
 import { type SubmissionSnapshot, SubmissionSnapshot as Snapshot } from "../../ledger/model.ts"
@@ -182,4 +182,4 @@ export const makePreviewRecovery = (env: RuntimeEnv) =>
     const rows = yield* Stream.runCollect(env.ledger.scanNonterminal)
     const now = yield* Clock.currentTimeMillis
     return yield* Effect.forEach(rows, (row) => preview(env, row, now))
-  }).pipe(Effect.withSpan("DurableAgentRuntime.previewRecovery"))
+  }).pipe(withSpanFast("DurableAgentRuntime.previewRecovery"))

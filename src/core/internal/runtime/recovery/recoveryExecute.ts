@@ -4,6 +4,7 @@
  * of a live lease; a row that changed since it was read is reported `deferred` and looked at
  * again by the next pass.
  */
+import { withSpanFast } from "../../spanned.ts"
 import { Clock, Context, Effect, Option, Stream } from "effect"
 import { type RecoveryDecision, RecoveryReport } from "../shared/model.ts"
 import type { SubmissionSnapshot } from "../../ledger/model.ts"
@@ -199,4 +200,4 @@ export const makeRunRecovery = (env: RuntimeEnv) =>
       worklist === "candidates" ? env.ledger.scanRecoveryCandidates : env.ledger.scanNonterminal,
     )
     return yield* Effect.forEach(rows, (row) => recoverOne(env, row))
-  }).pipe(Effect.withSpan("DurableAgentRuntime.runRecovery"))
+  }).pipe(withSpanFast("DurableAgentRuntime.runRecovery"))
