@@ -69,7 +69,8 @@ export class DurableAlarmService extends Context.Service<
         scheduleAt: spanned("DurableAlarmService.scheduleAt")(function* (at: number) {
           yield* write("set alarm", { _tag: "Set", at })
         }),
-        ensureScheduledBy: (at: number) => withSpanFast("DurableAlarmService.ensureScheduledBy")(ensureBy(at)),
+        ensureScheduledBy: (at: number) =>
+          withSpanFast("DurableAlarmService.ensureScheduledBy")(ensureBy(at)),
         // A wake hint per admission: one span, not a second one for the ensure inside it.
         scheduleNow: Effect.suspend(() =>
           runningPasses > 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, ensureBy),
