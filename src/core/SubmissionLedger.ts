@@ -161,8 +161,10 @@ export class SubmissionLedger extends Context.Service<
     ) => Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError>
     /**
      * Starts an incarnation of the Object over this storage: returns its id, which sorts after
-     * the id of every incarnation begun before. Its Claims then expire for later incarnations
-     * only, so a replaced incarnation still running cannot take them over.
+     * the id of every incarnation that stamped a Claim before it began (and of every one begun
+     * earlier through this ledger). Its Claims then expire for later incarnations only, so a
+     * replaced incarnation still running cannot take them over. The id is stored with the
+     * incarnation's first Claim: one that only answers reads writes nothing.
      */
     readonly beginIncarnation: Effect.Effect<string, LedgerError>
     /** The first nonterminal Submission of a lane. */

@@ -9,7 +9,7 @@ import { pageStatements } from "../../src/core/internal/ledger/sqlPages.ts"
 import { META_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/internal/schema.ts"
 import { COUNT_CAP, PAGE_WINDOW, SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
-import { admitNew, admitReady, request } from "./SubmissionLedgerFixtures.ts"
+import { admitNew, admitReady, grant, request } from "./SubmissionLedgerFixtures.ts"
 import { inObject, memoryHarness, sqlHarness, sqlLayer } from "./SubmissionLedgerHarness.ts"
 
 ledgerConformance("SQLite in a Durable Object", sqlHarness)
@@ -59,21 +59,47 @@ describe("SubmissionLedger on SQLite", () => {
     ),
   )
 
-  it.effect("begins each incarnation over the same storage after every earlier one", () =>
+  it.effect("begins each incarnation over the same storage after every earlier one that claimed", () =>
     inObject((storage) =>
       Effect.gen(function* () {
-        // Each opens the ledger anew over the storage, as a new incarnation does.
-        const begin = Effect.provide(
-          Effect.gen(function* () {
-            return yield* (yield* SubmissionLedger).beginIncarnation
-          }),
-          sqlLayer(storage),
-        )
-        const ids = [yield* begin, yield* begin]
-        for (let n = 0; n < 9; n++) ids.push(yield* begin)
+        // Each opens the ledger anew over the storage, as a new incarnation does, and claims.
+        const storedCount = () =>
+          storage.sql
+            .exec<{ value: string }>(`SELECT value FROM ${META_TABLE} WHERE key = 'incarnations'`)
+            .toArray()
+            .map((row) => Number(row.value))
+        const beginAndClaim = (n: number) =>
+          Effect.provide(
+            Effect.gen(function* () {
+              const ledger = yield* SubmissionLedger
+              const id = yield* ledger.beginIncarnation
+              // Only a Claim records the incarnation: beginning and reading write nothing.
+              expect(storedCount()).toEqual(n === 0 ? [] : [n])
+              yield* admitNew(request(`t-${n}`, "a"))
+              yield* ledger.claim(ThreadId.make(`t-${n}`), grant(n, 1_000 + n, 30_000, id))
+              expect(storedCount()).toEqual([n + 1])
+              return id
+            }),
+            sqlLayer(storage).pipe(Layer.fresh),
+          )
+        const ids: Array<string> = []
+        for (let n = 0; n < 11; n++) ids.push(yield* beginAndClaim(n))
         expect(ids[0]).toBe("0000000000000001")
         expect(ids.at(-1)).toBe("0000000000000011")
         expect([...ids].sort()).toEqual(ids)
+        // Two that begin before either claims share a number: neither's Claim expires for the other.
+        const [a, b] = yield* Effect.all(
+          [0, 1].map(() =>
+            Effect.provide(
+              Effect.gen(function* () {
+                return yield* (yield* SubmissionLedger).beginIncarnation
+              }),
+              sqlLayer(storage).pipe(Layer.fresh),
+            ),
+          ),
+        )
+        expect(a).toBe("0000000000000012")
+        expect(b).toBe(a)
       }),
     ),
   )

@@ -90,14 +90,33 @@ export const makeSqlLedger = Effect.gen(function* () {
           (found) => Number(found[0]?.found ?? 0) > awaiting.seen,
         )
 
+  /**
+   * Incarnations are counted when they first stamp a Claim, not when they begin: an incarnation
+   * that only answers reads writes no row. One that began after another recorded its number
+   * takes the next, so it sorts after every incarnation whose Claims it can meet; two that began
+   * before either recorded share a number and see each other's Claims as live (only the lease
+   * ends them), the safe side of the rule.
+   */
+  const incarnations = { issued: 0, recorded: 0 }
+  const recordIncarnation = (operation: string, incarnation: string | undefined) => {
+    const sequence = incarnation === undefined ? Number.NaN : Number(incarnation)
+    if (!Number.isSafeInteger(sequence) || sequence <= incarnations.recorded) return Effect.void
+    return Effect.map(
+      query(operation, statements.recordIncarnation, [META_KEYS.incarnations, String(sequence)]),
+      () => {
+        incarnations.recorded = sequence
+      },
+    )
+  }
+
   const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys, clock: storageClock(sql) })
   const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
-    beginIncarnation: Effect.map(
-      query("SubmissionLedger.beginIncarnation", statements.beginIncarnation, [META_KEYS.incarnations]),
-      (rows) => incarnationId(Number(rows[0]?.value)),
-    ),
+    beginIncarnation: Effect.map(meta(META_KEYS.incarnations), (stored) => {
+      incarnations.issued = Math.max(numberOr(stored, 0), incarnations.issued) + 1
+      return incarnationId(incarnations.issued)
+    }),
 
     admit: makeSqlAdmit({ queries, transaction, admissionVerdict, record, timers }),
 
@@ -117,6 +136,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       const operation = "SubmissionLedger.claim"
       yield* requireFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis })
       const lane = laneKey(threadId)
+      yield* recordIncarnation(operation, grant.incarnation)
       const incarnation = grant.incarnation ?? null
       const claimed = yield* first(operation, statements.claim, [
         grant.attemptId,
@@ -219,6 +239,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     claimDue: spanned("SubmissionLedger.claimDue")(function* (submissionId, grant) {
       const operation = "SubmissionLedger.claimDue"
       yield* requireFinite(operation, { now: grant.now, leaseDurationMillis: grant.leaseDurationMillis })
+      yield* recordIncarnation(operation, grant.incarnation)
       const incarnation = grant.incarnation ?? null
       const owner = [
         grant.attemptId,

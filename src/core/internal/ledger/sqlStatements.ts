@@ -60,9 +60,10 @@ const laneEnd = (status: "open" | "parked", end: "min" | "max") =>
 export const statements = {
   byId: `SELECT * FROM ${t} WHERE submission_id = ?`,
   salt: `SELECT value FROM ${META_TABLE} WHERE key = ?`,
-  // Counts one more incarnation and returns the count. Parameters: the key.
-  beginIncarnation: `INSERT INTO ${META_TABLE} (key, value) VALUES (?, '1')
-    ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING value`,
+  // Records that incarnations up to a number have begun (the count never goes back). Parameters:
+  // the key, the number.
+  recordIncarnation: `INSERT INTO ${META_TABLE} (key, value) VALUES (?, ?)
+    ON CONFLICT (key) DO UPDATE SET value = CAST(max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) AS TEXT)`,
   hasLegacyKeys: `SELECT 1 AS found FROM ${LEGACY_KEYS_TABLE} WHERE lane_key >= '' LIMIT 1`,
   legacyKey: `SELECT submission_id FROM ${LEGACY_KEYS_TABLE} WHERE lane_key = ? AND idempotency_key = ?`,
   // The live span of a lane and the lane tail its Thread's end carries. Parameters: lane key ×4,
