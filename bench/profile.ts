@@ -4,7 +4,7 @@
  * summary of the functions that took the most self time. Open the .cpuprofile in Chrome
  * DevTools for the full picture. With `--latency` it profiles `--count` sequential one-step
  * Submissions of a latency subject instead (`--binding LATENCY_THREADS` or `LATENCY_RAW`), each
- * answered once settled, after 20 unprofiled ones.
+ * answered once settled, after 20 unprofiled ones; with `--cold` as well, each to a new Object.
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"
@@ -22,6 +22,7 @@ const { values } = parseArgs({
     out: { type: "string", default: "bench/profile.cpuprofile" },
     top: { type: "string", default: "40" },
     latency: { type: "boolean", default: false },
+    cold: { type: "boolean", default: false },
   },
 })
 
@@ -50,8 +51,11 @@ const main = async () => {
         headers: { "content-type": "application/json" },
       })
     const count = Number(values.count)
+    // With --cold every sample goes to a new Object: the profile is of constructors and first
+    // Submissions.
     const sequential = async (name: string, first: number, samples: number) => {
-      for (let n = first; n < first + samples; n++) await (await post(name, "latency", { n })).text()
+      for (let n = first; n < first + samples; n++)
+        await (await post(values.cold ? `${name}-${n}` : name, "latency", { n })).text()
     }
     // Warm up once so the profile shows steady state, not compilation.
     if (values.latency) await sequential("profiled", 0, 20)

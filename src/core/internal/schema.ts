@@ -25,7 +25,7 @@
  * timed waits (see `durableWaits`), `thread-store/006-retention` what retention reads (see
  * `retention`), and `thread-store/007-schedules` the schedules (see `schedules`).
  */
-import type { Migration } from "./migrations.ts"
+import type { FreshSchema, Migration } from "./migrations.ts"
 import { incarnationId } from "./ledger/fences.ts"
 
 /** @internal */
@@ -337,3 +337,51 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/007-schedules", statements: schedules },
   { name: "thread-store/008-ordered-incarnations", statements: orderedIncarnations },
 ]
+
+/**
+ * The schema every migration above leads to, created at once on a storage that has none of it
+ * (a new Object): the same tables, columns in the same order, and indexes, with every
+ * migration recorded. Forty-odd DDL statements each make SQLite parse the schema again, which
+ * was most of a new Object's first request; these are a dozen. `test/core/freshSchema.test.ts`
+ * checks that both roads end at the same schema.
+ * @internal
+ */
+export const freshStore: ReadonlyArray<string> = [
+  `CREATE TABLE IF NOT EXISTS ${META_TABLE} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`,
+  `INSERT OR IGNORE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.salt}', lower(hex(randomblob(16))))`,
+  `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.admittedBefore}', 0)`,
+  `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.settledBefore}', 0)`,
+  `CREATE TABLE ${LEGACY_KEYS_TABLE} (
+    lane_key TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    submission_id TEXT NOT NULL,
+    PRIMARY KEY (lane_key, idempotency_key)
+  ) WITHOUT ROWID`,
+  `CREATE TABLE ${t} (${LEDGER_COLUMNS}, parent_link TEXT, host_submission_id TEXT, due_at REAL, wait TEXT,
+    prune_after REAL, history_to INTEGER) WITHOUT ROWID`,
+  `CREATE TABLE ${h} (${HISTORY_COLUMNS})`,
+  `CREATE INDEX ${t}_lane ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'open'`,
+  `CREATE INDEX ${t}_parked ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'parked'`,
+  `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequence)`,
+  `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
+  `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`,
+  `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`,
+  `CREATE TABLE ${THREAD_TAILS_TABLE} (
+    thread_id TEXT PRIMARY KEY NOT NULL,
+    next_sequence INTEGER NOT NULL,
+    lane_tail INTEGER NOT NULL
+  ) WITHOUT ROWID`,
+  `CREATE TABLE ${HISTORY_FLOOR_TABLE} (
+    id INTEGER PRIMARY KEY,
+    next_position INTEGER NOT NULL,
+    admitted INTEGER NOT NULL,
+    settled INTEGER NOT NULL
+  )`,
+  ...schedules,
+]
+
+/** The store's fresh schema, for `runMigrations`. @internal */
+export const freshStoreSchema: FreshSchema = {
+  statements: freshStore,
+  tables: [SUBMISSIONS_TABLE, HISTORY_TABLE],
+}

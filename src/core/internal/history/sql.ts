@@ -15,7 +15,7 @@ import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
 import type { FeedEntry } from "./model.ts"
 import { runMigrations } from "../migrations.ts"
-import { storeMigrations } from "../schema.ts"
+import { freshStoreSchema, storeMigrations } from "../schema.ts"
 import { decodeRow, rowStatements, type StoredRow, writeRow } from "./sqlRows.ts"
 import { rowsRunner } from "../directRows.ts"
 
@@ -26,7 +26,7 @@ const storeError = (operation: string) => (cause: SqlError) =>
 export const makeSqlHistory = Effect.gen(function* () {
   const sql = yield* SqlClient
   const ledger = yield* SubmissionLedger
-  yield* runMigrations(storeMigrations).pipe(Effect.mapError(storeError("ThreadHistory.migrate")))
+  yield* runMigrations(storeMigrations, freshStoreSchema).pipe(Effect.mapError(storeError("ThreadHistory.migrate")))
 
   const rows = rowsRunner(sql)
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>

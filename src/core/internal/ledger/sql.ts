@@ -23,7 +23,7 @@ import * as Timed from "./timedRules.ts"
 import { incarnationId } from "./fences.ts"
 import { runMigrations } from "../migrations.ts"
 import { storageClock } from "../directRows.ts"
-import { META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
+import { freshStoreSchema, META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { encodeWait, makeSqlAdmit } from "./sqlAdmit.ts"
 import { makeSqlSchedules } from "../schedule/sql.ts"
@@ -38,7 +38,7 @@ import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites
 export const makeSqlLedger = Effect.gen(function* () {
   const sql = yield* SqlClient
   const limits = yield* SubmissionLedgerLimits
-  yield* runMigrations(storeMigrations).pipe(Effect.mapError(storageError("SubmissionLedger.migrate")))
+  yield* runMigrations(storeMigrations, freshStoreSchema).pipe(Effect.mapError(storageError("SubmissionLedger.migrate")))
 
   const queries = makeSqlQueries(sql)
   const { query, first, byId } = queries
