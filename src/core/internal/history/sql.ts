@@ -26,7 +26,9 @@ const storeError = (operation: string) => (cause: SqlError) =>
 export const makeSqlHistory = Effect.gen(function* () {
   const sql = yield* SqlClient
   const ledger = yield* SubmissionLedger
-  yield* runMigrations(storeMigrations, freshStoreSchema).pipe(Effect.mapError(storeError("ThreadHistory.migrate")))
+  yield* runMigrations(storeMigrations, freshStoreSchema).pipe(
+    Effect.mapError(storeError("ThreadHistory.migrate")),
+  )
 
   const rows = rowsRunner(sql)
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>

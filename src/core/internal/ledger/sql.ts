@@ -38,7 +38,9 @@ import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites
 export const makeSqlLedger = Effect.gen(function* () {
   const sql = yield* SqlClient
   const limits = yield* SubmissionLedgerLimits
-  yield* runMigrations(storeMigrations, freshStoreSchema).pipe(Effect.mapError(storageError("SubmissionLedger.migrate")))
+  yield* runMigrations(storeMigrations, freshStoreSchema).pipe(
+    Effect.mapError(storageError("SubmissionLedger.migrate")),
+  )
 
   const queries = makeSqlQueries(sql)
   const { query, first, byId } = queries
