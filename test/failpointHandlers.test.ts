@@ -169,7 +169,11 @@ describe("failpoint handlers", () => {
         },
         Effect.exit(submit(thread)),
       )
-      expect(failureOf(exit)).toBeInstanceOf(ThreadClient.ThreadObjectUnavailable)
+      // The admission's insert is refused: its transaction rolls back and the call fails with
+      // the storage named, nothing admitted.
+      const failure = failureOf(exit)
+      expect(failure).toBeInstanceOf(ThreadClient.ThreadObjectFailure)
+      expect((failure as ThreadClient.ThreadObjectFailure).reason).toBe("storage")
       expect(yield* ledgerRows(thread)).toEqual([])
     }),
   )
