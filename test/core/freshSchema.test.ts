@@ -25,7 +25,10 @@ const schemaOf = (storage: DurableObjectStorage) => {
     indexes: rows<{ name: string; tbl_name: string; sql: string }>(
       "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name",
     ).map((index) => ({ ...index, sql: index.sql.replace(/\s+/g, " ") })),
-    meta: rows<{ key: string }>(`SELECT key FROM ${META_TABLE} ORDER BY key`).map((row) => row.key),
+    // Every key, and every value but the salt (random on both roads).
+    meta: rows<{ key: string; value: string }>(`SELECT key, value FROM ${META_TABLE} ORDER BY key`).map(
+      (row) => (row.key === "submission-id-salt" ? { key: row.key, set: row.value.length === 32 } : row),
+    ),
     migrations: rows<{ name: string }>(`SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY name`).map(
       (row) => row.name,
     ),

@@ -218,6 +218,15 @@ const insertReading = (query: Query, append: RowAppend, entriesJson: string, set
     },
   )
 
+/**
+ * Whether a statement failed on a unique key. workerd's errors name the constraint in their
+ * message (`UNIQUE constraint failed: …: SQLITE_CONSTRAINT`) rather than in a code, so Effect
+ * may classify them as unknown.
+ */
+const isKeyCollision = (error: SqlError): boolean =>
+  error.reason._tag === "ConstraintError" ||
+  /UNIQUE constraint failed|SQLITE_CONSTRAINT/.test(`${String(error.reason.cause)} ${error.message}`)
+
 /** Writes one row; returns its records. Run inside the caller's transaction. @internal */
 export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =>
   Effect.gen(function* () {
@@ -242,8 +251,14 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
         ? false
         : yield* insertAt(query, append, entriesJson, planned).pipe(
             Effect.as(true),
-            // Someone the memory did not see wrote here: forget it and read the ends.
-            Effect.catch(() => Effect.sync(() => forgetEnds(clock)).pipe(Effect.as(false))),
+            // Someone the memory did not see wrote here: forget it and read the ends. Any other
+            // failure is the append's (a retry could write its records twice).
+            Effect.catch((error) =>
+              isKeyCollision(error)
+                ? Effect.sync(() => forgetEnds(clock)).pipe(Effect.as(false))
+                : Effect.fail(error),
+            ),
+            Effect.mapError(historyError(operation, "storage failed")),
           )
     const written = fast
       ? planned
