@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { AgentId, ThreadId } from "../../src/core/Identifiers.ts"
 import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { runMigrations } from "../../src/core/internal/migrations.ts"
@@ -9,6 +10,7 @@ import { pageStatements } from "../../src/core/internal/ledger/sqlPages.ts"
 import { META_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/internal/schema.ts"
 import { COUNT_CAP, PAGE_WINDOW, SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
+import { layerWithLedger } from "../../src/core/ThreadHistory.ts"
 import { admitNew, admitReady, grant, request } from "./SubmissionLedgerFixtures.ts"
 import { inObject, memoryHarness, sqlHarness, sqlLayer } from "./SubmissionLedgerHarness.ts"
 
@@ -218,6 +220,38 @@ describe("SubmissionLedger on SQLite", () => {
         expect(error._tag).toBe("LedgerError")
         expect(error.message).toContain("salt")
       }),
+    ),
+  )
+
+  it.effect("records an incarnation's number again after a rollback undid it", () =>
+    inObject((storage) =>
+      Effect.provide(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const sql = yield* SqlClient
+          const stored = () =>
+            storage.sql
+              .exec<{ value: string }>(`SELECT value FROM ${META_TABLE} WHERE key = 'incarnations'`)
+              .toArray()
+              .map((row) => Number(row.value))
+          const id = yield* ledger.beginIncarnation
+          yield* admitNew(request("t", "a"))
+          yield* admitNew(request("u", "a"))
+          // The first Claim records the number, and the transaction around it rolls back.
+          const undone = sql.withTransaction(
+            Effect.andThen(
+              ledger.claim(ThreadId.make("t"), grant(1, 1_000, 30_000, id)),
+              Effect.fail("undo"),
+            ),
+          )
+          expect(yield* Effect.flip(undone)).toBe("undo")
+          expect(stored()).toEqual([])
+          // The next Claim records it again: a Claim never names a number the storage lacks.
+          yield* ledger.claim(ThreadId.make("u"), grant(2, 1_001, 30_000, id))
+          expect(stored()).toEqual([Number(id)])
+        }),
+        layerWithLedger.pipe(Layer.provideMerge(sqlClientLayer(storage))),
+      ),
     ),
   )
 

@@ -99,19 +99,23 @@ export const makeSqlLedger = Effect.gen(function* () {
    * before either recorded share a number and see each other's Claims as live (only the lease
    * ends them), the safe side of the rule.
    */
-  const incarnations = { issued: 0, recorded: 0 }
+  const clock = storageClock(sql)
+  // What was recorded counts only while no rollback could have undone it.
+  const incarnations = { issued: 0, recorded: 0, rollbacks: clock?.rollbacks ?? 0 }
   const recordIncarnation = (operation: string, incarnation: string | undefined) => {
     const sequence = incarnation === undefined ? Number.NaN : Number(incarnation)
-    if (!Number.isSafeInteger(sequence) || sequence <= incarnations.recorded) return Effect.void
+    const standing = clock === undefined || clock.rollbacks === incarnations.rollbacks
+    if (!Number.isSafeInteger(sequence) || (standing && sequence <= incarnations.recorded)) return Effect.void
     return Effect.map(
       query(operation, statements.recordIncarnation, [META_KEYS.incarnations, String(sequence)]),
       () => {
         incarnations.recorded = sequence
+        incarnations.rollbacks = clock?.rollbacks ?? 0
       },
     )
   }
 
-  const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys, clock: storageClock(sql) })
+  const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys, clock })
   const { admissionVerdict } = admission
 
   const service: typeof SubmissionLedger.Service = {
@@ -446,7 +450,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     ...admission.reads,
     ...makeSqlSchedules({ sql, queries, admit: (request) => service.admit(request) }),
     ...makeSqlReads(queries, countedBefore, timers),
-    ...makeSqlRetention(queries, { legacyKeys, transaction, clock: storageClock(sql) }),
+    ...makeSqlRetention(queries, { legacyKeys, transaction, clock }),
     ...makeSqlPages(queries),
   }
   return service
