@@ -112,6 +112,33 @@ const HISTORY_COLUMNS = `
     admitted INTEGER NOT NULL,
     settled INTEGER NOT NULL`
 
+/** Statements both the migrations and the fresh schema run, so both say the same. */
+const META_CREATE = `CREATE TABLE IF NOT EXISTS ${META_TABLE} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`
+const SALT_INSERT = `INSERT OR IGNORE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.salt}', lower(hex(randomblob(16))))`
+const LEGACY_KEYS_CREATE = `CREATE TABLE ${LEGACY_KEYS_TABLE} (
+    lane_key TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    submission_id TEXT NOT NULL,
+    PRIMARY KEY (lane_key, idempotency_key)
+  ) WITHOUT ROWID`
+const LANE_INDEX = `CREATE INDEX ${t}_lane ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'open'`
+const PARKED_INDEX = `CREATE INDEX ${t}_parked ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'parked'`
+const THREAD_INDEX = `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequence)`
+const RECOVERY_INDEX = `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`
+const DUE_INDEX = `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`
+const RETENTION_INDEX = `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`
+const TAILS_CREATE = `CREATE TABLE ${THREAD_TAILS_TABLE} (
+    thread_id TEXT PRIMARY KEY NOT NULL,
+    next_sequence INTEGER NOT NULL,
+    lane_tail INTEGER NOT NULL
+  ) WITHOUT ROWID`
+const FLOOR_CREATE = `CREATE TABLE ${HISTORY_FLOOR_TABLE} (
+    id INTEGER PRIMARY KEY,
+    next_position INTEGER NOT NULL,
+    admitted INTEGER NOT NULL,
+    settled INTEGER NOT NULL
+  )`
+
 const tag = (alias: string) => `json_extract(${alias}.entry, '$._tag')`
 const step = (alias: string) => `json_extract(${alias}.entry, '$.step')`
 
@@ -136,17 +163,12 @@ const awaitsResolution = `EXISTS (SELECT 1 ${recordOf("u")} AND ${tag("u")} = 'U
  * their own table, and the counts the history will carry from now on start from constants.
  */
 const rebuild: ReadonlyArray<string> = [
-  `CREATE TABLE IF NOT EXISTS ${META_TABLE} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`,
-  `INSERT OR IGNORE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.salt}', lower(hex(randomblob(16))))`,
+  META_CREATE,
+  SALT_INSERT,
   `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.admittedBefore}', (SELECT count(*) FROM ${t}))`,
   `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.settledBefore}', (SELECT count(*) FROM ${t} AS s
     WHERE s.state = 'settled' OR (s.state = 'terminalizing' AND EXISTS (SELECT 1 ${recordOf("r")} AND ${tag("r")} = 'SubmissionSettled'))))`,
-  `CREATE TABLE ${LEGACY_KEYS_TABLE} (
-    lane_key TEXT NOT NULL,
-    idempotency_key TEXT NOT NULL,
-    submission_id TEXT NOT NULL,
-    PRIMARY KEY (lane_key, idempotency_key)
-  ) WITHOUT ROWID`,
+  LEGACY_KEYS_CREATE,
   `INSERT INTO ${LEGACY_KEYS_TABLE} (lane_key, idempotency_key, submission_id)
     SELECT lane_key, idempotency_key, submission_id FROM ${t}`,
   `CREATE TABLE ${t}_next (${LEDGER_COLUMNS}) WITHOUT ROWID`,
@@ -181,10 +203,10 @@ const rebuild: ReadonlyArray<string> = [
   `DROP TABLE ${h}`,
   `ALTER TABLE ${t}_next RENAME TO ${t}`,
   `ALTER TABLE ${h}_next RENAME TO ${h}`,
-  `CREATE INDEX ${t}_lane ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'open'`,
-  `CREATE INDEX ${t}_parked ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'parked'`,
+  LANE_INDEX,
+  PARKED_INDEX,
   `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE_003}`,
-  `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequence)`,
+  THREAD_INDEX,
 ]
 
 /**
@@ -197,7 +219,7 @@ const links: ReadonlyArray<string> = [
   `ALTER TABLE ${t} ADD COLUMN parent_link TEXT`,
   `ALTER TABLE ${t} ADD COLUMN host_submission_id TEXT`,
   `DROP INDEX ${t}_recovery`,
-  `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
+  RECOVERY_INDEX,
 ]
 
 /**
@@ -210,7 +232,7 @@ const links: ReadonlyArray<string> = [
 const durableWaits: ReadonlyArray<string> = [
   `ALTER TABLE ${t} ADD COLUMN due_at REAL`,
   `ALTER TABLE ${t} ADD COLUMN wait TEXT`,
-  `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`,
+  DUE_INDEX,
   `UPDATE ${t} SET state = 'waiting', due_at = 0 WHERE lane_status = 'parked' AND state = 'unknown'`,
 ]
 
@@ -229,18 +251,9 @@ const retention: ReadonlyArray<string> = [
   `ALTER TABLE ${t} ADD COLUMN prune_after REAL`,
   `ALTER TABLE ${t} ADD COLUMN history_to INTEGER`,
   `UPDATE ${t} SET prune_after = json_extract(settlement, '$.settledAt') WHERE lane_status = 'closed'`,
-  `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`,
-  `CREATE TABLE ${THREAD_TAILS_TABLE} (
-    thread_id TEXT PRIMARY KEY NOT NULL,
-    next_sequence INTEGER NOT NULL,
-    lane_tail INTEGER NOT NULL
-  ) WITHOUT ROWID`,
-  `CREATE TABLE ${HISTORY_FLOOR_TABLE} (
-    id INTEGER PRIMARY KEY,
-    next_position INTEGER NOT NULL,
-    admitted INTEGER NOT NULL,
-    settled INTEGER NOT NULL
-  )`,
+  RETENTION_INDEX,
+  TAILS_CREATE,
+  FLOOR_CREATE,
 ]
 
 /**
@@ -347,36 +360,22 @@ export const storeMigrations: ReadonlyArray<Migration> = [
  * @internal
  */
 export const freshStore: ReadonlyArray<string> = [
-  `CREATE TABLE IF NOT EXISTS ${META_TABLE} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`,
-  `INSERT OR IGNORE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.salt}', lower(hex(randomblob(16))))`,
+  META_CREATE,
+  SALT_INSERT,
   `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.admittedBefore}', 0)`,
   `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.settledBefore}', 0)`,
-  `CREATE TABLE ${LEGACY_KEYS_TABLE} (
-    lane_key TEXT NOT NULL,
-    idempotency_key TEXT NOT NULL,
-    submission_id TEXT NOT NULL,
-    PRIMARY KEY (lane_key, idempotency_key)
-  ) WITHOUT ROWID`,
+  LEGACY_KEYS_CREATE,
   `CREATE TABLE ${t} (${LEDGER_COLUMNS}, parent_link TEXT, host_submission_id TEXT, due_at REAL, wait TEXT,
     prune_after REAL, history_to INTEGER) WITHOUT ROWID`,
   `CREATE TABLE ${h} (${HISTORY_COLUMNS})`,
-  `CREATE INDEX ${t}_lane ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'open'`,
-  `CREATE INDEX ${t}_parked ON ${t} (lane_key, queue_sequence) WHERE lane_status = 'parked'`,
-  `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequence)`,
-  `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`,
-  `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`,
-  `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`,
-  `CREATE TABLE ${THREAD_TAILS_TABLE} (
-    thread_id TEXT PRIMARY KEY NOT NULL,
-    next_sequence INTEGER NOT NULL,
-    lane_tail INTEGER NOT NULL
-  ) WITHOUT ROWID`,
-  `CREATE TABLE ${HISTORY_FLOOR_TABLE} (
-    id INTEGER PRIMARY KEY,
-    next_position INTEGER NOT NULL,
-    admitted INTEGER NOT NULL,
-    settled INTEGER NOT NULL
-  )`,
+  LANE_INDEX,
+  PARKED_INDEX,
+  THREAD_INDEX,
+  RECOVERY_INDEX,
+  DUE_INDEX,
+  RETENTION_INDEX,
+  TAILS_CREATE,
+  FLOOR_CREATE,
   ...schedules,
 ]
 
