@@ -51,6 +51,42 @@ export const selfTimes = (profile: Profile) => {
   return [...totals.entries()].sort((a, b) => b[1] - a[1])
 }
 
+/**
+ * Self time per source module of the bundled `script` the profile ran (esbuild marks where each
+ * module starts with a `// path` comment line), largest first; native frames by their name.
+ * Effect's fiber loop hides who called what, so a module's own time is the useful split.
+ */
+export const moduleTimes = (profile: Profile, script: string) => {
+  const starts: Array<readonly [number, string]> = []
+  script.split("\n").forEach((line, index) => {
+    const module = /^\/\/ ((?:node_modules|src|examples|bench)\/\S*)$/.exec(line)?.[1]
+    if (module !== undefined) starts.push([index, module])
+  })
+  const moduleAt = (line: number) => {
+    let low = 0
+    let high = starts.length - 1
+    let found = "(bundle prelude)"
+    while (low <= high) {
+      const middle = (low + high) >> 1
+      const [start, module] = starts[middle]!
+      if (start <= line) {
+        found = module
+        low = middle + 1
+      } else high = middle - 1
+    }
+    return found
+  }
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const totals = new Map<string, number>()
+  profile.samples.forEach((id, index) => {
+    const frame = byId.get(id)?.callFrame
+    if (frame === undefined) return
+    const key = frame.lineNumber < 0 ? `(native) ${frame.functionName}` : moduleAt(frame.lineNumber)
+    totals.set(key, (totals.get(key) ?? 0) + (profile.timeDeltas[index] ?? 0))
+  })
+  return [...totals.entries()].sort((a, b) => b[1] - a[1])
+}
+
 /** The inspector session of the Worker's own isolate at `port`. */
 export const workerSession = async (port: number) => {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as Array<{

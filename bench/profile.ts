@@ -5,13 +5,14 @@
  * DevTools for the full picture. With `--latency` it profiles `--count` sequential one-step
  * Submissions of a latency subject instead (`--binding LATENCY_THREADS` or `LATENCY_RAW`), each
  * answered once settled, after 20 unprofiled ones; with `--cold` as well, each to a new Object.
+ * After the functions it lists the self time of each source module of the bundle.
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"
 import { writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
 import { bundleWorker } from "../test/node/support/bundle.ts"
-import { type Profile, selfTimes, workerSession } from "./inspector.ts"
+import { moduleTimes, type Profile, selfTimes, workerSession } from "./inspector.ts"
 import { subjects } from "./subjects.ts"
 
 const { values } = parseArgs({
@@ -82,6 +83,10 @@ const main = async () => {
     )
     for (const [name, micros] of selfTimes(profile).slice(0, Number(values.top))) {
       console.log(`${(micros / 1000).toFixed(1).padStart(8)} ms  ${name}`)
+    }
+    console.log("self time by source module:")
+    for (const [module, micros] of moduleTimes(profile, script).slice(0, Number(values.top))) {
+      console.log(`${(micros / 1000).toFixed(1).padStart(8)} ms  ${module}`)
     }
   } finally {
     await mf.dispose()
