@@ -158,7 +158,7 @@ describe("SubmissionLedger on SQLite", () => {
         for (const key of ["head", "count", "claim", "scanPage", "nextOpen", "laneDepth"] as const) {
           expect(planOf(storage, statements[key]).join("\n"), key).toContain(`${SUBMISSIONS_TABLE}_lane`)
         }
-        for (const key of ["head", "count", "claim", "scanPage", "parkedBefore"] as const) {
+        for (const key of ["head", "count", "claim", "scanPage", "nextOpen"] as const) {
           expect(planOf(storage, statements[key]).join("\n"), key).toContain(`${SUBMISSIONS_TABLE}_parked`)
         }
         // Timed waits are read from the due index alone, in its order: no sort, no other rows.
