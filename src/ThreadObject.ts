@@ -18,6 +18,7 @@ import type { LedgerError } from "./core/SubmissionLedger.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
 import { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
 import { recordDamageOf } from "./internal/maintenance/errors.ts"
+import { lastSeenAlarm } from "./internal/maintenance/transaction.ts"
 import { CALL_NAMES, type CallName } from "./internal/object/calls.ts"
 import type { DispatchedCalls, ThreadObjectServices } from "./internal/object/dispatch.ts"
 import { objectCalls } from "./internal/object/handlers.ts"
@@ -162,8 +163,10 @@ export function make<E>(
     #expectedAlarm: number | null = null
 
     async #noteAlarm(): Promise<void> {
-      // Outside a handler (and inside one once re-set) workerd answers from memory.
-      this.#expectedAlarm = await this.ctx.storage.getAlarm()
+      // Every write of the slot is a maintenance transaction, which leaves what it set; only
+      // before the first one does this ask workerd (from memory outside a handler).
+      const seen = lastSeenAlarm(this.ctx.storage)
+      this.#expectedAlarm = seen !== undefined ? seen : await this.ctx.storage.getAlarm()
     }
 
     override async alarm(): Promise<void> {

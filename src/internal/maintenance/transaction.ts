@@ -49,6 +49,16 @@ const lockOf = (storage: DurableObjectStorage) => {
   return lock
 }
 
+/**
+ * The alarm slot each storage's maintenance transactions last read or left, for observability
+ * only (the delivery lag of the next alarm): decisions always read the slot itself.
+ */
+const seenAlarms = new WeakMap<DurableObjectStorage, number | null>()
+
+/** @internal The alarm the last maintenance transaction over `storage` read or left, if any ran. */
+export const lastSeenAlarm = (storage: DurableObjectStorage): number | null | undefined =>
+  seenAlarms.get(storage)
+
 /** The record's reads and writes inside a synchronous transaction. */
 const recordOf = (storage: DurableObjectStorage): RecordTxn => ({
   get: (key) => storage.kv.get(key),
@@ -69,7 +79,8 @@ export const makeTransact = (storage: DurableObjectStorage): Transact => {
   return (operation, body) =>
     lock.withPermit(
       Effect.gen(function* () {
-        let alarm = yield* storageOperation(operation, () => storage.getAlarm())
+        const before = yield* storageOperation(operation, () => storage.getAlarm())
+        let alarm = before
         // The alarm calls apply inside the transaction; their promises only report errors.
         const alarmWrites: Array<Promise<void>> = []
         const result = yield* synchronously(storage, operation, () =>
@@ -85,7 +96,8 @@ export const makeTransact = (storage: DurableObjectStorage): Transact => {
               alarmWrites.push(storage.deleteAlarm())
             },
           }),
-        )
+        ).pipe(Effect.tapError(() => Effect.sync(() => seenAlarms.set(storage, before))))
+        seenAlarms.set(storage, alarm)
         if (alarmWrites.length > 0) yield* storageOperation(operation, () => Promise.all(alarmWrites))
         return result
       }),
