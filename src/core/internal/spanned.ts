@@ -23,7 +23,9 @@ export const spannedScoped =
     body: (...args: Args) => Generator<Eff, AEff, never>,
   ) => {
     const run = Effect.fnUntraced(body)
-    return (...args: Args) => Effect.withSpan(Effect.scoped(run(...args)), name)
+    // Applied data-last, built once: the trace is captured here, not on every call.
+    const span = Effect.withSpan(name)
+    return (...args: Args) => span(Effect.scoped(run(...args)))
   }
 
 /**
