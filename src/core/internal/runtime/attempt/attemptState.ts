@@ -75,13 +75,17 @@ export const takeStaged = (attempt: AttemptState, entries: ReadonlyArray<History
 }
 
 /**
- * The staged records a park must journal: a taken event's `EventConsumed`, with whatever was
- * staged before it. A recovery or an event sender reads the journal of a parked row to decide
- * whether an event is left for its wait, so a consumption never stays unjournaled across a park;
- * a fired timer and an applied input may (a replay stages them again). @internal
+ * The staged records a park must journal: a taken event's `EventConsumed` or a fired timer's
+ * `TimerFired`, with whatever was staged before it. A recovery or an event sender reads the
+ * journal of a parked row to decide whether an event is left for its wait, so a consumption never
+ * stays unjournaled across a park. A replay stages a fired timer again only while the row's wait
+ * is that sleep's; a park moves the wait on, so a timer not journaled with it never would be. An
+ * applied input alone may wait (a replay stages it again). @internal
  */
 export const owedAtPark = (attempt: AttemptState): ReadonlyArray<HistoryEntry> =>
-  attempt.staged.some((entry) => entry._tag === "EventConsumed") ? takeStaged(attempt, []) : []
+  attempt.staged.some((entry) => entry._tag === "EventConsumed" || entry._tag === "TimerFired")
+    ? takeStaged(attempt, [])
+    : []
 
 /** Records why the Attempt stops (the first reason wins) and interrupts the program. @internal */
 export const halt = (attempt: AttemptState, stop: AttemptStop): Effect.Effect<never> =>
