@@ -5,8 +5,9 @@
  * (Miniflare disposes workerd; storage stays in the persist folder, as after a crash of the
  * whole runtime), started again with no request, and drains: every refund asks the fraud desk (a
  * child Submission in another Object) before it pays. Reported per run: refunds still unsettled
- * at the stop, and the time from the restart to the last settlement (the newest `settledAt` on
- * the Objects' clock). During the drain each Thread is only asked how many Submissions it has
+ * at the stop, the time from the restart to the last settlement (the newest `settledAt` on the
+ * Objects' clock), and when the first, the tenth percentile, the middle and the ninetieth
+ * percentile of all settlements happened (negative: before the restart). During the drain each Thread is only asked how many Submissions it has
  * left, every 250 ms, until it has none; the settlement times are read once it is over. Each run
  * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
  * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
@@ -141,6 +142,10 @@ const oneRun = (run: number, variant: Variant) =>
       }
       const times = yield* settled
       const lastSettledAt = Math.max(...times)
+      const sorted = [...times].sort((a, b) => a - b)
+      const after = (fraction: number) =>
+        (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? restartedAt) -
+        restartedAt
       if (profiler !== undefined) yield* stopProfile(profiler)
       return {
         run,
@@ -150,6 +155,8 @@ const oneRun = (run: number, variant: Variant) =>
         settled: times.length,
         unsettledAtRestart: unsettledAtRestart ?? 0,
         drainMs: lastSettledAt - restartedAt,
+        // When the first, the tenth, the middle and the ninetieth percentile settled.
+        settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
       }
     }),
   )

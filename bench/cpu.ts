@@ -1,0 +1,116 @@
+/**
+ * `npx tsx bench/cpu.ts [--samples 500] [--blocks 5]`: workerd's CPU time per settled one-step
+ * Submission, submitted and awaited one at a time (the latency section's warm case), on the
+ * raw Durable Object and on the library's Object in alternating blocks. Wall time on a shared
+ * machine is noisy and a pass's work after the answer does not show in it; the CPU time the
+ * workerd process spent (user and system, read from `/proc`, 10 ms ticks, so blocks are long)
+ * is what the work costs. The first block of each is a warm-up and not reported. Linux only.
+ */
+import { Effect } from "effect"
+import { Miniflare } from "miniflare"
+import { readdirSync, readFileSync } from "node:fs"
+import { parseArgs } from "node:util"
+import { bundleWorker } from "../test/node/support/bundle.ts"
+import { subjects } from "./subjects.ts"
+
+const { values } = parseArgs({
+  options: {
+    samples: { type: "string", default: "500" },
+    blocks: { type: "string", default: "5" },
+  },
+})
+
+/** The workerd processes Miniflare started for this process. */
+const workerdProcesses = () =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+        const parent = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]
+        return (
+          parent === String(process.pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")
+        )
+      } catch {
+        return false
+      }
+    })
+
+/** User and system CPU milliseconds of `pids` so far. */
+const cpuMillis = (pids: ReadonlyArray<string>) => {
+  let user = 0
+  let system = 0
+  for (const pid of pids) {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    user += Number(fields[11])
+    system += Number(fields[12])
+  }
+  // Clock ticks of 10 ms (USER_HZ 100 on Linux).
+  return { user: user * 10, system: system * 10 }
+}
+
+const median = (values: ReadonlyArray<number>) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+const main = async () => {
+  const script = await Effect.runPromise(bundleWorker(new URL("./worker/index.ts", import.meta.url)))
+  const mf = new Miniflare({
+    modules: true,
+    script,
+    compatibilityDate: "2026-04-20",
+    compatibilityFlags: ["nodejs_compat"],
+    durableObjects: Object.fromEntries(
+      Object.values(subjects).map((subject) => [
+        subject.binding,
+        { className: subject.className, useSQLite: true },
+      ]),
+    ),
+  })
+  try {
+    await mf.ready
+    const pids = workerdProcesses()
+    if (pids.length === 0) throw new Error("no workerd process of this run was found in /proc")
+    const samples = Number(values.samples)
+    let next = 0
+    const block = async (binding: string) => {
+      const before = cpuMillis(pids)
+      for (let index = 0; index < samples; index++) {
+        const response = await mf.dispatchFetch(`http://worker/${binding}/cpu/latency`, {
+          method: "POST",
+          body: JSON.stringify({ n: next++ }),
+          headers: { "content-type": "application/json" },
+        })
+        await response.text()
+      }
+      const after = cpuMillis(pids)
+      return { user: (after.user - before.user) / samples, system: (after.system - before.system) / samples }
+    }
+    const subjectsCompared = [
+      ["raw Durable Object", "LATENCY_RAW"],
+      ["ThreadObject (default config)", "LATENCY_THREADS"],
+    ] as const
+    const figures = new Map<string, Array<{ user: number; system: number }>>()
+    for (let round = 0; round <= Number(values.blocks); round++) {
+      for (const [label, binding] of subjectsCompared) {
+        const measured = await block(binding)
+        if (round > 0) figures.set(label, [...(figures.get(label) ?? []), measured])
+      }
+    }
+    console.log(
+      `workerd CPU ms per settled Submission, ${values.blocks} blocks of ${samples} (median, min-max):`,
+    )
+    for (const [label, blocks] of figures) {
+      const user = blocks.map((each) => each.user)
+      const system = blocks.map((each) => each.system)
+      console.log(
+        `${label.padEnd(30)} user ${median(user).toFixed(2)} (${Math.min(...user).toFixed(2)}-${Math.max(...user).toFixed(2)})` +
+          `  system ${median(system).toFixed(2)} (${Math.min(...system).toFixed(2)}-${Math.max(...system).toFixed(2)})`,
+      )
+    }
+  } finally {
+    await mf.dispose()
+  }
+}
+
+await main()
