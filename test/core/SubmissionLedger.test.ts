@@ -161,6 +161,8 @@ describe("SubmissionLedger on SQLite", () => {
         for (const key of ["head", "count", "claim", "scanPage", "nextOpen"] as const) {
           expect(planOf(storage, statements[key]).join("\n"), key).toContain(`${SUBMISSIONS_TABLE}_parked`)
         }
+        // The lane seek reads its head in index order: its wait check runs for that row alone.
+        expect(planOf(storage, statements.nextOpen).join("\n")).not.toContain("TEMP B-TREE")
         // Timed waits are read from the due index alone, in its order: no sort, no other rows.
         for (const key of ["nextDue", "earliestDue", "anyDue"] as const) {
           const plan = planOf(storage, statements[key]).join("\n")

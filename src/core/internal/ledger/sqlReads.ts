@@ -104,7 +104,7 @@ export const makeSqlReads = (
       (after) => [...after, SCAN_PAGE_SIZE],
     ),
 
-    // One seek per lane with work (two for a lane parked behind a wait), never the waits.
+    // One statement per lane with work (two seeks: its head and a wait before it), never the waits.
     laneHeads: Effect.gen(function* () {
       const operation = "SubmissionLedger.laneHeads"
       const heads: Array<SubmissionSnapshot> = []
