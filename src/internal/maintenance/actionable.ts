@@ -19,6 +19,7 @@ import {
 } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
+import { ProgressHub } from "../../core/ProgressHub.ts"
 import type { Auxiliary } from "./auxiliary.ts"
 import { backoffDelay } from "./backoff.ts"
 import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts"
@@ -220,6 +221,9 @@ const serveHead = (
       progressed: attempt.outcome !== undefined && progressOf(attempt.outcome),
       bindingFailure: attempt.failure !== undefined,
     }
+    // A caller waiting on a Submission is woken in a microtask: let it answer now rather than
+    // after the rest of the event (a turn of the event loop, only while someone waits).
+    if (served.progressed && (yield* (yield* ProgressHub).watched) > 0) yield* Effect.yieldNow
     return { served, stored: after }
   })
 
