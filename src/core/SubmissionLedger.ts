@@ -65,6 +65,7 @@ export {
   Settlement,
   SettlementOutcome,
   SubmissionLedgerLimits,
+  SubmissionLedgerRetention,
   SubmissionNotFound,
   SubmissionSnapshot,
   SubmissionState,
@@ -353,7 +354,9 @@ export class SubmissionLedger extends Context.Service<
     readonly threadIds: Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
     /**
      * The earliest instant retention counts a settled Submission's age from (its settlement
-     * time, or when a pass last had to keep it); `None` when nothing is settled. One seek.
+     * time, or when a pass last had to keep it); `None` when nothing is settled. One seek. While
+     * retention is off (`SubmissionLedgerRetention`) a settlement is not dated, so neither this
+     * nor `retentionCandidates` finds it until the ledger opens with retention on.
      */
     readonly retentionStart: Effect.Effect<Option.Option<number>, LedgerError>
     /**

@@ -96,14 +96,20 @@ export const meterSql = (ctx: DurableObjectState) =>
       const sql = ctx.storage.sql
       const original = sql.exec
       const cursors: Array<{ readonly rowsRead: number; readonly rowsWritten: number }> = []
+      const queries: Array<string> = []
       sql.exec = ((query: string, ...bindings: Array<unknown>) => {
         const cursor = original.call(sql, query, ...(bindings as Array<SqlStorageValue>))
         cursors.push(cursor)
+        queries.push(query)
         return cursor
       }) as typeof sql.exec
       return {
         get statements() {
           return cursors.length
+        },
+        /** The text of every statement, in order. */
+        get queries(): ReadonlyArray<string> {
+          return queries
         },
         get rowsRead() {
           return cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0)
@@ -111,7 +117,10 @@ export const meterSql = (ctx: DurableObjectState) =>
         get rowsWritten() {
           return cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0)
         },
-        reset: () => void cursors.splice(0),
+        reset: () => {
+          cursors.splice(0)
+          queries.splice(0)
+        },
         restore: () => (sql.exec = original),
       }
     }),

@@ -380,13 +380,14 @@ describe("the upgrade to the billed-rows schema", () => {
           .exec("SELECT name FROM effect_agent_migrations ORDER BY name")
           .toArray()
           .map((row) => String(row.name))
-        expect(applied.slice(-6)).toEqual([
+        expect(applied.slice(-7)).toEqual([
           "thread-store/003-billed-rows",
           "thread-store/004-subagent-links",
           "thread-store/005-durable-waits",
           "thread-store/006-retention",
           "thread-store/007-schedules",
           "thread-store/008-ordered-incarnations",
+          "thread-store/009-retention-when-used",
         ])
         // The recovery index now takes joins in; the parked wait and the old Claim stay out of it.
         const [index] = ctx.storage.sql

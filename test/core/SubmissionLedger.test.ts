@@ -44,6 +44,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-store/006-retention",
           "thread-store/007-schedules",
           "thread-store/008-ordered-incarnations",
+          "thread-store/009-retention-when-used",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(
@@ -277,7 +278,9 @@ describe("SubmissionLedger on SQLite", () => {
         expect(mine.queueSequence).toBe(2)
         // And a full lane refuses at admission even though the first check let it through.
         const limited = yield* Layer.build(
-          sqlLayer(storage, { maxQueueDepthPerLane: 3, maxInputBytes: 1_048_576 }).pipe(Layer.fresh),
+          sqlLayer(storage, { limits: { maxQueueDepthPerLane: 3, maxInputBytes: 1_048_576 } }).pipe(
+            Layer.fresh,
+          ),
         )
         yield* Effect.provide(
           Effect.gen(function* () {
@@ -328,7 +331,7 @@ describe("SubmissionLedger operator pages on SQLite", () => {
             yield* admitReady(request(lane, "rare", { agentId: AgentId.make("rare") }))
             for (let i = 0; i < 2 * PAGE_WINDOW; i++) yield* admitReady(request(lane, `k${i}`))
           }),
-          sqlLayer(storage, { maxQueueDepthPerLane: 4 * PAGE_WINDOW, maxInputBytes: 1_024 }),
+          sqlLayer(storage, { limits: { maxQueueDepthPerLane: 4 * PAGE_WINDOW, maxInputBytes: 1_024 } }),
         )
         const newest = 2 * PAGE_WINDOW + 2
         // The newest 50 admissions: about one history row and one ledger row each.

@@ -24,7 +24,11 @@ import { settledEntry } from "../../src/core/internal/ledger/rules.ts"
 export interface LedgerHarness {
   readonly run: <A, E>(
     body: Effect.Effect<A, E, SubmissionLedger | ThreadHistory>,
-    options?: { readonly limits?: LedgerLimits },
+    options?: {
+      readonly limits?: LedgerLimits
+      /** Whether retention is on (`SubmissionLedgerRetention`); on by default. */
+      readonly retention?: boolean
+    },
   ) => Effect.Effect<A, E | LedgerError | ThreadStoreError>
 }
 

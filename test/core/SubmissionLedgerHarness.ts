@@ -5,16 +5,30 @@
 import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
 import { env, runInDurableObject } from "cloudflare:test"
 import { Effect, Layer } from "effect"
-import { SubmissionLedgerLimits, type LedgerLimits } from "../../src/core/SubmissionLedger.ts"
+import {
+  SubmissionLedgerLimits,
+  SubmissionLedgerRetention,
+  type LedgerLimits,
+} from "../../src/core/SubmissionLedger.ts"
 import { layerMemoryWithLedger, layerWithLedger } from "../../src/core/ThreadHistory.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
-const limitsLayer = (limits: LedgerLimits | undefined) =>
-  limits === undefined ? Layer.empty : Layer.succeed(SubmissionLedgerLimits, limits)
+interface LedgerOptions {
+  readonly limits?: LedgerLimits | undefined
+  readonly retention?: boolean | undefined
+}
+
+const optionsLayer = (options: LedgerOptions | undefined) =>
+  Layer.mergeAll(
+    options?.limits === undefined ? Layer.empty : Layer.succeed(SubmissionLedgerLimits, options.limits),
+    options?.retention === undefined
+      ? Layer.empty
+      : Layer.succeed(SubmissionLedgerRetention, { enabled: options.retention }),
+  )
 
 /** The SQL ledger and history over one Object's storage. */
-export const sqlLayer = (storage: DurableObjectStorage, limits?: LedgerLimits) =>
-  layerWithLedger.pipe(Layer.provide(sqlClientLayer(storage)), Layer.provide(limitsLayer(limits)))
+export const sqlLayer = (storage: DurableObjectStorage, options?: LedgerOptions) =>
+  layerWithLedger.pipe(Layer.provide(sqlClientLayer(storage)), Layer.provide(optionsLayer(options)))
 
 /** Runs `body` inside the Durable Object named `name` (fresh by default) with its storage. */
 export const inObject = <A, E>(
@@ -32,11 +46,11 @@ export const inObject = <A, E>(
 
 /** Each case in a fresh SQLite-backed Object. */
 export const sqlHarness: LedgerHarness = {
-  run: (body, options) => inObject((storage) => Effect.provide(body, sqlLayer(storage, options?.limits))),
+  run: (body, options) => inObject((storage) => Effect.provide(body, sqlLayer(storage, options))),
 }
 
 /** Each case over a fresh in-memory store. */
 export const memoryHarness: LedgerHarness = {
   run: (body, options) =>
-    Effect.provide(body, layerMemoryWithLedger.pipe(Layer.provide(limitsLayer(options?.limits)))),
+    Effect.provide(body, layerMemoryWithLedger.pipe(Layer.provide(optionsLayer(options)))),
 }

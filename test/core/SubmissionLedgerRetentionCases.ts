@@ -1,7 +1,8 @@
 /**
  * Conformance cases of retention: settled rows ordered by when their age counts from, and their
  * removal with their records and keys, never a nonterminal row, and sequences, lane tails and
- * feed positions that continue past what was removed.
+ * feed positions that continue past what was removed. With retention off a settlement dates
+ * nothing, so the retention reads find none of its rows.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -20,6 +21,7 @@ import {
   recordTags,
   request,
   settlementOf,
+  unowned,
   type LedgerHarness,
 } from "./SubmissionLedgerFixtures.ts"
 
@@ -63,6 +65,28 @@ export const retentionCases = (harness: LedgerHarness) => {
           ).toEqual([early.submissionId])
           expect(yield* ledger.retentionCandidates({ countedBefore: 10_000, limit: 1 })).toHaveLength(1)
         }),
+      ),
+    )
+
+    it.effect("dates no settled row while retention is off, and a deferral dates one", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const done = yield* settled("a", "done", 3_000)
+          // Settled in two writes (an abort reserved, then finalized): also undated.
+          const ready = yield* admitNew(request("b", "aborted", { now: 3_500 }))
+          yield* ledger.reserveSettlement(unowned(ready, 4_000), settlementOf(ready, "aborted", 4_000))
+          const aborted = yield* ledger.finalizeSettlement(ready.submissionId)
+          expect(aborted.state).toBe("settled")
+          expect(yield* ledger.retentionStart).toEqual(Option.none())
+          expect(yield* ledger.retentionCandidates({ countedBefore: 1_000_000, limit: 10 })).toEqual([])
+          yield* ledger.deferRetention([done.submissionId], 20_000)
+          expect(yield* ledger.retentionStart).toEqual(Option.some(20_000))
+          // Removal by name does not depend on the date.
+          expect(yield* ledger.removeSettled([item(aborted)])).toEqual([aborted.submissionId])
+          expect(yield* ledger.lookup(aborted.submissionId)).toEqual(Option.none())
+        }),
+        { retention: false },
       ),
     )
 

@@ -23,7 +23,9 @@
  * the earlier schema in place (see `rebuild`), `thread-store/004-subagent-links` adds what
  * subagents and joins store (see `links`), `thread-store/005-durable-waits` the due times of
  * timed waits (see `durableWaits`), `thread-store/006-retention` what retention reads (see
- * `retention`), and `thread-store/007-schedules` the schedules (see `schedules`).
+ * `retention`), `thread-store/007-schedules` the schedules (see `schedules`), and
+ * `thread-store/009-retention-when-used` leaves undated rows out of the retention index (see
+ * `retentionWhenUsed`).
  */
 import type { FreshSchema, Migration } from "./migrations.ts"
 import { incarnationId } from "./ledger/fences.ts"
@@ -66,6 +68,14 @@ export const RECOVERY_CANDIDATE = `lane_status <> 'closed' AND (abort_requested 
 /** The recovery index as `thread-store/003-billed-rows` created it, before joins existed. */
 const RECOVERY_CANDIDATE_003 = `lane_status <> 'closed' AND (abort_requested <> 0 OR state IN ('admitted', 'terminalizing') OR (lane_status = 'open' AND state IN ('suspended', 'unknown')))`
 
+/**
+ * Settled rows retention can find: a settlement dates its row (`prune_after`) only while
+ * retention is on, so with it off no row enters the retention index. Queries repeat it verbatim
+ * so that SQLite uses the partial index.
+ * @internal
+ */
+export const RETENTION_CANDIDATE = "lane_status = 'closed' AND prune_after IS NOT NULL"
+
 /** Meta keys. @internal */
 export const META_KEYS = {
   salt: "submission-id-salt",
@@ -74,6 +84,12 @@ export const META_KEYS = {
   /** Admissions and settlements before the history counted them. */
   admittedBefore: "admitted-before-003",
   settledBefore: "settled-before-003",
+  /**
+   * Present while every settled row is dated: set by the first open with retention on, which
+   * dates the rows settled while it was off, and removed by an open with it off. An Object that
+   * always keeps everything never writes it.
+   */
+  settledDated: "settled-dated",
 } as const
 
 const LEDGER_COLUMNS = `
@@ -126,7 +142,7 @@ const PARKED_INDEX = `CREATE INDEX ${t}_parked ON ${t} (lane_key, queue_sequence
 const THREAD_INDEX = `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequence)`
 const RECOVERY_INDEX = `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`
 const DUE_INDEX = `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`
-const RETENTION_INDEX = `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`
+const RETENTION_INDEX = `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE ${RETENTION_CANDIDATE}`
 const TAILS_CREATE = `CREATE TABLE ${THREAD_TAILS_TABLE} (
     thread_id TEXT PRIMARY KEY NOT NULL,
     next_sequence INTEGER NOT NULL,
@@ -242,16 +258,16 @@ const durableWaits: ReadonlyArray<string> = [
  * it, so the earliest expiry is one seek and a batch one range. `history_to` is the Thread
  * sequence of the Submission's last history row, so its records are a bounded range of the
  * Thread's (`history_from` to it) rather than everything after its first. A settlement writes
- * both columns in the row it already rewrites; the index entry is the one row it adds. The tails table
- * and the floor keep sequences, lane tails and feed positions monotone once the newest rows
- * that carried them are gone. Rows settled before this migration count from their settlement
- * time.
+ * both columns in the row it already rewrites; the index entry is the one row it adds (only
+ * while retention is on, since `thread-store/009`). The tails table and the floor keep
+ * sequences, lane tails and feed positions monotone once the newest rows that carried them are
+ * gone. Rows settled before this migration count from their settlement time.
  */
 const retention: ReadonlyArray<string> = [
   `ALTER TABLE ${t} ADD COLUMN prune_after REAL`,
   `ALTER TABLE ${t} ADD COLUMN history_to INTEGER`,
   `UPDATE ${t} SET prune_after = json_extract(settlement, '$.settledAt') WHERE lane_status = 'closed'`,
-  RETENTION_INDEX,
+  `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE lane_status = 'closed'`,
   TAILS_CREATE,
   FLOOR_CREATE,
 ]
@@ -285,6 +301,13 @@ const schedules: ReadonlyArray<string> = [
 const orderedIncarnations: ReadonlyArray<string> = [
   `UPDATE ${t} SET owner_incarnation = '${incarnationId(0)}' WHERE owner_incarnation IS NOT NULL`,
 ]
+
+/**
+ * Retention's price only when retention is used: the index holds dated rows alone, so a
+ * settlement with retention off (it writes no `prune_after`) adds no entry. Recreating the index
+ * writes one entry for every settled row once; every row settled so far is dated.
+ */
+const retentionWhenUsed: ReadonlyArray<string> = [`DROP INDEX ${t}_retention`, RETENTION_INDEX]
 
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
 export const storeMigrations: ReadonlyArray<Migration> = [
@@ -349,6 +372,7 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/006-retention", statements: retention },
   { name: "thread-store/007-schedules", statements: schedules },
   { name: "thread-store/008-ordered-incarnations", statements: orderedIncarnations },
+  { name: "thread-store/009-retention-when-used", statements: retentionWhenUsed },
 ]
 
 /**

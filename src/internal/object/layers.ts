@@ -13,7 +13,12 @@ import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig, DurableRuntimeSettings } from "../../core/DurableRuntimeConfig.ts"
 import { ProgressHub } from "../../core/ProgressHub.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
-import { LedgerLimits, SubmissionLedger, SubmissionLedgerLimits } from "../../core/SubmissionLedger.ts"
+import {
+  LedgerLimits,
+  SubmissionLedger,
+  SubmissionLedgerLimits,
+  SubmissionLedgerRetention,
+} from "../../core/SubmissionLedger.ts"
 import type { LedgerError } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
@@ -106,8 +111,9 @@ const runtimeSettingsOf = Schema.decodeSync(DurableRuntimeSettings)
 const ledgerLimitsOf = Schema.decodeSync(LedgerLimits)
 
 /**
- * @internal The Cloudflare configuration, decoded once, and the runtime settings and ledger
- * limits it is composed of (the simulation builds its incarnations from this too).
+ * @internal The Cloudflare configuration, decoded once, and the runtime settings, ledger limits
+ * and ledger retention it is composed of (the simulation builds its incarnations from this too).
+ * A ledger that keeps everything dates no settled row: retention's index costs nothing then.
  */
 export const configLayers = (overrides: ThreadObjectOptions["config"]) => {
   const cloudflare = CloudflareDurableRuntimeConfig.layer(overrides)
@@ -117,6 +123,9 @@ export const configLayers = (overrides: ThreadObjectOptions["config"]) => {
       return Layer.mergeAll(
         Layer.succeed(DurableRuntimeConfig, runtimeSettingsOf(config)),
         Layer.succeed(SubmissionLedgerLimits, ledgerLimitsOf(config.limits)),
+        Layer.succeed(SubmissionLedgerRetention, {
+          enabled: config.retention.settledForMillis !== "forever",
+        }),
       )
     }),
   )

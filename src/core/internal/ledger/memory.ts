@@ -22,6 +22,7 @@ import {
   type Ownership,
   type ParkCheck,
   SubmissionLedgerLimits,
+  SubmissionLedgerRetention,
   type SubmissionSnapshot,
 } from "./model.ts"
 import type {
@@ -80,7 +81,7 @@ const seededSalt = Effect.map(Effect.all(Array.from({ length: 4 }, () => Random.
 /** Builds an in-memory ledger over a fresh store. @internal */
 export const makeMemoryLedger = Effect.gen(function* () {
   const limits: LedgerLimits = yield* SubmissionLedgerLimits
-  const store = makeMemoryStore(yield* seededSalt)
+  const store = makeMemoryStore(yield* seededSalt, (yield* SubmissionLedgerRetention).enabled)
 
   const existing = <A, E>(
     operation: string,

@@ -39,7 +39,10 @@ export const makeMemoryRetention = (store: MemoryStore): RetentionOps => {
 
     deferRetention: spanned("SubmissionLedger.deferRetention")(function* (submissionIds, from) {
       yield* Effect.sync(() => {
-        for (const id of submissionIds) if (store.pruneAfter.has(id)) store.pruneAfter.set(id, from)
+        // Any settled row, dated or not, as the SQLite ledger's update of closed rows.
+        for (const id of submissionIds) {
+          if (store.rows.get(id)?.state === "settled") store.pruneAfter.set(id, from)
+        }
       })
     }),
 

@@ -34,8 +34,12 @@ export interface MemoryStore {
   readonly outbox: Map<string, OutboxMessage>
   /** Answers the receiver remembers, by message id. */
   readonly answers: Map<string, ThreadMessageReply>
-  /** When retention counts each settled Submission's age from. */
+  /**
+   * When retention counts each settled Submission's age from. A settlement enters it only while
+   * retention is on (`dated`), as the SQLite ledger dates its row only then.
+   */
   readonly pruneAfter: Map<SubmissionId, number>
+  readonly dated: boolean
   /**
    * Records retention removed: they keep their place in the arrays above (sequences and feed
    * positions are array offsets, and continue past them) but no read returns them.
@@ -116,7 +120,7 @@ export const put = (store: MemoryStore, next: SubmissionSnapshot): void => {
   const before = store.rows.get(next.submissionId)
   reindexDue(store, before, next)
   store.rows.set(next.submissionId, next)
-  if (next.state === "settled" && before?.state !== "settled") {
+  if (store.dated && next.state === "settled" && before?.state !== "settled") {
     store.pruneAfter.set(next.submissionId, next.settlement?.settledAt ?? 0)
   }
   if (next.state === "settled") {
@@ -166,8 +170,9 @@ export const appendNow = (
 }
 
 /** An empty store whose derived ids use `salt`. @internal */
-export const makeMemoryStore = (salt: string): MemoryStore => ({
+export const makeMemoryStore = (salt: string, dated: boolean): MemoryStore => ({
   salt,
+  dated,
   rows: new Map(),
   lanes: new Map(),
   history: new Map(),

@@ -338,5 +338,16 @@ export const SubmissionLedgerLimits = Context.Reference<LedgerLimits>(
   { defaultValue: () => LEDGER_LIMIT_DEFAULTS },
 )
 
+/**
+ * Whether retention may remove this ledger's settled Submissions. When it may not, a settlement
+ * leaves its row out of the retention index (one billed row less), and the retention reads do
+ * not find it until the ledger opens again with retention on, which dates every such row from
+ * its settlement. On by default; a `ThreadObject` sets it from `retention.settledForMillis`.
+ */
+export const SubmissionLedgerRetention = Context.Reference<{ readonly enabled: boolean }>(
+  "@effect-agent/platform-cloudflare/SubmissionLedger/SubmissionLedgerRetention",
+  { defaultValue: () => ({ enabled: true }) },
+)
+
 /** Why a fenced write was refused. */
 export type FenceFailure = FenceRejected | OwnershipLost | SubmissionNotFound | LedgerError

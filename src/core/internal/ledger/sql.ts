@@ -15,7 +15,7 @@ import { Effect, Option, Result } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { InvalidTransition, LedgerError, SubmissionLedgerLimits } from "./model.ts"
+import { InvalidTransition, LedgerError, SubmissionLedgerLimits, SubmissionLedgerRetention } from "./model.ts"
 import type { ParkCheck, SubmissionNotFound } from "./model.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 import * as Rules from "./rules.ts"
@@ -30,7 +30,7 @@ import { makeSqlSchedules } from "../schedule/sql.ts"
 import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
 import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
-import { makeSqlRetention } from "./sqlRetention.ts"
+import { makeSqlRetention, openRetention } from "./sqlRetention.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
 
@@ -38,6 +38,7 @@ import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites
 export const makeSqlLedger = Effect.gen(function* () {
   const sql = yield* SqlClient
   const limits = yield* SubmissionLedgerLimits
+  const retention = yield* SubmissionLedgerRetention
   yield* runMigrations(storeMigrations, freshStoreSchema).pipe(
     Effect.mapError(storageError("SubmissionLedger.migrate")),
   )
@@ -114,6 +115,12 @@ export const makeSqlLedger = Effect.gen(function* () {
       },
     )
   }
+
+  yield* openRetention(queries, {
+    enabled: retention.enabled,
+    dated: (yield* meta(META_KEYS.settledDated)) !== undefined,
+    transaction,
+  })
 
   const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys, clock })
   const { admissionVerdict } = admission
@@ -409,7 +416,8 @@ export const makeSqlLedger = Effect.gen(function* () {
             operation,
             Rules.fenceSubmissionId(fence),
             settlementWrite(operation, statements.settle, fence, settlement, [
-              settlement.settledAt,
+              // Undated while retention is off: the row then adds no retention index entry.
+              retention.enabled ? settlement.settledAt : null,
               settlement.threadId,
               settlement.threadId,
             ]),
@@ -434,7 +442,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       return yield* guarded(
         operation,
         submissionId,
-        first(operation, statements.finalize, [submissionId]),
+        first(operation, statements.finalize, [retention.enabled ? 1 : 0, submissionId]),
         (row): Result.Result<Rules.Change, InvalidTransition | SubmissionNotFound> =>
           row === undefined ? Result.fail(Rules.notFound(submissionId)) : Rules.finalizeRule(row),
       )

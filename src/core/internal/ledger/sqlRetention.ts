@@ -1,7 +1,8 @@
 /**
  * Retention on the SQLite ledger: the earliest settled row by `prune_after` (one seek on the
  * retention index), a range of candidates with their lanes' tails, and the removal of settled
- * Submissions with their history rows and idempotency keys.
+ * Submissions with their history rows and idempotency keys. A settlement dates its row only while
+ * retention is on; `openRetention` dates the rows settled while it was off, once it is on again.
  *
  * A removal that takes a Thread's newest history row first records where the Thread continues
  * (its tails row), and one that takes the Object's newest row where the feed continues (the
@@ -17,6 +18,9 @@ import {
   HISTORY_FLOOR_TABLE,
   HISTORY_TABLE,
   LEGACY_KEYS_TABLE,
+  META_KEYS,
+  META_TABLE,
+  RETENTION_CANDIDATE,
   SUBMISSIONS_TABLE,
   THREAD_TAILS_TABLE,
 } from "../schema.ts"
@@ -31,9 +35,9 @@ const h = HISTORY_TABLE
 
 /** @internal */
 export const retentionStatements = {
-  start: `SELECT prune_after FROM ${t} WHERE lane_status = 'closed' ORDER BY prune_after LIMIT 1`,
+  start: `SELECT prune_after FROM ${t} WHERE ${RETENTION_CANDIDATE} ORDER BY prune_after LIMIT 1`,
   // Parameters: counted before, limit.
-  candidates: `SELECT * FROM ${t} WHERE lane_status = 'closed' AND prune_after <= ? ORDER BY prune_after LIMIT ?`,
+  candidates: `SELECT * FROM ${t} WHERE ${RETENTION_CANDIDATE} AND prune_after <= ? ORDER BY prune_after LIMIT ?`,
   // Parameters: from, submission id.
   defer: `UPDATE ${t} SET prune_after = ? WHERE submission_id = ? AND lane_status = 'closed'`,
   // Parameters: thread id.
@@ -53,7 +57,45 @@ export const retentionStatements = {
   deleteRow: `DELETE FROM ${t} WHERE submission_id = ?`,
   // Parameters: lane key, idempotency key, submission id.
   deleteLegacyKey: `DELETE FROM ${LEGACY_KEYS_TABLE} WHERE lane_key = ? AND idempotency_key = ? AND submission_id = ?`,
+  // Reads every settled row, once: when retention is first on, or on again after running without.
+  dateUndated: `UPDATE ${t} SET prune_after = json_extract(settlement, '$.settledAt')
+    WHERE lane_status = 'closed' AND prune_after IS NULL`,
+  markDated: `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.settledDated}', '1')`,
+  clearDated: `DELETE FROM ${META_TABLE} WHERE key = '${META_KEYS.settledDated}'`,
 } as const
+
+/**
+ * Brings the stored rows in step with retention when the ledger opens, before it can settle
+ * anything. The mark (`META_KEYS.settledDated`) says every settled row is dated: an open with
+ * retention on that does not find it dates the rows settled without it from their settlement
+ * and sets it, in one transaction; an open with retention off that finds it removes it, since
+ * its settlements will not date their rows. Writes nothing when the setting did not change, so
+ * an Object that always keeps everything (the default) never pays for the mark.
+ * @internal
+ */
+export const openRetention = (
+  { query }: SqlQueries,
+  options: {
+    readonly enabled: boolean
+    /** Whether the mark was found. */
+    readonly dated: boolean
+    readonly transaction: <A, E>(
+      operation: string,
+      effect: Effect.Effect<A, E>,
+    ) => Effect.Effect<A, E | LedgerError>
+  },
+): Effect.Effect<void, LedgerError> => {
+  const operation = "SubmissionLedger.open"
+  if (options.enabled === options.dated) return Effect.void
+  if (!options.enabled) return Effect.asVoid(query(operation, retentionStatements.clearDated, []))
+  return options.transaction(
+    operation,
+    Effect.andThen(
+      query(operation, retentionStatements.dateUndated, []),
+      query(operation, retentionStatements.markDated, []),
+    ).pipe(Effect.asVoid),
+  )
+}
 
 /** Builds the retention part over an opened ledger. @internal */
 export const makeSqlRetention = (

@@ -180,8 +180,9 @@ export const statements = {
     `state = 'terminalizing', lane_status = 'open', settlement = ?, ${CLEAR_OWNERSHIP}`,
     " AND state NOT IN ('terminalizing', 'settled') AND submission_id = ? AND thread_id = ?",
   ),
-  // Extra set parameters: the settlement's time, from which retention counts, and its thread id
-  // twice: the records this settlement appends start at the Thread's end.
+  // Extra set parameters: the settlement's time, from which retention counts (NULL while retention
+  // is off: an undated row adds no retention index entry), and its thread id twice: the records
+  // this settlement appends start at the Thread's end.
   settle: fenced(
     `state = 'settled', lane_status = 'closed', settlement = ?, prune_after = ?,
       history_to = ${threadEndFigure("next_sequence")}, ${CLEAR_OWNERSHIP}`,
@@ -189,8 +190,10 @@ export const statements = {
   ),
   requestAbort: `UPDATE ${t} SET abort_requested = 1
     WHERE submission_id = ? AND state <> 'settled' AND abort_requested = 0 RETURNING *`,
+  // Parameters: whether retention is on (1, the row is dated from its settlement) or off (0),
+  // submission id.
   finalize: `UPDATE ${t} SET state = 'settled', lane_status = 'closed',
-      prune_after = json_extract(settlement, '$.settledAt')
+      prune_after = CASE WHEN ? THEN json_extract(settlement, '$.settledAt') END
     WHERE submission_id = ? AND state = 'terminalizing' RETURNING *`,
   // Due rows in due order. Parameters: now, (after due at, after id), limit.
   nextDue: `SELECT * FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL AND due_at <= ?
