@@ -8,9 +8,9 @@
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"
-import { readdirSync, readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { bundleWorker } from "../test/node/support/bundle.ts"
+import { cpuMillis, workerdProcesses } from "./procCpu.ts"
 import { subjects } from "./subjects.ts"
 
 const { values } = parseArgs({
@@ -19,36 +19,6 @@ const { values } = parseArgs({
     blocks: { type: "string", default: "5" },
   },
 })
-
-/** The workerd processes Miniflare started for this process. */
-const workerdProcesses = () =>
-  readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-        const parent = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]
-        return (
-          parent === String(process.pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")
-        )
-      } catch {
-        return false
-      }
-    })
-
-/** User and system CPU milliseconds of `pids` so far. */
-const cpuMillis = (pids: ReadonlyArray<string>) => {
-  let user = 0
-  let system = 0
-  for (const pid of pids) {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    user += Number(fields[11])
-    system += Number(fields[12])
-  }
-  // Clock ticks of 10 ms (USER_HZ 100 on Linux).
-  return { user: user * 10, system: system * 10 }
-}
 
 const median = (values: ReadonlyArray<number>) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!

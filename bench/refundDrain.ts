@@ -7,7 +7,8 @@
  * child Submission in another Object) before it pays. Reported per run: refunds still unsettled
  * at the stop, the time from the restart to the last settlement (the newest `settledAt` on the
  * Objects' clock), and when the first, the tenth percentile, the middle and the ninetieth
- * percentile of all settlements happened (negative: before the restart). During the drain each Thread is only asked how many Submissions it has
+ * percentile of all settlements happened (negative: before the restart), and the CPU time workerd
+ * spent from the restart until the drain was seen over (from `/proc`, Linux only). During the drain each Thread is only asked how many Submissions it has
  * left, every 250 ms, until it has none; the settlement times are read once it is over. Each run
  * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
  * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
@@ -22,6 +23,7 @@ import { parseArgs } from "node:util"
 import { postJson, startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
 import { type Profile, selfTimes, workerSession } from "./inspector.ts"
+import { cpuMillis, workerdProcesses } from "./procCpu.ts"
 
 const options = parseArgs({
   options: {
@@ -131,6 +133,8 @@ const oneRun = (run: number, variant: Variant) =>
       yield* worker.stop
       yield* worker.start
       const restartedAt = Date.now()
+      const pids = workerdProcesses()
+      const cpuBefore = cpuMillis(pids)
       const profiler = inspectorPort === undefined ? undefined : yield* startProfile(inspectorPort)
       let pending = threads
       let unsettledAtRestart: number | undefined
@@ -140,6 +144,7 @@ const oneRun = (run: number, variant: Variant) =>
         pending = pending.filter((_, index) => (counts[index] ?? 0) > 0)
         if (pending.length > 0) yield* Effect.sleep(250)
       }
+      const cpuAfter = cpuMillis(pids)
       const times = yield* settled
       const lastSettledAt = Math.max(...times)
       const sorted = [...times].sort((a, b) => a - b)
@@ -155,6 +160,8 @@ const oneRun = (run: number, variant: Variant) =>
         settled: times.length,
         unsettledAtRestart: unsettledAtRestart ?? 0,
         drainMs: lastSettledAt - restartedAt,
+        // workerd's user and system CPU from the restart until the drain was seen over.
+        cpuMs: cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system,
         // When the first, the tenth, the middle and the ninetieth percentile settled.
         settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
       }
