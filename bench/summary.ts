@@ -212,7 +212,7 @@ export const derive = (
       "billed rows written / item, default config",
       median(summary, multi, "billedRowsWrittenPerItem"),
       1,
-      "≤ 12",
+      "≤ 11",
     ),
   ]
   const billedEverywhere = [1, 100].flatMap((lanes) =>
