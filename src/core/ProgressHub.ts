@@ -22,10 +22,23 @@ export interface ProgressWatch {
 
 /** What the progress hub does. */
 export interface ProgressHubService {
-  /** Wakes the waiters of a Submission that a write just settled or moved; never fails. */
-  readonly publish: (submissionId: SubmissionId) => Effect.Effect<void>
-  /** Registers a waiter on a Submission until the scope closes (a timeout or an interrupt). */
-  readonly watch: (submissionId: SubmissionId) => Effect.Effect<ProgressWatch, never, Scope.Scope>
+  /**
+   * Wakes the waiters of a Submission that a write just settled or moved; never fails. With
+   * `settles: false` (a Claim, a park, a journal record: the write cannot have settled it) a
+   * waiter for the settlement alone sleeps on.
+   */
+  readonly publish: (
+    submissionId: SubmissionId,
+    publication?: { readonly settles?: boolean },
+  ) => Effect.Effect<void>
+  /**
+   * Registers a waiter on a Submission until the scope closes (a timeout or an interrupt); with
+   * `settlementOnly` (`awaitSettlement`) only writes that may settle it wake it.
+   */
+  readonly watch: (
+    submissionId: SubmissionId,
+    interest?: { readonly settlementOnly?: boolean },
+  ) => Effect.Effect<ProgressWatch, never, Scope.Scope>
   /** How many Submissions have a waiter now (none is held for a Submission nobody waits on). */
   readonly watched: Effect.Effect<number>
 }

@@ -1,7 +1,8 @@
 /**
  * The progress hub: a publication wakes the waiters of its Submission once the publishing run
  * is over, a publication between two waits is kept, a wait without one ends after its time,
- * and the hub holds nothing for a Submission nobody waits on.
+ * a waiter for the settlement alone sleeps through writes that cannot settle, and the hub holds
+ * nothing for a Submission nobody waits on.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
@@ -17,11 +18,16 @@ const b = SubmissionId.make("submission-b")
 const settle = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
 
 /** A fiber that waits once on `submissionId` and reports how the wait ended. */
-const waitOnce = (hub: ProgressHubService, submissionId: SubmissionId, millis: number) =>
+const waitOnce = (
+  hub: ProgressHubService,
+  submissionId: SubmissionId,
+  millis: number,
+  interest?: { readonly settlementOnly: boolean },
+) =>
   Effect.forkChild(
     Effect.scoped(
       Effect.gen(function* () {
-        const watch = yield* hub.watch(submissionId)
+        const watch = yield* hub.watch(submissionId, interest)
         yield* watch.next(millis)
         return "returned"
       }),
@@ -102,6 +108,28 @@ describe("ProgressHub", () => {
       expect(yield* hub.watched).toBe(0)
       // Publishing for nobody keeps nothing either.
       yield* hub.publish(a)
+      expect(yield* hub.watched).toBe(0)
+    }),
+  )
+
+  it.effect("wakes a settlement waiter only for a write that may settle, every other waiter for each", () =>
+    Effect.gen(function* () {
+      const hub = makeProgressHub()
+      const settlement = yield* waitOnce(hub, a, 60_000, { settlementOnly: true })
+      const progress = yield* waitOnce(hub, a, 60_000)
+      yield* settle
+      // A Claim or a journal record: the progress waiter wakes, the settlement waiter sleeps on.
+      yield* hub.publish(a, { settles: false })
+      yield* settle
+      expect(yield* Fiber.join(progress)).toBe("returned")
+      expect(settlement.pollUnsafe()).toBeUndefined()
+      // A publication kept while it slept would end its next wait at once: none was kept.
+      yield* hub.publish(a, { settles: false })
+      yield* settle
+      expect(settlement.pollUnsafe()).toBeUndefined()
+      yield* hub.publish(a)
+      yield* settle
+      expect(yield* Fiber.join(settlement)).toBe("returned")
       expect(yield* hub.watched).toBe(0)
     }),
   )

@@ -13,6 +13,8 @@ import type { SubmissionId } from "../../Identifiers.ts"
 type Hub = ProgressHubService
 
 interface Waiter {
+  /** Woken only by writes that may settle the Submission. */
+  readonly settlementOnly: boolean
   /** Published since the last `next` returned. */
   published: boolean
   /** Resumes the waiting `next`, while one waits. */
@@ -62,6 +64,7 @@ export const makeProgressHub = (): Hub => {
   const resumeWaiters = (submissionId: SubmissionId) => {
     queued.delete(submissionId)
     for (const waiter of waiters.get(submissionId) ?? []) {
+      if (!waiter.published) continue
       const resume = waiter.resume
       waiter.resume = undefined
       resume?.()
@@ -69,20 +72,29 @@ export const makeProgressHub = (): Hub => {
   }
 
   return {
-    publish: (submissionId) =>
+    publish: (submissionId, publication) =>
       Effect.sync(() => {
         const watching = waiters.get(submissionId)
         if (watching === undefined) return
-        for (const waiter of watching) waiter.published = true
-        if (queued.has(submissionId)) return
+        let woken = false
+        for (const waiter of watching) {
+          if (waiter.settlementOnly && publication?.settles === false) continue
+          waiter.published = true
+          woken = true
+        }
+        if (!woken || queued.has(submissionId)) return
         queued.add(submissionId)
         queueMicrotask(() => resumeWaiters(submissionId))
       }),
-    watch: (submissionId) =>
+    watch: (submissionId, interest) =>
       Effect.map(
         Effect.acquireRelease(
           Effect.sync(() => {
-            const waiter: Waiter = { published: false, resume: undefined }
+            const waiter: Waiter = {
+              settlementOnly: interest?.settlementOnly === true,
+              published: false,
+              resume: undefined,
+            }
             const watching = waiters.get(submissionId) ?? new Set()
             watching.add(waiter)
             waiters.set(submissionId, watching)

@@ -114,6 +114,29 @@ const outboxMovements: Movements<Outbox> = {
   removeSettled: "none",
 }
 
+/**
+ * Writes that move a Submission without being able to settle it: a settlement waiter sleeps
+ * through them (a Claim, a park, a journal record, an admission). Everything else that moves a
+ * Submission wakes every waiter.
+ */
+const CANNOT_SETTLE: ReadonlySet<string> = new Set([
+  "admit",
+  "markReady",
+  "claim",
+  "release",
+  "park",
+  "parkTimed",
+  "claimDue",
+  "wake",
+  "deferHead",
+  "requestAbort",
+  "reserveSettlement",
+  "advanceSchedule",
+  "append",
+  "appendAll",
+  "appendWithMessages",
+])
+
 const publishing =
   <S extends object>(movements: Movements<S>) =>
   (service: S): Effect.Effect<S> =>
@@ -127,10 +150,11 @@ const publishing =
           ...args: ReadonlyArray<unknown>
         ) => Effect.Effect<unknown, unknown, unknown>
         const movedBy = moved as (args: ReadonlyArray<unknown>, result: unknown) => SubmissionId | undefined
+        const publication = CANNOT_SETTLE.has(key) ? { settles: false } : undefined
         decorated[key] = (...args: ReadonlyArray<unknown>) =>
           Effect.tap(method(...args), (result) => {
             const submissionId = movedBy(args, result)
-            return submissionId === undefined ? Effect.void : hub.publish(submissionId)
+            return submissionId === undefined ? Effect.void : hub.publish(submissionId, publication)
           })
       }
       return decorated as S

@@ -168,9 +168,9 @@ export const makeResolutions = (env: RuntimeEnv) => ({
   ) {
     const start = yield* Clock.currentTimeMillis
     const timeout = options?.timeoutMillis
-    // Woken by the write that moves the Submission in this incarnation; the poll finds a
-    // write of another one.
-    const progress = yield* env.progress.watch(submissionId)
+    // Woken by a write of this incarnation that may settle the Submission (not by its Claim or
+    // its journal records); the poll finds a write of another one.
+    const progress = yield* env.progress.watch(submissionId, { settlementOnly: true })
     while (true) {
       const row = yield* rowOf(env, submissionId)
       if (row.state === "settled" && row.settlement !== undefined) return row.settlement
