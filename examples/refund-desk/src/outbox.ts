@@ -1,6 +1,7 @@
 /**
  * A durable settlement outbox: an application `ThreadHostMaintenance` hook that relays every
- * settled refund to the relay inbox, sharing the Thread Object's alarm.
+ * settled refund (not the other agents' Submissions) to the relay inbox, sharing the Thread
+ * Object's alarm.
  *
  * - Envelopes are persisted (read from the canonical history feed after a stored cursor)
  *   before anything is dispatched, in one SQL transaction with the cursor.
@@ -20,8 +21,10 @@ import {
   ThreadMutationGate,
 } from "@effect-agent/platform-cloudflare/Alarm"
 import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
+import { SubmissionLedger } from "@effect-agent/platform-cloudflare/SubmissionLedger"
 import { ThreadHistory } from "@effect-agent/platform-cloudflare/ThreadHistory"
 import { Envelope, type RelayInboxRpc } from "./relayInbox.ts"
+import { refundAgent } from "./refundAgent.ts"
 
 /** Envelopes dispatched per wave, one after another. */
 const waveSize = 5
@@ -61,6 +64,7 @@ export const RefundOutbox = Layer.effect(
     const sql = yield* SqlClient
     const gate = yield* ThreadMutationGate
     const history = yield* ThreadHistory
+    const ledger = yield* SubmissionLedger
     const { env } = yield* DurableObjectContext
     yield* Effect.forEach(migrations, (statement) => sql.unsafe(statement), { discard: true })
     const inbox = () => env.RELAY.getByName("relay") as unknown as RelayInboxRpc
@@ -78,10 +82,21 @@ export const RefundOutbox = Layer.effect(
       }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`
       const feed = yield* history.feed({ after: cursor?.position ?? 0, limit: feedBatch })
       if (feed.entries.length === 0) return
+      // Only refunds are relayed: the fraud checks and reconciliations settled in these
+      // Objects too are not the relay's business.
+      const refunds = yield* Effect.filter(
+        feed.entries.map(({ record }) => record),
+        (record) =>
+          record.entry._tag !== "SubmissionSettled"
+            ? Effect.succeed(false)
+            : Effect.map(ledger.lookup(record.submissionId), (row) =>
+                Option.exists(row, (found) => found.agentId === refundAgent.id),
+              ),
+      )
       const now = yield* Clock.currentTimeMillis
       yield* sql.withTransaction(
         Effect.gen(function* () {
-          for (const { record } of feed.entries) {
+          for (const record of refunds) {
             if (record.entry._tag !== "SubmissionSettled") continue
             const envelope = Envelope.make({
               envelopeId: `settled:${record.submissionId}`,
