@@ -10,7 +10,7 @@ import { admittedRow, delayedJoin } from "./admission.ts"
 import { type AdmissionRequest, LedgerError, type SubmissionSnapshot, WaitRecord } from "./model.ts"
 import * as Rules from "./rules.ts"
 import type { makeSqlAdmission } from "./sqlAdmission.ts"
-import { type SqlQueries, storageError } from "./sqlQueries.ts"
+import { type LedgerTransaction, type SqlQueries, storageError } from "./sqlQueries.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { requireFinite } from "./sqlWrites.ts"
 
@@ -24,10 +24,7 @@ export const encodeWait = (operation: string, wait: WaitRecord) =>
 /** What `admit` needs from the opened ledger. @internal */
 export interface SqlAdmitOptions {
   readonly queries: SqlQueries
-  readonly transaction: <A, E>(
-    operation: string,
-    effect: Effect.Effect<A, E>,
-  ) => Effect.Effect<A, E | LedgerError>
+  readonly transaction: LedgerTransaction
   readonly admissionVerdict: ReturnType<typeof makeSqlAdmission>["admissionVerdict"]
   readonly record: (
     operation: string,

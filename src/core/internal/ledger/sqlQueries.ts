@@ -15,6 +15,12 @@ import type { Row } from "./sqlStatements.ts"
 export const storageError = (operation: string) => (cause: SqlError | Schema.SchemaError) =>
   new LedgerError({ operation, message: `storage failed: ${cause.message}`, cause })
 
+/** Runs `effect` in one storage transaction, a storage failure named after `operation`. @internal */
+export type LedgerTransaction = <A, E>(
+  operation: string,
+  effect: Effect.Effect<A, E>,
+) => Effect.Effect<A, E | LedgerError>
+
 /** @internal */
 export const numberOr = (value: unknown, fallback: number) =>
   value === null || value === undefined ? fallback : Number(value)

@@ -27,7 +27,7 @@ import {
 import type { LedgerError } from "./model.ts"
 import type { RetentionOps } from "./parts.ts"
 import { namesSettled } from "./retention.ts"
-import { numberOr, type SqlQueries } from "./sqlQueries.ts"
+import { type LedgerTransaction, numberOr, type SqlQueries } from "./sqlQueries.ts"
 import { decodeRow, laneKey, type Row, statements } from "./sqlStatements.ts"
 
 const t = SUBMISSIONS_TABLE
@@ -79,10 +79,7 @@ export const openRetention = (
     readonly enabled: boolean
     /** Whether the mark was found. */
     readonly dated: boolean
-    readonly transaction: <A, E>(
-      operation: string,
-      effect: Effect.Effect<A, E>,
-    ) => Effect.Effect<A, E | LedgerError>
+    readonly transaction: LedgerTransaction
   },
 ): Effect.Effect<void, LedgerError> => {
   const operation = "SubmissionLedger.open"
@@ -104,10 +101,7 @@ export const makeSqlRetention = (
     readonly legacyKeys: boolean
     /** The storage's clock, whose remembered history ends a removal drops. */
     readonly clock: StorageClock | undefined
-    readonly transaction: <A, E>(
-      operation: string,
-      effect: Effect.Effect<A, E>,
-    ) => Effect.Effect<A, E | LedgerError>
+    readonly transaction: LedgerTransaction
   },
 ): RetentionOps => {
   /**
