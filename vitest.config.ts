@@ -38,6 +38,7 @@ export default defineConfig({
           name: "workerd",
           include: ["test/**/*.test.ts"],
           exclude: ["test/node/**", "test/example/**"],
+          isolate: false,
         },
       },
       {

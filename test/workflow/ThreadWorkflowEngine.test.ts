@@ -123,9 +123,18 @@ describe("ThreadWorkflowEngine", () => {
   )
 
   it("gives a workflow's agent a digest over its Schemas and version", () => {
-    const base = ThreadWorkflowEngine.agent(OrderWorkflow)
-    expect(ThreadWorkflowEngine.agent(OrderWorkflow)).toBe(base)
-    expect(ThreadWorkflowEngine.agent(OrderWorkflow, { version: "2" }).digest).not.toBe(base.digest)
+    // A workflow of its own: defining a version makes it the one parents start as a child, and
+    // the test Objects of every file in this isolate start `OrderWorkflow` children.
+    const order = Workflow.make("Order", {
+      payload: { id: Schema.String, refuse: Schema.optionalKey(Schema.Boolean) },
+      success: Schema.Struct({ charged: Schema.Number, shipped: Schema.String }),
+      error: OrderRefused,
+      idempotencyKey: ({ id }) => id,
+    })
+    const base = ThreadWorkflowEngine.agent(order)
+    expect(base.digest).toBe(ThreadWorkflowEngine.agent(OrderWorkflow).digest)
+    expect(ThreadWorkflowEngine.agent(order)).toBe(base)
+    expect(ThreadWorkflowEngine.agent(order, { version: "2" }).digest).not.toBe(base.digest)
     const widened = Workflow.make("Order", {
       payload: { id: Schema.String, refuse: Schema.optionalKey(Schema.Boolean), note: Schema.String },
       success: Schema.Struct({ charged: Schema.Number, shipped: Schema.String }),
