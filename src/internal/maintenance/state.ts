@@ -9,7 +9,6 @@
  */
 import { Exit, Schema, SchemaIssue } from "effect"
 import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
-import { DecodeMemo, faithfulJson } from "../../core/internal/decodeMemo.ts"
 import { safeCauseMessage } from "../boundary.ts"
 import { MaintenanceRecordDamaged } from "./errors.ts"
 import type { RecordTxn } from "./transaction.ts"
@@ -73,28 +72,7 @@ const bootstrap = ThreadMaintenanceState.make({
 })
 
 const decodeExit = Schema.decodeUnknownExit(ThreadMaintenanceState)
-const encodeSchema = Schema.encodeSync(ThreadMaintenanceState)
-
-/**
- * Every maintenance transaction reads the record, and most read the one the last transaction
- * wrote: decodes are remembered by the record's JSON text, encodings by the record instance
- * (records are immutable). Enough entries for the Objects one isolate serves at once.
- */
-const decoded = new DecodeMemo<ThreadMaintenanceState>(64, 4_096)
-const encodedByState = new WeakMap<
-  ThreadMaintenanceState,
-  { readonly value: unknown; readonly text: string }
->()
-
-const encoded = (state: ThreadMaintenanceState) => {
-  let known = encodedByState.get(state)
-  if (known === undefined) {
-    const value = encodeSchema(state)
-    known = { value, text: JSON.stringify(value) }
-    encodedByState.set(state, known)
-  }
-  return known
-}
+const encodeState = Schema.encodeSync(ThreadMaintenanceState)
 
 /** The path of the first problem of a decoding issue. */
 const issuePath = (issue: SchemaIssue.Issue): ReadonlyArray<PropertyKey> => {
@@ -116,14 +94,8 @@ const issuePath = (issue: SchemaIssue.Issue): ReadonlyArray<PropertyKey> => {
 export const decodeMaintenanceRecord = (
   raw: unknown,
 ): { readonly _tag: "Ok"; readonly state: ThreadMaintenanceState } | MaintenanceRecordDamaged => {
-  const text = faithfulJson(raw)
-  const known = decoded.get(text)
-  if (known !== undefined) return { _tag: "Ok", state: known }
   const exit = decodeExit(raw)
-  if (Exit.isSuccess(exit)) {
-    decoded.set(text, exit.value)
-    return { _tag: "Ok", state: exit.value }
-  }
+  if (Exit.isSuccess(exit)) return { _tag: "Ok", state: exit.value }
   const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
   const path = error === undefined ? [] : issuePath(error.issue)
   return new MaintenanceRecordDamaged({
@@ -153,15 +125,12 @@ export const readMaintenanceState = (txn: Pick<RecordTxn, "get">): StoredState =
 }
 
 /** @internal */
-export const writeMaintenanceState = (txn: Pick<RecordTxn, "put">, state: ThreadMaintenanceState): void => {
-  const { value, text } = encoded(state)
-  txn.put(MAINTENANCE_STATE_KEY, value)
-  decoded.set(text, state)
-}
+export const writeMaintenanceState = (txn: Pick<RecordTxn, "put">, state: ThreadMaintenanceState): void =>
+  txn.put(MAINTENANCE_STATE_KEY, encodeState(state))
 
 /** @internal Whether two records encode the same. */
 export const sameRecord = (a: ThreadMaintenanceState, b: ThreadMaintenanceState): boolean =>
-  a === b || encoded(a).text === encoded(b).text
+  JSON.stringify(encodeState(a)) === JSON.stringify(encodeState(b))
 
 /** @internal The retry that applies to the current dirty generation, if any. */
 export const applicableRetry = (

@@ -12,7 +12,6 @@
  * `?` parameters so tests can ask for their plans.
  */
 import { Effect, Schema } from "effect"
-import { DecodeMemo, faithfulJson } from "../decodeMemo.ts"
 import { LedgerError, SubmissionSnapshot } from "./model.ts"
 import {
   HISTORY_TABLE,
@@ -256,28 +255,8 @@ const jsonColumn = (operation: string, row: Row, column: string, what: string) =
           }),
       })
 
-/**
- * Decoded rows by their JSON text: a pass and an Attempt read the row just written (a claim, a
- * lookup before each journal write, the settlement's waiter), and a decode costs more than the
- * read. Rows with a large input are decoded each time.
- */
-const snapshots = new DecodeMemo<SubmissionSnapshot>(256, 16_384)
-
 /** Decodes a stored row; a row that does not decode is an error, never skipped. @internal */
-export const decodeRow =
-  (operation: string) =>
-  (row: Row): Effect.Effect<SubmissionSnapshot, LedgerError> => {
-    const text = faithfulJson(row)
-    const known = snapshots.get(text)
-    return known === undefined
-      ? Effect.map(decodeStored(operation, row), (snapshot) => {
-          snapshots.set(text, snapshot)
-          return snapshot
-        })
-      : Effect.succeed(known)
-  }
-
-const decodeStored = (operation: string, row: Row) =>
+export const decodeRow = (operation: string) => (row: Row) =>
   Effect.gen(function* () {
     const settlement = yield* jsonColumn(operation, row, "settlement", "settlement")
     const parent = yield* jsonColumn(operation, row, "parent_link", "parent link")
