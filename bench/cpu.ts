@@ -1,13 +1,17 @@
 /**
- * `npx tsx bench/cpu.ts [--samples 500] [--blocks 5]`: workerd's CPU time per settled one-step
- * Submission, submitted and awaited one at a time (the latency section's warm case), on the
- * raw Durable Object and on the library's Object in alternating blocks. Wall time on a shared
+ * `npx tsx bench/cpu.ts [--samples 500] [--blocks 5] [--baseline <checkout>]`: workerd's CPU
+ * time per settled one-step Submission, submitted and awaited one at a time (the latency
+ * section's warm case), on the raw Durable Object and on the library's Object in alternating
+ * blocks; with `--baseline`, also on the library's Object of another checkout (e.g. main before
+ * a change, its `node_modules` linked), in a runtime of its own, in the same rotation. Wall time on a shared
  * machine is noisy and a pass's work after the answer does not show in it; the CPU time the
  * workerd process spent (user and system, read from `/proc`, 10 ms ticks, so blocks are long)
  * is what the work costs. The first block of each is a warm-up and not reported. Linux only.
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"
+import { resolve } from "node:path"
+import { pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
 import { bundleWorker } from "../test/node/support/bundle.ts"
 import { cpuMillis, workerdProcesses } from "./procCpu.ts"
@@ -17,17 +21,17 @@ const { values } = parseArgs({
   options: {
     samples: { type: "string", default: "500" },
     blocks: { type: "string", default: "5" },
+    baseline: { type: "string" },
   },
 })
 
 const median = (values: ReadonlyArray<number>) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
-const main = async () => {
-  const script = await Effect.runPromise(bundleWorker(new URL("./worker/index.ts", import.meta.url)))
-  const mf = new Miniflare({
+const runtimeOf = async (entry: URL) =>
+  new Miniflare({
     modules: true,
-    script,
+    script: await Effect.runPromise(bundleWorker(entry)),
     compatibilityDate: "2026-04-20",
     compatibilityFlags: ["nodejs_compat"],
     durableObjects: Object.fromEntries(
@@ -37,16 +41,25 @@ const main = async () => {
       ]),
     ),
   })
+
+const main = async () => {
+  const mf = await runtimeOf(new URL("./worker/index.ts", import.meta.url))
+  const baseline =
+    values.baseline === undefined
+      ? undefined
+      : await runtimeOf(pathToFileURL(resolve(values.baseline, "bench/worker/index.ts")))
   try {
     await mf.ready
+    await baseline?.ready
     const pids = workerdProcesses()
     if (pids.length === 0) throw new Error("no workerd process of this run was found in /proc")
     const samples = Number(values.samples)
     let next = 0
-    const block = async (binding: string) => {
+    // Every runtime's process is counted: the idle one adds nothing to a block of the other.
+    const block = async (runtime: Miniflare, binding: string) => {
       const before = cpuMillis(pids)
       for (let index = 0; index < samples; index++) {
-        const response = await mf.dispatchFetch(`http://worker/${binding}/cpu/latency`, {
+        const response = await runtime.dispatchFetch(`http://worker/${binding}/cpu/latency`, {
           method: "POST",
           body: JSON.stringify({ n: next++ }),
           headers: { "content-type": "application/json" },
@@ -56,14 +69,17 @@ const main = async () => {
       const after = cpuMillis(pids)
       return { user: (after.user - before.user) / samples, system: (after.system - before.system) / samples }
     }
-    const subjectsCompared = [
-      ["raw Durable Object", "LATENCY_RAW"],
-      ["ThreadObject (default config)", "LATENCY_THREADS"],
-    ] as const
+    const subjectsCompared: ReadonlyArray<readonly [string, Miniflare, string]> = [
+      ["raw Durable Object", mf, "LATENCY_RAW"],
+      ["ThreadObject (default config)", mf, "LATENCY_THREADS"],
+      ...(baseline === undefined
+        ? []
+        : [[`ThreadObject of ${values.baseline}`, baseline, "LATENCY_THREADS"] as const]),
+    ]
     const figures = new Map<string, Array<{ user: number; system: number }>>()
     for (let round = 0; round <= Number(values.blocks); round++) {
-      for (const [label, binding] of subjectsCompared) {
-        const measured = await block(binding)
+      for (const [label, runtime, binding] of subjectsCompared) {
+        const measured = await block(runtime, binding)
         if (round > 0) figures.set(label, [...(figures.get(label) ?? []), measured])
       }
     }
@@ -74,12 +90,13 @@ const main = async () => {
       const user = blocks.map((each) => each.user)
       const system = blocks.map((each) => each.system)
       console.log(
-        `${label.padEnd(30)} user ${median(user).toFixed(2)} (${Math.min(...user).toFixed(2)}-${Math.max(...user).toFixed(2)})` +
+        `${label.padEnd(40)} user ${median(user).toFixed(2)} (${Math.min(...user).toFixed(2)}-${Math.max(...user).toFixed(2)})` +
           `  system ${median(system).toFixed(2)} (${Math.min(...system).toFixed(2)}-${Math.max(...system).toFixed(2)})`,
       )
     }
   } finally {
     await mf.dispose()
+    await baseline?.dispose()
   }
 }
 
