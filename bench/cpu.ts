@@ -3,10 +3,10 @@
  * time per settled one-step Submission, submitted and awaited one at a time (the latency
  * section's warm case), on the raw Durable Object and on the library's Object in alternating
  * blocks; with `--baseline`, also on the library's Object of another checkout (e.g. main before
- * a change, its `node_modules` linked), in a runtime of its own, in the same rotation. Wall time on a shared
- * machine is noisy and a pass's work after the answer does not show in it; the CPU time the
- * workerd process spent (user and system, read from `/proc`, 10 ms ticks, so blocks are long)
- * is what the work costs. The first block of each is a warm-up and not reported. Linux only.
+ * a change, its `node_modules` linked), in a runtime of its own, in the same rotation. Wall time
+ * on a shared machine is noisy and a pass's work after the answer does not show in it; the CPU
+ * time the workerd process spent (user and system, read from `/proc`, 10 ms ticks, so blocks are
+ * long) is what the work costs. The first block of each is a warm-up and not reported. Linux only.
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"

@@ -123,24 +123,25 @@ describe("ThreadWorkflowEngine", () => {
   )
 
   it("gives a workflow's agent a digest over its Schemas and version", () => {
-    // A workflow of its own: defining a version makes it the one parents start as a child, and
+    // Workflows of its own: defining a version makes it the one parents start as a child, and
     // the test Objects of every file in this isolate start `OrderWorkflow` children.
-    const order = Workflow.make("Order", {
-      payload: { id: Schema.String, refuse: Schema.optionalKey(Schema.Boolean) },
-      success: Schema.Struct({ charged: Schema.Number, shipped: Schema.String }),
-      error: OrderRefused,
-      idempotencyKey: ({ id }) => id,
-    })
+    const orderWith = (note: boolean) =>
+      Workflow.make("Order", {
+        payload: {
+          id: Schema.String,
+          refuse: Schema.optionalKey(Schema.Boolean),
+          ...(note ? { note: Schema.String } : {}),
+        },
+        success: Schema.Struct({ charged: Schema.Number, shipped: Schema.String }),
+        error: OrderRefused,
+        idempotencyKey: ({ id }) => id,
+      })
+    const order = orderWith(false)
     const base = ThreadWorkflowEngine.agent(order)
     expect(base.digest).toBe(ThreadWorkflowEngine.agent(OrderWorkflow).digest)
     expect(ThreadWorkflowEngine.agent(order)).toBe(base)
     expect(ThreadWorkflowEngine.agent(order, { version: "2" }).digest).not.toBe(base.digest)
-    const widened = Workflow.make("Order", {
-      payload: { id: Schema.String, refuse: Schema.optionalKey(Schema.Boolean), note: Schema.String },
-      success: Schema.Struct({ charged: Schema.Number, shipped: Schema.String }),
-      error: OrderRefused,
-      idempotencyKey: ({ id }) => id,
-    })
+    const widened = orderWith(true)
     expect(ThreadWorkflowEngine.agent(widened).id).toBe(base.id)
     expect(ThreadWorkflowEngine.agent(widened).digest).not.toBe(base.digest)
   })
