@@ -8,7 +8,8 @@
  * at the stop, the time from the restart to the last settlement (the newest `settledAt` on the
  * Objects' clock), and when the first, the tenth percentile, the middle and the ninetieth
  * percentile of all settlements happened (negative: before the restart), and the CPU time workerd
- * spent from the restart until the drain was seen over (from `/proc`, Linux only). During the drain each Thread is only asked how many Submissions it has
+ * spent from the restart until the drain was seen over, and its system part (from `/proc`, Linux
+ * only). During the drain each Thread is only asked how many Submissions it has
  * left, every 250 ms, until it has none; the settlement times are read once it is over. Each run
  * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
  * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
@@ -160,8 +161,10 @@ const oneRun = (run: number, variant: Variant) =>
         settled: times.length,
         unsettledAtRestart: unsettledAtRestart ?? 0,
         drainMs: lastSettledAt - restartedAt,
-        // workerd's user and system CPU from the restart until the drain was seen over.
+        // workerd's user and system CPU from the restart until the drain was seen over, and the
+        // part of it spent in the kernel.
         cpuMs: cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system,
+        systemCpuMs: cpuAfter.system - cpuBefore.system,
         // When the first, the tenth, the middle and the ninetieth percentile settled.
         settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
       }
