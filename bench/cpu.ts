@@ -6,7 +6,9 @@
  * a change, its `node_modules` linked), in a runtime of its own, in the same rotation. Wall time
  * on a shared machine is noisy and a pass's work after the answer does not show in it; the CPU
  * time the workerd process spent (user and system, read from `/proc`, 10 ms ticks, so blocks are
- * long) is what the work costs. The first block of each is a warm-up and not reported. Linux only.
+ * long) is what the work costs. The first block of each is a warm-up and not reported. With a
+ * baseline it also prints the ratio of the two libraries' user CPU round by round: blocks of one
+ * round run back to back, so the ratio cancels most of the machine's drift. Linux only.
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"
@@ -92,6 +94,17 @@ const main = async () => {
       console.log(
         `${label.padEnd(40)} user ${median(user).toFixed(2)} (${Math.min(...user).toFixed(2)}-${Math.max(...user).toFixed(2)})` +
           `  system ${median(system).toFixed(2)} (${Math.min(...system).toFixed(2)}-${Math.max(...system).toFixed(2)})`,
+      )
+    }
+    // Blocks of one round ran back to back, so their ratio cancels the machine's drift between
+    // rounds: the figure to compare a change by.
+    const ours = figures.get("ThreadObject (default config)") ?? []
+    const theirs = baseline === undefined ? undefined : figures.get(`ThreadObject of ${values.baseline}`)
+    if (theirs !== undefined) {
+      const ratios = ours.map((block, round) => block.user / theirs[round]!.user)
+      console.log(
+        `user CPU of this checkout ÷ the baseline's, round by round: median ${median(ratios).toFixed(3)} ` +
+          `(${ratios.map((ratio) => ratio.toFixed(2)).join(", ")})`,
       )
     }
   } finally {
