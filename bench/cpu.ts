@@ -16,7 +16,7 @@ import { resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
 import { bundleWorker } from "../test/node/support/bundle.ts"
-import { cpuMillis, workerdProcesses } from "./procCpu.ts"
+import { cpuMillis, cpuSpent, workerdProcesses } from "./procCpu.ts"
 import { subjects } from "./subjects.ts"
 
 const { values } = parseArgs({
@@ -68,8 +68,8 @@ const main = async () => {
         })
         await response.text()
       }
-      const after = cpuMillis(pids)
-      return { user: (after.user - before.user) / samples, system: (after.system - before.system) / samples }
+      const spent = cpuSpent(before, cpuMillis(pids))
+      return { user: spent.user / samples, system: spent.system / samples }
     }
     const subjectsCompared: ReadonlyArray<readonly [string, Miniflare, string]> = [
       ["raw Durable Object", mf, "LATENCY_RAW"],

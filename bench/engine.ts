@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { Miniflare } from "miniflare"
 import { parseArgs } from "node:util"
 import { bundleWorker } from "../test/node/support/bundle.ts"
-import { cpuMillis, workerdProcesses } from "./procCpu.ts"
+import { cpuMillis, cpuSpent, workerdProcesses } from "./procCpu.ts"
 import { type EngineCase, engineCases } from "./worker/engineCases.ts"
 
 const runs = Number(parseArgs({ options: { runs: { type: "string", default: "3" } } }).values.runs)
@@ -28,8 +28,8 @@ try {
   const inWorkerd = async (name: EngineCase, n: number) => {
     const before = cpuMillis(pids)
     await (await mf.dispatchFetch(`http://engine/?case=${name}&n=${n}`)).text()
-    const after = cpuMillis(pids)
-    return after.user + after.system - before.user - before.system
+    const spent = cpuSpent(before, cpuMillis(pids))
+    return spent.user + spent.system
   }
   const inNode = (name: EngineCase, n: number) => {
     const started = performance.now()

@@ -35,3 +35,12 @@ export const cpuMillis = (
   // USER_HZ is 100 on Linux.
   return { user: user * 10, system: system * 10 }
 }
+
+/** The user and system CPU milliseconds spent between two readings of `cpuMillis`. */
+export const cpuSpent = (
+  before: ReturnType<typeof cpuMillis>,
+  after: ReturnType<typeof cpuMillis>,
+): { readonly user: number; readonly system: number } => ({
+  user: after.user - before.user,
+  system: after.system - before.system,
+})

@@ -24,7 +24,7 @@ import { parseArgs } from "node:util"
 import { postJson, startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
 import { type Profile, selfTimes, workerSession } from "./inspector.ts"
-import { cpuMillis, workerdProcesses } from "./procCpu.ts"
+import { cpuMillis, cpuSpent, workerdProcesses } from "./procCpu.ts"
 
 const options = parseArgs({
   options: {
@@ -145,7 +145,7 @@ const oneRun = (run: number, variant: Variant) =>
         pending = pending.filter((_, index) => (counts[index] ?? 0) > 0)
         if (pending.length > 0) yield* Effect.sleep(250)
       }
-      const cpuAfter = cpuMillis(pids)
+      const cpu = cpuSpent(cpuBefore, cpuMillis(pids))
       const times = yield* settled
       const lastSettledAt = Math.max(...times)
       const sorted = [...times].sort((a, b) => a - b)
@@ -163,8 +163,8 @@ const oneRun = (run: number, variant: Variant) =>
         drainMs: lastSettledAt - restartedAt,
         // workerd's user and system CPU from the restart until the drain was seen over, and the
         // part of it spent in the kernel.
-        cpuMs: cpuAfter.user + cpuAfter.system - cpuBefore.user - cpuBefore.system,
-        systemCpuMs: cpuAfter.system - cpuBefore.system,
+        cpuMs: cpu.user + cpu.system,
+        systemCpuMs: cpu.system,
         // When the first, the tenth, the middle and the ninetieth percentile settled.
         settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
       }
