@@ -10,7 +10,7 @@
  * percentile of all settlements happened (negative: before the restart), and the CPU time workerd
  * spent from the restart until the drain was seen over, and its system part (from `/proc`, Linux
  * only). During the drain each Thread is only asked how many Submissions it has
- * left, every 250 ms, until it has none; the settlement times are read once it is over. Each run
+ * left, every 250 ms (`--poll`), until it has none; the settlement times are read once it is over. Each run
  * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
  * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
  * one after the other, so the variants alternate on a shared machine. `--profile <file>` takes a
@@ -36,12 +36,15 @@ const options = parseArgs({
     baseline: { type: "string" },
     profile: { type: "string" },
     top: { type: "string", default: "40" },
+    poll: { type: "string", default: "250" },
   },
 }).values
 const refunds = Number(options.refunds)
 const threadCount = Number(options.threads)
 const runs = Number(options.runs)
 const capMillis = Number(options.cap) * 1_000
+/** How often a Thread still draining is asked what it has left (each ask is a request into it). */
+const pollMillis = Number(options.poll)
 const example = "examples/refund-desk/src/worker.ts"
 /** The variants each run measures: this checkout's example at each shard count, and the baseline's. */
 const variants = [
@@ -139,11 +142,13 @@ const oneRun = (run: number, variant: Variant) =>
       const profiler = inspectorPort === undefined ? undefined : yield* startProfile(inspectorPort)
       let pending = threads
       let unsettledAtRestart: number | undefined
+      let polls = 0
       while (pending.length > 0 && Date.now() - restartedAt < capMillis) {
+        polls += pending.length
         const counts = yield* Effect.forEach(pending, left, { concurrency: 4 })
         unsettledAtRestart ??= counts.reduce((sum, count) => sum + count, 0)
         pending = pending.filter((_, index) => (counts[index] ?? 0) > 0)
-        if (pending.length > 0) yield* Effect.sleep(250)
+        if (pending.length > 0) yield* Effect.sleep(pollMillis)
       }
       const cpu = cpuSpent(cpuBefore, cpuMillis(pids))
       const times = yield* settled
@@ -167,6 +172,8 @@ const oneRun = (run: number, variant: Variant) =>
         systemCpuMs: cpu.system,
         // When the first, the tenth, the middle and the ninetieth percentile settled.
         settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
+        // The requests that asked the Threads what they had left, in the same workerd.
+        polls,
       }
     }),
   )
