@@ -9,8 +9,8 @@
  * Objects' clock), and when the first, the tenth percentile, the middle and the ninetieth
  * percentile of all settlements happened (negative: before the restart), and the CPU time workerd
  * spent from the restart until the drain was seen over, and its system part (from `/proc`, Linux
- * only). During the drain each Thread is only asked how many Submissions it has
- * left, every 250 ms (`--poll`), until it has none; the settlement times are read once it is over. Each run
+ * only). During the drain each Thread is only asked how many Submissions it has left, every 250
+ * ms (`--poll`), until it has none; the settlement times are read once it is over. Each run
  * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
  * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
  * one after the other, so the variants alternate on a shared machine. `--profile <file>` takes a
