@@ -11,9 +11,8 @@
  * makes. Linux only.
  */
 import { Effect } from "effect"
-import { Miniflare } from "miniflare"
 import { parseArgs } from "node:util"
-import { bundleWorker } from "../test/node/support/bundle.ts"
+import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
 import { cpuMillis, cpuSpent, workerdProcesses } from "./procCpu.ts"
 
@@ -33,26 +32,14 @@ const cases = [
 ] as const
 
 const measure = Effect.gen(function* () {
-  const script = yield* bundleWorker(new URL("./worker/platformCases.ts", import.meta.url))
-  const persist = yield* tempDir("platform")
-  const mf = yield* Effect.acquireRelease(
-    Effect.promise(async () => {
-      const mf = new Miniflare({
-        modules: true,
-        script,
-        compatibilityDate: "2026-04-20",
-        compatibilityFlags: ["nodejs_compat"],
-        durableObjects: { PLATFORM: { className: "PlatformObject", useSQLite: true } },
-        durableObjectsPersist: persist,
-      })
-      await mf.ready
-      return mf
-    }),
-    (mf) => Effect.promise(() => mf.dispose()),
-  )
+  const worker = yield* startLocalWorker({
+    entry: new URL("./worker/platformCases.ts", import.meta.url),
+    durableObjects: { PLATFORM: "PlatformObject" },
+    persistDir: yield* tempDir("platform"),
+  })
   const ask = (name: string, n: number) =>
-    Effect.promise(async () =>
-      Number(await (await mf.dispatchFetch(`http://platform/?case=${name}&n=${n}`)).text()),
+    Effect.flatMap(worker.fetch(`/?case=${name}&n=${n}`), (response) =>
+      Effect.promise(async () => Number(await response.text())),
     )
   const pids = workerdProcesses()
   // CPU microseconds per unit of one batch of a case.
