@@ -1,21 +1,23 @@
 /**
- * `npx tsx bench/refundDrain.ts --refunds 400 --threads 20 --runs 3 --shards 1,8`: the refund
- * desk example (examples/refund-desk) at its configuration (the library's defaults) takes a
- * burst of refunds spread over desk Threads, is stopped the moment the last submit is answered
- * (Miniflare disposes workerd; storage stays in the persist folder, as after a crash of the
- * whole runtime), started again with no request, and drains: every refund asks the fraud desk (a
- * child Submission in another Object) before it pays. Reported per run: refunds still unsettled
- * at the stop, the time from the restart to the last settlement (the newest `settledAt` on the
- * Objects' clock), and when the first, the tenth percentile, the middle and the ninetieth
- * percentile of all settlements happened (negative: before the restart), and the CPU time workerd
- * spent from the restart until the drain was seen over, and its system part (from `/proc`, Linux
- * only). During the drain each Thread is only asked how many Submissions it has left, every 250
- * ms (`--poll`), until it has none; the settlement times are read once it is over. Each run
- * measures every `--shards` count (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object)
- * and, with `--baseline <checkout>`, the example of another checkout (e.g. main before a change),
- * one after the other, so the variants alternate on a shared machine. `--profile <file>` takes a
- * CPU profile of workerd's isolate from the restart to the last settlement (of the last run and
- * variant) and prints the functions with the most self time (`--top`).
+ * `npx tsx bench/refundDrain.ts --refunds 400 --threads 20 --runs 3 --shards 1,8`: the refund desk
+ * example (examples/refund-desk) at its configuration (the library's defaults) takes a burst of
+ * refunds spread over desk Threads, is stopped the moment the last submit is answered (Miniflare
+ * disposes workerd; storage stays in the persist folder, as after a crash of the whole runtime),
+ * started again with no request, and drains: every refund asks the fraud desk (a child Submission
+ * in another Object) before it pays. Reported per run: refunds still unsettled at the stop, the
+ * time from the restart to the last settlement (the newest `settledAt` on the Objects' clock), and
+ * when the first, the tenth percentile, the middle and the ninetieth percentile of all settlements
+ * happened (negative: before the restart), and the CPU time workerd spent from the restart until
+ * the drain was seen over, and its system part (from `/proc`, Linux only). During the drain each
+ * Thread is only asked how many Submissions it has left, every 250 ms (`--poll`), until it has
+ * none; the settlement times are read once it is over. Each run measures every `--shards` count
+ * (`FRAUD_DESK_SHARDS`; 1 puts every fraud check in one Object) and, with `--baseline <checkout>`,
+ * the example of another checkout (e.g. main before a change) at the same counts, one after the
+ * other, so the variants alternate on a shared machine; every other run reverses the order, and
+ * the summary gives each count's CPU and drain ratios to the baseline's in the same run.
+ * `--profile <file>` takes a CPU profile of workerd's isolate from the restart to the last
+ * settlement (of the last run and variant) and prints the functions with the most self time
+ * (`--top`).
  */
 import { Effect, Schema } from "effect"
 import { resolve } from "node:path"
@@ -46,17 +48,26 @@ const capMillis = Number(options.cap) * 1_000
 /** How often a Thread still draining is asked what it has left (each ask is a request into it). */
 const pollMillis = Number(options.poll)
 const example = "examples/refund-desk/src/worker.ts"
-/** The variants each run measures: this checkout's example at each shard count, and the baseline's. */
-const variants = [
-  ...options.shards.split(",").map((shards) => ({
-    label: `${shards} fraud desk Object(s)`,
-    entry: new URL(`../${example}`, import.meta.url).href,
-    shards: Number(shards),
-  })),
+const shardCounts = options.shards.split(",").map(Number)
+const own = new URL(`../${example}`, import.meta.url).href
+/**
+ * The variants each run measures: this checkout's example at each shard count and, with a
+ * baseline, the baseline's example at the same counts (a comparison at different counts would
+ * measure the sharding too: one fraud desk Object batches more checks per event).
+ */
+const variants = shardCounts.flatMap((shards) => [
+  { label: `${shards} fraud desk Object(s)`, entry: own, shards, baseline: false },
   ...(options.baseline === undefined
     ? []
-    : [{ label: `baseline ${options.baseline}`, entry: resolve(options.baseline, example), shards: 1 }]),
-]
+    : [
+        {
+          label: `baseline ${options.baseline}, ${shards} fraud desk Object(s)`,
+          entry: resolve(options.baseline, example),
+          shards,
+          baseline: true,
+        },
+      ]),
+])
 type Variant = (typeof variants)[number]
 
 const Statuses = Schema.Array(
@@ -178,18 +189,42 @@ const oneRun = (run: number, variant: Variant) =>
     }),
   )
 
+/** Median, min and max of `values`. */
+const spread = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return { median: sorted[Math.floor(sorted.length / 2)]!, min: sorted[0]!, max: sorted[sorted.length - 1]! }
+}
+
+const ratio = (value: number) => value.toFixed(2)
+
 const main = Effect.gen(function* () {
-  const drains = new Map<string, Array<number>>()
-  for (let run = 1; run <= runs; run++)
-    for (const variant of variants) {
+  const results = new Map<string, Array<{ readonly drainMs: number; readonly cpuMs: number }>>()
+  for (let run = 1; run <= runs; run++) {
+    // Every other run goes in reverse, so that neither side always runs first (or after the other).
+    const order = run % 2 === 1 ? variants : [...variants].reverse()
+    for (const variant of order) {
       const result = yield* oneRun(run, variant)
       console.log(JSON.stringify(result))
-      drains.set(variant.label, [...(drains.get(variant.label) ?? []), result.drainMs])
+      results.set(variant.label, [...(results.get(variant.label) ?? []), result])
     }
-  for (const [label, values] of drains) {
-    const sorted = [...values].sort((a, b) => a - b)
+  }
+  for (const [label, values] of results) {
+    const drain = spread(values.map((value) => value.drainMs))
     console.log(
-      `${label}: restart to last settlement median ${sorted[Math.floor(sorted.length / 2)]} ms, min ${sorted[0]}, max ${sorted[sorted.length - 1]} (${sorted.length} runs)`,
+      `${label}: restart to last settlement median ${drain.median} ms, min ${drain.min}, max ${drain.max} (${values.length} runs)`,
+    )
+  }
+  // Each shard count against the baseline's at the same count, run by run: CPU and drain ratios.
+  if (options.baseline === undefined) return
+  for (const shards of shardCounts) {
+    const mine = variants.find((variant) => variant.shards === shards && !variant.baseline)!
+    const theirs = variants.find((variant) => variant.shards === shards && variant.baseline)!
+    const against = results.get(theirs.label) ?? []
+    const pairs = (results.get(mine.label) ?? []).map((value, i) => ({ value, base: against[i]! }))
+    const cpu = spread(pairs.map(({ value, base }) => value.cpuMs / base.cpuMs))
+    const drain = spread(pairs.map(({ value, base }) => value.drainMs / base.drainMs))
+    console.log(
+      `${mine.label} / baseline, per run: CPU median ${ratio(cpu.median)} (${ratio(cpu.min)}–${ratio(cpu.max)}), drain median ${ratio(drain.median)} (${ratio(drain.min)}–${ratio(drain.max)})`,
     )
   }
 })
