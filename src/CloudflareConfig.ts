@@ -151,11 +151,13 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
 
 /**
  * The original's (beta.96) pacing: one head Attempt per alarm event, the next event
- * `alarmBackoffBase` later while work remains. Spread it into the overrides to restore it; an
- * Object then settles about `1000 / alarmBackoffBase` Submissions per second.
+ * `alarmBackoffBase` later while work remains, and a parent that awaits an unsettled child parks
+ * at once. Spread it into the overrides to restore it; an Object then settles about
+ * `1000 / alarmBackoffBase` Submissions per second.
  */
 export const BETA96_PACING = {
   maxHeadsPerEvent: 1,
+  childAwaitMillis: 0,
 } as const satisfies CloudflareDurableRuntimeConfigOverrides
 
 /** A configuration value that does not decode; `field` is its dotted path. */

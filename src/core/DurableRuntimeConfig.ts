@@ -25,6 +25,18 @@ export const DurableRuntimeSettings = Schema.Struct({
   /** How often a running step looks for an accepted abort. */
   abortPollInterval: PositiveMillis,
   /**
+   * How long `awaitChild` waits in memory for a child that has not settled yet before the
+   * Attempt parks (beta.96 parked at once: 0). A child that answers within it costs its parent
+   * no park, no further Attempt and no replay. Only a host with a progress hub waits (a
+   * `ThreadObject` has one); the wait ends early when the event asks its Attempt to yield.
+   */
+  childAwaitMillis: Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 0, maximum: 10_000 },
+      { expected: "an integer number of milliseconds between 0 and 10000" },
+    ),
+  ),
+  /**
    * The largest step result or output a Submission stores, in UTF-8 bytes of its JSON: a
    * larger step result fails the step, a larger output fails the Submission, each naming it.
    */
@@ -38,6 +50,7 @@ export const DURABLE_RUNTIME_DEFAULTS: DurableRuntimeSettings = {
   leaseRenewalInterval: 10_000,
   settlementPollInterval: 500,
   abortPollInterval: 500,
+  childAwaitMillis: 250,
   maxStoredValueBytes: 131_072,
 }
 

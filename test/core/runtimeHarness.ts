@@ -3,7 +3,9 @@
  * Object, or an in-memory store) on which it builds incarnations, i.e. fresh runtime layers
  * over the same storage. Abandoning an incarnation whose fiber is frozen at a failpoint
  * simulates a kill: no finalizer runs and its memory is lost. Bodies run with the calling
- * test's services, so `TestClock` drives every lease, yield and poll.
+ * test's services, so `TestClock` drives every lease, yield and poll. With `progress`, the world
+ * has a live progress hub that its storage and every incarnation share (as a `ThreadObject`'s
+ * incarnation does); without it, nothing publishes.
  */
 import {
   AdmissionCapacity,
@@ -27,6 +29,8 @@ import {
 import { layerMemoryWithLedger, layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import { WakeScheduler } from "../../src/core/WakeScheduler.ts"
 import { MessageOutbox, SelfAddress } from "../../src/core/MessageOutbox.ts"
+import { makeProgressHub } from "../../src/core/internal/progress/hub.ts"
+import { ProgressHub } from "../../src/core/ProgressHub.ts"
 
 /** The services of one incarnation. */
 export type Incarnation = Context.Context<
@@ -56,12 +60,16 @@ export interface RuntimeHarness {
   readonly label: string
   readonly run: <A, E>(
     body: (world: RuntimeWorld) => Effect.Effect<A, E, Scope.Scope>,
-    options?: { readonly limits?: LedgerLimits },
+    options?: { readonly limits?: LedgerLimits; readonly progress?: boolean },
   ) => Effect.Effect<A, E>
 }
 
 const limitsLayer = (limits: LedgerLimits | undefined) =>
   limits === undefined ? Layer.empty : Layer.succeed(SubmissionLedgerLimits, limits)
+
+/** One live hub for the world, or the default (inert) one. */
+const progressLayer = (progress: boolean | undefined) =>
+  progress === true ? Layer.succeed(ProgressHub, makeProgressHub()) : Layer.empty
 
 const runtimeLayer = (options: IncarnationOptions) =>
   DurableAgentRuntime.layerWithBindings(options.agents).pipe(
@@ -87,12 +95,11 @@ const runtimeLayer = (options: IncarnationOptions) =>
 const buildOver = <R>(
   storage: Layer.Layer<R | SubmissionLedger | ThreadHistory | MessageOutbox>,
   options: IncarnationOptions,
+  progress: Layer.Layer<never>,
 ) =>
-  Layer.build(Layer.fresh(runtimeLayer(options).pipe(Layer.provideMerge(storage)))) as Effect.Effect<
-    Incarnation,
-    never,
-    Scope.Scope
-  >
+  Layer.build(
+    Layer.fresh(runtimeLayer(options).pipe(Layer.provideMerge(storage), Layer.provide(progress))),
+  ) as Effect.Effect<Incarnation, never, Scope.Scope>
 
 /** A fresh SQLite-backed Durable Object per body; every incarnation opens its storage anew. */
 export const sqlRuntimeHarness: RuntimeHarness = {
@@ -100,6 +107,7 @@ export const sqlRuntimeHarness: RuntimeHarness = {
   run: (body, options) =>
     Effect.gen(function* () {
       const context = yield* Effect.context<never>()
+      const progress = progressLayer(options?.progress)
       const exit = yield* Effect.promise(() =>
         runInDurableObject(env.LEDGER_TEST.getByName(`runtime-${crypto.randomUUID()}`), (_instance, state) =>
           Effect.runPromiseExit(
@@ -115,6 +123,7 @@ export const sqlRuntimeHarness: RuntimeHarness = {
                         Layer.orDie,
                       ),
                       incarnation,
+                      progress,
                     ),
                 }),
               ),
@@ -133,15 +142,17 @@ export const memoryRuntimeHarness: RuntimeHarness = {
   run: (body, options) =>
     Effect.scoped(
       Effect.gen(function* () {
+        const progress = progressLayer(options?.progress)
         const store = yield* Layer.build(
           MessageOutbox.layerMemory.pipe(
             Layer.provideMerge(layerMemoryWithLedger),
             Layer.provide(limitsLayer(options?.limits)),
+            Layer.provide(progress),
             Layer.orDie,
           ),
         )
         return yield* body({
-          incarnation: (incarnation) => buildOver(Layer.succeedContext(store), incarnation),
+          incarnation: (incarnation) => buildOver(Layer.succeedContext(store), incarnation, progress),
         })
       }),
     ),

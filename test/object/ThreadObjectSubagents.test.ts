@@ -88,6 +88,37 @@ describe("ThreadObject subagents across Objects", () => {
       }),
   )
 
+  it.live("a parent whose child answers within childAwaitMillis goes on in its first Attempt", () =>
+    Effect.gen(function* () {
+      const parentObject = threadName("quick-parent")
+      const childObject = threadName("quick-children")
+      const parent = clientOf("desk", parentObject)
+      const receipt = yield* parent.submit({
+        agentId: "delegator",
+        idempotencyKey: "quick-1",
+        input: { claims: ["real invoice"], verifierObject: childObject },
+      })
+      const settled = inState(parent, receipt.submissionId, "settled")
+      yield* deliverBoth([stubOf(parentObject), stubOf(childObject)], settled)
+      expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+        outcome: "completed",
+        output: ["true"],
+      })
+      // One Claim: the parent waited for its child in memory, so it never parked and replayed.
+      const [row] = yield* Effect.promise(() =>
+        runInDurableObject(stubOf(parentObject), (_instance, state) =>
+          state.storage.sql
+            .exec(
+              "SELECT producer_epoch FROM effect_agent_submissions WHERE submission_id = ?",
+              receipt.submissionId,
+            )
+            .toArray(),
+        ),
+      )
+      expect(row?.["producer_epoch"]).toBe(1)
+    }),
+  )
+
   it.live(
     "runs a child in an Object of another namespace binding; while it waits neither Object keeps an alarm",
     () =>

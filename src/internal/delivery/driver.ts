@@ -8,7 +8,8 @@
  * outcome is durable: the reply recorded and the message acknowledged, or one more attempt
  * and its retry time (capped exponential backoff). So the pass joins the driver without a
  * timer of its own, and `pendingDeadline` (the earliest sendable message) keeps an alarm for
- * what is left; an Object with nothing to send has none.
+ * what is left; an Object with nothing to send has none. While native work runs it sends again
+ * only when nudged: an Attempt about to wait for the answer to what it just enqueued asks for it.
  *
  * Every write goes through the mutation gate and none is held across a call to another
  * Object. Recording a reply that changes native work (a refused child, a settlement marker's
@@ -69,6 +70,11 @@ export const makeMessageDelivery = (deps: {
   readonly settings: DeliverySettings
   /** The runtime's failpoints: `delivery:after-reply` sits between a reply and its record. */
   readonly hit?: RuntimeFailpoint["Service"]["hit"]
+  /**
+   * Returns when an Attempt of this incarnation asks for what it just enqueued to be sent while
+   * native work still runs (a child's start it is about to wait for); never, without it.
+   */
+  readonly nudged?: Effect.Effect<void>
 }): ThreadMessageDeliveryService => {
   const { outbox, port, gate, recorder, settings } = deps
   const afterReply = (deps.hit ?? (() => Effect.void))("delivery:after-reply").pipe(
@@ -153,11 +159,24 @@ export const makeMessageDelivery = (deps: {
       )
     })
 
+  /** Until native work ends, a wave at each nudge. */
+  const untilFinished = (sourceFinished: Effect.Effect<void>, dispatchUntil: DateTime.Utc) => {
+    const nudged = deps.nudged
+    if (nudged === undefined) return sourceFinished
+    const finished = Effect.as(sourceFinished, true)
+    const next = Effect.raceFirst(finished, Effect.as(nudged, false))
+    const loop: Effect.Effect<void, DurableAlarmError> = Effect.flatMap(next, (done) =>
+      done ? Effect.void : Effect.andThen(wave(dispatchUntil), loop),
+    )
+    return loop
+  }
+
   return {
-    // A wave at once, and one more for what native work enqueued during this event.
+    // A wave at once, one at each nudge during native work, and one more for what native work
+    // enqueued during this event.
     drainUntil: (sourceFinished: Effect.Effect<void>, dispatchUntil: DateTime.Utc) =>
       wave(dispatchUntil).pipe(
-        Effect.andThen(sourceFinished),
+        Effect.andThen(untilFinished(sourceFinished, dispatchUntil)),
         Effect.andThen(wave(dispatchUntil)),
         withSpanFast("ThreadMessageDelivery.drainUntil"),
       ) as Effect.Effect<void, DurableAlarmError, Scope.Scope>,

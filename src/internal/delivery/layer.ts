@@ -9,7 +9,9 @@ import {
   deliveryInvalidatesRecovery,
   undeliverableIsFinal,
 } from "../../core/internal/runtime/children/children.ts"
+import { nextNudge } from "../../core/internal/progress/deliveryNudge.ts"
 import { MessageOutbox } from "../../core/MessageOutbox.ts"
+import { ProgressHub } from "../../core/ProgressHub.ts"
 import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import type { RoutedPort } from "../../RoutedPort.ts"
@@ -35,6 +37,7 @@ export const messageDeliveryLayer = (port: Context.Key<RoutedPort, RoutedPort["S
         port: yield* port,
         gate: yield* ThreadMutationGate,
         hit: failpoint.hit,
+        nudged: nextNudge(yield* ProgressHub),
         recorder: {
           invalidatesRecovery: deliveryInvalidatesRecovery,
           undeliverableIsFinal,

@@ -7,6 +7,7 @@
  * @internal
  */
 import { Effect } from "effect"
+import type { Scope } from "effect"
 import type { ProgressHubService, ProgressWatch } from "../../ProgressHub.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 
@@ -55,6 +56,23 @@ const nextOf =
       )
     })
 
+/**
+ * A watch read by polling: whether the Submission was published since the last look. Unlike
+ * `watch`, a publication never resumes the looker. A publication made in another event of the
+ * Object (a call recording an input) would resume it in that event's I/O context, and an Attempt
+ * resumed there would make its outgoing calls on behalf of a call that may already have ended.
+ * @internal
+ */
+export type ProgressPeek = () => boolean
+
+const peeks = new WeakMap<
+  Hub,
+  (submissionId: SubmissionId) => Effect.Effect<ProgressPeek, never, Scope.Scope>
+>()
+
+/** Opens a polled watch of `submissionId`; `undefined` for a hub that publishes nothing. @internal */
+export const peekOf = (hub: Hub) => peeks.get(hub)
+
 /** A live hub. @internal */
 export const makeProgressHub = (): Hub => {
   const waiters = new Map<SubmissionId, Set<Waiter>>()
@@ -71,7 +89,27 @@ export const makeProgressHub = (): Hub => {
     }
   }
 
-  return {
+  const register = (submissionId: SubmissionId, settlementOnly: boolean): Waiter => {
+    const waiter: Waiter = { settlementOnly, published: false, resume: undefined }
+    const watching = waiters.get(submissionId) ?? new Set()
+    watching.add(waiter)
+    waiters.set(submissionId, watching)
+    return waiter
+  }
+
+  const unregister = (submissionId: SubmissionId, waiter: Waiter) => {
+    const watching = waiters.get(submissionId)
+    watching?.delete(waiter)
+    if (watching?.size === 0) waiters.delete(submissionId)
+  }
+
+  const acquire = (submissionId: SubmissionId, settlementOnly: boolean) =>
+    Effect.acquireRelease(
+      Effect.sync(() => register(submissionId, settlementOnly)),
+      (waiter) => Effect.sync(() => unregister(submissionId, waiter)),
+    )
+
+  const hub: Hub = {
     publish: (submissionId, publication) =>
       Effect.sync(() => {
         const watching = waiters.get(submissionId)
@@ -87,28 +125,17 @@ export const makeProgressHub = (): Hub => {
         queueMicrotask(() => resumeWaiters(submissionId))
       }),
     watch: (submissionId, interest) =>
-      Effect.map(
-        Effect.acquireRelease(
-          Effect.sync(() => {
-            const waiter: Waiter = {
-              settlementOnly: interest?.settlementOnly === true,
-              published: false,
-              resume: undefined,
-            }
-            const watching = waiters.get(submissionId) ?? new Set()
-            watching.add(waiter)
-            waiters.set(submissionId, watching)
-            return waiter
-          }),
-          (waiter) =>
-            Effect.sync(() => {
-              const watching = waiters.get(submissionId)
-              watching?.delete(waiter)
-              if (watching?.size === 0) waiters.delete(submissionId)
-            }),
-        ),
-        (waiter): ProgressWatch => ({ next: nextOf(waiter) }),
-      ),
+      Effect.map(acquire(submissionId, interest?.settlementOnly === true), (waiter): ProgressWatch => ({
+        next: nextOf(waiter),
+      })),
     watched: Effect.sync(() => waiters.size),
   }
+  peeks.set(hub, (submissionId) =>
+    Effect.map(acquire(submissionId, false), (waiter) => () => {
+      const published = waiter.published
+      waiter.published = false
+      return published
+    }),
+  )
+  return hub
 }

@@ -13,6 +13,7 @@ import { boundary, guard, halt, journalMismatch } from "../attempt/attemptState.
 import { loadJournal } from "../shared/runtimeEnv.ts"
 import type { Journal } from "../shared/journal.ts"
 import type { ContextCalls } from "../attempt/contextCalls.ts"
+import { awaitChildBriefly } from "./childWait.ts"
 
 type Settled = NonNullable<ReturnType<Journal["childSettled"]["get"]>>
 
@@ -182,6 +183,8 @@ export const makeChildCalls = (
         attempt.liveSteps++
         yield* hit("child:after-await-append")
       }
+      const answered = yield* awaitChildBriefly(attempt, childSettlement(handle.step))
+      if (Option.isSome(answered)) return yield* settlementValue(handle, answered.value)
       // The park checks for the settlement again, in its own transaction (see `park`).
       return yield* halt(attempt, { _tag: "Suspend", awaiting: { child: handle.step } })
     })
