@@ -57,13 +57,21 @@ describe("CloudflareDurableRuntimeConfig", () => {
     }),
   )
 
-  it.effect("restores the original's one head per event with BETA96_PACING, and nothing else", () =>
-    Effect.gen(function* () {
-      const defaults = yield* decodeCloudflareRuntimeConfig()
-      const config = yield* decodeCloudflareRuntimeConfig({ ...BETA96_PACING })
-      expect(config.maxHeadsPerEvent).toBe(1)
-      expect({ ...config, maxHeadsPerEvent: defaults.maxHeadsPerEvent }).toEqual({ ...defaults })
-    }),
+  it.effect(
+    "restores the original's one head per event and its park at once with BETA96_PACING, and nothing else",
+    () =>
+      Effect.gen(function* () {
+        const defaults = yield* decodeCloudflareRuntimeConfig()
+        const config = yield* decodeCloudflareRuntimeConfig({ ...BETA96_PACING })
+        expect(config.maxHeadsPerEvent).toBe(1)
+        expect(config.childAwaitMillis).toBe(0)
+        expect(defaults.childAwaitMillis).toBe(250)
+        expect({
+          ...config,
+          maxHeadsPerEvent: defaults.maxHeadsPerEvent,
+          childAwaitMillis: defaults.childAwaitMillis,
+        }).toEqual({ ...defaults })
+      }),
   )
 
   it.effect("merges partial overrides, limits included, over the defaults", () =>
