@@ -4,7 +4,7 @@
  * what it makes durable before returning, and how the pass and the alarm follow it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, DateTime, Deferred, Effect, Fiber, Option } from "effect"
+import { Context, DateTime, Deferred, Effect, Fiber, Option, Queue } from "effect"
 import type { ThreadMessageDeliveryService } from "../../src/internal/maintenance/hooks.ts"
 import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { type DeliveryOutcome, MessageOutbox, type NewMessage } from "../../src/core/MessageOutbox.ts"
@@ -85,7 +85,12 @@ const abortRecorded: PortReply = { _tag: "ChildAbortRecorded", known: true }
 type Script = (envelope: PortEnvelope) => Effect.Effect<PortReply, PortFailure>
 
 /** The driver over the Object's own outbox and gate; the port answers by `script`. */
-const deliveryWorld = (ctx: DurableObjectState, script: Script, invalidates = false) =>
+const deliveryWorld = (
+  ctx: DurableObjectState,
+  script: Script,
+  invalidates = false,
+  nudged?: Effect.Effect<void>,
+) =>
   Effect.gen(function* () {
     const sent: Array<string> = []
     const recorded: Array<{ readonly messageId: string; readonly outcome: DeliveryOutcome }> = []
@@ -120,6 +125,7 @@ const deliveryWorld = (ctx: DurableObjectState, script: Script, invalidates = fa
           ),
       },
       settings,
+      ...(nudged === undefined ? {} : { nudged }),
     })
     return { driver, outbox, sent, recorded, maintenance: live.maintenance }
   })
@@ -145,6 +151,37 @@ describe("ThreadMessageDelivery driver", () => {
         // Each recording that changes native work advances the generation and prearms.
         expect(Option.getOrThrow(yield* generations(ctx)).dirty).toBe(5n)
         expect(yield* alarmOf(ctx)).toBe(now + 50)
+      }),
+    ),
+  )
+
+  it.effect("sends at each nudge what native work enqueued since, before native work ends", () =>
+    inObject(objectName("delivery-nudge"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(3n))
+        const nudges = yield* Queue.unbounded<void>()
+        const world = yield* deliveryWorld(ctx, () => Effect.succeed(admitted), false, Queue.take(nudges))
+        const finished = yield* Deferred.make<void>()
+        const settleTurns = Effect.forEach([1, 2, 3, 4, 5], () => Effect.yieldNow, { discard: true })
+        const fiber = yield* Effect.forkChild(
+          world.driver.drainUntil(Deferred.await(finished), horizon(now)).pipe(Effect.scoped),
+        )
+        yield* settleTurns
+        // Enqueued during native work: without a nudge it waits for native work to end.
+        yield* world.outbox.enqueue([admit("a")], now)
+        yield* settleTurns
+        expect(world.sent).toEqual([])
+        yield* Queue.offer(nudges, undefined)
+        yield* settleTurns
+        expect(world.sent).toEqual(["a"])
+        expect(world.recorded.map((r) => r.messageId)).toEqual(["a"])
+        expect(yield* isDone(fiber)).toBe(false)
+        // What native work enqueues after the last nudge leaves with the wave at its end.
+        yield* world.outbox.enqueue([admit("b")], now)
+        yield* Deferred.succeed(finished, undefined)
+        yield* Fiber.join(fiber)
+        expect(world.sent).toEqual(["a", "b"])
       }),
     ),
   )

@@ -2,49 +2,73 @@
  * `awaitChild` waits in memory for a child that has not settled yet (`childAwaitMillis`) before
  * its Attempt parks, in a host with a progress hub: a child that settles meanwhile leaves its
  * parent running in the same Attempt (one Claim, no park, no replay); one that takes longer is
- * parked for as before; a parent whose Object has another lane's head runnable, or one
- * configured with 0 (beta.96), parks at once. Real time: the wait polls on timers. The in-memory
- * store publishes nothing to a progress hub, so there the wait always runs out and parks: the
- * early answer is checked on SQLite alone.
+ * parked for after the wait; a parent whose Object has another lane's head runnable, or one
+ * configured with 0 (beta.96), parks without waiting. `TestClock` drives the wait's polls, so
+ * whether an Attempt is still waiting is read from its fiber. The in-memory store publishes
+ * nothing to a progress hub, so there a wait always runs out: the early answer is checked on
+ * SQLite alone.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option } from "effect"
+import { Effect, Fiber, Option, Schema } from "effect"
+import { define } from "../../src/core/AgentRegistration.ts"
+import { TestClock } from "effect/testing"
 import { deliverLocally, doubler, parentOf, self } from "./childrenFixtures.ts"
 import { makeRuns, runsOf } from "./runtimeAgents.ts"
-import { processHead, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { type Incarnation, runtimeHarnesses, sqlRuntimeHarness } from "./runtimeHarness.ts"
+import { processDue, processHead, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
+import { type Incarnation, runtimeHarnesses, runtimeOf, sqlRuntimeHarness } from "./runtimeHarness.ts"
 
 const agentsOf = Effect.map(makeRuns, (runs) => {
   const child = doubler(runs)
-  return { runs, agents: [parentOf("parent", child, "kids"), child] }
+  /** Sleeps first, so its child is started by an Attempt the due path claimed in place. */
+  const napper = define({
+    id: "napper",
+    version: "1",
+    input: Schema.Struct({ n: Schema.Int }),
+    output: Schema.Int,
+    program: ({ n }, ctx) =>
+      Effect.gen(function* () {
+        yield* ctx.sleep("nap", 100)
+        const handle = yield* ctx.startChild({
+          agent: child,
+          input: { n },
+          thread: { objectName: "local", threadId: "kids" },
+        })
+        const settled = yield* ctx.awaitChild(handle)
+        return settled.outcome === "completed" ? settled.output : -1
+      }),
+  })
+  return { runs, agents: [parentOf("parent", child, "kids"), napper, child] }
 })
 
-/** Delivers what the outbox holds once something is there (the parent's Attempt enqueues it). */
-const deliverSoon = (incarnation: Incarnation) =>
+/** Whether the fiber has ended. */
+const ended = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.sync(() => fiber.pollUnsafe() !== undefined)
+
+/** Starts the parent's Attempt and lets it run until it waits (or ends). */
+const startParent = (incarnation: Incarnation) =>
   Effect.gen(function* () {
-    for (let round = 0; round < 200; round++) {
-      if ((yield* deliverLocally(incarnation)) > 0) return
-      yield* Effect.sleep(5)
-    }
-    return yield* Effect.die(new Error("nothing to deliver after a second"))
+    const fiber = yield* Effect.forkChild(processHead(incarnation, "p"))
+    for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
+    return fiber
   })
 
 for (const harness of runtimeHarnesses) {
   describe(`awaitChild waits briefly before it parks (${harness.label})`, () => {
     if (harness === sqlRuntimeHarness)
-      it.live("a child that settles within the wait: the parent goes on in the same Attempt", () =>
+      it.effect("a child that settles within the wait: the parent goes on in the same Attempt", () =>
         harness.run(
           (world) =>
             Effect.gen(function* () {
               const { runs, agents } = yield* agentsOf
-              const first = yield* world.incarnation({ agents, self, config: { childAwaitMillis: 10_000 } })
+              const first = yield* world.incarnation({ agents, self })
               const parent = yield* submitTo(first, "p", "parent", "p1", { n: 21 })
-              const waiting = yield* Effect.forkChild(processHead(first, "p"))
+              const waiting = yield* startParent(first)
+              expect(yield* ended(waiting)).toBe(false)
               // While the parent's Attempt waits: the child's start, the child, its settlement.
-              yield* deliverSoon(first)
-              const child = yield* processHead(first, "kids")
-              expect(Option.isSome(child)).toBe(true)
-              yield* deliverSoon(first)
+              expect(yield* deliverLocally(first)).toBe(1)
+              expect(Option.isSome(yield* processHead(first, "kids"))).toBe(true)
+              expect(yield* deliverLocally(first)).toBe(1)
+              // The wait's next poll sees the settlement recorded.
+              yield* TestClock.adjust(1)
               const settled = yield* Fiber.join(waiting)
               expect(Option.getOrThrow(settled)).toMatchObject({
                 outcome: "completed",
@@ -61,56 +85,111 @@ for (const harness of runtimeHarnesses) {
         ),
       )
 
-    it.live("a child slower than the wait: the parent parks after it, and resumes at the settlement", () =>
-      harness.run(
-        (world) =>
-          Effect.gen(function* () {
-            const { agents } = yield* agentsOf
-            const first = yield* world.incarnation({ agents, self, config: { childAwaitMillis: 30 } })
-            const parent = yield* submitTo(first, "p", "parent", "p1", { n: 5 })
-            expect(Option.isNone(yield* processHead(first, "p"))).toBe(true)
-            expect((yield* rowOf(first, parent.submissionId)).state).toBe("suspended")
-            expect(yield* deliverLocally(first)).toBe(1)
-            yield* processHead(first, "kids")
-            expect(yield* deliverLocally(first)).toBe(1)
-            expect((yield* rowOf(first, parent.submissionId)).state).toBe("ready")
-            const settled = yield* processHead(first, "p")
-            expect(Option.getOrThrow(settled)).toMatchObject({
-              outcome: "completed",
-              output: "child said 10",
-            })
-            expect((yield* rowOf(first, parent.submissionId)).producerEpoch).toBe(2)
-          }),
-        { progress: true },
-      ),
+    if (harness === sqlRuntimeHarness)
+      it.effect("a parent resumed from a sleep waits too: its own due time holds nothing back", () =>
+        harness.run(
+          (world) =>
+            Effect.gen(function* () {
+              const { agents } = yield* agentsOf
+              const first = yield* world.incarnation({ agents, self })
+              const parent = yield* submitTo(first, "p", "napper", "p1", { n: 4 })
+              expect(Option.isNone(yield* processHead(first, "p"))).toBe(true)
+              yield* TestClock.adjust(100)
+              const waiting = yield* Effect.forkChild(processDue(first, parent.submissionId))
+              for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
+              expect(yield* ended(waiting)).toBe(false)
+              expect(yield* deliverLocally(first)).toBe(1)
+              yield* processHead(first, "kids")
+              expect(yield* deliverLocally(first)).toBe(1)
+              yield* TestClock.adjust(1)
+              expect(yield* Fiber.join(waiting)).toMatchObject({
+                _tag: "Settled",
+                settlement: { outcome: "completed", output: 8 },
+              })
+            }),
+          { progress: true },
+        ),
+      )
+
+    it.effect(
+      "a child slower than the wait: the parent parks once it ends, and resumes at the settlement",
+      () =>
+        harness.run(
+          (world) =>
+            Effect.gen(function* () {
+              const { agents } = yield* agentsOf
+              const first = yield* world.incarnation({ agents, self, config: { childAwaitMillis: 300 } })
+              const parent = yield* submitTo(first, "p", "parent", "p1", { n: 5 })
+              const waiting = yield* startParent(first)
+              yield* TestClock.adjust(250)
+              expect(yield* ended(waiting)).toBe(false)
+              yield* TestClock.adjust(100)
+              expect(Option.isNone(yield* Fiber.join(waiting))).toBe(true)
+              expect((yield* rowOf(first, parent.submissionId)).state).toBe("suspended")
+              expect(yield* deliverLocally(first)).toBe(1)
+              yield* processHead(first, "kids")
+              expect(yield* deliverLocally(first)).toBe(1)
+              expect((yield* rowOf(first, parent.submissionId)).state).toBe("ready")
+              const settled = yield* processHead(first, "p")
+              expect(Option.getOrThrow(settled)).toMatchObject({
+                outcome: "completed",
+                output: "child said 10",
+              })
+              expect((yield* rowOf(first, parent.submissionId)).producerEpoch).toBe(2)
+            }),
+          { progress: true },
+        ),
     )
 
-    it.live("another lane's head runnable: the parent parks at once, holding no lane back", () =>
+    if (harness === sqlRuntimeHarness)
+      it.effect("an abort accepted during the wait ends it at once; the parked parent settles aborted", () =>
+        harness.run(
+          (world) =>
+            Effect.gen(function* () {
+              const { agents } = yield* agentsOf
+              const first = yield* world.incarnation({ agents, self })
+              const parent = yield* submitTo(first, "p", "parent", "p1", { n: 5 })
+              const waiting = yield* startParent(first)
+              expect(yield* ended(waiting)).toBe(false)
+              yield* runtimeOf(first).abort(parent.submissionId)
+              // The next poll sees a write that is no settlement, and the Attempt parks.
+              yield* TestClock.adjust(1)
+              expect(yield* ended(waiting)).toBe(true)
+              expect(Option.isNone(yield* Fiber.join(waiting))).toBe(true)
+              // Parked with its abort accepted: recovery settles it, as after any park.
+              yield* recover(first)
+              const row = yield* rowOf(first, parent.submissionId)
+              expect(row.state).toBe("settled")
+              expect(row.settlement?.outcome).toBe("aborted")
+            }),
+          { progress: true },
+        ),
+      )
+
+    it.effect("another lane's head runnable: the parent parks without waiting", () =>
       harness.run(
         (world) =>
           Effect.gen(function* () {
             const { agents } = yield* agentsOf
-            const first = yield* world.incarnation({ agents, self, config: { childAwaitMillis: 10_000 } })
+            const first = yield* world.incarnation({ agents, self })
             const parent = yield* submitTo(first, "p", "parent", "p1", { n: 5 })
             yield* submitTo(first, "q", "parent", "q1", { n: 6 })
-            // A wait of 10 s would outlast this bound; parking at once does not come near it.
-            const outcome = yield* processHead(first, "p").pipe(Effect.timeout("5 seconds"))
-            expect(Option.isNone(outcome)).toBe(true)
+            // No clock moves: a parent that waited would still be running.
+            expect(yield* ended(yield* startParent(first))).toBe(true)
             expect((yield* rowOf(first, parent.submissionId)).state).toBe("suspended")
           }),
         { progress: true },
       ),
     )
 
-    it.live("childAwaitMillis 0 (beta.96): the parent parks at once", () =>
+    it.effect("childAwaitMillis 0 (beta.96): the parent parks without waiting", () =>
       harness.run(
         (world) =>
           Effect.gen(function* () {
             const { agents } = yield* agentsOf
             const first = yield* world.incarnation({ agents, self, config: { childAwaitMillis: 0 } })
             const parent = yield* submitTo(first, "p", "parent", "p1", { n: 5 })
-            const outcome = yield* processHead(first, "p").pipe(Effect.timeout("5 seconds"))
-            expect(Option.isNone(outcome)).toBe(true)
+            expect(yield* ended(yield* startParent(first))).toBe(true)
             expect((yield* rowOf(first, parent.submissionId)).state).toBe("suspended")
           }),
         { progress: true },

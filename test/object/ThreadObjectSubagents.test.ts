@@ -90,32 +90,41 @@ describe("ThreadObject subagents across Objects", () => {
 
   it.live("a parent whose child answers within childAwaitMillis goes on in its first Attempt", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("quick-parent")
-      const childObject = threadName("quick-children")
-      const parent = clientOf("desk", parentObject)
-      const receipt = yield* parent.submit({
-        agentId: "delegator",
-        idempotencyKey: "quick-1",
-        input: { claims: ["real invoice"], verifierObject: childObject },
-      })
-      const settled = inState(parent, receipt.submissionId, "settled")
-      yield* deliverBoth([stubOf(parentObject), stubOf(childObject)], settled)
-      expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
-        outcome: "completed",
-        output: ["true"],
-      })
-      // One Claim: the parent waited for its child in memory, so it never parked and replayed.
-      const [row] = yield* Effect.promise(() =>
-        runInDurableObject(stubOf(parentObject), (_instance, state) =>
-          state.storage.sql
-            .exec(
-              "SELECT producer_epoch FROM effect_agent_submissions WHERE submission_id = ?",
-              receipt.submissionId,
-            )
-            .toArray(),
-        ),
-      )
-      expect(row?.["producer_epoch"]).toBe(1)
+      /** One parent and its child in two fresh Objects: the parent's producer epoch once settled. */
+      const round = (attempt: number) =>
+        Effect.gen(function* () {
+          const parentObject = threadName(`quick-parent-${attempt}`)
+          const childObject = threadName(`quick-children-${attempt}`)
+          const parent = clientOf("desk", parentObject)
+          const receipt = yield* parent.submit({
+            agentId: "delegator",
+            idempotencyKey: "quick-1",
+            input: { claims: ["real invoice"], verifierObject: childObject },
+          })
+          const settled = inState(parent, receipt.submissionId, "settled")
+          yield* deliverBoth([stubOf(parentObject), stubOf(childObject)], settled)
+          expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+            outcome: "completed",
+            output: ["true"],
+          })
+          const [row] = yield* Effect.promise(() =>
+            runInDurableObject(stubOf(parentObject), (_instance, state) =>
+              state.storage.sql
+                .exec(
+                  "SELECT producer_epoch FROM effect_agent_submissions WHERE submission_id = ?",
+                  receipt.submissionId,
+                )
+                .toArray(),
+            ),
+          )
+          return row?.["producer_epoch"]
+        })
+      // The child runs on the child Object's own alarm during the parent's 250 ms wait; a runner
+      // too slow for that parks the parent (epoch 2), so a few rounds are allowed. With no wait,
+      // every round parks.
+      const epochs: Array<unknown> = []
+      for (let attempt = 0; attempt < 3 && !epochs.includes(1); attempt++) epochs.push(yield* round(attempt))
+      expect(epochs).toContain(1)
     }),
   )
 

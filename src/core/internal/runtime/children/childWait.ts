@@ -10,8 +10,11 @@
  * lane's head runnable the Attempt parks at once, as does one whose wait would hold back a timer
  * due sooner. The wait polls its Submission's publications on timers of its own event instead of
  * being resumed by them: the settlement is recorded by a call into this Object, a different
- * event. It ends early for the event's yield and before the Claim's lease would need renewing; a
- * crash meanwhile is any running Attempt's crash (the journal already says which child it awaits).
+ * event. It ends early for the event's yield, before the Claim's lease would need renewing and at
+ * any other write for the Submission (an abort); a crash meanwhile is any running Attempt's crash
+ * (the journal already says which child it awaits). A settlement recorded between the Attempt's
+ * last journal read and the start of the wait is not seen by the wait: the park finds it, at the
+ * cost of a park.
  * @internal
  */
 import { Clock, Effect, Option } from "effect"
@@ -30,18 +33,20 @@ const LONGEST_POLL_MILLIS = 8
 const RECHECK_MILLIS = 25
 
 /**
- * Until when the Attempt's lane may hold the Object's heads: `until`, or earlier for a timer due
- * before it, or now when another lane's head is runnable (or the ledger cannot say).
+ * Until when the Attempt's lane may hold the Object's heads: `until`, or earlier for another
+ * Submission's timer due before it (one due already ends the wait), or now when another lane's
+ * head is runnable (or the ledger cannot say). The Attempt's own row is not a timer here: one
+ * claimed in place by the due path keeps its due time.
  */
 const aloneUntil = (attempt: AttemptState, until: number): Effect.Effect<number> => {
   const { ledger } = attempt.env
-  const own = attempt.claim.threadId
+  const { submissionId, threadId: own } = attempt.claim
   return Effect.gen(function* () {
     const first = yield* ledger.nextLaneHead(undefined)
     const other =
       Option.isSome(first) && first.value.threadId === own ? yield* ledger.nextLaneHead(own) : first
     if (Option.isSome(other)) return 0
-    const [timer] = yield* ledger.earliestDue(1)
+    const timer = (yield* ledger.earliestDue(2)).find((row) => row.submissionId !== submissionId)
     return Math.min(until, timer?.dueAt ?? until)
   }).pipe(Effect.orElseSucceed(() => 0))
 }
@@ -71,12 +76,15 @@ export const awaitChildBriefly = <S, E>(
         const published = yield* peek(attempt.claim.submissionId)
         let delay = FIRST_POLL_MILLIS
         let checked = now
-        while (attempt.stop === undefined) {
+        while (true) {
           yield* Effect.sleep(delay)
           delay = Math.min(delay * 2, LONGEST_POLL_MILLIS)
           if (published()) {
+            // Anything else written for this Submission (an accepted abort, an event) is the
+            // park's and the next Attempt's to handle.
             const settled = yield* settlement
             if (Option.isSome(settled)) return settled
+            break
           }
           const at = yield* Clock.currentTimeMillis
           if (at - checked >= RECHECK_MILLIS) {
