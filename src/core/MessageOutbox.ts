@@ -151,7 +151,10 @@ export class MessageOutbox extends Context.Service<
     MessageOutboxError,
     SqlClient | SubmissionLedger | ThreadHistory
   > = Layer.effect(this, Effect.flatMap(makeSqlOutbox, publishingOutbox))
-  /** A faithful in-memory outbox; needs the in-memory ledger and history, whose store it shares. */
+  /**
+   * A faithful in-memory outbox; needs the in-memory ledger and history, whose store it shares.
+   * Publishes like the SQLite one.
+   */
   static readonly layerMemory: Layer.Layer<MessageOutbox, MessageOutboxError, SubmissionLedger> =
-    Layer.effect(this, makeMemoryOutbox)
+    Layer.effect(this, Effect.flatMap(makeMemoryOutbox, publishingOutbox))
 }

@@ -47,6 +47,7 @@ import type { LaneCounts, LaneQuery, LaneQueryPage } from "./internal/ledger/pag
 import type { ScheduleMethods } from "./internal/schedule/methods.ts"
 import { makeMemoryLedger } from "./internal/ledger/memory.ts"
 import { makeSqlLedger } from "./internal/ledger/sql.ts"
+import { attachStore, memoryStoreOf } from "./internal/ledger/memoryStore.ts"
 import { publishingLedger } from "./internal/progress/publishing.ts"
 import type { SqlClient } from "effect/sql/SqlClient"
 
@@ -405,6 +406,19 @@ export class SubmissionLedger extends Context.Service<
     this,
     Effect.flatMap(makeSqlLedger, publishingLedger),
   )
-  /** A faithful in-memory ledger with its own store. */
-  static readonly layerMemory: Layer.Layer<SubmissionLedger> = Layer.effect(this, makeMemoryLedger)
+  /**
+   * A faithful in-memory ledger with its own store; publishes like the SQLite one to the
+   * `ProgressHub` of its context, if one is provided.
+   */
+  static readonly layerMemory: Layer.Layer<SubmissionLedger> = Layer.effect(
+    this,
+    Effect.flatMap(makeMemoryLedger, (ledger) =>
+      Effect.map(publishingLedger(ledger), (published) => {
+        // The in-memory history and outbox find the shared store through the service they get.
+        const store = memoryStoreOf(ledger)
+        if (store !== undefined) attachStore(published, store)
+        return published
+      }),
+    ),
+  )
 }

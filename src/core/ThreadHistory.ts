@@ -72,10 +72,13 @@ export class ThreadHistory extends Context.Service<
    */
   static readonly layer: Layer.Layer<ThreadHistory, ThreadStoreError, SqlClient | SubmissionLedger> =
     Layer.effect(this, Effect.flatMap(makeSqlHistory, publishingHistory))
-  /** A faithful in-memory history; needs the in-memory ledger, whose store it shares. */
+  /**
+   * A faithful in-memory history; needs the in-memory ledger, whose store it shares. Publishes
+   * like the SQLite one.
+   */
   static readonly layerMemory: Layer.Layer<ThreadHistory, ThreadStoreError, SubmissionLedger> = Layer.effect(
     this,
-    makeMemoryHistory,
+    Effect.flatMap(makeMemoryHistory, publishingHistory),
   )
 }
 

@@ -4,9 +4,7 @@
  * parent running in the same Attempt (one Claim, no park, no replay); one that takes longer is
  * parked for after the wait; a parent whose Object has another lane's head runnable, or one
  * configured with 0 (beta.96), parks without waiting. `TestClock` drives the wait's polls, so
- * whether an Attempt is still waiting is read from its fiber. The in-memory store publishes
- * nothing to a progress hub, so there a wait always runs out: the early answer is checked on
- * SQLite alone.
+ * whether an Attempt is still waiting is read from its fiber.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, Schema } from "effect"
@@ -15,7 +13,7 @@ import { TestClock } from "effect/testing"
 import { deliverLocally, doubler, parentOf, self } from "./childrenFixtures.ts"
 import { makeRuns, runsOf } from "./runtimeAgents.ts"
 import { processDue, processHead, recover, rowOf, submitTo, tagsOf } from "./runtimeFixtures.ts"
-import { type Incarnation, runtimeHarnesses, runtimeOf, sqlRuntimeHarness } from "./runtimeHarness.ts"
+import { type Incarnation, runtimeHarnesses, runtimeOf } from "./runtimeHarness.ts"
 
 const agentsOf = Effect.map(makeRuns, (runs) => {
   const child = doubler(runs)
@@ -53,63 +51,61 @@ const startParent = (incarnation: Incarnation) =>
 
 for (const harness of runtimeHarnesses) {
   describe(`awaitChild waits briefly before it parks (${harness.label})`, () => {
-    if (harness === sqlRuntimeHarness)
-      it.effect("a child that settles within the wait: the parent goes on in the same Attempt", () =>
-        harness.run(
-          (world) =>
-            Effect.gen(function* () {
-              const { runs, agents } = yield* agentsOf
-              const first = yield* world.incarnation({ agents, self })
-              const parent = yield* submitTo(first, "p", "parent", "p1", { n: 21 })
-              const waiting = yield* startParent(first)
-              expect(yield* ended(waiting)).toBe(false)
-              // While the parent's Attempt waits: the child's start, the child, its settlement.
-              expect(yield* deliverLocally(first)).toBe(1)
-              expect(Option.isSome(yield* processHead(first, "kids"))).toBe(true)
-              expect(yield* deliverLocally(first)).toBe(1)
-              // The wait's next poll sees the settlement recorded.
-              yield* TestClock.adjust(1)
-              const settled = yield* Fiber.join(waiting)
-              expect(Option.getOrThrow(settled)).toMatchObject({
-                outcome: "completed",
-                output: "child said 42",
-              })
-              const row = yield* rowOf(first, parent.submissionId)
-              expect(row.state).toBe("settled")
-              // One Claim: the parent never parked, so no later Attempt replayed it.
-              expect(row.producerEpoch).toBe(1)
-              expect(yield* tagsOf(first, parent.submissionId)).toContain("ChildSettled")
-              expect(yield* runsOf(runs)).toEqual({ "double-21": 1 })
-            }),
-          { progress: true },
-        ),
-      )
+    it.effect("a child that settles within the wait: the parent goes on in the same Attempt", () =>
+      harness.run(
+        (world) =>
+          Effect.gen(function* () {
+            const { runs, agents } = yield* agentsOf
+            const first = yield* world.incarnation({ agents, self })
+            const parent = yield* submitTo(first, "p", "parent", "p1", { n: 21 })
+            const waiting = yield* startParent(first)
+            expect(yield* ended(waiting)).toBe(false)
+            // While the parent's Attempt waits: the child's start, the child, its settlement.
+            expect(yield* deliverLocally(first)).toBe(1)
+            expect(Option.isSome(yield* processHead(first, "kids"))).toBe(true)
+            expect(yield* deliverLocally(first)).toBe(1)
+            // The wait's next poll sees the settlement recorded.
+            yield* TestClock.adjust(1)
+            const settled = yield* Fiber.join(waiting)
+            expect(Option.getOrThrow(settled)).toMatchObject({
+              outcome: "completed",
+              output: "child said 42",
+            })
+            const row = yield* rowOf(first, parent.submissionId)
+            expect(row.state).toBe("settled")
+            // One Claim: the parent never parked, so no later Attempt replayed it.
+            expect(row.producerEpoch).toBe(1)
+            expect(yield* tagsOf(first, parent.submissionId)).toContain("ChildSettled")
+            expect(yield* runsOf(runs)).toEqual({ "double-21": 1 })
+          }),
+        { progress: true },
+      ),
+    )
 
-    if (harness === sqlRuntimeHarness)
-      it.effect("a parent resumed from a sleep waits too: its own due time holds nothing back", () =>
-        harness.run(
-          (world) =>
-            Effect.gen(function* () {
-              const { agents } = yield* agentsOf
-              const first = yield* world.incarnation({ agents, self })
-              const parent = yield* submitTo(first, "p", "napper", "p1", { n: 4 })
-              expect(Option.isNone(yield* processHead(first, "p"))).toBe(true)
-              yield* TestClock.adjust(100)
-              const waiting = yield* Effect.forkChild(processDue(first, parent.submissionId))
-              for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
-              expect(yield* ended(waiting)).toBe(false)
-              expect(yield* deliverLocally(first)).toBe(1)
-              yield* processHead(first, "kids")
-              expect(yield* deliverLocally(first)).toBe(1)
-              yield* TestClock.adjust(1)
-              expect(yield* Fiber.join(waiting)).toMatchObject({
-                _tag: "Settled",
-                settlement: { outcome: "completed", output: 8 },
-              })
-            }),
-          { progress: true },
-        ),
-      )
+    it.effect("a parent resumed from a sleep waits too: its own due time holds nothing back", () =>
+      harness.run(
+        (world) =>
+          Effect.gen(function* () {
+            const { agents } = yield* agentsOf
+            const first = yield* world.incarnation({ agents, self })
+            const parent = yield* submitTo(first, "p", "napper", "p1", { n: 4 })
+            expect(Option.isNone(yield* processHead(first, "p"))).toBe(true)
+            yield* TestClock.adjust(100)
+            const waiting = yield* Effect.forkChild(processDue(first, parent.submissionId))
+            for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
+            expect(yield* ended(waiting)).toBe(false)
+            expect(yield* deliverLocally(first)).toBe(1)
+            yield* processHead(first, "kids")
+            expect(yield* deliverLocally(first)).toBe(1)
+            yield* TestClock.adjust(1)
+            expect(yield* Fiber.join(waiting)).toMatchObject({
+              _tag: "Settled",
+              settlement: { outcome: "completed", output: 8 },
+            })
+          }),
+        { progress: true },
+      ),
+    )
 
     it.effect(
       "a child slower than the wait: the parent parks once it ends, and resumes at the settlement",
@@ -141,30 +137,29 @@ for (const harness of runtimeHarnesses) {
         ),
     )
 
-    if (harness === sqlRuntimeHarness)
-      it.effect("an abort accepted during the wait ends it at once; the parked parent settles aborted", () =>
-        harness.run(
-          (world) =>
-            Effect.gen(function* () {
-              const { agents } = yield* agentsOf
-              const first = yield* world.incarnation({ agents, self })
-              const parent = yield* submitTo(first, "p", "parent", "p1", { n: 5 })
-              const waiting = yield* startParent(first)
-              expect(yield* ended(waiting)).toBe(false)
-              yield* runtimeOf(first).abort(parent.submissionId)
-              // The next poll sees a write that is no settlement, and the Attempt parks.
-              yield* TestClock.adjust(1)
-              expect(yield* ended(waiting)).toBe(true)
-              expect(Option.isNone(yield* Fiber.join(waiting))).toBe(true)
-              // Parked with its abort accepted: recovery settles it, as after any park.
-              yield* recover(first)
-              const row = yield* rowOf(first, parent.submissionId)
-              expect(row.state).toBe("settled")
-              expect(row.settlement?.outcome).toBe("aborted")
-            }),
-          { progress: true },
-        ),
-      )
+    it.effect("an abort accepted during the wait ends it at once; the parked parent settles aborted", () =>
+      harness.run(
+        (world) =>
+          Effect.gen(function* () {
+            const { agents } = yield* agentsOf
+            const first = yield* world.incarnation({ agents, self })
+            const parent = yield* submitTo(first, "p", "parent", "p1", { n: 5 })
+            const waiting = yield* startParent(first)
+            expect(yield* ended(waiting)).toBe(false)
+            yield* runtimeOf(first).abort(parent.submissionId)
+            // The next poll sees a write that is no settlement, and the Attempt parks.
+            yield* TestClock.adjust(1)
+            expect(yield* ended(waiting)).toBe(true)
+            expect(Option.isNone(yield* Fiber.join(waiting))).toBe(true)
+            // Parked with its abort accepted: recovery settles it, as after any park.
+            yield* recover(first)
+            const row = yield* rowOf(first, parent.submissionId)
+            expect(row.state).toBe("settled")
+            expect(row.settlement?.outcome).toBe("aborted")
+          }),
+        { progress: true },
+      ),
+    )
 
     it.effect("another lane's head runnable: the parent parks without waiting", () =>
       harness.run(
