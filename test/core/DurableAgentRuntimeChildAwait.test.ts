@@ -41,12 +41,23 @@ const agentsOf = Effect.map(makeRuns, (runs) => {
 /** Whether the fiber has ended. */
 const ended = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.sync(() => fiber.pollUnsafe() !== undefined)
 
-/** Starts the parent's Attempt and lets it run until it waits (or ends). */
-const startParent = (incarnation: Incarnation) =>
+/** Forks `attempt` and lets it run until it waits (or ends). */
+const start = <A, E>(attempt: Effect.Effect<A, E>) =>
   Effect.gen(function* () {
-    const fiber = yield* Effect.forkChild(processHead(incarnation, "p"))
+    const fiber = yield* Effect.forkChild(attempt)
     for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
     return fiber
+  })
+
+/** Starts the parent's Attempt and lets it run until it waits (or ends). */
+const startParent = (incarnation: Incarnation) => start(processHead(incarnation, "p"))
+
+/** Plays the child's side: delivers its start, runs it to its settlement, delivers the marker. */
+const answerChild = (incarnation: Incarnation) =>
+  Effect.gen(function* () {
+    expect(yield* deliverLocally(incarnation)).toBe(1)
+    expect(Option.isSome(yield* processHead(incarnation, "kids"))).toBe(true)
+    expect(yield* deliverLocally(incarnation)).toBe(1)
   })
 
 for (const harness of runtimeHarnesses) {
@@ -61,9 +72,7 @@ for (const harness of runtimeHarnesses) {
             const waiting = yield* startParent(first)
             expect(yield* ended(waiting)).toBe(false)
             // While the parent's Attempt waits: the child's start, the child, its settlement.
-            expect(yield* deliverLocally(first)).toBe(1)
-            expect(Option.isSome(yield* processHead(first, "kids"))).toBe(true)
-            expect(yield* deliverLocally(first)).toBe(1)
+            yield* answerChild(first)
             // The wait's next poll sees the settlement recorded.
             yield* TestClock.adjust(1)
             const settled = yield* Fiber.join(waiting)
@@ -91,12 +100,9 @@ for (const harness of runtimeHarnesses) {
             const parent = yield* submitTo(first, "p", "napper", "p1", { n: 4 })
             expect(Option.isNone(yield* processHead(first, "p"))).toBe(true)
             yield* TestClock.adjust(100)
-            const waiting = yield* Effect.forkChild(processDue(first, parent.submissionId))
-            for (let turn = 0; turn < 20; turn++) yield* Effect.yieldNow
+            const waiting = yield* start(processDue(first, parent.submissionId))
             expect(yield* ended(waiting)).toBe(false)
-            expect(yield* deliverLocally(first)).toBe(1)
-            yield* processHead(first, "kids")
-            expect(yield* deliverLocally(first)).toBe(1)
+            yield* answerChild(first)
             yield* TestClock.adjust(1)
             expect(yield* Fiber.join(waiting)).toMatchObject({
               _tag: "Settled",
@@ -122,9 +128,7 @@ for (const harness of runtimeHarnesses) {
               yield* TestClock.adjust(100)
               expect(Option.isNone(yield* Fiber.join(waiting))).toBe(true)
               expect((yield* rowOf(first, parent.submissionId)).state).toBe("suspended")
-              expect(yield* deliverLocally(first)).toBe(1)
-              yield* processHead(first, "kids")
-              expect(yield* deliverLocally(first)).toBe(1)
+              yield* answerChild(first)
               expect((yield* rowOf(first, parent.submissionId)).state).toBe("ready")
               const settled = yield* processHead(first, "p")
               expect(Option.getOrThrow(settled)).toMatchObject({
