@@ -9,6 +9,7 @@
  * Threads (lanes) in one Object; they then share its alarm and maintenance record.
  */
 import { Effect, Schema } from "effect"
+import { withSpanFast } from "./core/internal/spanned.ts"
 import type { ApprovalDecision, UnknownResolution } from "./core/DurableAgentRuntime.ts"
 import {
   type AgentClient,
@@ -257,7 +258,7 @@ export const make = (
         }),
     }).pipe(
       Effect.flatMap((result) => fromRpcResult(name, result)),
-      Effect.withSpan(`ThreadClient.${name}`, { attributes: { threadId } }),
+      withSpanFast(`ThreadClient.${name}`, { attributes: { threadId } }),
     )
 
   const address = (submissionId: string) => ({ threadId, submissionId })

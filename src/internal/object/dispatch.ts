@@ -6,6 +6,7 @@
  * error is logged here, inside the Object.
  */
 import { Effect, Schema } from "effect"
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import type { BindingDigestMismatch, BindingUnavailable } from "../../core/AgentRegistration.ts"
 import type { RunJournalError, SettlementConflict, ThreadStoreError } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
@@ -157,7 +158,7 @@ const dispatch = <K extends CallName>(
             Effect.andThen(Effect.fail(failureOf(name, error) as CallError<K>)),
           ),
     ),
-    Effect.withSpan(`ThreadObject.${name}`),
+    withSpanFast(`ThreadObject.${name}`),
   )
 }
 

@@ -186,6 +186,6 @@ export const makeSqlReads = (
         after = String(row.thread_id)
         threads.push(after as ThreadId)
       }
-    }).pipe(Effect.withSpan("SubmissionLedger.threadIds")),
+    }).pipe(withSpanFast("SubmissionLedger.threadIds")),
   }
 }
