@@ -54,10 +54,12 @@ describe("per-item spans", () => {
   it.effect("open none under an installed tracer that is disabled", () =>
     Effect.gen(function* () {
       const { tracer, names } = recordingTracer()
-      yield* Effect.all(Object.values(opened)).pipe(
+      const seen = yield* Effect.all(Object.values(opened)).pipe(
         Effect.withTracerEnabled(false),
         Effect.withTracer(tracer),
       )
+      // Not even the no-op span `Effect.withSpan` would open here is current.
+      expect(seen).toEqual([Option.none(), Option.none(), Option.none()])
       expect(names).toEqual([])
     }),
   )

@@ -5,8 +5,9 @@
  *   frame of its span; in workerd that measured 8–10% of a submit. These capture none.
  * - With no tracing backend installed (the fiber's tracer is Effect's in-memory `nativeTracer`,
  *   whose spans nobody reads) they open no span at all: a span and the two context updates
- *   around it measured about 7% of the refund drain's CPU. Install a tracer (e.g. `OtlpTracer`)
- *   in the application layer and every one of them is recorded again.
+ *   around it, on every pass, call, message and ledger write (a few percent of the refund
+ *   drain's CPU, docs/performance.md). Install a tracer (e.g. `OtlpTracer`) in the application
+ *   layer and every one of them is recorded again.
  * @internal
  */
 import { Effect, type Fiber, References, Tracer } from "effect"

@@ -10,6 +10,7 @@
  * is one storage transaction: a crash before it leaves the damage for another repair, and a
  * crash after it leaves a repaired, armed record.
  */
+import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Effect, Schema } from "effect"
 import { ThreadId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger } from "../../core/SubmissionLedger.ts"
@@ -109,4 +110,4 @@ export const makeRepair = (
       })
     }
     return result
-  }).pipe(Effect.withSpan("ThreadMaintenance.repair"))
+  }).pipe(withSpanFast("ThreadMaintenance.repair"))
