@@ -63,16 +63,19 @@ export const unownedFence = (
   ...(incarnation === undefined ? {} : { incarnation }),
 })
 
+/** The fields of a stored row a fence is checked against. @internal */
+export type FenceRow = Pick<SubmissionSnapshot, "producerEpoch" | "state" | "ownership">
+
 /**
  * Checks a fence against the stored row: the epoch must match; an owner must still hold the
  * running row by its token (an expired but untaken lease still passes); a recovery fence needs
  * no live lease at its `now`.
  * @internal
  */
-export const verifyFence = (
+export const verifyFence = <Row extends FenceRow>(
   fence: Fence,
-  row: SubmissionSnapshot | undefined,
-): Result.Result<SubmissionSnapshot, FenceError> => {
+  row: Row | undefined,
+): Result.Result<Row, FenceError> => {
   const submissionId = fenceSubmissionId(fence)
   if (row === undefined) return Result.fail(notFound(submissionId))
   const expectedEpoch = fenceEpoch(fence)
@@ -116,10 +119,10 @@ export const verifyFence = (
  * the row still at the epoch and in the state its sender read, and neither settling nor settled.
  * @internal
  */
-export const verifyAppendFence = (
+export const verifyAppendFence = <Row extends FenceRow>(
   fence: AppendFence,
-  row: SubmissionSnapshot | undefined,
-): Result.Result<SubmissionSnapshot, FenceError> => {
+  row: Row | undefined,
+): Result.Result<Row, FenceError> => {
   if (fence._tag !== "Input") return verifyFence(fence, row)
   if (row === undefined) return Result.fail(notFound(fence.submissionId))
   const moved = row.producerEpoch !== fence.producerEpoch || row.state !== fence.state
