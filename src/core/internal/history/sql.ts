@@ -1,6 +1,6 @@
 /**
- * The canonical history on Durable Object SQLite. An append runs the ledger's fence check (on
- * the columns it needs, `fenceRow.ts`) and the insert in one storage transaction and writes one row for all the records it appends (see
+ * The canonical history on Durable Object SQLite. An append runs the ledger's fence check and
+ * the insert in one storage transaction and writes one row for all the records it appends (see
  * `schema.ts`); the row takes the next sequence from its Thread's newest row, so sequences stay
  * 1-based and gap-free. The appended records are built from what was inserted rather than read
  * back: every row read is billed.
@@ -18,7 +18,6 @@ import { runMigrations } from "../migrations.ts"
 import { freshStoreSchema, storeMigrations } from "../schema.ts"
 import { decodeRow, rowStatements, type StoredRow, writeRow } from "./sqlRows.ts"
 import { rowsRunner } from "../directRows.ts"
-import { checkAppendFence } from "../ledger/fenceRow.ts"
 
 const storeError = (operation: string) => (cause: SqlError) =>
   new ThreadStoreError({ operation, message: `storage failed: ${cause.message}`, cause })
@@ -26,9 +25,7 @@ const storeError = (operation: string) => (cause: SqlError) =>
 /** Builds the SQLite history and runs its migrations. @internal */
 export const makeSqlHistory = Effect.gen(function* () {
   const sql = yield* SqlClient
-  // The history appends under the ledger's fences, read from the ledger's table: it is built
-  // over the ledger (its layer requires it), though it reads the rows itself.
-  yield* SubmissionLedger
+  const ledger = yield* SubmissionLedger
   yield* runMigrations(storeMigrations, freshStoreSchema).pipe(
     Effect.mapError(storeError("ThreadHistory.migrate")),
   )
@@ -57,11 +54,11 @@ export const makeSqlHistory = Effect.gen(function* () {
       return yield* sql
         .withTransaction(
           Effect.gen(function* () {
-            const fenced = yield* checkAppendFence(rows, fence)
+            const snapshot = yield* ledger.checkFence(fence)
             return yield* writeRow(sql, operation, {
-              threadId: fenced.threadId,
+              threadId: snapshot.threadId,
               submissionId,
-              queueSequence: fenced.queueSequence,
+              queueSequence: snapshot.queueSequence,
               entries: encoded,
               now,
               admits: 0,

@@ -63,19 +63,16 @@ export const unownedFence = (
   ...(incarnation === undefined ? {} : { incarnation }),
 })
 
-/** The fields of a stored row a fence is checked against. @internal */
-export type FenceRow = Pick<SubmissionSnapshot, "producerEpoch" | "state" | "ownership">
-
 /**
  * Checks a fence against the stored row: the epoch must match; an owner must still hold the
  * running row by its token (an expired but untaken lease still passes); a recovery fence needs
  * no live lease at its `now`.
  * @internal
  */
-export const verifyFence = <Row extends FenceRow>(
+export const verifyFence = (
   fence: Fence,
-  row: Row | undefined,
-): Result.Result<Row, FenceError> => {
+  row: SubmissionSnapshot | undefined,
+): Result.Result<SubmissionSnapshot, FenceError> => {
   const submissionId = fenceSubmissionId(fence)
   if (row === undefined) return Result.fail(notFound(submissionId))
   const expectedEpoch = fenceEpoch(fence)
@@ -119,10 +116,10 @@ export const verifyFence = <Row extends FenceRow>(
  * the row still at the epoch and in the state its sender read, and neither settling nor settled.
  * @internal
  */
-export const verifyAppendFence = <Row extends FenceRow>(
+export const verifyAppendFence = (
   fence: AppendFence,
-  row: Row | undefined,
-): Result.Result<Row, FenceError> => {
+  row: SubmissionSnapshot | undefined,
+): Result.Result<SubmissionSnapshot, FenceError> => {
   if (fence._tag !== "Input") return verifyFence(fence, row)
   if (row === undefined) return Result.fail(notFound(fence.submissionId))
   const moved = row.producerEpoch !== fence.producerEpoch || row.state !== fence.state
