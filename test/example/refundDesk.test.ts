@@ -300,7 +300,9 @@ describe("refund desk example", () => {
     const id = (await submit(thread, { orderId: "J1", amount: 150 })).body["submissionId"] as string
     // Suspended for its fraud check first, then for the approval.
     await deliverUntil(thread, () => awaitsApproval(thread, id))
-    await deliverUntil(thread, () => quiet(thread))
+    // Quiet once the approvers' reminder (3 s here) has fired: bounded by that time, not by a
+    // number of rounds, which a fast machine runs through before it.
+    await deliverUntil(thread, () => quiet(thread), 1_000)
     const before = await maintenanceOf(thread)
     for (const token of [null, "wrong-token"]) {
       const refused = await call("POST", `/threads/${thread}/submissions/${id}/approve`, {}, token)
