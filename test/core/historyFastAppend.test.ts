@@ -22,6 +22,16 @@ const withFailpoints = <A, E>(thread: string, handlers: InstalledFailpoints, eff
 const submit = (thread: string, key: string) =>
   clientOf(thread).submit({ agentId: "echo", idempotencyKey: key, input: { text: key } })
 
+/**
+ * Submits and waits for the settlement: the ends are then in memory, and no pass of the Object
+ * still appends records (a failpoint installed after this meets the next submit's insert, not a
+ * pass's).
+ */
+const settled = (thread: string, key: string) =>
+  Effect.flatMap(submit(thread, key), (receipt) =>
+    clientOf(thread).awaitSettlement(receipt.submissionId, 10_000),
+  )
+
 /** Acceptance records per Submission, from every stored history row. */
 const acceptances = (thread: string) =>
   Effect.promise(() =>
@@ -59,7 +69,7 @@ describe("history fast append under a failing insert", () => {
   it.live("an insert that fails after writing does not leave a second copy of the records", () =>
     Effect.gen(function* () {
       const thread = threadName("fast-after")
-      yield* submit(thread, "a") // the ends are now in memory
+      yield* settled(thread, "a")
       const fault = failHistoryInsertOnce("storage:sql:after")
       const exit = yield* withFailpoints(thread, fault.handlers, Effect.exit(submit(thread, "b")))
       expect(fault.thrown()).toBe(true)
@@ -84,7 +94,7 @@ describe("history fast append under a failing insert", () => {
   it.live("an insert refused before writing fails the call", () =>
     Effect.gen(function* () {
       const thread = threadName("fast-before")
-      yield* submit(thread, "a")
+      yield* settled(thread, "a")
       const fault = failHistoryInsertOnce("storage:sql:before")
       const exit = yield* withFailpoints(thread, fault.handlers, Effect.exit(submit(thread, "b")))
       expect(fault.thrown()).toBe(true)
