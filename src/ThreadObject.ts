@@ -32,6 +32,7 @@ import {
   type ThreadObjectThread,
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
+import { objectSchedulerLayer } from "./internal/turns.ts"
 import { toPortResult } from "./internal/object/portCall.ts"
 import { portCall } from "./internal/object/portHandlers.ts"
 import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
@@ -115,6 +116,7 @@ export function make<E>(
       Layer.provideMerge(namespaceLayer(ctx, env, options.namespaceBinding)),
       Layer.provideMerge(platformLayer(ctx, env, options, RoutedPort.layer)),
       Layer.provideMerge(metricsLayer),
+      Layer.provideMerge(objectSchedulerLayer),
     ) as Layer.Layer<ThreadObjectServices, unknown>
 
   class ThreadObject extends DurableObject<Cloudflare.Env> {

@@ -37,6 +37,7 @@ import {
   visitLanes,
 } from "./select.ts"
 import type { BindingRetry } from "./state.ts"
+import { endTurn } from "../turns.ts"
 
 /** @internal */
 export interface ActionableServices {
@@ -221,9 +222,10 @@ const serveHead = (
       progressed: attempt.outcome !== undefined && progressOf(attempt.outcome),
       bindingFailure: attempt.failure !== undefined,
     }
-    // A caller waiting on a Submission is woken in a microtask: let it answer now rather than
-    // after the rest of the event (a turn of the event loop, only while someone waits).
-    if (served.progressed && (yield* (yield* ProgressHub).watched) > 0) yield* Effect.yieldNow
+    // A caller waiting on a Submission is woken in a microtask, and its answer goes out once
+    // the turn's writes commit: end the turn now rather than after the rest of the event (only
+    // while someone waits).
+    if (served.progressed && (yield* (yield* ProgressHub).watched) > 0) yield* endTurn
     return { served, stored: after }
   })
 
