@@ -8,7 +8,9 @@
  * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
  * application's authorization with the call's kind, and runs the call's handler. Mutations go
  * through the shared mutation gate; reads never touch maintenance state. One physical Object
- * may host several Threads (lanes) that share its alarm and maintenance record.
+ * may host several Threads (lanes) that share its alarm and maintenance record. Its fibers run
+ * on a scheduler that keeps a pass's or call's writes in one turn, and so one commit
+ * (`internal/turns.ts`).
  */
 import { DurableObject } from "cloudflare:workers"
 import { Clock, Effect, Exit, Layer, ManagedRuntime } from "effect"
@@ -32,10 +34,10 @@ import {
   type ThreadObjectThread,
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
-import { objectSchedulerLayer } from "./internal/turns.ts"
 import { toPortResult } from "./internal/object/portCall.ts"
 import { portCall } from "./internal/object/portHandlers.ts"
 import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
+import { objectSchedulerLayer } from "./internal/turns.ts"
 import { RoutedPort } from "./RoutedPort.ts"
 
 /** A dispatched call, whichever it is. */

@@ -2,27 +2,28 @@
  * How a `ThreadObject`'s fibers use the event loop's turns. workerd commits an Object's implicit
  * transaction, with an fsync, after every turn that wrote, and holds the answers of its calls
  * until the writes before them are committed. Effect's default scheduler resumes forked and
- * yielding fibers from a timer, in a later turn, so the writes of one pass or call spread over
- * several commits. The Object's scheduler resumes them in a microtask of the same turn, as
- * Effect's `"sync"` mode does, and after a bounded run of such flushes waits for a timer once,
- * so a long pass still lets the isolate's other requests and Objects in. Where an answer is
- * waiting on a write, `endTurn` ends the turn on purpose.
+ * yielding fibers in a later turn (`setImmediate`, or a timer), so the writes of one pass or call
+ * spread over several commits. The Object's scheduler resumes them in a microtask of the same
+ * turn, as Effect's `"sync"` mode does, but sends a turn's 17th flush to a timer, so a long pass
+ * still lets the isolate's other requests and Objects in. Where a caller's answer waits on a
+ * write, `endTurn` ends the turn on purpose.
  */
 import { Effect, Layer, Scheduler } from "effect"
 
-/** Flushes run in microtasks in a row before one waits for a timer. @internal */
-export const FLUSHES_BETWEEN_TURNS = 16
+/** Flushes a turn runs in microtasks; the next one waits for a timer. @internal */
+export const FLUSHES_PER_TURN = 16
 
 /**
- * @internal A scheduler whose fibers share the turn (and its commit); every run of
- * `FLUSHES_BETWEEN_TURNS` microtask flushes is followed by a flush from a timer.
+ * Runs up to `FLUSHES_PER_TURN` flushes per turn in microtasks and a further one from a timer.
+ * The count is of one scheduler's dispatches, and a timer armed by a turn's first clears it
+ * once that turn is over, however it ended.
  */
-export const makeObjectScheduler = (): Scheduler.Scheduler => {
-  // One count per incarnation: its fibers all dispatch through this scheduler.
-  let flushesSinceTurn = 0
-  const dispatch = (task: () => void): (() => void) => {
-    if (flushesSinceTurn < FLUSHES_BETWEEN_TURNS) {
-      flushesSinceTurn += 1
+const turnSharing = () => {
+  let flushesThisTurn = 0
+  return (task: () => void): (() => void) => {
+    if (flushesThisTurn < FLUSHES_PER_TURN) {
+      if (flushesThisTurn === 0) setTimeout(() => (flushesThisTurn = 0), 0)
+      flushesThisTurn += 1
       let cancelled = false
       queueMicrotask(() => {
         if (!cancelled) task()
@@ -31,17 +32,23 @@ export const makeObjectScheduler = (): Scheduler.Scheduler => {
         cancelled = true
       }
     }
-    const timer = setTimeout(() => {
-      flushesSinceTurn = 0
-      task()
-    }, 0)
+    const timer = setTimeout(task, 0)
     return () => clearTimeout(timer)
   }
-  return new Scheduler.MixedScheduler("sync", dispatch)
 }
 
-/** @internal The incarnation's fibers on `makeObjectScheduler`. */
-export const objectSchedulerLayer: Layer.Layer<never> = Layer.sync(Scheduler.Scheduler, makeObjectScheduler)
+/** @internal A scheduler whose fibers share the turn, and so its commit, with bounded fairness. */
+export class ObjectScheduler extends Scheduler.MixedScheduler {
+  constructor() {
+    super("sync", turnSharing())
+  }
+}
+
+/** @internal The incarnation's fibers on an `ObjectScheduler` of its own. */
+export const objectSchedulerLayer: Layer.Layer<never> = Layer.sync(
+  Scheduler.Scheduler,
+  () => new ObjectScheduler(),
+)
 
 /**
  * @internal Resumes from a timer, whatever the scheduler: the current turn ends, its writes

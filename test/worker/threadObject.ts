@@ -2,12 +2,13 @@
  * A `ThreadObject` for the entry-point suites: small agents, and failpoints a test installs
  * per Object id (a switchboard in the test isolate, so it survives `abortAllDurableObjects`).
  */
-import { Effect, Schema } from "effect"
+import { Effect, Schema, Scheduler } from "effect"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import * as Testing from "../../src/Testing.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { Unauthorized } from "../../src/ThreadClient.ts"
+import { ObjectScheduler } from "../../src/internal/turns.ts"
 
 /** How many times each agent effect ran, by Object id and effect name. */
 export const effectRuns = new Map<string, number>()
@@ -141,6 +142,21 @@ export const courierAgent = define({
     }),
 })
 
+/** Answers whether its step ran on the Object's own scheduler. */
+export const schedulerAgent = define({
+  id: "scheduler",
+  version: "1",
+  input: Schema.Struct({}),
+  output: Schema.Boolean,
+  program: (_input, ctx) =>
+    ctx.step(
+      "scheduler",
+      Effect.withFiber((fiber) =>
+        Effect.succeed(fiber.getRef(Scheduler.Scheduler) instanceof ObjectScheduler),
+      ),
+    ),
+})
+
 /** Failpoints a test installs on one Object by its id. */
 export const switchboard = Testing.makeSwitchboard()
 
@@ -154,6 +170,7 @@ export class TestThreadObject extends ThreadObject.make(
     escalatorAgent,
     napAgent,
     courierAgent,
+    schedulerAgent,
   ]),
   {
     namespaceBinding: "THREADS_TEST",
