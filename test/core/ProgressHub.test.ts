@@ -9,7 +9,7 @@ import { Effect, Exit, Fiber, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { SubmissionId } from "../../src/core/Identifiers.ts"
 import { ProgressHub, type ProgressHubService } from "../../src/core/ProgressHub.ts"
-import { makeProgressHub } from "../../src/core/internal/progress/hub.ts"
+import { makeProgressHub, peekOf, tookWaiters } from "../../src/core/internal/progress/hub.ts"
 
 const a = SubmissionId.make("submission-a")
 const b = SubmissionId.make("submission-b")
@@ -131,6 +131,30 @@ describe("ProgressHub", () => {
       yield* settle
       expect(yield* Fiber.join(settlement)).toBe("returned")
       expect(yield* hub.watched).toBe(0)
+    }),
+  )
+
+  it.effect("says once whether a publication marked a waiting caller, never for a peek", () =>
+    Effect.gen(function* () {
+      const hub = makeProgressHub()
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const peeked = yield* peekOf(hub)!(a)
+          yield* hub.publish(a)
+          expect(peeked()).toBe(true)
+          expect(tookWaiters(hub)).toBe(false)
+        }),
+      )
+      const settlement = yield* waitOnce(hub, b, 60_000, { settlementOnly: true })
+      yield* settle
+      yield* hub.publish(b, { settles: false })
+      expect(tookWaiters(hub)).toBe(false)
+      yield* hub.publish(b)
+      expect(tookWaiters(hub)).toBe(true)
+      expect(tookWaiters(hub)).toBe(false)
+      yield* settle
+      expect(yield* Fiber.join(settlement)).toBe("returned")
+      expect(tookWaiters(yield* ProgressHub)).toBe(false)
     }),
   )
 

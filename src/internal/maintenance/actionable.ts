@@ -20,6 +20,8 @@ import {
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { ProgressHub } from "../../core/ProgressHub.ts"
+import { tookWaiters } from "../../core/internal/progress/hub.ts"
+import { endTurn } from "../turns.ts"
 import type { Auxiliary } from "./auxiliary.ts"
 import { backoffDelay } from "./backoff.ts"
 import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts"
@@ -37,7 +39,6 @@ import {
   visitLanes,
 } from "./select.ts"
 import type { BindingRetry } from "./state.ts"
-import { endTurn } from "../turns.ts"
 
 /** @internal */
 export interface ActionableServices {
@@ -222,10 +223,9 @@ const serveHead = (
       progressed: attempt.outcome !== undefined && progressOf(attempt.outcome),
       bindingFailure: attempt.failure !== undefined,
     }
-    // A caller waiting on a Submission is woken in a microtask, and its answer goes out once
-    // the turn's writes commit: end the turn now rather than after the rest of the event (only
-    // while someone waits).
-    if (served.progressed && (yield* (yield* ProgressHub).watched) > 0) yield* endTurn
+    // A caller this Attempt's writes woke answers once the turn's writes commit: end the turn
+    // now rather than after the rest of the event.
+    if (tookWaiters(yield* ProgressHub)) yield* endTurn
     return { served, stored: after }
   })
 

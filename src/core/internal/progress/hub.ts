@@ -16,6 +16,8 @@ type Hub = ProgressHubService
 interface Waiter {
   /** Woken only by writes that may settle the Submission. */
   readonly settlementOnly: boolean
+  /** A polled watch (`peekOf`): nobody's answer waits on it. */
+  readonly peek: boolean
   /** Published since the last `next` returned. */
   published: boolean
   /** Resumes the waiting `next`, while one waits. */
@@ -73,11 +75,21 @@ const peeks = new WeakMap<
 /** Opens a polled watch of `submissionId`; `undefined` for a hub that publishes nothing. @internal */
 export const peekOf = (hub: Hub) => peeks.get(hub)
 
+const wokens = new WeakMap<Hub, () => boolean>()
+
+/**
+ * Whether a publication marked a waiting caller (not a peek) since the last call, and clears it:
+ * that caller's answer goes out once the writes before it commit. @internal
+ */
+export const tookWaiters = (hub: Hub): boolean => wokens.get(hub)?.() ?? false
+
 /** A live hub. @internal */
 export const makeProgressHub = (): Hub => {
   const waiters = new Map<SubmissionId, Set<Waiter>>()
   /** Submissions whose waiters a queued microtask resumes. */
   const queued = new Set<SubmissionId>()
+  /** A publication marked a waiter that is not a peek since `tookWaiters` last looked. */
+  let wokeCaller = false
 
   const resumeWaiters = (submissionId: SubmissionId) => {
     queued.delete(submissionId)
@@ -89,8 +101,8 @@ export const makeProgressHub = (): Hub => {
     }
   }
 
-  const register = (submissionId: SubmissionId, settlementOnly: boolean): Waiter => {
-    const waiter: Waiter = { settlementOnly, published: false, resume: undefined }
+  const register = (submissionId: SubmissionId, settlementOnly: boolean, peek: boolean): Waiter => {
+    const waiter: Waiter = { settlementOnly, peek, published: false, resume: undefined }
     const watching = waiters.get(submissionId) ?? new Set()
     watching.add(waiter)
     waiters.set(submissionId, watching)
@@ -103,9 +115,9 @@ export const makeProgressHub = (): Hub => {
     if (watching?.size === 0) waiters.delete(submissionId)
   }
 
-  const acquire = (submissionId: SubmissionId, settlementOnly: boolean) =>
+  const acquire = (submissionId: SubmissionId, settlementOnly: boolean, peek: boolean) =>
     Effect.acquireRelease(
-      Effect.sync(() => register(submissionId, settlementOnly)),
+      Effect.sync(() => register(submissionId, settlementOnly, peek)),
       (waiter) => Effect.sync(() => unregister(submissionId, waiter)),
     )
 
@@ -119,23 +131,32 @@ export const makeProgressHub = (): Hub => {
           if (waiter.settlementOnly && publication?.settles === false) continue
           waiter.published = true
           woken = true
+          if (!waiter.peek) wokeCaller = true
         }
         if (!woken || queued.has(submissionId)) return
         queued.add(submissionId)
         queueMicrotask(() => resumeWaiters(submissionId))
       }),
     watch: (submissionId, interest) =>
-      Effect.map(acquire(submissionId, interest?.settlementOnly === true), (waiter): ProgressWatch => ({
-        next: nextOf(waiter),
-      })),
+      Effect.map(
+        acquire(submissionId, interest?.settlementOnly === true, false),
+        (waiter): ProgressWatch => ({
+          next: nextOf(waiter),
+        }),
+      ),
     watched: Effect.sync(() => waiters.size),
   }
   peeks.set(hub, (submissionId) =>
-    Effect.map(acquire(submissionId, false), (waiter) => () => {
+    Effect.map(acquire(submissionId, false, true), (waiter) => () => {
       const published = waiter.published
       waiter.published = false
       return published
     }),
   )
+  wokens.set(hub, () => {
+    const woke = wokeCaller
+    wokeCaller = false
+    return woke
+  })
   return hub
 }
