@@ -65,7 +65,7 @@ describe("endTurn", () => {
     }).pipe(Effect.provide(TestClock.layer())),
   )
 
-  it.effect("clears its timer when interrupted", () =>
+  it.effect("ends when interrupted", () =>
     Effect.gen(function* () {
       const fiber = yield* Effect.forkChild(endTurn)
       yield* Fiber.interrupt(fiber)
