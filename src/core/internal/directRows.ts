@@ -31,6 +31,13 @@ export interface StorageClock {
   rollbacks: number
 }
 
+/**
+ * The clock's `writes` read right after the statement that returned these rows, in the same
+ * synchronous step (a direct client sets it): a reader that remembers what it read checks the
+ * clock against it, since its own fiber may have yielded to a writer before it got there. @internal
+ */
+export const writesAfter = new WeakMap<ReadonlyArray<object>, number>()
+
 /** @internal */
 export const DIRECT_CLOCK: unique symbol = Symbol.for("@effect-agent/platform-cloudflare/SqlClient/clock")
 

@@ -5,6 +5,8 @@
  * boundary; the observer runs synchronously because `sql.exec` is synchronous.
  */
 
+import { overlaysStorage } from "./sqlClient.ts"
+
 /** A storage boundary an observer can act on. */
 export type StorageFailpointLocation =
   | "storage:sql:before"
@@ -125,8 +127,8 @@ const instrumentKv = (kv: SyncKvStorage, observe: StorageFailpointHandler): Sync
 export const instrumentStorage = (
   storage: DurableObjectStorage,
   observe: StorageFailpointHandler,
-): DurableObjectStorage =>
-  overlay(storage, {
+): DurableObjectStorage => {
+  const instrumented = overlay(storage, {
     ...wrapWrites(storage, observe),
     sql: instrumentSql(storage.sql, observe),
     kv: instrumentKv(storage.kv, observe),
@@ -143,6 +145,10 @@ export const instrumentStorage = (
       return result
     },
   })
+  // Clients over either see each other's writes (see `StorageClock`).
+  overlaysStorage(instrumented, storage)
+  return instrumented
+}
 
 /** A state whose `storage` is instrumented; everything else is the live state. */
 export const instrumentState = (

@@ -20,6 +20,7 @@ import {
   DIRECT_ROWS,
   type RowsRunner,
   type StorageClock,
+  writesAfter,
 } from "../../core/internal/directRows.ts"
 
 const executeError = (cause: unknown) =>
@@ -37,29 +38,60 @@ const cell = (value: SqlStorageValue): unknown =>
  */
 const clocks = new WeakMap<DurableObjectStorage, StorageClock>()
 
+/** Storages that are an overlay of another (the test failpoints' instrumented storage). */
+const overlays = new WeakMap<DurableObjectStorage, DurableObjectStorage>()
+
+/** Makes `overlay` count on the clock of `storage`, the storage it forwards to. @internal */
+export const overlaysStorage = (overlay: DurableObjectStorage, storage: DurableObjectStorage): void => {
+  overlays.set(overlay, overlays.get(storage) ?? storage)
+}
+
 const clockOf = (storage: DurableObjectStorage): StorageClock => {
-  let clock = clocks.get(storage)
+  const underlying = overlays.get(storage) ?? storage
+  let clock = clocks.get(underlying)
   if (clock === undefined) {
     clock = { writes: 0, rollbacks: 0 }
-    clocks.set(storage, clock)
+    clocks.set(underlying, clock)
   }
   return clock
 }
 
-const rowsOf = function* (
+/** A result row as an object keyed by column. */
+const keyed = (columns: ReadonlyArray<string>, values: ReadonlyArray<SqlStorageValue>) => {
+  const row: Record<string, unknown> = {}
+  for (let i = 0; i < columns.length; i++) row[columns[i]!] = cell(values[i]!)
+  return row
+}
+
+/** A result row as its values in column order. */
+const positional = (_columns: ReadonlyArray<string>, values: ReadonlyArray<SqlStorageValue>) =>
+  values.map(cell)
+
+/**
+ * Runs one statement and returns its rows, counting it on the clock if it wrote. A statement
+ * that throws is counted as a write: it may have written before it failed (an instrumented
+ * storage's failpoint after the write, a cursor that broke).
+ */
+const readRows = <A extends object>(
   db: SqlStorage,
   clock: StorageClock,
   query: string,
   params: ReadonlyArray<unknown>,
-) {
-  const cursor = db.exec(query, ...params)
-  const columns = cursor.columnNames
-  for (const values of cursor.raw()) {
-    const row: Record<string, unknown> = {}
-    for (let i = 0; i < columns.length; i++) row[columns[i]!] = cell(values[i]!)
-    yield row
+  build: (columns: ReadonlyArray<string>, values: ReadonlyArray<SqlStorageValue>) => A,
+): Array<A> => {
+  let counted = false
+  try {
+    const cursor = db.exec(query, ...params)
+    const columns = cursor.columnNames
+    const rows = Array.from(cursor.raw(), (values) => build(columns, values))
+    if (cursor.rowsWritten > 0) clock.writes++
+    counted = true
+    // Read in the same synchronous step as the statement: no other fiber wrote in between.
+    writesAfter.set(rows, clock.writes)
+    return rows
+  } finally {
+    if (!counted) clock.writes++
   }
-  if (cursor.rowsWritten > 0) clock.writes++
 }
 
 /** Counts a rollback: what was written in it is gone. */
@@ -70,15 +102,10 @@ const rolledBack = (clock: StorageClock) => {
 
 const connectionOf = (db: SqlStorage, clock: StorageClock): Connection => {
   const rows = (query: string, params: ReadonlyArray<unknown>) =>
-    Effect.try({ try: () => Array.from(rowsOf(db, clock, query, params)), catch: executeError })
+    Effect.try({ try: () => readRows(db, clock, query, params, keyed), catch: executeError })
   const values = (query: string, params: ReadonlyArray<unknown>) =>
     Effect.try({
-      try: () => {
-        const cursor = db.exec(query, ...params)
-        const all = Array.from(cursor.raw(), (row) => row.map(cell))
-        if (cursor.rowsWritten > 0) clock.writes++
-        return all
-      },
+      try: () => readRows(db, clock, query, params, positional),
       catch: executeError,
     })
   const execute: Connection["execute"] = (query, params, transform) =>
@@ -89,8 +116,9 @@ const connectionOf = (db: SqlStorage, clock: StorageClock): Connection => {
     executeRaw: rows,
     executeValues: values,
     executeValuesUnprepared: values,
+    // Read whole, like the others: a stream left unfinished would hold its statement open.
     executeStream: (query, params, transform) =>
-      Stream.suspend(() => Stream.fromIteratorSucceed(rowsOf(db, clock, query, params), 128)).pipe(
+      Stream.suspend(() => Stream.fromIterable(readRows(db, clock, query, params, keyed))).pipe(
         Stream.catchCauseFilter(Cause.findDefect, (defect) => Stream.fail(executeError(defect))),
         transform === undefined ? (stream) => stream : Stream.mapArray((chunk) => transform(chunk) as never),
       ),
@@ -153,7 +181,7 @@ export const makeSqlClient = (storage: DurableObjectStorage) =>
     })
     const direct: RowsRunner = <A extends object>(text: string, params: ReadonlyArray<unknown>) =>
       Effect.try({
-        try: () => Array.from(rowsOf(storage.sql, clock, text, params)) as Array<A>,
+        try: () => readRows(storage.sql, clock, text, params, keyed) as Array<A>,
         catch: executeError,
       })
     return Object.assign(client, {
