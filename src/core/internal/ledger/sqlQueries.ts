@@ -1,12 +1,18 @@
 /**
  * The query helpers every part of the SQLite ledger reads through: a statement with its
  * storage failure named after the ledger operation, its first row decoded, a row by id.
+ *
+ * Rows are remembered decoded while the storage writes nothing (its `StorageClock`): a row read
+ * by id, or returned by any statement here, is the row's state until the next write or rollback
+ * on that storage, so reading it again in between returns it without a statement or a decode.
+ * An Attempt reads its row before each call and again to check the fence of the record it
+ * appends; a selection reads the lane heads the finish reads again.
  */
 import { Effect, Option, type Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { SubmissionId } from "../../Identifiers.ts"
-import { rowsRunner } from "../directRows.ts"
+import { rowsRunner, type StorageClock, storageClock, writesAfter } from "../directRows.ts"
 import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import { decodeRow, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
@@ -25,23 +31,125 @@ export type LedgerTransaction = <A, E>(
 export const numberOr = (value: unknown, fallback: number) =>
   value === null || value === undefined ? fallback : Number(value)
 
+/** Entries a memo holds at most; past that it starts over (reads of ids with no row add entries). */
+const MEMO_LIMIT = 256
+
+/**
+ * What was read since the storage last wrote: rows by id (`none` for an id with no row) and the
+ * answers of other reads by key. Both are dropped as soon as the clock moves, and a read is kept
+ * only if the clock has not moved since its statement (another fiber may have written while the
+ * reader decoded).
+ */
+const readMemo = (clock: StorageClock) => {
+  let at = clock.writes
+  const rows = new Map<SubmissionId, Option.Option<SubmissionSnapshot>>()
+  const answers = new Map<string, Option.Option<SubmissionSnapshot>>()
+  const current = () => {
+    if (clock.writes !== at) {
+      rows.clear()
+      answers.clear()
+      at = clock.writes
+    }
+  }
+  const keep =
+    <K>(map: Map<K, Option.Option<SubmissionSnapshot>>) =>
+    (key: K, value: Option.Option<SubmissionSnapshot>, readAt: number | undefined) => {
+      current()
+      if (readAt !== at) return
+      if (map.size >= MEMO_LIMIT) map.clear()
+      map.set(key, value)
+    }
+  return {
+    row: (id: SubmissionId) => {
+      current()
+      return rows.get(id)
+    },
+    answer: (key: string) => {
+      current()
+      return answers.get(key)
+    },
+    keepRow: keep(rows),
+    keepAnswer: keep(answers),
+  }
+}
+
 /** The helpers over one `SqlClient`. @internal */
 export const makeSqlQueries = (sql: SqlClient) => {
   const rows = rowsRunner(sql)
+  const clock = storageClock(sql)
+  // Without a clock (another driver) nothing is remembered.
+  const memo = clock === undefined ? undefined : readMemo(clock)
+
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     rows<Row>(text, params).pipe(Effect.mapError(storageError(operation)))
 
-  const first = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
-    Effect.flatMap(query(operation, text, params), (rows) =>
-      rows[0] === undefined
-        ? Effect.succeed(Option.none<SubmissionSnapshot>())
-        : Effect.map(decodeRow(operation)(rows[0]), Option.some),
-    )
+  /**
+   * The first of `found` (rows a statement just returned) decoded, or as already decoded since
+   * the last write.
+   */
+  const decodedFirst = (
+    operation: string,
+    found: ReadonlyArray<Row>,
+  ): Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError> => {
+    const row = found[0]
+    if (row === undefined) return Effect.succeed(Option.none())
+    const id = row.submission_id as SubmissionId
+    const readAt = writesAfter.get(found)
+    // The decode of this very row, when nothing wrote since the statement.
+    const seen = readAt === clock?.writes ? memo?.row(id) : undefined
+    if (seen !== undefined && Option.isSome(seen)) return Effect.succeed(seen)
+    return Effect.map(decodeRow(operation)(row), (snapshot) => {
+      const value = Option.some(snapshot)
+      memo?.keepRow(id, value, readAt)
+      return value
+    })
+  }
+
+  const first = (
+    operation: string,
+    text: string,
+    params: ReadonlyArray<unknown>,
+  ): Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError> =>
+    Effect.flatMap(query(operation, text, params), (found) => decodedFirst(operation, found))
+
+  /** The row of `submissionId`: known since the last write, or read. */
+  const lookup = (
+    operation: string,
+    submissionId: SubmissionId,
+  ): Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError> =>
+    Effect.suspend(() => {
+      const seen = memo?.row(submissionId)
+      if (seen !== undefined) return Effect.succeed(seen)
+      return Effect.flatMap(query(operation, statements.byId, [submissionId]), (found) => {
+        if (found.length === 0) memo?.keepRow(submissionId, Option.none(), writesAfter.get(found))
+        return decodedFirst(operation, found)
+      })
+    })
 
   const byId = (operation: string, submissionId: SubmissionId) =>
-    Effect.map(first(operation, statements.byId, [submissionId]), Option.getOrUndefined)
+    Effect.map(lookup(operation, submissionId), Option.getOrUndefined)
 
-  return { query, first, byId }
+  /**
+   * `read`'s answer for `key`: known since the last write, or read. `read` must only read: its
+   * answer is kept if nothing wrote from before it started until it ended.
+   */
+  const remembered = <E>(
+    key: string,
+    read: Effect.Effect<Option.Option<SubmissionSnapshot>, E>,
+  ): Effect.Effect<Option.Option<SubmissionSnapshot>, E> =>
+    memo === undefined
+      ? read
+      : Effect.suspend(() => {
+          const seen = memo.answer(key)
+          if (seen !== undefined) return Effect.succeed(seen)
+          const readAt = clock?.writes
+          return Effect.map(read, (answer) => {
+            memo.keepAnswer(key, answer, readAt)
+            return answer
+          })
+        })
+
+  return { query, decodedFirst, first, lookup, byId, remembered }
 }
 
 /** @internal */

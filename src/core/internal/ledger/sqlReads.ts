@@ -20,7 +20,7 @@ const SCAN_PAGE_SIZE = 128
  * history counted them (stored at migration). @internal
  */
 export const makeSqlReads = (
-  { query, first }: SqlQueries,
+  { query, decodedFirst, lookup, remembered }: SqlQueries,
   countedBefore: { readonly admitted: number; readonly settled: number },
   /** `none`: this ledger knows no timed wait is stored (see `makeSqlLedger`). */
   timers: { none: boolean },
@@ -47,23 +47,30 @@ export const makeSqlReads = (
       ),
     )
 
-  /** The first open lane head after `after` whose lane no wait parks: one statement per lane looked at. */
+  /**
+   * The first open lane head after `after` whose lane no wait parks: one statement per lane
+   * looked at, none when it was read since the last write (a selection and the finish after it).
+   */
   const nextRunnableHead = (operation: string, after: string) =>
-    Effect.gen(function* () {
-      let from = after
-      while (true) {
-        const [row] = yield* query(operation, statements.nextOpen, [from])
-        if (row === undefined) return Option.none<SubmissionSnapshot>()
-        if (Number(row.parked_before) === 0) return Option.some(yield* decodeRow(operation)(row))
-        from = String(row.lane_key)
-      }
-    })
+    remembered(
+      `next open after ${after}`,
+      Effect.gen(function* () {
+        let from = after
+        while (true) {
+          const found = yield* query(operation, statements.nextOpen, [from])
+          const row = found[0]
+          if (row === undefined) return Option.none<SubmissionSnapshot>()
+          if (Number(row.parked_before) === 0) return yield* decodedFirst(operation, found)
+          from = String(row.lane_key)
+        }
+      }),
+    )
 
   return {
     // The point reads on every Attempt's and selection's path are untraced: a span costs more
     // than the indexed read it would describe.
     lookup: Effect.fnUntraced(function* (submissionId) {
-      return yield* first("SubmissionLedger.lookup", statements.byId, [submissionId])
+      return yield* lookup("SubmissionLedger.lookup", submissionId)
     }),
 
     head: Effect.fnUntraced(function* (threadId) {

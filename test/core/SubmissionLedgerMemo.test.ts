@@ -1,0 +1,202 @@
+/**
+ * The SQLite ledger remembers the rows it decoded while the storage writes nothing: a read
+ * repeated in between runs no statement, and any write or rollback through a client of the same
+ * storage (or its instrumented overlay) makes the next read go to storage again.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { ThreadId } from "../../src/core/Identifiers.ts"
+import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
+import { instrumentStorage } from "../../src/internal/object/instrumentedStorage.ts"
+import { overlaysStorage, sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
+import { layerWithLedger } from "../../src/core/ThreadHistory.ts"
+import { admitReady, claimHead, grant, owner, request, settlementOf } from "./SubmissionLedgerFixtures.ts"
+import { inObject } from "./SubmissionLedgerHarness.ts"
+
+/** `storage` with its statements counted (the instrumented overlay, observing nothing). */
+const counted = (storage: DurableObjectStorage) => {
+  const count = { statements: 0 }
+  const sql = storage.sql
+  const counting = new Proxy(sql, {
+    get: (target, property) => {
+      if (property === "exec")
+        return (query: string, ...bindings: Array<unknown>) => {
+          count.statements++
+          return target.exec(query, ...bindings)
+        }
+      const value: unknown = Reflect.get(target, property, target)
+      return typeof value === "function" ? value.bind(target) : value
+    },
+  })
+  const overlay = instrumentStorage(storage, () => {})
+  const withCount = new Proxy(overlay, {
+    get: (target, property) => (property === "sql" ? counting : Reflect.get(target, property, target)),
+  })
+  overlaysStorage(withCount, overlay)
+  return { storage: withCount, count }
+}
+
+/** The ledger (with its SQL client) over `storage`. */
+const ledgerOver = (storage: DurableObjectStorage) =>
+  layerWithLedger.pipe(Layer.provideMerge(sqlClientLayer(storage)))
+
+/** What `effect` returns, and the statements it ran. */
+const statementsOf = <A, E, R>(count: { statements: number }, effect: Effect.Effect<A, E, R>) =>
+  Effect.suspend(() => {
+    const before = count.statements
+    return Effect.map(effect, (value) => ({ value, statements: count.statements - before }))
+  })
+
+describe("SubmissionLedger's memo of decoded rows", () => {
+  it.effect("answers a repeated read with no statement until something writes", () =>
+    inObject((raw) => {
+      const { storage, count } = counted(raw)
+      return Effect.gen(function* () {
+        const ledger = yield* SubmissionLedger
+        const sql = yield* SqlClient
+        const row = yield* admitReady(request("t", "a"))
+        const first = yield* statementsOf(count, ledger.lookup(row.submissionId))
+        const again = yield* statementsOf(count, ledger.lookup(row.submissionId))
+        expect(Option.getOrThrow(again.value)).toBe(Option.getOrThrow(first.value))
+        expect(again.statements).toBe(0)
+        // A write to any table moves the clock: the row is read again, and the change is seen.
+        yield* sql.unsafe("UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?", [
+          row.submissionId,
+        ])
+        const after = yield* statementsOf(count, ledger.lookup(row.submissionId))
+        expect(after.statements).toBe(1)
+        expect(Option.getOrThrow(after.value).abortRequested).toBe(true)
+      }).pipe(Effect.provide(ledgerOver(storage)))
+    }),
+  )
+
+  it.effect("remembers a missing row until a write, then finds it once admitted", () =>
+    inObject((raw) => {
+      const { storage, count } = counted(raw)
+      return Effect.gen(function* () {
+        const ledger = yield* SubmissionLedger
+        const sql = yield* SqlClient
+        const row = yield* admitReady(request("t", "a"))
+        // Take the row away behind the ledger's back, through the client: a write.
+        yield* sql.unsafe(
+          "UPDATE effect_agent_submissions SET submission_id = 'moved' WHERE submission_id = ?",
+          [row.submissionId],
+        )
+        expect(Option.isNone(yield* ledger.lookup(row.submissionId))).toBe(true)
+        expect((yield* statementsOf(count, ledger.lookup(row.submissionId))).statements).toBe(0)
+        yield* sql.unsafe(
+          "UPDATE effect_agent_submissions SET submission_id = ? WHERE submission_id = 'moved'",
+          [row.submissionId],
+        )
+        const back = yield* statementsOf(count, ledger.lookup(row.submissionId))
+        expect(back.statements).toBe(1)
+        expect(Option.getOrThrow(back.value).submissionId).toBe(row.submissionId)
+      }).pipe(Effect.provide(ledgerOver(storage)))
+    }),
+  )
+
+  it.effect("counts a statement that failed after it wrote as a write", () =>
+    inObject((raw) => {
+      // A failpoint after every write to the submissions table, armed once the row is admitted.
+      let armed = false
+      const failing = instrumentStorage(raw, (location, detail) => {
+        if (armed && location === "storage:sql:after" && detail === "update effect_agent_submissions") {
+          throw new Error("failpoint after the write")
+        }
+      })
+      return Effect.gen(function* () {
+        const ledger = yield* SubmissionLedger
+        const sql = yield* SqlClient
+        const row = yield* admitReady(request("t", "a"))
+        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(false)
+        armed = true
+        const failed = yield* Effect.flip(
+          sql.unsafe("UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?", [
+            row.submissionId,
+          ]),
+        )
+        armed = false
+        expect(failed._tag).toBe("SqlError")
+        // The write stands (no transaction rolled it back), and the next read sees it.
+        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(true)
+      }).pipe(Effect.provide(ledgerOver(failing)))
+    }),
+  )
+
+  it.effect("forgets what a rolled-back transaction read", () =>
+    inObject((raw) => {
+      const { storage } = counted(raw)
+      return Effect.gen(function* () {
+        const ledger = yield* SubmissionLedger
+        const sql = yield* SqlClient
+        const row = yield* admitReady(request("t", "a"))
+        let seenInside: boolean | undefined
+        const exit = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* sql.unsafe(
+                "UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?",
+                [row.submissionId],
+              )
+              seenInside = Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested
+              return yield* Effect.fail("roll back")
+            }),
+          )
+          .pipe(Effect.exit)
+        expect(exit._tag).toBe("Failure")
+        expect(seenInside).toBe(true)
+        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(false)
+      }).pipe(Effect.provide(ledgerOver(storage)))
+    }),
+  )
+
+  it.effect("sees a write made through another client of the same storage", () =>
+    inObject((raw) => {
+      const { storage } = counted(raw)
+      return Effect.gen(function* () {
+        const ledger = yield* SubmissionLedger
+        const row = yield* admitReady(request("t", "a"))
+        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(false)
+        // The raw storage under the overlay, through a client of its own.
+        yield* Effect.gen(function* () {
+          const other = yield* SqlClient
+          yield* other.unsafe(
+            "UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?",
+            [row.submissionId],
+          )
+        }).pipe(Effect.provide(sqlClientLayer(raw)))
+        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(true)
+      }).pipe(Effect.provide(ledgerOver(storage)))
+    }),
+  )
+
+  it.effect(
+    "answers a lane seek repeated before any write, and a fenced read after a claim, from memory",
+    () =>
+      inObject((raw) => {
+        const { storage, count } = counted(raw)
+        return Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          yield* admitReady(request("t", "a"))
+          const seek = yield* statementsOf(count, ledger.nextLaneHead(undefined))
+          expect(seek.statements).toBe(1)
+          const repeat = yield* statementsOf(count, ledger.nextLaneHead(undefined))
+          expect(repeat.statements).toBe(0)
+          expect(Option.getOrThrow(repeat.value).submissionId).toBe(
+            Option.getOrThrow(seek.value).submissionId,
+          )
+          // A fence check after the Attempt's own read of its row reads nothing more.
+          const claim = yield* claimHead("t", grant(1, 2_000))
+          yield* ledger.lookup(claim.submissionId)
+          const fenced = yield* statementsOf(count, ledger.checkFence(owner(claim)))
+          expect(fenced.statements).toBe(0)
+          expect(fenced.value.state).toBe("running")
+          // Settled, the lane has no head: the seek reads again and finds none.
+          yield* ledger.settle(owner(claim), settlementOf(claim))
+          expect(Option.isNone(yield* ledger.nextLaneHead(undefined))).toBe(true)
+          expect(Option.isNone(yield* ledger.head(ThreadId.make("t")))).toBe(true)
+        }).pipe(Effect.provide(ledgerOver(storage)))
+      }),
+  )
+})
