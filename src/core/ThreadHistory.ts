@@ -8,7 +8,13 @@ import { Context, Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/shared/model.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
-import type { FeedPage, HistoryEntry, HistoryPage, HistoryRecord } from "./internal/history/model.ts"
+import type {
+  FeedPage,
+  HistoryEntry,
+  HistoryEntryKind,
+  HistoryPage,
+  HistoryRecord,
+} from "./internal/history/model.ts"
 import type { AppendFence, LedgerError, SubmissionNotFound } from "./internal/ledger/model.ts"
 import { makeMemoryHistory } from "./internal/history/memory.ts"
 import { makeSqlHistory } from "./internal/history/sql.ts"
@@ -16,7 +22,7 @@ import { publishingHistory } from "./internal/progress/publishing.ts"
 import { SubmissionLedger } from "./SubmissionLedger.ts"
 
 export { HistoryEntry, HistoryRecord, ReconcileAnswerRecord } from "./internal/history/model.ts"
-export type { FeedEntry, FeedPage, HistoryPage } from "./internal/history/model.ts"
+export type { FeedEntry, FeedPage, HistoryEntryKind, HistoryPage } from "./internal/history/model.ts"
 
 /** The `_tag` of a canonical record's entry: `SubmissionAccepted`, `StepCompleted`, … */
 export type HistoryEntryTag = HistoryEntry["_tag"]
@@ -57,10 +63,17 @@ export class ThreadHistory extends Context.Service<
     /**
      * Records of every Thread of this Object committed after feed position `after`, in commit
      * order: the cursor of outboxes and projections that follow the canonical history.
+     *
+     * `limit` bounds the records the page covers. With `kinds` the page holds only records of
+     * those kinds (the others are passed over without being decoded, so a hook that follows
+     * settlements does not pay for every step), and may hold fewer than `limit`, even none;
+     * `last` is the position of the last record covered either way, the cursor to continue
+     * from. An empty `kinds` or an unknown kind is refused.
      */
     readonly feed: (options: {
       readonly after: number
       readonly limit: number
+      readonly kinds?: ReadonlyArray<HistoryEntryKind> | undefined
     }) => Effect.Effect<FeedPage, ThreadStoreError>
     /** The position of the newest record (0 when empty); O(1). */
     readonly feedEnd: Effect.Effect<number, ThreadStoreError>

@@ -103,6 +103,63 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
       ),
     )
 
+    it.effect("feeds only the record kinds asked for, its cursor covering the others", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          const a = yield* admitNew(request("t", "a"))
+          const b = yield* admitNew(request("u", "b"))
+          yield* history.appendAll(
+            a.submissionId,
+            [
+              { _tag: "InputApplied" },
+              { _tag: "StepCompleted", step: 0, name: "s", result: 1 },
+              { _tag: "AbortRequested" },
+            ],
+            unowned(a, 2_000),
+            2_000,
+          )
+          yield* history.append(b.submissionId, { _tag: "InputApplied" }, unowned(b, 2_100), 2_100)
+          const kinds = (page: { readonly entries: ReadonlyArray<{ readonly position: number }> }) =>
+            page.entries.map((entry) => entry.position)
+          // Positions 1 and 2 are acceptances, 3 and 6 inputs, 4 a step, 5 an abort.
+          const inputs = yield* history.feed({ after: 0, limit: 100, kinds: ["InputApplied"] })
+          expect([kinds(inputs), inputs.last]).toEqual([[3, 6], 6])
+          expect(inputs.entries.map((entry) => entry.record.threadId)).toEqual(["t", "u"])
+          const two = yield* history.feed({
+            after: 0,
+            limit: 100,
+            kinds: ["AbortRequested", "SubmissionAccepted"],
+          })
+          expect(two.entries.map((entry) => entry.record.entry._tag)).toEqual([
+            "SubmissionAccepted",
+            "SubmissionAccepted",
+            "AbortRequested",
+          ])
+          // The limit bounds the records covered: a page may hold none of the kinds asked for.
+          const none = yield* history.feed({ after: 3, limit: 1, kinds: ["InputApplied"] })
+          expect([kinds(none), none.last]).toEqual([[], 4])
+          const next = yield* history.feed({ after: none.last, limit: 2, kinds: ["InputApplied"] })
+          expect([kinds(next), next.last]).toEqual([[6], 6])
+          expect(yield* history.feed({ after: 6, limit: 5, kinds: ["InputApplied"] })).toEqual({
+            entries: [],
+            last: 6,
+          })
+          // The records a page holds are the ones the unfiltered feed holds there.
+          const all = yield* history.feed({ after: 0, limit: 100 })
+          expect(inputs.entries).toEqual(
+            all.entries.filter((entry) => entry.record.entry._tag === "InputApplied"),
+          )
+          const empty = yield* Effect.flip(history.feed({ after: 0, limit: 5, kinds: [] }))
+          expect(empty.message).toContain("at least one record kind")
+          const unknown = yield* Effect.flip(
+            history.feed({ after: 0, limit: 5, kinds: ["Nonsense" as HistoryEntry["_tag"]] }),
+          )
+          expect(unknown.message).toContain('"Nonsense"')
+        }),
+      ),
+    )
+
     it.effect("round-trips every entry kind", () =>
       harness.run(
         Effect.gen(function* () {

@@ -6,7 +6,7 @@ import { Effect, Schema } from "effect"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
 import { FenceRejected } from "../ledger/model.ts"
 import type { AppendFence } from "../ledger/model.ts"
-import { HistoryEntry, HistoryRecord } from "./model.ts"
+import { HISTORY_ENTRY_KINDS, HistoryEntry, type HistoryEntryKind, HistoryRecord } from "./model.ts"
 import { fenceEpoch, fenceSubmissionId } from "../ledger/rules.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 
@@ -89,6 +89,30 @@ export const pageOptions = (options: { readonly after?: number; readonly limit: 
   }
   return Effect.succeed({ after, limit: options.limit })
 }
+
+/**
+ * Checks a feed's options: its page, and the record kinds it asks for (`undefined`: every
+ * kind). @internal
+ */
+export const feedOptions = (options: {
+  readonly after: number
+  readonly limit: number
+  readonly kinds?: ReadonlyArray<HistoryEntryKind> | undefined
+}) =>
+  Effect.flatMap(pageOptions(options), ({ after, limit }) => {
+    const refuse = (message: string) =>
+      Effect.fail(new ThreadStoreError({ operation: "ThreadHistory.feed", message }))
+    if (options.kinds === undefined) return Effect.succeed({ after, limit, kinds: undefined })
+    if (options.kinds.length === 0) return refuse("kinds must name at least one record kind")
+    const unknown = options.kinds.find((kind) => !HISTORY_ENTRY_KINDS.has(kind))
+    if (unknown !== undefined)
+      return refuse(`kinds names ${JSON.stringify(unknown)}, which is not a record kind`)
+    return Effect.succeed({
+      after,
+      limit,
+      kinds: new Set<string>(options.kinds) as ReadonlySet<string> | undefined,
+    })
+  })
 
 /** Refuses a record time that is not a finite number. @internal */
 export const requireInstant = (operation: string, now: number) =>

@@ -7,7 +7,7 @@ import { Effect, Result } from "effect"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
+import { appendOne, encodeEntry, feedOptions, foreignFence, pageOptions, requireInstant } from "./codec.ts"
 import { appendNow, checkFenceNow, kept, type MemoryStore, memoryStoreOf } from "../ledger/memoryStore.ts"
 import type { AppendFence } from "../ledger/model.ts"
 import type { HistoryEntry } from "./model.ts"
@@ -88,13 +88,15 @@ export const makeMemoryHistory = Effect.gen(function* () {
     }),
 
     feed: spanned("ThreadHistory.feed")(function* (options) {
-      const { after, limit } = yield* pageOptions(options)
-      const entries = store.historyFeed
+      const { after, limit, kinds } = yield* feedOptions(options)
+      const covered = store.historyFeed
         .slice(after)
         .map((record, index) => ({ position: after + index + 1, record }))
         .filter((entry) => !store.removed.has(entry.record))
         .slice(0, limit)
-      return { entries, last: entries[entries.length - 1]?.position ?? after }
+      const entries =
+        kinds === undefined ? covered : covered.filter((entry) => kinds.has(entry.record.entry._tag))
+      return { entries, last: covered[covered.length - 1]?.position ?? after }
     }),
 
     feedEnd: Effect.sync(() => store.historyFeed.length),

@@ -161,6 +161,14 @@ export const HistoryEntry = Schema.Union([
 ])
 export type HistoryEntry = typeof HistoryEntry.Type
 
+/** The kind of a record: its entry's tag. */
+export type HistoryEntryKind = HistoryEntry["_tag"]
+
+/** Every record kind, from the entry schema. @internal */
+export const HISTORY_ENTRY_KINDS: ReadonlySet<string> = new Set(
+  HistoryEntry.members.map((member) => member.fields._tag.ast.literal as string),
+)
+
 /** One record of a Thread's canonical history. */
 export class HistoryRecord extends Schema.Class<HistoryRecord>(
   "@effect-agent/platform-cloudflare/ThreadHistory/HistoryRecord",

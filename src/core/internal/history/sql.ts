@@ -12,7 +12,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
-import { appendOne, encodeEntry, foreignFence, pageOptions, requireInstant } from "./codec.ts"
+import { appendOne, encodeEntry, feedOptions, foreignFence, pageOptions, requireInstant } from "./codec.ts"
 import type { FeedEntry } from "./model.ts"
 import { runMigrations } from "../migrations.ts"
 import { freshStoreSchema, storeMigrations } from "../schema.ts"
@@ -34,10 +34,10 @@ export const makeSqlHistory = Effect.gen(function* () {
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     rows<StoredRow>(text, params).pipe(Effect.mapError(storeError(operation)))
 
-  /** The records of stored rows, with their feed positions, oldest first. */
-  const expand = (operation: string, rows: ReadonlyArray<StoredRow>) =>
+  /** The records of stored rows (of `kinds` only, when given), with their feed positions, oldest first. */
+  const expand = (operation: string, rows: ReadonlyArray<StoredRow>, kinds?: ReadonlySet<string>) =>
     Effect.map(
-      Effect.forEach(rows, (row) => decodeRow(operation, row)),
+      Effect.forEach(rows, (row) => decodeRow(operation, row, kinds)),
       (all): ReadonlyArray<FeedEntry> => all.flat(),
     )
 
@@ -95,12 +95,20 @@ export const makeSqlHistory = Effect.gen(function* () {
 
     feed: spanned("ThreadHistory.feed")(function* (options) {
       const operation = "ThreadHistory.feed"
-      const { after, limit } = yield* pageOptions(options)
+      const { after, limit, kinds } = yield* feedOptions(options)
       const rows = yield* query(operation, rowStatements.feed, [after + 1, limit])
-      const entries = (yield* expand(operation, rows))
-        .filter((entry) => entry.position > after)
+      // The page covers the first `limit` records after `after`, whatever their kinds.
+      const covered = rows
+        .flatMap((row) =>
+          Array.from({ length: Number(row.records) }, (_, index) => Number(row.position) + index),
+        )
+        .filter((position) => position > after)
         .slice(0, limit)
-      return { entries, last: entries[entries.length - 1]?.position ?? after }
+      const last = covered[covered.length - 1] ?? after
+      const entries = (yield* expand(operation, rows, kinds)).filter(
+        (entry) => entry.position > after && entry.position <= last,
+      )
+      return { entries, last }
     }),
 
     feedEnd: Effect.map(query("ThreadHistory.feedEnd", rowStatements.feedEnd, []), (rows) =>

@@ -114,8 +114,12 @@ export interface StoredRow {
   readonly entries: unknown
 }
 
-/** The records of a stored row with their feed positions; a row that does not decode is an error. @internal */
-export const decodeRow = (operation: string, row: StoredRow) =>
+/**
+ * The records of a stored row with their feed positions; a row that does not decode is an error.
+ * With `kinds`, only records of those kinds: the others are passed over without being decoded.
+ * @internal
+ */
+export const decodeRow = (operation: string, row: StoredRow, kinds?: ReadonlySet<string>) =>
   Effect.gen(function* () {
     const label = `history row ${String(row.thread_id)}#${String(row.sequence)}`
     const entries = yield* Effect.try({
@@ -131,19 +135,31 @@ export const decodeRow = (operation: string, row: StoredRow) =>
     }
     const first = Number(row.sequence)
     const position = Number(row.position)
-    return yield* Effect.forEach(entries, (entry: unknown, index) =>
+    // An entry is decoded unless it names a kind not asked for (one without a kind is decoded, to fail).
+    const asked = (entry: unknown) => {
+      const kind = kinds === undefined ? undefined : kindOf(entry)
+      return kind === undefined || kinds === undefined || kinds.has(kind)
+    }
+    const wanted = entries.flatMap((entry: unknown, index) => (asked(entry) ? [index] : []))
+    return yield* Effect.forEach(wanted, (index) =>
       Effect.map(
         decodeRecord(operation, {
           thread_id: row.thread_id,
           sequence: first + index,
           submission_id: row.submission_id,
           recorded_at: row.recorded_at,
-          entry,
+          entry: entries[index],
         }),
         (record) => ({ position: position + index, record }),
       ),
     )
   })
+
+/** The tag of a stored entry, when it has one (an entry without is decoded, to report it). */
+const kindOf = (entry: unknown): string | undefined =>
+  typeof entry === "object" && entry !== null && typeof (entry as { _tag?: unknown })._tag === "string"
+    ? (entry as { _tag: string })._tag
+    : undefined
 
 /** What one append writes. @internal */
 export interface RowAppend {
