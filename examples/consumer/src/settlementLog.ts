@@ -35,8 +35,10 @@ export const SettlementLog = Layer.effect(
     )
 
     const collect = Effect.gen(function* () {
-      const feed = yield* history.feed({ after: yield* position, limit: 100 })
-      if (feed.entries.length === 0) return
+      const after = yield* position
+      // Settlements only; the cursor still moves past the records in between.
+      const feed = yield* history.feed({ after, limit: 100, kinds: ["SubmissionSettled"] })
+      if (feed.last === after) return
       yield* sql.withTransaction(
         Effect.gen(function* () {
           for (const { record } of feed.entries) {

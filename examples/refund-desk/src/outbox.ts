@@ -80,8 +80,10 @@ export const RefundOutbox = Layer.effect(
       const [cursor] = yield* sql<{
         position: number
       }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`
-      const feed = yield* history.feed({ after: cursor?.position ?? 0, limit: feedBatch })
-      if (feed.entries.length === 0) return
+      const after = cursor?.position ?? 0
+      // Settlements only: the steps and inputs in between are passed over without being decoded.
+      const feed = yield* history.feed({ after, limit: feedBatch, kinds: ["SubmissionSettled"] })
+      if (feed.last === after) return
       // Only refunds are relayed: the fraud checks and reconciliations settled in these
       // Objects too are not the relay's business.
       const refunds = yield* Effect.filter(
