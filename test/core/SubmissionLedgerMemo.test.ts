@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { ThreadId } from "../../src/core/Identifiers.ts"
+import { type SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { instrumentStorage } from "../../src/internal/object/instrumentedStorage.ts"
 import { overlaysStorage, sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
@@ -48,22 +48,35 @@ const statementsOf = <A, E, R>(count: { statements: number }, effect: Effect.Eff
     return Effect.map(effect, (value) => ({ value, statements: count.statements - before }))
   })
 
+/** Sets a row's abort flag behind the ledger's back, through the client in context. */
+const flagAbort = (submissionId: SubmissionId) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient
+    yield* sql.unsafe("UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?", [
+      submissionId,
+    ])
+  })
+
+/** The abort flag of the row the ledger reads. */
+const abortRead = (submissionId: SubmissionId) =>
+  Effect.gen(function* () {
+    const ledger = yield* SubmissionLedger
+    return Option.getOrThrow(yield* ledger.lookup(submissionId)).abortRequested
+  })
+
 describe("SubmissionLedger's memo of decoded rows", () => {
   it.effect("answers a repeated read with no statement until something writes", () =>
     inObject((raw) => {
       const { storage, count } = counted(raw)
       return Effect.gen(function* () {
         const ledger = yield* SubmissionLedger
-        const sql = yield* SqlClient
         const row = yield* admitReady(request("t", "a"))
         const first = yield* statementsOf(count, ledger.lookup(row.submissionId))
         const again = yield* statementsOf(count, ledger.lookup(row.submissionId))
         expect(Option.getOrThrow(again.value)).toBe(Option.getOrThrow(first.value))
         expect(again.statements).toBe(0)
         // A write to any table moves the clock: the row is read again, and the change is seen.
-        yield* sql.unsafe("UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?", [
-          row.submissionId,
-        ])
+        yield* flagAbort(row.submissionId)
         const after = yield* statementsOf(count, ledger.lookup(row.submissionId))
         expect(after.statements).toBe(1)
         expect(Option.getOrThrow(after.value).abortRequested).toBe(true)
@@ -106,20 +119,14 @@ describe("SubmissionLedger's memo of decoded rows", () => {
         }
       })
       return Effect.gen(function* () {
-        const ledger = yield* SubmissionLedger
-        const sql = yield* SqlClient
         const row = yield* admitReady(request("t", "a"))
-        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(false)
+        expect(yield* abortRead(row.submissionId)).toBe(false)
         armed = true
-        const failed = yield* Effect.flip(
-          sql.unsafe("UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?", [
-            row.submissionId,
-          ]),
-        )
+        const failed = yield* Effect.flip(flagAbort(row.submissionId))
         armed = false
         expect(failed._tag).toBe("SqlError")
         // The write stands (no transaction rolled it back), and the next read sees it.
-        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(true)
+        expect(yield* abortRead(row.submissionId)).toBe(true)
       }).pipe(Effect.provide(ledgerOver(failing)))
     }),
   )
@@ -128,25 +135,21 @@ describe("SubmissionLedger's memo of decoded rows", () => {
     inObject((raw) => {
       const { storage } = counted(raw)
       return Effect.gen(function* () {
-        const ledger = yield* SubmissionLedger
         const sql = yield* SqlClient
         const row = yield* admitReady(request("t", "a"))
         let seenInside: boolean | undefined
         const exit = yield* sql
           .withTransaction(
             Effect.gen(function* () {
-              yield* sql.unsafe(
-                "UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?",
-                [row.submissionId],
-              )
-              seenInside = Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested
+              yield* flagAbort(row.submissionId)
+              seenInside = yield* abortRead(row.submissionId)
               return yield* Effect.fail("roll back")
             }),
           )
           .pipe(Effect.exit)
         expect(exit._tag).toBe("Failure")
         expect(seenInside).toBe(true)
-        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(false)
+        expect(yield* abortRead(row.submissionId)).toBe(false)
       }).pipe(Effect.provide(ledgerOver(storage)))
     }),
   )
@@ -155,18 +158,11 @@ describe("SubmissionLedger's memo of decoded rows", () => {
     inObject((raw) => {
       const { storage } = counted(raw)
       return Effect.gen(function* () {
-        const ledger = yield* SubmissionLedger
         const row = yield* admitReady(request("t", "a"))
-        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(false)
+        expect(yield* abortRead(row.submissionId)).toBe(false)
         // The raw storage under the overlay, through a client of its own.
-        yield* Effect.gen(function* () {
-          const other = yield* SqlClient
-          yield* other.unsafe(
-            "UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?",
-            [row.submissionId],
-          )
-        }).pipe(Effect.provide(sqlClientLayer(raw)))
-        expect(Option.getOrThrow(yield* ledger.lookup(row.submissionId)).abortRequested).toBe(true)
+        yield* flagAbort(row.submissionId).pipe(Effect.provide(sqlClientLayer(raw)))
+        expect(yield* abortRead(row.submissionId)).toBe(true)
       }).pipe(Effect.provide(ledgerOver(storage)))
     }),
   )

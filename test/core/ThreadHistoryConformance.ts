@@ -16,6 +16,27 @@ import {
   type LedgerHarness,
 } from "./SubmissionLedgerFixtures.ts"
 
+/**
+ * Two Threads' records, positions 1 to 6: the acceptances of a ("t") and b ("u"), then a's
+ * input, step and abort (appended together), then b's input.
+ */
+const appendMixed = Effect.gen(function* () {
+  const history = yield* ThreadHistory
+  const a = yield* admitNew(request("t", "a"))
+  const b = yield* admitNew(request("u", "b"))
+  yield* history.appendAll(
+    a.submissionId,
+    [
+      { _tag: "InputApplied" },
+      { _tag: "StepCompleted", step: 0, name: "s", result: 1 },
+      { _tag: "AbortRequested" },
+    ],
+    unowned(a, 2_000),
+    2_000,
+  )
+  yield* history.append(b.submissionId, { _tag: "InputApplied" }, unowned(b, 2_100), 2_100)
+})
+
 /** Registers the canonical history cases for one implementation. */
 export const historyConformance = (name: string, harness: LedgerHarness) =>
   describe(`ThreadHistory conformance (${name})`, () => {
@@ -65,19 +86,7 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
           const history = yield* ThreadHistory
           expect(yield* history.feedEnd).toBe(0)
           expect(yield* history.feed({ after: 0, limit: 5 })).toEqual({ entries: [], last: 0 })
-          const a = yield* admitNew(request("t", "a"))
-          const b = yield* admitNew(request("u", "b"))
-          yield* history.appendAll(
-            a.submissionId,
-            [
-              { _tag: "InputApplied" },
-              { _tag: "StepCompleted", step: 0, name: "s", result: 1 },
-              { _tag: "AbortRequested" },
-            ],
-            unowned(a, 2_000),
-            2_000,
-          )
-          yield* history.append(b.submissionId, { _tag: "InputApplied" }, unowned(b, 2_100), 2_100)
+          yield* appendMixed
           expect(yield* history.feedEnd).toBe(6)
           const all = yield* history.feed({ after: 0, limit: 100 })
           expect(all.entries.map((entry) => entry.position)).toEqual([1, 2, 3, 4, 5, 6])
@@ -107,19 +116,7 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
       harness.run(
         Effect.gen(function* () {
           const history = yield* ThreadHistory
-          const a = yield* admitNew(request("t", "a"))
-          const b = yield* admitNew(request("u", "b"))
-          yield* history.appendAll(
-            a.submissionId,
-            [
-              { _tag: "InputApplied" },
-              { _tag: "StepCompleted", step: 0, name: "s", result: 1 },
-              { _tag: "AbortRequested" },
-            ],
-            unowned(a, 2_000),
-            2_000,
-          )
-          yield* history.append(b.submissionId, { _tag: "InputApplied" }, unowned(b, 2_100), 2_100)
+          yield* appendMixed
           const kinds = (page: { readonly entries: ReadonlyArray<{ readonly position: number }> }) =>
             page.entries.map((entry) => entry.position)
           // Positions 1 and 2 are acceptances, 3 and 6 inputs, 4 a step, 5 an abort.
