@@ -93,7 +93,7 @@ export const makeAgentContext = (
       const applying = attempt.staged.length > 0
       const entries = [...attempt.staged, entry]
       const fence = ownerFence(attempt)
-      yield* guard(
+      const records = yield* guard(
         attempt,
         messages.length === 0
           ? env.history.appendAll(submissionId, entries, fence, now)
@@ -102,6 +102,8 @@ export const makeAgentContext = (
       takeStaged(attempt, [])
       attempt.recorded = true
       if (applying) yield* hit("input:after-canonical-append")
+      // The entry is the last record appended.
+      return records[records.length - 1]?.sequence ?? 0
     })
 
   /** The recorded call at `step`, checked against what the program asks for now. */

@@ -12,10 +12,14 @@ import { messageIds, ObjectAddress } from "../../outbox/model.ts"
 import { boundary, guard, halt, journalMismatch } from "../attempt/attemptState.ts"
 import { loadJournal } from "../shared/runtimeEnv.ts"
 import type { Journal } from "../shared/journal.ts"
+import type { HistoryPage } from "../../../ThreadHistory.ts"
 import type { ContextCalls } from "../attempt/contextCalls.ts"
 import { awaitChildBriefly } from "./childWait.ts"
 
 type Settled = NonNullable<ReturnType<Journal["childSettled"]["get"]>>
+
+/** Records read per page while looking for a child's settlement after its start. */
+const SETTLEMENT_PAGE = 64
 
 const invalidCall = (message: string) => Effect.fail(new AgentFailure({ message }))
 
@@ -42,6 +46,8 @@ export const makeChildCalls = (
   const { submissionId, threadId } = attempt.claim
   /** Children started so far: recorded ones, and those this Attempt starts live. */
   const started = new Map<number, string>()
+  /** The Thread sequence of each child start this Attempt recorded: its settlement comes after. */
+  const startedAt = new Map<number, number>()
   for (const [step, position] of journal.positions)
     if (position.childStarted !== undefined) started.set(step, position.childStarted.agentId)
 
@@ -76,7 +82,7 @@ export const makeChildCalls = (
       )
       yield* boundary(attempt)
       const idempotencyKey = IdempotencyKey.make(`parent:${submissionId}:${position}`)
-      yield* append(
+      const sequence = yield* append(
         {
           _tag: "ChildStarted",
           step: position,
@@ -109,19 +115,45 @@ export const makeChildCalls = (
         ],
       )
       started.set(position, options.agent.id)
+      startedAt.set(position, sequence)
       attempt.liveSteps++
       yield* hit("child:after-start-append")
       return handle
     })
 
-  /** The recorded settlement of the child started at `step`: the journal's, or a fresh read. */
+  /**
+   * The recorded settlement of the child started at `step`: the journal's, or a fresh read. For a
+   * child this Attempt started, the read covers only the Thread's records after the start (the
+   * settlement is recorded after it), not every record from the acceptance on: in a Thread with
+   * work queued those are the rows of every Submission behind this one.
+   */
   const childSettlement = (step: number) =>
     Effect.gen(function* () {
       const known = journal.childSettled.get(step)
       if (known !== undefined) return Option.some(known)
       // It may have arrived after this Attempt read its journal.
-      const fresh = yield* guard(attempt, loadJournal(env, submissionId))
-      return Option.fromUndefinedOr(fresh.childSettled.get(step))
+      const from = startedAt.get(step)
+      if (from === undefined) {
+        const fresh = yield* guard(attempt, loadJournal(env, submissionId))
+        return Option.fromUndefinedOr(fresh.childSettled.get(step))
+      }
+      return yield* guard(attempt, settledAfter(from, step))
+    })
+
+  /** The first settlement of the child started at `step` among the Thread's records after `from`. */
+  const settledAfter = (from: number, step: number) =>
+    Effect.gen(function* () {
+      let after: number | undefined = from
+      while (after !== undefined) {
+        const page: HistoryPage = yield* env.history.page(threadId, { after, limit: SETTLEMENT_PAGE })
+        for (const record of page.records) {
+          const entry = record.entry
+          if (record.submissionId === submissionId && entry._tag === "ChildSettled" && entry.step === step)
+            return Option.some(entry)
+        }
+        after = page.next
+      }
+      return Option.none<Settled>()
     })
 
   const settlementValue = <CO>(
