@@ -179,11 +179,8 @@ export const makeSqlClient = (storage: DurableObjectStorage) =>
       driver: "durable-object-sqlite",
       spanAttributes: [["db.system.name", "sqlite"]],
     })
-    const direct: RowsRunner = <A extends object>(text: string, params: ReadonlyArray<unknown>) =>
-      Effect.try({
-        try: () => readRows(storage.sql, clock, text, params, keyed) as Array<A>,
-        catch: executeError,
-      })
+    // The connection's own statement run, without effect/sql's statement path.
+    const direct = connection.executeRaw as RowsRunner
     return Object.assign(client, {
       withTransaction: synchronousTransaction(storage, clock),
       [DIRECT_ROWS]: direct,

@@ -137,8 +137,9 @@ export const decodeRow = (operation: string, row: StoredRow, kinds?: ReadonlySet
     const position = Number(row.position)
     // An entry is decoded unless it names a kind not asked for (one without a kind is decoded, to fail).
     const asked = (entry: unknown) => {
-      const kind = kinds === undefined ? undefined : kindOf(entry)
-      return kind === undefined || kinds === undefined || kinds.has(kind)
+      if (kinds === undefined) return true
+      const kind = kindOf(entry)
+      return kind === undefined || kinds.has(kind)
     }
     const wanted = entries.flatMap((entry: unknown, index) => (asked(entry) ? [index] : []))
     return yield* Effect.forEach(wanted, (index) =>

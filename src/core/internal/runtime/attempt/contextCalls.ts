@@ -37,8 +37,10 @@ export interface ContextCalls {
     kind: Kind,
     name: string | undefined,
   ) => Effect.Effect<JournalPosition | undefined>
-  /** Appends a record of the Attempt, enqueueing `messages` in the same transaction. */
-  /** Appends a record (and enqueues messages with it); answers the record's Thread sequence. */
+  /**
+   * Appends a record of the Attempt, enqueueing `messages` in the same transaction; answers the
+   * record's Thread sequence.
+   */
   readonly append: (entry: HistoryEntry, messages?: ReadonlyArray<NewMessage>) => Effect.Effect<number>
   readonly hit: (location: RuntimeFailpointLocation) => Effect.Effect<void>
   /** What the Submission's last park waited for, as the row read when the Attempt started says. */
