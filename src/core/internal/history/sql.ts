@@ -17,7 +17,16 @@ import type { FeedEntry } from "./model.ts"
 import { runMigrations } from "../migrations.ts"
 import { freshStoreSchema, storeMigrations } from "../schema.ts"
 import { decodeRow, rowStatements, type StoredRow, writeRow } from "./sqlRows.ts"
-import { rowsRunner } from "../directRows.ts"
+import { rowsRunner, storageClock } from "../directRows.ts"
+import { forgetJournal, keepJournal, knownJournal } from "./journals.ts"
+import type { SubmissionId } from "../../Identifiers.ts"
+
+/** The ledger row's figures a journal read returns before its rows. */
+interface JournalFigures {
+  readonly journal_from: unknown
+  readonly journal_closed: unknown
+  readonly thread_last: unknown
+}
 
 const storeError = (operation: string) => (cause: SqlError) =>
   new ThreadStoreError({ operation, message: `storage failed: ${cause.message}`, cause })
@@ -40,6 +49,28 @@ export const makeSqlHistory = Effect.gen(function* () {
       Effect.forEach(rows, (row) => decodeRow(operation, row, kinds)),
       (all): ReadonlyArray<FeedEntry> => all.flat(),
     )
+
+  const clock = storageClock(sql)
+
+  /**
+   * A Submission's records in rows after sequence `after`, with its start, its Thread's last
+   * sequence and whether its journal is closed (it settled); `undefined` for no such Submission.
+   */
+  const journalAfter = (operation: string, submissionId: SubmissionId, after: number) =>
+    Effect.gen(function* () {
+      const rows = yield* query(operation, rowStatements.forSubmission, [after, submissionId])
+      const head = rows[0] as (StoredRow & JournalFigures) | undefined
+      if (head === undefined) return undefined
+      const stored = rows.filter((row) => row.sequence !== null)
+      return {
+        from: Number(head.journal_from),
+        closed: Number(head.journal_closed) === 1,
+        // Every row of the Thread up to its last one was in the range read: a later row takes a
+        // later sequence.
+        through: head.thread_last === null ? undefined : Number(head.thread_last),
+        records: (yield* expand(operation, stored)).map((entry) => entry.record),
+      }
+    })
 
   const appendAll: typeof ThreadHistory.Service.appendAll = spanned("ThreadHistory.append")(
     function* (submissionId, entries, fence, now) {
@@ -76,8 +107,28 @@ export const makeSqlHistory = Effect.gen(function* () {
 
     forSubmission: spanned("ThreadHistory.forSubmission")(function* (submissionId) {
       const operation = "ThreadHistory.forSubmission"
-      const rows = yield* query(operation, rowStatements.forSubmission, [submissionId])
-      return (yield* expand(operation, rows)).map((entry) => entry.record)
+      if (clock === undefined) return (yield* journalAfter(operation, submissionId, 0))?.records ?? []
+      // A journal read before continues from the Thread's end then (see `journals.ts`).
+      const rollbacks = clock.rollbacks
+      const known = knownJournal(clock, submissionId)
+      const read = yield* journalAfter(operation, submissionId, known?.through ?? 0)
+      if (read === undefined) {
+        forgetJournal(clock, submissionId)
+        return []
+      }
+      if (known !== undefined && (known.from !== read.from || clock.rollbacks !== rollbacks)) {
+        // A rollback before the read may have undone rows remembered, or the Submission's start
+        // moved (not something the runtime does): read it whole.
+        forgetJournal(clock, submissionId)
+        return (yield* journalAfter(operation, submissionId, 0))?.records ?? []
+      }
+      const records = known === undefined ? read.records : [...known.records, ...read.records]
+      if (read.closed) forgetJournal(clock, submissionId)
+      else {
+        const through = Math.max(read.through ?? 0, known?.through ?? 0)
+        keepJournal(clock, rollbacks, submissionId, { from: read.from, through, records })
+      }
+      return records
     }),
 
     page: spanned("ThreadHistory.page")(function* (threadId, options) {

@@ -82,14 +82,18 @@ export const rowStatements = {
   /** Admissions and settlements counted so far. */
   counts: `SELECT admitted, settled FROM (${objectEnd})`,
   /**
-   * A Submission's rows, from its first record in its Thread to its last once it settled: a seek
-   * on the ledger row, then the Thread's rows in that range (other Submissions' rows in between
-   * are read and dropped).
+   * A Submission's rows after a sequence (0 for all), from its first record in its Thread to its
+   * last once it settled: a seek on the ledger row, then the Thread's rows in that range (other
+   * Submissions' rows in between are read and dropped). The ledger row's figures and the
+   * Thread's last sequence (one seek) come first, with NULL row columns when no row is in the
+   * range; no result at all means no ledger row. Parameters: after, submission id.
    */
-  forSubmission: `SELECT h.* FROM ${SUBMISSIONS_TABLE} AS l
-    JOIN ${h} AS h ON h.thread_id = l.thread_id AND h.sequence >= l.history_from
-      AND h.sequence <= coalesce(l.history_to, 9007199254740991)
-    WHERE l.submission_id = ? AND h.submission_id = l.submission_id ORDER BY h.sequence`,
+  forSubmission: `SELECT l.history_from AS journal_from, l.history_to IS NOT NULL AS journal_closed,
+      (SELECT max(sequence) FROM ${h} WHERE thread_id = l.thread_id) AS thread_last, h.*
+    FROM ${SUBMISSIONS_TABLE} AS l
+    LEFT JOIN ${h} AS h ON h.thread_id = l.thread_id AND h.sequence >= max(l.history_from, ? + 1)
+      AND h.sequence <= coalesce(l.history_to, 9007199254740991) AND h.submission_id = l.submission_id
+    WHERE l.submission_id = ? ORDER BY h.sequence`,
   /** Rows of a Thread from the one holding sequence `after + 1`. Parameters: thread ×2, after + 1, rows. */
   page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence >=
       coalesce((SELECT max(sequence) FROM ${h} WHERE thread_id = ? AND sequence <= ?), 1)
