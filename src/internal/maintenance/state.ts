@@ -11,6 +11,7 @@ import { Exit, Schema, SchemaIssue } from "effect"
 import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { safeCauseMessage } from "../boundary.ts"
 import { MaintenanceRecordDamaged } from "./errors.ts"
+import { boundedMemory } from "../../core/internal/contentKey.ts"
 import type { RecordTxn } from "./transaction.ts"
 
 /** @internal The Durable Object KV key the maintenance record is stored under. */
@@ -93,19 +94,9 @@ const issuePath = (issue: SchemaIssue.Issue): ReadonlyArray<PropertyKey> => {
 /**
  * Records decoded or written lately, by their text: every pass, gate and finish reads the record,
  * and it is mostly the one last written, so it decodes once. Shared by the Objects of the
- * isolate (a record is an immutable value); the least recently used is forgotten first.
+ * isolate (a record is an immutable value).
  */
-const known = new Map<string, ThreadMaintenanceState>()
-const KNOWN_LIMIT = 64
-
-const remember = (text: string, state: ThreadMaintenanceState) => {
-  known.delete(text)
-  known.set(text, state)
-  if (known.size > KNOWN_LIMIT) {
-    const oldest = known.keys().next()
-    if (oldest.done !== true) known.delete(oldest.value)
-  }
-}
+const known = boundedMemory<ThreadMaintenanceState>(64)
 
 const UNDEFINED = "\u0000undefined"
 
@@ -144,7 +135,7 @@ export const decodeMaintenanceRecord = (
   if (seen !== undefined) return { _tag: "Ok", state: seen }
   const exit = decodeExit(raw)
   if (Exit.isSuccess(exit)) {
-    if (text !== undefined) remember(text, exit.value)
+    if (text !== undefined) known.set(text, exit.value)
     return { _tag: "Ok", state: exit.value }
   }
   const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
@@ -180,7 +171,7 @@ export const writeMaintenanceState = (txn: Pick<RecordTxn, "put">, state: Thread
   const { encoded, text } = encodingOf(state)
   txn.put(MAINTENANCE_STATE_KEY, encoded)
   // Read back, the record decodes to this one without a decode.
-  remember(text, state)
+  known.set(text, state)
 }
 
 /** @internal Whether two records encode the same. */
