@@ -227,5 +227,49 @@ export const linkCases = (harness: LedgerHarness) => {
         }),
       ),
     )
+
+    it.effect("parks a wait for an event unless one was recorded after the records its Attempt read", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const history = yield* ThreadHistory
+          const received = (submissionId: SubmissionId, eventId: string, at: number) =>
+            history.append(
+              submissionId,
+              { _tag: "EventReceived", event: "poke", eventId, payload: null },
+              { _tag: "Input", submissionId, producerEpoch: 1, state: "running" },
+              at,
+            )
+          const lastSequence = (submissionId: SubmissionId) =>
+            Effect.map(
+              history.forSubmission(submissionId),
+              (records) => records[records.length - 1]!.sequence,
+            )
+
+          yield* admitReady(request("t", "read-it"))
+          const readIt = yield* claimHead("t", grant(1, 2_000))
+          yield* received(readIt.submissionId, "e-1", 2_100)
+          // The Attempt read its journal through the event: it waits for the next one.
+          const through = yield* lastSequence(readIt.submissionId)
+          expect(yield* ledger.park(readIt, "suspended", { event: "poke", seen: 1, after: through })).toBe(
+            "suspended",
+          )
+
+          yield* admitReady(request("u", "missed-it"))
+          const missedIt = yield* claimHead("u", grant(2, 2_000))
+          const before = yield* lastSequence(missedIt.submissionId)
+          // An event lands after the Attempt read its journal, before it parks.
+          yield* received(missedIt.submissionId, "e-2", 2_100)
+          expect(yield* ledger.park(missedIt, "suspended", { event: "poke", seen: 0, after: before })).toBe(
+            "ready",
+          )
+          // Counted from the acceptance instead, the same two answers.
+          yield* admitReady(request("v", "counted"))
+          const counted = yield* claimHead("v", grant(3, 2_000))
+          yield* received(counted.submissionId, "e-3", 2_100)
+          expect(yield* ledger.park(counted, "suspended", { event: "poke", seen: 0 })).toBe("ready")
+        }),
+      ),
+    )
   })
 }

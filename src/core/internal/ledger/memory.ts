@@ -98,9 +98,11 @@ export const makeMemoryLedger = Effect.gen(function* () {
     if (awaiting === undefined) return false
     const records = store.historyBySubmission.get(submissionId) ?? []
     if ("child" in awaiting) return records.some((record) => Rules.settlesChild(record.entry, awaiting.child))
-    return (
-      records.filter((record) => Rules.receivesEvent(record.entry, awaiting.event)).length > awaiting.seen
-    )
+    const { after } = awaiting
+    const received = records.filter((record) => Rules.receivesEvent(record.entry, awaiting.event))
+    return after === undefined
+      ? received.length > awaiting.seen
+      : received.some((record) => record.sequence > after)
   }
 
   const applied = <E>(change: Result.Result<Rules.Change, E>): Result.Result<SubmissionSnapshot, E> =>

@@ -89,8 +89,8 @@ export const makeSqlLedger = Effect.gen(function* () {
           (found) => found.length > 0,
         )
       : Effect.map(
-          query(operation, statements.eventsReceived, [submissionId, awaiting.event]),
-          (found) => Number(found[0]?.found ?? 0) > awaiting.seen,
+          query(operation, statements.eventsReceived, [awaiting.after ?? 0, submissionId, awaiting.event]),
+          (found) => Number(found[0]?.found ?? 0) > (awaiting.after === undefined ? awaiting.seen : 0),
         )
 
   /**

@@ -93,9 +93,11 @@ export const statements = {
       json_each(r.entries) AS e
     WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'ChildSettled'
       AND json_extract(e.value, '$.step') = ? LIMIT 1`,
-  // How many events of a name are among a Submission's records. Parameters: submission id, event.
+  // How many events of a name are among a Submission's records after a Thread sequence (0 for
+  // all). Parameters: after, submission id, event.
   eventsReceived: `SELECT count(*) AS found FROM ${t} AS l
-    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= l.history_from AND r.submission_id = l.submission_id,
+    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= max(l.history_from, ? + 1)
+      AND r.submission_id = l.submission_id,
       json_each(r.entries) AS e
     WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'EventReceived'
       AND json_extract(e.value, '$.event') = ?`,

@@ -132,7 +132,11 @@ export const makeEventCalls = (calls: ContextCalls) => {
         return yield* decodeTaken(codec, received, position, declared)
       }
       const now = yield* Clock.currentTimeMillis
-      const awaiting = { event: name, seen: eventsNamed(events, name) }
+      const awaiting = {
+        event: name,
+        seen: eventsNamed(events, name),
+        ...(events.through === undefined ? {} : { after: events.through }),
+      }
       if (parked?._tag === "Event") {
         if (parked.dueAt !== undefined && parked.dueAt <= now) {
           yield* append({ _tag: "EventWaitTimedOut", step: position, event: name, dueAt: parked.dueAt })
@@ -161,7 +165,7 @@ export const makeEventCalls = (calls: ContextCalls) => {
   /** Ends the Attempt in the wait: timed when it has a due time, stable otherwise. */
   const park = (
     parked: Extract<WaitRecord, { readonly _tag: "Event" }>,
-    awaiting: { event: string; seen: number },
+    awaiting: { readonly event: string; readonly seen: number; readonly after?: number },
   ) =>
     parked.dueAt === undefined
       ? halt(attempt, { _tag: "Suspend", awaiting, wait: parked })

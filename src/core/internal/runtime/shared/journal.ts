@@ -90,6 +90,8 @@ export const reconciledNotHappened = (position: JournalPosition) =>
 
 /** What the records of one Submission say. @internal */
 export interface Journal {
+  /** The Thread sequence of the last record read, when it was read from stored records. */
+  readonly through?: number
   readonly accepted: boolean
   readonly inputApplied: boolean
   readonly abortRecorded: boolean

@@ -188,9 +188,11 @@ export const loadJournal = (
   env: RuntimeEnv,
   submissionId: SubmissionId,
 ): Effect.Effect<Journal, ThreadStoreError> =>
-  Effect.map(env.history.forSubmission(submissionId), (records) =>
-    readJournal(records.map((record) => record.entry)),
-  )
+  Effect.map(env.history.forSubmission(submissionId), (records) => {
+    const journal = readJournal(records.map((record) => record.entry))
+    const last = records[records.length - 1]
+    return last === undefined ? journal : { ...journal, through: last.sequence }
+  })
 
 /** A row that vanished under a write the runtime just licensed: storage is inconsistent. @internal */
 export const vanished =
