@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { decodeRow as decodeHistoryRow, type StoredRow } from "../../src/core/internal/history/sqlRows.ts"
 import { decodeRow as decodeLedgerRow } from "../../src/core/internal/ledger/sqlStatements.ts"
+import { boundedMemory } from "../../src/core/internal/contentKey.ts"
 
 const entries = JSON.stringify([
   { _tag: "EventReceived", event: "poke", eventId: "e-1", payload: { n: 1 } },
@@ -94,4 +95,21 @@ describe("the stores' memory of decoded rows", () => {
       expect(Exit.isFailure(damaged)).toBe(true)
     }),
   )
+
+  it("keeps a bounded number of entries and characters, the oldest forgotten first", () => {
+    const memory = boundedMemory<number>(3, 160)
+    for (const key of ["a", "b", "c", "d"]) memory.set(key, key.charCodeAt(0))
+    expect(["a", "b", "c", "d"].map(memory.get)).toEqual([undefined, 98, 99, 100])
+    // Set again, a key is the newest: "b" outlives "c".
+    memory.set("b", 1)
+    memory.set("e", 2)
+    expect(["b", "c", "d", "e"].map(memory.get)).toEqual([1, undefined, 100, 2])
+    // A key over a sixteenth of the characters is not kept; keys up to it count toward them.
+    memory.set("x".repeat(11), 3)
+    expect(memory.get("x".repeat(11))).toBeUndefined()
+    const tens = ["0", "1", "2"].map((digit) => digit.repeat(10))
+    for (const key of tens) memory.set(key, 4)
+    expect(tens.map(memory.get)).toEqual([4, 4, 4])
+    expect(["b", "d", "e"].map(memory.get)).toEqual([undefined, undefined, undefined])
+  })
 })

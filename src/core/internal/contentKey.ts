@@ -17,19 +17,26 @@ export const contentKey = (cells: ReadonlyArray<unknown>): string | undefined =>
 }
 
 /**
- * A bounded memory by key; past its limit, the entry set longest ago is forgotten first.
+ * A memory by key, bounded in entries and in the characters of its keys (a key holds the cells,
+ * so its length stands for what the entry keeps alive): past either bound, the entry set longest
+ * ago is forgotten first, and a key longer than a sixteenth of the characters is not kept.
  * @internal
  */
-export const boundedMemory = <A>(limit: number) => {
+export const boundedMemory = <A>(limit: number, characters = 4_000_000) => {
   const entries = new Map<string, A>()
+  let held = 0
   return {
     get: (key: string): A | undefined => entries.get(key),
     set: (key: string, value: A): void => {
-      entries.delete(key)
+      if (key.length > characters / 16) return
+      if (entries.delete(key)) held -= key.length
       entries.set(key, value)
-      if (entries.size > limit) {
+      held += key.length
+      while (entries.size > limit || held > characters) {
         const oldest = entries.keys().next()
-        if (oldest.done !== true) entries.delete(oldest.value)
+        if (oldest.done === true) break
+        entries.delete(oldest.value)
+        held -= oldest.value.length
       }
     },
   }

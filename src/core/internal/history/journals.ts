@@ -23,15 +23,19 @@ export interface KnownJournal {
   /** The sequence of the last row read: later rows are read next time. */
   readonly through: number
   readonly records: ReadonlyArray<HistoryRecord>
+  /** The characters of the stored rows its records came from: what keeping them holds. */
+  readonly characters: number
 }
 
-/** Journals remembered at most; the least recently read is forgotten first. */
+/** Journals remembered at most, and their characters; the least recently read is forgotten first. */
 const JOURNALS_KEPT = 128
+const CHARACTERS_KEPT = 4_000_000
 
 interface Journals {
   /** The clock's rollbacks when the memory was filled. */
   readonly rollbacks: number
   readonly byId: Map<SubmissionId, KnownJournal>
+  characters: number
 }
 
 const memory = new WeakMap<StorageClock, Journals>()
@@ -39,7 +43,7 @@ const memory = new WeakMap<StorageClock, Journals>()
 const journalsOf = (clock: StorageClock): Journals => {
   let journals = memory.get(clock)
   if (journals === undefined || journals.rollbacks !== clock.rollbacks) {
-    journals = { rollbacks: clock.rollbacks, byId: new Map() }
+    journals = { rollbacks: clock.rollbacks, byId: new Map(), characters: 0 }
     memory.set(clock, journals)
   }
   return journals
@@ -60,17 +64,26 @@ export const keepJournal = (
   journal: KnownJournal,
 ) => {
   if (clock.rollbacks !== rollbacks) return
-  const { byId } = journalsOf(clock)
+  const journals = journalsOf(clock)
+  forget(journals, submissionId)
+  if (journal.characters > CHARACTERS_KEPT / 16) return
   // Re-inserted, so the Map's order is the order of reads and the first key the oldest.
-  byId.delete(submissionId)
-  byId.set(submissionId, journal)
-  if (byId.size > JOURNALS_KEPT) {
-    const oldest = byId.keys().next()
-    if (oldest.done !== true) byId.delete(oldest.value)
+  journals.byId.set(submissionId, journal)
+  journals.characters += journal.characters
+  while (journals.byId.size > JOURNALS_KEPT || journals.characters > CHARACTERS_KEPT) {
+    const oldest = journals.byId.keys().next()
+    if (oldest.done === true) break
+    forget(journals, oldest.value)
   }
 }
 
-/** Forgets a Submission's journal: the next read scans it whole. @internal */
-export const forgetJournal = (clock: StorageClock, submissionId: SubmissionId) => {
-  journalsOf(clock).byId.delete(submissionId)
+const forget = (journals: Journals, submissionId: SubmissionId) => {
+  const known = journals.byId.get(submissionId)
+  if (known === undefined) return
+  journals.byId.delete(submissionId)
+  journals.characters -= known.characters
 }
+
+/** Forgets a Submission's journal: the next read scans it whole. @internal */
+export const forgetJournal = (clock: StorageClock, submissionId: SubmissionId) =>
+  forget(journalsOf(clock), submissionId)

@@ -69,6 +69,7 @@ export const makeSqlHistory = Effect.gen(function* () {
         // later sequence.
         through: head.thread_last === null ? undefined : Number(head.thread_last),
         records: (yield* expand(operation, stored)).map((entry) => entry.record),
+        characters: stored.reduce((sum, row) => sum + String(row.entries).length, 0),
       }
     })
 
@@ -126,7 +127,8 @@ export const makeSqlHistory = Effect.gen(function* () {
       if (read.closed) forgetJournal(clock, submissionId)
       else {
         const through = Math.max(read.through ?? 0, known?.through ?? 0)
-        keepJournal(clock, rollbacks, submissionId, { from: read.from, through, records })
+        const characters = (known?.characters ?? 0) + read.characters
+        keepJournal(clock, rollbacks, submissionId, { from: read.from, through, records, characters })
       }
       return records
     }),
