@@ -4,38 +4,11 @@ import { DurableAlarmError } from "../../src/Alarm.ts"
 import { caughtUpRecord, encodedRetry, failureOf } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
-import {
-  decodeMaintenanceRecord,
-  ThreadMaintenanceState,
-  writeMaintenanceState,
-} from "../../src/internal/maintenance/state.ts"
 import { incarnation } from "../support/incarnation.ts"
 
 const bootstrap = { schemaVersion: 1, dirty: "1", processed: "0", nonterminal: 0 }
 
 describe("the maintenance record", () => {
-  it("decodes a record read again once, and still refuses one with a key set to undefined", () => {
-    const raw = { ...bootstrap, dirty: "7", processed: "6", nonterminal: 3 }
-    const first = decodeMaintenanceRecord(structuredClone(raw))
-    const again = decodeMaintenanceRecord(structuredClone(raw))
-    if (first._tag !== "Ok" || again._tag !== "Ok") throw new Error("the record should decode")
-    expect(again.state).toBe(first.state)
-    expect(first.state.dirty).toBe(7n)
-    // JSON would drop the key; the record with it is not the record without it.
-    const damaged = decodeMaintenanceRecord({ ...raw, lastServedThreadId: undefined })
-    expect(damaged._tag).toBe("MaintenanceRecordDamaged")
-    expect(decodeMaintenanceRecord({ ...raw, nonterminal: -1 })._tag).toBe("MaintenanceRecordDamaged")
-  })
-
-  it("reads back the record it wrote without decoding it again", () => {
-    const state = ThreadMaintenanceState.make({ schemaVersion: 1, dirty: 9n, processed: 8n, nonterminal: 2 })
-    let stored: unknown
-    writeMaintenanceState({ put: (_key, value) => (stored = value) }, state)
-    expect(stored).toEqual({ schemaVersion: 1, dirty: "9", processed: "8", nonterminal: 2 })
-    const read = decodeMaintenanceRecord(structuredClone(stored))
-    expect(read._tag === "Ok" && read.state).toBe(state)
-  })
-
   it.effect("is bootstrapped as dirty 1, processed 0 and persisted by ensureAlarm", () =>
     inObject(objectName("bootstrap-ensure"), (ctx) =>
       Effect.gen(function* () {

@@ -86,17 +86,24 @@ describe("ThreadHistory's memory of live journals", () => {
         const first = yield* journal(id)
         expect(first).toEqual(yield* scanned("t", id))
         for (let n = 0; n < 5; n++) {
-          yield* history.append(id, event(n), fence, 3_000 + n)
-          // Another Submission's record in the same Thread, between this one's.
-          const other = yield* scanned("t", id)
+          // One record, then two in one row.
+          if (n % 2 === 0) yield* history.append(id, event(n), fence, 3_000 + n)
+          else yield* history.appendAll(id, [event(n), event(n + 100)], fence, 3_000 + n)
+          const whole = yield* scanned("t", id)
           const before = rowsRead()
           const again = yield* journal(id)
           const read = rowsRead() - before
-          expect(again).toEqual(other)
+          expect(again).toEqual(whole)
           expect(again.map((record) => record.entry._tag).slice(-1)).toEqual(["EventReceived"])
-          // The ledger row and the row appended since, not the 30 acceptances before them.
+          // The ledger row, the Thread's end and the row appended since, not the 30 acceptances.
           expect(read).toBeLessThanOrEqual(4)
         }
+        // Nothing appended since: the same records, from the ledger row and the Thread's end.
+        const whole = yield* scanned("t", id)
+        const before = rowsRead()
+        const same = yield* journal(id)
+        expect(rowsRead() - before).toBeLessThanOrEqual(3)
+        expect(same).toEqual(whole)
       }).pipe(Effect.provide(over(storage)))
     }),
   )
@@ -119,6 +126,28 @@ describe("ThreadHistory's memory of live journals", () => {
         const settled = yield* journal(claim.submissionId)
         expect(settled).toEqual(yield* scanned("t", claim.submissionId))
         expect(settled.map((record) => record.entry._tag).slice(-1)).toEqual(["SubmissionSettled"])
+      }).pipe(Effect.provide(over(raw))),
+    ),
+  )
+
+  it.effect("decodes every read afresh: a change to records returned is not in the next read", () =>
+    inObject((raw) =>
+      Effect.gen(function* () {
+        const history = yield* ThreadHistory
+        const { claim, fence } = yield* runningBehindQueue(2)
+        const id = claim.submissionId
+        yield* history.append(
+          id,
+          { _tag: "EventReceived", event: "poke", eventId: "e-items", payload: { items: [1] } },
+          fence,
+          3_000,
+        )
+        const first = yield* journal(id)
+        const received = first[first.length - 1]!.entry
+        if (received._tag !== "EventReceived") throw new Error("expected the event")
+        ;(received.payload as { items: Array<number> }).items.push(2)
+        const again = yield* journal(id)
+        expect(again[again.length - 1]!.entry).toMatchObject({ payload: { items: [1] } })
       }).pipe(Effect.provide(over(raw))),
     ),
   )

@@ -263,6 +263,14 @@ export const linkCases = (harness: LedgerHarness) => {
           expect(yield* ledger.park(missedIt, "suspended", { event: "poke", seen: 0, after: before })).toBe(
             "ready",
           )
+          // With `after`, only what came after counts: an event read before it does not wake.
+          yield* admitReady(request("w", "before-it"))
+          const beforeIt = yield* claimHead("w", grant(4, 2_000))
+          yield* received(beforeIt.submissionId, "e-4", 2_100)
+          const readThrough = yield* lastSequence(beforeIt.submissionId)
+          expect(
+            yield* ledger.park(beforeIt, "suspended", { event: "poke", seen: 0, after: readThrough }),
+          ).toBe("suspended")
           // Counted from the acceptance instead, the same two answers.
           yield* admitReady(request("v", "counted"))
           const counted = yield* claimHead("v", grant(3, 2_000))

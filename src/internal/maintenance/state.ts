@@ -11,7 +11,6 @@ import { Exit, Schema, SchemaIssue } from "effect"
 import { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { safeCauseMessage } from "../boundary.ts"
 import { MaintenanceRecordDamaged } from "./errors.ts"
-import { boundedMemory } from "../../core/internal/contentKey.ts"
 import type { RecordTxn } from "./transaction.ts"
 
 /** @internal The Durable Object KV key the maintenance record is stored under. */
@@ -91,53 +90,12 @@ const issuePath = (issue: SchemaIssue.Issue): ReadonlyArray<PropertyKey> => {
   }
 }
 
-/**
- * Records decoded or written lately, by their text: every pass, gate and finish reads the record,
- * and it is mostly the one last written, so it decodes once. Shared by the Objects of the
- * isolate (a record is an immutable value).
- */
-const known = boundedMemory<ThreadMaintenanceState>(64)
-
-const UNDEFINED = "\u0000undefined"
-
-/**
- * The text of a stored value, or `undefined` when it has none. A key set to `undefined` is
- * written out (JSON would drop it, and the record without the key decodes while the record with
- * it does not).
- */
-const textOf = (raw: unknown): string | undefined => {
-  try {
-    return JSON.stringify(raw, (_key, value: unknown) => (value === undefined ? UNDEFINED : value))
-  } catch {
-    return undefined
-  }
-}
-
-/** Each record's encoded form and its text, computed once per record. */
-const encodings = new WeakMap<ThreadMaintenanceState, { readonly encoded: unknown; readonly text: string }>()
-
-const encodingOf = (state: ThreadMaintenanceState) => {
-  let encoding = encodings.get(state)
-  if (encoding === undefined) {
-    const encoded = encodeState(state)
-    encoding = { encoded, text: JSON.stringify(encoded) }
-    encodings.set(state, encoding)
-  }
-  return encoding
-}
-
 /** @internal Decodes a stored record, or names its first damaged field. */
 export const decodeMaintenanceRecord = (
   raw: unknown,
 ): { readonly _tag: "Ok"; readonly state: ThreadMaintenanceState } | MaintenanceRecordDamaged => {
-  const text = textOf(raw)
-  const seen = text === undefined ? undefined : known.get(text)
-  if (seen !== undefined) return { _tag: "Ok", state: seen }
   const exit = decodeExit(raw)
-  if (Exit.isSuccess(exit)) {
-    if (text !== undefined) known.set(text, exit.value)
-    return { _tag: "Ok", state: exit.value }
-  }
+  if (Exit.isSuccess(exit)) return { _tag: "Ok", state: exit.value }
   const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
   const path = error === undefined ? [] : issuePath(error.issue)
   return new MaintenanceRecordDamaged({
@@ -167,16 +125,12 @@ export const readMaintenanceState = (txn: Pick<RecordTxn, "get">): StoredState =
 }
 
 /** @internal */
-export const writeMaintenanceState = (txn: Pick<RecordTxn, "put">, state: ThreadMaintenanceState): void => {
-  const { encoded, text } = encodingOf(state)
-  txn.put(MAINTENANCE_STATE_KEY, encoded)
-  // Read back, the record decodes to this one without a decode.
-  known.set(text, state)
-}
+export const writeMaintenanceState = (txn: Pick<RecordTxn, "put">, state: ThreadMaintenanceState): void =>
+  txn.put(MAINTENANCE_STATE_KEY, encodeState(state))
 
 /** @internal Whether two records encode the same. */
 export const sameRecord = (a: ThreadMaintenanceState, b: ThreadMaintenanceState): boolean =>
-  a === b || encodingOf(a).text === encodingOf(b).text
+  JSON.stringify(encodeState(a)) === JSON.stringify(encodeState(b))
 
 /** @internal The retry that applies to the current dirty generation, if any. */
 export const applicableRetry = (

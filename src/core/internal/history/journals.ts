@@ -1,57 +1,78 @@
 /**
- * The records of live Submissions kept in memory between reads of their journals, so a read
- * continues from the last row it saw instead of scanning the Thread again from the Submission's
- * acceptance. That scan reads every row of the Thread in between (the acceptances of the
- * Submissions queued behind it, the records of those that ran before it), and the runtime reads a
- * journal at every claim and every input it records: about half the rows a drain reads.
+ * The stored rows of live Submissions' journals kept in memory between reads, so a read continues
+ * from the Thread's end at the last read instead of scanning the Thread again from the
+ * Submission's acceptance. That scan reads every row of the Thread in between (the acceptances of
+ * the Submissions queued behind it, the records of those that ran before it), and the runtime
+ * reads a journal at every input it records and every resumption.
  *
- * A row once written never changes, and a Thread's sequences only grow, so the records up to the
- * last row read are still the records up to it, unless a rollback undid rows read inside its
- * transaction: the memory is dropped whenever the storage clock counts a rollback, and a read
- * keeps what it found only if no rollback happened since it began. Retention removes a
- * Submission's rows only after it settled, and a settled Submission is not kept.
+ * A row once written never changes, and a Thread's sequences only grow, so the rows up to the
+ * Thread's end at the last read are still the Submission's rows up to it, unless a rollback undid
+ * rows read inside its transaction: an entry counts only while the storage clock has counted no
+ * rollback since it was read. Retention removes a Submission's rows only after it settled, and a
+ * settled Submission is not kept. The rows are kept as stored, not decoded: every read decodes
+ * its own records, so no two reads share an object a program could change.
+ *
+ * One memory serves the isolate (its Objects share it), bounded in journals and in the characters
+ * of the rows kept; the least recently read is forgotten first.
  * @internal
  */
 import type { SubmissionId } from "../../Identifiers.ts"
 import type { StorageClock } from "../directRows.ts"
-import type { HistoryRecord } from "./model.ts"
+import type { StoredRow } from "./sqlRows.ts"
 
 /** What is known of one Submission's journal. @internal */
 export interface KnownJournal {
   /** The Thread sequence its records start from (its acceptance), as read with them. */
   readonly from: number
-  /** The sequence of the last row read: later rows are read next time. */
+  /** The Thread's last sequence at the last read: later rows are read next time. */
   readonly through: number
-  readonly records: ReadonlyArray<HistoryRecord>
-  /** The characters of the stored rows its records came from: what keeping them holds. */
+  /** The Submission's rows read so far, oldest first. */
+  readonly rows: ReadonlyArray<StoredRow>
+  /** The characters of their records: what keeping them holds. */
   readonly characters: number
 }
 
-/** Journals remembered at most, and their characters; the least recently read is forgotten first. */
-const JOURNALS_KEPT = 128
-const CHARACTERS_KEPT = 4_000_000
+const JOURNALS_KEPT = 256
+const CHARACTERS_KEPT = 8_000_000
 
-interface Journals {
-  /** The clock's rollbacks when the memory was filled. */
+interface Entry {
+  /** The clock's rollbacks when the rows were read. */
   readonly rollbacks: number
-  readonly byId: Map<SubmissionId, KnownJournal>
-  characters: number
+  readonly journal: KnownJournal
 }
 
-const memory = new WeakMap<StorageClock, Journals>()
+const memory = new Map<string, Entry>()
+let characters = 0
 
-const journalsOf = (clock: StorageClock): Journals => {
-  let journals = memory.get(clock)
-  if (journals === undefined || journals.rollbacks !== clock.rollbacks) {
-    journals = { rollbacks: clock.rollbacks, byId: new Map(), characters: 0 }
-    memory.set(clock, journals)
+/** Each storage's clock numbered, to tell the Objects' journals apart in the one memory. */
+const clockNumbers = new WeakMap<StorageClock, number>()
+let clocksNumbered = 0
+
+const keyOf = (clock: StorageClock, submissionId: SubmissionId) => {
+  let number = clockNumbers.get(clock)
+  if (number === undefined) {
+    number = ++clocksNumbered
+    clockNumbers.set(clock, number)
   }
-  return journals
+  return `${number}:${submissionId}`
+}
+
+const forgetKey = (key: string) => {
+  const entry = memory.get(key)
+  if (entry === undefined) return
+  memory.delete(key)
+  characters -= entry.journal.characters
 }
 
 /** What is known of a Submission's journal, if anything. @internal */
-export const knownJournal = (clock: StorageClock, submissionId: SubmissionId): KnownJournal | undefined =>
-  journalsOf(clock).byId.get(submissionId)
+export const knownJournal = (clock: StorageClock, submissionId: SubmissionId): KnownJournal | undefined => {
+  const key = keyOf(clock, submissionId)
+  const entry = memory.get(key)
+  if (entry === undefined) return undefined
+  if (entry.rollbacks === clock.rollbacks) return entry.journal
+  forgetKey(key)
+  return undefined
+}
 
 /**
  * Keeps a journal read by a statement that began when the clock counted `rollbacks`: not if a
@@ -63,27 +84,19 @@ export const keepJournal = (
   submissionId: SubmissionId,
   journal: KnownJournal,
 ) => {
-  if (clock.rollbacks !== rollbacks) return
-  const journals = journalsOf(clock)
-  forget(journals, submissionId)
-  if (journal.characters > CHARACTERS_KEPT / 16) return
+  const key = keyOf(clock, submissionId)
+  forgetKey(key)
+  if (clock.rollbacks !== rollbacks || journal.characters > CHARACTERS_KEPT / 16) return
   // Re-inserted, so the Map's order is the order of reads and the first key the oldest.
-  journals.byId.set(submissionId, journal)
-  journals.characters += journal.characters
-  while (journals.byId.size > JOURNALS_KEPT || journals.characters > CHARACTERS_KEPT) {
-    const oldest = journals.byId.keys().next()
+  memory.set(key, { rollbacks, journal })
+  characters += journal.characters
+  while (memory.size > JOURNALS_KEPT || characters > CHARACTERS_KEPT) {
+    const oldest = memory.keys().next()
     if (oldest.done === true) break
-    forget(journals, oldest.value)
+    forgetKey(oldest.value)
   }
-}
-
-const forget = (journals: Journals, submissionId: SubmissionId) => {
-  const known = journals.byId.get(submissionId)
-  if (known === undefined) return
-  journals.byId.delete(submissionId)
-  journals.characters -= known.characters
 }
 
 /** Forgets a Submission's journal: the next read scans it whole. @internal */
 export const forgetJournal = (clock: StorageClock, submissionId: SubmissionId) =>
-  forget(journalsOf(clock), submissionId)
+  forgetKey(keyOf(clock, submissionId))

@@ -53,12 +53,11 @@ export const makeSqlHistory = Effect.gen(function* () {
   const clock = storageClock(sql)
 
   /**
-   * A Submission's records in rows after sequence `after`, with its start, its Thread's last
-   * sequence and whether its journal is closed (it settled); `undefined` for no such Submission.
+   * A Submission's stored rows after sequence `after`, with its start, its Thread's last sequence
+   * and whether its journal is closed (it settled); `undefined` for no such Submission.
    */
   const journalAfter = (operation: string, submissionId: SubmissionId, after: number) =>
-    Effect.gen(function* () {
-      const rows = yield* query(operation, rowStatements.forSubmission, [after, submissionId])
+    Effect.map(query(operation, rowStatements.forSubmission, [after, submissionId]), (rows) => {
       const head = rows[0] as (StoredRow & JournalFigures) | undefined
       if (head === undefined) return undefined
       const stored = rows.filter((row) => row.sequence !== null)
@@ -68,10 +67,14 @@ export const makeSqlHistory = Effect.gen(function* () {
         // Every row of the Thread up to its last one was in the range read: a later row takes a
         // later sequence.
         through: head.thread_last === null ? undefined : Number(head.thread_last),
-        records: (yield* expand(operation, stored)).map((entry) => entry.record),
+        rows: stored,
         characters: stored.reduce((sum, row) => sum + String(row.entries).length, 0),
       }
     })
+
+  /** The records of a Submission's stored rows. */
+  const recordsOf = (operation: string, rows: ReadonlyArray<StoredRow>) =>
+    Effect.map(expand(operation, rows), (entries) => entries.map((entry) => entry.record))
 
   const appendAll: typeof ThreadHistory.Service.appendAll = spanned("ThreadHistory.append")(
     function* (submissionId, entries, fence, now) {
@@ -108,7 +111,10 @@ export const makeSqlHistory = Effect.gen(function* () {
 
     forSubmission: spanned("ThreadHistory.forSubmission")(function* (submissionId) {
       const operation = "ThreadHistory.forSubmission"
-      if (clock === undefined) return (yield* journalAfter(operation, submissionId, 0))?.records ?? []
+      const whole = Effect.flatMap(journalAfter(operation, submissionId, 0), (read) =>
+        recordsOf(operation, read?.rows ?? []),
+      )
+      if (clock === undefined) return yield* whole
       // A journal read before continues from the Thread's end then (see `journals.ts`).
       const rollbacks = clock.rollbacks
       const known = knownJournal(clock, submissionId)
@@ -121,16 +127,20 @@ export const makeSqlHistory = Effect.gen(function* () {
         // A rollback before the read may have undone rows remembered, or the Submission's start
         // moved (not something the runtime does): read it whole.
         forgetJournal(clock, submissionId)
-        return (yield* journalAfter(operation, submissionId, 0))?.records ?? []
+        return yield* whole
       }
-      const records = known === undefined ? read.records : [...known.records, ...read.records]
+      const rows = known === undefined ? read.rows : [...known.rows, ...read.rows]
       if (read.closed) forgetJournal(clock, submissionId)
       else {
-        const through = Math.max(read.through ?? 0, known?.through ?? 0)
-        const characters = (known?.characters ?? 0) + read.characters
-        keepJournal(clock, rollbacks, submissionId, { from: read.from, through, records, characters })
+        keepJournal(clock, rollbacks, submissionId, {
+          from: read.from,
+          through: Math.max(read.through ?? 0, known?.through ?? 0),
+          rows,
+          characters: (known?.characters ?? 0) + read.characters,
+        })
       }
-      return records
+      // Decoded on every read: no two reads share a record a program could change.
+      return yield* recordsOf(operation, rows)
     }),
 
     page: spanned("ThreadHistory.page")(function* (threadId, options) {

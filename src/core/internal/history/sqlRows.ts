@@ -11,10 +11,9 @@ import type { SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
 import { HISTORY_FLOOR_TABLE, HISTORY_TABLE, SUBMISSIONS_TABLE, THREAD_TAILS_TABLE } from "../schema.ts"
 import { decodeRecord, historyError } from "./codec.ts"
-import type { FeedEntry, HistoryEntry, HistoryRecord } from "./model.ts"
+import type { HistoryEntry, HistoryRecord } from "./model.ts"
 import { rowsRunner, storageClock } from "../directRows.ts"
 import { forgetEnds, knownEnds, rememberEnds } from "./ends.ts"
-import { boundedMemory, contentKey } from "../contentKey.ts"
 
 const h = HISTORY_TABLE
 
@@ -124,41 +123,7 @@ export interface StoredRow {
  * With `kinds`, only records of those kinds: the others are passed over without being decoded.
  * @internal
  */
-export const decodeRow = (
-  operation: string,
-  row: StoredRow,
-  kinds?: ReadonlySet<string>,
-): Effect.Effect<ReadonlyArray<FeedEntry>, ThreadStoreError> => {
-  const key = contentKey([
-    row.position,
-    row.thread_id,
-    row.sequence,
-    row.records,
-    row.submission_id,
-    row.recorded_at,
-    row.entries,
-  ])
-  const seen = key === undefined ? undefined : decodedRows.get(key)
-  if (seen !== undefined) {
-    return Effect.succeed(
-      kinds === undefined ? seen : seen.filter((entry) => kinds.has(entry.record.entry._tag)),
-    )
-  }
-  return Effect.map(decodeStored(operation, row, kinds), (decoded) => {
-    if (key !== undefined && kinds === undefined) decodedRows.set(key, decoded)
-    return decoded
-  })
-}
-
-/**
- * Rows decoded lately, by their whole stored content: a row never changes once written, and the
- * runtime reads the same rows again (a page after a child's start while the parent waits, a
- * journal after a feed), so each decodes once. Decoding is a function of the content alone, so
- * the Objects of the isolate share the memory.
- */
-const decodedRows = boundedMemory<ReadonlyArray<FeedEntry>>(512)
-
-const decodeStored = (operation: string, row: StoredRow, kinds?: ReadonlySet<string>) =>
+export const decodeRow = (operation: string, row: StoredRow, kinds?: ReadonlySet<string>) =>
   Effect.gen(function* () {
     const label = `history row ${String(row.thread_id)}#${String(row.sequence)}`
     const entries = yield* Effect.try({

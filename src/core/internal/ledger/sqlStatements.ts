@@ -21,7 +21,6 @@ import {
   SUBMISSIONS_TABLE,
 } from "../schema.ts"
 import { threadEndFigure } from "../history/sqlRows.ts"
-import { boundedMemory, contentKey } from "../contentKey.ts"
 
 const t = SUBMISSIONS_TABLE
 const h = HISTORY_TABLE
@@ -258,54 +257,8 @@ const jsonColumn = (operation: string, row: Row, column: string, what: string) =
           }),
       })
 
-/** The columns a row's snapshot is decoded from. */
-const SNAPSHOT_COLUMNS = [
-  "submission_id",
-  "thread_id",
-  "queue_sequence",
-  "idempotency_key",
-  "agent_id",
-  "agent_digest",
-  "input_payload",
-  "input_digest",
-  "receipt_id",
-  "state",
-  "producer_epoch",
-  "abort_requested",
-  "created_at",
-  "attempt_id",
-  "ownership_token",
-  "lease_expires_at",
-  "owner_incarnation",
-  "settlement",
-  "ready_at",
-  "parent_link",
-  "host_submission_id",
-  "due_at",
-  "wait",
-] as const
-
-/**
- * Snapshots decoded lately, by the content of the columns they come from: a row read again
- * unchanged (after a write elsewhere moved the storage clock) decodes once. Decoding is a
- * function of those cells alone, so the Objects of the isolate share the memory.
- */
-const decodedSnapshots = boundedMemory<SubmissionSnapshot>(512)
-
 /** Decodes a stored row; a row that does not decode is an error, never skipped. @internal */
-export const decodeRow =
-  (operation: string) =>
-  (row: Row): Effect.Effect<SubmissionSnapshot, LedgerError> => {
-    const key = contentKey(SNAPSHOT_COLUMNS.map((column) => row[column]))
-    const seen = key === undefined ? undefined : decodedSnapshots.get(key)
-    if (seen !== undefined) return Effect.succeed(seen)
-    return Effect.map(decodeStored(operation, row), (snapshot) => {
-      if (key !== undefined) decodedSnapshots.set(key, snapshot)
-      return snapshot
-    })
-  }
-
-const decodeStored = (operation: string, row: Row) =>
+export const decodeRow = (operation: string) => (row: Row) =>
   Effect.gen(function* () {
     const settlement = yield* jsonColumn(operation, row, "settlement", "settlement")
     const parent = yield* jsonColumn(operation, row, "parent_link", "parent link")
