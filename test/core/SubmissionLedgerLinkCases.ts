@@ -228,6 +228,50 @@ export const linkCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect("parks a wait for a child unless its settlement was recorded after the records read", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const history = yield* ThreadHistory
+          const settledChild = (submissionId: SubmissionId, step: number, at: number) =>
+            history.append(
+              submissionId,
+              { _tag: "ChildSettled", step, outcome: "completed", output: step },
+              { _tag: "Input", submissionId, producerEpoch: 1, state: "running" },
+              at,
+            )
+          const lastSequence = (submissionId: SubmissionId) =>
+            Effect.map(
+              history.forSubmission(submissionId),
+              (records) => records[records.length - 1]!.sequence,
+            )
+
+          // The settlement of child 0 was read; the park waits for child 1's, which is not there.
+          yield* admitReady(request("t", "read-it"))
+          const readIt = yield* claimHead("t", grant(1, 2_000))
+          yield* settledChild(readIt.submissionId, 0, 2_100)
+          const through = yield* lastSequence(readIt.submissionId)
+          expect(yield* ledger.park(readIt, "suspended", { child: 1, after: through })).toBe("suspended")
+
+          // A settlement recorded at or before `after` was in the read: it does not wake the park.
+          yield* admitReady(request("u", "before-it"))
+          const beforeIt = yield* claimHead("u", grant(2, 2_000))
+          yield* settledChild(beforeIt.submissionId, 0, 2_100)
+          const readThrough = yield* lastSequence(beforeIt.submissionId)
+          expect(yield* ledger.park(beforeIt, "suspended", { child: 0, after: readThrough })).toBe(
+            "suspended",
+          )
+
+          // One recorded after the read does.
+          yield* admitReady(request("v", "after-it"))
+          const afterIt = yield* claimHead("v", grant(3, 2_000))
+          const before = yield* lastSequence(afterIt.submissionId)
+          yield* settledChild(afterIt.submissionId, 0, 2_100)
+          expect(yield* ledger.park(afterIt, "suspended", { child: 0, after: before })).toBe("ready")
+        }),
+      ),
+    )
+
     it.effect("parks a wait for an event unless one was recorded after the records its Attempt read", () =>
       harness.run(
         Effect.gen(function* () {

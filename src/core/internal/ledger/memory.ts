@@ -97,7 +97,14 @@ export const makeMemoryLedger = Effect.gen(function* () {
   const arrived = (submissionId: SubmissionId, awaiting: ParkCheck | undefined): boolean => {
     if (awaiting === undefined) return false
     const records = store.historyBySubmission.get(submissionId) ?? []
-    if ("child" in awaiting) return records.some((record) => Rules.settlesChild(record.entry, awaiting.child))
+    if ("child" in awaiting) {
+      const { after } = awaiting
+      return records.some(
+        (record) =>
+          (after === undefined || record.sequence > after) &&
+          Rules.settlesChild(record.entry, awaiting.child),
+      )
+    }
     const { after } = awaiting
     const received = records.filter((record) => Rules.receivesEvent(record.entry, awaiting.event))
     return after === undefined

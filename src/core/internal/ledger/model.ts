@@ -214,12 +214,13 @@ export type InputFence = Extract<AppendFence, { readonly _tag: "Input" }>
 /**
  * What a park checks for in its transaction: the settlement of the child started at `child`,
  * or more than `seen` events named `event` (one arrived since the Attempt read its journal).
- * With `after`, the Thread sequence of the last record that read saw, an event counts only if
- * recorded after it: every record up to it was in the read, so the check reads the Thread from
- * there rather than from the Submission's acceptance.
+ * With `after`, the Thread sequence of the last record the Attempt's read covered, a settlement or
+ * an event counts only if recorded after it: every record up to it was in the read, so the check
+ * reads the Thread from there rather than from the Submission's acceptance.
  */
 export type ParkCheck =
-  { readonly child: number } | { readonly event: string; readonly seen: number; readonly after?: number }
+  | { readonly child: number; readonly after?: number }
+  | { readonly event: string; readonly seen: number; readonly after?: number }
 
 /** The position of a due row in the due order, to read the rows after it. */
 export interface DueCursor {

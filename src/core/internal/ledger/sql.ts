@@ -85,7 +85,7 @@ export const makeSqlLedger = Effect.gen(function* () {
   const arrived = (operation: string, submissionId: SubmissionId, awaiting: ParkCheck) =>
     "child" in awaiting
       ? Effect.map(
-          query(operation, statements.childSettled, [submissionId, awaiting.child]),
+          query(operation, statements.childSettled, [awaiting.after ?? 0, submissionId, awaiting.child]),
           (found) => found.length > 0,
         )
       : Effect.map(

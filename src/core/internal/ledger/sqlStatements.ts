@@ -85,10 +85,11 @@ export const statements = {
   // The joins of a host among its lane's recovery candidates. Parameters: lane key, host.
   joinsOf: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND lane_key = ? AND state IN ('joining', 'joined')
     AND host_submission_id = ? ORDER BY queue_sequence`,
-  // Whether the settlement of the child started at a step is among a Submission's records.
-  // Parameters: submission id, step.
+  // Whether the settlement of the child started at a step is among a Submission's records after
+  // a Thread sequence (0 for all). Parameters: after, submission id, step.
   childSettled: `SELECT 1 AS found FROM ${t} AS l
-    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= l.history_from AND r.submission_id = l.submission_id,
+    JOIN ${h} AS r ON r.thread_id = l.thread_id AND r.sequence >= max(l.history_from, ? + 1)
+      AND r.submission_id = l.submission_id,
       json_each(r.entries) AS e
     WHERE l.submission_id = ? AND json_extract(e.value, '$._tag') = 'ChildSettled'
       AND json_extract(e.value, '$.step') = ? LIMIT 1`,

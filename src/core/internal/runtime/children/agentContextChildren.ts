@@ -135,24 +135,35 @@ export const makeChildCalls = (
       const from = startedAt.get(step)
       if (from === undefined) {
         const fresh = yield* guard(attempt, loadJournal(env, submissionId))
-        return Option.fromUndefinedOr(fresh.childSettled.get(step))
+        const settled = fresh.childSettled.get(step)
+        if (settled === undefined && fresh.through !== undefined) covered.set(step, fresh.through)
+        return Option.fromUndefinedOr(settled)
       }
       return yield* guard(attempt, settledAfter(from, step))
     })
+
+  /**
+   * The last Thread sequence a read that found no settlement of the child started at a step
+   * covered: a park on that child checks only the records after it.
+   */
+  const covered = new Map<number, number>()
 
   /** The first settlement of the child started at `step` among the Thread's records after `from`. */
   const settledAfter = (from: number, step: number) =>
     Effect.gen(function* () {
       let after: number | undefined = from
+      let last = from
       while (after !== undefined) {
         const page: HistoryPage = yield* env.history.page(threadId, { after, limit: SETTLEMENT_PAGE })
         for (const record of page.records) {
           const entry = record.entry
           if (record.submissionId === submissionId && entry._tag === "ChildSettled" && entry.step === step)
             return Option.some(entry)
+          last = record.sequence
         }
         after = page.next
       }
+      covered.set(step, last)
       return Option.none<Settled>()
     })
 
@@ -218,7 +229,11 @@ export const makeChildCalls = (
       const answered = yield* awaitChildBriefly(attempt, childSettlement(handle.step))
       if (Option.isSome(answered)) return yield* settlementValue(handle, answered.value)
       // The park checks for the settlement again, in its own transaction (see `park`).
-      return yield* halt(attempt, { _tag: "Suspend", awaiting: { child: handle.step } })
+      const after = covered.get(handle.step)
+      return yield* halt(attempt, {
+        _tag: "Suspend",
+        awaiting: { child: handle.step, ...(after === undefined ? {} : { after }) },
+      })
     })
 
   const receiveJoined: AgentContext["receiveJoined"] = Effect.gen(function* () {
