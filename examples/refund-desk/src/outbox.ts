@@ -75,15 +75,26 @@ export const RefundOutbox = Layer.effect(
         .withMutation(sql.unsafe(statement, params), { invalidatesRecovery: false })
         .pipe(Effect.mapError(outboxError(operation)))
 
+    // The cursor as last read or written. Only this hook writes it, and a position is remembered
+    // only once the write that stored it succeeded, so every pass (which reads it three times)
+    // reads it from storage once per incarnation, and a write that failed is read again.
+    let knownCursor: number | undefined
+    const cursor = Effect.suspend(() =>
+      knownCursor !== undefined
+        ? Effect.succeed(knownCursor)
+        : Effect.map(
+            sql<{ position: number }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`,
+            ([row]) => (knownCursor = row?.position ?? 0),
+          ),
+    )
+
     // Persist envelopes for new settlements before any dispatch, with the cursor, atomically.
+    // Answers the position it stored, if it moved the cursor.
     const collect = Effect.gen(function* () {
-      const [cursor] = yield* sql<{
-        position: number
-      }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`
-      const after = cursor?.position ?? 0
+      const after = yield* cursor
       // Settlements only: the steps and inputs in between are passed over without being decoded.
       const feed = yield* history.feed({ after, limit: feedBatch, kinds: ["SubmissionSettled"] })
-      if (feed.last === after) return
+      if (feed.last === after) return undefined
       // Only refunds are relayed: the fraud checks and reconciliations settled in these
       // Objects too are not the relay's business.
       const refunds = yield* Effect.filter(
@@ -96,6 +107,8 @@ export const RefundOutbox = Layer.effect(
               ),
       )
       const now = yield* Clock.currentTimeMillis
+      // Until the write below is known to have succeeded, the stored cursor is the truth.
+      knownCursor = undefined
       yield* sql.withTransaction(
         Effect.gen(function* () {
           for (const record of refunds) {
@@ -114,10 +127,14 @@ export const RefundOutbox = Layer.effect(
           yield* sql`UPDATE refund_outbox_cursor SET position = ${feed.last} WHERE id = 1`
         }),
       )
+      return feed.last
     })
-    const collected = gate
-      .withMutation(collect, { invalidatesRecovery: false })
-      .pipe(Effect.mapError(outboxError("collect settlements")))
+    const collected = gate.withMutation(collect, { invalidatesRecovery: false }).pipe(
+      Effect.map((stored) => {
+        if (stored !== undefined) knownCursor = stored
+      }),
+      Effect.mapError(outboxError("collect settlements")),
+    )
 
     const dispatch = (row: { envelope_id: string; payload: string; attempts: number }) =>
       // RPC arguments are structured-cloned: send the encoded envelope, not the class instance.
@@ -166,12 +183,10 @@ export const RefundOutbox = Layer.effect(
     const pendingDeadline = Effect.gen(function* () {
       const [due] = yield* sql<{ at: number | null }>`
         SELECT min(next_attempt_at) AS at FROM refund_outbox WHERE delivered_at IS NULL`
-      const [cursor] = yield* sql<{
-        position: number
-      }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`
+      const position = yield* cursor
       const end = yield* history.feedEnd
       // Settlements not yet collected are due now.
-      const uncollected = end > (cursor?.position ?? 0) ? Option.some(0) : Option.none<number>()
+      const uncollected = end > position ? Option.some(0) : Option.none<number>()
       const retry = due?.at === null || due?.at === undefined ? Option.none<number>() : Option.some(due.at)
       return Option.isSome(uncollected) ? uncollected : retry
     }).pipe(Effect.mapError(outboxError("read its deadline")))
