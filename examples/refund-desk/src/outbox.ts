@@ -75,9 +75,10 @@ export const RefundOutbox = Layer.effect(
         .withMutation(sql.unsafe(statement, params), { invalidatesRecovery: false })
         .pipe(Effect.mapError(outboxError(operation)))
 
-    // The cursor as last read or written. Only this hook writes it, and a position is remembered
-    // only once the write that stored it succeeded, so every pass (which reads it three times)
-    // reads it from storage once per incarnation, and a write that failed is read again.
+    // The cursor as last read, written or passed. Only this hook writes it, and a position is
+    // remembered only once the write that stored it succeeded (or once nothing needed storing),
+    // so a pass (which reads it three times) reads it from storage once per incarnation, and a
+    // write that failed is read again.
     let knownCursor: number | undefined
     const cursor = Effect.suspend(() =>
       knownCursor !== undefined
@@ -106,6 +107,12 @@ export const RefundOutbox = Layer.effect(
                 Option.exists(row, (found) => found.agentId === refundAgent.id),
               ),
       )
+      if (refunds.length === 0) {
+        // Nothing to persist: move on in memory only. After a restart the stored cursor is
+        // behind, and the same records are passed over again.
+        knownCursor = feed.last
+        return undefined
+      }
       const now = yield* Clock.currentTimeMillis
       // Until the write below is known to have succeeded, the stored cursor is the truth.
       knownCursor = undefined
