@@ -10,8 +10,16 @@ import { type SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { instrumentStorage } from "../../src/internal/object/instrumentedStorage.ts"
 import { overlaysStorage, sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
-import { layerWithLedger } from "../../src/core/ThreadHistory.ts"
-import { admitReady, claimHead, grant, owner, request, settlementOf } from "./SubmissionLedgerFixtures.ts"
+import { layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import {
+  admitReady,
+  claimHead,
+  grant,
+  owner,
+  request,
+  settleHead,
+  settlementOf,
+} from "./SubmissionLedgerFixtures.ts"
 import { inObject } from "./SubmissionLedgerHarness.ts"
 
 /** `storage` with its statements counted (the instrumented overlay, observing nothing). */
@@ -192,6 +200,42 @@ describe("SubmissionLedger's memo of decoded rows", () => {
           yield* ledger.settle(owner(claim), settlementOf(claim))
           expect(Option.isNone(yield* ledger.nextLaneHead(undefined))).toBe(true)
           expect(Option.isNone(yield* ledger.head(ThreadId.make("t")))).toBe(true)
+        }).pipe(Effect.provide(ledgerOver(storage)))
+      }),
+  )
+
+  it.effect(
+    "answers the feed's end and the unsettled count from the last append, and reads after a rollback",
+    () =>
+      inObject((raw) => {
+        const { storage, count } = counted(raw)
+        return Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const history = yield* ThreadHistory
+          const sql = yield* SqlClient
+          yield* admitReady(request("t", "a"))
+          yield* admitReady(request("u", "b"))
+          const stored = Effect.map(
+            sql.unsafe<{ readonly position: number }>(
+              "SELECT max(position) AS position FROM effect_agent_history",
+            ),
+            (rows) => rows[0]!.position,
+          )
+          const end = yield* statementsOf(count, history.feedEnd)
+          const unsettled = yield* statementsOf(count, ledger.countAllNonterminal)
+          expect([end.value, end.statements]).toEqual([yield* stored, 0])
+          expect([unsettled.value, unsettled.statements]).toEqual([2, 0])
+          // An admission rolled back: the memory is dropped and the figures are read, as stored.
+          const exit = yield* sql
+            .withTransaction(Effect.andThen(admitReady(request("v", "c")), Effect.fail("roll back")))
+            .pipe(Effect.exit)
+          expect(exit._tag).toBe("Failure")
+          const after = yield* statementsOf(count, ledger.countAllNonterminal)
+          expect([after.value, after.statements]).toEqual([2, 1])
+          expect(yield* history.feedEnd).toBe(yield* stored)
+          // Settled, the count follows the settlement's append.
+          yield* settleHead("t", 3_000)
+          expect(yield* statementsOf(count, ledger.countAllNonterminal)).toEqual({ value: 1, statements: 0 })
         }).pipe(Effect.provide(ledgerOver(storage)))
       }),
   )

@@ -59,6 +59,12 @@ export const knownEnds = (
   return ends.object === undefined || thread === undefined ? undefined : { object: ends.object, thread }
 }
 
+/**
+ * The Object's end, when the memory holds it: the feed's end and the counts so far, answered
+ * without a read while every append since went through a client of this storage. @internal
+ */
+export const knownObjectEnd = (clock: StorageClock): ObjectEnd | undefined => endsOf(clock).object
+
 /** Remembers the ends a committed-so-far append left. @internal */
 export const rememberEnds = (
   clock: StorageClock,

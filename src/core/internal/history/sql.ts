@@ -19,6 +19,7 @@ import { freshStoreSchema, storeMigrations } from "../schema.ts"
 import { decodeRow, rowStatements, type StoredRow, writeRow } from "./sqlRows.ts"
 import { rowsRunner, storageClock } from "../directRows.ts"
 import { forgetJournal, keepJournal, knownJournal } from "./journals.ts"
+import { knownObjectEnd } from "./ends.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 
 /** The ledger row's figures a journal read returns before its rows. */
@@ -174,9 +175,15 @@ export const makeSqlHistory = Effect.gen(function* () {
       return { entries, last }
     }),
 
-    feedEnd: Effect.map(query("ThreadHistory.feedEnd", rowStatements.feedEnd, []), (rows) =>
-      Number(rows[0]?.position ?? 0),
-    ),
+    feedEnd: Effect.suspend(() => {
+      // The end the last append left, while the memory holds it (see `ends.ts`).
+      const known = clock === undefined ? undefined : knownObjectEnd(clock)
+      return known !== undefined
+        ? Effect.succeed(known.nextPosition - 1)
+        : Effect.map(query("ThreadHistory.feedEnd", rowStatements.feedEnd, []), (rows) =>
+            Number(rows[0]?.position ?? 0),
+          )
+    }),
   }
   return service
 })

@@ -149,7 +149,7 @@ export const makeSqlQueries = (sql: SqlClient) => {
           })
         })
 
-  return { query, decodedFirst, first, lookup, byId, remembered }
+  return { query, decodedFirst, first, lookup, byId, remembered, clock }
 }
 
 /** @internal */

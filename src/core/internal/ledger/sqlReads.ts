@@ -9,6 +9,7 @@ import type { ThreadId } from "../../Identifiers.ts"
 import type { LedgerReads } from "./parts.ts"
 import type { LedgerError, SubmissionSnapshot } from "./model.ts"
 import { rowStatements } from "../history/sqlRows.ts"
+import { knownObjectEnd } from "../history/ends.ts"
 import { numberOr, type SqlQueries } from "./sqlQueries.ts"
 import { decodeRow, laneKey, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
@@ -20,7 +21,7 @@ const SCAN_PAGE_SIZE = 128
  * history counted them (stored at migration). @internal
  */
 export const makeSqlReads = (
-  { query, decodedFirst, lookup, remembered }: SqlQueries,
+  { query, decodedFirst, lookup, remembered, clock }: SqlQueries,
   countedBefore: { readonly admitted: number; readonly settled: number },
   /** `none`: this ledger knows no timed wait is stored (see `makeSqlLedger`). */
   timers: { none: boolean },
@@ -131,14 +132,17 @@ export const makeSqlReads = (
       )
     }),
 
-    countAllNonterminal: Effect.map(
-      query("SubmissionLedger.countAllNonterminal", rowStatements.counts, []),
-      (rows) =>
-        countedBefore.admitted +
-        numberOr(rows[0]?.admitted, 0) -
-        countedBefore.settled -
-        numberOr(rows[0]?.settled, 0),
-    ).pipe(withSpanFast("SubmissionLedger.countAllNonterminal")),
+    countAllNonterminal: Effect.suspend(() => {
+      const nonterminal = (admitted: number, settled: number) =>
+        countedBefore.admitted + admitted - countedBefore.settled - settled
+      // The counts the last append left, while the history's memory holds them (see `ends.ts`).
+      const known = clock === undefined ? undefined : knownObjectEnd(clock)
+      return known !== undefined
+        ? Effect.succeed(nonterminal(known.admitted, known.settled))
+        : Effect.map(query("SubmissionLedger.countAllNonterminal", rowStatements.counts, []), (rows) =>
+            nonterminal(numberOr(rows[0]?.admitted, 0), numberOr(rows[0]?.settled, 0)),
+          )
+    }).pipe(withSpanFast("SubmissionLedger.countAllNonterminal")),
 
     scanAll: Stream.paginate("", (after: string) =>
       Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after, SCAN_PAGE_SIZE]), (rows) =>
