@@ -216,8 +216,9 @@ describe("SubmissionLedger's memo of decoded rows", () => {
           yield* admitReady(request("t", "a"))
           yield* admitReady(request("u", "b"))
           const stored = Effect.map(
+            // The last position taken: a row holds `records` positions from its own.
             sql.unsafe<{ readonly position: number }>(
-              "SELECT max(position) AS position FROM effect_agent_history",
+              "SELECT max(position + records) - 1 AS position FROM effect_agent_history",
             ),
             (rows) => rows[0]!.position,
           )
@@ -236,6 +237,8 @@ describe("SubmissionLedger's memo of decoded rows", () => {
           // Settled, the count follows the settlement's append.
           yield* settleHead("t", 3_000)
           expect(yield* statementsOf(count, ledger.countAllNonterminal)).toEqual({ value: 1, statements: 0 })
+          const settledEnd = yield* statementsOf(count, history.feedEnd)
+          expect([settledEnd.value, settledEnd.statements]).toEqual([yield* stored, 0])
         }).pipe(Effect.provide(ledgerOver(storage)))
       }),
   )

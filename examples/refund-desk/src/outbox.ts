@@ -31,6 +31,8 @@ const waveSize = 5
 /** The allowance of one dispatch; the wave allowance is their sum. */
 const dispatchMillis = 2_000
 const feedBatch = 100
+/** Feed positions the cursor may move in memory alone before it is stored anyway. */
+const storeEvery = 1_000
 
 const migrations = [
   `CREATE TABLE IF NOT EXISTS refund_outbox (
@@ -80,12 +82,14 @@ export const RefundOutbox = Layer.effect(
     // so a pass (which reads it three times) reads it from storage once per incarnation, and a
     // write that failed is read again.
     let knownCursor: number | undefined
+    /** The position last read from or written to storage. */
+    let storedCursor = 0
     const cursor = Effect.suspend(() =>
       knownCursor !== undefined
         ? Effect.succeed(knownCursor)
         : Effect.map(
             sql<{ position: number }>`SELECT position FROM refund_outbox_cursor WHERE id = 1`,
-            ([row]) => (knownCursor = row?.position ?? 0),
+            ([row]) => (knownCursor = storedCursor = row?.position ?? 0),
           ),
     )
 
@@ -107,9 +111,9 @@ export const RefundOutbox = Layer.effect(
                 Option.exists(row, (found) => found.agentId === refundAgent.id),
               ),
       )
-      if (refunds.length === 0) {
+      if (refunds.length === 0 && feed.last - storedCursor < storeEvery) {
         // Nothing to persist: move on in memory only. After a restart the stored cursor is
-        // behind, and the same records are passed over again.
+        // behind (by less than `storeEvery`), and those records are passed over again.
         knownCursor = feed.last
         return undefined
       }
@@ -134,6 +138,7 @@ export const RefundOutbox = Layer.effect(
           yield* sql`UPDATE refund_outbox_cursor SET position = ${feed.last} WHERE id = 1`
         }),
       )
+      storedCursor = feed.last
       return feed.last
     })
     const collected = gate.withMutation(collect, { invalidatesRecovery: false }).pipe(

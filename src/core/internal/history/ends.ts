@@ -6,7 +6,10 @@
  *
  * Every writer continues the true ends, so a writer this memory did not see (another client over
  * the same storage, a hand-written row) took the very position or sequence the memory names
- * next, and the insert fails on the key: the append then forgets the ends and reads them. What
+ * next, and the insert fails on the key: the append then forgets the ends and reads them. The
+ * feed's end and the counts are also answered from here (`knownObjectEnd`); a read has no key to
+ * fail on, so until the next append through the client it relies on the memo's condition: the
+ * history's rows are written through the Object's SQL client (one clock per storage). What
  * only a rollback can do, move an end backwards, is seen on the storage clock, and the memory is
  * dropped. Retention never moves an end (it leaves a floor or a tail where it removes the last
  * row), yet it drops the memory too, so nothing relies on that.
