@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Stream } from "effect"
 import { IdempotencyKey, SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { Settlement, SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
-import { ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { type HistoryEntry, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import {
   admitNew,
   admitReady,
@@ -31,6 +31,26 @@ const recovering = Effect.gen(function* () {
   const ledger = yield* SubmissionLedger
   return (yield* Stream.runCollect(ledger.scanRecoveryCandidates)).map((row) => row.submissionId)
 })
+
+/** Appends an input record to a running Submission (epoch 1), as a receiver would. */
+const input = (submissionId: SubmissionId, entry: HistoryEntry, at: number) =>
+  Effect.gen(function* () {
+    const history = yield* ThreadHistory
+    yield* history.append(
+      submissionId,
+      entry,
+      { _tag: "Input", submissionId, producerEpoch: 1, state: "running" },
+      at,
+    )
+  })
+
+/** The Thread sequence of a Submission's last record: how far a read of its journal covered. */
+const lastSequence = (submissionId: SubmissionId) =>
+  Effect.gen(function* () {
+    const history = yield* ThreadHistory
+    const records = yield* history.forSubmission(submissionId)
+    return records[records.length - 1]!.sequence
+  })
 
 /** Registers the link, join and input-fence cases. */
 export const linkCases = (harness: LedgerHarness) => {
@@ -234,17 +254,7 @@ export const linkCases = (harness: LedgerHarness) => {
           const ledger = yield* SubmissionLedger
           const history = yield* ThreadHistory
           const settledChild = (submissionId: SubmissionId, step: number, at: number) =>
-            history.append(
-              submissionId,
-              { _tag: "ChildSettled", step, outcome: "completed", output: step },
-              { _tag: "Input", submissionId, producerEpoch: 1, state: "running" },
-              at,
-            )
-          const lastSequence = (submissionId: SubmissionId) =>
-            Effect.map(
-              history.forSubmission(submissionId),
-              (records) => records[records.length - 1]!.sequence,
-            )
+            input(submissionId, { _tag: "ChildSettled", step, outcome: "completed", output: step }, at)
 
           // The settlement of child 0 was read; the park waits for child 1's, which is not there.
           yield* admitReady(request("t", "read-it"))
@@ -278,17 +288,7 @@ export const linkCases = (harness: LedgerHarness) => {
           const ledger = yield* SubmissionLedger
           const history = yield* ThreadHistory
           const received = (submissionId: SubmissionId, eventId: string, at: number) =>
-            history.append(
-              submissionId,
-              { _tag: "EventReceived", event: "poke", eventId, payload: null },
-              { _tag: "Input", submissionId, producerEpoch: 1, state: "running" },
-              at,
-            )
-          const lastSequence = (submissionId: SubmissionId) =>
-            Effect.map(
-              history.forSubmission(submissionId),
-              (records) => records[records.length - 1]!.sequence,
-            )
+            input(submissionId, { _tag: "EventReceived", event: "poke", eventId, payload: null }, at)
 
           yield* admitReady(request("t", "read-it"))
           const readIt = yield* claimHead("t", grant(1, 2_000))
