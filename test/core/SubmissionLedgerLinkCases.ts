@@ -252,7 +252,6 @@ export const linkCases = (harness: LedgerHarness) => {
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          const history = yield* ThreadHistory
           const settledChild = (submissionId: SubmissionId, step: number, at: number) =>
             input(submissionId, { _tag: "ChildSettled", step, outcome: "completed", output: step }, at)
 
@@ -286,7 +285,6 @@ export const linkCases = (harness: LedgerHarness) => {
       harness.run(
         Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
-          const history = yield* ThreadHistory
           const received = (submissionId: SubmissionId, eventId: string, at: number) =>
             input(submissionId, { _tag: "EventReceived", event: "poke", eventId, payload: null }, at)
 
