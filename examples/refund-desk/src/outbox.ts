@@ -78,9 +78,9 @@ export const RefundOutbox = Layer.effect(
         .pipe(Effect.mapError(outboxError(operation)))
 
     // The cursor as last read, written or passed. Only this hook writes it, and a position is
-    // remembered only once the write that stored it succeeded (or once nothing needed storing),
-    // so a pass (which reads it three times) reads it from storage once per incarnation, and a
-    // write that failed is read again.
+    // remembered only once the transaction that stored it committed (or once nothing needed
+    // storing), so a pass (which reads it three times) reads it from storage once per
+    // incarnation, and a write that failed is read again.
     let knownCursor: number | undefined
     /** The position last read from or written to storage. */
     let storedCursor = 0
@@ -94,12 +94,11 @@ export const RefundOutbox = Layer.effect(
     )
 
     // Persist envelopes for new settlements before any dispatch, with the cursor, atomically.
-    // Answers the position it stored, if it moved the cursor.
     const collect = Effect.gen(function* () {
       const after = yield* cursor
       // Settlements only: the steps and inputs in between are passed over without being decoded.
       const feed = yield* history.feed({ after, limit: feedBatch, kinds: ["SubmissionSettled"] })
-      if (feed.last === after) return undefined
+      if (feed.last === after) return
       // Only refunds are relayed: the fraud checks and reconciliations settled in these
       // Objects too are not the relay's business.
       const refunds = yield* Effect.filter(
@@ -115,10 +114,10 @@ export const RefundOutbox = Layer.effect(
         // Nothing to persist: move on in memory only. After a restart the stored cursor is
         // behind (by less than `storeEvery`), and those records are passed over again.
         knownCursor = feed.last
-        return undefined
+        return
       }
       const now = yield* Clock.currentTimeMillis
-      // Until the write below is known to have succeeded, the stored cursor is the truth.
+      // Until the write below has committed, the stored cursor is the truth.
       knownCursor = undefined
       yield* sql.withTransaction(
         Effect.gen(function* () {
@@ -138,15 +137,11 @@ export const RefundOutbox = Layer.effect(
           yield* sql`UPDATE refund_outbox_cursor SET position = ${feed.last} WHERE id = 1`
         }),
       )
-      storedCursor = feed.last
-      return feed.last
+      knownCursor = storedCursor = feed.last
     })
-    const collected = gate.withMutation(collect, { invalidatesRecovery: false }).pipe(
-      Effect.map((stored) => {
-        if (stored !== undefined) knownCursor = stored
-      }),
-      Effect.mapError(outboxError("collect settlements")),
-    )
+    const collected = gate
+      .withMutation(collect, { invalidatesRecovery: false })
+      .pipe(Effect.mapError(outboxError("collect settlements")))
 
     const dispatch = (row: { envelope_id: string; payload: string; attempts: number }) =>
       // RPC arguments are structured-cloned: send the encoded envelope, not the class instance.

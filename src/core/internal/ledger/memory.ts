@@ -97,19 +97,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
   const arrived = (submissionId: SubmissionId, awaiting: ParkCheck | undefined): boolean => {
     if (awaiting === undefined) return false
     const records = store.historyBySubmission.get(submissionId) ?? []
-    if ("child" in awaiting) {
-      const { after } = awaiting
-      return records.some(
-        (record) =>
-          (after === undefined || record.sequence > after) &&
-          Rules.settlesChild(record.entry, awaiting.child),
-      )
-    }
+    // Like the SQL check: only records after `after`, when given.
     const { after } = awaiting
-    const received = records.filter((record) => Rules.receivesEvent(record.entry, awaiting.event))
-    return after === undefined
-      ? received.length > awaiting.seen
-      : received.some((record) => record.sequence > after)
+    const since = after === undefined ? records : records.filter((record) => record.sequence > after)
+    if ("child" in awaiting) return since.some((record) => Rules.settlesChild(record.entry, awaiting.child))
+    const received = since.filter((record) => Rules.receivesEvent(record.entry, awaiting.event)).length
+    return received > (after === undefined ? awaiting.seen : 0)
   }
 
   const applied = <E>(change: Result.Result<Rules.Change, E>): Result.Result<SubmissionSnapshot, E> =>
