@@ -15,6 +15,11 @@
  * the example of another checkout (e.g. main before a change) at the same counts, one after the
  * other, so the variants alternate on a shared machine; every other run reverses the order, and
  * the summary gives each count's CPU and drain ratios to the baseline's in the same run.
+ * `--runtime wrangler` serves each variant with `wrangler dev` from its checkout (what `npm start`
+ * runs, with the checkout's `.dev.vars`) instead of Miniflare, and stops it with SIGKILL to the dev
+ * server's whole process group (`kill -9`); it then also reports how long the restarted server took
+ * to answer (`bootMs`, from the restart command), the time from the restart command to the last
+ * settlement, and the CPU of wrangler's own processes beside workerd's.
  * `--profile <file>` takes a CPU profile of workerd's isolate from the restart to the last
  * settlement (of the last run and variant) and prints the functions with the most self time
  * (`--top`).
@@ -23,10 +28,11 @@ import { Effect, Schema } from "effect"
 import { resolve } from "node:path"
 import { writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
-import { postJson, startLocalWorker } from "../test/node/support/localWorker.ts"
+import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
+import { type JsonRequest, type ProcessCpu, startDevServer } from "./devServer.ts"
 import { type Profile, selfTimes, workerSession } from "./inspector.ts"
-import { cpuMillis, cpuSpent, workerdProcesses } from "./procCpu.ts"
+import { cpuMillis, workerdProcesses } from "./procCpu.ts"
 
 const options = parseArgs({
   options: {
@@ -39,6 +45,7 @@ const options = parseArgs({
     profile: { type: "string" },
     top: { type: "string", default: "40" },
     poll: { type: "string", default: "250" },
+    runtime: { type: "string", default: "miniflare" },
   },
 }).values
 const refunds = Number(options.refunds)
@@ -48,6 +55,12 @@ const capMillis = Number(options.cap) * 1_000
 /** How often a Thread still draining is asked what it has left (each ask is a request into it). */
 const pollMillis = Number(options.poll)
 const example = "examples/refund-desk/src/worker.ts"
+if (options.runtime !== "miniflare" && options.runtime !== "wrangler") {
+  throw new Error(`--runtime must be miniflare or wrangler, not ${options.runtime}`)
+}
+const devServer = options.runtime === "wrangler"
+if (devServer && options.profile !== undefined) throw new Error("--profile needs --runtime miniflare")
+const ownCheckout = new URL("..", import.meta.url).pathname
 const shardCounts = options.shards.split(",").map(Number)
 const own = new URL(`../${example}`, import.meta.url).href
 /**
@@ -56,13 +69,14 @@ const own = new URL(`../${example}`, import.meta.url).href
  * measure the sharding too: one fraud desk Object batches more checks per event).
  */
 const variants = shardCounts.flatMap((shards) => [
-  { label: `${shards} fraud desk Object(s)`, entry: own, shards, baseline: false },
+  { label: `${shards} fraud desk Object(s)`, entry: own, checkout: ownCheckout, shards, baseline: false },
   ...(options.baseline === undefined
     ? []
     : [
         {
           label: `baseline ${options.baseline}, ${shards} fraud desk Object(s)`,
           entry: resolve(options.baseline, example),
+          checkout: resolve(options.baseline),
           shards,
           baseline: true,
         },
@@ -101,23 +115,48 @@ const stopProfile = (devtools: Awaited<ReturnType<typeof workerSession>>) =>
 
 const ThreadLeft = Schema.Struct({ nonterminal: Schema.Number })
 
+/** The example under Miniflare, with the dev server's shape: `start` answers 0 ms, `cpu` reads workerd. */
+const startMiniflare = (variant: Variant, persistDir: string) =>
+  Effect.map(
+    startLocalWorker({
+      entry: variant.entry.startsWith("file:") ? new URL(variant.entry) : variant.entry,
+      durableObjects: {
+        THREADS: "Threads",
+        RELAY: "RelayInbox",
+        PAYMENTS: "Payments",
+        DIRECTORY: "ThreadDirectory",
+      },
+      persistDir,
+      bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(variant.shards) },
+      ...(inspectorPort === undefined ? {} : { inspectorPort }),
+    }),
+    (worker) => ({
+      fetch: (path: string, init?: JsonRequest) => Effect.asVoid(worker.fetch(path, init)),
+      json: worker.json,
+      stop: worker.stop,
+      start: Effect.as(worker.start, 0),
+      cpu: (): ProcessCpu => {
+        const { user, system } = cpuMillis(workerdProcesses())
+        return { workerd: user + system, system, wrangler: 0 }
+      },
+    }),
+  )
+
 const threads = Array.from({ length: threadCount }, (_, i) => `drain-desk-${i}`)
 
 const oneRun = (run: number, variant: Variant) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const worker = yield* startLocalWorker({
-        entry: variant.entry.startsWith("file:") ? new URL(variant.entry) : variant.entry,
-        durableObjects: {
-          THREADS: "Threads",
-          RELAY: "RelayInbox",
-          PAYMENTS: "Payments",
-          DIRECTORY: "ThreadDirectory",
-        },
-        persistDir: yield* tempDir(`refund-drain-${run}-${variants.indexOf(variant)}`),
-        bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(variant.shards) },
-        ...(inspectorPort === undefined ? {} : { inspectorPort }),
-      })
+      const persistDir = yield* tempDir(`refund-drain-${run}-${variants.indexOf(variant)}`)
+      const worker = devServer
+        ? yield* startDevServer({
+            checkout: variant.checkout,
+            persistDir,
+            port: 8700 + ((run * variants.length + variants.indexOf(variant)) % 200),
+            vars: { FRAUD_DESK_SHARDS: String(variant.shards) },
+            probe: `/threads/${threads[0]}`,
+          })
+        : yield* startMiniflare(variant, persistDir)
       // Settlement times of one Thread's settled Submissions (the page holds them all): read once
       // the drain is over, since a page of 200 rows per Thread is work the Objects would do
       // while they drain.
@@ -138,18 +177,19 @@ const oneRun = (run: number, variant: Variant) =>
         Array.from({ length: refunds }, (_, n) => n),
         (n) => {
           const thread = threads[n % threadCount] ?? "drain-desk-0"
-          return worker.fetch(
-            `/threads/${thread}/submissions`,
-            postJson({ idempotencyKey: `refund-${n}`, input: { orderId: `D${n}`, amount: 10 } }),
-          )
+          return worker.fetch(`/threads/${thread}/submissions`, {
+            method: "POST",
+            body: JSON.stringify({ idempotencyKey: `refund-${n}`, input: { orderId: `D${n}`, amount: 10 } }),
+            headers: { "content-type": "application/json" },
+          })
         },
         { concurrency: threadCount, discard: true },
       )
       yield* worker.stop
-      yield* worker.start
+      const restartCommandAt = Date.now()
+      const bootMs = yield* worker.start
       const restartedAt = Date.now()
-      const pids = workerdProcesses()
-      const cpuBefore = cpuMillis(pids)
+      const cpuBefore = worker.cpu()
       const profiler = inspectorPort === undefined ? undefined : yield* startProfile(inspectorPort)
       let pending = threads
       let unsettledAtRestart: number | undefined
@@ -161,7 +201,7 @@ const oneRun = (run: number, variant: Variant) =>
         pending = pending.filter((_, index) => (counts[index] ?? 0) > 0)
         if (pending.length > 0) yield* Effect.sleep(pollMillis)
       }
-      const cpu = cpuSpent(cpuBefore, cpuMillis(pids))
+      const cpuAfter = worker.cpu()
       const times = yield* settled
       const lastSettledAt = Math.max(...times)
       const sorted = [...times].sort((a, b) => a - b)
@@ -177,10 +217,12 @@ const oneRun = (run: number, variant: Variant) =>
         settled: times.length,
         unsettledAtRestart: unsettledAtRestart ?? 0,
         drainMs: lastSettledAt - restartedAt,
-        // workerd's user and system CPU from the restart until the drain was seen over, and the
-        // part of it spent in the kernel.
-        cpuMs: cpu.user + cpu.system,
-        systemCpuMs: cpu.system,
+        ...(devServer ? { bootMs, restartCommandToLastMs: lastSettledAt - restartCommandAt } : {}),
+        // workerd's user and system CPU from the restart until the drain was seen over, the part
+        // of it spent in the kernel, and under wrangler the CPU of wrangler's own processes.
+        cpuMs: cpuAfter.workerd - cpuBefore.workerd,
+        systemCpuMs: cpuAfter.system - cpuBefore.system,
+        ...(devServer ? { wranglerCpuMs: cpuAfter.wrangler - cpuBefore.wrangler } : {}),
         // When the first, the tenth, the middle and the ninetieth percentile settled.
         settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
         // The requests that asked the Threads what they had left, in the same workerd.
@@ -198,7 +240,15 @@ const spread = (values: ReadonlyArray<number>) => {
 const ratio = (value: number) => value.toFixed(2)
 
 const main = Effect.gen(function* () {
-  const results = new Map<string, Array<{ readonly drainMs: number; readonly cpuMs: number }>>()
+  const results = new Map<
+    string,
+    Array<{
+      readonly drainMs: number
+      readonly cpuMs: number
+      readonly bootMs?: number
+      readonly restartCommandToLastMs?: number
+    }>
+  >()
   for (let run = 1; run <= runs; run++) {
     // Every other run goes in reverse, so that neither side always runs first (or after the other).
     const order = run % 2 === 1 ? variants : [...variants].reverse()
@@ -213,6 +263,13 @@ const main = Effect.gen(function* () {
     console.log(
       `${label}: restart to last settlement median ${drain.median} ms, min ${drain.min}, max ${drain.max} (${values.length} runs)`,
     )
+    if (devServer) {
+      const boot = spread(values.map((value) => value.bootMs ?? 0))
+      const whole = spread(values.map((value) => value.restartCommandToLastMs ?? 0))
+      console.log(
+        `${label}: restart command to serving median ${boot.median} ms (${boot.min}–${boot.max}), to last settlement median ${whole.median} ms (${whole.min}–${whole.max})`,
+      )
+    }
   }
   // Each shard count against the baseline's at the same count, run by run: CPU and drain ratios.
   if (options.baseline === undefined) return
