@@ -7,10 +7,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { type SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
-import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
+import { type Fence, SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { instrumentStorage } from "../../src/internal/object/instrumentedStorage.ts"
 import { overlaysStorage, sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
-import { layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
+import { type HistoryEntry, layerWithLedger, ThreadHistory } from "../../src/core/ThreadHistory.ts"
 import {
   admitReady,
   claimHead,
@@ -83,13 +83,64 @@ describe("SubmissionLedger's memo of decoded rows", () => {
         const again = yield* statementsOf(count, ledger.lookup(row.submissionId))
         expect(Option.getOrThrow(again.value)).toBe(Option.getOrThrow(first.value))
         expect(again.statements).toBe(0)
-        // A write to any table moves the clock: the row is read again, and the change is seen.
+        // A write to the ledger's table moves its count: the row is read again, and the change is seen.
         yield* flagAbort(row.submissionId)
         const after = yield* statementsOf(count, ledger.lookup(row.submissionId))
         expect(after.statements).toBe(1)
         expect(Option.getOrThrow(after.value).abortRequested).toBe(true)
       }).pipe(Effect.provide(ledgerOver(storage)))
     }),
+  )
+
+  it.effect("keeps a row across writes to other tables, not across one that may write the ledger's", () =>
+    inObject((raw) => {
+      const { storage, count } = counted(raw)
+      return Effect.gen(function* () {
+        const ledger = yield* SubmissionLedger
+        const sql = yield* SqlClient
+        yield* admitReady(request("t", "a"))
+        const row = yield* claimHead("t", grant(1, 2_000))
+        yield* ledger.lookup(row.submissionId)
+        // An application's table and the library's history are written: the row stands.
+        yield* sql.unsafe("CREATE TABLE IF NOT EXISTS app_notes (note TEXT)", [])
+        yield* sql.unsafe("INSERT INTO app_notes (note) VALUES (?)", ["x"])
+        yield* sql.unsafe('UPDATE "app_notes" SET note = ?', ["y"])
+        const history = yield* ThreadHistory
+        const poke: HistoryEntry = { _tag: "EventReceived", event: "poke", eventId: "e-1", payload: 1 }
+        yield* history.append(row.submissionId, poke, owner(row) as Fence, 3_000)
+        expect((yield* statementsOf(count, ledger.lookup(row.submissionId))).statements).toBe(0)
+        // Writes that may reach the ledger's table, each seen by the next read: one naming it with
+        // its schema, and one behind a WITH (not a plain write, so counted whatever it writes).
+        const writes: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> = [
+          [
+            "UPDATE main.effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?",
+            [row.submissionId],
+          ],
+          [
+            "WITH target AS (SELECT ? AS id) UPDATE effect_agent_submissions SET abort_requested = 0 WHERE submission_id = (SELECT id FROM target)",
+            [row.submissionId],
+          ],
+        ]
+        for (const [text, params] of writes) {
+          yield* ledger.lookup(row.submissionId)
+          yield* sql.unsafe(text, params)
+          const next = yield* statementsOf(count, ledger.lookup(row.submissionId))
+          expect({ text, statements: next.statements }).toEqual({ text, statements: 1 })
+        }
+        expect(yield* abortRead(row.submissionId)).toBe(false)
+      }).pipe(Effect.provide(ledgerOver(storage)))
+    }),
+  )
+
+  it.effect("relies on a schema with no trigger (a trigger could write the ledger's table unseen)", () =>
+    inObject((raw) =>
+      Effect.gen(function* () {
+        yield* admitReady(request("t", "a"))
+        const sql = yield* SqlClient
+        const triggers = yield* sql.unsafe("SELECT name FROM sqlite_master WHERE type = 'trigger'", [])
+        expect(triggers).toEqual([])
+      }).pipe(Effect.provide(ledgerOver(raw))),
+    ),
   )
 
   it.effect("remembers a missing row until a write, then finds it once admitted", () =>

@@ -29,14 +29,22 @@ export interface StorageClock {
   writes: number
   /** Transactions (or savepoints) rolled back. */
   rollbacks: number
+  /**
+   * The part of `writes` that may have changed the ledger's table (`effect_agent_submissions`):
+   * every counted write but a statement that names another table as the one it writes
+   * (`INSERT INTO`, `UPDATE`, `DELETE FROM`, `REPLACE INTO`), so an append to the history or an
+   * outbox row leaves what was read of the ledger standing. Sound while no trigger writes the
+   * ledger's table from another's (the library defines none; test/core checks the schema).
+   */
+  ledgerWrites: number
 }
 
 /**
- * The clock's `writes` read right after the statement that returned these rows, in the same
- * synchronous step (a direct client sets it): a reader that remembers what it read checks the
+ * The clock's `ledgerWrites` read right after the statement that returned these rows, in the same
+ * synchronous step (a direct client sets it): the ledger, which remembers what it read, checks the
  * clock against it, since its own fiber may have yielded to a writer before it got there. @internal
  */
-export const writesAfter = new WeakMap<ReadonlyArray<object>, number>()
+export const ledgerWritesAfter = new WeakMap<ReadonlyArray<object>, number>()
 
 /** @internal */
 export const DIRECT_CLOCK: unique symbol = Symbol.for("@effect-agent/platform-cloudflare/SqlClient/clock")

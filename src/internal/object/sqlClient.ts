@@ -18,10 +18,11 @@ import * as Statement from "effect/sql/Statement"
 import {
   DIRECT_CLOCK,
   DIRECT_ROWS,
+  ledgerWritesAfter,
   type RowsRunner,
   type StorageClock,
-  writesAfter,
 } from "../../core/internal/directRows.ts"
+import { SUBMISSIONS_TABLE } from "../../core/internal/schema.ts"
 
 const executeError = (cause: unknown) =>
   new SqlError({
@@ -50,10 +51,32 @@ const clockOf = (storage: DurableObjectStorage): StorageClock => {
   const underlying = overlays.get(storage) ?? storage
   let clock = clocks.get(underlying)
   if (clock === undefined) {
-    clock = { writes: 0, rollbacks: 0 }
+    clock = { writes: 0, rollbacks: 0, ledgerWrites: 0 }
     clocks.set(underlying, clock)
   }
   return clock
+}
+
+/** The table a plain write statement names as the one it writes (schema prefix and quotes aside). */
+const WRITE_TARGET =
+  /^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+(?:["`[]?\w+["`\]]?\s*\.\s*)?["`[]?(\w+)/i
+
+/** Statement texts already classified; statements are few and mostly constant, so it stays small. */
+const ledgerWriters = new Map<string, boolean>()
+
+/**
+ * Whether a statement that wrote rows may have written the ledger's table: unless it is a plain
+ * write naming another table, it may (a `WITH` prefix, DDL, anything not recognized).
+ */
+const mayWriteLedger = (query: string): boolean => {
+  let known = ledgerWriters.get(query)
+  if (known === undefined) {
+    const target = WRITE_TARGET.exec(query)?.[1]
+    known = target === undefined || target.toLowerCase() === SUBMISSIONS_TABLE
+    if (ledgerWriters.size >= 1_024) ledgerWriters.clear()
+    ledgerWriters.set(query, known)
+  }
+  return known
 }
 
 /** A result row as an object keyed by column. */
@@ -68,9 +91,10 @@ const positional = (_columns: ReadonlyArray<string>, values: ReadonlyArray<SqlSt
   values.map(cell)
 
 /**
- * Runs one statement and returns its rows, counting it on the clock if it wrote. A statement
- * that throws is counted as a write: it may have written before it failed (an instrumented
- * storage's failpoint after the write, a cursor that broke).
+ * Runs one statement and returns its rows, counting it on the clock if it wrote (and on the
+ * ledger's count if it may have written the ledger's table). A statement that throws is counted
+ * as a write of any table: it may have written before it failed (an instrumented storage's
+ * failpoint after the write, a cursor that broke).
  */
 const readRows = <A extends object>(
   db: SqlStorage,
@@ -84,13 +108,19 @@ const readRows = <A extends object>(
     const cursor = db.exec(query, ...params)
     const columns = cursor.columnNames
     const rows = Array.from(cursor.raw(), (values) => build(columns, values))
-    if (cursor.rowsWritten > 0) clock.writes++
+    if (cursor.rowsWritten > 0) {
+      clock.writes++
+      if (mayWriteLedger(query)) clock.ledgerWrites++
+    }
     counted = true
     // Read in the same synchronous step as the statement: no other fiber wrote in between.
-    writesAfter.set(rows, clock.writes)
+    ledgerWritesAfter.set(rows, clock.ledgerWrites)
     return rows
   } finally {
-    if (!counted) clock.writes++
+    if (!counted) {
+      clock.writes++
+      clock.ledgerWrites++
+    }
   }
 }
 
@@ -98,6 +128,7 @@ const readRows = <A extends object>(
 const rolledBack = (clock: StorageClock) => {
   clock.rollbacks++
   clock.writes++
+  clock.ledgerWrites++
 }
 
 const connectionOf = (db: SqlStorage, clock: StorageClock): Connection => {

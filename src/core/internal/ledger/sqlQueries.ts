@@ -2,9 +2,11 @@
  * The query helpers every part of the SQLite ledger reads through: a statement with its
  * storage failure named after the ledger operation, its first row decoded, a row by id.
  *
- * Rows are remembered decoded while the storage writes nothing (its `StorageClock`): a row read
- * by id, or returned by any statement here, is the row's state until the next write or rollback
- * on that storage, so reading it again in between returns it without a statement or a decode.
+ * Rows are remembered decoded while nothing writes the ledger's table (the `ledgerWrites` of its
+ * storage's `StorageClock`): a row read by id, or returned by any statement here, is the row's
+ * state until the next statement that may write that table, or a rollback, so reading it again
+ * in between (across appends to the history and outbox rows) returns it without a statement or a
+ * decode.
  * An Attempt reads its row before each call and again to check the fence of the record it
  * appends; a selection reads the lane heads the finish reads again.
  */
@@ -12,7 +14,7 @@ import { Effect, Option, type Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { SubmissionId } from "../../Identifiers.ts"
-import { rowsRunner, type StorageClock, storageClock, writesAfter } from "../directRows.ts"
+import { ledgerWritesAfter, rowsRunner, type StorageClock, storageClock } from "../directRows.ts"
 import { LedgerError, type SubmissionSnapshot } from "./model.ts"
 import { decodeRow, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
@@ -35,20 +37,20 @@ export const numberOr = (value: unknown, fallback: number) =>
 const MEMO_LIMIT = 256
 
 /**
- * What was read since the storage last wrote: rows by id (`none` for an id with no row) and the
- * answers of other reads by key. Both are dropped as soon as the clock moves, and a read is kept
- * only if the clock has not moved since its statement (another fiber may have written while the
- * reader decoded).
+ * What was read since the ledger's table was last written: rows by id (`none` for an id with no
+ * row) and the answers of other reads by key. Both are dropped as soon as its count moves, and a
+ * read is kept only if the count has not moved since its statement (another fiber may have
+ * written while the reader decoded).
  */
 const readMemo = (clock: StorageClock) => {
-  let at = clock.writes
+  let at = clock.ledgerWrites
   const rows = new Map<SubmissionId, Option.Option<SubmissionSnapshot>>()
   const answers = new Map<string, Option.Option<SubmissionSnapshot>>()
   const current = () => {
-    if (clock.writes !== at) {
+    if (clock.ledgerWrites !== at) {
       rows.clear()
       answers.clear()
-      at = clock.writes
+      at = clock.ledgerWrites
     }
   }
   const keep =
@@ -85,7 +87,7 @@ export const makeSqlQueries = (sql: SqlClient) => {
 
   /**
    * The first of `found` (rows a statement just returned) decoded, or as already decoded since
-   * the last write.
+   * the last write of the ledger's table.
    */
   const decodedFirst = (
     operation: string,
@@ -94,9 +96,9 @@ export const makeSqlQueries = (sql: SqlClient) => {
     const row = found[0]
     if (row === undefined) return Effect.succeed(Option.none())
     const id = row.submission_id as SubmissionId
-    const readAt = writesAfter.get(found)
-    // The decode of this very row, when nothing wrote since the statement.
-    const seen = readAt === clock?.writes ? memo?.row(id) : undefined
+    const readAt = ledgerWritesAfter.get(found)
+    // The decode of this very row, when nothing wrote the ledger's table since the statement.
+    const seen = readAt === clock?.ledgerWrites ? memo?.row(id) : undefined
     if (seen !== undefined && Option.isSome(seen)) return Effect.succeed(seen)
     return Effect.map(decodeRow(operation)(row), (snapshot) => {
       const value = Option.some(snapshot)
@@ -112,7 +114,7 @@ export const makeSqlQueries = (sql: SqlClient) => {
   ): Effect.Effect<Option.Option<SubmissionSnapshot>, LedgerError> =>
     Effect.flatMap(query(operation, text, params), (found) => decodedFirst(operation, found))
 
-  /** The row of `submissionId`: known since the last write, or read. */
+  /** The row of `submissionId`: known since the last write of the ledger's table, or read. */
   const lookup = (
     operation: string,
     submissionId: SubmissionId,
@@ -121,7 +123,7 @@ export const makeSqlQueries = (sql: SqlClient) => {
       const seen = memo?.row(submissionId)
       if (seen !== undefined) return Effect.succeed(seen)
       return Effect.flatMap(query(operation, statements.byId, [submissionId]), (found) => {
-        if (found.length === 0) memo?.keepRow(submissionId, Option.none(), writesAfter.get(found))
+        if (found.length === 0) memo?.keepRow(submissionId, Option.none(), ledgerWritesAfter.get(found))
         return decodedFirst(operation, found)
       })
     })
@@ -130,8 +132,9 @@ export const makeSqlQueries = (sql: SqlClient) => {
     Effect.map(lookup(operation, submissionId), Option.getOrUndefined)
 
   /**
-   * `read`'s answer for `key`: known since the last write, or read. `read` must only read: its
-   * answer is kept if nothing wrote from before it started until it ended.
+   * `read`'s answer for `key`: known since the last write of the ledger's table, or read. `read`
+   * must only read that table: its answer is kept if nothing wrote it from before it started
+   * until it ended.
    */
   const remembered = <E>(
     key: string,
@@ -142,7 +145,7 @@ export const makeSqlQueries = (sql: SqlClient) => {
       : Effect.suspend(() => {
           const seen = memo.answer(key)
           if (seen !== undefined) return Effect.succeed(seen)
-          const readAt = clock?.writes
+          const readAt = clock?.ledgerWrites
           return Effect.map(read, (answer) => {
             memo.keepAnswer(key, answer, readAt)
             return answer
