@@ -110,24 +110,39 @@ describe("SubmissionLedger's memo of decoded rows", () => {
         yield* history.append(row.submissionId, poke, owner(row) as Fence, 3_000)
         expect((yield* statementsOf(count, ledger.lookup(row.submissionId))).statements).toBe(0)
         // Writes that may reach the ledger's table, each seen by the next read: one naming it with
-        // its schema, and one behind a WITH (not a plain write, so counted whatever it writes).
-        const writes: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]> = [
+        // its schema, one behind a WITH and one after another table's write in the same text (not
+        // one plain write, so counted whatever they write).
+        const writes: ReadonlyArray<readonly [string, ReadonlyArray<unknown>, boolean]> = [
           [
             "UPDATE main.effect_agent_submissions SET abort_requested = 1 WHERE submission_id = ?",
             [row.submissionId],
+            true,
           ],
           [
             "WITH target AS (SELECT ? AS id) UPDATE effect_agent_submissions SET abort_requested = 0 WHERE submission_id = (SELECT id FROM target)",
             [row.submissionId],
+            false,
+          ],
+          [
+            `INSERT INTO app_notes (note) VALUES ('w'); UPDATE effect_agent_submissions SET abort_requested = 1 WHERE submission_id = '${row.submissionId}'`,
+            [],
+            true,
           ],
         ]
-        for (const [text, params] of writes) {
+        for (const [text, params, aborted] of writes) {
           yield* ledger.lookup(row.submissionId)
           yield* sql.unsafe(text, params)
           const next = yield* statementsOf(count, ledger.lookup(row.submissionId))
-          expect({ text, statements: next.statements }).toEqual({ text, statements: 1 })
+          expect({
+            text,
+            statements: next.statements,
+            aborted: Option.getOrThrow(next.value).abortRequested,
+          }).toEqual({
+            text,
+            statements: 1,
+            aborted,
+          })
         }
-        expect(yield* abortRead(row.submissionId)).toBe(false)
       }).pipe(Effect.provide(ledgerOver(storage)))
     }),
   )

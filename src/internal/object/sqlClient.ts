@@ -65,13 +65,14 @@ const WRITE_TARGET =
 const ledgerWriters = new Map<string, boolean>()
 
 /**
- * Whether a statement that wrote rows may have written the ledger's table: unless it is a plain
- * write naming another table, it may (a `WITH` prefix, DDL, anything not recognized).
+ * Whether a statement that wrote rows may have written the ledger's table: unless it is one plain
+ * write naming another table, it may (a `WITH` prefix, several statements, anything not recognized).
  */
 const mayWriteLedger = (query: string): boolean => {
   let known = ledgerWriters.get(query)
   if (known === undefined) {
-    const target = WRITE_TARGET.exec(query)?.[1]
+    // Several statements in one text (`sql.exec` runs them all) are not one plain write.
+    const target = /;\s*\S/.test(query) ? undefined : WRITE_TARGET.exec(query)?.[1]
     known = target === undefined || target.toLowerCase() === SUBMISSIONS_TABLE
     if (ledgerWriters.size >= 1_024) ledgerWriters.clear()
     ledgerWriters.set(query, known)
