@@ -22,7 +22,7 @@ import {
 } from "@effect-agent/platform-cloudflare/Alarm"
 import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
 import { SubmissionLedger } from "@effect-agent/platform-cloudflare/SubmissionLedger"
-import { ThreadHistory } from "@effect-agent/platform-cloudflare/ThreadHistory"
+import { type HistoryRecord, ThreadHistory } from "@effect-agent/platform-cloudflare/ThreadHistory"
 import { Envelope, type RelayInboxRpc } from "./relayInbox.ts"
 import { refundAgent } from "./refundAgent.ts"
 
@@ -93,8 +93,43 @@ export const RefundOutbox = Layer.effect(
           ),
     )
 
-    // Persist envelopes for new settlements before any dispatch, with the cursor, atomically.
-    const collect = Effect.gen(function* () {
+    /**
+     * Persists the envelopes of `refunds` with the cursor at `last`, atomically. Through the
+     * mutation gate, as every write here is; the gate's prearm is a transaction of its own, so
+     * `collect` enters it only when there is something to write.
+     */
+    const store = (refunds: ReadonlyArray<HistoryRecord>, last: number) =>
+      gate.withMutation(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          // Until the write below has committed, the stored cursor is the truth.
+          knownCursor = undefined
+          yield* sql.withTransaction(
+            Effect.gen(function* () {
+              for (const record of refunds) {
+                if (record.entry._tag !== "SubmissionSettled") continue
+                const envelope = Envelope.make({
+                  envelopeId: `settled:${record.submissionId}`,
+                  threadId: record.threadId,
+                  submissionId: record.submissionId,
+                  outcome: record.entry.outcome,
+                  settledAt: record.recordedAt,
+                  ...(record.entry.output === undefined ? {} : { output: record.entry.output }),
+                })
+                yield* sql`INSERT OR IGNORE INTO refund_outbox (envelope_id, payload, next_attempt_at)
+                  VALUES (${envelope.envelopeId}, ${encodeEnvelope(envelope)}, ${now})`
+              }
+              yield* sql`UPDATE refund_outbox_cursor SET position = ${last} WHERE id = 1`
+            }),
+          )
+          knownCursor = storedCursor = last
+        }),
+        { invalidatesRecovery: false },
+      )
+
+    // Envelopes for new settlements, persisted before any dispatch. Reading needs no gate: only
+    // this hook writes the cursor, and the feed only grows.
+    const collected = Effect.gen(function* () {
       const after = yield* cursor
       // Settlements only: the steps and inputs in between are passed over without being decoded.
       const feed = yield* history.feed({ after, limit: feedBatch, kinds: ["SubmissionSettled"] })
@@ -116,32 +151,8 @@ export const RefundOutbox = Layer.effect(
         knownCursor = feed.last
         return
       }
-      const now = yield* Clock.currentTimeMillis
-      // Until the write below has committed, the stored cursor is the truth.
-      knownCursor = undefined
-      yield* sql.withTransaction(
-        Effect.gen(function* () {
-          for (const record of refunds) {
-            if (record.entry._tag !== "SubmissionSettled") continue
-            const envelope = Envelope.make({
-              envelopeId: `settled:${record.submissionId}`,
-              threadId: record.threadId,
-              submissionId: record.submissionId,
-              outcome: record.entry.outcome,
-              settledAt: record.recordedAt,
-              ...(record.entry.output === undefined ? {} : { output: record.entry.output }),
-            })
-            yield* sql`INSERT OR IGNORE INTO refund_outbox (envelope_id, payload, next_attempt_at)
-              VALUES (${envelope.envelopeId}, ${encodeEnvelope(envelope)}, ${now})`
-          }
-          yield* sql`UPDATE refund_outbox_cursor SET position = ${feed.last} WHERE id = 1`
-        }),
-      )
-      knownCursor = storedCursor = feed.last
-    })
-    const collected = gate
-      .withMutation(collect, { invalidatesRecovery: false })
-      .pipe(Effect.mapError(outboxError("collect settlements")))
+      yield* store(refunds, feed.last)
+    }).pipe(Effect.mapError(outboxError("collect settlements")))
 
     const dispatch = (row: { envelope_id: string; payload: string; attempts: number }) =>
       // RPC arguments are structured-cloned: send the encoded envelope, not the class instance.
