@@ -39,7 +39,8 @@ export const SettlementLog = Layer.effect(
       // Settlements only; the cursor still moves past the records in between.
       const feed = yield* history.feed({ after, limit: 100, kinds: ["SubmissionSettled"] })
       if (feed.last === after) return
-      yield* sql.withTransaction(
+      // Reads need no gate; the write goes through it (its prearm is a transaction of its own).
+      const write = sql.withTransaction(
         Effect.gen(function* () {
           for (const { record } of feed.entries) {
             if (record.entry._tag !== "SubmissionSettled") continue
@@ -49,11 +50,10 @@ export const SettlementLog = Layer.effect(
           yield* sql`INSERT OR REPLACE INTO settlement_log_cursor VALUES (1, ${feed.last})`
         }),
       )
+      yield* gate.withMutation(write, { invalidatesRecovery: false })
     })
     // A failure of its own, or of the gate's prearm, is this hook's error.
-    const record = gate
-      .withMutation(collect, { invalidatesRecovery: false })
-      .pipe(Effect.mapError(failed("record settlements")))
+    const record = collect.pipe(Effect.mapError(failed("record settlements")))
 
     return {
       dispatchTimeoutMillis: 1_000,
