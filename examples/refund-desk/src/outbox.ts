@@ -96,7 +96,7 @@ export const RefundOutbox = Layer.effect(
     /**
      * Persists the envelopes of `refunds` with the cursor at `last`, atomically. Through the
      * mutation gate, as every write here is; the gate's prearm is a transaction of its own, so
-     * `collect` enters it only when there is something to write.
+     * `collected` enters it only when there is something to write.
      */
     const store = (refunds: ReadonlyArray<HistoryRecord>, last: number) =>
       gate.withMutation(
