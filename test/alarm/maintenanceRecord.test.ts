@@ -77,6 +77,29 @@ describe("the maintenance record", () => {
     ),
   )
 
+  it.effect("is decoded again when its stored form differs from one decoded before in a way JSON hides", () =>
+    inObject(objectName("memo-hidden-difference"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const valid = caughtUpRecord(5n)
+        yield* putRawState(ctx, valid)
+        const { maintenance } = yield* incarnation(ctx)
+        yield* maintenance.ensureAlarm
+        // The same JSON as the record just decoded, but a key stored as undefined is damage.
+        const hidden = { ...valid, lastServedThreadId: undefined }
+        expect(JSON.stringify(hidden)).toBe(JSON.stringify(valid))
+        yield* putRawState(ctx, hidden)
+        const error = failureOf(yield* Effect.exit(maintenance.ensureAlarm))
+        expect(error).toBeInstanceOf(DurableAlarmError)
+        expect((error as DurableAlarmError).message).toContain(`["lastServedThreadId"]`)
+        // A record decoded before, stored again, is read as it is.
+        yield* putRawState(ctx, valid)
+        yield* maintenance.ensureAlarm
+        expect(yield* rawState(ctx)).toEqual(valid)
+      }),
+    ),
+  )
+
   it.effect("stores generations as exact decimal strings beyond the safe integer range", () =>
     inObject(objectName("bigint"), (ctx) =>
       Effect.gen(function* () {
