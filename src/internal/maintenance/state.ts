@@ -104,51 +104,9 @@ export const decodeMaintenanceRecord = (
   })
 }
 
-/**
- * Records decoded before, by their stored form as JSON: every mutation's prearm and every pass
- * reads the record, and decoding it was a few percent of a busy Object's CPU. A memo of a pure
- * function (the same stored form decodes to the same record), shared by the Objects of the
- * isolate and kept small.
- */
-const decodedRecords = new Map<string, ThreadMaintenanceState>()
-const RECORDS_KEPT = 64
-
-/**
- * Throws on a value whose JSON would stand for something else (`undefined`, a non-finite number,
- * an object that is not a plain object or array), so that equal JSON means an equal stored form.
- */
-function faithful(this: Record<string, unknown>, key: string, value: unknown): unknown {
-  const original = this[key]
-  const plain =
-    original === null ||
-    typeof original === "string" ||
-    typeof original === "boolean" ||
-    (typeof original === "number" && Number.isFinite(original)) ||
-    (typeof original === "object" &&
-      (Array.isArray(original) || Object.getPrototypeOf(original) === Object.prototype))
-  if (!plain) throw new TypeError(`not plain JSON at ${key}`)
-  return value
-}
-
-/** The stored form as JSON, or `undefined` when JSON would not say it all (decode judges it). */
-const storedForm = (raw: unknown): string | undefined => {
-  try {
-    return JSON.stringify(raw, faithful)
-  } catch {
-    return undefined
-  }
-}
-
 const decodeState = (raw: unknown): ThreadMaintenanceState => {
-  const form = storedForm(raw)
-  const known = form === undefined ? undefined : decodedRecords.get(form)
-  if (known !== undefined) return known
   const decoded = decodeMaintenanceRecord(raw)
   if (decoded._tag === "MaintenanceRecordDamaged") throw decoded
-  if (form !== undefined) {
-    if (decodedRecords.size >= RECORDS_KEPT) decodedRecords.clear()
-    decodedRecords.set(form, decoded.state)
-  }
   return decoded.state
 }
 

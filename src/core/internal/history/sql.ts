@@ -20,7 +20,6 @@ import { decodeRow, rowStatements, type StoredRow, writeRow } from "./sqlRows.ts
 import { rowsRunner, storageClock } from "../directRows.ts"
 import { forgetJournal, keepJournal, knownJournal } from "./journals.ts"
 import { knownObjectEnd } from "./ends.ts"
-import { rowMemoOf } from "./rowMemo.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
 
 /** The ledger row's figures a journal read returns before its rows. */
@@ -42,17 +41,17 @@ export const makeSqlHistory = Effect.gen(function* () {
   )
 
   const rows = rowsRunner(sql)
-  const clock = storageClock(sql)
-  const memo = rowMemoOf(clock)
   const query = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     rows<StoredRow>(text, params).pipe(Effect.mapError(storeError(operation)))
 
   /** The records of stored rows (of `kinds` only, when given), with their feed positions, oldest first. */
   const expand = (operation: string, rows: ReadonlyArray<StoredRow>, kinds?: ReadonlySet<string>) =>
     Effect.map(
-      Effect.forEach(rows, (row) => decodeRow(operation, row, kinds, memo)),
+      Effect.forEach(rows, (row) => decodeRow(operation, row, kinds)),
       (all): ReadonlyArray<FeedEntry> => all.flat(),
     )
+
+  const clock = storageClock(sql)
 
   /**
    * A Submission's stored rows after sequence `after`, with its start, its Thread's last sequence

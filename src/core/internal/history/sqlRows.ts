@@ -14,7 +14,6 @@ import { decodeRecord, historyError } from "./codec.ts"
 import type { HistoryEntry, HistoryRecord } from "./model.ts"
 import { rowsRunner, storageClock } from "../directRows.ts"
 import { forgetEnds, knownEnds, rememberEnds } from "./ends.ts"
-import { recallRow, rememberRow, type RowMemo, rowMemoOf } from "./rowMemo.ts"
 
 const h = HISTORY_TABLE
 
@@ -119,33 +118,16 @@ export interface StoredRow {
   readonly entries: unknown
 }
 
-/** Records of one row with their feed positions, of `kinds` only when given. */
-const positioned = (records: ReadonlyArray<HistoryRecord>, position: number, kinds?: ReadonlySet<string>) =>
-  records.flatMap((record, index) =>
-    kinds === undefined || kinds.has(record.entry._tag) ? [{ position: position + index, record }] : [],
-  )
-
 /**
  * The records of a stored row with their feed positions; a row that does not decode is an error.
  * With `kinds`, only records of those kinds: the others are passed over without being decoded.
- * A row `memo` remembers is not decoded again, and a row decoded whole is remembered.
  * @internal
  */
-export const decodeRow = (operation: string, row: StoredRow, kinds?: ReadonlySet<string>, memo?: RowMemo) => {
-  const position = Number(row.position)
-  const columns = {
-    entries: String(row.entries),
-    threadId: row.thread_id,
-    sequence: row.sequence,
-    submissionId: row.submission_id,
-    recordedAt: row.recorded_at,
-  }
-  const known = recallRow(memo, position, columns)
-  if (known !== undefined) return Effect.succeed(positioned(known, position, kinds))
-  return Effect.gen(function* () {
+export const decodeRow = (operation: string, row: StoredRow, kinds?: ReadonlySet<string>) =>
+  Effect.gen(function* () {
     const label = `history row ${String(row.thread_id)}#${String(row.sequence)}`
     const entries = yield* Effect.try({
-      try: () => JSON.parse(columns.entries) as unknown,
+      try: () => JSON.parse(String(row.entries)) as unknown,
       catch: historyError(operation, `${label} is not JSON`),
     })
     const count = Number(row.records)
@@ -156,6 +138,7 @@ export const decodeRow = (operation: string, row: StoredRow, kinds?: ReadonlySet
       })
     }
     const first = Number(row.sequence)
+    const position = Number(row.position)
     // An entry is decoded unless it names a kind not asked for (one without a kind is decoded, to fail).
     const asked = (entry: unknown) => {
       if (kinds === undefined) return true
@@ -163,22 +146,19 @@ export const decodeRow = (operation: string, row: StoredRow, kinds?: ReadonlySet
       return kind === undefined || kinds.has(kind)
     }
     const wanted = entries.flatMap((entry: unknown, index) => (asked(entry) ? [index] : []))
-    const records = yield* Effect.forEach(wanted, (index) =>
-      decodeRecord(operation, {
-        thread_id: row.thread_id,
-        sequence: first + index,
-        submission_id: row.submission_id,
-        recorded_at: row.recorded_at,
-        entry: entries[index],
-      }),
+    return yield* Effect.forEach(wanted, (index) =>
+      Effect.map(
+        decodeRecord(operation, {
+          thread_id: row.thread_id,
+          sequence: first + index,
+          submission_id: row.submission_id,
+          recorded_at: row.recorded_at,
+          entry: entries[index],
+        }),
+        (record) => ({ position: position + index, record }),
+      ),
     )
-    if (wanted.length === count) {
-      rememberRow(memo, position, { ...columns, records })
-      return positioned(records, position)
-    }
-    return wanted.map((index, at) => ({ position: position + index, record: records[at]! }))
   })
-}
 
 /** The tag of a stored entry, when it has one (an entry without is decoded, to report it). */
 const kindOf = (entry: unknown): string | undefined =>
@@ -330,14 +310,5 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
         }),
       )
     }
-    // A read of this row (the Attempt's journal, a hook's feed) finds it decoded.
-    rememberRow(rowMemoOf(clock), written.position, {
-      entries: entriesJson,
-      threadId: append.threadId,
-      sequence: written.sequence,
-      submissionId: append.submissionId,
-      recordedAt: append.now,
-      records: out,
-    })
     return out
   })
