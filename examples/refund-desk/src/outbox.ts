@@ -71,20 +71,11 @@ export const RefundOutbox = Layer.effect(
     yield* Effect.forEach(migrations, (statement) => sql.unsafe(statement), { discard: true })
     const inbox = () => env.RELAY.getByName("relay") as unknown as RelayInboxRpc
 
-    // Whether the outbox is known to hold no undelivered envelope: only this hook writes it, so
-    // once a read found none, none appears until this hook writes. Writes are counted, and a read
-    // counts only if no write began while it ran. A Thread Object that never settles a refund (a
-    // fraud desk) then reads nothing of the outbox at its events.
-    let outboxWrites = 0
-    let emptyAtWrites: number | undefined
-    const knownEmpty = () => emptyAtWrites === outboxWrites
-
     // Receipt-only bookkeeping; a failure of the write or of the gate's prearm is this hook's.
     const receipt = (operation: string, statement: string, params: ReadonlyArray<unknown>) =>
-      Effect.suspend(() => {
-        outboxWrites += 1
-        return gate.withMutation(sql.unsafe(statement, params), { invalidatesRecovery: false })
-      }).pipe(Effect.mapError(outboxError(operation)))
+      gate
+        .withMutation(sql.unsafe(statement, params), { invalidatesRecovery: false })
+        .pipe(Effect.mapError(outboxError(operation)))
 
     // The cursor as last read, written or passed. Only this hook writes it, and a position is
     // remembered only once the transaction that stored it committed (or once nothing needed
@@ -113,7 +104,6 @@ export const RefundOutbox = Layer.effect(
           const now = yield* Clock.currentTimeMillis
           // Until the write below has committed, the stored cursor is the truth.
           knownCursor = undefined
-          outboxWrites += 1
           yield* sql.withTransaction(
             Effect.gen(function* () {
               for (const record of refunds) {
@@ -200,7 +190,7 @@ export const RefundOutbox = Layer.effect(
         yield* collected
         const now = yield* Clock.currentTimeMillis
         // Admit the wave only if its whole allowance fits before the horizon.
-        if (knownEmpty() || now + waveSize * dispatchMillis > DateTime.toEpochMillis(dispatchUntil)) return
+        if (now + waveSize * dispatchMillis > DateTime.toEpochMillis(dispatchUntil)) return
         const due = yield* sql<{ envelope_id: string; payload: string; attempts: number }>`
           SELECT envelope_id, payload, attempts FROM refund_outbox
           WHERE delivered_at IS NULL AND next_attempt_at <= ${now}
@@ -209,12 +199,8 @@ export const RefundOutbox = Layer.effect(
       })
 
     const pendingDeadline = Effect.gen(function* () {
-      const writes = outboxWrites
-      const [due] = knownEmpty()
-        ? [undefined]
-        : yield* sql<{ at: number | null }>`
-          SELECT min(next_attempt_at) AS at FROM refund_outbox WHERE delivered_at IS NULL`
-      if (due === undefined || due.at === null) emptyAtWrites = writes
+      const [due] = yield* sql<{ at: number | null }>`
+        SELECT min(next_attempt_at) AS at FROM refund_outbox WHERE delivered_at IS NULL`
       const position = yield* cursor
       const end = yield* history.feedEnd
       // Settlements not yet collected are due now.
