@@ -20,12 +20,19 @@
  * server's whole process group (`kill -9`); it then also reports how long the restarted server took
  * to answer (`bootMs`, from the restart command), the time from the restart command to the last
  * settlement, and the CPU of wrangler's own processes beside workerd's.
+ * `--paired` (with `--baseline`, under Miniflare) loads both variants of a shard count in
+ * runtimes of their own, then restarts and drains them at the same time, each workerd pinned to a
+ * core of its own (`taskset`, swapped every run): what else the machine does falls on both alike,
+ * so their ratio of CPU per refund left at the stop resolves a few percent, where drains one after
+ * the other spread by ±15% here. Both share the machine, so the drains' wall times are longer than
+ * alone and are not the figure to report; the ratios are.
  * `--profile <file>` takes a CPU profile of workerd's isolate from the restart to the last
  * settlement (of the last run and variant) and prints the functions with the most self time
  * (`--top`).
  */
 import { Effect, Schema } from "effect"
 import { resolve } from "node:path"
+import { execFileSync } from "node:child_process"
 import { writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
 import { startLocalWorker } from "../test/node/support/localWorker.ts"
@@ -46,6 +53,7 @@ const options = parseArgs({
     top: { type: "string", default: "40" },
     poll: { type: "string", default: "250" },
     runtime: { type: "string", default: "miniflare" },
+    paired: { type: "boolean", default: false },
   },
 }).values
 const refunds = Number(options.refunds)
@@ -60,6 +68,9 @@ if (options.runtime !== "miniflare" && options.runtime !== "wrangler") {
 }
 const devServer = options.runtime === "wrangler"
 if (devServer && options.profile !== undefined) throw new Error("--profile needs --runtime miniflare")
+if (options.paired && (devServer || options.baseline === undefined || options.profile !== undefined)) {
+  throw new Error("--paired needs --baseline and --runtime miniflare, without --profile")
+}
 const ownCheckout = new URL("..", import.meta.url).pathname
 const shardCounts = options.shards.split(",").map(Number)
 const own = new URL(`../${example}`, import.meta.url).href
@@ -115,8 +126,16 @@ const stopProfile = (devtools: Awaited<ReturnType<typeof workerSession>>) =>
 
 const ThreadLeft = Schema.Struct({ nonterminal: Schema.Number })
 
-/** The example under Miniflare, with the dev server's shape: `start` answers 0 ms, `cpu` reads workerd. */
-const startMiniflare = (variant: Variant, persistDir: string) =>
+/** Pins every thread of `pids` to CPU `core` (Linux `taskset`). */
+const pin = (pids: ReadonlyArray<string>, core: number) => {
+  for (const pid of pids) execFileSync("taskset", ["-a", "-p", "-c", String(core), pid], { stdio: "ignore" })
+}
+
+/**
+ * The example under Miniflare, with the dev server's shape: `start` answers 0 ms and pins the new
+ * workerd to `core` when one is given, `cpu` reads the workerd it started last.
+ */
+const startMiniflare = (variant: Variant, persistDir: string, core?: number) =>
   Effect.map(
     startLocalWorker({
       entry: variant.entry.startsWith("file:") ? new URL(variant.entry) : variant.entry,
@@ -130,104 +149,139 @@ const startMiniflare = (variant: Variant, persistDir: string) =>
       bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(variant.shards) },
       ...(inspectorPort === undefined ? {} : { inspectorPort }),
     }),
-    (worker) => ({
-      fetch: (path: string, init?: JsonRequest) => Effect.asVoid(worker.fetch(path, init)),
-      json: worker.json,
-      stop: worker.stop,
-      start: Effect.as(worker.start, 0),
-      cpu: (): ProcessCpu => {
-        const { user, system } = cpuMillis(workerdProcesses())
-        return { workerd: user + system, system, wrangler: 0 }
-      },
-    }),
+    (worker) => {
+      let pids: ReadonlyArray<string> = []
+      return {
+        fetch: (path: string, init?: JsonRequest) => Effect.asVoid(worker.fetch(path, init)),
+        json: worker.json,
+        stop: worker.stop,
+        start: Effect.suspend(() => {
+          const before = new Set(workerdProcesses())
+          return Effect.map(worker.start, () => {
+            pids = workerdProcesses().filter((pid) => !before.has(pid))
+            if (core !== undefined) pin(pids, core)
+            return 0
+          })
+        }),
+        cpu: (): ProcessCpu => {
+          const { user, system } = cpuMillis(pids)
+          return { workerd: user + system, system, wrangler: 0 }
+        },
+      }
+    },
   )
 
 const threads = Array.from({ length: threadCount }, (_, i) => `drain-desk-${i}`)
 
+/**
+ * A variant's runtime with its burst submitted and stopped, ready to restart (`core`: the CPU its
+ * restarted workerd is pinned to).
+ */
+const loaded = (run: number, variant: Variant, core?: number) =>
+  Effect.gen(function* () {
+    const persistDir = yield* tempDir(`refund-drain-${run}-${variants.indexOf(variant)}`)
+    const worker = devServer
+      ? yield* startDevServer({
+          checkout: variant.checkout,
+          persistDir,
+          port: 8700 + ((run * variants.length + variants.indexOf(variant)) % 200),
+          vars: { FRAUD_DESK_SHARDS: String(variant.shards) },
+          probe: `/threads/${threads[0]}`,
+        })
+      : yield* startMiniflare(variant, persistDir, core)
+    yield* Effect.forEach(
+      Array.from({ length: refunds }, (_, n) => n),
+      (n) => {
+        const thread = threads[n % threadCount] ?? "drain-desk-0"
+        return worker.fetch(`/threads/${thread}/submissions`, {
+          method: "POST",
+          body: JSON.stringify({ idempotencyKey: `refund-${n}`, input: { orderId: `D${n}`, amount: 10 } }),
+          headers: { "content-type": "application/json" },
+        })
+      },
+      { concurrency: threadCount, discard: true },
+    )
+    yield* worker.stop
+    return worker
+  })
+
+type Loaded = Effect.Success<ReturnType<typeof loaded>>
+
+/** Restarts a loaded runtime and measures its drain. */
+const drained = (run: number, variant: Variant, worker: Loaded) =>
+  Effect.gen(function* () {
+    // Settlement times of one Thread's settled Submissions (the page holds them all): read once
+    // the drain is over, since a page of 200 rows per Thread is work the Objects would do
+    // while they drain.
+    const settledIn = (thread: string) =>
+      Effect.map(worker.json(Statuses, `/threads/${thread}/submissions?limit=200`), (rows) =>
+        rows.flatMap((row) => (row.state === "settled" && row.settlement ? [row.settlement.settledAt] : [])),
+      )
+    const settled = Effect.map(Effect.forEach(threads, settledIn, { concurrency: 4 }), (times) =>
+      times.flat(),
+    )
+    // While it drains, each Thread is asked only how many it has left (one count), and a
+    // Thread with none left is not asked again.
+    const left = (thread: string) =>
+      Effect.map(worker.json(ThreadLeft, `/threads/${thread}`), (status) => status.nonterminal)
+    const restartCommandAt = Date.now()
+    const bootMs = yield* worker.start
+    const restartedAt = Date.now()
+    const cpuBefore = worker.cpu()
+    const profiler = inspectorPort === undefined ? undefined : yield* startProfile(inspectorPort)
+    let pending = threads
+    let unsettledAtRestart: number | undefined
+    let polls = 0
+    while (pending.length > 0 && Date.now() - restartedAt < capMillis) {
+      polls += pending.length
+      const counts = yield* Effect.forEach(pending, left, { concurrency: 4 })
+      unsettledAtRestart ??= counts.reduce((sum, count) => sum + count, 0)
+      pending = pending.filter((_, index) => (counts[index] ?? 0) > 0)
+      if (pending.length > 0) yield* Effect.sleep(pollMillis)
+    }
+    const cpuAfter = worker.cpu()
+    const times = yield* settled
+    const lastSettledAt = Math.max(...times)
+    const sorted = [...times].sort((a, b) => a - b)
+    const after = (fraction: number) =>
+      (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? restartedAt) - restartedAt
+    if (profiler !== undefined) yield* stopProfile(profiler)
+    return {
+      run,
+      variant: variant.label,
+      refunds,
+      threads: threadCount,
+      settled: times.length,
+      unsettledAtRestart: unsettledAtRestart ?? 0,
+      drainMs: lastSettledAt - restartedAt,
+      ...(devServer ? { bootMs, restartCommandToLastMs: lastSettledAt - restartCommandAt } : {}),
+      // workerd's user and system CPU from the restart until the drain was seen over, the part
+      // of it spent in the kernel, and under wrangler the CPU of wrangler's own processes.
+      cpuMs: cpuAfter.workerd - cpuBefore.workerd,
+      systemCpuMs: cpuAfter.system - cpuBefore.system,
+      ...(devServer ? { wranglerCpuMs: cpuAfter.wrangler - cpuBefore.wrangler } : {}),
+      // When the first, the tenth, the middle and the ninetieth percentile settled.
+      settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
+      // The requests that asked the Threads what they had left, in the same workerd.
+      polls,
+    }
+  })
+
 const oneRun = (run: number, variant: Variant) =>
+  Effect.scoped(Effect.flatMap(loaded(run, variant), (worker) => drained(run, variant, worker)))
+
+/**
+ * `--paired`: each variant loaded in a runtime of its own, then both restarted and drained at the
+ * same time, each workerd pinned to a core of its own (swapped every run), so that what the
+ * machine does meanwhile falls on both alike.
+ */
+const pairedRun = (run: number, pair: ReadonlyArray<Variant>) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const persistDir = yield* tempDir(`refund-drain-${run}-${variants.indexOf(variant)}`)
-      const worker = devServer
-        ? yield* startDevServer({
-            checkout: variant.checkout,
-            persistDir,
-            port: 8700 + ((run * variants.length + variants.indexOf(variant)) % 200),
-            vars: { FRAUD_DESK_SHARDS: String(variant.shards) },
-            probe: `/threads/${threads[0]}`,
-          })
-        : yield* startMiniflare(variant, persistDir)
-      // Settlement times of one Thread's settled Submissions (the page holds them all): read once
-      // the drain is over, since a page of 200 rows per Thread is work the Objects would do
-      // while they drain.
-      const settledIn = (thread: string) =>
-        Effect.map(worker.json(Statuses, `/threads/${thread}/submissions?limit=200`), (rows) =>
-          rows.flatMap((row) =>
-            row.state === "settled" && row.settlement ? [row.settlement.settledAt] : [],
-          ),
-        )
-      const settled = Effect.map(Effect.forEach(threads, settledIn, { concurrency: 4 }), (times) =>
-        times.flat(),
-      )
-      // While it drains, each Thread is asked only how many it has left (one count), and a
-      // Thread with none left is not asked again.
-      const left = (thread: string) =>
-        Effect.map(worker.json(ThreadLeft, `/threads/${thread}`), (status) => status.nonterminal)
-      yield* Effect.forEach(
-        Array.from({ length: refunds }, (_, n) => n),
-        (n) => {
-          const thread = threads[n % threadCount] ?? "drain-desk-0"
-          return worker.fetch(`/threads/${thread}/submissions`, {
-            method: "POST",
-            body: JSON.stringify({ idempotencyKey: `refund-${n}`, input: { orderId: `D${n}`, amount: 10 } }),
-            headers: { "content-type": "application/json" },
-          })
-        },
-        { concurrency: threadCount, discard: true },
-      )
-      yield* worker.stop
-      const restartCommandAt = Date.now()
-      const bootMs = yield* worker.start
-      const restartedAt = Date.now()
-      const cpuBefore = worker.cpu()
-      const profiler = inspectorPort === undefined ? undefined : yield* startProfile(inspectorPort)
-      let pending = threads
-      let unsettledAtRestart: number | undefined
-      let polls = 0
-      while (pending.length > 0 && Date.now() - restartedAt < capMillis) {
-        polls += pending.length
-        const counts = yield* Effect.forEach(pending, left, { concurrency: 4 })
-        unsettledAtRestart ??= counts.reduce((sum, count) => sum + count, 0)
-        pending = pending.filter((_, index) => (counts[index] ?? 0) > 0)
-        if (pending.length > 0) yield* Effect.sleep(pollMillis)
-      }
-      const cpuAfter = worker.cpu()
-      const times = yield* settled
-      const lastSettledAt = Math.max(...times)
-      const sorted = [...times].sort((a, b) => a - b)
-      const after = (fraction: number) =>
-        (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? restartedAt) -
-        restartedAt
-      if (profiler !== undefined) yield* stopProfile(profiler)
-      return {
-        run,
-        variant: variant.label,
-        refunds,
-        threads: threadCount,
-        settled: times.length,
-        unsettledAtRestart: unsettledAtRestart ?? 0,
-        drainMs: lastSettledAt - restartedAt,
-        ...(devServer ? { bootMs, restartCommandToLastMs: lastSettledAt - restartCommandAt } : {}),
-        // workerd's user and system CPU from the restart until the drain was seen over, the part
-        // of it spent in the kernel, and under wrangler the CPU of wrangler's own processes.
-        cpuMs: cpuAfter.workerd - cpuBefore.workerd,
-        systemCpuMs: cpuAfter.system - cpuBefore.system,
-        ...(devServer ? { wranglerCpuMs: cpuAfter.wrangler - cpuBefore.wrangler } : {}),
-        // When the first, the tenth, the middle and the ninetieth percentile settled.
-        settledAfterMs: [after(0), after(0.1), after(0.5), after(0.9)],
-        // The requests that asked the Threads what they had left, in the same workerd.
-        polls,
-      }
+      const workers = yield* Effect.forEach(pair, (variant, index) => loaded(run, variant, (index + run) % 2))
+      return yield* Effect.forEach(pair, (variant, index) => drained(run, variant, workers[index]!), {
+        concurrency: "unbounded",
+      })
     }),
   )
 
@@ -245,6 +299,7 @@ const main = Effect.gen(function* () {
     Array<{
       readonly drainMs: number
       readonly cpuMs: number
+      readonly unsettledAtRestart: number
       readonly bootMs?: number
       readonly restartCommandToLastMs?: number
     }>
@@ -252,10 +307,17 @@ const main = Effect.gen(function* () {
   for (let run = 1; run <= runs; run++) {
     // Every other run goes in reverse, so that neither side always runs first (or after the other).
     const order = run % 2 === 1 ? variants : [...variants].reverse()
-    for (const variant of order) {
-      const result = yield* oneRun(run, variant)
+    const measured = options.paired
+      ? yield* Effect.forEach(shardCounts, (shards) =>
+          pairedRun(
+            run,
+            order.filter((variant) => variant.shards === shards),
+          ),
+        ).pipe(Effect.map((all) => all.flat()))
+      : yield* Effect.forEach(order, (variant) => oneRun(run, variant))
+    for (const result of measured) {
       console.log(JSON.stringify(result))
-      results.set(variant.label, [...(results.get(variant.label) ?? []), result])
+      results.set(result.variant, [...(results.get(result.variant) ?? []), result])
     }
   }
   for (const [label, values] of results) {
@@ -279,9 +341,18 @@ const main = Effect.gen(function* () {
     const against = results.get(theirs.label) ?? []
     const pairs = (results.get(mine.label) ?? []).map((value, i) => ({ value, base: against[i]! }))
     const cpu = spread(pairs.map(({ value, base }) => value.cpuMs / base.cpuMs))
+    // CPU per refund left at the stop: the bursts do not stop at exactly the same point.
+    const perRefund = spread(
+      pairs.map(
+        ({ value, base }) =>
+          value.cpuMs /
+          Math.max(1, value.unsettledAtRestart) /
+          (base.cpuMs / Math.max(1, base.unsettledAtRestart)),
+      ),
+    )
     const drain = spread(pairs.map(({ value, base }) => value.drainMs / base.drainMs))
     console.log(
-      `${mine.label} / baseline, per run: CPU median ${ratio(cpu.median)} (${ratio(cpu.min)}–${ratio(cpu.max)}), drain median ${ratio(drain.median)} (${ratio(drain.min)}–${ratio(drain.max)})`,
+      `${mine.label} / baseline, per run: CPU median ${ratio(cpu.median)} (${ratio(cpu.min)}–${ratio(cpu.max)}), CPU per refund left ${ratio(perRefund.median)} (${ratio(perRefund.min)}–${ratio(perRefund.max)}), drain median ${ratio(drain.median)} (${ratio(drain.min)}–${ratio(drain.max)})`,
     )
   }
 })
