@@ -278,7 +278,10 @@ const oneRun = (run: number, variant: Variant) =>
 const pairedRun = (run: number, pair: ReadonlyArray<Variant>) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const workers = yield* Effect.forEach(pair, (variant, index) => loaded(run, variant, (index + run) % 2))
+      // The baseline takes core 0 in odd runs and core 1 in even ones, whatever the order of the run.
+      const workers = yield* Effect.forEach(pair, (variant) =>
+        loaded(run, variant, ((variant.baseline ? 1 : 0) + run) % 2),
+      )
       return yield* Effect.forEach(pair, (variant, index) => drained(run, variant, workers[index]!), {
         concurrency: "unbounded",
       })
