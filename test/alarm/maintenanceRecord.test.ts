@@ -77,7 +77,7 @@ describe("the maintenance record", () => {
     ),
   )
 
-  it.effect("is decoded again when its stored form differs from one decoded before in a way JSON hides", () =>
+  it.effect("is damaged when only a key stored as undefined tells it from a valid record", () =>
     inObject(objectName("memo-hidden-difference"), (ctx) =>
       Effect.gen(function* () {
         yield* dayAhead

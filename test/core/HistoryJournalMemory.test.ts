@@ -152,26 +152,28 @@ describe("ThreadHistory's memory of live journals", () => {
     ),
   )
 
-  it.effect("decodes a row again when its stored columns changed behind the client's back", () =>
-    inObject((raw) =>
-      Effect.gen(function* () {
-        const history = yield* ThreadHistory
-        const { claim, fence } = yield* runningBehindQueue(1)
-        const id = claim.submissionId
-        const [appended] = yield* history.appendAll(id, [event(1)], fence, 3_000)
-        // The appender's records are its own: a change to them is not in a read.
-        ;(appended!.entry as { payload: unknown }).payload = "changed by the appender"
-        expect((yield* journal(id)).at(-1)!.entry).toMatchObject({ payload: 1 })
-        // A writer the client does not see rewrites the row: the next read decodes what is stored.
-        raw.sql.exec(
-          `UPDATE effect_agent_history SET entries = ? WHERE thread_id = 't' AND sequence = ?`,
-          JSON.stringify([event(2)]),
-          appended!.sequence,
-        )
-        const page = yield* history.page(ThreadId.make("t"), { after: 0, limit: 100 })
-        expect(page.records.at(-1)!.entry).toMatchObject({ eventId: "e-2", payload: 2 })
-      }).pipe(Effect.provide(over(raw))),
-    ),
+  it.effect(
+    "reads what is stored: not an appender's changes to its records, a row rewritten behind the client's back",
+    () =>
+      inObject((raw) =>
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          const { claim, fence } = yield* runningBehindQueue(1)
+          const id = claim.submissionId
+          const [appended] = yield* history.appendAll(id, [event(1)], fence, 3_000)
+          // The appender's records are its own: a change to them is not in a read.
+          ;(appended!.entry as { payload: unknown }).payload = "changed by the appender"
+          expect((yield* journal(id)).at(-1)!.entry).toMatchObject({ payload: 1 })
+          // A writer the client does not see rewrites the row: the next read decodes what is stored.
+          raw.sql.exec(
+            `UPDATE effect_agent_history SET entries = ? WHERE thread_id = 't' AND sequence = ?`,
+            JSON.stringify([event(2)]),
+            appended!.sequence,
+          )
+          const page = yield* history.page(ThreadId.make("t"), { after: 0, limit: 100 })
+          expect(page.records.at(-1)!.entry).toMatchObject({ eventId: "e-2", payload: 2 })
+        }).pipe(Effect.provide(over(raw))),
+      ),
   )
 
   it.effect("forgets the records a rolled-back transaction appended", () =>
