@@ -133,7 +133,8 @@ describe("retention's index when retention is used", () => {
       Effect.gen(function* () {
         yield* incarnation(ctx, { agents: [echo] })
         for (const key of ["start", "candidates"] as const) {
-          const text = retentionStatements[key]
+          const statement = retentionStatements[key]
+          const text = typeof statement === "string" ? statement : statement(50)
           const params = Array.from(text.matchAll(/\?/g), () => 0)
           const plan = ctx.storage.sql
             .exec(`EXPLAIN QUERY PLAN ${text}`, ...params)

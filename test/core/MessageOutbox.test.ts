@@ -36,7 +36,7 @@ describe("MessageOutbox on SQLite", () => {
       Effect.provide(
         Effect.gen(function* () {
           yield* MessageOutbox
-          expect(planOf(storage, outboxStatements.due)).toContain(`${OUTBOX_TABLE}_due`)
+          expect(planOf(storage, outboxStatements.due(32))).toContain(`${OUTBOX_TABLE}_due`)
           expect(planOf(storage, outboxStatements.nextDue)).toContain(`${OUTBOX_TABLE}_due`)
         }),
         sqlLayer(storage),

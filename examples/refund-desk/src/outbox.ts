@@ -191,10 +191,14 @@ export const RefundOutbox = Layer.effect(
         const now = yield* Clock.currentTimeMillis
         // Admit the wave only if its whole allowance fits before the horizon.
         if (now + waveSize * dispatchMillis > DateTime.toEpochMillis(dispatchUntil)) return
+        // The limit is written into the text: a bound LIMIT has SQLite prepare the statement anew
+        // at every run.
         const due = yield* sql<{ envelope_id: string; payload: string; attempts: number }>`
           SELECT envelope_id, payload, attempts FROM refund_outbox
           WHERE delivered_at IS NULL AND next_attempt_at <= ${now}
-          ORDER BY next_attempt_at LIMIT ${waveSize}`.pipe(Effect.mapError(outboxError("read due envelopes")))
+          ORDER BY next_attempt_at LIMIT ${sql.literal(String(waveSize))}`.pipe(
+          Effect.mapError(outboxError("read due envelopes")),
+        )
         yield* Effect.forEach(due, dispatch, { discard: true })
       })
 

@@ -13,6 +13,7 @@ import { HISTORY_FLOOR_TABLE, HISTORY_TABLE, SUBMISSIONS_TABLE, THREAD_TAILS_TAB
 import { decodeRecord, historyError } from "./codec.ts"
 import type { HistoryEntry, HistoryRecord } from "./model.ts"
 import { rowsRunner, storageClock } from "../directRows.ts"
+import { rowLimit } from "../sqlLimit.ts"
 import { forgetEnds, knownEnds, rememberEnds } from "./ends.ts"
 
 const h = HISTORY_TABLE
@@ -94,13 +95,14 @@ export const rowStatements = {
     LEFT JOIN ${h} AS h ON h.thread_id = l.thread_id AND h.sequence >= max(l.history_from, ? + 1)
       AND h.sequence <= coalesce(l.history_to, 9007199254740991) AND h.submission_id = l.submission_id
     WHERE l.submission_id = ? ORDER BY h.sequence`,
-  /** Rows of a Thread from the one holding sequence `after + 1`. Parameters: thread ×2, after + 1, rows. */
-  page: `SELECT * FROM ${h} WHERE thread_id = ? AND sequence >=
+  /** At most `rows` rows of a Thread from the one holding sequence `after + 1`. Parameters: thread ×2, after + 1. */
+  page: (rows: number) => `SELECT * FROM ${h} WHERE thread_id = ? AND sequence >=
       coalesce((SELECT max(sequence) FROM ${h} WHERE thread_id = ? AND sequence <= ?), 1)
-    ORDER BY sequence LIMIT ?`,
-  /** Rows from the one holding position `after + 1`. Parameters: after + 1, rows. */
-  feed: `SELECT * FROM ${h} WHERE position >= coalesce((SELECT max(position) FROM ${h} WHERE position <= ?), 1)
-    ORDER BY position LIMIT ?`,
+    ORDER BY sequence LIMIT ${rowLimit(rows)}`,
+  /** At most `rows` rows from the one holding position `after + 1`. Parameters: after + 1. */
+  feed: (rows: number) => `SELECT * FROM ${h}
+    WHERE position >= coalesce((SELECT max(position) FROM ${h} WHERE position <= ?), 1)
+    ORDER BY position LIMIT ${rowLimit(rows)}`,
   feedEnd: `SELECT next_position - 1 AS position FROM (${objectEnd})`,
   /** A Thread's end. Parameters: thread id ×2. */
   threadEnd,

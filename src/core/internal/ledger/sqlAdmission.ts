@@ -60,7 +60,7 @@ export const makeSqlAdmission = ({ queries, limits, salt, legacyKeys, clock }: S
       if (head === undefined) return 0
       const span = last - head + 1
       if (span < limit) return span
-      const [exact] = yield* query(operation, statements.laneDepth, [lane, limit, lane])
+      const [exact] = yield* query(operation, statements.laneDepth(limit), [lane, lane])
       return Number(exact?.depth ?? limit)
     })
 

@@ -9,6 +9,7 @@ import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { ThreadId } from "../../Identifiers.ts"
 import { spanned } from "../spanned.ts"
 import { HISTORY_TABLE, SUBMISSIONS_TABLE } from "../schema.ts"
+import { rowLimit } from "../sqlLimit.ts"
 import { COUNT_CAP, laneWalk, PAGE_WINDOW } from "./pages.ts"
 import { numberOr, type SqlQueries } from "./sqlQueries.ts"
 import { decodeRow, laneKey, statements } from "./sqlStatements.ts"
@@ -26,28 +27,28 @@ export const pageStatements = {
   unsettledStart: `SELECT min(q) AS start FROM (
       SELECT min(queue_sequence) AS q FROM ${t} WHERE lane_key = ? AND lane_status = 'open' AND queue_sequence > ?
       UNION ALL SELECT min(queue_sequence) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' AND queue_sequence > ?)`,
-  // Unsettled rows of a window in queue order. Parameters: (lane key, first, last) ×2, states
-  // (JSON array), agent ×2, page size.
-  unsettledPage: `SELECT * FROM (${unsettledIn("open")} UNION ALL ${unsettledIn("parked")})
+  // At most `rows` unsettled rows of a window in queue order. Parameters: (lane key, first,
+  // last) ×2, states (JSON array), agent ×2.
+  unsettledPage: (rows: number) => `SELECT * FROM (${unsettledIn("open")} UNION ALL ${unsettledIn("parked")})
     WHERE state IN (SELECT value FROM json_each(?) AS e) AND (? IS NULL OR agent_id = ?)
-    ORDER BY queue_sequence LIMIT ?`,
+    ORDER BY queue_sequence LIMIT ${rowLimit(rows)}`,
   // The Thread's newest history position. Parameters: thread id.
   newestRecord: `SELECT max(sequence) AS newest FROM ${h} WHERE thread_id = ?`,
-  // Admissions of a window of history positions, newest first, each with its ledger row.
-  // Parameters: thread id, first, before, agent ×2, states (JSON array or NULL) ×2, page size.
-  admissionsPage: `SELECT s.*, a.sequence AS accepted_sequence FROM ${h} AS a
+  // At most `rows` admissions of a window of history positions, newest first, each with its
+  // ledger row. Parameters: thread id, first, before, agent ×2, states (JSON array or NULL) ×2.
+  admissionsPage: (rows: number) => `SELECT s.*, a.sequence AS accepted_sequence FROM ${h} AS a
     JOIN ${t} AS s ON s.submission_id = a.submission_id
     WHERE a.thread_id = ? AND a.sequence >= ? AND a.sequence < ?
       AND json_extract(a.entries, '$[0]._tag') = 'SubmissionAccepted'
       AND (? IS NULL OR json_extract(a.entries, '$[0].agentId') = ?)
       AND (? IS NULL OR s.state IN (SELECT value FROM json_each(?) AS e))
-    ORDER BY a.sequence DESC LIMIT ?`,
-  // A lane's admissions (its tail queue position) and unsettled rows, counted up to a cap.
-  // Parameters: thread id, lane key, cap, lane key, cap.
+    ORDER BY a.sequence DESC LIMIT ${rowLimit(rows)}`,
+  // A lane's admissions (its tail queue position) and unsettled rows, counted up to the cap.
+  // Parameters: thread id, lane key ×2.
   laneCounts: `SELECT
       (SELECT lane_tail FROM ${h} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1) AS admitted,
-      (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ?)) AS open,
-      (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' LIMIT ?)) AS parked`,
+      (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ${COUNT_CAP})) AS open,
+      (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' LIMIT ${COUNT_CAP})) AS parked`,
 } as const
 
 type Pages = Pick<typeof SubmissionLedger.Service, "queryLane" | "laneCounts" | "threadPage">
@@ -68,7 +69,7 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
         const start = yield* unsettledStart(operation, lane, cursor ?? 0)
         if (start === undefined) return { rows: [], walk: "unsettled" as const }
         const last = start + PAGE_WINDOW - 1
-        const found = yield* query(operation, pageStatements.unsettledPage, [
+        const found = yield* query(operation, pageStatements.unsettledPage(limit), [
           lane,
           start,
           last,
@@ -78,7 +79,6 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
           JSON.stringify(filter.states ?? []),
           agent,
           agent,
-          limit,
         ])
         const rows = yield* Effect.forEach(found, decodeRow(operation))
         const next =
@@ -94,7 +94,7 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
         numberOr((yield* query(operation, pageStatements.newestRecord, [threadId]))[0]?.newest, 0) + 1
       const first = Math.max(1, before - PAGE_WINDOW)
       const states = filter.states === undefined ? null : JSON.stringify(filter.states)
-      const found = yield* query(operation, pageStatements.admissionsPage, [
+      const found = yield* query(operation, pageStatements.admissionsPage(limit), [
         threadId,
         first,
         before,
@@ -102,7 +102,6 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
         agent,
         states,
         states,
-        limit,
       ])
       const rows = yield* Effect.forEach(found, decodeRow(operation))
       // The Thread's first record is an admission: nothing comes before it.
@@ -116,9 +115,7 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
       const [row] = yield* query("SubmissionLedger.laneCounts", pageStatements.laneCounts, [
         threadId,
         lane,
-        COUNT_CAP,
         lane,
-        COUNT_CAP,
       ])
       const open = numberOr(row?.open, 0)
       const parked = numberOr(row?.parked, 0)

@@ -11,10 +11,8 @@ import type { LedgerError, SubmissionSnapshot } from "./model.ts"
 import { rowStatements } from "../history/sqlRows.ts"
 import { knownObjectEnd } from "../history/ends.ts"
 import { numberOr, type SqlQueries } from "./sqlQueries.ts"
-import { decodeRow, laneKey, statements } from "./sqlStatements.ts"
+import { decodeRow, laneKey, SCAN_PAGE_SIZE, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
-
-const SCAN_PAGE_SIZE = 128
 
 /**
  * Builds the reads. `countedBefore` holds what the Object admitted and settled before its
@@ -100,16 +98,13 @@ export const makeSqlReads = (
 
     scanNonterminal: pages("SubmissionLedger.scanNonterminal", statements.scanPage, (after) => [
       ...after,
-      SCAN_PAGE_SIZE,
       ...after,
-      SCAN_PAGE_SIZE,
-      SCAN_PAGE_SIZE,
     ]),
 
     scanRecoveryCandidates: pages(
       "SubmissionLedger.scanRecoveryCandidates",
       statements.recoveryPage,
-      (after) => [...after, SCAN_PAGE_SIZE],
+      (after) => after,
     ),
 
     // One statement per lane with work (two seeks: its head and a wait before it), never the waits.
@@ -145,7 +140,7 @@ export const makeSqlReads = (
     }).pipe(withSpanFast("SubmissionLedger.countAllNonterminal")),
 
     scanAll: Stream.paginate("", (after: string) =>
-      Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after, SCAN_PAGE_SIZE]), (rows) =>
+      Effect.flatMap(query("SubmissionLedger.scanAll", statements.allPage, [after]), (rows) =>
         Effect.map(
           Effect.forEach(rows, decodeRow("SubmissionLedger.scanAll")),
           (page): readonly [ReadonlyArray<SubmissionSnapshot>, Option.Option<string>] => {
@@ -163,7 +158,7 @@ export const makeSqlReads = (
 
     lanePage: spanned("SubmissionLedger.lanePage")(function* (threadId, options) {
       const operation = "SubmissionLedger.lanePage"
-      const rows = yield* query(operation, statements.lanePage, [threadId, options.after, options.limit])
+      const rows = yield* query(operation, statements.lanePage(options.limit), [threadId, options.after])
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),
 
@@ -171,11 +166,10 @@ export const makeSqlReads = (
       const operation = "SubmissionLedger.nextDue"
       if (timers.none) return []
       const after = options.after
-      const rows = yield* query(operation, statements.nextDue, [
+      const rows = yield* query(operation, statements.nextDue(options.limit), [
         now,
         after?.dueAt ?? -Number.MAX_VALUE,
         after?.submissionId ?? "",
-        options.limit,
       ])
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),
@@ -183,7 +177,7 @@ export const makeSqlReads = (
     earliestDue: Effect.fnUntraced(function* (limit) {
       const operation = "SubmissionLedger.earliestDue"
       if (timers.none) return []
-      const rows = yield* query(operation, statements.earliestDue, [limit])
+      const rows = yield* query(operation, statements.earliestDue(limit), [])
       if (rows.length === 0 && limit > 0) timers.none = true
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),

@@ -28,6 +28,7 @@ import type { LedgerError } from "./model.ts"
 import type { RetentionOps } from "./parts.ts"
 import { namesSettled } from "./retention.ts"
 import { type LedgerTransaction, numberOr, type SqlQueries } from "./sqlQueries.ts"
+import { rowLimit } from "../sqlLimit.ts"
 import { decodeRow, laneKey, type Row, statements } from "./sqlStatements.ts"
 
 const t = SUBMISSIONS_TABLE
@@ -36,8 +37,9 @@ const h = HISTORY_TABLE
 /** @internal */
 export const retentionStatements = {
   start: `SELECT prune_after FROM ${t} WHERE ${RETENTION_CANDIDATE} ORDER BY prune_after LIMIT 1`,
-  // Parameters: counted before, limit.
-  candidates: `SELECT * FROM ${t} WHERE ${RETENTION_CANDIDATE} AND prune_after <= ? ORDER BY prune_after LIMIT ?`,
+  // At most `rows` of them. Parameters: counted before.
+  candidates: (rows: number) =>
+    `SELECT * FROM ${t} WHERE ${RETENTION_CANDIDATE} AND prune_after <= ? ORDER BY prune_after LIMIT ${rowLimit(rows)}`,
   // Parameters: from, submission id.
   defer: `UPDATE ${t} SET prune_after = ? WHERE submission_id = ? AND lane_status = 'closed'`,
   // Parameters: thread id.
@@ -168,9 +170,8 @@ export const makeSqlRetention = (
 
     retentionCandidates: spanned("SubmissionLedger.retentionCandidates")(function* (request) {
       const operation = "SubmissionLedger.retentionCandidates"
-      const rows = yield* query(operation, retentionStatements.candidates, [
+      const rows = yield* query(operation, retentionStatements.candidates(request.limit), [
         request.countedBefore,
-        request.limit,
       ])
       const tails = new Map<string, number>()
       for (const threadId of new Set(rows.map((row) => String(row.thread_id)))) {

@@ -21,9 +21,13 @@ import {
   SUBMISSIONS_TABLE,
 } from "../schema.ts"
 import { threadEndFigure } from "../history/sqlRows.ts"
+import { rowLimit } from "../sqlLimit.ts"
 
 const t = SUBMISSIONS_TABLE
 const h = HISTORY_TABLE
+
+/** Rows per page of the ledger's keyset scans. @internal */
+export const SCAN_PAGE_SIZE = 128
 
 /** The Thread id as an order-preserving key (see the module header). @internal */
 export const laneKey = (threadId: string): string => {
@@ -71,8 +75,9 @@ export const statements = {
   laneCounters: `SELECT ${laneEnd("open", "min")} AS open_head, ${laneEnd("parked", "min")} AS parked_head,
       ${laneEnd("open", "max")} AS open_last, ${laneEnd("parked", "max")} AS parked_last,
       ${threadEndFigure("lane_tail")} AS lane_tail`,
-  // Live rows of a lane, counting at most the limit. Parameters: lane key, limit, lane key.
-  laneDepth: `SELECT (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ?))
+  // Live rows of a lane, counting at most `limit` open ones. Parameters: lane key ×2.
+  laneDepth: (limit: number) => `SELECT
+      (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ${rowLimit(limit)}))
       + (SELECT count(*) FROM ${t} WHERE lane_key = ? AND lane_status = 'parked') AS depth`,
   insert: `INSERT INTO ${t} (submission_id, thread_id, lane_key, queue_sequence, idempotency_key,
       agent_id, agent_digest, input_payload, input_digest, receipt_id, state, lane_status, producer_epoch,
@@ -198,39 +203,41 @@ export const statements = {
   finalize: `UPDATE ${t} SET state = 'settled', lane_status = 'closed',
       prune_after = CASE WHEN ? THEN json_extract(settlement, '$.settledAt') END
     WHERE submission_id = ? AND state = 'terminalizing' RETURNING *`,
-  // Due rows in due order. Parameters: now, (after due at, after id), limit.
-  nextDue: `SELECT * FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL AND due_at <= ?
+  // At most `rows` due rows in due order. Parameters: now, (after due at, after id).
+  nextDue: (rows: number) => `SELECT * FROM ${t}
+    WHERE lane_status = 'parked' AND due_at IS NOT NULL AND due_at <= ?
       AND (due_at, submission_id) > (?, ?)
-    ORDER BY due_at, submission_id LIMIT ?`,
-  // The first timed waits, due or not. Parameter: limit.
-  earliestDue: `SELECT * FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL
-    ORDER BY due_at, submission_id LIMIT ?`,
+    ORDER BY due_at, submission_id LIMIT ${rowLimit(rows)}`,
+  // The first `rows` timed waits, due or not.
+  earliestDue: (rows: number) => `SELECT * FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL
+    ORDER BY due_at, submission_id LIMIT ${rowLimit(rows)}`,
   // Whether any timed wait is stored.
   anyDue: `SELECT 1 AS found FROM ${t} WHERE lane_status = 'parked' AND due_at IS NOT NULL LIMIT 1`,
   // Keyset page of every live row, open and parked. Parameters: (last lane key, last queue
-  // sequence, page size) ×2, page size.
+  // sequence) ×2.
   scanPage: `SELECT * FROM (SELECT * FROM ${t} WHERE lane_status = 'open' AND (lane_key, queue_sequence) > (?, ?)
-      ORDER BY lane_key, queue_sequence LIMIT ?)
+      ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE})
     UNION ALL SELECT * FROM (SELECT * FROM ${t} WHERE lane_status = 'parked' AND (lane_key, queue_sequence) > (?, ?)
-      ORDER BY lane_key, queue_sequence LIMIT ?)
-    ORDER BY lane_key, queue_sequence LIMIT ?`,
-  // Keyset page of the recovery candidates. Parameters: last lane key, last queue sequence, page size.
+      ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE})
+    ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE}`,
+  // Keyset page of the recovery candidates. Parameters: last lane key, last queue sequence.
   recoveryPage: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND (lane_key, queue_sequence) > (?, ?)
-    ORDER BY lane_key, queue_sequence LIMIT ?`,
+    ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE}`,
   // The first open row of the first lane after a lane key ('' for the first lane), and whether a
   // wait before it parks its lane (one statement: the same two seeks).
   nextOpen: `SELECT *, EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = o.lane_key
       AND p.lane_status = 'parked' AND p.queue_sequence < o.queue_sequence) AS parked_before
     FROM ${t} AS o WHERE lane_status = 'open' AND lane_key > ? ORDER BY lane_key, queue_sequence LIMIT 1`,
   // Operator reads, settled rows included, from seeks the ledger already pays for: no index is
-  // written for them. Keyset page of every row by id. Parameters: last id, page size.
-  allPage: `SELECT * FROM ${t} WHERE submission_id > ? ORDER BY submission_id LIMIT ?`,
+  // written for them. Keyset page of every row by id. Parameters: last id.
+  allPage: `SELECT * FROM ${t} WHERE submission_id > ? ORDER BY submission_id LIMIT ${SCAN_PAGE_SIZE}`,
   // A lane's Submissions in queue order, found from their acceptance records in the Thread's
-  // history (each admission appends one row that starts with it). Parameters: thread id, after
-  // queue sequence, page size.
-  lanePage: `SELECT s.* FROM ${HISTORY_TABLE} AS a JOIN ${t} AS s ON s.submission_id = a.submission_id
+  // history (each admission appends one row that starts with it), at most `rows` of them.
+  // Parameters: thread id, after queue sequence.
+  lanePage: (rows: number) => `SELECT s.*
+    FROM ${HISTORY_TABLE} AS a JOIN ${t} AS s ON s.submission_id = a.submission_id
     WHERE a.thread_id = ? AND json_extract(a.entries, '$[0]._tag') = 'SubmissionAccepted' AND s.queue_sequence > ?
-    ORDER BY a.sequence LIMIT ?`,
+    ORDER BY a.sequence LIMIT ${rowLimit(rows)}`,
   // The first Thread after a Thread id ('' for the first), from the history's Thread index.
   nextThread: `SELECT thread_id FROM ${HISTORY_TABLE} WHERE thread_id > ? ORDER BY thread_id LIMIT 1`,
 } as const

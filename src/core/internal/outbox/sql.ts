@@ -30,6 +30,7 @@ import {
 import { messageIds, type NewMessage } from "./model.ts"
 import type { RetentionItem } from "../ledger/retention.ts"
 import { rowsRunner } from "../directRows.ts"
+import { rowLimit } from "../sqlLimit.ts"
 
 /** @internal */
 export const OUTBOX_TABLE = "effect_agent_outbox"
@@ -76,8 +77,9 @@ export const outboxStatements = {
   // Parameters: id, target, message, depends on, due at, created at.
   insert: `INSERT OR IGNORE INTO ${o} (message_id, target, message, depends_on, attempts, next_attempt_at, created_at)
     VALUES (?, ?, ?, ?, 0, ?, ?)`,
-  // Parameters: now, limit.
-  due: `SELECT * FROM ${o} WHERE ${sendable} AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`,
+  // At most `rows` of them. Parameter: now.
+  due: (rows: number) =>
+    `SELECT * FROM ${o} WHERE ${sendable} AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ${rowLimit(rows)}`,
   nextDue: `SELECT next_attempt_at FROM ${o} WHERE ${sendable} ORDER BY next_attempt_at LIMIT 1`,
   // Parameters: next attempt at, error, id.
   retry: `UPDATE ${o} SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?
@@ -198,7 +200,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
       const operation = "MessageOutbox.due"
       yield* requireFinite(operation, { now, limit })
       if (knownEmpty) return []
-      const rows = yield* query(operation, outboxStatements.due, [now, limit])
+      const rows = yield* query(operation, outboxStatements.due(limit), [now])
       return yield* Effect.forEach(rows, (row) => decodeStored(operation, row))
     }),
 

@@ -13,6 +13,7 @@ import type { SqlQueries } from "../ledger/sqlQueries.ts"
 import { storageError } from "../ledger/sqlQueries.ts"
 import type { Row } from "../ledger/sqlStatements.ts"
 import { SCHEDULES_TABLE } from "../schema.ts"
+import { rowLimit } from "../sqlLimit.ts"
 import type { ScheduleMethods } from "./methods.ts"
 import { advancedInfo, ScheduleInfo, type ScheduleRefusal } from "./model.ts"
 import { refusalOf } from "./rules.ts"
@@ -31,7 +32,8 @@ export const scheduleStatements = {
   remove: `DELETE FROM ${s} WHERE schedule_id = ? RETURNING schedule_id`,
   byId: `SELECT * FROM ${s} WHERE schedule_id = ?`,
   list: `SELECT * FROM ${s} ORDER BY schedule_id`,
-  due: `SELECT * FROM ${s} WHERE next_at <= ? ORDER BY next_at LIMIT ?`,
+  // At most `rows` of them. Parameter: now.
+  due: (rows: number) => `SELECT * FROM ${s} WHERE next_at <= ? ORDER BY next_at LIMIT ${rowLimit(rows)}`,
   earliest: `SELECT next_at FROM ${s} ORDER BY next_at LIMIT 1`,
   // The next occurrence read guards the write: a replace or a removal in between wins.
   advance: `UPDATE ${s} SET next_at = ?, last_occurrence = coalesce(?, last_occurrence),
@@ -140,7 +142,7 @@ export const makeSqlSchedules = (options: {
       Effect.suspend(() =>
         known.none
           ? Effect.succeed([])
-          : many("SubmissionLedger.dueSchedules", scheduleStatements.due, [now, limit]),
+          : many("SubmissionLedger.dueSchedules", scheduleStatements.due(limit), [now]),
       ),
 
     nextOccurrenceAt: Effect.suspend(() => {
