@@ -22,8 +22,11 @@ export class ThreadDirectory extends DurableObject<Cloudflare.Env> {
 
   /** The most recent Threads first. */
   async list(limit = 200): Promise<Array<string>> {
+    // The limit is written into the text (a bound LIMIT has SQLite prepare the statement anew at
+    // every run), so only a whole number gets there.
+    const rows = Number.isSafeInteger(limit) && limit >= 0 ? limit : 200
     return this.ctx.storage.sql
-      .exec<{ thread_id: string }>("SELECT thread_id FROM threads ORDER BY first_seen DESC LIMIT ?", limit)
+      .exec<{ thread_id: string }>(`SELECT thread_id FROM threads ORDER BY first_seen DESC LIMIT ${rows}`)
       .toArray()
       .map((row) => row.thread_id)
   }
