@@ -28,7 +28,9 @@
  * alone and are not the figure to report; the ratios are.
  * `--profile <file>` takes a CPU profile of workerd's isolate from the restart to the last
  * settlement (of the last run and variant) and prints the functions with the most self time
- * (`--top`).
+ * (`--top`). `--perf <file>` takes a native profile of the restarted workerd over the same span
+ * with Linux `perf` (bench/nativeProfile.ts: the runtime's own work too, such as preparing
+ * statements and committing) and prints where its samples fell.
  */
 import { Effect, Schema } from "effect"
 import { resolve } from "node:path"
@@ -39,6 +41,7 @@ import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
 import { type JsonRequest, type ProcessCpu, startDevServer } from "./devServer.ts"
 import { type Profile, selfTimes, workerSession } from "./inspector.ts"
+import { formatSummary, startNativeProfile } from "./nativeProfile.ts"
 import { cpuMillis, workerdProcesses } from "./procCpu.ts"
 
 const options = parseArgs({
@@ -50,6 +53,7 @@ const options = parseArgs({
     shards: { type: "string", default: "1,8" },
     baseline: { type: "string" },
     profile: { type: "string" },
+    perf: { type: "string" },
     top: { type: "string", default: "40" },
     poll: { type: "string", default: "250" },
     runtime: { type: "string", default: "miniflare" },
@@ -68,6 +72,7 @@ if (options.runtime !== "miniflare" && options.runtime !== "wrangler") {
 }
 const devServer = options.runtime === "wrangler"
 if (devServer && options.profile !== undefined) throw new Error("--profile needs --runtime miniflare")
+if (devServer && options.perf !== undefined) throw new Error("--perf needs --runtime miniflare")
 if (options.paired && (devServer || options.baseline === undefined || options.profile !== undefined)) {
   throw new Error("--paired needs --baseline and --runtime miniflare, without --profile")
 }
@@ -167,6 +172,7 @@ const startMiniflare = (variant: Variant, persistDir: string, core?: number) =>
           const { user, system } = cpuMillis(pids)
           return { workerd: user + system, system, wrangler: 0 }
         },
+        pids: () => pids,
       }
     },
   )
@@ -229,6 +235,10 @@ const drained = (run: number, variant: Variant, worker: Loaded) =>
     const restartedAt = Date.now()
     const cpuBefore = worker.cpu()
     const profiler = inspectorPort === undefined ? undefined : yield* startProfile(inspectorPort)
+    const native =
+      options.perf === undefined || !("pids" in worker)
+        ? undefined
+        : startNativeProfile(worker.pids(), options.perf)
     let pending = threads
     let unsettledAtRestart: number | undefined
     let polls = 0
@@ -246,6 +256,10 @@ const drained = (run: number, variant: Variant, worker: Loaded) =>
     const after = (fraction: number) =>
       (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? restartedAt) - restartedAt
     if (profiler !== undefined) yield* stopProfile(profiler)
+    if (native !== undefined) {
+      const summary = yield* Effect.promise(native.stop)
+      for (const line of formatSummary(summary)) console.log(line)
+    }
     return {
       run,
       variant: variant.label,
