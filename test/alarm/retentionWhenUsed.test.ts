@@ -17,6 +17,7 @@ import { incarnation, type Incarnation } from "../support/incarnation.ts"
 import { submit } from "./actionable/fixtures.ts"
 import { meterSql } from "./fixtures.ts"
 import { dayAhead, inObject, objectName } from "./harness.ts"
+import { textOf } from "../core/SubmissionLedgerHarness.ts"
 
 const retention = { settledForMillis: 60_000, windowMillis: 10_000 }
 const windowAfter = (instant: number) => Math.ceil(instant / 10_000) * 10_000
@@ -133,8 +134,7 @@ describe("retention's index when retention is used", () => {
       Effect.gen(function* () {
         yield* incarnation(ctx, { agents: [echo] })
         for (const key of ["start", "candidates"] as const) {
-          const statement = retentionStatements[key]
-          const text = typeof statement === "string" ? statement : statement(50)
+          const text = textOf(retentionStatements[key])
           const params = Array.from(text.matchAll(/\?/g), () => 0)
           const plan = ctx.storage.sql
             .exec(`EXPLAIN QUERY PLAN ${text}`, ...params)

@@ -12,16 +12,19 @@ import { COUNT_CAP, PAGE_WINDOW, SubmissionLedger } from "../../src/core/Submiss
 import { ledgerConformance } from "./ledgerConformance.ts"
 import { layerWithLedger } from "../../src/core/ThreadHistory.ts"
 import { admitNew, admitReady, grant, request } from "./SubmissionLedgerFixtures.ts"
-import { inObject, memoryHarness, sqlHarness, sqlLayer } from "./SubmissionLedgerHarness.ts"
+import {
+  inObject,
+  memoryHarness,
+  sqlHarness,
+  sqlLayer,
+  type StatementText,
+  textOf,
+} from "./SubmissionLedgerHarness.ts"
 
 ledgerConformance("SQLite in a Durable Object", sqlHarness)
 ledgerConformance("in memory", memoryHarness)
 
-/** A statement's text; one whose row limit is written into it, at a page of 50. */
-type Statement = string | ((rows: number) => string)
-const textOf = (statement: Statement) => (typeof statement === "string" ? statement : statement(50))
-
-const planOf = (storage: DurableObjectStorage, statement: Statement) => {
+const planOf = (storage: DurableObjectStorage, statement: StatementText) => {
   const text = textOf(statement)
   const params = Array.from(text.matchAll(/\?/g), () => "x")
   return Array.from(storage.sql.exec(`EXPLAIN QUERY PLAN ${text}`, ...params).toArray(), (row) =>
@@ -176,9 +179,9 @@ describe("SubmissionLedger on SQLite", () => {
           expect(plan, key).not.toContain("TEMP B-TREE")
         }
         const texts = [
-          ...Object.values<Statement | { readonly Owner: string; readonly Unowned: string }>(statements),
-          ...Object.values<Statement>(rowStatements),
-          ...Object.values<Statement>(pageStatements),
+          ...Object.values<StatementText | { readonly Owner: string; readonly Unowned: string }>(statements),
+          ...Object.values<StatementText>(rowStatements),
+          ...Object.values<StatementText>(pageStatements),
         ].flatMap((text) => (typeof text === "object" ? [text.Owner, text.Unowned] : [textOf(text)]))
         for (const text of texts) {
           // Every table access is an index SEARCH; a "SCAN <table>" step would read every row.

@@ -27,6 +27,11 @@ const optionsLayer = (options: LedgerOptions | undefined) =>
   )
 
 /** The SQL ledger and history over one Object's storage. */
+/** A statement's text; one whose row limit is written into it, at a page of 50. */
+export type StatementText = string | ((rows: number) => string)
+export const textOf = (statement: StatementText): string =>
+  typeof statement === "string" ? statement : statement(50)
+
 export const sqlLayer = (storage: DurableObjectStorage, options?: LedgerOptions) =>
   layerWithLedger.pipe(Layer.provide(sqlClientLayer(storage)), Layer.provide(optionsLayer(options)))
 

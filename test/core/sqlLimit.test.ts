@@ -7,7 +7,7 @@ import { statements } from "../../src/core/internal/ledger/sqlStatements.ts"
 import { outboxStatements } from "../../src/core/internal/outbox/sql.ts"
 import { scheduleStatements } from "../../src/core/internal/schedule/sql.ts"
 import { rowLimit } from "../../src/core/internal/sqlLimit.ts"
-import { inObject } from "./SubmissionLedgerHarness.ts"
+import { inObject, type StatementText, textOf } from "./SubmissionLedgerHarness.ts"
 
 /** What SQLite answers for `LIMIT` given one way: the rows, or the refusal's message. */
 const answer = (storage: DurableObjectStorage, text: string, ...params: Array<number>) => {
@@ -30,7 +30,8 @@ describe("row limits written into a statement", () => {
         const select = "SELECT n FROM numbers ORDER BY n LIMIT"
         for (const rows of [0, 2, 5, 9, -1, 2.5, -0.5, 1e21, Number.NaN, Number.POSITIVE_INFINITY]) {
           const written = answer(storage, `${select} ${rowLimit(rows)}`)
-          // NaN and the infinities cannot be bound (workerd refuses them): SQLite refuses NULL.
+          // For NaN and the infinities `rowLimit` writes NULL, which SQLite refuses as it refuses
+          // any limit that is not an integer.
           const bound = Number.isFinite(rows)
             ? answer(storage, `${select} ?`, rows)
             : answer(storage, `${select} NULL`)
@@ -52,12 +53,8 @@ describe("row limits written into a statement", () => {
       scheduleStatements,
       outboxStatements,
     ].flatMap((group) =>
-      Object.values<unknown>(group).flatMap((statement) =>
-        typeof statement === "function"
-          ? [String(statement(50))]
-          : typeof statement === "string"
-            ? [statement]
-            : Object.values(statement as Record<string, string>),
+      Object.values<StatementText | Record<string, string>>(group).flatMap((statement) =>
+        typeof statement === "object" ? Object.values(statement) : [textOf(statement)],
       ),
     )
     expect(all.length).toBeGreaterThan(40)
