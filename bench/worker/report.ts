@@ -109,3 +109,22 @@ export const SustainReport = Schema.Struct({
   rows: Schema.Number,
 })
 export type SustainReport = typeof SustainReport.Type
+
+/** Storage calls of the event-cost Worker's Object, by method (bench/worker/eventCost.ts). */
+export const EventCostCalls = Schema.Struct({
+  exec: Schema.Number,
+  transactionSync: Schema.Number,
+  getAlarm: Schema.Number,
+  setAlarm: Schema.Number,
+  deleteAlarm: Schema.Number,
+  kvGet: Schema.Number,
+  kvPut: Schema.Number,
+})
+
+/** What one loop of the event-cost Worker did. */
+export const EventCostReport = Schema.Struct({
+  submissions: Schema.Int,
+  deliveries: Schema.Int,
+  calls: EventCostCalls,
+})
+export type EventCostReport = typeof EventCostReport.Type
