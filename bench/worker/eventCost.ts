@@ -18,11 +18,14 @@ import { define } from "../../src/core/AgentRegistration.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { EventCostCalls, type EventCostReport } from "./report.ts"
 
+/** A loop's Submission: its number and how many steps it (or its child) journals. */
+const LoopInput = Schema.Struct({ n: Schema.Int, steps: Schema.Int })
+
 /** S journaled async no-op steps, then the Submission settles with their sum. */
 const stepsAgent = define({
   id: "bench-event-cost",
   version: "1",
-  input: Schema.Struct({ n: Schema.Int, steps: Schema.Int }),
+  input: LoopInput,
   output: Schema.Int,
   program: ({ n, steps }, ctx) =>
     Effect.gen(function* () {
@@ -40,13 +43,13 @@ const stepsAgent = define({
 const parentAgent = define({
   id: "bench-event-cost-parent",
   version: "1",
-  input: Schema.Struct({ n: Schema.Int, steps: Schema.Int }),
+  input: LoopInput,
   output: Schema.Int,
-  program: ({ n, steps }, ctx) =>
+  program: (input, ctx) =>
     Effect.gen(function* () {
       const child = yield* ctx.startChild({
         agent: stepsAgent,
-        input: { n, steps },
+        input,
         thread: { objectName: "children", threadId: `child-of-${ctx.threadId}` },
       })
       const settled = yield* ctx.awaitChild(child)
