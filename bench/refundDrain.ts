@@ -42,6 +42,7 @@ import { tempDir } from "../test/node/support/tempDir.ts"
 import { type JsonRequest, type ProcessCpu, startDevServer } from "./devServer.ts"
 import { type Profile, selfTimes, workerSession } from "./inspector.ts"
 import { formatSummary, startNativeProfile } from "./nativeProfile.ts"
+import { spread } from "./pairs.ts"
 import { cpuMillis, workerdProcesses } from "./procCpu.ts"
 
 const options = parseArgs({
@@ -301,12 +302,6 @@ const pairedRun = (run: number, pair: ReadonlyArray<Variant>) =>
       })
     }),
   )
-
-/** Median, min and max of `values`. */
-const spread = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return { median: sorted[Math.floor(sorted.length / 2)]!, min: sorted[0]!, max: sorted[sorted.length - 1]! }
-}
 
 const ratio = (value: number) => value.toFixed(2)
 

@@ -57,10 +57,15 @@ const parentAgent = define({
     }),
 })
 
-/** Where each counted storage call lives: a part of the storage (or the storage itself) and a method. */
-const countedCalls: Readonly<
-  Record<keyof typeof EventCostCalls.fields, readonly [string | undefined, string]>
-> = {
+type CallName = keyof typeof EventCostCalls.fields
+
+/**
+ * Where each counted storage call lives: a part of the storage (or the storage itself) and a
+ * method. Counted here rather than with the bench's storage meter (bench/worker/meter.ts): the
+ * meter reads `total_changes()` at each reset and snapshot, I/O on its own Object's storage, and
+ * the loop's Object sums the counts of the children's Object too.
+ */
+const countedCalls: Readonly<Record<CallName, readonly [string | undefined, string]>> = {
   exec: ["sql", "exec"],
   transactionSync: [undefined, "transactionSync"],
   getAlarm: [undefined, "getAlarm"],
@@ -69,8 +74,6 @@ const countedCalls: Readonly<
   kvGet: ["kv", "get"],
   kvPut: ["kv", "put"],
 }
-
-type CallName = keyof typeof EventCostCalls.fields
 
 /** What every Object of this isolate did: the loop's Objects and the children's share it. */
 const isolate = {
