@@ -9,10 +9,14 @@
  * - `shared`: `--lanes` Submissions to as many Threads at a time, so they share their events;
  * - `steps`: as `shared`, with `--steps` journaled steps per Submission instead of one;
  * - `child` and `childShared`: as `own` and `shared`, each Submission starting a one-step child
- *   Submission in another Object and awaiting it (a refund's fraud check).
+ *   Submission in another Object and awaiting it (a refund's fraud check);
+ * - `raw`, the anchor: a plain Object looping items as `own` does, each an INSERT and an alarm
+ *   whose handler UPDATEs it (bench/worker/eventCostRaw.ts), the least an item with an alarm of
+ *   its own costs workerd here.
  * The CPU time of workerd (user and system, from `/proc`) per Submission gives an event's fixed
  * cost (`own` − `shared`), a step's (`steps` − `shared`, per added step) and a child round trip's
- * (`child` − `own`, `childShared` − `shared`); the Objects' storage calls are counted per
+ * (`child` − `own`, `childShared` − `shared`), and what the library adds to a Submission with an
+ * event of its own over the anchor (`own` − `raw`); the Objects' storage calls are counted per
  * Submission by a wrapper on their storage.
  * With `--baseline`, the Worker of another checkout (one that has this bench) runs in a runtime of
  * its own at the same time, each workerd pinned to a core of its own and the cores swapped every
@@ -56,6 +60,7 @@ const modes = {
   steps: `mode=shared&n=${samples}&lanes=${lanes}&steps=${steps}`,
   child: `mode=own&n=${samples}&child=1`,
   childShared: `mode=shared&n=${samples}&lanes=${lanes}&child=1`,
+  raw: `mode=raw&n=${samples}`,
 } as const
 type Mode = keyof typeof modes
 
@@ -74,7 +79,10 @@ const start = async (label: string, checkout: string, countCalls = false): Promi
     ),
     compatibilityDate: "2026-04-20",
     compatibilityFlags: ["nodejs_compat"],
-    durableObjects: { EVENT_COST: { className: "EventCostObject", useSQLite: true } },
+    durableObjects: {
+      EVENT_COST: { className: "EventCostObject", useSQLite: true },
+      EVENT_COST_RAW: { className: "EventCostRawObject", useSQLite: true },
+    },
     bindings: { COUNT_CALLS: countCalls ? "1" : "0" },
   })
   await mf.ready
@@ -151,9 +159,12 @@ const main = async () => {
       const stepped = series(label, "steps")
       const child = series(label, "child")
       const childShared = series(label, "childShared")
+      const raw = series(label, "raw")
       return {
         own,
         shared,
+        raw,
+        overRaw: own.map((value, index) => value - raw[index]!),
         event: own.map((value, index) => value - shared[index]!),
         step: stepped.map((value, index) => (value - shared[index]!) / (steps - 1)),
         child: child.map((value, index) => value - own[index]!),
@@ -162,7 +173,8 @@ const main = async () => {
     }
     console.log(
       `workerd CPU ms per Submission, ${rounds} rounds of ${samples} Submissions (median, min–max); ` +
-        `shared: ${lanes} Threads at a time; a step: (${steps} steps − 1 step) / ${steps - 1}`,
+        `shared: ${lanes} Threads at a time; a step: (${steps} steps − 1 step) / ${steps - 1}; ` +
+        `overRaw: own − raw`,
     )
     for (const { label } of runtimes) {
       const figures = derived(label)
@@ -173,7 +185,16 @@ const main = async () => {
     if (runtimes.length === 2) {
       const [mine, theirs] = runtimes.map(({ label }) => derived(label))
       console.log("this checkout ÷ the baseline, round by round; then the swapped pairs' geometric means:")
-      for (const name of ["own", "shared", "event", "step", "child", "childShared"] as const) {
+      for (const name of [
+        "own",
+        "shared",
+        "raw",
+        "overRaw",
+        "event",
+        "step",
+        "child",
+        "childShared",
+      ] as const) {
         const ratios = mine![name].map((value, index) => value / theirs![name][index]!)
         const pairs = swapPairMeans(ratios)
         console.log(
@@ -198,7 +219,7 @@ const main = async () => {
           )
         }
         if (values.fsyncs) {
-          for (const mode of ["own", "shared", "child", "childShared"] as const) {
+          for (const mode of ["own", "shared", "child", "childShared", "raw"] as const) {
             const { object, scheduler } = await fsyncsOf(counting, mode)
             console.log(
               `${label}, ${mode}: fsyncs per Submission: Object database ${object.toFixed(2)}, alarm scheduler ${scheduler.toFixed(2)}`,

@@ -11,12 +11,17 @@
  * Submission in another Object ("children") and await it, as a refund asks the fraud desk. The
  * answer counts the alarm deliveries of every Object of the isolate during the loop and, when the
  * Worker's `COUNT_CALLS` binding is "1", their storage calls (a wrapper on each Object's storage,
- * installed before the library sees it; zeros otherwise).
+ * installed before the library sees it; zeros otherwise). `GET /?mode=raw&n=400` runs the anchor
+ * instead, a plain Object that does the least for an item with an alarm of its own
+ * (bench/worker/eventCostRaw.ts).
  */
 import { Effect, Schema } from "effect"
 import { define } from "../../src/core/AgentRegistration.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { EventCostCalls, type EventCostReport } from "./report.ts"
+import type { EventCostRawObject } from "./eventCostRaw.ts"
+
+export { EventCostRawObject } from "./eventCostRaw.ts"
 
 /** A loop's Submission: its number and how many steps it (or its child) journals. */
 const LoopInput = Schema.Struct({ n: Schema.Int, steps: Schema.Int })
@@ -187,6 +192,16 @@ export class EventCostObject extends ThreadObject.make(ThreadObject.layer([steps
 }
 
 export default {
-  fetch: (request: Request, env: { readonly EVENT_COST: DurableObjectNamespace<EventCostObject> }) =>
-    env.EVENT_COST.getByName(new URL(request.url).searchParams.get("object") ?? "bench").fetch(request),
+  fetch: (
+    request: Request,
+    env: {
+      readonly EVENT_COST: DurableObjectNamespace<EventCostObject>
+      readonly EVENT_COST_RAW: DurableObjectNamespace<EventCostRawObject>
+    },
+  ) => {
+    const query = new URL(request.url).searchParams
+    // The anchor (bench/worker/eventCostRaw.ts) runs in a plain Object of its own class.
+    const namespace = query.get("mode") === "raw" ? env.EVENT_COST_RAW : env.EVENT_COST
+    return namespace.getByName(query.get("object") ?? "bench").fetch(request)
+  },
 }
