@@ -20,6 +20,7 @@ import { define } from "../../src/core/AgentRegistration.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { EventCostCalls, type EventCostReport } from "./report.ts"
 import type { EventCostRawObject } from "./eventCostRaw.ts"
+import { alarms, eventsOver, tracked, zeroCalls } from "./eventCostIsolate.ts"
 
 export { EventCostRawObject } from "./eventCostRaw.ts"
 
@@ -80,13 +81,8 @@ const countedCalls: Readonly<Record<CallName, readonly [string | undefined, stri
   kvPut: ["kv", "put"],
 }
 
-/** What every Object of this isolate did: the loop's Objects and the children's share it. */
-const isolate = {
-  calls: Object.fromEntries(Object.keys(countedCalls).map((name) => [name, 0])) as Record<CallName, number>,
-  deliveries: 0,
-  /** The alarm handlers running now. */
-  running: new Set<Promise<void>>(),
-}
+/** The storage calls of every Object of this isolate: the loop's Objects and the children's. */
+const isolate = { calls: zeroCalls() }
 
 /** Wraps each counted method of `storage` in place, counting into the isolate's counts. */
 const countCalls = (storage: DurableObjectStorage): void => {
@@ -104,16 +100,6 @@ const countCalls = (storage: DurableObjectStorage): void => {
   }
 }
 
-/** Until no alarm handler of this isolate runs, a timer's turn included (the next may start at once). */
-const eventsOver = async (): Promise<void> => {
-  const drain = async () => {
-    while (isolate.running.size > 0) await Promise.all(isolate.running)
-  }
-  await drain()
-  await new Promise((resolve) => setTimeout(resolve, 1))
-  await drain()
-}
-
 let nextKey = 0
 
 export class EventCostObject extends ThreadObject.make(ThreadObject.layer([stepsAgent, parentAgent]), {
@@ -126,18 +112,7 @@ export class EventCostObject extends ThreadObject.make(ThreadObject.layer([steps
   }
 
   override async alarm(): Promise<void> {
-    isolate.deliveries += 1
-    const running = super.alarm?.() ?? Promise.resolve()
-    const settled = running.then(
-      () => undefined,
-      () => undefined,
-    )
-    isolate.running.add(settled)
-    try {
-      await running
-    } finally {
-      isolate.running.delete(settled)
-    }
+    await tracked(super.alarm?.() ?? Promise.resolve())
   }
 
   async #submitAndAwait(lanes: number, steps: number, n: number, child: boolean): Promise<void> {
@@ -176,7 +151,7 @@ export class EventCostObject extends ThreadObject.make(ThreadObject.layer([steps
       )
     await eventsOver()
     for (const name of Object.keys(isolate.calls) as Array<CallName>) isolate.calls[name] = 0
-    const deliveries = isolate.deliveries
+    const deliveries = alarms.deliveries
     const rounds = Math.ceil(n / lanes)
     for (let round = 0; round < rounds; round++) {
       await this.#submitAndAwait(lanes, steps, round, child)
@@ -185,7 +160,7 @@ export class EventCostObject extends ThreadObject.make(ThreadObject.layer([steps
     await eventsOver()
     return Response.json({
       submissions: rounds * lanes,
-      deliveries: isolate.deliveries - deliveries,
+      deliveries: alarms.deliveries - deliveries,
       calls: { ...isolate.calls },
     } satisfies EventCostReport)
   }

@@ -9,13 +9,11 @@
  * `GET /?mode=raw&n=400` answers an `EventCostReport` (no storage calls counted).
  */
 import { DurableObject } from "cloudflare:workers"
+import { alarms, eventsOver, tracked, zeroCalls } from "./eventCostIsolate.ts"
 import type { EventCostReport } from "./report.ts"
 
 export class EventCostRawObject extends DurableObject<unknown> {
   readonly #waiters = new Map<number, () => void>()
-  #deliveries = 0
-  /** The alarm handler running now, if any. */
-  #running: Promise<void> | undefined
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env)
@@ -24,19 +22,12 @@ export class EventCostRawObject extends DurableObject<unknown> {
     )
   }
 
-  /** Until no alarm handler runs, a timer's turn included (the next may start at once). */
-  async #handlersOver(): Promise<void> {
-    while (this.#running !== undefined) await this.#running
-    await new Promise((resolve) => setTimeout(resolve, 1))
-    while (this.#running !== undefined) await this.#running
-  }
-
   override async fetch(request: Request): Promise<Response> {
     const n = Number(new URL(request.url).searchParams.get("n") ?? "400")
     if (!Number.isInteger(n) || n <= 0)
       return Response.json({ error: "n must be a positive integer" }, { status: 400 })
-    await this.#handlersOver()
-    const deliveries = this.#deliveries
+    await eventsOver()
+    const deliveries = alarms.deliveries
     for (let item = 0; item < n; item++) {
       const { id } = this.ctx.storage.sql
         .exec<{ id: number }>("INSERT INTO items (input) VALUES (?) RETURNING id", `item-${item}`)
@@ -44,45 +35,29 @@ export class EventCostRawObject extends DurableObject<unknown> {
       const done = new Promise<void>((resolve) => this.#waiters.set(id, resolve))
       await this.ctx.storage.setAlarm(Date.now() + 1)
       await done
-      await this.#handlersOver()
-    }
-    const calls = {
-      exec: 0,
-      transactionSync: 0,
-      getAlarm: 0,
-      setAlarm: 0,
-      deleteAlarm: 0,
-      kvGet: 0,
-      kvPut: 0,
+      await eventsOver()
     }
     return Response.json({
       submissions: n,
-      deliveries: this.#deliveries - deliveries,
-      calls,
+      deliveries: alarms.deliveries - deliveries,
+      calls: zeroCalls(),
     } satisfies EventCostReport)
   }
 
   override async alarm(): Promise<void> {
-    this.#deliveries += 1
-    const handler = (async () => {
-      const pending = this.ctx.storage.sql
-        .exec<{ id: number; input: string }>("SELECT id, input FROM items WHERE output IS NULL ORDER BY id")
-        .toArray()
-      for (const item of pending) {
-        const output = await Promise.resolve(`done ${item.input}`)
-        this.ctx.storage.sql.exec("UPDATE items SET output = ? WHERE id = ?", output, item.id)
-        this.#waiters.get(item.id)?.()
-        this.#waiters.delete(item.id)
-      }
-    })()
-    this.#running = handler.then(
-      () => undefined,
-      () => undefined,
-    )
-    try {
-      await handler
-    } finally {
-      this.#running = undefined
+    await tracked(this.#serve())
+  }
+
+  /** Runs every pending item's step, UPDATEs its row and answers its waiter. */
+  async #serve(): Promise<void> {
+    const pending = this.ctx.storage.sql
+      .exec<{ id: number; input: string }>("SELECT id, input FROM items WHERE output IS NULL ORDER BY id")
+      .toArray()
+    for (const item of pending) {
+      const output = await Promise.resolve(`done ${item.input}`)
+      this.ctx.storage.sql.exec("UPDATE items SET output = ? WHERE id = ?", output, item.id)
+      this.#waiters.get(item.id)?.()
+      this.#waiters.delete(item.id)
     }
   }
 }
