@@ -5,8 +5,9 @@
  *
  * - Envelopes are persisted (read from the canonical history feed after a stored cursor)
  *   before anything is dispatched, in one SQL transaction with the cursor.
- * - Each dispatch records its receipt after it succeeds, or its retry time after it fails;
- *   retries fall to later alarms through `pendingDeadline`, never to a sleep here.
+ * - A wave's envelopes go in one call, and their receipts (after it succeeds) or their retry
+ *   times (after it fails) in one commit; retries fall to later alarms through
+ *   `pendingDeadline`, never to a sleep here.
  * - Every write is receipt-only bookkeeping, so it goes through the mutation gate with
  *   `invalidatesRecovery: false`: it must not create native recovery debt.
  * - One wave per maintenance event, and only if it fits before `dispatchUntil`. When native
@@ -26,9 +27,9 @@ import { type HistoryRecord, ThreadHistory } from "@effect-agent/platform-cloudf
 import { Envelope, type RelayInboxRpc } from "./relayInbox.ts"
 import { refundAgent } from "./refundAgent.ts"
 
-/** Envelopes dispatched per wave, one after another. */
+/** Envelopes dispatched per wave, all in one call. */
 const waveSize = 5
-/** The allowance of one dispatch; the wave allowance is their sum. */
+/** The allowance of a wave's call. */
 const dispatchMillis = 2_000
 const feedBatch = 100
 /** Feed positions the cursor may move in memory alone before it is stored anyway. */
@@ -71,10 +72,16 @@ export const RefundOutbox = Layer.effect(
     yield* Effect.forEach(migrations, (statement) => sql.unsafe(statement), { discard: true })
     const inbox = () => env.RELAY.getByName("relay") as unknown as RelayInboxRpc
 
-    // Receipt-only bookkeeping; a failure of the write or of the gate's prearm is this hook's.
-    const receipt = (operation: string, statement: string, params: ReadonlyArray<unknown>) =>
+    // Receipt-only bookkeeping, one statement per envelope of a wave, in one transaction; a
+    // failure of the write or of the gate's prearm is this hook's.
+    const receipts = (operation: string, statement: string, params: ReadonlyArray<ReadonlyArray<unknown>>) =>
       gate
-        .withMutation(sql.unsafe(statement, params), { invalidatesRecovery: false })
+        .withMutation(
+          sql.withTransaction(
+            Effect.forEach(params, (each) => sql.unsafe(statement, each), { discard: true }),
+          ),
+          { invalidatesRecovery: false },
+        )
         .pipe(Effect.mapError(outboxError(operation)))
 
     // The cursor as last read, written or passed. Only this hook writes it, and a position is
@@ -154,17 +161,22 @@ export const RefundOutbox = Layer.effect(
       yield* store(refunds, feed.last)
     }).pipe(Effect.mapError(outboxError("collect settlements")))
 
-    const dispatch = (row: { envelope_id: string; payload: string; attempts: number }) =>
-      // RPC arguments are structured-cloned: send the encoded envelope, not the class instance.
-      Effect.tryPromise(() => inbox().deliver(JSON.parse(row.payload) as typeof Envelope.Encoded)).pipe(
+    type Due = { envelope_id: string; payload: string; attempts: number }
+
+    // One call for the whole wave, and one commit for its receipts (or its retries).
+    // RPC arguments are structured-cloned: send the encoded envelopes, not class instances.
+    const dispatch = (rows: ReadonlyArray<Due>) =>
+      Effect.tryPromise(() =>
+        inbox().deliver(rows.map((row) => JSON.parse(row.payload) as typeof Envelope.Encoded)),
+      ).pipe(
         Effect.timeout(dispatchMillis),
         Effect.matchEffect({
           onSuccess: () =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              receipt(
+              receipts(
                 "record a delivery",
                 "UPDATE refund_outbox SET delivered_at = ? WHERE envelope_id = ?",
-                [now, row.envelope_id],
+                rows.map((row) => [now, row.envelope_id]),
               ),
             ),
           onFailure: (cause) =>
@@ -172,13 +184,13 @@ export const RefundOutbox = Layer.effect(
               Effect.andThen(
                 Effect.logWarning(
                   "Refund relay failed; retrying at a later alarm",
-                  { envelope: row.envelope_id },
+                  { envelopes: rows.map((row) => row.envelope_id) },
                   cause,
                 ),
-                receipt(
+                receipts(
                   "schedule a retry",
                   "UPDATE refund_outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE envelope_id = ?",
-                  [now + retryDelay(row.attempts), row.envelope_id],
+                  rows.map((row) => [now + retryDelay(row.attempts), row.envelope_id]),
                 ),
               ),
             ),
@@ -189,17 +201,17 @@ export const RefundOutbox = Layer.effect(
       Effect.gen(function* () {
         yield* collected
         const now = yield* Clock.currentTimeMillis
-        // Admit the wave only if its whole allowance fits before the horizon.
-        if (now + waveSize * dispatchMillis > DateTime.toEpochMillis(dispatchUntil)) return
+        // Admit the wave only if its allowance fits before the horizon.
+        if (now + dispatchMillis > DateTime.toEpochMillis(dispatchUntil)) return
         // The limit is written into the text: a bound LIMIT has SQLite prepare the statement anew
         // at every run.
-        const due = yield* sql<{ envelope_id: string; payload: string; attempts: number }>`
+        const due = yield* sql<Due>`
           SELECT envelope_id, payload, attempts FROM refund_outbox
           WHERE delivered_at IS NULL AND next_attempt_at <= ${now}
           ORDER BY next_attempt_at LIMIT ${sql.literal(String(waveSize))}`.pipe(
           Effect.mapError(outboxError("read due envelopes")),
         )
-        yield* Effect.forEach(due, dispatch, { discard: true })
+        if (due.length > 0) yield* dispatch(due)
       })
 
     const pendingDeadline = Effect.gen(function* () {
@@ -214,7 +226,7 @@ export const RefundOutbox = Layer.effect(
     }).pipe(Effect.mapError(outboxError("read its deadline")))
 
     return {
-      dispatchTimeoutMillis: waveSize * dispatchMillis,
+      dispatchTimeoutMillis: dispatchMillis,
       drainUntil: (sourceFinished, dispatchUntil) =>
         wave(dispatchUntil).pipe(Effect.andThen(sourceFinished), Effect.andThen(collected)),
       pendingDeadline,

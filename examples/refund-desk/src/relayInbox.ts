@@ -1,7 +1,8 @@
 /**
  * The destination of the settlement relay: a Durable Object that stores each envelope once
- * (delivery is at least once, so it deduplicates by envelope id). For the demo it can be told
- * to refuse the next few deliveries, to show the outbox retrying at later alarms.
+ * (delivery is at least once, so it deduplicates by envelope id). A delivery is a wave of
+ * envelopes, stored in one commit. For the demo it can be told to refuse the next few deliveries
+ * (each a whole wave), to show the outbox retrying at later alarms.
  */
 import { DurableObject } from "cloudflare:workers"
 import { Schema } from "effect"
@@ -16,9 +17,9 @@ export class Envelope extends Schema.Class<Envelope>("RefundEnvelope")({
   settledAt: Schema.Number,
 }) {}
 
-/** What the outbox calls. */
+/** What the outbox calls: a wave of envelopes at once, stored in one commit. */
 export interface RelayInboxRpc {
-  deliver(envelope: typeof Envelope.Encoded): Promise<void>
+  deliver(envelopes: ReadonlyArray<typeof Envelope.Encoded>): Promise<void>
 }
 
 export class RelayInbox extends DurableObject<Cloudflare.Env> implements RelayInboxRpc {
@@ -31,7 +32,7 @@ export class RelayInbox extends DurableObject<Cloudflare.Env> implements RelayIn
     )
   }
 
-  async deliver(envelope: typeof Envelope.Encoded): Promise<void> {
+  async deliver(envelopes: ReadonlyArray<typeof Envelope.Encoded>): Promise<void> {
     const sql = this.ctx.storage.sql
     const refusal = sql
       .exec<{ remaining: number }>("SELECT remaining FROM refusals WHERE id = 1")
@@ -40,13 +41,15 @@ export class RelayInbox extends DurableObject<Cloudflare.Env> implements RelayIn
       sql.exec("UPDATE refusals SET remaining = remaining - 1 WHERE id = 1")
       throw new Error("relay inbox is refusing deliveries (demo)")
     }
-    sql.exec(
-      `INSERT INTO received (envelope_id, body, received_at, deliveries) VALUES (?, ?, ?, 1)
-       ON CONFLICT (envelope_id) DO UPDATE SET deliveries = deliveries + 1`,
-      envelope.envelopeId,
-      JSON.stringify(envelope),
-      Date.now(),
-    )
+    for (const envelope of envelopes) {
+      sql.exec(
+        `INSERT INTO received (envelope_id, body, received_at, deliveries) VALUES (?, ?, ?, 1)
+         ON CONFLICT (envelope_id) DO UPDATE SET deliveries = deliveries + 1`,
+        envelope.envelopeId,
+        JSON.stringify(envelope),
+        Date.now(),
+      )
+    }
   }
 
   /** Refuses the next `count` deliveries. */
