@@ -20,6 +20,10 @@
  * server's whole process group (`kill -9`); it then also reports how long the restarted server took
  * to answer (`bootMs`, from the restart command), the time from the restart command to the last
  * settlement, and the CPU of wrangler's own processes beside workerd's.
+ * `--storage disk,tmpfs` runs every variant with its persist folder on the disk (the default:
+ * the project's `.tmp/`, where `wrangler dev` keeps `.wrangler/state` too) and in `/dev/shm`
+ * (memory, where an `fsync` costs nothing), alternating, and reports each variant's drain on tmpfs
+ * against on disk: what the commits' `fsync`s add to the drain on this machine.
  * `--paired` (with `--baseline`, under Miniflare) loads both variants of a shard count in
  * runtimes of their own, then restarts and drains them at the same time, each workerd pinned to a
  * core of its own (`taskset`, swapped every run): what else the machine does falls on both alike,
@@ -33,9 +37,9 @@
  * statements and committing) and prints where its samples fell.
  */
 import { Effect, Schema } from "effect"
-import { resolve } from "node:path"
+import { join, resolve } from "node:path"
 import { execFileSync } from "node:child_process"
-import { writeFile } from "node:fs/promises"
+import { mkdtemp, rm, writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
 import { startLocalWorker } from "../test/node/support/localWorker.ts"
 import { tempDir } from "../test/node/support/tempDir.ts"
@@ -59,6 +63,7 @@ const options = parseArgs({
     poll: { type: "string", default: "250" },
     runtime: { type: "string", default: "miniflare" },
     paired: { type: "boolean", default: false },
+    storage: { type: "string", default: "disk" },
   },
 }).values
 const refunds = Number(options.refunds)
@@ -79,26 +84,47 @@ if (options.paired && (devServer || options.baseline === undefined || options.pr
 }
 const ownCheckout = new URL("..", import.meta.url).pathname
 const shardCounts = options.shards.split(",").map(Number)
+/**
+ * Where each variant's persist folder is: `disk` (the project's `.tmp/`, as `npm start` keeps
+ * `.wrangler/state`) or `tmpfs` (`/dev/shm`, memory, whose `fsync` costs nothing), or both
+ * (`disk,tmpfs`), each variant on each, alternating.
+ */
+const storages = options.storage.split(",")
+if (!storages.every((storage) => storage === "disk" || storage === "tmpfs"))
+  throw new Error(`--storage must list disk and/or tmpfs, not ${options.storage}`)
 const own = new URL(`../${example}`, import.meta.url).href
 /**
  * The variants each run measures: this checkout's example at each shard count and, with a
  * baseline, the baseline's example at the same counts (a comparison at different counts would
  * measure the sharding too: one fraud desk Object batches more checks per event).
  */
-const variants = shardCounts.flatMap((shards) => [
-  { label: `${shards} fraud desk Object(s)`, entry: own, checkout: ownCheckout, shards, baseline: false },
-  ...(options.baseline === undefined
-    ? []
-    : [
-        {
-          label: `baseline ${options.baseline}, ${shards} fraud desk Object(s)`,
-          entry: resolve(options.baseline, example),
-          checkout: resolve(options.baseline),
-          shards,
-          baseline: true,
-        },
-      ]),
-])
+const variants = shardCounts.flatMap((shards) =>
+  storages.flatMap((storage) => {
+    const on = storage === "disk" ? "" : ` on ${storage}`
+    return [
+      {
+        label: `${shards} fraud desk Object(s)${on}`,
+        entry: own,
+        checkout: ownCheckout,
+        shards,
+        storage,
+        baseline: false,
+      },
+      ...(options.baseline === undefined
+        ? []
+        : [
+            {
+              label: `baseline ${options.baseline}, ${shards} fraud desk Object(s)${on}`,
+              entry: resolve(options.baseline, example),
+              checkout: resolve(options.baseline),
+              shards,
+              storage,
+              baseline: true,
+            },
+          ]),
+    ]
+  }),
+)
 type Variant = (typeof variants)[number]
 
 const Statuses = Schema.Array(
@@ -180,13 +206,21 @@ const startMiniflare = (variant: Variant, persistDir: string, core?: number) =>
 
 const threads = Array.from({ length: threadCount }, (_, i) => `drain-desk-${i}`)
 
+/** A fresh folder in `/dev/shm` (memory), removed with everything inside on scope close. */
+const tmpfsDir = (label: string) =>
+  Effect.acquireRelease(
+    Effect.promise(() => mkdtemp(join("/dev/shm", `${label}-`))),
+    (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true })),
+  )
+
 /**
  * A variant's runtime with its burst submitted and stopped, ready to restart (`core`: the CPU its
  * restarted workerd is pinned to).
  */
 const loaded = (run: number, variant: Variant, core?: number) =>
   Effect.gen(function* () {
-    const persistDir = yield* tempDir(`refund-drain-${run}-${variants.indexOf(variant)}`)
+    const label = `refund-drain-${run}-${variants.indexOf(variant)}`
+    const persistDir = yield* variant.storage === "tmpfs" ? tmpfsDir(label) : tempDir(label)
     const worker = devServer
       ? yield* startDevServer({
           checkout: variant.checkout,
@@ -320,11 +354,13 @@ const main = Effect.gen(function* () {
     // Every other run goes in reverse, so that neither side always runs first (or after the other).
     const order = run % 2 === 1 ? variants : [...variants].reverse()
     const measured = options.paired
-      ? yield* Effect.forEach(shardCounts, (shards) =>
-          pairedRun(
-            run,
-            order.filter((variant) => variant.shards === shards),
-          ),
+      ? yield* Effect.forEach(
+          shardCounts.flatMap((shards) => storages.map((storage) => [shards, storage] as const)),
+          ([shards, storage]) =>
+            pairedRun(
+              run,
+              order.filter((variant) => variant.shards === shards && variant.storage === storage),
+            ),
         ).pipe(Effect.map((all) => all.flat()))
       : yield* Effect.forEach(order, (variant) => oneRun(run, variant))
     for (const result of measured) {
@@ -345,11 +381,30 @@ const main = Effect.gen(function* () {
       )
     }
   }
+  // With both storages, what the disk adds: each variant's drain on tmpfs against on disk, run by run.
+  if (storages.length > 1) {
+    for (const variant of variants.filter((one) => one.storage === "disk")) {
+      const memory = variants.find(
+        (one) =>
+          one.storage === "tmpfs" && one.shards === variant.shards && one.baseline === variant.baseline,
+      )!
+      const onDisk = results.get(variant.label) ?? []
+      const pairs = (results.get(memory.label) ?? []).map((value, i) => ({ value, base: onDisk[i]! }))
+      const drain = spread(pairs.map(({ value, base }) => value.drainMs / base.drainMs))
+      const cpu = spread(pairs.map(({ value, base }) => value.cpuMs / base.cpuMs))
+      console.log(
+        `${memory.label} / on disk, per run: drain median ${ratio(drain.median)} (${ratio(drain.min)}–${ratio(drain.max)}), CPU median ${ratio(cpu.median)} (${ratio(cpu.min)}–${ratio(cpu.max)})`,
+      )
+    }
+  }
   // Each shard count against the baseline's at the same count, run by run: CPU and drain ratios.
   if (options.baseline === undefined) return
-  for (const shards of shardCounts) {
-    const mine = variants.find((variant) => variant.shards === shards && !variant.baseline)!
-    const theirs = variants.find((variant) => variant.shards === shards && variant.baseline)!
+  for (const [shards, storage] of shardCounts.flatMap((count) =>
+    storages.map((on) => [count, on] as const),
+  )) {
+    const same = (variant: Variant) => variant.shards === shards && variant.storage === storage
+    const mine = variants.find((variant) => same(variant) && !variant.baseline)!
+    const theirs = variants.find((variant) => same(variant) && variant.baseline)!
     const against = results.get(theirs.label) ?? []
     const pairs = (results.get(mine.label) ?? []).map((value, i) => ({ value, base: against[i]! }))
     const cpu = spread(pairs.map(({ value, base }) => value.cpuMs / base.cpuMs))
