@@ -12,10 +12,8 @@
  */
 import { Effect } from "effect"
 import { Miniflare } from "miniflare"
-import { mkdtemp, rm } from "node:fs/promises"
-import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { tempDir } from "../test/node/support/tempDir.ts"
+import { memoryDir, tempDir } from "../test/node/support/tempDir.ts"
 import { formatSpread, spread } from "./pairs.ts"
 import { cpuMillis, workerdProcesses } from "./procCpu.ts"
 
@@ -66,11 +64,6 @@ export default {
 
 const modes = ["nothing", "call", "call+commit", "commit"] as const
 
-const tmpfsDir = Effect.acquireRelease(
-  Effect.promise(() => mkdtemp(join("/dev/shm", "commit-cost-"))),
-  (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true })),
-)
-
 /** CPU and wall ms per call of each mode, one round, over storage in `persist`. */
 const round = (persist: string) =>
   Effect.promise(async () => {
@@ -112,7 +105,7 @@ const main = Effect.gen(function* () {
     // Alternate which storage goes first.
     for (const storage of n % 2 === 0 ? ["disk", "tmpfs"] : ["tmpfs", "disk"]) {
       const costs = yield* Effect.scoped(
-        Effect.flatMap(storage === "disk" ? tempDir("commit-cost") : tmpfsDir, round),
+        Effect.flatMap(storage === "disk" ? tempDir("commit-cost") : memoryDir("commit-cost"), round),
       )
       for (const { mode, cpu, wall } of costs) {
         const key = `${mode} on ${storage}`

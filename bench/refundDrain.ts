@@ -37,12 +37,12 @@
  * statements and committing) and prints where its samples fell.
  */
 import { Effect, Schema } from "effect"
-import { join, resolve } from "node:path"
+import { resolve } from "node:path"
 import { execFileSync } from "node:child_process"
-import { mkdtemp, rm, writeFile } from "node:fs/promises"
+import { writeFile } from "node:fs/promises"
 import { parseArgs } from "node:util"
 import { startLocalWorker } from "../test/node/support/localWorker.ts"
-import { tempDir } from "../test/node/support/tempDir.ts"
+import { memoryDir, tempDir } from "../test/node/support/tempDir.ts"
 import { type JsonRequest, type ProcessCpu, startDevServer } from "./devServer.ts"
 import { type Profile, selfTimes, workerSession } from "./inspector.ts"
 import { formatSummary, startNativeProfile } from "./nativeProfile.ts"
@@ -206,13 +206,6 @@ const startMiniflare = (variant: Variant, persistDir: string, core?: number) =>
 
 const threads = Array.from({ length: threadCount }, (_, i) => `drain-desk-${i}`)
 
-/** A fresh folder in `/dev/shm` (memory), removed with everything inside on scope close. */
-const tmpfsDir = (label: string) =>
-  Effect.acquireRelease(
-    Effect.promise(() => mkdtemp(join("/dev/shm", `${label}-`))),
-    (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true })),
-  )
-
 /**
  * A variant's runtime with its burst submitted and stopped, ready to restart (`core`: the CPU its
  * restarted workerd is pinned to).
@@ -220,7 +213,7 @@ const tmpfsDir = (label: string) =>
 const loaded = (run: number, variant: Variant, core?: number) =>
   Effect.gen(function* () {
     const label = `refund-drain-${run}-${variants.indexOf(variant)}`
-    const persistDir = yield* variant.storage === "tmpfs" ? tmpfsDir(label) : tempDir(label)
+    const persistDir = yield* variant.storage === "tmpfs" ? memoryDir(label) : tempDir(label)
     const worker = devServer
       ? yield* startDevServer({
           checkout: variant.checkout,

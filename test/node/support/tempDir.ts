@@ -16,3 +16,13 @@ export const tempDir = (label: string): Effect.Effect<string, never, Scope.Scope
     }),
     (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true })),
   )
+
+/**
+ * Creates `/dev/shm/<label>-XXXXXX` (memory, where an `fsync` costs nothing; Linux) and removes it
+ * with everything inside on scope close.
+ */
+export const memoryDir = (label: string): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.promise(() => mkdtemp(join("/dev/shm", `${label}-`))),
+    (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true })),
+  )
