@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { env, runDurableObjectAlarm } from "cloudflare:test"
+import { env, runDurableObjectAlarm, SELF } from "cloudflare:test"
 import { Effect } from "effect"
 import { reconcileAgent, reconciliationThread } from "../../examples/refund-desk/src/reconcileAgent.ts"
 import * as ThreadClient from "../../src/ThreadClient.ts"
@@ -241,6 +241,16 @@ describe("refund desk example", () => {
       input: { orderId: "F6", amount: 1 },
     })
     expect(badId).toMatchObject({ status: 400, body: { error: "InvalidRequest" } })
+    // A body that is not JSON is named as such, not read as an empty input.
+    const notJson = await SELF.fetch(`http://example.test/threads/${thread}/submissions`, {
+      method: "POST",
+      body: '{"input":',
+    })
+    expect(notJson.status).toBe(400)
+    expect(await notJson.json()).toMatchObject({
+      error: "InvalidRequest",
+      message: expect.stringContaining("the request body is not JSON"),
+    })
     expect((await call("GET", `/threads/${thread}`)).body).toEqual({ threadId: thread, nonterminal: 0 })
     // A refused input is refused before the mutation gate: it advances no generation.
     expect((await maintenanceOf(thread))["record"]["dirty"]).toBe(before["record"]["dirty"])

@@ -148,6 +148,23 @@ const routeKey = (method: string, parts: ReadonlyArray<string>): string | undefi
   return `${method} ${action ?? "submission"}`
 }
 
+/**
+ * A POST's JSON body: an empty one reads as `{}` (`curl -X POST` with no data), and one that is
+ * not JSON is refused rather than taken for an empty object.
+ */
+const readBody = (request: Request) =>
+  Effect.promise(async () => {
+    const text = await request.text()
+    if (text.trim() === "") return { _tag: "Read" as const, value: {} as unknown }
+    try {
+      return { _tag: "Read" as const, value: JSON.parse(text) as unknown }
+    } catch (cause) {
+      return { _tag: "NotJson" as const, problem: cause instanceof Error ? cause.message : String(cause) }
+    }
+  })
+
+const noBody = { _tag: "Read" as const, value: undefined as unknown }
+
 /** Serves `/threads/...`; `undefined` when the path is not a Thread route. */
 export const threadRoute = (request: Request, namespace: ThreadClient.ThreadNamespace) =>
   Effect.gen(function* () {
@@ -157,15 +174,16 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
     const key = routeKey(request.method, parts)
     const route = key === undefined ? undefined : routes[key]
     if (route === undefined) return json(404, { error: `no route ${request.method} ${url.pathname}` })
-    const body: unknown =
-      request.method === "POST" ? yield* Effect.promise(() => request.json().catch(() => ({}))) : undefined
+    const body = request.method === "POST" ? yield* readBody(request) : noBody
+    if (body._tag === "NotJson")
+      return json(400, { error: "InvalidRequest", message: `the request body is not JSON: ${body.problem}` })
     const object = url.searchParams.get("object")
     const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
     const client = ThreadClient.make(namespace, decodeURIComponent(parts[2]), {
       ...(object === null || object === "" ? {} : { objectName: object }),
       ...(token === undefined ? {} : { caller: { subject: "bearer", credential: token } }),
     })
-    return yield* route(client, body, url).pipe(
+    return yield* route(client, body.value, url).pipe(
       Effect.match({
         onSuccess: (value) => json(200, value ?? { ok: true }),
         onFailure: (error) => json(statusOf(error), { error: error._tag, message: error.message }),
