@@ -251,6 +251,23 @@ describe("refund desk example", () => {
       error: "InvalidRequest",
       message: expect.stringContaining("the request body is not JSON"),
     })
+    // A field the route does not recognize is passed on and refused by name, not dropped.
+    const badMode = await call("POST", `/threads/${thread}/submissions`, {
+      mode: "joni",
+      input: { orderId: "F7", amount: 1 },
+    })
+    expect(badMode).toMatchObject({ status: 400, body: { error: "InvalidRequest" } })
+    expect(badMode.body["message"]).toContain("mode")
+    const numericKey = await call("POST", `/threads/${thread}/submissions`, {
+      idempotencyKey: 7,
+      input: { orderId: "F8", amount: 1 },
+    })
+    expect(numericKey).toMatchObject({ status: 400, body: { error: "InvalidRequest" } })
+    expect(numericKey.body["message"]).toContain("idempotencyKey")
+    // An Unknown Outcome's resolution must say whether the effect happened.
+    const vague = await call("POST", `/threads/${thread}/submissions/any/resolve`, { succeeded: "false" })
+    expect(vague).toMatchObject({ status: 400, body: { error: "InvalidRequest" } })
+    expect(vague.body["message"]).toContain("succeeded must be true or false")
     expect((await call("GET", `/threads/${thread}`)).body).toEqual({ threadId: thread, nonterminal: 0 })
     // A refused input is refused before the mutation gate: it advances no generation.
     expect((await maintenanceOf(thread))["record"]["dirty"]).toBe(before["record"]["dirty"])

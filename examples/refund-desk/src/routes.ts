@@ -67,37 +67,53 @@ const json = (status: number, value: unknown) =>
 const field = (body: unknown, key: string): unknown =>
   typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined
 
-const text = (body: unknown, key: string): string | undefined => {
-  const value = field(body, key)
-  return typeof value === "string" ? value : undefined
-}
-
-const modes = ["queue", "join", "join-or-queue"] as const
+/**
+ * A field as the request gave it, or `otherwise` when it is absent: the Object checks every field
+ * of a call and refuses a malformed one as `InvalidRequest` naming it, so a route passes what it
+ * was given rather than dropping what it does not recognize.
+ */
+const given = <A>(body: unknown, key: string, otherwise: A): A => (field(body, key) ?? otherwise) as A
 
 const submit: Route = (client, body) => {
-  const mode = modes.find((candidate) => candidate === text(body, "mode"))
+  const mode = field(body, "mode")
   return client.submit({
-    agentId: text(body, "agentId") ?? "refund",
-    idempotencyKey: text(body, "idempotencyKey") ?? crypto.randomUUID(),
-    input: (field(body, "input") ?? null) as Schema.Json,
-    ...(mode === undefined ? {} : { mode }),
+    agentId: given(body, "agentId", "refund"),
+    idempotencyKey: given(body, "idempotencyKey", crypto.randomUUID()),
+    input: given<Schema.Json>(body, "input", null),
+    ...(mode === undefined ? {} : { mode: given<ThreadClient.SubmitMode>(body, "mode", "queue") }),
   })
 }
 
 const decide =
   (approved: boolean): Route =>
   (client, body, url) => {
-    const note = text(body, "note")
-    return client.resolveApproval(submissionOf(url), { approved, ...(note === undefined ? {} : { note }) })
+    const note = field(body, "note")
+    return client.resolveApproval(submissionOf(url), {
+      approved,
+      ...(note === undefined ? {} : { note: given(body, "note", "") }),
+    })
   }
 
-const resolve: Route = (client, body, url) =>
-  client.resolveUnknown(
+/** An Unknown Outcome's resolution: `succeeded` must say which, since it decides whether money moved. */
+const resolve: Route = (client, body, url) => {
+  const succeeded = field(body, "succeeded")
+  if (typeof succeeded !== "boolean")
+    return Effect.fail(
+      new ThreadClient.InvalidRequest({
+        entryPoint: "resolveUnknown",
+        message: `succeeded must be true or false, got ${JSON.stringify(succeeded) ?? "nothing"}`,
+      }),
+    )
+  return client.resolveUnknown(
     submissionOf(url),
-    field(body, "succeeded") === false
-      ? { _tag: "Failed", message: text(body, "message") ?? "the operator reports the effect did not happen" }
-      : { _tag: "Succeeded", value: (field(body, "value") ?? null) as Schema.Json },
+    succeeded
+      ? { _tag: "Succeeded", value: given<Schema.Json>(body, "value", null) }
+      : {
+          _tag: "Failed",
+          message: given(body, "message", "the operator reports the effect did not happen"),
+        },
   )
+}
 
 const submissionOf = (url: URL) => decodeURIComponent(url.pathname.split("/")[4] ?? "")
 
