@@ -2,12 +2,11 @@ import { Effect, Schema } from "effect"
 import type * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import { triage } from "./agent"
 import { decide } from "./approval"
+import { jsonBody } from "./body"
 
 /** The request's JSON body as a ticket, decoded with the agent's own input Schema. */
 const ticketOf = (request: Request) =>
-  Effect.promise(() => request.json().catch(() => null)).pipe(
-    Effect.flatMap(Schema.decodeUnknownEffect(triage.input)),
-  )
+  jsonBody(request).pipe(Effect.flatMap(Schema.decodeUnknownEffect(triage.input)))
 
 /**
  * What a request asks of its Thread: `POST /:thread` with `{ "ticket": "…" }` submits a ticket;

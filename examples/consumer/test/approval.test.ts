@@ -42,6 +42,16 @@ describe("approving a refund", () => {
     expect(await post(`/${thread}/${submissionId}/approve`, { note: "ok by Sam" })).toMatchObject({
       error: "Unauthorized",
     })
+    // A garbled body decides nothing: it is refused by name, and a note that is not a string too.
+    const garbled = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}/approve`, {
+      method: "POST",
+      headers: operator,
+      body: '{"note":',
+    })
+    expect(await garbled.json()).toMatchObject({ error: "BodyNotJson" })
+    expect(await post(`/${thread}/${submissionId}/approve`, { note: 7 }, operator)).toMatchObject({
+      error: "InvalidRequest",
+    })
     expect(await post(`/${thread}/${submissionId}/approve`, { note: "ok by Sam" }, operator)).toEqual({
       ok: true,
     })

@@ -95,6 +95,10 @@ describe("operating a Thread", () => {
     })
     expect(malformed.status).toBe(400)
     expect(await malformed.json()).toMatchObject({ error: "SchemaError" })
+    // A body that is not JSON is named as such, not read as an empty ticket.
+    const notJson = await SELF.fetch(`http://consumer.test/${thread}`, { method: "POST", body: '{"ticket":' })
+    expect(notJson.status).toBe(400)
+    expect(await notJson.json()).toMatchObject({ error: "BodyNotJson" })
     const submitted = await SELF.fetch(`http://consumer.test/${thread}`, {
       method: "POST",
       headers: { "idempotency-key": "u-2" },
