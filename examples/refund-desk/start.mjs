@@ -2,10 +2,13 @@
 // workerd and local SQLite persistence under .wrangler/state (no account, no network), after a
 // short guide.
 import { spawn } from "node:child_process"
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 
 const port = process.env.PORT ?? "8787"
+// Where the Objects' storage lives; a test points it at a folder of its own.
+const persistTo = process.env.PERSIST_TO ?? ".wrangler/state"
 const base = `http://localhost:${port}`
 console.log(`
 effect-agent refund desk example
@@ -19,15 +22,108 @@ effect-agent refund desk example
   relay:     curl -s ${base}/relay
   (see README.md, "Quick start", for the full round trip)
 `)
+
+// `kill -9` of wrangler's own process (not of the whole process group) leaves its workerd
+// running: it keeps serving the old state and holds the port, so the next start would fail with
+// "Address already in use". So a start keeps a list of the processes wrangler started (pid and
+// start time, from /proc: Linux only) beside the state; when wrangler ends it stops what is left
+// of them, and the next start stops what a start killed with it left.
+const runFile = join(persistTo, "npm-start.json")
+
+const read = (path) => {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return undefined
+  }
+}
+/** A process's parent and start time (clock ticks since boot), or undefined once it is gone. */
+const statOf = (pid) => {
+  const stat = read(`/proc/${pid}/stat`)
+  if (stat === undefined) return undefined
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return { parent: Number(fields[1]), start: fields[19] }
+}
+/** Every process below `ancestor`, with its start time. */
+const descendants = (ancestor) => {
+  const children = new Map()
+  for (const entry of readdirSync("/proc")) {
+    const stat = /^\d+$/.test(entry) ? statOf(entry) : undefined
+    if (stat !== undefined)
+      children.set(stat.parent, [
+        ...(children.get(stat.parent) ?? []),
+        { pid: Number(entry), start: stat.start },
+      ])
+  }
+  const found = []
+  for (let queue = [ancestor]; queue.length > 0;) {
+    const next = children.get(queue.shift()) ?? []
+    found.push(...next)
+    queue.push(...next.map((entry) => entry.pid))
+  }
+  return found
+}
+/** Stops the listed processes that still run (the same start time: not a reused pid). */
+const stopLeft = async (listed, why) => {
+  const left = listed.filter((entry) => statOf(entry.pid)?.start === entry.start)
+  if (left.length === 0) return
+  for (const { pid } of left) {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {
+      // Already gone.
+    }
+  }
+  for (let waited = 0; waited < 5_000 && left.some(({ pid }) => statOf(pid) !== undefined); waited += 50)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  console.log(`stopped ${left.length} process(es) ${why}`)
+}
+
+const tracking = process.platform === "linux"
+// Whether this start keeps the list: not while an earlier start still runs over this state.
+let keepsList = tracking
+if (tracking) {
+  let last = {}
+  try {
+    last = JSON.parse(read(runFile) ?? "{}")
+  } catch {
+    // Not a list this script wrote whole: nothing to stop.
+  }
+  // A start that still runs serves this state: it is not this one's to stop.
+  const running = (read(`/proc/${last.pid}/cmdline`) ?? "").includes("start.mjs") && last.pid !== process.pid
+  if (running) keepsList = false
+  else await stopLeft(last.server ?? [], "that a killed dev server left running")
+  mkdirSync(persistTo, { recursive: true })
+}
+
 // wrangler's own entry run by this Node, not `npx wrangler`: npx costs a third of a second of
 // every start (and every restart after a crash) before wrangler even loads.
 const wrangler = join(
   dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
   "bin/wrangler.js",
 )
-const child = spawn(process.execPath, [wrangler, "dev", "--persist-to", ".wrangler/state", "--port", port], {
+const child = spawn(process.execPath, [wrangler, "dev", "--persist-to", persistTo, "--port", port], {
   stdio: "inherit",
   env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
 })
-child.on("exit", (code) => process.exit(code ?? 0))
+// Every process wrangler started that still runs, kept once seen: a workerd whose wrangler was
+// killed is no longer below it, and is what most needs stopping.
+let server = []
+const track = () => {
+  const still = server.filter((entry) => statOf(entry.pid)?.start === entry.start)
+  const self = statOf(child.pid)
+  const seen = self === undefined ? [] : [{ pid: child.pid, start: self.start }, ...descendants(child.pid)]
+  const now = [...still, ...seen.filter((entry) => !still.some((known) => known.pid === entry.pid))]
+  if (JSON.stringify(now) === JSON.stringify(server)) return
+  server = now
+  if (!keepsList) return
+  // Written aside and renamed: a kill mid-write leaves the last whole list.
+  writeFileSync(`${runFile}.next`, JSON.stringify({ pid: process.pid, server }))
+  renameSync(`${runFile}.next`, runFile)
+}
+const tracker = tracking ? setInterval(track, 250) : undefined
+child.on("exit", (code) => {
+  clearInterval(tracker)
+  void stopLeft(server, "that the dev server left when it ended").finally(() => process.exit(code ?? 1))
+})
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal))

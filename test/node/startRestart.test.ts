@@ -1,0 +1,142 @@
+/**
+ * `npm start` after `kill -9` of the dev server's Node processes alone (start.mjs and wrangler,
+ * not workerd): the killed server's workerd keeps serving the old state and holds the port, so a
+ * plain restart would fail with "Address already in use". The next start stops what the killed
+ * one left, then serves the same state. Linux only (process groups, /proc).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { readdirSync, readFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+import { tempDir } from "./support/tempDir.ts"
+
+const root = fileURLToPath(new URL("../../", import.meta.url))
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+/** The processes of group `group`: pid and command name. */
+const groupMembers = (group: number) =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+        const state = fields[0]
+        const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
+        return Number(fields[2]) === group && state !== "Z" ? [{ pid: Number(pid), name }] : []
+      } catch {
+        return []
+      }
+    })
+
+const running = (pid: number) => {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z ")
+  } catch {
+    return false
+  }
+}
+
+/** Runs `npm start`'s script in a process group of its own, its output collected. */
+const start = (port: number, persistTo: string) => {
+  const child = spawn(process.execPath, ["examples/refund-desk/start.mjs"], {
+    cwd: root,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, PORT: String(port), PERSIST_TO: persistTo },
+  })
+  let output = ""
+  child.stdout?.on("data", (chunk) => (output += String(chunk)))
+  child.stderr?.on("data", (chunk) => (output += String(chunk)))
+  return { child, output: () => output }
+}
+
+const killGroup = (child: ChildProcess) => {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL")
+  } catch {
+    // Already gone.
+  }
+}
+
+const until = async (what: string, done: () => Promise<boolean> | boolean, millis = 60_000) => {
+  const deadline = Date.now() + millis
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${millis} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
+  it.live(
+    "stops the workerd a killed dev server left serving, then serves the same state",
+    () =>
+      Effect.gen(function* () {
+        const persistTo = yield* tempDir("start-restart")
+        const port = yield* Effect.promise(freePort)
+        const base = `http://127.0.0.1:${port}`
+        const answers = async (path: string) => {
+          try {
+            const response = await fetch(`${base}${path}`)
+            await response.text()
+            return response.status
+          } catch {
+            return 0
+          }
+        }
+        const first = start(port, persistTo)
+        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(first.child)))
+        yield* Effect.promise(() =>
+          until("the first start serves", async () => (await answers("/relay")) === 200),
+        )
+        const receipt = yield* Effect.promise(async () => {
+          const response = await fetch(`${base}/threads/desk-restart/submissions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ idempotencyKey: "restart-1", input: { orderId: "R1", amount: 10 } }),
+          })
+          return (await response.json()) as { submissionId: string }
+        })
+
+        // kill -9 of every process of the server but workerd: its workerd keeps serving.
+        const group = first.child.pid ?? 0
+        const left = groupMembers(group).filter((member) => member.name === "workerd")
+        expect(left.length).toBeGreaterThan(0)
+        for (const member of groupMembers(group).filter((member) => member.name !== "workerd"))
+          process.kill(member.pid, "SIGKILL")
+        yield* Effect.promise(() =>
+          until("the Node processes are gone", () => !running(first.child.pid ?? 0)),
+        )
+        expect(yield* Effect.promise(() => answers("/relay"))).toBe(200)
+
+        const second = start(port, persistTo)
+        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(second.child)))
+        yield* Effect.promise(() =>
+          until("the second start stops what the first left", () =>
+            second.output().includes("that a killed dev server left running"),
+          ),
+        )
+        expect(left.filter((member) => running(member.pid))).toEqual([])
+        yield* Effect.promise(() =>
+          until("the second start serves", async () => (await answers("/relay")) === 200),
+        )
+        // The same state: the Submission accepted before the kill is there.
+        expect(
+          yield* Effect.promise(() => answers(`/threads/desk-restart/submissions/${receipt.submissionId}`)),
+        ).toBe(200)
+        expect(second.output()).not.toContain("Address already in use")
+      }),
+    120_000,
+  )
+})
