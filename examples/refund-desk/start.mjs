@@ -121,7 +121,24 @@ const track = () => {
   writeFileSync(`${runFile}.next`, JSON.stringify({ pid: process.pid, server }))
   renameSync(`${runFile}.next`, runFile)
 }
-const tracker = tracking ? setInterval(track, 250) : undefined
+// The server lives as long as the `npm start` that launched it: npm runs this script through a
+// shell, so `kill -9` of npm alone (what killing the command a tool spawned does) would leave the
+// shell, this script and the server running, holding the port. Once npm is gone, so is the server.
+const launcher = (() => {
+  for (let pid = process.ppid, hops = 0; tracking && pid > 1 && hops < 4; hops++) {
+    const stat = statOf(pid)
+    if (stat === undefined) return undefined
+    if (/^npm(\s|\0|$)|\/npm(-cli\.js)?\0/.test(read(`/proc/${pid}/cmdline`) ?? ""))
+      return { pid, start: stat.start }
+    pid = stat.parent
+  }
+  return undefined
+})()
+const watch = () => {
+  track()
+  if (launcher !== undefined && statOf(launcher.pid)?.start !== launcher.start) child.kill("SIGKILL")
+}
+const tracker = tracking ? setInterval(watch, 250) : undefined
 child.on("exit", (code) => {
   clearInterval(tracker)
   void stopLeft(server, "that the dev server left when it ended").finally(() => process.exit(code ?? 1))

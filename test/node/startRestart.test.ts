@@ -1,8 +1,9 @@
 /**
- * `npm start` after `kill -9` of the dev server's Node processes alone (start.mjs and wrangler,
- * not workerd): the killed server's workerd keeps serving the old state and holds the port, so a
- * plain restart would fail with "Address already in use". The next start stops what the killed
- * one left, then serves the same state. Linux only (process groups, /proc).
+ * `npm start` after a partial kill. `kill -9` of the dev server's Node processes alone (start.mjs
+ * and wrangler, not workerd) leaves its workerd serving the old state and holding the port, so a
+ * plain restart would fail with "Address already in use": the next start stops what the killed
+ * one left, then serves the same state. `kill -9` of npm alone (a tool killing the command it
+ * spawned) takes the server down with it. Linux only (process groups, /proc).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -48,9 +49,13 @@ const running = (pid: number) => {
   }
 }
 
-/** Runs `npm start`'s script in a process group of its own, its output collected. */
-const start = (port: number, persistTo: string) => {
-  const child = spawn(process.execPath, ["examples/refund-desk/start.mjs"], {
+/**
+ * Runs `npm start`'s script in a process group of its own, its output collected; through `npm
+ * start` itself with `viaNpm`.
+ */
+const start = (port: number, persistTo: string, viaNpm = false) => {
+  const [command, args] = viaNpm ? ["npm", ["start"]] : [process.execPath, ["examples/refund-desk/start.mjs"]]
+  const child = spawn(command, args, {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
@@ -135,6 +140,39 @@ describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
         expect(
           yield* Effect.promise(() => answers(`/threads/desk-restart/submissions/${receipt.submissionId}`)),
         ).toBe(200)
+        expect(second.output()).not.toContain("Address already in use")
+      }),
+    120_000,
+  )
+
+  it.live(
+    "takes its server down when npm start alone is killed, so the next one serves",
+    () =>
+      Effect.gen(function* () {
+        const persistTo = yield* tempDir("start-npm-kill")
+        const port = yield* Effect.promise(freePort)
+        const answers = async () => {
+          try {
+            const response = await fetch(`http://127.0.0.1:${port}/relay`)
+            await response.text()
+            return response.status
+          } catch {
+            return 0
+          }
+        }
+        const first = start(port, persistTo, true)
+        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(first.child)))
+        yield* Effect.promise(() => until("the first start serves", async () => (await answers()) === 200))
+        const group = first.child.pid ?? 0
+        // What killing the command a tool spawned does: SIGKILL to npm's process alone.
+        first.child.kill("SIGKILL")
+        yield* Effect.promise(() => until("the server is down", async () => (await answers()) === 0, 10_000))
+        yield* Effect.promise(() =>
+          until("no process of it is left", () => groupMembers(group).length === 0, 10_000),
+        )
+        const second = start(port, persistTo, true)
+        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(second.child)))
+        yield* Effect.promise(() => until("the second start serves", async () => (await answers()) === 200))
         expect(second.output()).not.toContain("Address already in use")
       }),
     120_000,
