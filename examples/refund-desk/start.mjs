@@ -37,12 +37,16 @@ const read = (path) => {
     return undefined
   }
 }
-/** A process's parent and start time (clock ticks since boot), or undefined once it is gone. */
+/** A process's name, parent and start time (clock ticks since boot), or undefined once it is gone. */
 const statOf = (pid) => {
   const stat = read(`/proc/${pid}/stat`)
   if (stat === undefined) return undefined
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return { parent: Number(fields[1]), start: fields[19] }
+  return {
+    name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+    parent: Number(fields[1]),
+    start: fields[19],
+  }
 }
 /** Every process below `ancestor`, with its start time. */
 const descendants = (ancestor) => {
@@ -52,7 +56,7 @@ const descendants = (ancestor) => {
     if (stat !== undefined)
       children.set(stat.parent, [
         ...(children.get(stat.parent) ?? []),
-        { pid: Number(entry), start: stat.start },
+        { pid: Number(entry), name: stat.name, start: stat.start },
       ])
   }
   const found = []
@@ -112,14 +116,18 @@ let server = []
 const track = () => {
   const still = server.filter((entry) => statOf(entry.pid)?.start === entry.start)
   const self = statOf(child.pid)
-  const seen = self === undefined ? [] : [{ pid: child.pid, start: self.start }, ...descendants(child.pid)]
+  const seen =
+    self === undefined
+      ? []
+      : [{ pid: child.pid, name: self.name, start: self.start }, ...descendants(child.pid)]
   const now = [...still, ...seen.filter((entry) => !still.some((known) => known.pid === entry.pid))]
-  if (JSON.stringify(now) === JSON.stringify(server)) return
+  if (JSON.stringify(now) === JSON.stringify(server)) return seen
   server = now
-  if (!keepsList) return
+  if (!keepsList) return seen
   // Written aside and renamed: a kill mid-write leaves the last whole list.
   writeFileSync(`${runFile}.next`, JSON.stringify({ pid: process.pid, server }))
   renameSync(`${runFile}.next`, runFile)
+  return seen
 }
 // The server lives as long as the `npm start` that launched it: npm runs this script through a
 // shell, so `kill -9` of npm alone (what killing the command a tool spawned does) would leave the
@@ -134,9 +142,18 @@ const launcher = (() => {
   }
   return undefined
 })()
+// A server whose workerd processes all died (killed, or crashed) serves nothing, and wrangler does
+// not start them again: it ends, so that the next start finds the port free and nothing left.
+let runtimeSeen = false
+let runtimeMissingSince
 const watch = () => {
-  track()
-  if (launcher !== undefined && statOf(launcher.pid)?.start !== launcher.start) child.kill("SIGKILL")
+  const seen = track()
+  if (launcher !== undefined && statOf(launcher.pid)?.start !== launcher.start)
+    return void child.kill("SIGKILL")
+  if (seen.some((entry) => entry.name === "workerd")) {
+    runtimeSeen = true
+    runtimeMissingSince = undefined
+  } else if (runtimeSeen && Date.now() - (runtimeMissingSince ??= Date.now()) > 3_000) child.kill("SIGKILL")
 }
 const tracker = tracking ? setInterval(watch, 250) : undefined
 child.on("exit", (code) => {

@@ -3,7 +3,8 @@
  * and wrangler, not workerd) leaves its workerd serving the old state and holding the port, so a
  * plain restart would fail with "Address already in use": the next start stops what the killed
  * one left, then serves the same state. `kill -9` of npm alone (a tool killing the command it
- * spawned) takes the server down with it. Linux only (process groups, /proc).
+ * spawned) takes the server down with it, and so does the death of its workerd processes. Linux
+ * only (process groups, /proc).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -174,6 +175,37 @@ describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
         yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(second.child)))
         yield* Effect.promise(() => until("the second start serves", async () => (await answers()) === 200))
         expect(second.output()).not.toContain("Address already in use")
+      }),
+    120_000,
+  )
+
+  it.live(
+    "ends when its workerd processes are killed, so the next start serves",
+    () =>
+      Effect.gen(function* () {
+        const persistTo = yield* tempDir("start-workerd-kill")
+        const port = yield* Effect.promise(freePort)
+        const answers = async () => {
+          try {
+            const response = await fetch(`http://127.0.0.1:${port}/relay`)
+            await response.text()
+            return response.status
+          } catch {
+            return 0
+          }
+        }
+        const first = start(port, persistTo)
+        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(first.child)))
+        yield* Effect.promise(() => until("the first start serves", async () => (await answers()) === 200))
+        const group = first.child.pid ?? 0
+        for (const member of groupMembers(group).filter((member) => member.name === "workerd"))
+          process.kill(member.pid, "SIGKILL")
+        yield* Effect.promise(() =>
+          until("the dev server ends", () => groupMembers(group).length === 0, 15_000),
+        )
+        const second = start(port, persistTo)
+        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(second.child)))
+        yield* Effect.promise(() => until("the second start serves", async () => (await answers()) === 200))
       }),
     120_000,
   )
