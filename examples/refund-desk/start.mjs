@@ -2,9 +2,10 @@
 // workerd and local SQLite persistence under .wrangler/state (no account, no network), after a
 // short guide.
 import { spawn } from "node:child_process"
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
+import { descendants, npmAncestor, read, statOf, stopLeft } from "./processes.mjs"
 
 const port = process.env.PORT ?? "8787"
 // Where the Objects' storage lives; a test points it at a folder of its own.
@@ -29,59 +30,6 @@ effect-agent refund desk example
 // start time, from /proc: Linux only) beside the state; when wrangler ends it stops what is left
 // of them, and the next start stops what a start killed with it left.
 const runFile = join(persistTo, "npm-start.json")
-
-const read = (path) => {
-  try {
-    return readFileSync(path, "utf8")
-  } catch {
-    return undefined
-  }
-}
-/** A process's name, parent and start time (clock ticks since boot), or undefined once it is gone. */
-const statOf = (pid) => {
-  const stat = read(`/proc/${pid}/stat`)
-  if (stat === undefined) return undefined
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return {
-    name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
-    parent: Number(fields[1]),
-    start: fields[19],
-  }
-}
-/** Every process below `ancestor`, with its start time. */
-const descendants = (ancestor) => {
-  const children = new Map()
-  for (const entry of readdirSync("/proc")) {
-    const stat = /^\d+$/.test(entry) ? statOf(entry) : undefined
-    if (stat !== undefined)
-      children.set(stat.parent, [
-        ...(children.get(stat.parent) ?? []),
-        { pid: Number(entry), name: stat.name, start: stat.start },
-      ])
-  }
-  const found = []
-  for (let queue = [ancestor]; queue.length > 0;) {
-    const next = children.get(queue.shift()) ?? []
-    found.push(...next)
-    queue.push(...next.map((entry) => entry.pid))
-  }
-  return found
-}
-/** Stops the listed processes that still run (the same start time: not a reused pid). */
-const stopLeft = async (listed, why) => {
-  const left = listed.filter((entry) => statOf(entry.pid)?.start === entry.start)
-  if (left.length === 0) return
-  for (const { pid } of left) {
-    try {
-      process.kill(pid, "SIGKILL")
-    } catch {
-      // Already gone.
-    }
-  }
-  for (let waited = 0; waited < 5_000 && left.some(({ pid }) => statOf(pid) !== undefined); waited += 50)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  console.log(`stopped ${left.length} process(es) ${why}`)
-}
 
 const tracking = process.platform === "linux"
 // Whether this start keeps the list: not while an earlier start still runs over this state.
@@ -132,16 +80,7 @@ const track = () => {
 // The server lives as long as the `npm start` that launched it: npm runs this script through a
 // shell, so `kill -9` of npm alone (what killing the command a tool spawned does) would leave the
 // shell, this script and the server running, holding the port. Once npm is gone, so is the server.
-const launcher = (() => {
-  for (let pid = process.ppid, hops = 0; tracking && pid > 1 && hops < 4; hops++) {
-    const stat = statOf(pid)
-    if (stat === undefined) return undefined
-    if (/^npm(\s|\0|$)|\/npm(-cli\.js)?\0/.test(read(`/proc/${pid}/cmdline`) ?? ""))
-      return { pid, start: stat.start }
-    pid = stat.parent
-  }
-  return undefined
-})()
+const launcher = tracking ? npmAncestor() : undefined
 // A server whose workerd processes all died (killed, or crashed) serves nothing, and wrangler does
 // not start them again: it ends, so that the next start finds the port free and nothing left.
 let runtimeSeen = false
