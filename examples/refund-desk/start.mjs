@@ -81,15 +81,19 @@ const track = () => {
 // shell, so `kill -9` of npm alone (what killing the command a tool spawned does) would leave the
 // shell, this script and the server running, holding the port. Once npm is gone, so is the server.
 const launcher = tracking ? npmAncestor() : undefined
-// A server whose workerd processes all died (killed, or crashed) serves nothing, and wrangler does
-// not start them again: it ends, so that the next start finds the port free and nothing left.
+// A server whose workerd on the port died (killed, or crashed) serves nothing, and wrangler does
+// not start it again: it ends, so that the next start finds the port free and nothing left.
+const onPort = new RegExp(`entry=[^\\0]*:${port}\\0`)
 let runtimeSeen = false
 let runtimeMissingSince
 const watch = () => {
   const seen = track()
   if (launcher !== undefined && statOf(launcher.pid)?.start !== launcher.start)
     return void child.kill("SIGKILL")
-  if (seen.some((entry) => entry.name === "workerd")) {
+  const serving = seen.some(
+    (entry) => entry.name === "workerd" && onPort.test(read(`/proc/${entry.pid}/cmdline`) ?? ""),
+  )
+  if (serving) {
     runtimeSeen = true
     runtimeMissingSince = undefined
   } else if (runtimeSeen && Date.now() - (runtimeMissingSince ??= Date.now()) > 3_000) child.kill("SIGKILL")
