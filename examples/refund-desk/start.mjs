@@ -34,6 +34,9 @@ const runFile = join(persistTo, "npm-start.json")
 const tracking = process.platform === "linux"
 // Whether this start keeps the list: not while an earlier start still runs over this state.
 let keepsList = tracking
+/** The earlier start this one waits on to keep the list, while it runs. */
+let earlier
+const startRuns = (pid) => pid !== process.pid && (read(`/proc/${pid}/cmdline`) ?? "").includes("start.mjs")
 if (tracking) {
   let last = {}
   try {
@@ -42,9 +45,10 @@ if (tracking) {
     // Not a list this script wrote whole: nothing to stop.
   }
   // A start that still runs serves this state: it is not this one's to stop.
-  const running = (read(`/proc/${last.pid}/cmdline`) ?? "").includes("start.mjs") && last.pid !== process.pid
-  if (running) keepsList = false
-  else await stopLeft(last.server ?? [], "that a killed dev server left running")
+  if (startRuns(last.pid)) {
+    keepsList = false
+    earlier = last.pid
+  } else await stopLeft(last.server ?? [], "that a killed dev server left running")
   mkdirSync(persistTo, { recursive: true })
 }
 
@@ -62,6 +66,8 @@ const child = spawn(process.execPath, [wrangler, "dev", "--persist-to", persistT
 // killed is no longer below it, and is what most needs stopping.
 let server = []
 const track = () => {
+  const takesOver = !keepsList && earlier !== undefined && !startRuns(earlier)
+  if (takesOver) keepsList = true
   const still = server.filter((entry) => statOf(entry.pid)?.start === entry.start)
   const self = statOf(child.pid)
   const seen =
@@ -69,7 +75,7 @@ const track = () => {
       ? []
       : [{ pid: child.pid, name: self.name, start: self.start }, ...descendants(child.pid)]
   const now = [...still, ...seen.filter((entry) => !still.some((known) => known.pid === entry.pid))]
-  if (JSON.stringify(now) === JSON.stringify(server)) return seen
+  if (!takesOver && JSON.stringify(now) === JSON.stringify(server)) return seen
   server = now
   if (!keepsList) return seen
   // Written aside and renamed: a kill mid-write leaves the last whole list.
