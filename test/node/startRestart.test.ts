@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
@@ -50,64 +50,81 @@ const running = (pid: number) => {
   }
 }
 
-/**
- * Runs `npm start`'s script in a process group of its own, its output collected; through `npm
- * start` itself with `viaNpm`.
- */
-const start = (port: number, persistTo: string, viaNpm = false) => {
-  const [command, args] = viaNpm ? ["npm", ["start"]] : [process.execPath, ["examples/refund-desk/start.mjs"]]
-  const child = spawn(command, args, {
-    cwd: root,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PORT: String(port), PERSIST_TO: persistTo },
+/** Where a test serves: a state folder of its own and a free port. */
+interface Place {
+  readonly persistTo: string
+  readonly port: number
+  /** The status `path` answers with (0: nothing answers). */
+  readonly answers: (path?: string) => Promise<number>
+}
+
+const place = (label: string) =>
+  Effect.gen(function* () {
+    const persistTo = yield* tempDir(label)
+    const port = yield* Effect.promise(freePort)
+    const answers = async (path = "/relay") => {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}${path}`)
+        await response.text()
+        return response.status
+      } catch {
+        return 0
+      }
+    }
+    return { persistTo, port, answers } satisfies Place
   })
-  let output = ""
-  child.stdout?.on("data", (chunk) => (output += String(chunk)))
-  child.stderr?.on("data", (chunk) => (output += String(chunk)))
-  return { child, output: () => output }
-}
 
-const killGroup = (child: ChildProcess) => {
-  try {
-    if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL")
-  } catch {
-    // Already gone.
-  }
-}
+/**
+ * Runs `npm start`'s script (through `npm start` itself with `viaNpm`) in a process group of its
+ * own, killed when the test ends; its output is collected.
+ */
+const launch = (at: Place, viaNpm = false) =>
+  Effect.gen(function* () {
+    const [command, args] = viaNpm
+      ? ["npm", ["start"]]
+      : [process.execPath, ["examples/refund-desk/start.mjs"]]
+    const child = spawn(command, args, {
+      cwd: root,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, PORT: String(at.port), PERSIST_TO: at.persistTo },
+    })
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL")
+        } catch {
+          // Already gone.
+        }
+      }),
+    )
+    let output = ""
+    child.stdout?.on("data", (chunk) => (output += String(chunk)))
+    child.stderr?.on("data", (chunk) => (output += String(chunk)))
+    return { child, group: child.pid ?? 0, output: () => output }
+  })
 
-const until = async (what: string, done: () => Promise<boolean> | boolean, millis = 60_000) => {
-  const deadline = Date.now() + millis
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${millis} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+const until = (what: string, done: () => Promise<boolean> | boolean, millis = 60_000) =>
+  Effect.promise(async () => {
+    const deadline = Date.now() + millis
+    while (!(await done())) {
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${millis} ms`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  })
+
+const serves = (at: Place, what: string) => until(what, async () => (await at.answers()) === 200)
 
 describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
   it.live(
     "stops the workerd a killed dev server left serving, then serves the same state",
     () =>
       Effect.gen(function* () {
-        const persistTo = yield* tempDir("start-restart")
-        const port = yield* Effect.promise(freePort)
-        const base = `http://127.0.0.1:${port}`
-        const answers = async (path: string) => {
-          try {
-            const response = await fetch(`${base}${path}`)
-            await response.text()
-            return response.status
-          } catch {
-            return 0
-          }
-        }
-        const first = start(port, persistTo)
-        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(first.child)))
-        yield* Effect.promise(() =>
-          until("the first start serves", async () => (await answers("/relay")) === 200),
-        )
+        const at = yield* place("start-restart")
+        const first = yield* launch(at)
+        yield* serves(at, "the first start serves")
         const receipt = yield* Effect.promise(async () => {
-          const response = await fetch(`${base}/threads/desk-restart/submissions`, {
+          const response = await fetch(`http://127.0.0.1:${at.port}/threads/desk-restart/submissions`, {
             method: "POST",
             headers: { "content-type": "application/json" },
             body: JSON.stringify({ idempotencyKey: "restart-1", input: { orderId: "R1", amount: 10 } }),
@@ -116,30 +133,24 @@ describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
         })
 
         // kill -9 of every process of the server but workerd: its workerd keeps serving.
-        const group = first.child.pid ?? 0
-        const left = groupMembers(group).filter((member) => member.name === "workerd")
+        const left = groupMembers(first.group).filter((member) => member.name === "workerd")
         expect(left.length).toBeGreaterThan(0)
-        for (const member of groupMembers(group).filter((member) => member.name !== "workerd"))
+        for (const member of groupMembers(first.group).filter((member) => member.name !== "workerd"))
           process.kill(member.pid, "SIGKILL")
-        yield* Effect.promise(() =>
-          until("the Node processes are gone", () => !running(first.child.pid ?? 0)),
-        )
-        expect(yield* Effect.promise(() => answers("/relay"))).toBe(200)
+        yield* until("the Node processes are gone", () => !running(first.group))
+        expect(yield* Effect.promise(() => at.answers())).toBe(200)
 
-        const second = start(port, persistTo)
-        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(second.child)))
-        yield* Effect.promise(() =>
-          until("the second start stops what the first left", () =>
-            second.output().includes("that a killed dev server left running"),
-          ),
+        const second = yield* launch(at)
+        yield* until("the second start stops what the first left", () =>
+          second.output().includes("that a killed dev server left running"),
         )
         expect(left.filter((member) => running(member.pid))).toEqual([])
-        yield* Effect.promise(() =>
-          until("the second start serves", async () => (await answers("/relay")) === 200),
-        )
+        yield* serves(at, "the second start serves")
         // The same state: the Submission accepted before the kill is there.
         expect(
-          yield* Effect.promise(() => answers(`/threads/desk-restart/submissions/${receipt.submissionId}`)),
+          yield* Effect.promise(() =>
+            at.answers(`/threads/desk-restart/submissions/${receipt.submissionId}`),
+          ),
         ).toBe(200)
         expect(second.output()).not.toContain("Address already in use")
       }),
@@ -150,30 +161,15 @@ describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
     "takes its server down when npm start alone is killed, so the next one serves",
     () =>
       Effect.gen(function* () {
-        const persistTo = yield* tempDir("start-npm-kill")
-        const port = yield* Effect.promise(freePort)
-        const answers = async () => {
-          try {
-            const response = await fetch(`http://127.0.0.1:${port}/relay`)
-            await response.text()
-            return response.status
-          } catch {
-            return 0
-          }
-        }
-        const first = start(port, persistTo, true)
-        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(first.child)))
-        yield* Effect.promise(() => until("the first start serves", async () => (await answers()) === 200))
-        const group = first.child.pid ?? 0
+        const at = yield* place("start-npm-kill")
+        const first = yield* launch(at, true)
+        yield* serves(at, "the first start serves")
         // What killing the command a tool spawned does: SIGKILL to npm's process alone.
         first.child.kill("SIGKILL")
-        yield* Effect.promise(() => until("the server is down", async () => (await answers()) === 0, 10_000))
-        yield* Effect.promise(() =>
-          until("no process of it is left", () => groupMembers(group).length === 0, 10_000),
-        )
-        const second = start(port, persistTo, true)
-        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(second.child)))
-        yield* Effect.promise(() => until("the second start serves", async () => (await answers()) === 200))
+        yield* until("the server is down", async () => (await at.answers()) === 0, 10_000)
+        yield* until("no process of it is left", () => groupMembers(first.group).length === 0, 10_000)
+        const second = yield* launch(at, true)
+        yield* serves(at, "the second start serves")
         expect(second.output()).not.toContain("Address already in use")
       }),
     120_000,
@@ -183,35 +179,20 @@ describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
     "ends when the workerd serving its port is killed, so the next start serves",
     () =>
       Effect.gen(function* () {
-        const persistTo = yield* tempDir("start-workerd-kill")
-        const port = yield* Effect.promise(freePort)
-        const answers = async () => {
-          try {
-            const response = await fetch(`http://127.0.0.1:${port}/relay`)
-            await response.text()
-            return response.status
-          } catch {
-            return 0
-          }
-        }
-        const first = start(port, persistTo)
-        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(first.child)))
-        yield* Effect.promise(() => until("the first start serves", async () => (await answers()) === 200))
-        const group = first.child.pid ?? 0
+        const at = yield* place("start-workerd-kill")
+        const first = yield* launch(at)
+        yield* serves(at, "the first start serves")
         // The process a tool finds behind the port: the workerd whose entry socket is on it.
-        const serving = groupMembers(group).filter(
+        const serving = groupMembers(first.group).filter(
           (member) =>
             member.name === "workerd" &&
-            readFileSync(`/proc/${member.pid}/cmdline`, "utf8").includes(`:${port}\0`),
+            readFileSync(`/proc/${member.pid}/cmdline`, "utf8").includes(`:${at.port}\0`),
         )
         expect(serving.length).toBe(1)
         for (const member of serving) process.kill(member.pid, "SIGKILL")
-        yield* Effect.promise(() =>
-          until("the dev server ends", () => groupMembers(group).length === 0, 15_000),
-        )
-        const second = start(port, persistTo)
-        yield* Effect.addFinalizer(() => Effect.sync(() => killGroup(second.child)))
-        yield* Effect.promise(() => until("the second start serves", async () => (await answers()) === 200))
+        yield* until("the dev server ends", () => groupMembers(first.group).length === 0, 15_000)
+        yield* launch(at)
+        yield* serves(at, "the second start serves")
       }),
     120_000,
   )
