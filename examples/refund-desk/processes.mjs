@@ -20,16 +20,15 @@ export const statOf = (pid) => {
     start: fields[19],
   }
 }
-/** Every process below `ancestor`, with its start time. */
+/** Every process below `ancestor`, with its name and start time. */
 export const descendants = (ancestor) => {
   const children = new Map()
   for (const entry of readdirSync("/proc")) {
     const stat = /^\d+$/.test(entry) ? statOf(entry) : undefined
-    if (stat !== undefined)
-      children.set(stat.parent, [
-        ...(children.get(stat.parent) ?? []),
-        { pid: Number(entry), name: stat.name, start: stat.start },
-      ])
+    if (stat === undefined) continue
+    const siblings = children.get(stat.parent) ?? []
+    siblings.push({ pid: Number(entry), name: stat.name, start: stat.start })
+    children.set(stat.parent, siblings)
   }
   const found = []
   for (let queue = [ancestor]; queue.length > 0;) {
