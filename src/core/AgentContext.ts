@@ -216,7 +216,9 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
    * wait), durably: the Submission parks (its lane waits behind it), no fiber sleeps, and an
    * alarm at the due time resumes it, after eviction, redeploy or a crash too. It returns no
    * earlier than the due time by the Object's clock, and once. A duration of 0 or less
-   * returns at once. `name` labels the wait in the journal and the operator views.
+   * returns at once; one that is not finite (`NaN`, `Duration.infinity`) is a defect, which
+   * fails the Submission. A due time after 2189 (the latest alarm Cloudflare accepts) waits
+   * with the alarm at 2189-01-01. `name` labels the wait in the journal and the operator views.
    */
   readonly sleep: (name: string, duration: Duration.Input) => Effect.Effect<void>
   /** Like `sleep`, until `epochMillis` by the Object's clock; an instant already past returns at once. */

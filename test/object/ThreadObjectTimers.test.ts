@@ -15,6 +15,7 @@ import {
   stubOf,
   threadName,
 } from "./support.ts"
+import { LATEST_ALARM_AT } from "../../src/internal/maintenance/transaction.ts"
 
 describe("ThreadObject timers", () => {
   it.live("explains a sleeping Submission, owes its timer at the alarm it holds, and verifies clean", () =>
@@ -50,6 +51,53 @@ describe("ThreadObject timers", () => {
       expect(owed.mismatch).toBeUndefined()
       expect((yield* client.verify).violations).toEqual([])
       expect(yield* storedEverything(stubOf(thread))).toEqual(before)
+    }),
+  )
+})
+
+describe("ThreadObject timers beyond what an alarm holds", () => {
+  // Cloudflare refuses alarm times after 2189: a due time past that arms the alarm at its latest
+  // instant, and the Object keeps serving its other lanes with no failed pass.
+  it.live("parks a Submission due after 2189 with the alarm at its latest instant", () =>
+    Effect.gen(function* () {
+      const objectName = threadName("far")
+      const far = clientOf("far", objectName)
+      const near = clientOf("near", objectName)
+      const other = clientOf("other", objectName)
+      const delayed = yield* far.submit({
+        agentId: "nap",
+        idempotencyKey: "delayed",
+        input: { text: "later", millis: 1 },
+        notBefore: Date.UTC(2300, 0, 1),
+      })
+      const sleeping = yield* near.submit({
+        agentId: "nap",
+        idempotencyKey: "centuries",
+        input: { text: "long", millis: 300 * 365 * 86_400_000 },
+      })
+      yield* deliverUntil(objectName, inState(near, sleeping.submissionId, "waiting"))
+      const echoed = yield* other.submit({ agentId: "echo", idempotencyKey: "e", input: { text: "hi" } })
+      yield* deliverUntil(objectName, inState(other, echoed.submissionId, "settled"))
+      const stored = yield* storedMaintenance(objectName)
+      expect(stored.alarm).toBe(LATEST_ALARM_AT)
+      expect((yield* far.explain(delayed.submissionId)).reason._tag).toBe("Delayed")
+      expect((yield* near.explain(sleeping.submissionId)).reason._tag).toBe("Sleeping")
+      expect((yield* near.inspectMaintenance).counters.failedPasses).toBe(0)
+      expect((yield* near.obligations).mismatch).toBeUndefined()
+      expect((yield* near.verify).violations).toEqual([])
+    }),
+  )
+
+  it.live("fails a Submission that sleeps forever, naming the sleep", () =>
+    Effect.gen(function* () {
+      const thread = threadName("forever")
+      const client = clientOf(thread)
+      const receipt = yield* client.submit({ agentId: "forever", idempotencyKey: "f", input: { text: "x" } })
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+      const settlement = yield* client.awaitSettlement(receipt.submissionId, 1_000)
+      expect(settlement.outcome).toBe("failed")
+      expect(JSON.stringify(settlement)).toContain('sleep \\"forever\\": the duration is not a finite number')
+      expect((yield* client.inspectMaintenance).counters.failedPasses).toBe(0)
     }),
   )
 })

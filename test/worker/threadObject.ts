@@ -2,7 +2,7 @@
  * A `ThreadObject` for the entry-point suites: small agents, and failpoints a test installs
  * per Object id (a switchboard in the test isolate, so it survives `abortAllDurableObjects`).
  */
-import { Effect, Schema, Scheduler } from "effect"
+import { Duration, Effect, Schema, Scheduler } from "effect"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import * as Testing from "../../src/Testing.ts"
@@ -48,6 +48,15 @@ export const napAgent = define({
   input: Schema.Struct({ text: Schema.String, millis: Schema.Int }),
   output: Schema.String,
   program: ({ text, millis }, ctx) => Effect.as(ctx.sleep("nap", millis), `rested: ${text}`),
+})
+
+/** Sleeps forever, which a durable sleep refuses (no alarm holds it). */
+export const foreverAgent = define({
+  id: "forever",
+  version: "1",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  program: ({ text }, ctx) => Effect.as(ctx.sleep("forever", Duration.infinity), text),
 })
 
 /** Checks a claim in another Object and answers whether it is genuine. */
@@ -169,6 +178,7 @@ export class TestThreadObject extends ThreadObject.make(
     tallyAgent,
     escalatorAgent,
     napAgent,
+    foreverAgent,
     courierAgent,
     schedulerAgent,
   ]),

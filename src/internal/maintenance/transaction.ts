@@ -65,6 +65,14 @@ const recordOf = (storage: DurableObjectStorage): RecordTxn => ({
   put: (key, value) => storage.kv.put(key, value),
 })
 
+/**
+ * The latest instant the alarm is set to. Cloudflare refuses alarm times after 2189, so a later
+ * due time (a `notBefore` or a sleep centuries away) arms the alarm at this instant instead:
+ * waking early is harmless, as the pass finds nothing due and arms it here again.
+ * @internal
+ */
+export const LATEST_ALARM_AT = Date.UTC(2189, 0, 1)
+
 /** Runs `body` inside `storage.transactionSync`; a throw rolls it back and names `operation`. */
 const synchronously = <A>(storage: DurableObjectStorage, operation: string, body: () => A) =>
   Effect.try({
@@ -88,8 +96,8 @@ export const makeTransact = (storage: DurableObjectStorage): Transact => {
             ...record,
             alarm: () => alarm,
             setAlarm: (at) => {
-              alarm = at
-              alarmWrites.push(storage.setAlarm(at))
+              alarm = Math.min(at, LATEST_ALARM_AT)
+              alarmWrites.push(storage.setAlarm(alarm))
             },
             deleteAlarm: () => {
               alarm = null

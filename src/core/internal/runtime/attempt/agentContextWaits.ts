@@ -67,15 +67,15 @@ export const makeWaitCalls = (calls: ContextCalls) => {
   const sleep = (name: string, duration: Duration.Input): Effect.Effect<void> =>
     Effect.suspend(() => {
       const millis = Duration.toMillis(duration)
-      return Number.isNaN(millis)
-        ? Effect.die(new TypeError(`sleep "${name}": the duration is not a number`))
-        : sleepAt(name, (now) => now + millis)
+      return Number.isFinite(millis)
+        ? sleepAt(name, (now) => now + millis)
+        : Effect.die(new TypeError(`sleep "${name}": the duration is not a finite number (${millis})`))
     })
 
   const sleepUntil = (name: string, epochMillis: number): Effect.Effect<void> =>
-    Number.isNaN(epochMillis)
-      ? Effect.die(new TypeError(`sleepUntil "${name}": the instant is not a number`))
-      : sleepAt(name, () => epochMillis)
+    Number.isFinite(epochMillis)
+      ? sleepAt(name, () => epochMillis)
+      : Effect.die(new TypeError(`sleepUntil "${name}": the instant is not a finite number (${epochMillis})`))
 
   /** Fails a step whose options are invalid, journaled so replay agrees. */
   const refuseOptions = (position: number, name: string, problem: string) =>
