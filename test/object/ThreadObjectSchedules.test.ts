@@ -159,24 +159,36 @@ describe("ThreadObject schedules", () => {
     20_000,
   )
 
-  it.live("refuses a cron that does not parse with InvalidSchedule, and an input the agent refuses", () =>
-    Effect.gen(function* () {
-      const thread = threadName("schedule-bad")
-      const client = clientOf(thread)
-      const cron = yield* Effect.exit(
-        client.schedule({ scheduleId: "bad", cron: "at two", agentId: "echo", input: { text: "x" } }),
-      )
-      expect(failureOf(cron)).toMatchObject({ _tag: "InvalidSchedule", reason: "cron" })
-      const input = yield* Effect.exit(
-        client.schedule({ scheduleId: "bad", everyMillis: 60_000, agentId: "echo", input: { text: 1 } }),
-      )
-      expect(failureOf(input)).toMatchObject({ _tag: "AdmissionRefused", reason: "malformed-input" })
-      const id = yield* Effect.exit(
-        client.schedule({ scheduleId: "", everyMillis: 60_000, agentId: "echo", input: { text: "x" } }),
-      )
-      expect(failureOf(id)).toMatchObject({ _tag: "InvalidRequest" })
-      expect(Exit.isFailure(id)).toBe(true)
-      expect(yield* client.schedules).toEqual([])
-    }),
+  it.live(
+    "refuses a cron that does not parse with InvalidSchedule, and an input the agent refuses or one too large",
+    () =>
+      Effect.gen(function* () {
+        const thread = threadName("schedule-bad")
+        const client = clientOf(thread)
+        const cron = yield* Effect.exit(
+          client.schedule({ scheduleId: "bad", cron: "at two", agentId: "echo", input: { text: "x" } }),
+        )
+        expect(failureOf(cron)).toMatchObject({ _tag: "InvalidSchedule", reason: "cron" })
+        const input = yield* Effect.exit(
+          client.schedule({ scheduleId: "bad", everyMillis: 60_000, agentId: "echo", input: { text: 1 } }),
+        )
+        expect(failureOf(input)).toMatchObject({ _tag: "AdmissionRefused", reason: "malformed-input" })
+        // Every occurrence would be refused for its size (the test Object's limit is 4,096 bytes).
+        const large = yield* Effect.exit(
+          client.schedule({
+            scheduleId: "large",
+            everyMillis: 60_000,
+            agentId: "echo",
+            input: { text: "x".repeat(5_000) },
+          }),
+        )
+        expect(failureOf(large)).toMatchObject({ _tag: "AdmissionRefused", reason: "input-bytes" })
+        const id = yield* Effect.exit(
+          client.schedule({ scheduleId: "", everyMillis: 60_000, agentId: "echo", input: { text: "x" } }),
+        )
+        expect(failureOf(id)).toMatchObject({ _tag: "InvalidRequest" })
+        expect(Exit.isFailure(id)).toBe(true)
+        expect(yield* client.schedules).toEqual([])
+      }),
   )
 })

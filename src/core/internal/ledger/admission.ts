@@ -113,7 +113,7 @@ export const replayOf = (
 
 /** Refuses an input larger than the limit. @internal */
 export const inputBytesRefusal = (
-  request: AdmissionCheck,
+  request: Pick<AdmissionCheck, "threadId" | "inputPayload">,
   limits: LedgerLimits,
 ): AdmissionRefused | undefined => {
   const bytes = utf8ByteLength(request.inputPayload)

@@ -5,6 +5,7 @@ import type { DurableAgentRuntime } from "../../DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../DurableRuntimeConfig.ts"
 import { RuntimeFailpoint } from "../../RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
+import { SubmissionLedgerLimits } from "../ledger/model.ts"
 import { ThreadHistory } from "../../ThreadHistory.ts"
 import { WakeScheduler } from "../../WakeScheduler.ts"
 import { ProgressHub } from "../../ProgressHub.ts"
@@ -35,6 +36,7 @@ export const makeRuntime = Effect.gen(function* () {
     wake: yield* WakeScheduler,
     progress: yield* ProgressHub,
     settings: yield* DurableRuntimeConfig,
+    limits: yield* SubmissionLedgerLimits,
     capacity: yield* AdmissionCapacity,
   })
   const attemptThreadHead = makeAttemptThreadHead(env)

@@ -1,7 +1,7 @@
 /**
  * Making and removing schedules. A schedule is checked whole before anything is written: its
- * spec parses and occurs, its agent is registered here and its input decodes (an occurrence
- * decodes it again with the agent then registered). The same definition scheduled again keeps
+ * spec parses and occurs, its agent is registered here and its input decodes and fits the
+ * ledger's `maxInputBytes` (an occurrence decodes it again with the agent then registered). The same definition scheduled again keeps
  * the stored schedule, its next occurrence and the anchor of its interval.
  */
 import { spanned } from "../../spanned.ts"
@@ -11,6 +11,7 @@ import { ScheduleInfo, type ScheduleId, type ScheduleSpec, sameDefinition } from
 import { occurrenceAfter, parseSpec } from "../../schedule/next.ts"
 import type { RuntimeEnv } from "../shared/runtimeEnv.ts"
 import { encodeFor } from "../admission/encodeInput.ts"
+import { inputBytesRefusal } from "../../ledger/admission.ts"
 import { InvalidSchedule, type ScheduleRequest } from "./model.ts"
 
 /** A checked schedule, ready to store: `unchanged` when the same definition is stored already. */
@@ -46,11 +47,15 @@ export const makePrepareSchedule = (env: RuntimeEnv) =>
       return yield* new InvalidSchedule({ scheduleId: request.scheduleId, ...parsed.failure })
     }
     const { encoded } = yield* encodeFor(env, request)
+    const input = canonicalJson(encoded)
+    // Each occurrence is admitted with this input: one it would refuse is refused now.
+    const tooLarge = inputBytesRefusal({ threadId: request.threadId, inputPayload: input }, env.limits)
+    if (tooLarge !== undefined) return yield* tooLarge
     const schedule = new ScheduleInfo({
       scheduleId: request.scheduleId,
       threadId: request.threadId,
       agentId: request.agentId,
-      input: JSON.parse(canonicalJson(encoded)),
+      input: JSON.parse(input),
       spec,
       missed: request.missed ?? "latest",
       // `parseSpec` found an occurrence after `now`.

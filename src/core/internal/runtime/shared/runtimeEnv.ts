@@ -14,7 +14,7 @@ import type { ThreadHistory } from "../../../ThreadHistory.ts"
 import type { WakeScheduler } from "../../../WakeScheduler.ts"
 import type { ProgressHubService } from "../../../ProgressHub.ts"
 import type { MessageOutbox, SelfAddress } from "../../../MessageOutbox.ts"
-import { LedgerError, type SubmissionNotFound } from "../../ledger/model.ts"
+import { type LedgerLimits, LedgerError, type SubmissionNotFound } from "../../ledger/model.ts"
 import type { AdmissionCapacityService } from "../admission/admissionCapacity.ts"
 
 type Ledger = SubmissionLedger["Service"]
@@ -86,6 +86,8 @@ export interface RuntimeEnv {
   /** Wakes a settlement waiter when a write moves its Submission. */
   readonly progress: ProgressHubService
   readonly settings: DurableRuntimeSettings
+  /** The ledger's limits, for what is checked before the ledger sees it (a schedule's input). */
+  readonly limits: LedgerLimits
   /** Whether a new admission fits in the host's storage. */
   readonly capacity: AdmissionCapacityService
   /**
@@ -155,6 +157,7 @@ export const makeRuntimeEnv = (services: {
   readonly wake: WakeScheduler["Service"]
   readonly progress: ProgressHubService
   readonly settings: DurableRuntimeSettings
+  readonly limits: LedgerLimits
   readonly capacity: AdmissionCapacityService
   readonly incarnation: string
 }): RuntimeEnv => {
