@@ -8,7 +8,7 @@
  * By default a Thread lives in the Object named after it. Pass `objectName` to host several
  * Threads (lanes) in one Object; they then share its alarm and maintenance record.
  */
-import { Effect, Schema } from "effect"
+import { Cause, Effect, Exit, Option, Schema } from "effect"
 import { withSpanFast } from "./core/internal/spanned.ts"
 import type { ApprovalDecision, UnknownResolution } from "./core/DurableAgentRuntime.ts"
 import {
@@ -24,6 +24,7 @@ import type { AgentEvent } from "./core/AgentEvent.ts"
 import type { SubmissionState } from "./core/SubmissionLedger.ts"
 import type { CallName, CallSuccess } from "./internal/object/calls.ts"
 import type { WaitingKind } from "./internal/object/pageViews.ts"
+import { InvalidRequest } from "./internal/object/callErrors.ts"
 import { Caller } from "./internal/object/requests.ts"
 import { fromRpcResult, type ThreadClientError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 import type { ThreadObjectRpc } from "./ThreadObject.ts"
@@ -233,6 +234,32 @@ export interface ThreadClient {
   readonly forget: (submissionId: string) => Effect.Effect<void, ThreadClientError<"forget">>
 }
 
+const decodeCaller = Schema.decodeUnknownExit(Caller)
+const encodeCallerSync = Schema.encodeSync(Caller)
+
+/** The identity as it travels, or why the Object would refuse it. */
+const encodeCaller = (caller: { readonly subject: string; readonly credential?: string }) => {
+  const decoded = decodeCaller(caller)
+  if (Exit.isSuccess(decoded)) return encodeCallerSync(decoded.value)
+  const issue = Cause.findErrorOption(decoded.cause)
+  return new Error(
+    `the caller is invalid (a subject of 1 to 256 characters, a credential of at most 4,096): ${
+      Option.isSome(issue) ? issue.value.message : "it could not be encoded"
+    }`,
+  )
+}
+
+/**
+ * Why a call did not reach the Object. A request over the platform's limit for what a call may
+ * carry (32 MiB) is refused as `InvalidRequest`: sending it again cannot succeed.
+ */
+const transportError = (entryPoint: string, cause: unknown) => {
+  const message = cause instanceof Error ? cause.message : "the Object could not be reached"
+  return /^Serialized RPC arguments or return values are limited/.test(message)
+    ? new InvalidRequest({ entryPoint, message: `the request is too large to send: ${message}` })
+    : new ThreadObjectUnavailable({ entryPoint, message })
+}
+
 /** A client of the Thread `threadId` in `namespace`. */
 export const make = (
   namespace: ThreadNamespace,
@@ -244,19 +271,18 @@ export const make = (
   } = {},
 ): ThreadClient => {
   // RPC arguments are structured-cloned: the identity travels encoded, and the Object decodes it.
-  const caller =
-    options.caller === undefined ? undefined : Schema.encodeSync(Caller)(Caller.make(options.caller))
+  // One the Object would refuse fails every call with `InvalidRequest`, naming what is wrong.
+  const caller = options.caller === undefined ? undefined : encodeCaller(options.caller)
   const stub = () => namespace.getByName(options.objectName ?? threadId) as ThreadObjectRpc
 
   const invoke: Invoke = <K extends CallName>(name: K, request: unknown) =>
-    Effect.tryPromise({
-      try: () => (caller === undefined ? stub()[name](request) : stub()[name](request, caller)),
-      catch: (cause) =>
-        new ThreadObjectUnavailable({
-          entryPoint: name,
-          message: cause instanceof Error ? cause.message : "the Object could not be reached",
-        }),
-    }).pipe(
+    (caller instanceof Error
+      ? Effect.fail(new InvalidRequest({ entryPoint: name, message: caller.message }))
+      : Effect.tryPromise({
+          try: () => (caller === undefined ? stub()[name](request) : stub()[name](request, caller)),
+          catch: (cause) => transportError(name, cause),
+        })
+    ).pipe(
       Effect.flatMap((result) => fromRpcResult(name, result)),
       withSpanFast(`ThreadClient.${name}`, { attributes: { threadId } }),
     )

@@ -141,4 +141,20 @@ describe("ThreadObject authorization", () => {
       expect((yield* operator.status(receipt.submissionId)).abortRequested).toBe(true)
     }),
   )
+
+  it.live("refuses a caller the Object would refuse, by name, at each call and without throwing", () =>
+    Effect.gen(function* () {
+      const thread = threadName("bad-caller")
+      // Built without throwing: a Worker that passes a request's bearer token along answers
+      // its refusal instead of failing the fetch.
+      const empty = clientAs(thread, { subject: "" })
+      const long = clientAs(thread, { subject: "acme", credential: "t".repeat(5_000) })
+      for (const client of [empty, long]) {
+        const refused = failureOf(yield* Effect.exit(client.threadStatus))
+        expect(refused).toMatchObject({ _tag: "InvalidRequest", entryPoint: "threadStatus" })
+        expect(refused).toHaveProperty("message", expect.stringContaining("the caller is invalid"))
+      }
+      expect(authorizationLog.filter((entry) => entry.threadId === thread)).toEqual([])
+    }),
+  )
 })

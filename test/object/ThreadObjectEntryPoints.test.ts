@@ -50,6 +50,8 @@ describe("ThreadObject entry points", () => {
           client.submit({ agentId: "echo", idempotencyKey: "k\u0000", input: { text: "x" } }),
           client.submit({ agentId: "echo", idempotencyKey: "k".repeat(257), input: { text: "x" } }),
           client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x".repeat(200_000) } }),
+          // Over what a call may carry at all (32 MiB): refused, not reported as unreachable.
+          client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x".repeat(34_000_000) } }),
           clientOf("bad\nthread").submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } }),
           client.history({ limit: 0 }),
           client.awaitSettlement("s", 120_000),
