@@ -90,6 +90,11 @@ export const META_KEYS = {
    * always keeps everything never writes it.
    */
   settledDated: "settled-dated",
+  /**
+   * Present once retention or `forget` has removed a Submission: its records leave gaps in its
+   * Thread's sequence and its lane's, which `verify` must not read as lost rows.
+   */
+  historyRemoved: "history-removed",
 } as const
 
 const LEDGER_COLUMNS = `

@@ -21,7 +21,7 @@ import { deriveObligations } from "../operator/obligations.ts"
 import { verifyStorage } from "../operator/verify.ts"
 import { SubmissionProgress } from "../operator/reports.ts"
 import type { CallHandler } from "./dispatch.ts"
-import { readAllHistory, readLedger, readMaintenanceView } from "./operatorReads.ts"
+import { readAllHistory, readHistoryRemoved, readLedger, readMaintenanceView } from "./operatorReads.ts"
 import { submissionStatus } from "./statusViews.ts"
 
 const inspectAddressed = (address: { readonly threadId: string; readonly submissionId: string }) =>
@@ -144,6 +144,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
           maintenance,
           rows,
           records: yield* readAllHistory,
+          historyRemoved: yield* readHistoryRemoved,
           counted,
           reports: yield* runtime.previewRecovery,
           now: yield* Clock.currentTimeMillis,

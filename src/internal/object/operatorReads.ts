@@ -8,6 +8,7 @@ import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { type HistoryRecord, ThreadHistory } from "../../core/ThreadHistory.ts"
 import type { ThreadId } from "../../core/Identifiers.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
+import { META_KEYS, META_TABLE } from "../../core/internal/schema.ts"
 import { decodeMaintenanceRecord, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
 import { storageOperation } from "../maintenance/storage.ts"
 import type { MaintenanceView } from "../operator/explain.ts"
@@ -23,6 +24,20 @@ export const readMaintenanceView = Effect.gen(function* () {
     damage: decoded?._tag === "MaintenanceRecordDamaged" ? decoded : undefined,
     alarm,
   } satisfies MaintenanceView
+})
+
+/**
+ * @internal Whether retention or `forget` ever removed a Submission here: the Thread sequences
+ * and lane positions it had are gone then, so gaps in them are expected.
+ */
+export const readHistoryRemoved = Effect.gen(function* () {
+  const { ctx } = yield* DurableObjectContext
+  return yield* storageOperation("read the removal marker", async () => {
+    const found = ctx.storage.sql
+      .exec(`SELECT 1 FROM ${META_TABLE} WHERE key = ?`, META_KEYS.historyRemoved)
+      .toArray()
+    return found.length > 0
+  })
 })
 
 const FEED_PAGE = 500

@@ -62,6 +62,8 @@ export const retentionStatements = {
   // Reads every settled row, once: when retention is first on, or on again after running without.
   dateUndated: `UPDATE ${t} SET prune_after = json_extract(settlement, '$.settledAt')
     WHERE lane_status = 'closed' AND prune_after IS NULL`,
+  // Written once per Object: an ignored insert writes no row.
+  markRemoved: `INSERT OR IGNORE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.historyRemoved}', '1')`,
   markDated: `INSERT OR REPLACE INTO ${META_TABLE} (key, value) VALUES ('${META_KEYS.settledDated}', '1')`,
   clearDated: `DELETE FROM ${META_TABLE} WHERE key = '${META_KEYS.settledDated}'`,
 } as const
@@ -115,6 +117,7 @@ export const makeSqlRetention = (
   const removeRows = (operation: string, rows: ReadonlyArray<Row>) =>
     Effect.gen(function* () {
       forgetEnds(options.clock)
+      yield* query(operation, retentionStatements.markRemoved, [])
       const ids = new Set(rows.map((row) => String(row.submission_id)))
       const [objectNewest] = yield* query(operation, retentionStatements.objectNewest, [])
       if (objectNewest !== undefined && ids.has(String(objectNewest.submission_id))) {
