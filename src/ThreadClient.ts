@@ -255,7 +255,7 @@ const encodeCaller = (caller: { readonly subject: string; readonly credential?: 
  */
 const transportError = (entryPoint: string, cause: unknown) => {
   const message = cause instanceof Error ? cause.message : "the Object could not be reached"
-  return /^Serialized RPC arguments or return values are limited/.test(message)
+  return message.startsWith("Serialized RPC arguments or return values are limited")
     ? new InvalidRequest({ entryPoint, message: `the request is too large to send: ${message}` })
     : new ThreadObjectUnavailable({ entryPoint, message })
 }
