@@ -177,6 +177,8 @@ export const makeRunEngine = (
             agent: agentOf(workflow),
             input: { executionId: options.executionId, payload: options.payload },
             thread: { objectName: options.executionId, threadId: WORKFLOW_THREAD_ID },
+            // The key a Worker's execute admits it under: both reach the same Submission.
+            idempotencyKey: options.executionId,
           }),
         )
         state.children.set(options.executionId, "started")
