@@ -74,6 +74,14 @@ describe("ThreadWorkflowEngine edges", () => {
     }).pipe(Effect.provide(clientEngine)),
   )
 
+  it.live("resume of an execution never started does nothing", () =>
+    Effect.gen(function* () {
+      const executionId = yield* GateWorkflow.executionId({ id: uniqueId("never") })
+      expect(yield* Effect.exit(GateWorkflow.resume(executionId))).toEqual(Exit.void)
+      expect(yield* GateWorkflow.poll(executionId)).toEqual(Option.none())
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
   it.live("the same idempotency key with another payload joins the first execution", () =>
     Effect.gen(function* () {
       const id = uniqueId("samekey")

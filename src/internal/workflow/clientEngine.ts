@@ -142,9 +142,14 @@ export const makeClientEngine = (
     poll,
     interrupt,
     interruptUnsafe: interrupt,
-    // A resume of an execution that is not suspended is kept for its next suspension.
+    // A resume of an execution that is not suspended is kept for its next suspension; one of an
+    // execution not started does nothing, as in the in-memory engine.
     resume: (workflow, executionId) =>
-      send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID()),
+      Effect.flatMap(find(workflow._tag, executionId), (status) =>
+        status === null
+          ? Effect.void
+          : send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID()),
+      ),
     activityExecute: () => insideOnly("activityExecute"),
     deferredResult: () => insideOnly("deferredResult"),
     // The deferred's name is the event id: a second completion changes nothing.
