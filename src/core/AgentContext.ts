@@ -260,6 +260,12 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
     readonly agent: AgentDefinition<CI, CO>
     readonly input: CI
     readonly thread: ChildThread
+    /**
+     * The child's idempotency key in its Thread (by default one of this call's own). A child
+     * Thread already holding a Submission of that key started by another parent, or by a
+     * caller outside any parent, refuses the admission (`idempotency-conflict`).
+     */
+    readonly idempotencyKey?: string
   }) => Effect.Effect<ChildHandle<CO>, AgentFailure>
   /**
    * The settlement of a started child. If it is not recorded yet the Submission parks in a

@@ -7,6 +7,7 @@ import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workfl
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
 import { echoAgent } from "./threadObject.ts"
+import { edgeAgents, edgeHandlers } from "./workflowEdgeCases.ts"
 
 /** How many times each activity ran live, by execution id and activity name. */
 export const activityRuns = new Map<string, number>()
@@ -183,8 +184,8 @@ export const workflowAgents = [
 
 export class WorkflowThreadObject extends ThreadObject.make(
   Layer.mergeAll(
-    ThreadObject.layer([echoAgent, ...workflowAgents]),
-    handlers.pipe(Layer.provideMerge(ThreadWorkflowEngine.layer)),
+    ThreadObject.layer([echoAgent, ...workflowAgents, ...edgeAgents]),
+    Layer.merge(handlers, edgeHandlers).pipe(Layer.provideMerge(ThreadWorkflowEngine.layer)),
   ),
   { namespaceBinding: "THREADS_WORKFLOW" },
 ) {}

@@ -10,7 +10,7 @@ import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { Settlement } from "../../core/SubmissionLedger.ts"
 import type { ThreadClient } from "../../ThreadClient.ts"
-import { deferredEvent, encodeDeferredExit, RESUME_EVENT, workflowAgentId } from "./codec.ts"
+import { deferredEvent, deferredEventId, encodeDeferredExit, RESUME_EVENT, workflowAgentId } from "./codec.ts"
 import { executionAgent } from "./execution.ts"
 
 /** How long one `execute` call waits on the Object for the settlement. @internal */
@@ -55,15 +55,24 @@ export const makeClientEngine = (
   const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>
     Effect.gen(function* () {
       const agent = clientOf(options.executionId).agent(executionAgent(workflow))
-      const receipt = yield* Effect.orDie(
-        agent.submit(
+      // The execution id names the execution: a payload other than the first one's joins it.
+      const submissionId = yield* agent
+        .submit(
           { executionId: options.executionId, payload: options.payload },
           { idempotencyKey: options.executionId },
-        ),
-      )
+        )
+        .pipe(
+          Effect.map((receipt) => receipt.submissionId),
+          Effect.catchTag("IdempotencyConflict", (conflict) =>
+            Effect.flatMap(find(workflow._tag, options.executionId), (existing) =>
+              existing === null ? Effect.die(conflict) : Effect.succeed(existing.submissionId),
+            ),
+          ),
+          Effect.orDie,
+        )
       if (options.discard) return undefined
       const settled = yield* clientOf(options.executionId)
-        .awaitSettlement(receipt.submissionId, EXECUTE_WAIT_MILLIS)
+        .awaitSettlement(submissionId, EXECUTE_WAIT_MILLIS)
         .pipe(
           Effect.map(Option.some),
           Effect.catchTag("SettlementTimeout", () => Effect.succeedNone),
@@ -112,7 +121,17 @@ export const makeClientEngine = (
       yield* clientOf(executionId)
         .sendEvent(status.submissionId, event, payload, { eventId })
         .pipe(
-          Effect.catchTag("EventRefused", () => Effect.void),
+          // Settled or joined meanwhile: nothing waits for it any more. Any other refusal (a
+          // payload too large to store, or malformed) would leave the execution waiting forever.
+          Effect.catchTag("EventRefused", (refused) =>
+            refused.reason === "settled" || refused.reason === "joined"
+              ? Effect.void
+              : Effect.die(
+                  new Error(
+                    `${event} of execution ${executionId} was refused (${refused.reason}): ${refused.message}`,
+                  ),
+                ),
+          ),
           Effect.orDie,
         )
     })
@@ -123,20 +142,23 @@ export const makeClientEngine = (
     poll,
     interrupt,
     interruptUnsafe: interrupt,
-    // A resume of an execution that is not suspended is kept for its next suspension.
+    // A resume of an execution that is not suspended is kept for its next suspension; one of an
+    // execution not started does nothing, as in the in-memory engine.
     resume: (workflow, executionId) =>
-      send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID()),
+      Effect.flatMap(find(workflow._tag, executionId), (status) =>
+        status === null
+          ? Effect.void
+          : send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID()),
+      ),
     activityExecute: () => insideOnly("activityExecute"),
     deferredResult: () => insideOnly("deferredResult"),
     // The deferred's name is the event id: a second completion changes nothing.
     deferredDone: ({ workflowName, executionId, deferredName, exit }) =>
-      send(
-        workflowName,
-        executionId,
-        deferredEvent(deferredName),
-        encodeDeferredExit(exit),
-        deferredName.slice(0, 256),
-      ),
+      Effect.gen(function* () {
+        const event = yield* deferredEvent(deferredName)
+        const eventId = yield* deferredEventId(deferredName)
+        yield* send(workflowName, executionId, event, encodeDeferredExit(exit), eventId)
+      }),
     scheduleClock: () => insideOnly("scheduleClock"),
   })
 }

@@ -3,7 +3,7 @@
  * input and output), the names of the events its deferreds and resumes arrive as, and the JSON
  * form of an encoded exit (an activity's result, a deferred's completion).
  */
-import { Exit, Schema } from "effect"
+import { Effect, Exit, Schema } from "effect"
 
 /** The Thread of every execution; its Object is named by the execution id. @internal */
 export const WORKFLOW_THREAD_ID = "workflow"
@@ -11,8 +11,38 @@ export const WORKFLOW_THREAD_ID = "workflow"
 /** The event a resume sends to a suspended execution. @internal */
 export const RESUME_EVENT = "workflow/resume"
 
-/** The event that completes the deferred `name` of an execution. @internal */
-export const deferredEvent = (name: string): string => `workflow/deferred/${name}`
+/** The longest event name a Thread accepts. */
+const MAX_EVENT_NAME = 128
+
+/** The longest event id a Thread accepts. */
+const MAX_EVENT_ID = 256
+
+const DEFERRED_PREFIX = "workflow/deferred/"
+
+/** The SHA-256 of `text`, in hex. */
+const sha256 = (text: string) =>
+  Effect.map(
+    Effect.promise(() => crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))),
+    (digest) => [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join(""),
+  )
+
+/**
+ * The event that completes the deferred `name` of an execution: `workflow/deferred/<name>`, or,
+ * when that is longer than an event name may be, `workflow/deferred/sha256:<hash of name>`.
+ * @internal
+ */
+export const deferredEvent = (name: string): Effect.Effect<string> =>
+  DEFERRED_PREFIX.length + name.length <= MAX_EVENT_NAME
+    ? Effect.succeed(`${DEFERRED_PREFIX}${name}`)
+    : Effect.map(sha256(name), (hash) => `${DEFERRED_PREFIX}sha256:${hash}`)
+
+/**
+ * The event id of a deferred's completion: its name, or its hashed event name when the name is
+ * longer than an event id may be. A second completion has the same id and changes nothing.
+ * @internal
+ */
+export const deferredEventId = (name: string): Effect.Effect<string> =>
+  name.length <= MAX_EVENT_ID ? Effect.succeed(name) : deferredEvent(name)
 
 /** The agent id of a workflow's executions. @internal */
 export const workflowAgentId = (workflowName: string): string => `workflow/${workflowName}`

@@ -137,8 +137,17 @@ export const makeRunEngine = (
       if (state.clocks.has(deferred.name)) return Option.some(Exit.void)
       const known = state.deferreds.get(deferred.name)
       if (known !== undefined) return Option.some(known)
+      // `DurableDeferred.raceAll` (and `Activity.raceAll`) would wait on a deferred nothing completes.
+      if (deferred.name.startsWith("raceAll/")) {
+        return yield* Effect.die(
+          new Error(
+            `DurableDeferred.raceAll / Activity.raceAll (${deferred.name}) is not supported inside a workflow on a Thread: run the activities one at a time`,
+          ),
+        )
+      }
       // No completion yet parks the Submission: nothing runs until the event arrives.
-      const json = yield* orDie(ctx.waitForEvent(deferredEvent(deferred.name), Schema.Json))
+      const event = yield* deferredEvent(deferred.name)
+      const json = yield* orDie(ctx.waitForEvent(event, Schema.Json))
       const exit = decodeDeferredExit(json)
       state.deferreds.set(deferred.name, exit)
       return Option.some(exit)
@@ -154,6 +163,13 @@ export const makeRunEngine = (
   const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>
     Effect.gen(function* () {
       if (options.parent === undefined) return yield* unsupported("execute outside a parent workflow")
+      if (options.detached === true) {
+        return yield* Effect.die(
+          new Error(
+            `${workflow._tag}.execute with detached: true is not supported inside a workflow on a Thread: a child is aborted with its parent; execute it from a Worker instead`,
+          ),
+        )
+      }
       const known = state.children.get(options.executionId)
       if (known === undefined) {
         const handle = yield* orDie(
@@ -161,6 +177,8 @@ export const makeRunEngine = (
             agent: agentOf(workflow),
             input: { executionId: options.executionId, payload: options.payload },
             thread: { objectName: options.executionId, threadId: WORKFLOW_THREAD_ID },
+            // The key a Worker's execute admits it under: both reach the same Submission.
+            idempotencyKey: options.executionId,
           }),
         )
         state.children.set(options.executionId, "started")

@@ -55,6 +55,7 @@ export const makeChildCalls = (
     readonly agent: AgentDefinition<CI, CO>
     readonly input: CI
     readonly thread: ChildThread
+    readonly idempotencyKey?: string
   }): Effect.Effect<ChildHandle<CO>, AgentFailure> =>
     Effect.gen(function* () {
       const position = next()
@@ -80,8 +81,15 @@ export const makeChildCalls = (
             }),
         ),
       )
+      const idempotencyKey =
+        options.idempotencyKey === undefined
+          ? IdempotencyKey.make(`parent:${submissionId}:${position}`)
+          : yield* Schema.decodeUnknownEffect(IdempotencyKey)(options.idempotencyKey).pipe(
+              Effect.mapError(
+                (cause) => new AgentFailure({ message: `invalid child idempotency key: ${cause.message}` }),
+              ),
+            )
       yield* boundary(attempt)
-      const idempotencyKey = IdempotencyKey.make(`parent:${submissionId}:${position}`)
       const sequence = yield* append(
         {
           _tag: "ChildStarted",

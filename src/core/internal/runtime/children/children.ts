@@ -144,6 +144,13 @@ const admitChild = (
             "idempotency-conflict",
             `key ${message.idempotencyKey} was used for another agent`,
           )
+        // Only a repeat of this parent's own admission joins it: another parent's child, or a
+        // Submission admitted outside any parent, would never report its settlement here.
+        if (existing.parent?.submissionId !== parent.submissionId || existing.parent.step !== parent.step)
+          return yield* refuse(
+            "idempotency-conflict",
+            `key ${message.idempotencyKey} names a Submission (${existing.submissionId}) not started by this parent`,
+          )
         // A repeat: the original admission, finished if an older release cut it short.
         if (existing.state === "admitted") yield* materialize(env, existing)
         return admittedReply(existing, true)

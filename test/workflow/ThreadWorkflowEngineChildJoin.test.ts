@@ -1,0 +1,41 @@
+/**
+ * A child execution and a Worker's execute of the same execution id are one execution: one
+ * Submission in the child's Thread, its activities run once, whoever comes first.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Option } from "effect"
+import { activityRuns, OrderWorkflow, ParentWorkflow } from "../worker/workflowObject.ts"
+import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
+
+describe("ThreadWorkflowEngine child executions", () => {
+  it.live("a Worker executing a child a parent ran joins it: nothing runs twice", () =>
+    Effect.gen(function* () {
+      const id = uniqueId("joinchild")
+      expect(yield* ParentWorkflow.execute({ id })).toBe(`child shipped parcel-child-of-${id}`)
+      const childId = yield* OrderWorkflow.executionId({ id: `child-of-${id}` })
+      const joined = yield* OrderWorkflow.execute({ id: `child-of-${id}` })
+      expect(joined).toEqual({ charged: 42, shipped: `parcel-child-of-${id}` })
+      expect((yield* executionClient(childId).submissions()).length).toBe(1)
+      expect(activityRuns.get(`${childId}/charge`)).toBe(1)
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a parent executing a child a Worker ran first runs nothing twice and settles", () =>
+    Effect.gen(function* () {
+      const id = uniqueId("joinparent")
+      const childId = yield* OrderWorkflow.executionId({ id: `child-of-${id}` })
+      yield* OrderWorkflow.execute({ id: `child-of-${id}` })
+      const parentId = yield* ParentWorkflow.execute({ id }, { discard: true })
+      yield* deliverUntil(parentId, polled(ParentWorkflow, parentId, "Complete"), 50)
+      const parent = yield* ParentWorkflow.poll(parentId)
+      const exit = Option.isSome(parent) && parent.value._tag === "Complete" ? parent.value.exit : undefined
+      // The parent cannot adopt a running execution it did not start: it fails by name.
+      expect(exit !== undefined && Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+      expect(String(exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : "")).toContain(
+        "not started by this parent",
+      )
+      expect((yield* executionClient(childId).submissions()).length).toBe(1)
+      expect(activityRuns.get(`${childId}/charge`)).toBe(1)
+    }).pipe(Effect.provide(clientEngine)),
+  )
+})

@@ -1,0 +1,96 @@
+/**
+ * What the engine does at the edges of `effect/workflow`: what it does not support fails by
+ * name instead of parking forever, a completion it cannot store fails its caller, long deferred
+ * names work, and an idempotency key joins its execution whatever the payload.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Option } from "effect"
+import { DurableDeferred, type Workflow } from "effect/workflow"
+import {
+  DetacherWorkflow,
+  Gate,
+  GateWorkflow,
+  LongDeferred,
+  LongerDeferredA,
+  LongerDeferredB,
+  LongNameWorkflow,
+  RaceWorkflow,
+} from "../worker/workflowEdgeCases.ts"
+import { activityRuns, OrderWorkflow } from "../worker/workflowObject.ts"
+import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
+
+const exitOf = <A, E>(result: Option.Option<Workflow.Result<A, E>>) =>
+  Option.isSome(result) && result.value._tag === "Complete" ? result.value.exit : undefined
+
+/** The message of the defect an exit died with, if it died. */
+const defectMessage = (exit: Exit.Exit<unknown, unknown> | undefined) => {
+  if (exit === undefined || Exit.isSuccess(exit) || !Cause.hasDies(exit.cause)) return undefined
+  const defect = Cause.squash(exit.cause)
+  return defect instanceof Error ? defect.message : String(defect)
+}
+
+describe("ThreadWorkflowEngine edges", () => {
+  it.live("Activity.raceAll fails the execution naming the unsupported call instead of parking", () =>
+    Effect.gen(function* () {
+      const executionId = yield* RaceWorkflow.execute({ id: uniqueId("race") }, { discard: true })
+      yield* deliverUntil(executionId, polled(RaceWorkflow, executionId, "Complete"), 50)
+      expect(defectMessage(exitOf(yield* RaceWorkflow.poll(executionId)))).toContain("raceAll")
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a deferred completion over the stored-value limit fails DurableDeferred.done by name", () =>
+    Effect.gen(function* () {
+      const executionId = yield* GateWorkflow.execute({ id: uniqueId("huge") }, { discard: true })
+      yield* deliverUntil(executionId, polled(GateWorkflow, executionId, "Suspended"))
+      const token = DurableDeferred.tokenFromExecutionId(Gate, { workflow: GateWorkflow, executionId })
+      const done = yield* Effect.exit(DurableDeferred.fail(Gate, { token, error: "e".repeat(200_000) }))
+      expect(defectMessage(done)).toContain("payload-bytes")
+      // A completion that fits still completes it.
+      yield* DurableDeferred.succeed(Gate, { token, value: 3 })
+      yield* deliverUntil(executionId, polled(GateWorkflow, executionId, "Complete"))
+      expect(exitOf(yield* GateWorkflow.poll(executionId))).toEqual(Exit.succeed("n=3"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("deferreds whose names are longer than an event name complete, each its own", () =>
+    Effect.gen(function* () {
+      const executionId = yield* LongNameWorkflow.execute({ id: uniqueId("long") }, { discard: true })
+      yield* deliverUntil(executionId, polled(LongNameWorkflow, executionId, "Suspended"))
+      const tokenOf = (deferred: typeof LongDeferred) =>
+        DurableDeferred.tokenFromExecutionId(deferred, { workflow: LongNameWorkflow, executionId })
+      yield* DurableDeferred.succeed(LongerDeferredB, { token: tokenOf(LongerDeferredB), value: "c" })
+      yield* DurableDeferred.succeed(LongerDeferredA, { token: tokenOf(LongerDeferredA), value: "b" })
+      yield* DurableDeferred.succeed(LongDeferred, { token: tokenOf(LongDeferred), value: "a" })
+      yield* deliverUntil(executionId, polled(LongNameWorkflow, executionId, "Complete"))
+      expect(exitOf(yield* LongNameWorkflow.poll(executionId))).toEqual(Exit.succeed("a+b+c"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a detached child execute fails the parent naming the unsupported option", () =>
+    Effect.gen(function* () {
+      const executionId = yield* DetacherWorkflow.execute({ id: uniqueId("detach") }, { discard: true })
+      yield* deliverUntil(executionId, polled(DetacherWorkflow, executionId, "Complete"), 50)
+      expect(defectMessage(exitOf(yield* DetacherWorkflow.poll(executionId)))).toContain("detached")
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("resume of an execution never started does nothing", () =>
+    Effect.gen(function* () {
+      const executionId = yield* GateWorkflow.executionId({ id: uniqueId("never") })
+      expect(yield* Effect.exit(GateWorkflow.resume(executionId))).toEqual(Exit.void)
+      expect(yield* GateWorkflow.poll(executionId)).toEqual(Option.none())
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("the same idempotency key with another payload joins the first execution", () =>
+    Effect.gen(function* () {
+      const id = uniqueId("samekey")
+      const first = yield* OrderWorkflow.execute({ id })
+      const second = yield* OrderWorkflow.execute({ id, refuse: true })
+      expect(second).toEqual(first)
+      const executionId = yield* OrderWorkflow.executionId({ id })
+      expect(activityRuns.get(`${executionId}/charge`)).toBe(1)
+      expect((yield* executionClient(executionId).submissions()).length).toBe(1)
+    }).pipe(Effect.provide(clientEngine)),
+  )
+})
