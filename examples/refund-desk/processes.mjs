@@ -9,11 +9,15 @@ export const read = (path) => {
     return undefined
   }
 }
-/** A process's name, parent and start time (clock ticks since boot), or undefined once it is gone. */
+/**
+ * A process's name, parent and start time (clock ticks since boot), or undefined once it is gone.
+ * A zombie (ended, not yet reaped by its parent) is gone.
+ */
 export const statOf = (pid) => {
   const stat = read(`/proc/${pid}/stat`)
   if (stat === undefined) return undefined
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  if (fields[0] === "Z") return undefined
   return {
     name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
     parent: Number(fields[1]),

@@ -2,9 +2,12 @@
 // workerd and local SQLite persistence under .wrangler/state (no account, no network), after a
 // short guide.
 import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
 import { mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
-import { dirname, join } from "node:path"
+import { createServer } from "node:net"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
 import { descendants, npmAncestor, read, statOf, stopLeft } from "./processes.mjs"
 
 const port = process.env.PORT ?? "8787"
@@ -24,19 +27,37 @@ effect-agent refund desk example
   (see README.md, "Quick start", for the full round trip)
 `)
 
-// `kill -9` of wrangler's own process (not of the whole process group) leaves its workerd
+// What follows keeps a killed server from lingering. It reads /proc: Linux only.
+const tracking = process.platform === "linux"
+
+// One start per state: two runtimes over one state fail each other's writes ("database is
+// locked"). The lock is an abstract socket named after the state folder, which the kernel
+// releases when this process ends, however it ends.
+const locked = (name) =>
+  new Promise((done) => {
+    const lock = createServer()
+    lock.once("error", () => done(false))
+    lock.listen(name, () => {
+      lock.unref()
+      done(true)
+    })
+  })
+if (tracking) {
+  const digest = createHash("sha256").update(resolve(persistTo)).digest("hex").slice(0, 32)
+  if (!(await locked(`\0effect-agent-npm-start-${digest}`))) {
+    console.error(
+      `another npm start serves the state in ${persistTo}: stop it first, or give this one a PERSIST_TO of its own`,
+    )
+    process.exit(1)
+  }
+}
+
+// `kill -9` of wrangler's own process (not of the whole process group) can leave its workerd
 // running: it keeps serving the old state and holds the port, so the next start would fail with
 // "Address already in use". So a start keeps a list of the processes wrangler started (pid and
-// start time, from /proc: Linux only) beside the state; when wrangler ends it stops what is left
-// of them, and the next start stops what a start killed with it left.
+// start time) beside the state; when wrangler ends it stops what is left of them, and the next
+// start stops what a start killed with it left.
 const runFile = join(persistTo, "npm-start.json")
-
-const tracking = process.platform === "linux"
-// Whether this start keeps the list: not while an earlier start still runs over this state.
-let keepsList = tracking
-/** The earlier start this one waits on to keep the list, while it runs. */
-let earlier
-const startRuns = (pid) => pid !== process.pid && (read(`/proc/${pid}/cmdline`) ?? "").includes("start.mjs")
 if (tracking) {
   let last = {}
   try {
@@ -44,30 +65,38 @@ if (tracking) {
   } catch {
     // Not a list this script wrote whole: nothing to stop.
   }
-  // A start that still runs serves this state: it is not this one's to stop.
-  if (startRuns(last.pid)) {
-    keepsList = false
-    earlier = last.pid
-  } else await stopLeft(last.server ?? [], "that a killed dev server left running")
+  await stopLeft(last.server ?? [], "that a killed dev server left running")
   mkdirSync(persistTo, { recursive: true })
 }
 
 // wrangler's own entry run by this Node, not `npx wrangler`: npx costs a third of a second of
-// every start (and every restart after a crash) before wrangler even loads.
+// every start (and every restart after a crash) before wrangler even loads. Its Node processes
+// end with their parent (endsWithParent.mjs), so `kill -9` of this script alone stops them too.
 const wrangler = join(
   dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
   "bin/wrangler.js",
 )
-const child = spawn(process.execPath, [wrangler, "dev", "--persist-to", persistTo, "--port", port], {
-  stdio: "inherit",
-  env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-})
+const endsWithParent = fileURLToPath(new URL("./endsWithParent.mjs", import.meta.url))
+const child = spawn(
+  process.execPath,
+  [
+    ...(tracking ? ["--import", endsWithParent] : []),
+    wrangler,
+    "dev",
+    "--persist-to",
+    persistTo,
+    "--port",
+    port,
+  ],
+  {
+    stdio: "inherit",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+  },
+)
 // Every process wrangler started that still runs, kept once seen: a workerd whose wrangler was
 // killed is no longer below it, and is what most needs stopping.
 let server = []
 const track = () => {
-  const takesOver = !keepsList && earlier !== undefined && !startRuns(earlier)
-  if (takesOver) keepsList = true
   const still = server.filter((entry) => statOf(entry.pid)?.start === entry.start)
   const self = statOf(child.pid)
   const seen =
@@ -75,9 +104,8 @@ const track = () => {
       ? []
       : [{ pid: child.pid, name: self.name, start: self.start }, ...descendants(child.pid)]
   const now = [...still, ...seen.filter((entry) => !still.some((known) => known.pid === entry.pid))]
-  if (!takesOver && JSON.stringify(now) === JSON.stringify(server)) return seen
+  if (JSON.stringify(now) === JSON.stringify(server)) return seen
   server = now
-  if (!keepsList) return seen
   // Written aside and renamed: a kill mid-write leaves the last whole list.
   writeFileSync(`${runFile}.next`, JSON.stringify({ pid: process.pid, server }))
   renameSync(`${runFile}.next`, runFile)
@@ -87,22 +115,20 @@ const track = () => {
 // shell, so `kill -9` of npm alone (what killing the command a tool spawned does) would leave the
 // shell, this script and the server running, holding the port. Once npm is gone, so is the server.
 const launcher = tracking ? npmAncestor() : undefined
-// A server whose workerd on the port died (killed, or crashed) serves nothing, and wrangler does
-// not start it again: it ends, so that the next start finds the port free and nothing left.
-const onPort = new RegExp(`entry=[^\\0]*:${port}\\0`)
-let runtimeSeen = false
+// A server one of whose runtimes died (killed, or crashed: the workerd on the port, or the one
+// that runs the Objects) serves nothing, and wrangler does not start it again: it ends, so that
+// the next start finds the port free and nothing left. A reload replaces them within this grace.
+let runtimes = 0
 let runtimeMissingSince
 const watch = () => {
   const seen = track()
   if (launcher !== undefined && statOf(launcher.pid)?.start !== launcher.start)
     return void child.kill("SIGKILL")
-  const serving = seen.some(
-    (entry) => entry.name === "workerd" && onPort.test(read(`/proc/${entry.pid}/cmdline`) ?? ""),
-  )
-  if (serving) {
-    runtimeSeen = true
+  const live = seen.filter((entry) => entry.name === "workerd").length
+  if (live >= runtimes) {
+    runtimes = live
     runtimeMissingSince = undefined
-  } else if (runtimeSeen && Date.now() - (runtimeMissingSince ??= Date.now()) > 3_000) child.kill("SIGKILL")
+  } else if (Date.now() - (runtimeMissingSince ??= Date.now()) > 3_000) child.kill("SIGKILL")
 }
 const tracker = tracking ? setInterval(watch, 250) : undefined
 child.on("exit", (code) => {

@@ -3,8 +3,10 @@
  * and wrangler, not workerd) leaves its workerd serving the old state and holding the port, so a
  * plain restart would fail with "Address already in use": the next start stops what the killed
  * one left, then serves the same state. `kill -9` of npm alone (a tool killing the command it
- * spawned) takes the server down with it, and so does the death of the workerd serving its port.
- * Linux only (process groups, /proc).
+ * spawned) takes the server down with it, and so do `kill -9` of the start script alone and the
+ * death of either of its runtimes (the workerd serving its port, the one running the Objects). A
+ * second start over the same state is refused while the first serves it. Linux only (process
+ * groups, /proc).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -193,6 +195,69 @@ describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
         yield* until("the dev server ends", () => groupMembers(first.group).length === 0, 15_000)
         yield* launch(at)
         yield* serves(at, "the second start serves")
+      }),
+    120_000,
+  )
+
+  it.live(
+    "ends when the workerd that runs the Objects is killed, so the next start serves",
+    () =>
+      Effect.gen(function* () {
+        const at = yield* place("start-objects-kill")
+        const first = yield* launch(at)
+        yield* serves(at, "the first start serves")
+        // What an out-of-memory kill picks: the runtime not on the port, the one with the Objects.
+        const objects = groupMembers(first.group).filter(
+          (member) =>
+            member.name === "workerd" &&
+            !readFileSync(`/proc/${member.pid}/cmdline`, "utf8").includes(`:${at.port}\0`),
+        )
+        expect(objects.length).toBe(1)
+        for (const member of objects) process.kill(member.pid, "SIGKILL")
+        yield* until("the dev server ends", () => groupMembers(first.group).length === 0, 15_000)
+        yield* launch(at)
+        yield* serves(at, "the second start serves")
+      }),
+    120_000,
+  )
+
+  it.live(
+    "takes its server down when its start script alone is killed",
+    () =>
+      Effect.gen(function* () {
+        const at = yield* place("start-script-kill")
+        const first = yield* launch(at)
+        yield* serves(at, "the first start serves")
+        // The start script is the group's leader here: kill -9 of it alone, not of its group.
+        first.child.kill("SIGKILL")
+        yield* until("the server is down", async () => (await at.answers()) === 0, 10_000)
+        yield* until("no process of it is left", () => groupMembers(first.group).length === 0, 10_000)
+      }),
+    120_000,
+  )
+
+  it.live(
+    "refuses a second start over the same state while the first serves it",
+    () =>
+      Effect.gen(function* () {
+        const at = yield* place("start-twice")
+        yield* launch(at)
+        yield* serves(at, "the first start serves")
+        const otherPort = yield* Effect.promise(freePort)
+        const second = yield* launch({ ...at, port: otherPort })
+        const code = yield* Effect.promise(
+          () => new Promise<number | null>((resolve) => second.child.once("exit", resolve)),
+        )
+        expect(code).toBe(1)
+        expect(second.output()).toContain("another npm start serves the state")
+        const otherAnswers = yield* Effect.promise(() =>
+          fetch(`http://127.0.0.1:${otherPort}/relay`).then(
+            (response) => response.status,
+            () => 0,
+          ),
+        )
+        expect(otherAnswers).toBe(0)
+        expect(yield* Effect.promise(() => at.answers())).toBe(200)
       }),
     120_000,
   )
