@@ -107,6 +107,12 @@ describe("operating a Thread", () => {
     expect(await submitted.json()).toMatchObject({ threadId: thread, queueSequence: 2, replayed: false })
     const withdrawn = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}`, { method: "POST" })
     expect(await withdrawn.json()).toMatchObject({ error: "Unauthorized" })
+    // A token no credential can be (over 4,096 characters) is refused by name, not a crash.
+    const oversized = await SELF.fetch(`http://consumer.test/${thread}/${submissionId}/explain`, {
+      headers: { authorization: `Bearer ${"t".repeat(5_000)}` },
+    })
+    expect(oversized.status).toBe(400)
+    expect(await oversized.json()).toMatchObject({ error: "InvalidRequest" })
   })
 
   it("keeps a damaged Object reachable, and settles its work after the operator's repair", async () => {
