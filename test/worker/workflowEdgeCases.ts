@@ -51,6 +51,18 @@ export const DetacherWorkflow = Workflow.make("EdgeDetacher", {
   idempotencyKey: ({ id }) => id,
 })
 
+/** Live runs of the stale-resume workflow's activity, by execution id. */
+export const fragileRuns = new Map<string, number>()
+
+/** Suspends on failure: waits for a deferred, then its activity fails on its first run. */
+export const Go = DurableDeferred.make("go")
+export const StaleResumeWorkflow = Workflow.make("EdgeStaleResume", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  idempotencyKey: ({ id }) => id,
+}).annotate(Workflow.SuspendOnFailure, true)
+
 const label = (name: string) => Activity.make({ name, success: Schema.String, execute: Effect.succeed(name) })
 
 /** The handlers, registered with the Object's engine. */
@@ -63,6 +75,21 @@ export const edgeHandlers = Layer.mergeAll(
       const b = yield* DurableDeferred.await(LongerDeferredA)
       const c = yield* DurableDeferred.await(LongerDeferredB)
       return `${a}+${b}+${c}`
+    }),
+  ),
+  StaleResumeWorkflow.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* DurableDeferred.await(Go)
+      return yield* Activity.make({
+        name: "fragile",
+        success: Schema.String,
+        error: Schema.String,
+        execute: Effect.suspend(() => {
+          const count = (fragileRuns.get(executionId) ?? 0) + 1
+          fragileRuns.set(executionId, count)
+          return count === 1 ? Effect.fail("first run fails") : Effect.succeed(`ran ${count} times`)
+        }),
+      })
     }),
   ),
   DetachedChildWorkflow.toLayer(() => Effect.succeed("child finished")),
@@ -79,6 +106,7 @@ export const edgeAgents = [
   RaceWorkflow,
   GateWorkflow,
   LongNameWorkflow,
+  StaleResumeWorkflow,
   DetachedChildWorkflow,
   DetacherWorkflow,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

@@ -8,16 +8,19 @@ import { Cause, Effect, Exit, Option } from "effect"
 import { DurableDeferred, type Workflow } from "effect/workflow"
 import {
   DetacherWorkflow,
+  fragileRuns,
   Gate,
+  Go,
   GateWorkflow,
   LongDeferred,
   LongerDeferredA,
   LongerDeferredB,
   LongNameWorkflow,
   RaceWorkflow,
+  StaleResumeWorkflow,
 } from "../worker/workflowEdgeCases.ts"
 import { activityRuns, OrderWorkflow } from "../worker/workflowObject.ts"
-import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
+import { clientEngine, deliverAlarm, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
 
 const exitOf = <A, E>(result: Option.Option<Workflow.Result<A, E>>) =>
   Option.isSome(result) && result.value._tag === "Complete" ? result.value.exit : undefined
@@ -91,6 +94,30 @@ describe("ThreadWorkflowEngine edges", () => {
       const executionId = yield* OrderWorkflow.executionId({ id })
       expect(activityRuns.get(`${executionId}/charge`)).toBe(1)
       expect((yield* executionClient(executionId).submissions()).length).toBe(1)
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a resume sent while nothing is suspended does not resume a later failure's suspension", () =>
+    Effect.gen(function* () {
+      const executionId = yield* StaleResumeWorkflow.execute({ id: uniqueId("stale") }, { discard: true })
+      // Parked on its deferred, not suspended by a failure: the resume has nothing to resume.
+      yield* deliverUntil(executionId, polled(StaleResumeWorkflow, executionId, "Suspended"))
+      yield* StaleResumeWorkflow.resume(executionId)
+      const token = DurableDeferred.tokenFromExecutionId(Go, { workflow: StaleResumeWorkflow, executionId })
+      yield* DurableDeferred.done(Go, { token, exit: Exit.void })
+      yield* deliverUntil(
+        executionId,
+        Effect.sync(() => (fragileRuns.get(executionId) ?? 0) >= 1),
+      )
+      for (let round = 0; round < 5; round++) yield* deliverAlarm(executionId)
+      // Its activity failed once and the execution waits for a resume.
+      expect(fragileRuns.get(executionId)).toBe(1)
+      expect(Option.map(yield* StaleResumeWorkflow.poll(executionId), (result) => result._tag)).toEqual(
+        Option.some("Suspended"),
+      )
+      yield* StaleResumeWorkflow.resume(executionId)
+      yield* deliverUntil(executionId, polled(StaleResumeWorkflow, executionId, "Complete"))
+      expect(exitOf(yield* StaleResumeWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 2 times"))
     }).pipe(Effect.provide(clientEngine)),
   )
 })

@@ -142,14 +142,18 @@ export const makeClientEngine = (
     poll,
     interrupt,
     interruptUnsafe: interrupt,
-    // A resume of an execution that is not suspended is kept for its next suspension; one of an
-    // execution not started does nothing, as in the in-memory engine.
+    // A resume resumes a suspension that waits for it now, as in the in-memory engine: one sent
+    // at another time (while the execution runs or waits for a clock or a deferred, before it
+    // started, after it settled) does nothing. Kept, it would resume a later failure's
+    // suspension that nobody looked at.
     resume: (workflow, executionId) =>
-      Effect.flatMap(find(workflow._tag, executionId), (status) =>
-        status === null
-          ? Effect.void
-          : send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID()),
-      ),
+      Effect.gen(function* () {
+        const status = yield* find(workflow._tag, executionId)
+        if (status === null || status.settlement !== undefined) return
+        const { reason } = yield* Effect.orDie(clientOf(executionId).explain(status.submissionId))
+        if (reason._tag !== "WaitingForEvent" || reason.event !== RESUME_EVENT) return
+        yield* send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID())
+      }),
     activityExecute: () => insideOnly("activityExecute"),
     deferredResult: () => insideOnly("deferredResult"),
     // The deferred's name is the event id: a second completion changes nothing.
