@@ -141,7 +141,11 @@ describe("ThreadConsole", () => {
       const { submissionId } = yield* waitingReview(thread)
       const api = `/api/objects/${thread}/threads/${thread}`
 
-      const threads = yield* call("GET", `/api/objects/${thread}`)
+      // The Object-wide reads are the operator's here: naming another Thread changes nothing.
+      for (const path of [`/api/objects/${thread}`, `/api/objects/${thread}?thread=anything`]) {
+        expect((yield* call("GET", path)).body).toMatchObject({ error: "Unauthorized" })
+      }
+      const threads = yield* call("GET", `/api/objects/${thread}`, { token: operatorToken })
       expect(threads.status).toBe(200)
       expect(threads.body.threads).toMatchObject([
         { threadId: thread, admitted: 1, parked: 1, head: { waiting: "approval" } },
@@ -174,10 +178,13 @@ describe("ThreadConsole", () => {
       expect((yield* call("GET", `/api/ids/not-an-id/threads/${thread}/submissions`)).body).toMatchObject({
         error: "InvalidConsoleRequest",
       })
-      expect((yield* call("GET", `/api/objects/${thread}/obligations`)).body).toMatchObject({
+      const asOperator = { token: operatorToken }
+      expect((yield* call("GET", `/api/objects/${thread}/obligations`, asOperator)).body).toMatchObject({
         obligations: [],
       })
-      expect((yield* call("GET", `/api/objects/${thread}/verify`)).body).toMatchObject({ violations: [] })
+      expect((yield* call("GET", `/api/objects/${thread}/verify`, asOperator)).body).toMatchObject({
+        violations: [],
+      })
 
       // A progress request waits until the Submission moves, then answers with its new records.
       const token = detail.body.progress.token as string

@@ -204,12 +204,16 @@ const refuse = (entryPoint: string, message: string) => Effect.fail(new Unauthor
 
 /**
  * The same agents behind a policy over every call: operator actions need the bearer token, and a
- * Thread named `tenant:<subject>:…` is its tenant's alone (an operator may read it too).
+ * Thread named `tenant:<subject>:…` is its tenant's alone (an operator may read it too), and the
+ * Object-wide reads are the operator's.
  */
 export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
-  authorization: ({ caller, entryPoint, kind, threadId }) => {
+  authorization: ({ caller, entryPoint, kind, threadId, objectWide }) => {
     authorizationLog.push({ entryPoint, kind, threadId, subject: caller?.subject })
     const operator = caller?.credential === operatorToken
+    // The Object-wide reads see every tenant's Threads, whichever Thread the caller named.
+    if (kind === "read" && objectWide && !operator)
+      return refuse(entryPoint, "the whole Object's reads are the operator's")
     if (kind === "operate") {
       if (operator) return Effect.void
       return refuse(

@@ -30,7 +30,24 @@ export interface AuthorizationRequest {
   readonly threadId: ThreadId
   /** The Submission a call acts on or reads, when it names one. */
   readonly submissionId?: SubmissionId
+  /**
+   * The call reads or acts on the whole Object, every Thread it hosts, whatever `threadId` the
+   * caller named (`threads`, `threadPage`, `inspectMaintenance`, `obligations`, `verify`,
+   * `wake`, `repairMaintenance`): a policy keyed on `threadId` decides these on who asks.
+   */
+  readonly objectWide: boolean
 }
+
+/** @internal The calls that see or act on every Thread of the Object. */
+export const OBJECT_WIDE_CALLS: ReadonlySet<CallName> = new Set<CallName>([
+  "threads",
+  "threadPage",
+  "inspectMaintenance",
+  "obligations",
+  "verify",
+  "wake",
+  "repairMaintenance",
+])
 
 /**
  * An application's check of every call: succeed to allow, fail with `Unauthorized` to refuse.

@@ -24,7 +24,7 @@ import type {
   ThreadHostMaintenanceError,
   ThreadPublicationError,
 } from "../maintenance/errors.ts"
-import { type Authorization, authorize } from "./authorization.ts"
+import { type Authorization, authorize, OBJECT_WIDE_CALLS } from "./authorization.ts"
 import { InvalidRequest, ThreadObjectFailure, type ThreadObjectFailureReason } from "./callErrors.ts"
 import {
   CALL_NAMES,
@@ -148,6 +148,7 @@ const dispatch = <K extends CallName>(
         caller,
         threadId,
         ...(submissionId === undefined ? {} : { submissionId }),
+        objectWide: OBJECT_WIDE_CALLS.has(name),
       })
       return yield* handler(request)
     },
