@@ -122,7 +122,17 @@ export const handler = (options: ThreadConsoleOptions): ThreadConsoleHandler => 
           : new ConsoleRouteNotFound({ message: `no console route ${request.method} ${url.pathname}` })
       return json(statusOf(error), errorBody(error))
     }
-    const caller = await callerOf(request)
+    let caller: Awaited<ReturnType<typeof callerOf>>
+    try {
+      caller = await callerOf(request)
+    } catch (cause) {
+      // The application's `caller` refused what the request carries (a malformed token).
+      const error = new ThreadClient.Unauthorized({
+        entryPoint: "console",
+        message: `the caller could not be read from the request: ${cause instanceof Error ? cause.message : String(cause)}`,
+      })
+      return json(statusOf(error), errorBody(error))
+    }
     const exit = await Effect.runPromiseExit(
       found.route(
         {
@@ -135,6 +145,14 @@ export const handler = (options: ThreadConsoleOptions): ThreadConsoleHandler => 
               ...(caller === undefined ? {} : { caller }),
             }),
           addressesIds: byId !== undefined,
+          isObjectId: (id) => {
+            try {
+              namespace.idFromString?.(id)
+              return true
+            } catch {
+              return false
+            }
+          },
           objects: async () => (options.objects === undefined ? [] : [...(await options.objects(request))]),
           namespaceBinding: options.namespaceBinding,
         },

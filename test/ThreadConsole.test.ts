@@ -317,4 +317,50 @@ describe("ThreadConsole", () => {
       expect(asOperator.status).toBe(200)
     }),
   )
+
+  it.live(
+    "refuses by name what it cannot serve: a foreign id, a caller it cannot read, a body or number it misreads",
+    () =>
+      Effect.gen(function* () {
+        const thread = `console-refusals-${crypto.randomUUID()}`
+        const { client, submissionId } = yield* waitingReview(thread)
+        const operator = { token: operatorToken }
+        // An id of another namespace is not one of these Objects: a 400, not "unavailable".
+        const foreign = env.THREADS_TEST.idFromName(thread).toString()
+        expect(
+          (yield* call("GET", `/api/ids/${foreign}/threads/${thread}/submissions`, operator)).body,
+        ).toMatchObject({
+          error: "InvalidConsoleRequest",
+        })
+        // Only decimal integers: "0x10" is not 16.
+        const api = `/api/objects/${thread}/threads/${thread}`
+        expect((yield* call("GET", `${api}/submissions?limit=0x10`, operator)).body).toMatchObject({
+          error: "InvalidConsoleRequest",
+        })
+        // An action body that is not {"fields": {…}} runs nothing.
+        const deny = `${api}/submissions/${submissionId}/actions/deny`
+        for (const body of [null, { fields: ["oops"] }, ["fields"]]) {
+          const answer = yield* call("POST", deny, { ...operator, body })
+          expect(answer.status).toBe(400)
+          expect(answer.body).toMatchObject({ error: "InvalidConsoleRequest" })
+        }
+        expect((yield* client.status(submissionId)).state).toBe("suspended")
+        // An application's `caller` that throws on what the request carries is a refusal.
+        const strict = ThreadConsole.handler({
+          namespace: env.AUTHORIZED_TEST,
+          basePath: "/ops/console/",
+          caller: () => {
+            throw new Error("a malformed access token")
+          },
+        })
+        const refused = yield* Effect.promise(() =>
+          strict(new Request(`${ORIGIN}/ops/console/api/objects/${thread}`)),
+        )
+        expect(refused.status).toBe(403)
+        expect(yield* Effect.promise(() => refused.json())).toMatchObject({
+          error: "Unauthorized",
+          message: expect.stringContaining("a malformed access token"),
+        })
+      }),
+  )
 })

@@ -43,6 +43,8 @@ export interface RouteContext {
   readonly client: (object: ObjectRef, threadId: string) => ThreadClient
   /** Whether the namespace can address an Object by its id. */
   readonly addressesIds: boolean
+  /** Whether `id` is an Object id of this namespace (one of another namespace is not). */
+  readonly isObjectId: (id: string) => boolean
   readonly objects: () => Promise<ReadonlyArray<string>>
   readonly namespaceBinding: string | undefined
 }
@@ -64,7 +66,8 @@ const MAX_PROGRESS_WAIT_MILLIS = 25_000
 const integer = (url: URL, name: string) => {
   const raw = url.searchParams.get(name)
   if (raw === null || raw === "") return Effect.succeed(undefined)
-  const value = Number(raw)
+  // Decimal digits only: `Number` would also read "0x10" and "1e3".
+  const value = /^-?\d+$/.test(raw) ? Number(raw) : Number.NaN
   return Number.isSafeInteger(value)
     ? Effect.succeed(value)
     : Effect.fail(
@@ -87,9 +90,13 @@ const objectOf = (context: RouteContext, params: Params) => {
     return Effect.fail(
       new InvalidConsoleRequest({ message: "this console's namespace cannot address an Object by id" }),
     )
-  return DURABLE_OBJECT_ID.test(key)
+  return DURABLE_OBJECT_ID.test(key) && context.isObjectId(key)
     ? Effect.succeed<ObjectRef>({ by: "id", key })
-    : Effect.fail(new InvalidConsoleRequest({ message: `${JSON.stringify(key)} is not an Object id` }))
+    : Effect.fail(
+        new InvalidConsoleRequest({
+          message: `${JSON.stringify(key)} is not an Object id of this namespace`,
+        }),
+      )
 }
 
 /** A client for an Object-wide call: it addresses `?thread=`, or the Thread named like the Object. */
@@ -115,14 +122,13 @@ const actionFields = (context: RouteContext) =>
       try: () => request.json(),
       catch: () => new InvalidConsoleRequest({ message: "the action's body is not JSON" }),
     })
-    const fields =
-      typeof body === "object" && body !== null ? (body as { fields?: unknown }).fields : undefined
+    const isObject = (value: unknown): value is object =>
+      typeof value === "object" && value !== null && !Array.isArray(value)
+    if (!isObject(body))
+      return yield* new InvalidConsoleRequest({ message: 'an action\'s body is an object: {"fields": {…}}' })
+    const fields = (body as { fields?: unknown }).fields
     if (fields === undefined) return {}
-    if (
-      typeof fields !== "object" ||
-      fields === null ||
-      Object.values(fields).some((v) => typeof v !== "string")
-    )
+    if (!isObject(fields) || Object.values(fields).some((v) => typeof v !== "string"))
       return yield* new InvalidConsoleRequest({ message: "fields are an object of strings" })
     return fields as Readonly<Record<string, string>>
   })
