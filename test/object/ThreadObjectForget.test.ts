@@ -4,8 +4,19 @@
  * already forgotten, unknown, or of another Thread.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
-import { clientOf, deliverUntil, inState, ledgerRows, threadName } from "./support.ts"
+import { clientOf, deliverUntil, inState, ledgerRows, stubOf, threadName } from "./support.ts"
+
+/** Delivers the alarms of a parent's Object and its children's until `done` holds. */
+const runBoth = (parentObject: string, childObject: string, done: Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < 30 && !(yield* done); round++) {
+      for (const name of [parentObject, childObject])
+        yield* Effect.promise(() => runDurableObjectAlarm(stubOf(name)).catch(() => false))
+      yield* Effect.sleep(5)
+    }
+  })
 
 describe("ThreadObject forget", () => {
   it.live(
@@ -61,5 +72,35 @@ describe("ThreadObject forget", () => {
       })
       expect((yield* ledgerRows(thread)).map((row) => row.state)).toEqual(["suspended"])
     }),
+  )
+
+  it.live(
+    "runs a forgotten parent's children again when its key is admitted again under the same id",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("parent")
+        const childObject = threadName("children")
+        const parent = clientOf("desk", parentObject)
+        const submit = (claim: string) =>
+          parent.submit({
+            agentId: "delegator",
+            idempotencyKey: "claims-1",
+            input: { claims: [claim], verifierObject: childObject },
+          })
+        const first = yield* submit("real invoice")
+        yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: ["true"] })
+        // The parent's data goes (its child's stays in the other Object); its key admits anew.
+        yield* parent.forget(first.submissionId)
+        const again = yield* submit("fake invoice")
+        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
+        yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
+        // Its child checked the new claim: not the first child's answer, and no endless wait.
+        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+          outcome: "completed",
+          output: ["false"],
+        })
+      }),
+    60_000,
   )
 })

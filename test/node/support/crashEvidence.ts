@@ -37,7 +37,7 @@ const bySubmission = (view: RawView): Map<string, Array<RawRecord>> => {
   return groups
 }
 
-/** A row's key, `lane/idempotencyKey`; a child's key (`parent:<id>:<step>`) becomes `child@<step>`. */
+/** A row's key, `lane/idempotencyKey`; a child's key (`parent:<id>@<attempt>:<step>`) becomes `child@<step>`. */
 export const rowKey = (row: { readonly threadId: string; readonly idempotencyKey: string }): string =>
   `${row.threadId}/${row.idempotencyKey.replace(/^parent:.+:(\d+)$/, "child@$1")}`
 
@@ -248,7 +248,7 @@ export const linkViolations = (parent: RawView, children: RawView): Array<string
 }
 
 /**
- * The children's view with each child's key (`parent:<id>:<step>`) naming its parent by the
+ * The children's view with each child's key (`parent:<id>@<attempt>:<step>`) naming its parent by the
  * parent's own key instead of its random id, so several children stay apart when compared.
  */
 export const withParentKeys = (children: RawView, parent: RawView): RawView => {
@@ -256,7 +256,7 @@ export const withParentKeys = (children: RawView, parent: RawView): RawView => {
   return {
     ...children,
     submissions: children.submissions.map((row) => {
-      const match = /^parent:(.+):(\d+)$/.exec(row.idempotencyKey)
+      const match = /^parent:([^@]+)(?:@[^:]+)?:(\d+)$/.exec(row.idempotencyKey)
       const key = match === null ? undefined : keys.get(match[1] ?? "")
       return key === undefined ? row : { ...row, idempotencyKey: `child of ${key}@${match?.[2]}` }
     }),

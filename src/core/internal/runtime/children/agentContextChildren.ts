@@ -81,9 +81,13 @@ export const makeChildCalls = (
             }),
         ),
       )
+      // The default key names this admission of the parent, not only its id: a key admitted
+      // again after retention removed the parent gets the same id, and its children must not be
+      // taken for the settled children of the first. Journaled with the start, it is never
+      // derived again.
       const idempotencyKey =
         options.idempotencyKey === undefined
-          ? IdempotencyKey.make(`parent:${submissionId}:${position}`)
+          ? IdempotencyKey.make(`parent:${submissionId}@${attempt.claim.attemptId}:${position}`)
           : yield* Schema.decodeUnknownEffect(IdempotencyKey)(options.idempotencyKey).pipe(
               Effect.mapError(
                 (cause) => new AgentFailure({ message: `invalid child idempotency key: ${cause.message}` }),
