@@ -14,11 +14,7 @@ import {
   PatientWorkflow,
   UnhandledWorkflow,
 } from "../worker/workflowObject.ts"
-import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
-
-/** The result a completed execution's poll answers. */
-const resultOf = <A, E>(result: Option.Option<Workflow.Result<A, E>>) =>
-  Option.isSome(result) && result.value._tag === "Complete" ? result.value.exit : undefined
+import { clientEngine, completedExit, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
 
 describe("ThreadWorkflowEngine", () => {
   it.live("runs a workflow's activities once each and answers its typed result", () =>
@@ -92,7 +88,7 @@ describe("ThreadWorkflowEngine", () => {
           { discard: true },
         )
         yield* deliverUntil(executionId, polled(PatientWorkflow, executionId, "Complete"))
-        expect(resultOf(yield* PatientWorkflow.poll(executionId))).toEqual(Exit.succeed(3))
+        expect(completedExit(yield* PatientWorkflow.poll(executionId))).toEqual(Exit.succeed(3))
         const history = yield* executionClient(executionId).history()
         const entries = history.records.map((record) => record.entry)
         expect(entries.filter((entry) => entry._tag === "StepAttemptFailed")).toHaveLength(2)
@@ -109,7 +105,7 @@ describe("ThreadWorkflowEngine", () => {
         { discard: true },
       )
       yield* deliverUntil(executionId, polled(PatientWorkflow, executionId, "Complete"))
-      expect(resultOf(yield* PatientWorkflow.poll(executionId))).toEqual(Exit.fail("run 3 failed"))
+      expect(completedExit(yield* PatientWorkflow.poll(executionId))).toEqual(Exit.fail("run 3 failed"))
       expect(activityRuns.get(`${executionId}/patient`)).toBe(3)
     }).pipe(Effect.provide(clientEngine)),
   )

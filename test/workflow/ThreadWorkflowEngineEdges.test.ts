@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Option } from "effect"
-import { DurableDeferred, type Workflow } from "effect/workflow"
+import { DurableDeferred } from "effect/workflow"
 import {
   DetacherWorkflow,
   fragileRuns,
@@ -20,10 +20,15 @@ import {
   StaleResumeWorkflow,
 } from "../worker/workflowEdgeCases.ts"
 import { activityRuns, OrderWorkflow } from "../worker/workflowObject.ts"
-import { clientEngine, deliverAlarm, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
-
-const exitOf = <A, E>(result: Option.Option<Workflow.Result<A, E>>) =>
-  Option.isSome(result) && result.value._tag === "Complete" ? result.value.exit : undefined
+import {
+  clientEngine,
+  completedExit,
+  deliverAlarm,
+  deliverUntil,
+  executionClient,
+  polled,
+  uniqueId,
+} from "./support.ts"
 
 /** The message of the defect an exit died with, if it died. */
 const defectMessage = (exit: Exit.Exit<unknown, unknown> | undefined) => {
@@ -37,7 +42,7 @@ describe("ThreadWorkflowEngine edges", () => {
     Effect.gen(function* () {
       const executionId = yield* RaceWorkflow.execute({ id: uniqueId("race") }, { discard: true })
       yield* deliverUntil(executionId, polled(RaceWorkflow, executionId, "Complete"), 50)
-      expect(defectMessage(exitOf(yield* RaceWorkflow.poll(executionId)))).toContain("raceAll")
+      expect(defectMessage(completedExit(yield* RaceWorkflow.poll(executionId)))).toContain("raceAll")
     }).pipe(Effect.provide(clientEngine)),
   )
 
@@ -51,7 +56,7 @@ describe("ThreadWorkflowEngine edges", () => {
       // A completion that fits still completes it.
       yield* DurableDeferred.succeed(Gate, { token, value: 3 })
       yield* deliverUntil(executionId, polled(GateWorkflow, executionId, "Complete"))
-      expect(exitOf(yield* GateWorkflow.poll(executionId))).toEqual(Exit.succeed("n=3"))
+      expect(completedExit(yield* GateWorkflow.poll(executionId))).toEqual(Exit.succeed("n=3"))
     }).pipe(Effect.provide(clientEngine)),
   )
 
@@ -65,7 +70,7 @@ describe("ThreadWorkflowEngine edges", () => {
       yield* DurableDeferred.succeed(LongerDeferredA, { token: tokenOf(LongerDeferredA), value: "b" })
       yield* DurableDeferred.succeed(LongDeferred, { token: tokenOf(LongDeferred), value: "a" })
       yield* deliverUntil(executionId, polled(LongNameWorkflow, executionId, "Complete"))
-      expect(exitOf(yield* LongNameWorkflow.poll(executionId))).toEqual(Exit.succeed("a+b+c"))
+      expect(completedExit(yield* LongNameWorkflow.poll(executionId))).toEqual(Exit.succeed("a+b+c"))
     }).pipe(Effect.provide(clientEngine)),
   )
 
@@ -73,7 +78,7 @@ describe("ThreadWorkflowEngine edges", () => {
     Effect.gen(function* () {
       const executionId = yield* DetacherWorkflow.execute({ id: uniqueId("detach") }, { discard: true })
       yield* deliverUntil(executionId, polled(DetacherWorkflow, executionId, "Complete"), 50)
-      expect(defectMessage(exitOf(yield* DetacherWorkflow.poll(executionId)))).toContain("detached")
+      expect(defectMessage(completedExit(yield* DetacherWorkflow.poll(executionId)))).toContain("detached")
     }).pipe(Effect.provide(clientEngine)),
   )
 
@@ -117,7 +122,7 @@ describe("ThreadWorkflowEngine edges", () => {
       )
       yield* StaleResumeWorkflow.resume(executionId)
       yield* deliverUntil(executionId, polled(StaleResumeWorkflow, executionId, "Complete"))
-      expect(exitOf(yield* StaleResumeWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 2 times"))
+      expect(completedExit(yield* StaleResumeWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 2 times"))
     }).pipe(Effect.provide(clientEngine)),
   )
 })

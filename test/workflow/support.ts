@@ -14,6 +14,10 @@ export const clientEngine = ThreadWorkflowEngine.layerClient(env.THREADS_WORKFLO
 export const executionClient = (executionId: string) =>
   ThreadWorkflowEngine.executionClient(env.THREADS_WORKFLOW, executionId)
 
+/** The exit a completed execution's poll answers (undefined while it runs or is suspended). */
+export const completedExit = <A, E>(result: Option.Option<Workflow.Result<A, E>>) =>
+  Option.isSome(result) && result.value._tag === "Complete" ? result.value.exit : undefined
+
 /** A payload id no other test uses (storage is shared by the tests of a file). */
 export const uniqueId = (label: string) => `${label}-${crypto.randomUUID()}`
 
