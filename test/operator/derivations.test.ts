@@ -321,7 +321,8 @@ describe("obligations", () => {
       ),
     )
     expect(derived.obligations.map((o) => [o.source, o.dueAt - now])).toEqual([
-      ["generation-owed", 0],
+      // Native work waits for the failed pass's retry, as the alarm does.
+      ["generation-owed", 400],
       ["maintenance-retry", 400],
       ["lease-expiry", 700],
       ["reconcile-retry", 2_000],

@@ -70,6 +70,9 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
   const reports = indexReports(input.reports)
   const obligations: Array<Obligation> = []
   const waits = state?.bindingRetries ?? []
+  const retry = state === undefined ? undefined : applicableRetry(state)
+  // Native work waits for a pending retry of a failed pass, as the alarm does.
+  const nativeDue = retry === undefined ? now : Math.max(now, retry.notBefore)
   const seenLanes = new Set<string>()
   const timerTimes: Array<number> = []
   for (const row of input.nonterminal) {
@@ -109,7 +112,7 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
       obligations.push(
         Obligation.make({
           source: "lane-head",
-          dueAt: now,
+          dueAt: nativeDue,
           ...ids,
           detail: `${row.state} head, recovery decides ${decision?._tag ?? "ApplyInput"}`,
         }),
@@ -131,12 +134,11 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
     obligations.push(
       Obligation.make({
         source: "generation-owed",
-        dueAt: now,
+        dueAt: nativeDue,
         detail: `generation ${state.dirty} not acknowledged (processed ${state.processed})`,
       }),
     )
   }
-  const retry = state === undefined ? undefined : applicableRetry(state)
   if (retry !== undefined) {
     obligations.push(
       Obligation.make({
