@@ -206,9 +206,7 @@ describe("runAlarmsUntilQuiet", () => {
         idempotencyKey: "k",
         input: { text: "x" },
       })
-      const settled = yield* quiet(thread, { timeoutMillis: 30_000 }).pipe(
-        Effect.ensuring(Effect.sync(() => switchboard.remove(id))),
-      )
+      const settled = yield* quiet(thread).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(id))))
       // A delivery per failed pass and one that settles, give or take the pool's own: not 50.
       expect(settled.deliveries).toBeLessThanOrEqual(8)
       expect((yield* clientOf(thread).status(receipt.submissionId)).state).toBe("settled")
