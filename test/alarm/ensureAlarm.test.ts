@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ThreadProjectionError } from "../../src/core/ThreadProjectionMaintenance.ts"
+import { ThreadHostMaintenanceError } from "../../src/Alarm.ts"
 import { caughtUpRecord, deadlineAt, encodedRetry, forbidSql, hostHooks } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
@@ -127,6 +128,24 @@ describe("ThreadMaintenance.ensureAlarm", () => {
               pendingDeadline: Effect.fail(broken),
             },
           },
+        }),
+      ).toBe(now + 50)
+    }),
+  )
+
+  it.effect("reads a host hook's failing deadline as due instead of failing the gate", () =>
+    Effect.gen(function* () {
+      const now = yield* dayAhead
+      const refused = new ThreadHostMaintenanceError({
+        hook: "outbox",
+        operation: "read deadline",
+        message: "the outbox table is unreadable",
+      })
+      // The Object starts (a failed gate would refuse every call); a pass runs at the floor.
+      expect(
+        yield* ensureOver("host-broken", {
+          record: caughtUpRecord(3n),
+          options: { host: hostHooks({ pendingDeadline: Effect.fail(refused) }) },
         }),
       ).toBe(now + 50)
     }),

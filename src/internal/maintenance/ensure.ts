@@ -8,11 +8,12 @@ import { Clock, Effect, Option } from "effect"
 import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
-import type { HookDeadlineFailure } from "./errors.ts"
+import { catchUnlessInterrupted } from "../boundary.ts"
+import type { DurableAlarmError } from "./errors.ts"
 import { readMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
-export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, HookDeadlineFailure> =>
+export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, DurableAlarmError> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
     const now = yield* Clock.currentTimeMillis
@@ -22,8 +23,22 @@ export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, HookDe
       writeAlarm(txn, decideAlarm(env.timing, { commit: "ensure", now, record: state }))
       return state
     })
-    // A broken deadline read fails the gate only after owed native work has its alarm.
-    const deadline = Option.getOrUndefined(yield* env.pendingDeadline)
+    // A hook whose deadline cannot be read must not keep the Object from starting (a failed
+    // gate refuses every call, in every incarnation): it reads as due, so a pass runs soon, fails
+    // on it by name and backs off, while the Object serves.
+    const deadline = Option.getOrUndefined(
+      yield* env.pendingDeadline.pipe(
+        catchUnlessInterrupted((cause) =>
+          Effect.as(
+            Effect.logError(
+              "Thread maintenance: a hook's deadline could not be read; a pass retries it",
+              cause,
+            ),
+            Option.some(0),
+          ),
+        ),
+      ),
+    )
     if (deadline !== undefined) {
       yield* env.transact("ensure publication alarm", (txn) =>
         writeAlarm(txn, decideAlarm(env.timing, { commit: "ensure-deadline", now, record, deadline })),
