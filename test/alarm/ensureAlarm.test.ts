@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { ThreadProjectionError } from "../../src/core/ThreadProjectionMaintenance.ts"
 import { ThreadHostMaintenanceError } from "../../src/Alarm.ts"
 import { caughtUpRecord, deadlineAt, encodedRetry, forbidSql, hostHooks } from "./fixtures.ts"
@@ -146,6 +146,13 @@ describe("ThreadMaintenance.ensureAlarm", () => {
         yield* ensureOver("host-broken", {
           record: caughtUpRecord(3n),
           options: { host: hostHooks({ pendingDeadline: Effect.fail(refused) }) },
+        }),
+      ).toBe(now + 50)
+      // A deadline that is not a time is the hook's failure too, not a cleared alarm.
+      expect(
+        yield* ensureOver("host-nan", {
+          record: caughtUpRecord(3n),
+          options: { host: hostHooks({ pendingDeadline: Effect.succeed(Option.some(Number.NaN)) }) },
         }),
       ).toBe(now + 50)
     }),

@@ -2,7 +2,7 @@
 import { Effect, Option } from "effect"
 import { catchUnlessInterrupted } from "../boundary.ts"
 import type { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
-import type { DurableAlarmError, HookDeadlineFailure, ThreadHostMaintenanceError } from "./errors.ts"
+import { type DurableAlarmError, type HookDeadlineFailure, ThreadHostMaintenanceError } from "./errors.ts"
 import type { ThreadMessageDeliveryService, ThreadPublicationService } from "./hooks.ts"
 import type { ThreadHostMaintenanceService } from "./hostMaintenance.ts"
 
@@ -32,7 +32,18 @@ export const makeHostDeadline = (hooks: {
     const messages = yield* hooks.messages.pendingDeadline
     const projected = yield* projection
     const host = yield* hooks.host.pendingDeadline
-    return earliestDeadline(messages, earliestDeadline(projected, host))
+    // An application's answer is checked here, once: NaN or an infinity would clear or break
+    // the alarm every pass derives from it.
+    if (Option.isSome(host) && !Number.isFinite(host.value)) {
+      return yield* new ThreadHostMaintenanceError({
+        hook: "host maintenance",
+        operation: "read its pending deadline",
+        message: `pendingDeadline answered ${host.value}, not a finite epoch-ms time`,
+      })
+    }
+    const due = (deadline: Option.Option<number>) =>
+      Option.isSome(deadline) && !Number.isFinite(deadline.value) ? Option.some(0) : deadline
+    return earliestDeadline(messages, earliestDeadline(due(projected), host))
   })
 }
 
