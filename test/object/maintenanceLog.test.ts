@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Logger, References } from "effect"
 import { afterEach, vi } from "vitest"
 import { MAINTENANCE_LOG_VARIABLE, maintenanceLogSetting } from "../../src/CloudflareConfig.ts"
-import { DurableAlarmError } from "../../src/internal/maintenance/errors.ts"
+import { DurableAlarmError, ThreadHostMaintenanceError } from "../../src/internal/maintenance/errors.ts"
 import { MaintenancePassReport } from "../../src/internal/maintenance/report.ts"
 import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
 import {
@@ -150,6 +150,32 @@ describe("maintenance log", () => {
       expect(first?.text).toMatch(
         /^Thread maintenance of "support": the pass failed \(1 in a row\); retry in/,
       )
+    }),
+  )
+
+  it.effect("names the hook that failed the pass, not the last Thread it served", () =>
+    Effect.gen(function* () {
+      const record = {
+        schemaVersion: 1,
+        dirty: "7",
+        processed: "6",
+        nonterminal: 1,
+        lastServedThreadId: "orders",
+        retry: { generation: "7", notBefore: 400, nativeOnly: false, stalls: 3 },
+      }
+      const hookFailed = Exit.fail(
+        new ThreadHostMaintenanceError({
+          hook: "refund-outbox",
+          operation: "dispatch a wave",
+          message: "the relay answered 503",
+        }),
+      )
+      const [line] = yield* captured(
+        logMaintenanceEvent("warnings", storageWith(record, 400).object, hookFailed, 0),
+      )
+      expect(line?.text).toContain('the hook "refund-outbox" failed to dispatch a wave')
+      expect(line?.text).not.toContain("orders")
+      expect(line?.annotations).toMatchObject({ failedInARow: 3, hook: "refund-outbox" })
     }),
   )
 

@@ -8,9 +8,10 @@
  * failed one reads the maintenance record (one KV key) for its retry. `events` also reads the
  * alarm slot after every event.
  */
-import { Clock, Effect, Exit } from "effect"
+import { Cause, Clock, Effect, Exit } from "effect"
 import type { MaintenanceLogSetting } from "../../CloudflareConfig.ts"
 import { safeCauseMessage } from "../boundary.ts"
+import { ThreadHostMaintenanceError } from "../maintenance/errors.ts"
 import type { MaintenancePassReport } from "../maintenance/report.ts"
 import { applicableRetry, decodeMaintenanceRecord, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
 
@@ -57,6 +58,14 @@ const storedRecord = (storage: LoggedStorage) => {
   }
 }
 
+/** The first failure of an application's hook in `cause`, if any. */
+const hookFailureOf = (cause: Cause.Cause<unknown>) => {
+  for (const reason of cause.reasons) {
+    if (Cause.isFailReason(reason) && reason.error instanceof ThreadHostMaintenanceError) return reason.error
+  }
+  return undefined
+}
+
 const failureText = (
   exit: Exit.Exit<MaintenancePassReport, unknown>,
   storage: LoggedStorage,
@@ -67,7 +76,14 @@ const failureText = (
   const retry = record === undefined ? undefined : applicableRetry(record)
   const streak = retry?.stalls ?? 1
   const lane = record?.lastServedThreadId
-  const failing = streak >= FAILING_STREAK && lane !== undefined ? `; Thread "${lane}" keeps failing` : ""
+  // A hook's failure is the hook's, not the last Thread served.
+  const hook = Exit.isFailure(exit) ? hookFailureOf(exit.cause) : undefined
+  const failing =
+    hook !== undefined
+      ? `; the hook "${hook.hook}" failed to ${hook.operation}`
+      : streak >= FAILING_STREAK && lane !== undefined
+        ? `; Thread "${lane}" keeps failing`
+        : ""
   const next =
     retry === undefined
       ? "workerd redelivers the alarm"
@@ -76,7 +92,7 @@ const failureText = (
     text: `the pass failed (${streak} in a row)${failing}; ${next}: ${message}`,
     annotations: {
       failedInARow: streak,
-      ...(lane === undefined ? {} : { lastThread: lane }),
+      ...(hook !== undefined ? { hook: hook.hook } : lane === undefined ? {} : { lastThread: lane }),
       ...(retry === undefined ? {} : { retryAt: new Date(retry.notBefore).toISOString() }),
     },
   }
