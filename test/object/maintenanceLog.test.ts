@@ -65,6 +65,17 @@ const settledOne = Exit.succeed(
     alarm: "rearmed",
   }),
 )
+const retryAt = 400 // TestClock: now is 0
+/** A record after three failed passes in a row, the last Thread served "orders". */
+const failingRecord = {
+  schemaVersion: 1,
+  dirty: "7",
+  processed: "6",
+  nonterminal: 1,
+  lastServedThreadId: "orders",
+  retry: { generation: "7", notBefore: retryAt, nativeOnly: true, stalls: 3 },
+}
+
 const failed = Exit.fail(new DurableAlarmError({ operation: "claim", message: "storage refused the claim" }))
 
 describe("maintenance log", () => {
@@ -124,15 +135,7 @@ describe("maintenance log", () => {
 
   it.effect("warns of a failed pass with its streak, its retry and the Thread that keeps failing", () =>
     Effect.gen(function* () {
-      const retryAt = 400 // TestClock: now is 0
-      const record = {
-        schemaVersion: 1,
-        dirty: "7",
-        processed: "6",
-        nonterminal: 1,
-        lastServedThreadId: "orders",
-        retry: { generation: "7", notBefore: retryAt, nativeOnly: true, stalls: 3 },
-      }
+      const record = failingRecord
       const lines = yield* captured(
         logMaintenanceEvent("warnings", storageWith(record, retryAt).object, failed, 0),
       )
@@ -155,14 +158,7 @@ describe("maintenance log", () => {
 
   it.effect("names the hook that failed the pass, not the last Thread it served", () =>
     Effect.gen(function* () {
-      const record = {
-        schemaVersion: 1,
-        dirty: "7",
-        processed: "6",
-        nonterminal: 1,
-        lastServedThreadId: "orders",
-        retry: { generation: "7", notBefore: 400, nativeOnly: false, stalls: 3 },
-      }
+      const record = failingRecord
       const hookFailed = Exit.fail(
         new ThreadHostMaintenanceError({
           hook: "refund-outbox",
@@ -171,7 +167,7 @@ describe("maintenance log", () => {
         }),
       )
       const [line] = yield* captured(
-        logMaintenanceEvent("warnings", storageWith(record, 400).object, hookFailed, 0),
+        logMaintenanceEvent("warnings", storageWith(record, retryAt).object, hookFailed, 0),
       )
       expect(line?.text).toContain('the hook "refund-outbox" failed to dispatch a wave')
       expect(line?.text).not.toContain("orders")
