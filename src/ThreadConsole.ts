@@ -107,6 +107,15 @@ export const handler = (options: ThreadConsoleOptions): ThreadConsoleHandler => 
     namespace.get === undefined || namespace.idFromString === undefined
       ? undefined
       : { getByName: (id) => namespace.get?.(namespace.idFromString?.(id) as never) }
+  /** Whether `id` names an Object of this namespace (`idFromString` refuses one of another). */
+  const isObjectId = (id: string) => {
+    try {
+      namespace.idFromString?.(id)
+      return true
+    } catch {
+      return false
+    }
+  }
   const matches = (request: Request) => {
     const path = new URL(request.url).pathname
     return base === "" || path === base || path.startsWith(`${base}/`)
@@ -145,14 +154,7 @@ export const handler = (options: ThreadConsoleOptions): ThreadConsoleHandler => 
               ...(caller === undefined ? {} : { caller }),
             }),
           addressesIds: byId !== undefined,
-          isObjectId: (id) => {
-            try {
-              namespace.idFromString?.(id)
-              return true
-            } catch {
-              return false
-            }
-          },
+          isObjectId,
           objects: async () => (options.objects === undefined ? [] : [...(await options.objects(request))]),
           namespaceBinding: options.namespaceBinding,
         },
