@@ -142,6 +142,35 @@ describe("ThreadObject authorization", () => {
     }),
   )
 
+  it.live("keeps one tenant from reading, replacing or removing another's schedule in a shared Object", () =>
+    Effect.gen(function* () {
+      // Two tenants' Threads in one Object: its schedule ids are the Object's, not a Thread's.
+      const objectName = threadName("shared-schedules")
+      const acme = `tenant:acme:${crypto.randomUUID()}`
+      const globex = `tenant:globex:${crypto.randomUUID()}`
+      const as = (thread: string, caller: { subject: string; credential?: string }) =>
+        ThreadClient.make(env.AUTHORIZED_TEST, thread, { objectName, caller })
+      const operator = as(acme, { subject: "sam", credential: operatorToken })
+      const rival = as(globex, { subject: "globex" })
+      const nightly = { scheduleId: "nightly", agentId: "echo", cron: "0 2 * * *" } as const
+      yield* operator.schedule({ ...nightly, input: { text: "acme's secret" } })
+
+      const attempts: ReadonlyArray<
+        readonly [string, Effect.Effect<unknown, ThreadClient.ThreadClientError>]
+      > = [
+        ["schedules", rival.schedules],
+        ["unschedule", rival.unschedule("nightly")],
+        ["schedule", rival.schedule({ ...nightly, input: { text: "globex's" } })],
+      ]
+      for (const [entryPoint, call] of attempts) {
+        expect(failureOf(yield* Effect.exit(call))).toMatchObject({ _tag: "Unauthorized", entryPoint })
+      }
+      const [kept] = yield* operator.schedules
+      expect(kept).toMatchObject({ scheduleId: "nightly", threadId: acme, input: { text: "acme's secret" } })
+      yield* operator.unschedule("nightly")
+    }),
+  )
+
   it.live("refuses a caller the Object would refuse, by name, at each call and without throwing", () =>
     Effect.gen(function* () {
       const thread = threadName("bad-caller")

@@ -205,15 +205,16 @@ const refuse = (entryPoint: string, message: string) => Effect.fail(new Unauthor
 /**
  * The same agents behind a policy over every call: operator actions need the bearer token, and a
  * Thread named `tenant:<subject>:…` is its tenant's alone (an operator may read it too), and the
- * Object-wide reads are the operator's.
+ * Object-wide calls (reads of every Thread, the Object's schedules) are the operator's.
  */
 export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
   authorization: ({ caller, entryPoint, kind, threadId, objectWide }) => {
     authorizationLog.push({ entryPoint, kind, threadId, subject: caller?.subject })
     const operator = caller?.credential === operatorToken
-    // The Object-wide reads see every tenant's Threads, whichever Thread the caller named.
-    if (kind === "read" && objectWide && !operator)
-      return refuse(entryPoint, "the whole Object's reads are the operator's")
+    // The Object-wide calls see (or change) every tenant's, whichever Thread the caller named;
+    // the wake hint changes nothing but when a pass runs.
+    if (objectWide && entryPoint !== "wake" && !operator)
+      return refuse(entryPoint, "the whole Object's calls are the operator's")
     if (kind === "operate") {
       if (operator) return Effect.void
       return refuse(
