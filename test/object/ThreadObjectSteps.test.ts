@@ -68,6 +68,26 @@ describe("ThreadObject steps with retries", () => {
     }),
   )
 
+  it.live("refuses a first wait over the default cap without a cap of its own, naming the option", () =>
+    Effect.gen(function* () {
+      const ended = yield* settleFlaky("uncapped", {
+        failures: 10,
+        attempts: 3,
+        baseMillis: 600_000,
+        how: "fail",
+      })
+      expect(ended).toMatchObject({
+        settlement: {
+          outcome: "failed",
+          error: 'step "flaky": retry.backoff.baseMillis must be a number between 0 and 300000, got 600000',
+        },
+        failedPasses: 0,
+        violations: [],
+      })
+      expect(ended.runs).toBeUndefined()
+    }),
+  )
+
   it.live("counts an attempt that outlives its timeout as failed", () =>
     Effect.gen(function* () {
       const ended = yield* settleFlaky("timeout", {
