@@ -1,15 +1,15 @@
 /**
  * Steps with retries and timeouts through a real `ThreadObject` and its alarm: a retried step
  * runs at most its attempts, a failure that may not be retried or a defect fails the
- * Submission at once, and an effect that interrupts itself is a defect too (no Attempt after
- * Attempt running it again). Each ends with the Object quiet, `verify` clean and no failed pass.
+ * Submission at once, and a step or a program that interrupts itself fails it too (no Attempt
+ * after Attempt running it again). Each ends with the Object quiet, `verify` clean and no failed pass.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { env, runDurableObjectAlarm } from "cloudflare:test"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import * as Testing from "../../src/Testing.ts"
-import { flakyAgent, stepRuns } from "../worker/durableObject.ts"
+import { flakyAgent, quitterAgent, stepRuns } from "../worker/durableObject.ts"
 
 const threadName = (label: string) => `steps-${label}-${crypto.randomUUID()}`
 const clientOf = (thread: string) => ThreadClient.make(env.THREADS_DURABLE, thread)
@@ -116,6 +116,21 @@ describe("ThreadObject steps with retries", () => {
       })
       expect(ended).toMatchObject({ settlement: { outcome: "failed" }, runs: 1, failedPasses: 0 })
       expect(ended.settlement?.error).toContain('step "flaky" interrupted itself')
+    }),
+  )
+
+  it.live("fails a program that interrupts itself outside any step, once", () =>
+    Effect.gen(function* () {
+      const thread = threadName("quitter")
+      const client = clientOf(thread)
+      const receipt = yield* client.agent(quitterAgent).submit({}, { idempotencyKey: "k" })
+      yield* quiet(thread)
+      expect((yield* client.status(receipt.submissionId)).settlement).toMatchObject({
+        outcome: "failed",
+        error: "the program interrupted itself",
+      })
+      expect((yield* client.inspectMaintenance).counters.failedPasses).toBe(0)
+      expect((yield* client.verify).violations).toEqual([])
     }),
   )
 })

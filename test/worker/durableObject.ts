@@ -87,6 +87,15 @@ export const pingAgent = define({
     }),
 })
 
+/** Runs a step, then interrupts its own program outside any step: no stop of the runtime asked for it. */
+export const quitterAgent = define({
+  id: "quitter",
+  version: "1",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  program: (_input, ctx) => Effect.andThen(ctx.step("before", Effect.succeed("ran")), Effect.interrupt),
+})
+
 export class DurableThreadObject extends ThreadObject.make(
-  ThreadObject.layer([flakyAgent, sleeperAgent, pingAgent]),
+  ThreadObject.layer([flakyAgent, sleeperAgent, pingAgent, quitterAgent]),
 ) {}

@@ -191,6 +191,7 @@ export const makeAgentContext = (
       // Outcome, which runs nothing again.)
       if (options.interruptible && failure._tag === "None" && Cause.hasInterruptsOnly(exit.cause))
         return yield* Effect.die(new Error(`step "${name}" interrupted itself`))
+      if (failure._tag === "None" && Cause.hasInterruptsOnly(exit.cause)) attempt.cut = true
       // Defects and interruptions are not outcomes of the step: they are not journaled.
       if (failure._tag === "None") return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
       return { _tag: "Failed", failure: failure.value } as const
