@@ -1,4 +1,5 @@
 import type { BenchTestObject } from "./worker/benchObject.ts"
+import type { DurableThreadObject } from "./worker/durableObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
@@ -26,6 +27,8 @@ declare global {
       readonly THREADS_WAKE: DurableObjectNamespace<WakeThreadObject>
       /** `effect/workflow` executions, one Object per execution id. */
       readonly THREADS_WORKFLOW: DurableObjectNamespace<WorkflowThreadObject>
+      /** Steps that retry, sleeps and event waits. */
+      readonly THREADS_DURABLE: DurableObjectNamespace<DurableThreadObject>
     }
   }
 }

@@ -1,5 +1,6 @@
 /** The test Worker: exports every Durable Object class the workerd suites address. */
 export { BenchTestObject } from "./benchObject.ts"
+export { DurableThreadObject } from "./durableObject.ts"
 export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
 export { PortProbeObject } from "./portProbeObject.ts"

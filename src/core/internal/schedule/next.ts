@@ -1,8 +1,9 @@
 /**
  * When a schedule's occurrences happen, and which one a pass admits: pure functions of the
  * schedule and the Object's clock. Cron expressions go through Effect's `Cron` (five fields, or
- * six with seconds; IANA time zones through `Intl`: a local time skipped by a DST change runs at
- * the instant after the gap, a repeated one once, at its earlier instant). An interval counts
+ * six with seconds; IANA time zones through `Intl`: a local time skipped by a DST change runs
+ * shifted forward by the gap, 02:30 at 03:30, a repeated one once, at its earlier instant, so an
+ * hourly cron runs 23 times on a 25-hour day). An interval counts
  * from the schedule's creation: occurrences at `createdAt + n × everyMillis`, `n ≥ 1`.
  */
 import { Cron, Result } from "effect"

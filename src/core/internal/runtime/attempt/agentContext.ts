@@ -185,6 +185,13 @@ export const makeAgentContext = (
         } as const
       }
       const failure = Cause.findErrorOption(exit.cause)
+      // The effect ran in a fiber of its own: an interruption of the Attempt never returns an
+      // exit here, so a step that interrupted only itself dies, rather than leave the work for
+      // a later Attempt that runs it again, and again. (An uncertain step cut so is an Unknown
+      // Outcome, which runs nothing again.)
+      if (options.interruptible && failure._tag === "None" && Cause.hasInterruptsOnly(exit.cause))
+        return yield* Effect.die(new Error(`step "${name}" interrupted itself`))
+      if (failure._tag === "None" && Cause.hasInterruptsOnly(exit.cause)) attempt.cut = true
       // Defects and interruptions are not outcomes of the step: they are not journaled.
       if (failure._tag === "None") return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
       return { _tag: "Failed", failure: failure.value } as const

@@ -5,7 +5,7 @@
  * row is left `ready` rather than held by a lease nobody renews.
  */
 import { spanned } from "../../spanned.ts"
-import { Cause, Clock, DateTime, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Clock, DateTime, Effect, Exit, Fiber, Option, Schema } from "effect"
 import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
 import { AttemptId, OwnershipToken, type SubmissionId, type ThreadId } from "../../../Identifiers.ts"
 import type { RuntimeFailpointLocation } from "../../../RuntimeFailpoint.ts"
@@ -168,8 +168,13 @@ const runProgram = (
         error: `the stored input does not decode: ${decoded.failure}`,
       })
     }
-    const exit = yield* Effect.exit(
-      agent.program(decoded.success, makeAgentContext(attempt, journal, agent, row.wait)),
+    // In a fiber of its own: an interruption of the Attempt interrupts the wait for it, so an
+    // interrupted exit here is the program's own doing, a stop a call asked for, or a cut.
+    const exit = yield* Fiber.await(
+      yield* Effect.forkChild(
+        agent.program(decoded.success, makeAgentContext(attempt, journal, agent, row.wait)),
+        { startImmediately: true },
+      ),
     )
     if (attempt.stop !== undefined) return yield* endStopped(attempt, row, journal, attempt.stop)
     if (Exit.isSuccess(exit)) {
@@ -188,8 +193,12 @@ const runProgram = (
     const failure = Cause.findErrorOption(exit.cause)
     if (failure._tag === "Some")
       return yield* finish(attempt, row, { outcome: "failed", error: failure.value.message })
-    // An interruption without a stop reason came from outside: leave the work for a later Attempt.
-    if (Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+    if (Cause.hasInterruptsOnly(exit.cause)) {
+      // Cut like a dead process: leave the work for a later Attempt.
+      if (attempt.cut === true) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+      // The program interrupted itself: every later Attempt would again, so it settles.
+      return yield* finish(attempt, row, { outcome: "failed", error: "the program interrupted itself" })
+    }
     return yield* finish(attempt, row, {
       outcome: "failed",
       error: `the program died: ${Cause.pretty(exit.cause)}`,

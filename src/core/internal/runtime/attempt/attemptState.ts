@@ -62,6 +62,12 @@ export interface AttemptState {
    * costs no row of its own. An Attempt that ends without a record never applied its input.
    */
   staged: ReadonlyArray<HistoryEntry>
+  /**
+   * Set when durable work of the runtime inside the program (a storage call, a failpoint) or an
+   * uncertain step's effect ended interrupted: the Attempt was cut as if its process died, so
+   * an interrupted program is left for a later Attempt, not settled.
+   */
+  cut?: boolean
 }
 
 /** The owner fence of the Attempt. @internal */
@@ -99,11 +105,17 @@ export const guard = <A>(
   attempt: AttemptState,
   effect: Effect.Effect<A, DurableWorkerFailure | SubmissionNotFound>,
 ): Effect.Effect<A> =>
-  Effect.catch(effect, (error) =>
-    halt(attempt, {
-      _tag: "Failure",
-      error: error._tag === "SubmissionNotFound" ? vanished("AgentContext")(error) : error,
-    }),
+  Effect.catch(
+    Effect.onInterrupt(effect, () =>
+      Effect.sync(() => {
+        attempt.cut = true
+      }),
+    ),
+    (error) =>
+      halt(attempt, {
+        _tag: "Failure",
+        error: error._tag === "SubmissionNotFound" ? vanished("AgentContext")(error) : error,
+      }),
   )
 
 /** A replay that contradicts the journal. @internal */
