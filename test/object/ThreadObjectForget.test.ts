@@ -6,15 +6,21 @@
 import { describe, expect, it } from "@effect/vitest"
 import { runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
+import { switchboard } from "../worker/threadObject.ts"
 import { clientOf, deliverUntil, inState, ledgerRows, stubOf, threadName } from "./support.ts"
 
 /** Delivers the alarms of a parent's Object and its children's until `done` holds. */
-const runBoth = (parentObject: string, childObject: string, done: Effect.Effect<boolean, unknown>) =>
+const runBoth = (
+  parentObject: string,
+  childObject: string,
+  done: Effect.Effect<boolean, unknown>,
+  pause: Effect.Effect<void> = Effect.sleep(5),
+) =>
   Effect.gen(function* () {
     for (let round = 0; round < 30 && !(yield* done); round++) {
       for (const name of [parentObject, childObject])
         yield* Effect.promise(() => runDurableObjectAlarm(stubOf(name)).catch(() => false))
-      yield* Effect.sleep(5)
+      yield* pause
     }
   })
 
@@ -96,6 +102,66 @@ describe("ThreadObject forget", () => {
         expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
         yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
         // Its child checked the new claim: not the first child's answer, and no endless wait.
+        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+          outcome: "completed",
+          output: ["false"],
+        })
+      }),
+    60_000,
+  )
+})
+
+describe("ThreadObject forget, a child's settlement still owed", () => {
+  it.live(
+    "does not hand a forgotten parent's child settlement to the parent admitted again under its id",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("parent-owed")
+        const childObject = threadName("children-owed")
+        const parent = clientOf("desk", parentObject)
+        const submit = (claim: string) =>
+          parent.submit({
+            agentId: "delegator",
+            idempotencyKey: "claims-1",
+            input: { claims: [claim], verifierObject: childObject },
+          })
+        // The child's Object loses the parent's acknowledgements of its settlement (as when the
+        // reply to a delivery is lost), so the settlement stays owed and is sent again; and,
+        // while `admissionsRefused`, it cannot admit a child (its parent sends it again later).
+        let ackLost = true
+        let admissionsRefused = false
+        switchboard.install(stubOf(childObject).id, {
+          storage: (location, detail) => {
+            if (location !== "storage:sql:before") return
+            if (ackLost && detail === "update effect_agent_outbox") throw new Error("acknowledgement lost")
+            if (admissionsRefused && detail === "insert effect_agent_submissions")
+              throw new Error("admission refused for now")
+          },
+        })
+        const first = yield* submit("real invoice")
+        yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: ["true"] })
+        // Its child's admission is acknowledged: the parent may be forgotten, and its key admits anew.
+        yield* parent.forget(first.submissionId)
+        admissionsRefused = true
+        const again = yield* submit("fake invoice")
+        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
+        // The new parent starts its own child (not admitted yet) while the first child's settlement
+        // is still being sent to the same parent id and step.
+        for (let round = 0; round < 10; round++) {
+          for (const name of [parentObject, childObject])
+            yield* Effect.promise(() => runDurableObjectAlarm(stubOf(name)).catch(() => false))
+          yield* Effect.sleep(20)
+        }
+        ackLost = false
+        admissionsRefused = false
+        yield* runBoth(
+          parentObject,
+          childObject,
+          inState(parent, again.submissionId, "settled"),
+          Effect.sleep(100),
+        ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(childObject).id))))
+        // Its own child checked the new claim: the first child's answer is not taken for it.
         expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
           outcome: "completed",
           output: ["false"],

@@ -30,6 +30,13 @@ export const ThreadMessage = Schema.Union([
     parentSubmissionId: SubmissionId,
     step: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
     childSubmissionId: SubmissionId,
+    /**
+     * The child's idempotency key, which its parent's journal names: a parent admitted again
+     * under the same id (its first admission removed by retention or `forget`) starts children
+     * under other keys, and must not take the first one's children's settlements for its own.
+     * Absent in markers of earlier releases.
+     */
+    childIdempotencyKey: Schema.optionalKey(IdempotencyKey),
     outcome: SettlementOutcome,
     output: Schema.optionalKey(Schema.Json),
     error: Schema.optionalKey(Schema.String),
