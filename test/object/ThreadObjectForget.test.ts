@@ -60,6 +60,33 @@ describe("ThreadObject forget", () => {
       }),
   )
 
+  it.live("answers every call about a forgotten Submission with SubmissionNotFound, at once", () =>
+    Effect.gen(function* () {
+      const thread = threadName("forget-calls")
+      const client = clientOf(thread)
+      const gone = yield* client.submit({ agentId: "echo", idempotencyKey: "g", input: { text: "gone" } })
+      yield* deliverUntil(thread, inState(client, gone.submissionId, "settled"))
+      yield* client.forget(gone.submissionId)
+      const id = gone.submissionId
+      const started = Date.now()
+      const failures = yield* Effect.all(
+        [
+          client.awaitSettlement(id, 30_000),
+          client.awaitProgress(id, { after: "1.x", timeoutMillis: 30_000 }),
+          client.sendEvent(id, "shipped", { tracking: "T" }),
+          client.resolveApproval(id, { approved: true }),
+          client.resolveUnknown(id, { _tag: "Failed", message: "no" }),
+          client.abort(id),
+          client.retry(id),
+          client.explain(id),
+          client.status(id),
+        ].map((call) => Effect.flip(call as Effect.Effect<unknown, { readonly _tag: string }>)),
+      )
+      expect(failures.map((failure) => failure._tag)).toEqual(Array(9).fill("SubmissionNotFound"))
+      expect(Date.now() - started).toBeLessThan(5_000)
+    }),
+  )
+
   it.live("refuses a Submission that is not settled, removing nothing", () =>
     Effect.gen(function* () {
       const thread = threadName("forget-open")
