@@ -196,4 +196,33 @@ describe("ThreadObject forget, a child's settlement still owed", () => {
       }),
     60_000,
   )
+
+  it.live(
+    "hands a parent admitted again the settlement of the child its key names, which the first one heard",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("parent-keyed")
+        const childObject = threadName("children-keyed")
+        const parent = clientOf("desk", parentObject)
+        const submit = () =>
+          parent.submit({
+            agentId: "keyed-delegator",
+            idempotencyKey: "claim-1",
+            input: { claim: "real invoice", childKey: "check-1", verifierObject: childObject },
+          })
+        const first = yield* submit()
+        yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: "true" })
+        yield* parent.forget(first.submissionId)
+        // The same key starts the same child, which settled already and stays in its Object.
+        const again = yield* submit()
+        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
+        yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+          outcome: "completed",
+          output: "true",
+        })
+      }),
+    60_000,
+  )
 })

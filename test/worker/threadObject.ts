@@ -98,6 +98,25 @@ export const delegatorAgent = define({
     }),
 })
 
+/** Has its claim checked by a verifier started under a key of its own choosing, then reports. */
+export const keyedDelegatorAgent = define({
+  id: "keyed-delegator",
+  version: "1",
+  input: Schema.Struct({ claim: Schema.String, childKey: Schema.String, verifierObject: Schema.String }),
+  output: Schema.String,
+  program: ({ claim, childKey, verifierObject }, ctx) =>
+    Effect.gen(function* () {
+      const handle = yield* ctx.startChild({
+        agent: verifierAgent,
+        input: { claim },
+        thread: { objectName: verifierObject, threadId: "verify-keyed" },
+        idempotencyKey: childKey,
+      })
+      const settled = yield* ctx.awaitChild(handle)
+      return settled.outcome === "completed" ? String(settled.output.genuine) : settled.outcome
+    }),
+})
+
 /** Waits for an approval, then adds the joined inputs to its own. */
 export const tallyAgent = define({
   id: "tally",
@@ -175,6 +194,7 @@ export class TestThreadObject extends ThreadObject.make(
     reviewAgent,
     verifierAgent,
     delegatorAgent,
+    keyedDelegatorAgent,
     tallyAgent,
     escalatorAgent,
     napAgent,

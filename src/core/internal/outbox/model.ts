@@ -65,6 +65,18 @@ export const ChildAdmitted = Schema.TaggedStruct("ChildAdmitted", {
   submissionId: SubmissionId,
   receiptId: ReceiptId,
   replayed: Schema.Boolean,
+  /**
+   * A repeat of an admission whose child has settled: its settlement, which the parent records
+   * as the marker's. A parent admitted again under a removed parent's id, whose key names a
+   * child that settled for the first one (and whose marker that one acknowledged), hears it so.
+   */
+  settled: Schema.optionalKey(
+    Schema.Struct({
+      outcome: SettlementOutcome,
+      output: Schema.optionalKey(Schema.Json),
+      error: Schema.optionalKey(Schema.String),
+    }),
+  ),
 })
 /** The child Thread refused the admission; nothing was written there. */
 export const ChildRefused = Schema.TaggedStruct("ChildRefused", {

@@ -213,6 +213,15 @@ const admittedReply = (row: SubmissionSnapshot, replayed: boolean): Reply<"Admit
   submissionId: row.submissionId,
   receiptId: row.receiptId,
   replayed,
+  ...(row.state === "settled" && row.settlement !== undefined
+    ? {
+        settled: {
+          outcome: row.settlement.outcome,
+          ...(row.settlement.output === undefined ? {} : { output: row.settlement.output }),
+          ...(row.settlement.error === undefined ? {} : { error: row.settlement.error }),
+        },
+      }
+    : {}),
 })
 
 const abortChild = (env: RuntimeEnv, message: Extract<ThreadMessage, { readonly _tag: "AbortChild" }>) =>
@@ -297,8 +306,12 @@ export const makeReceive =
 export const deliveryInvalidatesRecovery = (row: OutboxMessage, outcome: DeliveryOutcome): boolean => {
   switch (row.message._tag) {
     case "AdmitChild":
-      // A refused child settles in its parent, which may run again.
-      return outcome._tag === "Undeliverable" || outcome.reply._tag !== "ChildAdmitted"
+      // A refused child settles in its parent, which may run again, as does a settled one.
+      return (
+        outcome._tag === "Undeliverable" ||
+        outcome.reply._tag !== "ChildAdmitted" ||
+        outcome.reply.settled !== undefined
+      )
     case "ChildSettled":
     case "AbortChild":
       // The child settled with its marker: the acknowledgement changes no native work.
@@ -334,6 +347,19 @@ export const makeRecordDelivery = (env: RuntimeEnv) =>
               outcome: "failed",
               error: `the child could not be admitted: ${text}`,
               ...(reason === undefined ? {} : { refused: reason }),
+            }),
+          )
+        } else if (reply.settled !== undefined) {
+          // A repeat of the admission of a child that settled: its marker may have been heard
+          // (and acknowledged) by an earlier admission of this parent's id, never by this one.
+          const { settled } = reply
+          yield* env.exclusive(
+            applyChildOutcome(env, message.parent.submissionId, message.parent.step, {
+              childSubmissionId: reply.submissionId,
+              outcome: settled.outcome,
+              ...(settled.output === undefined ? {} : { output: settled.output }),
+              ...(settled.error === undefined ? {} : { error: settled.error }),
+              childKey: message.idempotencyKey,
             }),
           )
         }
