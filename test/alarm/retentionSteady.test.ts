@@ -51,6 +51,11 @@ const steadyLoad = (label: string, threadOf: (tick: number, n: number) => string
         yield* inc.maintenance.pass
         if (tick === 29 || tick === 59) samples.push(yield* rowCounts(ctx))
       }
+      // What retention removed leaves gaps verify expects, and nothing else.
+      const report = yield* entry
+        .verify({ threadId: threadOf(59, 0) })
+        .pipe(Effect.provideContext(inc.context))
+      expect(report.violations).toEqual([])
       return samples
     }),
   )
