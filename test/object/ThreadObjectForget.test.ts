@@ -7,7 +7,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
 import { switchboard } from "../worker/threadObject.ts"
-import { clientOf, deliverUntil, inState, ledgerRows, stubOf, threadName } from "./support.ts"
+import {
+  clientOf,
+  deliverUntil,
+  inState,
+  ledgerRows,
+  putMaintenanceRecord,
+  stubOf,
+  threadName,
+} from "./support.ts"
 
 /** Delivers the alarms of a parent's Object and its children's until `done` holds. */
 const runBoth = (
@@ -84,6 +92,25 @@ describe("ThreadObject forget", () => {
       )
       expect(failures.map((failure) => failure._tag)).toEqual(Array(9).fill("SubmissionNotFound"))
       expect(Date.now() - started).toBeLessThan(5_000)
+    }),
+  )
+
+  it.live("refuses with MaintenanceRecordDamaged, naming the field, while the record is damaged", () =>
+    Effect.gen(function* () {
+      const thread = threadName("forget-damaged")
+      const client = clientOf(thread)
+      const done = yield* client.submit({ agentId: "echo", idempotencyKey: "d", input: { text: "d" } })
+      yield* deliverUntil(thread, inState(client, done.submissionId, "settled"))
+      yield* putMaintenanceRecord(thread, { schemaVersion: 1, dirty: "4", processed: "oops", nonterminal: 0 })
+      expect(yield* Effect.flip(client.forget(done.submissionId))).toMatchObject({
+        _tag: "MaintenanceRecordDamaged",
+        field: "processed",
+      })
+      expect((yield* ledgerRows(thread)).map((row) => row.submission_id)).toEqual([done.submissionId])
+      // Repaired, the same call removes it.
+      yield* client.repairMaintenance
+      yield* client.forget(done.submissionId)
+      expect(yield* ledgerRows(thread)).toEqual([])
     }),
   )
 

@@ -22,7 +22,12 @@ import { makePruner } from "../../core/internal/retention/pruner.ts"
 import { expiresAt, type RetentionSettings } from "../../core/internal/retention/policy.ts"
 import type { SubmissionSnapshot } from "../../core/internal/ledger/model.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
-import { type DurableAlarmError, ThreadHostMaintenanceError } from "../maintenance/errors.ts"
+import {
+  DurableAlarmError,
+  type MaintenanceRecordDamaged,
+  recordDamageOf,
+  ThreadHostMaintenanceError,
+} from "../maintenance/errors.ts"
 import { ThreadMutationGate } from "../maintenance/gate.ts"
 import type { ThreadHostMaintenanceService } from "../maintenance/hostMaintenance.ts"
 
@@ -41,10 +46,10 @@ export interface ThreadRetentionService {
   readonly settings: RetentionSettings
   /** The maintenance lane. */
   readonly lane: ThreadHostMaintenanceService
-  /** Removes one settled Submission now. */
+  /** Removes one settled Submission now; refused, as every mutation, while the record is damaged. */
   readonly forget: (
     submissionId: SubmissionId,
-  ) => Effect.Effect<void, ForgetRefused | ThreadHostMaintenanceError>
+  ) => Effect.Effect<void, ForgetRefused | MaintenanceRecordDamaged | ThreadHostMaintenanceError>
   /** When retention may remove `row` at the earliest; `undefined` when kept forever. */
   readonly expiresAt: (row: SubmissionSnapshot) => number | undefined
 }
@@ -117,7 +122,10 @@ export const retentionLayer = Layer.effect(
         pruner.forget(submissionId).pipe(
           Effect.catchIf(
             (error): error is Exclude<typeof error, ForgetRefused> => error._tag !== "ForgetRefused",
-            (error) => Effect.fail(laneError("forget a submission")(error)),
+            (error) => {
+              const damage = error instanceof DurableAlarmError ? recordDamageOf(error) : undefined
+              return Effect.fail(damage ?? laneError("forget a submission")(error))
+            },
           ),
         ),
       expiresAt: (row) => expiresAt(settings, row),
