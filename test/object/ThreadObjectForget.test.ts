@@ -114,6 +114,26 @@ describe("ThreadObject forget", () => {
     }),
   )
 
+  it.live("reports a storage failure of its removal as the Object's storage, removing nothing", () =>
+    Effect.gen(function* () {
+      const thread = threadName("forget-storage")
+      const client = clientOf(thread)
+      const done = yield* client.submit({ agentId: "echo", idempotencyKey: "s", input: { text: "s" } })
+      yield* deliverUntil(thread, inState(client, done.submissionId, "settled"))
+      switchboard.install(stubOf(thread).id, {
+        storage: (location, detail) => {
+          if (location === "storage:sql:before" && detail === "delete effect_agent_submissions")
+            throw new Error("disk full")
+        },
+      })
+      const failure = yield* Effect.flip(client.forget(done.submissionId)).pipe(
+        Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))),
+      )
+      expect(failure).toMatchObject({ _tag: "ThreadObjectFailure", reason: "storage" })
+      expect((yield* ledgerRows(thread)).map((row) => row.submission_id)).toEqual([done.submissionId])
+    }),
+  )
+
   it.live("refuses a Submission that is not settled, removing nothing", () =>
     Effect.gen(function* () {
       const thread = threadName("forget-open")

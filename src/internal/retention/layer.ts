@@ -46,10 +46,13 @@ export interface ThreadRetentionService {
   readonly settings: RetentionSettings
   /** The maintenance lane. */
   readonly lane: ThreadHostMaintenanceService
-  /** Removes one settled Submission now; refused, as every mutation, while the record is damaged. */
+  /**
+   * Removes one settled Submission now; refused, as every mutation, while the record is damaged.
+   * Its other failures are its stores' and the gate's own (no application hook is involved).
+   */
   readonly forget: (
     submissionId: SubmissionId,
-  ) => Effect.Effect<void, ForgetRefused | MaintenanceRecordDamaged | ThreadHostMaintenanceError>
+  ) => Effect.Effect<void, ForgetRefused | MaintenanceRecordDamaged | RetentionFailure>
   /** When retention may remove `row` at the earliest; `undefined` when kept forever. */
   readonly expiresAt: (row: SubmissionSnapshot) => number | undefined
 }
@@ -119,15 +122,13 @@ export const retentionLayer = Layer.effect(
           ),
       },
       forget: (submissionId) =>
-        pruner.forget(submissionId).pipe(
-          Effect.catchIf(
-            (error): error is Exclude<typeof error, ForgetRefused> => error._tag !== "ForgetRefused",
-            (error) => {
-              const damage = error instanceof DurableAlarmError ? recordDamageOf(error) : undefined
-              return Effect.fail(damage ?? laneError("forget a submission")(error))
-            },
+        pruner
+          .forget(submissionId)
+          .pipe(
+            Effect.mapError((error) =>
+              error instanceof DurableAlarmError ? (recordDamageOf(error) ?? error) : error,
+            ),
           ),
-        ),
       expiresAt: (row) => expiresAt(settings, row),
     } satisfies ThreadRetentionService
   }),
