@@ -2,7 +2,12 @@ import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
-import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
+import type {
+  AuthorizedThreadObject,
+  OtherThreadObject,
+  RetainedThreadObject,
+  TestThreadObject,
+} from "./worker/threadObject.ts"
 import type { TracedThreadObject } from "./worker/tracedObject.ts"
 import type { WakeThreadObject } from "./worker/wakeObject.ts"
 import type { WorkflowThreadObject } from "./worker/workflowObject.ts"
@@ -26,6 +31,8 @@ declare global {
       readonly THREADS_WAKE: DurableObjectNamespace<WakeThreadObject>
       /** `effect/workflow` executions, one Object per execution id. */
       readonly THREADS_WORKFLOW: DurableObjectNamespace<WorkflowThreadObject>
+      /** Delegating agents with a one-second retention. */
+      readonly THREADS_RETAINED: DurableObjectNamespace<RetainedThreadObject>
     }
   }
 }

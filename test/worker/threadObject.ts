@@ -251,3 +251,15 @@ export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer
 export class OtherThreadObject extends ThreadObject.make(ThreadObject.layer([reviewAgent]), {
   namespaceBinding: "THREADS_OTHER",
 }) {}
+
+/**
+ * The delegating agents with a one-second retention: what a parent and its children in other
+ * Objects of the namespace store under a steady load.
+ */
+export class RetainedThreadObject extends ThreadObject.make(
+  ThreadObject.layer([echoAgent, verifierAgent, delegatorAgent]),
+  {
+    namespaceBinding: "THREADS_RETAINED",
+    config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
+  },
+) {}
