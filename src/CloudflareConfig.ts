@@ -63,9 +63,12 @@ export class RetentionPolicy extends Schema.Class<RetentionPolicy>(
   keepPerThread: NonNegativeCount,
   /**
    * Expiries are rounded up to a multiple of this, so an otherwise idle Object is woken for
-   * retention at most once per window.
+   * retention at most once per window (which the Submissions it keeps, `keepPerThread`'s or
+   * those still needed, cost it for good). At least 1,000 ms.
    */
-  windowMillis: PositiveMillis,
+  windowMillis: Schema.Int.check(
+    Schema.isGreaterThanOrEqualTo(1_000, { expected: "an integer number of milliseconds of at least 1000" }),
+  ),
   /** How long one maintenance event may spend removing (and archiving) expired Submissions. */
   dispatchTimeoutMillis: AuxiliaryDispatchMillis,
 }) {}

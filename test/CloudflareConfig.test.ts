@@ -137,6 +137,8 @@ describe("CloudflareDurableRuntimeConfig", () => {
     ],
     ["a negative keepPerThread", { retention: { keepPerThread: -1 } }, "retention.keepPerThread"],
     ["a zero retention window", { retention: { windowMillis: 0 } }, "retention.windowMillis"],
+    // A window under a second would wake an idle Object for retention at every alarm it may set.
+    ["a retention window under a second", { retention: { windowMillis: 1 } }, "retention.windowMillis"],
     ["retention that is not an object", { retention: "30d" }, "retention"],
     ["an unknown retention field", { retention: { keepDays: 30 } }, "retention.keepDays"],
   ]

@@ -3,7 +3,12 @@ import type { DurableThreadObject } from "./worker/durableObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
-import type { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./worker/threadObject.ts"
+import type {
+  AuthorizedThreadObject,
+  OtherThreadObject,
+  RetainedThreadObject,
+  TestThreadObject,
+} from "./worker/threadObject.ts"
 import type { TracedThreadObject } from "./worker/tracedObject.ts"
 import type { WakeThreadObject } from "./worker/wakeObject.ts"
 import type { WorkflowThreadObject } from "./worker/workflowObject.ts"
@@ -29,6 +34,8 @@ declare global {
       readonly THREADS_WORKFLOW: DurableObjectNamespace<WorkflowThreadObject>
       /** Steps that retry, sleeps and event waits. */
       readonly THREADS_DURABLE: DurableObjectNamespace<DurableThreadObject>
+      /** Delegating agents with a one-second retention. */
+      readonly THREADS_RETAINED: DurableObjectNamespace<RetainedThreadObject>
     }
   }
 }

@@ -379,7 +379,7 @@ describe("SubmissionLedger operator pages on SQLite", () => {
         ])
         expect(unsettled.rows).toBe(0)
         expect(unsettled.read).toBeLessThanOrEqual(PAGE_WINDOW + 10)
-        const counts = rowsRead(storage, pageStatements.laneCounts, [lane, key, key])
+        const counts = rowsRead(storage, pageStatements.laneCounts, [lane, lane, key, key])
         expect(counts.read).toBeLessThanOrEqual(COUNT_CAP + 10)
       }),
     ),

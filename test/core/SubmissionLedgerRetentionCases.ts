@@ -169,6 +169,22 @@ export const retentionCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect("counts a Thread's admissions past a removed newest Submission while an older one stays", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          yield* settled("a", "kept", 1_000)
+          const newest = yield* settled("a", "removed", 2_000)
+          yield* ledger.removeSettled([item(newest)])
+          expect(yield* ledger.laneCounts(ThreadId.make("a"))).toMatchObject({
+            admitted: 2,
+            open: 0,
+            parked: 0,
+          })
+        }),
+      ),
+    )
+
     it.effect("removes only its own records from a span other Submissions' records interleave", () =>
       harness.run(
         Effect.gen(function* () {

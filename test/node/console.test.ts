@@ -410,6 +410,17 @@ describe("operator console in a browser", () => {
     )
     expect(await text("#submissions tbody")).toContain("audit")
     await shoot("06-paging-filtered")
+
+    // The first page still follows new Submissions once it read through empty windows: a new
+    // match at the top shows at its next refresh.
+    expect(
+      (await http("POST", "/test/bulk", { object, thread: object, count: 1, from: 10_000, agent: "audit" }))
+        .status,
+    ).toBe(200)
+    await inPage(
+      "the new match on the first page",
+      `document.querySelector('#submissions [data-page="1"] tbody tr td')?.textContent === "10001"`,
+    )
     expect(await problems()).toEqual([])
   }, 180_000)
 })

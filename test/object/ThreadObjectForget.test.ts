@@ -6,15 +6,29 @@
 import { describe, expect, it } from "@effect/vitest"
 import { runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
-import { clientOf, deliverUntil, inState, ledgerRows, stubOf, threadName } from "./support.ts"
+import { switchboard } from "../worker/threadObject.ts"
+import {
+  clientOf,
+  deliverUntil,
+  inState,
+  ledgerRows,
+  putMaintenanceRecord,
+  stubOf,
+  threadName,
+} from "./support.ts"
 
 /** Delivers the alarms of a parent's Object and its children's until `done` holds. */
-const runBoth = (parentObject: string, childObject: string, done: Effect.Effect<boolean, unknown>) =>
+const runBoth = (
+  parentObject: string,
+  childObject: string,
+  done: Effect.Effect<boolean, unknown>,
+  pause: Effect.Effect<void> = Effect.sleep(5),
+) =>
   Effect.gen(function* () {
     for (let round = 0; round < 30 && !(yield* done); round++) {
       for (const name of [parentObject, childObject])
         yield* Effect.promise(() => runDurableObjectAlarm(stubOf(name)).catch(() => false))
-      yield* Effect.sleep(5)
+      yield* pause
     }
   })
 
@@ -52,6 +66,72 @@ describe("ThreadObject forget", () => {
         yield* deliverUntil(thread, inState(client, again.submissionId, "settled"))
         expect((yield* client.verify).violations).toEqual([])
       }),
+  )
+
+  it.live("answers every call about a forgotten Submission with SubmissionNotFound, at once", () =>
+    Effect.gen(function* () {
+      const thread = threadName("forget-calls")
+      const client = clientOf(thread)
+      const gone = yield* client.submit({ agentId: "echo", idempotencyKey: "g", input: { text: "gone" } })
+      yield* deliverUntil(thread, inState(client, gone.submissionId, "settled"))
+      yield* client.forget(gone.submissionId)
+      const id = gone.submissionId
+      const started = Date.now()
+      const failures = yield* Effect.all(
+        [
+          client.awaitSettlement(id, 30_000),
+          client.awaitProgress(id, { after: "1.x", timeoutMillis: 30_000 }),
+          client.sendEvent(id, "shipped", { tracking: "T" }),
+          client.resolveApproval(id, { approved: true }),
+          client.resolveUnknown(id, { _tag: "Failed", message: "no" }),
+          client.abort(id),
+          client.retry(id),
+          client.explain(id),
+          client.status(id),
+        ].map((call) => Effect.flip(call as Effect.Effect<unknown, { readonly _tag: string }>)),
+      )
+      expect(failures.map((failure) => failure._tag)).toEqual(Array(9).fill("SubmissionNotFound"))
+      expect(Date.now() - started).toBeLessThan(5_000)
+    }),
+  )
+
+  it.live("refuses with MaintenanceRecordDamaged, naming the field, while the record is damaged", () =>
+    Effect.gen(function* () {
+      const thread = threadName("forget-damaged")
+      const client = clientOf(thread)
+      const done = yield* client.submit({ agentId: "echo", idempotencyKey: "d", input: { text: "d" } })
+      yield* deliverUntil(thread, inState(client, done.submissionId, "settled"))
+      yield* putMaintenanceRecord(thread, { schemaVersion: 1, dirty: "4", processed: "oops", nonterminal: 0 })
+      expect(yield* Effect.flip(client.forget(done.submissionId))).toMatchObject({
+        _tag: "MaintenanceRecordDamaged",
+        field: "processed",
+      })
+      expect((yield* ledgerRows(thread)).map((row) => row.submission_id)).toEqual([done.submissionId])
+      // Repaired, the same call removes it.
+      yield* client.repairMaintenance
+      yield* client.forget(done.submissionId)
+      expect(yield* ledgerRows(thread)).toEqual([])
+    }),
+  )
+
+  it.live("reports a storage failure of its removal as the Object's storage, removing nothing", () =>
+    Effect.gen(function* () {
+      const thread = threadName("forget-storage")
+      const client = clientOf(thread)
+      const done = yield* client.submit({ agentId: "echo", idempotencyKey: "s", input: { text: "s" } })
+      yield* deliverUntil(thread, inState(client, done.submissionId, "settled"))
+      switchboard.install(stubOf(thread).id, {
+        storage: (location, detail) => {
+          if (location === "storage:sql:before" && detail === "delete effect_agent_submissions")
+            throw new Error("disk full")
+        },
+      })
+      const failure = yield* Effect.flip(client.forget(done.submissionId)).pipe(
+        Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))),
+      )
+      expect(failure).toMatchObject({ _tag: "ThreadObjectFailure", reason: "storage" })
+      expect((yield* ledgerRows(thread)).map((row) => row.submission_id)).toEqual([done.submissionId])
+    }),
   )
 
   it.live("refuses a Submission that is not settled, removing nothing", () =>
@@ -99,6 +179,95 @@ describe("ThreadObject forget", () => {
         expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
           outcome: "completed",
           output: ["false"],
+        })
+      }),
+    60_000,
+  )
+})
+
+describe("ThreadObject forget, a child's settlement still owed", () => {
+  it.live(
+    "does not hand a forgotten parent's child settlement to the parent admitted again under its id",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("parent-owed")
+        const childObject = threadName("children-owed")
+        const parent = clientOf("desk", parentObject)
+        const submit = (claim: string) =>
+          parent.submit({
+            agentId: "delegator",
+            idempotencyKey: "claims-1",
+            input: { claims: [claim], verifierObject: childObject },
+          })
+        // The child's Object loses the parent's acknowledgements of its settlement (as when the
+        // reply to a delivery is lost), so the settlement stays owed and is sent again; and,
+        // while `admissionsRefused`, it cannot admit a child (its parent sends it again later).
+        let ackLost = true
+        let admissionsRefused = false
+        switchboard.install(stubOf(childObject).id, {
+          storage: (location, detail) => {
+            if (location !== "storage:sql:before") return
+            if (ackLost && detail === "update effect_agent_outbox") throw new Error("acknowledgement lost")
+            if (admissionsRefused && detail === "insert effect_agent_submissions")
+              throw new Error("admission refused for now")
+          },
+        })
+        const first = yield* submit("real invoice")
+        yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: ["true"] })
+        // Its child's admission is acknowledged: the parent may be forgotten, and its key admits anew.
+        yield* parent.forget(first.submissionId)
+        admissionsRefused = true
+        const again = yield* submit("fake invoice")
+        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
+        // The new parent starts its own child (not admitted yet) while the first child's settlement
+        // is still being sent to the same parent id and step.
+        for (let round = 0; round < 10; round++) {
+          for (const name of [parentObject, childObject])
+            yield* Effect.promise(() => runDurableObjectAlarm(stubOf(name)).catch(() => false))
+          yield* Effect.sleep(20)
+        }
+        ackLost = false
+        admissionsRefused = false
+        yield* runBoth(
+          parentObject,
+          childObject,
+          inState(parent, again.submissionId, "settled"),
+          Effect.sleep(100),
+        ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(childObject).id))))
+        // Its own child checked the new claim: the first child's answer is not taken for it.
+        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+          outcome: "completed",
+          output: ["false"],
+        })
+      }),
+    60_000,
+  )
+
+  it.live(
+    "hands a parent admitted again the settlement of the child its key names, which the first one heard",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("parent-keyed")
+        const childObject = threadName("children-keyed")
+        const parent = clientOf("desk", parentObject)
+        const submit = () =>
+          parent.submit({
+            agentId: "keyed-delegator",
+            idempotencyKey: "claim-1",
+            input: { claim: "real invoice", childKey: "check-1", verifierObject: childObject },
+          })
+        const first = yield* submit()
+        yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: "true" })
+        yield* parent.forget(first.submissionId)
+        // The same key starts the same child, which settled already and stays in its Object.
+        const again = yield* submit()
+        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
+        yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+          outcome: "completed",
+          output: "true",
         })
       }),
     60_000,

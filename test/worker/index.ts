@@ -4,7 +4,12 @@ export { DurableThreadObject } from "./durableObject.ts"
 export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
 export { PortProbeObject } from "./portProbeObject.ts"
-export { AuthorizedThreadObject, OtherThreadObject, TestThreadObject } from "./threadObject.ts"
+export {
+  AuthorizedThreadObject,
+  OtherThreadObject,
+  RetainedThreadObject,
+  TestThreadObject,
+} from "./threadObject.ts"
 export { TracedThreadObject } from "./tracedObject.ts"
 export { WakeThreadObject } from "./wakeObject.ts"
 export { WorkflowThreadObject } from "./workflowObject.ts"

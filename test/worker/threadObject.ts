@@ -98,6 +98,25 @@ export const delegatorAgent = define({
     }),
 })
 
+/** Has its claim checked by a verifier started under a key of its own choosing, then reports. */
+export const keyedDelegatorAgent = define({
+  id: "keyed-delegator",
+  version: "1",
+  input: Schema.Struct({ claim: Schema.String, childKey: Schema.String, verifierObject: Schema.String }),
+  output: Schema.String,
+  program: ({ claim, childKey, verifierObject }, ctx) =>
+    Effect.gen(function* () {
+      const handle = yield* ctx.startChild({
+        agent: verifierAgent,
+        input: { claim },
+        thread: { objectName: verifierObject, threadId: "verify-keyed" },
+        idempotencyKey: childKey,
+      })
+      const settled = yield* ctx.awaitChild(handle)
+      return settled.outcome === "completed" ? String(settled.output.genuine) : settled.outcome
+    }),
+})
+
 /** Waits for an approval, then adds the joined inputs to its own. */
 export const tallyAgent = define({
   id: "tally",
@@ -175,6 +194,7 @@ export class TestThreadObject extends ThreadObject.make(
     reviewAgent,
     verifierAgent,
     delegatorAgent,
+    keyedDelegatorAgent,
     tallyAgent,
     escalatorAgent,
     napAgent,
@@ -232,3 +252,15 @@ export class AuthorizedThreadObject extends ThreadObject.make(ThreadObject.layer
 export class OtherThreadObject extends ThreadObject.make(ThreadObject.layer([reviewAgent]), {
   namespaceBinding: "THREADS_OTHER",
 }) {}
+
+/**
+ * The delegating agents with a one-second retention: what a parent and its children in other
+ * Objects of the namespace store under a steady load.
+ */
+export class RetainedThreadObject extends ThreadObject.make(
+  ThreadObject.layer([echoAgent, verifierAgent, delegatorAgent]),
+  {
+    namespaceBinding: "THREADS_RETAINED",
+    config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
+  },
+) {}

@@ -157,7 +157,7 @@ export const ThreadObjectCalls = {
   findSubmission: call("read", FindSubmissionInput, Schema.NullOr(SubmissionStatus), []),
   wake: call("mutate", ThreadAddress, Schema.Void, []),
   repairMaintenance: call("operate", ThreadAddress, MaintenanceRepair, []),
-  forget: call("operate", SubmissionAddress, Schema.Void, [ForgetRefused]),
+  forget: call("operate", SubmissionAddress, Schema.Void, [ForgetRefused, MaintenanceRecordDamaged]),
 } satisfies Record<string, ObjectCall>
 
 /** The table's type. */

@@ -22,7 +22,12 @@ import { makePruner } from "../../core/internal/retention/pruner.ts"
 import { expiresAt, type RetentionSettings } from "../../core/internal/retention/policy.ts"
 import type { SubmissionSnapshot } from "../../core/internal/ledger/model.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
-import { type DurableAlarmError, ThreadHostMaintenanceError } from "../maintenance/errors.ts"
+import {
+  DurableAlarmError,
+  type MaintenanceRecordDamaged,
+  recordDamageOf,
+  ThreadHostMaintenanceError,
+} from "../maintenance/errors.ts"
 import { ThreadMutationGate } from "../maintenance/gate.ts"
 import type { ThreadHostMaintenanceService } from "../maintenance/hostMaintenance.ts"
 
@@ -41,10 +46,13 @@ export interface ThreadRetentionService {
   readonly settings: RetentionSettings
   /** The maintenance lane. */
   readonly lane: ThreadHostMaintenanceService
-  /** Removes one settled Submission now. */
+  /**
+   * Removes one settled Submission now; refused, as every mutation, while the record is damaged.
+   * Its other failures are its stores' and the gate's own (no application hook is involved).
+   */
   readonly forget: (
     submissionId: SubmissionId,
-  ) => Effect.Effect<void, ForgetRefused | ThreadHostMaintenanceError>
+  ) => Effect.Effect<void, ForgetRefused | MaintenanceRecordDamaged | RetentionFailure>
   /** When retention may remove `row` at the earliest; `undefined` when kept forever. */
   readonly expiresAt: (row: SubmissionSnapshot) => number | undefined
 }
@@ -114,12 +122,13 @@ export const retentionLayer = Layer.effect(
           ),
       },
       forget: (submissionId) =>
-        pruner.forget(submissionId).pipe(
-          Effect.catchIf(
-            (error): error is Exclude<typeof error, ForgetRefused> => error._tag !== "ForgetRefused",
-            (error) => Effect.fail(laneError("forget a submission")(error)),
+        pruner
+          .forget(submissionId)
+          .pipe(
+            Effect.mapError((error) =>
+              error instanceof DurableAlarmError ? (recordDamageOf(error) ?? error) : error,
+            ),
           ),
-        ),
       expiresAt: (row) => expiresAt(settings, row),
     } satisfies ThreadRetentionService
   }),

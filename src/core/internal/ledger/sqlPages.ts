@@ -10,6 +10,7 @@ import type { ThreadId } from "../../Identifiers.ts"
 import { spanned } from "../spanned.ts"
 import { HISTORY_TABLE, SUBMISSIONS_TABLE } from "../schema.ts"
 import { rowLimit } from "../sqlLimit.ts"
+import { threadEndFigure } from "../history/sqlRows.ts"
 import { COUNT_CAP, laneWalk, PAGE_WINDOW } from "./pages.ts"
 import { numberOr, type SqlQueries } from "./sqlQueries.ts"
 import { decodeRow, laneKey, statements } from "./sqlStatements.ts"
@@ -43,10 +44,11 @@ export const pageStatements = {
       AND (? IS NULL OR json_extract(a.entries, '$[0].agentId') = ?)
       AND (? IS NULL OR s.state IN (SELECT value FROM json_each(?) AS e))
     ORDER BY a.sequence DESC LIMIT ${rowLimit(rows)}`,
-  // A lane's admissions (its tail queue position) and unsettled rows, counted up to the cap.
-  // Parameters: thread id, lane key ×2.
+  // A lane's admissions (its tail queue position, kept in its tails row once retention removed
+  // the row that carried it) and unsettled rows, counted up to the cap.
+  // Parameters: thread id ×2, lane key ×2.
   laneCounts: `SELECT
-      (SELECT lane_tail FROM ${h} WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1) AS admitted,
+      ${threadEndFigure("lane_tail")} AS admitted,
       (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ${COUNT_CAP})) AS open,
       (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' LIMIT ${COUNT_CAP})) AS parked`,
 } as const
@@ -113,6 +115,7 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
     laneCounts: spanned("SubmissionLedger.laneCounts")(function* (threadId) {
       const lane = laneKey(threadId)
       const [row] = yield* query("SubmissionLedger.laneCounts", pageStatements.laneCounts, [
+        threadId,
         threadId,
         lane,
         lane,

@@ -30,6 +30,13 @@ export const ThreadMessage = Schema.Union([
     parentSubmissionId: SubmissionId,
     step: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
     childSubmissionId: SubmissionId,
+    /**
+     * The child's idempotency key, which its parent's journal names: a parent admitted again
+     * under the same id (its first admission removed by retention or `forget`) starts children
+     * under other keys, and must not take the first one's children's settlements for its own.
+     * Absent in markers of earlier releases.
+     */
+    childIdempotencyKey: Schema.optionalKey(IdempotencyKey),
     outcome: SettlementOutcome,
     output: Schema.optionalKey(Schema.Json),
     error: Schema.optionalKey(Schema.String),
@@ -58,6 +65,18 @@ export const ChildAdmitted = Schema.TaggedStruct("ChildAdmitted", {
   submissionId: SubmissionId,
   receiptId: ReceiptId,
   replayed: Schema.Boolean,
+  /**
+   * A repeat of an admission whose child has settled: its settlement, which the parent records
+   * as the marker's. A parent admitted again under a removed parent's id, whose key names a
+   * child that settled for the first one (and whose marker that one acknowledged), hears it so.
+   */
+  settled: Schema.optionalKey(
+    Schema.Struct({
+      outcome: SettlementOutcome,
+      output: Schema.optionalKey(Schema.Json),
+      error: Schema.optionalKey(Schema.String),
+    }),
+  ),
 })
 /** The child Thread refused the admission; nothing was written there. */
 export const ChildRefused = Schema.TaggedStruct("ChildRefused", {

@@ -367,13 +367,14 @@ export function threadView(object, threadId, filters) {
       try {
         let page = await read(pages.at(-1))
         // Each answer reads one window of the Thread: a sparse filter goes on through empty
-        // windows, a bounded number per click.
+        // windows, a bounded number per click. A later page stays where they led; the first
+        // one reads from the top again at each refresh, so it shows new Submissions.
         for (
           let hop = 0;
           page.submissions.length === 0 && page.next !== undefined && hop < EMPTY_WINDOWS;
           hop++
         ) {
-          pages[pages.length - 1] = page.next
+          if (pages.length > 1) pages[pages.length - 1] = page.next
           page = await read(page.next)
         }
         if (signal.aborted) return

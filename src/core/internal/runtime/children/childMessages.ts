@@ -10,7 +10,7 @@ import type { Journal } from "../shared/journal.ts"
 
 /** The marker a child with a parent sends when it settles. @internal */
 export const settlementMarker = (
-  row: Pick<SubmissionSnapshot, "submissionId" | "parent">,
+  row: Pick<SubmissionSnapshot, "submissionId" | "idempotencyKey" | "parent">,
   settlement: Settlement,
 ): ReadonlyArray<NewMessage> =>
   row.parent === undefined
@@ -24,6 +24,7 @@ export const settlementMarker = (
             parentSubmissionId: row.parent.submissionId,
             step: row.parent.step,
             childSubmissionId: row.submissionId,
+            childIdempotencyKey: row.idempotencyKey,
             outcome: settlement.outcome,
             ...(settlement.output === undefined ? {} : { output: settlement.output }),
             ...(settlement.error === undefined ? {} : { error: settlement.error }),

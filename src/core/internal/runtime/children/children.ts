@@ -45,13 +45,16 @@ interface ChildOutcome {
   readonly output?: Settlement["output"]
   readonly error?: string
   readonly refused?: ChildRefusalReason
+  /** The settled child's key, when its marker names it. */
+  readonly childKey?: string
 }
 
 /**
  * Records a child's outcome in its parent, at most once (see `recordInput`): with the parent's
  * resumption when the parent is parked on that child, else as an input append. `false` when
- * nothing was applied: a repeat, a parent that already settles, or no such child. Callers hold
- * the runtime's lock.
+ * nothing was applied: a repeat, a parent that already settles, or no such child; `"foreign"`
+ * when the parent started another child at that step (the marker's parent was removed and its
+ * id admitted again), which must not be taken for its own. Callers hold the runtime's lock.
  */
 const applyChildOutcome = (env: RuntimeEnv, parentId: SubmissionId, step: number, outcome: ChildOutcome) =>
   Effect.gen(function* () {
@@ -67,9 +70,22 @@ const applyChildOutcome = (env: RuntimeEnv, parentId: SubmissionId, step: number
       (parent, journal, now) =>
         Effect.gen(function* () {
           const done = { _tag: "Done", value: undefined } as const
+          const started = journal.positions.get(step)?.childStarted
+          if (
+            started !== undefined &&
+            outcome.childKey !== undefined &&
+            started.idempotencyKey !== outcome.childKey
+          ) {
+            yield* Effect.logWarning("A child's settlement names another child than its parent started", {
+              parentId,
+              step,
+              childSubmissionId: outcome.childSubmissionId,
+            })
+            return { _tag: "Done", value: null } as const
+          }
           if (parent.state === "terminalizing" || parent.state === "settled") return done
           if (journal.childSettled.has(step)) return done
-          if (journal.positions.get(step)?.childStarted === undefined) {
+          if (started === undefined) {
             yield* Effect.logError("A child's settlement names no child its parent started", {
               parentId,
               step,
@@ -90,6 +106,7 @@ const applyChildOutcome = (env: RuntimeEnv, parentId: SubmissionId, step: number
           } as const
         }),
     )
+    if (applied === null) return "foreign" as const
     if (applied === undefined) return false
     yield* env.hit("child:after-settled-append")
     yield* env.wake.notify(applied)
@@ -196,6 +213,15 @@ const admittedReply = (row: SubmissionSnapshot, replayed: boolean): Reply<"Admit
   submissionId: row.submissionId,
   receiptId: row.receiptId,
   replayed,
+  ...(row.state === "settled" && row.settlement !== undefined
+    ? {
+        settled: {
+          outcome: row.settlement.outcome,
+          ...(row.settlement.output === undefined ? {} : { output: row.settlement.output }),
+          ...(row.settlement.error === undefined ? {} : { error: row.settlement.error }),
+        },
+      }
+    : {}),
 })
 
 const abortChild = (env: RuntimeEnv, message: Extract<ThreadMessage, { readonly _tag: "AbortChild" }>) =>
@@ -246,20 +272,28 @@ export const makeReceive =
                   outcome: settled.outcome,
                   ...(settled.output === undefined ? {} : { output: settled.output }),
                   ...(settled.error === undefined ? {} : { error: settled.error }),
+                  ...(settled.childIdempotencyKey === undefined
+                    ? {}
+                    : { childKey: settled.childIdempotencyKey }),
                 }),
                 // The child's settlement proves its admission arrived, even when the reply to it
                 // was lost: the admission is sent no more, so a retention window that removes
                 // the settled child is not followed by an admission that would start it again.
-                () =>
-                  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                    env.outbox.acknowledge(
-                      messageIds.admitChild(settled.parentSubmissionId, settled.step),
-                      now,
-                    ),
-                  ),
+                // A settlement of another child proves nothing about this parent's admission.
+                (applied) =>
+                  applied === "foreign"
+                    ? Effect.void
+                    : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                        env.outbox.acknowledge(
+                          messageIds.admitChild(settled.parentSubmissionId, settled.step),
+                          now,
+                        ),
+                      ),
               ),
             )
-            .pipe(Effect.map((applied) => ({ _tag: "ChildSettledRecorded", applied }) as const))
+            .pipe(
+              Effect.map((applied) => ({ _tag: "ChildSettledRecorded", applied: applied === true }) as const),
+            )
         }
       }
     }
@@ -272,8 +306,12 @@ export const makeReceive =
 export const deliveryInvalidatesRecovery = (row: OutboxMessage, outcome: DeliveryOutcome): boolean => {
   switch (row.message._tag) {
     case "AdmitChild":
-      // A refused child settles in its parent, which may run again.
-      return outcome._tag === "Undeliverable" || outcome.reply._tag !== "ChildAdmitted"
+      // A refused child settles in its parent, which may run again, as does a settled one.
+      return (
+        outcome._tag === "Undeliverable" ||
+        outcome.reply._tag !== "ChildAdmitted" ||
+        outcome.reply.settled !== undefined
+      )
     case "ChildSettled":
     case "AbortChild":
       // The child settled with its marker: the acknowledgement changes no native work.
@@ -309,6 +347,19 @@ export const makeRecordDelivery = (env: RuntimeEnv) =>
               outcome: "failed",
               error: `the child could not be admitted: ${text}`,
               ...(reason === undefined ? {} : { refused: reason }),
+            }),
+          )
+        } else if (reply.settled !== undefined) {
+          // A repeat of the admission of a child that settled: its marker may have been heard
+          // (and acknowledged) by an earlier admission of this parent's id, never by this one.
+          const { settled } = reply
+          yield* env.exclusive(
+            applyChildOutcome(env, message.parent.submissionId, message.parent.step, {
+              childSubmissionId: reply.submissionId,
+              outcome: settled.outcome,
+              ...(settled.output === undefined ? {} : { output: settled.output }),
+              ...(settled.error === undefined ? {} : { error: settled.error }),
+              childKey: message.idempotencyKey,
             }),
           )
         }

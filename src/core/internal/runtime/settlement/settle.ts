@@ -63,7 +63,7 @@ export const finishReserved = Effect.fnUntraced(function* (
 })
 
 /** A settling Submission, as far as its settlement concerns other Objects. @internal */
-export type Settling = Pick<SubmissionSnapshot, "submissionId" | "threadId" | "parent">
+export type Settling = Pick<SubmissionSnapshot, "submissionId" | "threadId" | "idempotencyKey" | "parent">
 
 /**
  * Settles `row` under `fence`, recording `preceding` and then the settlement. What the
