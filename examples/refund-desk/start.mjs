@@ -32,7 +32,10 @@ const tracking = process.platform === "linux"
 
 // One start per state: two runtimes over one state fail each other's writes ("database is
 // locked"). The lock is an abstract socket named after the state folder, which the kernel
-// releases when this process ends, however it ends.
+// releases when this process ends, however it ends. A start run while the last one is still
+// ending (a restart right after a SIGTERM, or after a kill of npm alone) waits for it a while
+// rather than refusing and leaving nothing to serve.
+const lockWaitMillis = 10_000
 const locked = (name) =>
   new Promise((done) => {
     const lock = createServer()
@@ -44,7 +47,17 @@ const locked = (name) =>
   })
 if (tracking) {
   const digest = createHash("sha256").update(resolve(persistTo)).digest("hex").slice(0, 32)
-  if (!(await locked(`\0effect-agent-npm-start-${digest}`))) {
+  const lock = `\0effect-agent-npm-start-${digest}`
+  let held = await locked(lock)
+  if (!held)
+    console.log(
+      `an npm start over ${persistTo} still runs: waiting up to ${lockWaitMillis / 1_000} s for it to end`,
+    )
+  for (const until = Date.now() + lockWaitMillis; !held && Date.now() < until;) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    held = await locked(lock)
+  }
+  if (!held) {
     console.error(
       `another npm start serves the state in ${persistTo}: stop it first, or give this one a PERSIST_TO of its own`,
     )

@@ -237,6 +237,28 @@ describe.skipIf(process.platform !== "linux")("npm start after a kill", () => {
   )
 
   it.live(
+    "serves when started while the previous server over the same state is still ending",
+    () =>
+      Effect.gen(function* () {
+        const at = yield* place("start-while-ending")
+        const first = yield* launch(at)
+        yield* serves(at, "the first start serves")
+        // The first is ending but not gone yet (held still here: a shutdown that takes its time,
+        // as a SIGTERM'd server under load does) when the next start runs; then it is gone.
+        process.kill(-first.group, "SIGSTOP")
+        const second = yield* launch(at)
+        yield* Effect.sleep(1_500)
+        process.kill(-first.group, "SIGKILL")
+        yield* until("the first is gone", () => groupMembers(first.group).length === 0, 10_000)
+        yield* serves(at, "the second start serves")
+        expect(second.output()).toContain("still runs: waiting")
+        expect(second.output()).not.toContain("stop it first")
+        expect(running(second.group)).toBe(true)
+      }),
+    120_000,
+  )
+
+  it.live(
     "refuses a second start over the same state while the first serves it",
     () =>
       Effect.gen(function* () {
