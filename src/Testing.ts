@@ -60,6 +60,19 @@ export interface FailpointHandlers {
   readonly storage?: (ctx: DurableObjectState) => StorageFailpointHandler
 }
 
+/**
+ * A runtime handler's defect is the test's injected fault, not the program's: it fails typed,
+ * so that the Attempt's work is left for a later Attempt (as for a typed failure) instead of
+ * settling the Submission `failed` as a program that died.
+ */
+const notTheProgram =
+  (handler: RuntimeFailpointHandler): RuntimeFailpointHandler =>
+  (location) =>
+    Effect.catchDefect(
+      handler(location),
+      (defect) => new DurableRuntimeFailpointError({ location, message: `died: ${String(defect)}` }),
+    )
+
 /** The `failpoints` option of `ThreadObject.make`. */
 export const failpoints = (handlers: FailpointHandlers): ThreadObjectFailpoints => ({
   state: (ctx) => (handlers.storage === undefined ? ctx : instrumentState(ctx, handlers.storage(ctx))),
@@ -70,7 +83,7 @@ export const failpoints = (handlers: FailpointHandlers): ThreadObjectFailpoints 
         : ThreadMaintenanceFailpoint.layerTest(handlers.maintenance(ctx)),
       handlers.runtime === undefined
         ? RuntimeFailpoint.layer
-        : RuntimeFailpoint.layerTest(handlers.runtime(ctx)),
+        : RuntimeFailpoint.layerTest(notTheProgram(handlers.runtime(ctx))),
     ),
 })
 

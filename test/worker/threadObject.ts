@@ -28,6 +28,16 @@ export const echoAgent = define({
     }),
 })
 
+/** Charges once, in an uncertain step (never run twice), and reports the charge. */
+export const chargeAgent = define({
+  id: "charge",
+  version: "1",
+  input: Schema.Struct({ amount: Schema.Int }),
+  output: Schema.String,
+  program: ({ amount }, ctx) =>
+    ctx.uncertainStep("charge", Effect.as(ran(`${ctx.submissionId}:charge`), `charged ${amount}`)),
+})
+
 /** Waits for an approval, then reports the reviewer's note. */
 export const reviewAgent = define({
   id: "review",
@@ -191,6 +201,7 @@ export const switchboard = Testing.makeSwitchboard()
 export class TestThreadObject extends ThreadObject.make(
   ThreadObject.layer([
     echoAgent,
+    chargeAgent,
     reviewAgent,
     verifierAgent,
     delegatorAgent,
