@@ -212,4 +212,30 @@ describe("runAlarmsUntilQuiet", () => {
       expect((yield* clientOf(thread).status(receipt.submissionId)).state).toBe("settled")
     }),
   )
+
+  it.live("keeps to timeoutMillis when a delivery never answers: AlarmsNotQuiet, not a test timeout", () =>
+    Effect.gen(function* () {
+      // A pass stuck in a handler that never returns: the loop's own delivery never settles.
+      const owed = ThreadClient.ObjectObligations.make({
+        obligations: [ThreadClient.Obligation.make({ source: "generation-owed", dueAt: 0, detail: "owed" })],
+        impliedAlarm: 0,
+        scheduledAlarm: 0,
+        passRunning: false,
+        observedAt: 0,
+      })
+      const started = Date.now()
+      const exit = yield* Effect.exit(
+        runAlarmsUntilQuiet({
+          client: { obligations: Effect.succeed(owed) },
+          runAlarm: () => new Promise<boolean>(() => {}),
+          timeoutMillis: 300,
+        }),
+      ).pipe(Effect.timeout(3_000))
+      const error = failureOf(exit)
+      expect(error).toBeInstanceOf(AlarmsNotQuiet)
+      expect((error as AlarmsNotQuiet).message).toMatch(/out of time/)
+      expect((error as AlarmsNotQuiet).message).toMatch(/a delivery still running/)
+      expect(Date.now() - started).toBeLessThan(1_500)
+    }),
+  )
 })

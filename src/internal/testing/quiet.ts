@@ -107,10 +107,15 @@ export const runAlarmsUntilQuiet = <E>(
         yield* sleep(due - now)
         continue
       }
-      const ran = yield* Effect.tryPromise(options.runAlarm).pipe(
-        Effect.map((ran) => (ran ? "ran" : "empty")),
-        Effect.orElseSucceed(() => "failed" as const),
+      // A delivery whose pass never ends (a handler that holds) must not outlast the bound.
+      const ran = yield* Effect.race(
+        Effect.tryPromise(options.runAlarm).pipe(
+          Effect.map((ran) => (ran ? "ran" : "empty")),
+          Effect.orElseSucceed(() => "failed" as const),
+        ),
+        Effect.as(sleep(deadline - now), "stuck" as const),
       )
+      if (ran === "stuck") return yield* give("out of time, a delivery still running")
       if (ran === "empty") {
         // The pool took the alarm: its pass runs, or just ended. Look again shortly.
         yield* sleep(QUIET_POLL_MILLIS)
