@@ -9,8 +9,7 @@ import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { catchUnlessInterrupted } from "../boundary.ts"
-import { DurableAlarmError } from "./errors.ts"
-import { REARM_DEADLINE_READ_MILLIS } from "./rearm.ts"
+import type { DurableAlarmError } from "./errors.ts"
 import { readMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
@@ -26,20 +25,10 @@ export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, Durabl
     })
     // A hook whose deadline cannot be read must not keep the Object from starting (a failed
     // gate refuses every call, in every incarnation): it reads as due, so a pass runs soon, fails
-    // on it by name and backs off, while the Object serves. A read that never answers (a gated
-    // write or a network call, which the contract forbids) is cut off as the failure rearm does.
+    // on it by name and backs off, while the Object serves. A read that never answers is cut
+    // off as a failure (see `ThreadMaintenance.layer`), so it reads as due too.
     const deadline = Option.getOrUndefined(
       yield* env.pendingDeadline.pipe(
-        Effect.timeoutOrElse({
-          duration: REARM_DEADLINE_READ_MILLIS,
-          orElse: () =>
-            Effect.fail(
-              new DurableAlarmError({
-                operation: "ensure maintenance alarm",
-                message: `The hooks' pending deadlines did not answer within ${REARM_DEADLINE_READ_MILLIS} ms`,
-              }),
-            ),
-        }),
         catchUnlessInterrupted((cause) =>
           Effect.as(
             Effect.logError(
