@@ -258,6 +258,25 @@ describe("ThreadHostMaintenance.all", () => {
     }).pipe(Effect.scoped),
   )
 
+  it.effect("runs the other lanes of its own drain when one throws instead of returning its drain", () =>
+    Effect.gen(function* () {
+      const drained: Array<string> = []
+      const hook = yield* combined([
+        lane(
+          hostHooks({
+            drainUntil: () => {
+              throw new Error("the outbox threw")
+            },
+          }),
+        ),
+        lane(hostHooks({ drainUntil: () => Effect.sync(() => drained.push("relay")) })),
+      ])
+      const exit = yield* Effect.exit(hook.drainUntil(Effect.void, DateTime.makeUnsafe(0)))
+      expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+      expect(drained).toEqual(["relay"])
+    }).pipe(Effect.scoped),
+  )
+
   it.effect("refuses a lane that provides no ThreadHostMaintenance", () =>
     Effect.gen(function* () {
       const exit = yield* Effect.exit(combined([lane(hostHooks()), Layer.empty]))

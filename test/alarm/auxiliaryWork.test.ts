@@ -17,6 +17,8 @@ import {
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
 import { incarnation } from "../support/incarnation.ts"
+import { makeRuns, threeSteps } from "../core/runtimeAgents.ts"
+import { deliver, rowOf, submit } from "./actionable/fixtures.ts"
 
 const fourteenMinutes = 14 * 60_000
 
@@ -255,6 +257,30 @@ describe("auxiliary work of a pass", () => {
           expect(failpoints.hits).not.toContain("maintenance:finish:before")
         }),
       ),
+  )
+
+  it.effect("runs native work when a hook throws instead of returning its drain, then fails the pass", () =>
+    inObject(objectName("aux-throws"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const runs = yield* makeRuns
+        const bug = new Error("the hook threw before returning its Effect")
+        const inc = yield* incarnation(ctx, {
+          agents: [threeSteps(runs)],
+          host: hostHooks({
+            drainUntil: () => {
+              throw bug
+            },
+          }),
+        })
+        const { submissionId } = yield* submit(inc, "t", "three-steps", "k", { n: 1 })
+        const exit = yield* withJitter(0.5)(deliver(ctx, inc.maintenance))
+        // Its failure is reported after the native opportunity, never instead of it.
+        expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+        expect((yield* rowOf(inc, submissionId)).state).toBe("settled")
+        expect((yield* storedRetry(ctx))?.stalls).toBe(1)
+      }),
+    ),
   )
 
   it.effect("treats a hook's own interruption and a failed backfill as failures of the pass", () =>

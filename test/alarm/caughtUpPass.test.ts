@@ -3,12 +3,14 @@ import { Deferred, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { ThreadHostMaintenanceError, type ThreadPublicationService } from "../../src/Alarm.ts"
 import {
+  advance,
   caughtUpRecord,
   deadlineAt,
   encodedRetry,
   failureOf,
   forbidSql,
   hostHooks,
+  isDone,
   storedRetry,
   withJitter,
 } from "./fixtures.ts"
@@ -291,6 +293,33 @@ describe("a caught-up pass", () => {
         expect((yield* maintenance.pass).alarm).toBe("cleared")
         expect(yield* alarmOf(ctx)).toBeNull()
         expect(yield* rawState(ctx)).toEqual(caughtUpRecord(5n))
+      }),
+    ),
+  )
+
+  it.effect("fails by name, soon, when a hook's deadline read never answers, and lets mutations in", () =>
+    inObject(objectName("stuck-deadline"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const { maintenance } = yield* incarnation(ctx, {
+          host: hostHooks({ pendingDeadline: Effect.never }),
+        })
+        const pass = yield* Effect.forkChild(withJitter(0.5)(maintenance.pass))
+        // The finish reads the deadline under the mutation gate: a submit waits meanwhile.
+        const submit = yield* Effect.forkChild(maintenance.withMutation(Effect.void))
+        yield* advance(4_999)
+        expect(yield* isDone(pass)).toBe(false)
+        yield* advance(1)
+        // The rearm's own read of the deadline is cut off after another five seconds.
+        yield* advance(5_000)
+        expect(yield* isDone(pass)).toBe(true)
+        expect(failureOf(yield* Fiber.await(pass))).toMatchObject({
+          _tag: "DurableAlarmError",
+          operation: "read pending deadlines",
+        })
+        expect((yield* storedRetry(ctx))?.stalls).toBe(1)
+        expect(yield* isDone(submit)).toBe(true)
       }),
     ),
   )

@@ -1,8 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import { ThreadProjectionError } from "../../src/core/ThreadProjectionMaintenance.ts"
 import { ThreadHostMaintenanceError } from "../../src/Alarm.ts"
-import { caughtUpRecord, deadlineAt, encodedRetry, forbidSql, hostHooks } from "./fixtures.ts"
+import {
+  advance,
+  caughtUpRecord,
+  deadlineAt,
+  encodedRetry,
+  forbidSql,
+  hostHooks,
+  isDone,
+} from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
 import { type IncarnationOptions, incarnation } from "../support/incarnation.ts"
@@ -156,6 +164,28 @@ describe("ThreadMaintenance.ensureAlarm", () => {
         }),
       ).toBe(now + 50)
     }),
+  )
+
+  it.effect("reads a host hook's deadline that never answers as due after a bounded wait", () =>
+    inObject(objectName("host-stuck"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(3n))
+        // A read the contract forbids (a gated write, a network call) must not hold the
+        // constructor gate, and with it every call of every incarnation, forever.
+        const { maintenance } = yield* incarnation(ctx, {
+          host: hostHooks({ pendingDeadline: Effect.never }),
+        })
+        const gate = yield* Effect.forkChild(maintenance.ensureAlarm)
+        yield* advance(4_999)
+        expect(yield* isDone(gate)).toBe(false)
+        yield* advance(1)
+        expect(yield* isDone(gate)).toBe(true)
+        yield* Fiber.join(gate)
+        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        expect(yield* alarmOf(ctx)).toBe(now - 5_000 + 50)
+      }),
+    ),
   )
 
   it.effect("lets an overdue host deadline wait for the backoff of a failure outside the native phase", () =>

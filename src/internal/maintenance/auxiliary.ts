@@ -72,7 +72,9 @@ export const startAuxiliary = (
         Scope.provide(
           Effect.andThen(
             validateAllowance(lane.dispatchTimeoutMillis),
-            lane.drainUntil(finished, dispatchUntil),
+            // Called inside the lane's fiber: a hook that throws instead of returning its drain
+            // fails its own lane after native work, not the pass before it.
+            Effect.suspend(() => lane.drainUntil(finished, dispatchUntil)),
           ),
           scope,
         ),

@@ -25,7 +25,8 @@ export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, Durabl
     })
     // A hook whose deadline cannot be read must not keep the Object from starting (a failed
     // gate refuses every call, in every incarnation): it reads as due, so a pass runs soon, fails
-    // on it by name and backs off, while the Object serves.
+    // on it by name and backs off, while the Object serves. A read that never answers is cut
+    // off as a failure (see `ThreadMaintenance.layer`), so it reads as due too.
     const deadline = Option.getOrUndefined(
       yield* env.pendingDeadline.pipe(
         catchUnlessInterrupted((cause) =>

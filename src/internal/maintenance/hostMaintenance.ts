@@ -61,9 +61,13 @@ export const combineHostMaintenance = (
   const combined: ThreadHostMaintenanceService = {
     dispatchTimeoutMillis: allowances.length === 0 ? 1 : Math.max(...allowances),
     drainUntil: (sourceFinished, dispatchUntil) =>
-      Effect.forEach(lanes, (lane) => Effect.exit(lane.drainUntil(sourceFinished, dispatchUntil)), {
-        concurrency: "unbounded",
-      }).pipe(Effect.flatMap(settleLanes)),
+      Effect.forEach(
+        lanes,
+        (lane) => Effect.exit(Effect.suspend(() => lane.drainUntil(sourceFinished, dispatchUntil))),
+        {
+          concurrency: "unbounded",
+        },
+      ).pipe(Effect.flatMap(settleLanes)),
     pendingDeadline: Effect.map(
       Effect.forEach(lanes, (lane) => lane.pendingDeadline),
       (deadlines) => {

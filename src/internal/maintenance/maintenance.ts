@@ -15,12 +15,13 @@ import { ThreadRetention, type ThreadRetentionService } from "../retention/layer
 import { makeEnsureAlarm } from "./ensure.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { makeTransact, makeTransactRecord } from "./transaction.ts"
-import type { DurableAlarmError, MaintenancePassFailure, ThreadHostMaintenanceError } from "./errors.ts"
+import { DurableAlarmError, type MaintenancePassFailure, type ThreadHostMaintenanceError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
 import { type MutationOptions, ThreadMutationGate } from "./gate.ts"
 import { publishCommitted, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
 import { ThreadHostMaintenance } from "./hostMaintenance.ts"
 import { makePass } from "./pass.ts"
+import { REARM_DEADLINE_READ_MILLIS } from "./rearm.ts"
 import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
 
@@ -100,9 +101,23 @@ export class ThreadMaintenance extends Context.Service<
         timing: alarmTiming(config),
         hit: failpoint.hit,
         gate,
+        // Bounded: a hook's read that never answers (a gated write, a network call, which its
+        // contract forbids) would otherwise hold the constructor gate or a finish commit, and
+        // with them every mutation, until the event deadline.
         pendingDeadline: makePendingDeadline(
           publication,
           Effect.zipWith(hostDeadline, retention.pendingDeadline, earliestDeadline),
+        ).pipe(
+          Effect.timeoutOrElse({
+            duration: REARM_DEADLINE_READ_MILLIS,
+            orElse: () =>
+              Effect.fail(
+                new DurableAlarmError({
+                  operation: "read pending deadlines",
+                  message: `The hooks' pending deadlines did not answer within ${REARM_DEADLINE_READ_MILLIS} ms`,
+                }),
+              ),
+          }),
         ),
         transact: makeTransact(ctx.storage),
         transactRecord: makeTransactRecord(ctx.storage),

@@ -15,7 +15,7 @@ import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { PassObservation } from "./observation.ts"
 import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 
-/** @internal How long failure rearming waits for the host deadlines before ignoring them. */
+/** @internal How long any read of the host deadlines may take before it counts as failed. */
 export const REARM_DEADLINE_READ_MILLIS = 5_000
 
 /** @internal Whether the retry (and the cursor) committed. */
