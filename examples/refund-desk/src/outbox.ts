@@ -29,8 +29,13 @@ import { refundAgent } from "./refundAgent.ts"
 
 /** Envelopes dispatched per wave, all in one call. */
 const waveSize = 5
-/** The allowance of a wave's call. */
-const dispatchMillis = 2_000
+/** How long a wave's call may take. */
+const callMillis = 2_000
+/**
+ * The wave's allowance: its call, and around it the feed's collection, the due read and the
+ * receipts' commit, so that a call cut off at its own timeout still has time to record its retry.
+ */
+const dispatchMillis = 3_000
 const feedBatch = 100
 /** Feed positions the cursor may move in memory alone before it is stored anyway. */
 const storeEvery = 1_000
@@ -169,7 +174,7 @@ export const RefundOutbox = Layer.effect(
       Effect.tryPromise(() =>
         inbox().deliver(rows.map((row) => JSON.parse(row.payload) as typeof Envelope.Encoded)),
       ).pipe(
-        Effect.timeout(dispatchMillis),
+        Effect.timeout(callMillis),
         Effect.matchEffect({
           onSuccess: () =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
