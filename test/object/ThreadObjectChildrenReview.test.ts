@@ -624,4 +624,54 @@ describe("subagents, reviewed", () => {
       yield* clean([parent, naps], stubs)
     }),
   )
+
+  it.live("an operator retry of a parent waiting in memory for its child does not fail the alarm event", () =>
+    Effect.gen(function* () {
+      const parentObject = threadName("rmem-parent")
+      const childObject = threadName("rmem-child")
+      const stubs = [stubOf(parentObject), stubOf(childObject)]
+      const parent = clientOf("desk", parentObject)
+      const receipt = yield* parent.submit({
+        agentId: "spawner",
+        idempotencyKey: "rmem",
+        input: {
+          children: [
+            {
+              agentId: "nap",
+              input: { text: "z", millis: 60_000 },
+              objectName: childObject,
+              threadId: "naps",
+            },
+          ],
+        },
+      })
+      // The armed alarm runs the parent's first Attempt, which waits up to 250 ms in memory
+      // (it fires by itself in the pool; this delivers it if it has not). The Object logs in
+      // this isolate: collect what its maintenance log says.
+      const logged: Array<string> = []
+      const original = { log: console.log, warn: console.warn, error: console.error }
+      for (const level of ["log", "warn", "error"] as const)
+        console[level] = (...args: Array<unknown>) => {
+          logged.push(args.map(String).join(" "))
+          original[level](...args)
+        }
+      yield* Effect.gen(function* () {
+        const running = runDurableObjectAlarm(stubs[0]!).catch(() => false)
+        yield* Effect.sleep(60)
+        expect((yield* parent.status(receipt.submissionId)).state).toBe("running")
+        yield* parent.retry(receipt.submissionId)
+        yield* Effect.promise(() => running)
+        yield* Effect.sleep(350)
+      }).pipe(Effect.ensuring(Effect.sync(() => Object.assign(console, original))))
+      // After the in-memory wait the revoked Attempt finds itself fenced out: it ends quietly,
+      // without failing its alarm event.
+      expect(logged.filter((line) => line.includes("the pass failed"))).toEqual([])
+      yield* deliverAll(stubs, inState(parent, receipt.submissionId, "suspended"))
+      const started = (yield* parent.history()).records.filter((r) => r.entry._tag === "ChildStarted")
+      expect(started.length).toBe(1)
+      yield* parent.abort(receipt.submissionId)
+      yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
+      yield* clean([parent, clientOf("naps", childObject)], stubs)
+    }),
+  )
 })
