@@ -674,4 +674,77 @@ describe("subagents, reviewed", () => {
       yield* clean([parent, clientOf("naps", childObject)], stubs)
     }),
   )
+
+  it.live(
+    "a timeout longer than the in-memory wait around awaitChild never fires: the parent parks (documented)",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("to2-parent")
+        const childObject = threadName("to2-child")
+        const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(childObject)]
+        const parent = clientOf("desk", parentObject)
+        const reviews = otherClient("reviews", childObject)
+        const receipt = yield* parent.submit({
+          agentId: "spawner",
+          idempotencyKey: "to2",
+          input: {
+            awaitTimeoutMillis: 600,
+            children: [
+              {
+                agentId: "review",
+                input: { draft: "d" },
+                objectName: childObject,
+                threadId: "reviews",
+                namespace: "THREADS_OTHER",
+              },
+            ],
+          },
+        })
+        yield* deliverAll(stubs, allAtRest(stubs))
+        yield* Effect.sleep(1_000)
+        yield* deliverAll(stubs, allAtRest(stubs))
+        expect((yield* parent.status(receipt.submissionId)).state).toBe("suspended")
+        const childId = (yield* reviews.threadStatus).head!.submissionId
+        yield* reviews.resolveApproval(childId, { approved: true })
+        yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+          output: ['completed:"d approved (no note)"'],
+        })
+        yield* clean([parent, reviews], stubs)
+      }),
+  )
+
+  it.live("aborting a parent whose child is queued in its own Object aborts the child alone", () =>
+    Effect.gen(function* () {
+      const object = threadName("so")
+      const stubs = [stubOf(object)]
+      const parent = clientOf("desk", object)
+      const reviews = clientOf("reviews", object)
+      // Something already holds the child's lane: the second child queues behind it.
+      const blocker = yield* reviews.submit({
+        agentId: "review",
+        idempotencyKey: "blocker",
+        input: { draft: "b" },
+      })
+      const receipt = yield* parent.submit({
+        agentId: "spawner",
+        idempotencyKey: "so",
+        input: {
+          children: [{ agentId: "review", input: { draft: "d" }, objectName: object, threadId: "reviews" }],
+        },
+      })
+      yield* deliverAll(stubs, inState(parent, receipt.submissionId, "suspended"))
+      const child = (yield* reviews.submissionPage({})).submissions.find(
+        (summary) => summary.submission.submissionId !== blocker.submissionId,
+      )!.submission
+      expect(child.state).toBe("ready")
+      yield* parent.abort(receipt.submissionId)
+      yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
+      yield* deliverAll(stubs, allAtRest(stubs))
+      expect(yield* reviews.awaitSettlement(child.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+      expect((yield* reviews.status(blocker.submissionId)).state).toBe("suspended")
+      yield* reviews.abort(blocker.submissionId)
+      yield* clean([parent, reviews], stubs)
+    }),
+  )
 })
