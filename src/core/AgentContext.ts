@@ -268,8 +268,12 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
     readonly idempotencyKey?: string
   }) => Effect.Effect<ChildHandle<CO>, AgentFailure>
   /**
-   * The settlement of a started child. If it is not recorded yet the Submission parks in a
-   * stable wait (no alarm keeps the Object awake) until the child's settlement arrives.
+   * The settlement of a started child. If it is not recorded yet the Submission waits for it in
+   * memory up to `childAwaitMillis`, then parks in a stable wait (no alarm keeps the Object
+   * awake) until the child's settlement arrives. It takes no deadline: an `Effect.timeout`
+   * around it races only the in-memory wait (one shorter than `childAwaitMillis` may fire, a
+   * longer one never does once the Submission parks), so bound a child by its own timeouts or
+   * abort it (the parent then gets `aborted`).
    */
   readonly awaitChild: <CO>(handle: ChildHandle<CO>) => Effect.Effect<ChildSettlement<CO>, AgentFailure>
   /**

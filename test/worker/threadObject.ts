@@ -2,9 +2,9 @@
  * A `ThreadObject` for the entry-point suites: small agents, and failpoints a test installs
  * per Object id (a switchboard in the test isolate, so it survives `abortAllDurableObjects`).
  */
-import { Duration, Effect, Schema, Scheduler } from "effect"
+import { Duration, Effect, Option, Schema, Scheduler } from "effect"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
-import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
+import { AgentFailure, define, type AgentDefinition } from "../../src/core/AgentRegistration.ts"
 import * as Testing from "../../src/Testing.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { Unauthorized } from "../../src/ThreadClient.ts"
@@ -195,6 +195,121 @@ export const schedulerAgent = define({
     ),
 })
 
+/** Registered nowhere: a child of it is refused by every Thread. */
+export const ghostAgent = define({
+  id: "ghost",
+  version: "1",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  program: ({ text }) => Effect.succeed(text),
+})
+
+/** Dies (a defect, not a typed failure) in its program. */
+export const dierAgent = define({
+  id: "dier",
+  version: "1",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  program: ({ text }) => Effect.die(new Error(`died on ${text}`)),
+})
+
+/** A child `spawnerAgent` may start, by agent id. */
+const SpawnSpec = Schema.Struct({
+  agentId: Schema.String,
+  input: Schema.Json,
+  objectName: Schema.String,
+  threadId: Schema.String,
+  namespace: Schema.optionalKey(Schema.String),
+  idempotencyKey: Schema.optionalKey(Schema.String),
+})
+
+const spawnable = (agentId: string): AgentDefinition<unknown, unknown> =>
+  (
+    ({
+      echo: echoAgent,
+      review: reviewAgent,
+      verifier: verifierAgent,
+      nap: napAgent,
+      ghost: ghostAgent,
+      dier: dierAgent,
+      spawner: spawnerAgent,
+      tally: tallyAgent,
+    }) as Record<string, AgentDefinition<any, any>>
+  )[agentId] as AgentDefinition<unknown, unknown>
+
+/**
+ * Starts every child of `children`, awaits each (unless `await` is false), and reports each
+ * settlement as `outcome:detail[:refused]`; `fail` fails it after that.
+ */
+export const spawnerAgent: AgentDefinition<
+  {
+    readonly children: ReadonlyArray<typeof SpawnSpec.Type>
+    readonly await?: boolean
+    readonly fail?: boolean
+    readonly repeat?: number
+    readonly awaitTimeoutMillis?: number
+  },
+  ReadonlyArray<string>
+> = define({
+  id: "spawner",
+  version: "1",
+  input: Schema.Struct({
+    children: Schema.Array(SpawnSpec),
+    await: Schema.optionalKey(Schema.Boolean),
+    fail: Schema.optionalKey(Schema.Boolean),
+    repeat: Schema.optionalKey(Schema.Int),
+    awaitTimeoutMillis: Schema.optionalKey(Schema.Int),
+  }),
+  output: Schema.Array(Schema.String),
+  program: ({ children: specs, await: awaits, fail, repeat, awaitTimeoutMillis }, ctx) =>
+    Effect.gen(function* () {
+      // `repeat` starts the first child that many times, in Threads `<threadId><index>`.
+      const children =
+        repeat === undefined
+          ? specs
+          : Array.from({ length: repeat }, (_, index) => ({
+              ...specs[0]!,
+              threadId: `${specs[0]!.threadId}${index}`,
+            }))
+      const handles = yield* Effect.forEach(children, (child) =>
+        ctx.startChild({
+          agent: spawnable(child.agentId),
+          input: child.input,
+          thread: {
+            objectName: child.objectName,
+            threadId: child.threadId,
+            ...(child.namespace === undefined ? {} : { namespace: child.namespace }),
+          },
+          ...(child.idempotencyKey === undefined ? {} : { idempotencyKey: child.idempotencyKey }),
+        }),
+      )
+      const reports =
+        awaits === false
+          ? handles.map(() => "started")
+          : yield* Effect.forEach(handles, (handle) =>
+              Effect.map(
+                awaitTimeoutMillis === undefined
+                  ? Effect.map(ctx.awaitChild(handle), Option.some)
+                  : Effect.timeoutOption(ctx.awaitChild(handle), awaitTimeoutMillis),
+                (waited): string => {
+                  if (Option.isNone(waited)) return "timed-out"
+                  const settled = waited.value
+                  return settled.outcome === "completed"
+                    ? `completed:${JSON.stringify(settled.output)}`
+                    : settled.outcome === "failed"
+                      ? `failed:${settled.error}${settled.refused === undefined ? "" : `:${settled.refused}`}`
+                      : "aborted"
+                },
+              ),
+            )
+      if (fail === true) {
+        yield* ran(`${ctx.submissionId}:fail`)
+        return yield* new AgentFailure({ message: `failed after ${reports.join(",")}` })
+      }
+      return reports
+    }),
+})
+
 /** Failpoints a test installs on one Object by its id. */
 export const switchboard = Testing.makeSwitchboard()
 
@@ -212,6 +327,8 @@ export class TestThreadObject extends ThreadObject.make(
     foreverAgent,
     courierAgent,
     schedulerAgent,
+    spawnerAgent,
+    dierAgent,
   ]),
   {
     namespaceBinding: "THREADS_TEST",

@@ -214,6 +214,12 @@ const serveHead = (
       Effect.catchTag(["BindingUnavailable", "BindingDigestMismatch"], (failure: DurableBindingFailure) =>
         Effect.succeed({ outcome: undefined, failure }),
       ),
+      // The Attempt lost its Claim while it ran (an operator's `retry` revoked it, or a newer
+      // owner took it over): its writes were fenced out and the row is another Attempt's now,
+      // so this event goes on; the revocation woke the lane for the next one.
+      Effect.catchTag(["OwnershipLost", "FenceRejected"], () =>
+        Effect.succeed({ outcome: { _tag: "Yielded", journaled: false } as const, failure: undefined }),
+      ),
     )
     const after = yield* recordBindingOutcome(env, head, stored, attempt.failure)
     const served: ServedHead = {

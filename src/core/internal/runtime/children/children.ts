@@ -166,7 +166,9 @@ const admitChild = (
         if (existing.parent?.submissionId !== parent.submissionId || existing.parent.step !== parent.step)
           return yield* refuse(
             "idempotency-conflict",
-            `key ${message.idempotencyKey} names a Submission (${existing.submissionId}) not started by this parent`,
+            existing.parent?.submissionId === parent.submissionId
+              ? `key ${message.idempotencyKey} names a Submission (${existing.submissionId}) this parent started at its call ${existing.parent.step}, not at this one`
+              : `key ${message.idempotencyKey} names a Submission (${existing.submissionId}) not started by this parent`,
           )
         // A repeat: the original admission, finished if an older release cut it short.
         if (existing.state === "admitted") yield* materialize(env, existing)
