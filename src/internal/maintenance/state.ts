@@ -25,6 +25,8 @@ export class BindingRetry extends Schema.Class<BindingRetry>("BindingRetry")({
   attempts: Schema.Natural,
   notBefore: Schema.Finite,
   reportedAt: Schema.Finite,
+  /** Why the code cannot run it when the agent is registered: a replay that contradicts the journal. */
+  reason: Schema.optionalKey(Schema.String),
 }) {}
 
 /** @internal The bounded backoff of a generation whose maintenance failed or stalled. */
