@@ -124,6 +124,14 @@ describe("redeploy", () => {
           const diverged = yield* Effect.scoped(
             Effect.gen(function* () {
               const worker = yield* deployment(dir, "diverged")
+              // Another Thread of the same Object runs meanwhile.
+              const other = yield* worker
+                .fetch(
+                  "/submit?thread=u",
+                  postJson({ agentId: "approver", idempotencyKey: "u1", input: { millis: 0 } }),
+                )
+                .pipe(Effect.flatMap(answer))
+              expect(other.submissionId).toBeDefined()
               yield* Effect.sleep(10_000)
               const explained = yield* get(worker, "explain", id)
               return { explained, all: yield* hits(worker) }
@@ -148,10 +156,9 @@ describe("redeploy", () => {
             }),
           )
           expect(back.status.settlement).toMatchObject({ outcome: "completed" })
-          expect(back.all.filter((hit) => hit.name !== "alarm").map((hit) => hit.name)).toEqual([
-            "sleeper:first",
-            "sleeper:second",
-          ])
+          expect(
+            back.all.filter((hit) => hit.name !== "alarm").map((hit) => `${hit.name} ${hit.deploy}`),
+          ).toEqual(["sleeper:first v1", "approver:before diverged", "sleeper:second v1"])
           expect(back.verify.violations).toEqual([])
         }),
       ),
