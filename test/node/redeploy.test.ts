@@ -227,4 +227,48 @@ describe("redeploy", () => {
       ),
     120_000,
   )
+
+  it.live(
+    "an event for a Submission whose agent is gone is refused by name, and taken once the agent is back",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const dir = yield* tempDir("redeploy-event")
+          const id = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              const receipt = yield* post(worker, "submit", {
+                agentId: "listener",
+                idempotencyKey: "l1",
+                input: { millis: 0 },
+              })
+              yield* until(hits(worker), (all) => all.some((hit) => hit.name === "listener:before"), 10_000)
+              return receipt.submissionId as string
+            }),
+          )
+          const refused = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "gone")
+              return yield* post(worker, "event", { payload: "now" }, id)
+            }),
+          )
+          expect(refused).toMatchObject({
+            error: "ThreadObjectFailure",
+            reason: "binding",
+            message: expect.stringContaining("no compatible agent code"),
+          })
+          const back = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              const sent = yield* post(worker, "event", { payload: "now" }, id)
+              const status = yield* until(get(worker, "status", id), (s) => s.state === "settled", 20_000)
+              return { sent, status }
+            }),
+          )
+          expect(back.sent).toMatchObject({ replayed: false })
+          expect(back.status.settlement).toMatchObject({ outcome: "completed", output: { heard: "now" } })
+        }),
+      ),
+    120_000,
+  )
 })
