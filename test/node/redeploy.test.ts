@@ -271,4 +271,56 @@ describe("redeploy", () => {
       ),
     120_000,
   )
+
+  it.live(
+    "a stored input the new code cannot decode under the same digest waits for compatible code",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const dir = yield* tempDir("redeploy-checked")
+          const id = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              const receipt = yield* post(worker, "submit", {
+                agentId: "sleeper",
+                idempotencyKey: "k1",
+                input: { millis: 2_000 },
+              })
+              yield* until(hits(worker), (all) => all.some((hit) => hit.name === "sleeper:first"), 10_000)
+              return receipt.submissionId as string
+            }),
+          )
+          // A check added to the input Schema without a version bump: the digest stays the same.
+          const checked = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "checked")
+              yield* Effect.sleep(4_000)
+              return {
+                explained: yield* get(worker, "explain", id),
+                status: yield* get(worker, "status", id),
+              }
+            }),
+          )
+          expect(checked.status.state).not.toBe("settled")
+          expect(checked.explained.reason).toMatchObject({
+            _tag: "BindingWait",
+            agentId: "sleeper",
+            reason: expect.stringContaining("the stored input does not decode"),
+          })
+          const back = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              const status = yield* until(get(worker, "status", id), (s) => s.state === "settled", 30_000)
+              return { status, all: yield* hits(worker) }
+            }),
+          )
+          expect(back.status.settlement).toMatchObject({ outcome: "completed" })
+          expect(back.all.filter((hit) => hit.name !== "alarm").map((hit) => hit.name)).toEqual([
+            "sleeper:first",
+            "sleeper:second",
+          ])
+        }),
+      ),
+    120_000,
+  )
 })

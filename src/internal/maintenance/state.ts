@@ -25,7 +25,7 @@ export class BindingRetry extends Schema.Class<BindingRetry>("BindingRetry")({
   attempts: Schema.Natural,
   notBefore: Schema.Finite,
   reportedAt: Schema.Finite,
-  /** Why the code cannot run it when the agent is registered: a replay that contradicts the journal. */
+  /** Why registered code with the same digest cannot run it (a replay that contradicts the journal, an input that no longer decodes). */
   reason: Schema.optionalKey(Schema.String),
 }) {}
 

@@ -71,7 +71,7 @@ export const Reason = Schema.Union([
     agentDigest: Schema.String,
     attempts: Schema.Int,
     nextTryAt: Schema.Finite,
-    /** The agent is registered, but its replay contradicts the journal (`RunJournalError`'s message). */
+    /** Why registered code with the same digest cannot run it (`RunJournalError`'s message). */
     reason: Schema.optionalKey(Schema.String),
   }),
   /** Maintenance of this Object made no progress and backs off until `until`. */
