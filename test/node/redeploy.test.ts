@@ -323,4 +323,51 @@ describe("redeploy", () => {
       ),
     120_000,
   )
+
+  it.live(
+    "retention turned on removes what settled while it was off; turned off, it removes nothing",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const settleTwo = (dir: string, deploy: string) =>
+            Effect.scoped(
+              Effect.gen(function* () {
+                const worker = yield* deployment(dir, deploy)
+                const ids: Array<string> = []
+                for (const key of ["r1", "r2"]) {
+                  const receipt = yield* post(worker, "submit", {
+                    agentId: "other",
+                    idempotencyKey: key,
+                    input: { millis: 0 },
+                  })
+                  ids.push(receipt.submissionId as string)
+                }
+                for (const id of ids)
+                  yield* until(get(worker, "status", id), (s) => s.state === "settled", 10_000)
+                return ids
+              }),
+            )
+          const statusesAfter = (dir: string, deploy: string, ids: ReadonlyArray<string>) =>
+            Effect.scoped(
+              Effect.gen(function* () {
+                const worker = yield* deployment(dir, deploy)
+                yield* get(worker, "status", ids[0])
+                yield* Effect.sleep(5_000)
+                const out: Array<any> = []
+                for (const id of ids) out.push(yield* get(worker, "status", id))
+                return out
+              }),
+            )
+          const offDir = yield* tempDir("redeploy-retention-on")
+          const offIds = yield* settleTwo(offDir, "v1")
+          const turnedOn = yield* statusesAfter(offDir, "retain", offIds)
+          expect(turnedOn.map((s) => s.error)).toEqual(["SubmissionNotFound", "SubmissionNotFound"])
+          const onDir = yield* tempDir("redeploy-retention-off")
+          const onIds = yield* settleTwo(onDir, "retain")
+          const turnedOff = yield* statusesAfter(onDir, "v1", onIds)
+          expect(turnedOff.map((s) => s.state)).toEqual(["settled", "settled"])
+        }),
+      ),
+    120_000,
+  )
 })
