@@ -370,4 +370,47 @@ describe("redeploy", () => {
       ),
     120_000,
   )
+
+  it.live(
+    "a schedule whose agent is gone records each occurrence's refusal and skips it; rolled back, it admits again",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const dir = yield* tempDir("redeploy-schedule")
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              const scheduled = yield* post(worker, "schedule", {
+                agentId: "other",
+                input: { millis: 0 },
+                scheduleId: "tick",
+                everyMillis: 1_000,
+              })
+              expect(scheduled.error).toBeUndefined()
+            }),
+          )
+          const gone = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "gone-other")
+              yield* Effect.sleep(3_500)
+              return { schedules: yield* get(worker, "schedules"), all: yield* hits(worker) }
+            }),
+          )
+          const [refused] = gone.schedules as ReadonlyArray<any>
+          expect(refused.lastRefusal).toMatchObject({ reason: "unknown-agent" })
+          // An occurrence a second, each refused once: the alarm follows the schedule, no faster.
+          const alarms = gone.all.filter((hit) => hit.name === "alarm" && hit.deploy === "gone-other")
+          expect(alarms.length).toBeLessThanOrEqual(6)
+          const back = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              yield* Effect.sleep(2_500)
+              return yield* get(worker, "schedules")
+            }),
+          )
+          expect(back[0].lastOccurrence).toBeGreaterThan(back[0].lastRefusal.occurrence)
+        }),
+      ),
+    60_000,
+  )
 })
