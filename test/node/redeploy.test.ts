@@ -413,4 +413,60 @@ describe("redeploy", () => {
       ),
     60_000,
   )
+
+  it.live(
+    "a version bump in place: old work waits for its digest, new work queues behind it, a rollback drains the old",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const dir = yield* tempDir("redeploy-bumped")
+          const id = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              const receipt = yield* post(worker, "submit", {
+                agentId: "sleeper",
+                idempotencyKey: "k1",
+                input: { millis: 1_500 },
+              })
+              yield* until(hits(worker), (all) => all.some((hit) => hit.name === "sleeper:first"), 10_000)
+              return receipt.submissionId as string
+            }),
+          )
+          const bumped = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "bumped")
+              const newer = yield* post(worker, "submit", {
+                agentId: "sleeper",
+                idempotencyKey: "k2",
+                input: { millis: 0 },
+              })
+              yield* Effect.sleep(3_000)
+              return {
+                newer: newer.submissionId as string,
+                old: yield* get(worker, "explain", id),
+                queued: yield* get(worker, "explain", newer.submissionId),
+              }
+            }),
+          )
+          expect(bumped.old.reason).toMatchObject({ _tag: "BindingWait", agentId: "sleeper" })
+          expect(bumped.old.reason.reason).toBeUndefined()
+          expect(bumped.queued.reason).toMatchObject({ _tag: "QueuedBehind", head: id })
+          const back = yield* Effect.scoped(
+            Effect.gen(function* () {
+              const worker = yield* deployment(dir, "v1")
+              const status = yield* until(get(worker, "status", id), (s) => s.state === "settled", 70_000)
+              yield* Effect.sleep(500)
+              return { status, newer: yield* get(worker, "explain", bumped.newer), all: yield* hits(worker) }
+            }),
+          )
+          expect(back.status.settlement).toMatchObject({ outcome: "completed" })
+          expect(back.newer.reason).toMatchObject({ _tag: "BindingWait", agentId: "sleeper" })
+          expect(back.all.filter((hit) => hit.name !== "alarm").map((hit) => hit.name)).toEqual([
+            "sleeper:first",
+            "sleeper:second",
+          ])
+        }),
+      ),
+    150_000,
+  )
 })
