@@ -12,6 +12,7 @@
 import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, type DateTime, Effect, Option, Random, Ref, Stream } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
+import type { RunJournalError } from "../../core/DurableAgentRuntime.ts"
 import {
   type DurableAgentRuntime,
   type HeadAttempt,
@@ -156,7 +157,7 @@ export interface ServedHead {
    * (an approval request, an Unknown Outcome) or journaled records before it yielded.
    */
   readonly progressed: boolean
-  /** No compatible binding: the head now waits (its wait is committed). */
+  /** No compatible binding (or a replay the code contradicts): the head now waits (its wait is committed). */
   readonly bindingFailure: boolean
 }
 
@@ -211,8 +212,11 @@ const serveHead = (
         : runtime.attemptDueHead(head.submissionId, { yieldAfter })
     const attempt = yield* run.pipe(
       Effect.map((outcome) => ({ outcome, failure: undefined })),
-      Effect.catchTag(["BindingUnavailable", "BindingDigestMismatch"], (failure: DurableBindingFailure) =>
-        Effect.succeed({ outcome: undefined, failure }),
+      // A replay the running code contradicts waits for compatible code like a missing binding:
+      // another Attempt of the same code would contradict it again.
+      Effect.catchTag(
+        ["BindingUnavailable", "BindingDigestMismatch", "RunJournalError"],
+        (failure: DurableBindingFailure | RunJournalError) => Effect.succeed({ outcome: undefined, failure }),
       ),
       // The Attempt lost its Claim while it ran (an operator's `retry` revoked it, or a newer
       // owner took it over): its writes were fenced out and the row is another Attempt's now,

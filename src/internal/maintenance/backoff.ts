@@ -52,6 +52,7 @@ export const nextBindingRetry = (
   head: { readonly threadId: ThreadId; readonly submissionId: SubmissionId },
   previous: BindingRetry | undefined,
   now: number,
+  reason?: string,
 ): { readonly retry: BindingRetry; readonly report: boolean } => {
   const attempts = Math.min(BINDING_ATTEMPT_CAP, (previous?.attempts ?? 0) + 1)
   const report = previous === undefined || now - previous.reportedAt >= BINDING_REPORT_WINDOW_MILLIS
@@ -62,6 +63,7 @@ export const nextBindingRetry = (
       attempts,
       notBefore: now + bindingRetryDelay(attempts),
       reportedAt: report || previous === undefined ? now : previous.reportedAt,
+      ...(reason === undefined ? {} : { reason }),
     }),
     report,
   }

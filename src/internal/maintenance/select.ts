@@ -11,6 +11,7 @@
  */
 import { Clock, Effect, Option } from "effect"
 import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
+import type { RunJournalError } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { nextBindingRetry } from "./backoff.ts"
@@ -175,18 +176,26 @@ export const selectMaintenanceLane = (
 
 /**
  * @internal Commits the served head's binding wait: a new or longer wait after a binding
- * failure, otherwise removal of a stale one. Returns every stored wait after the commit.
+ * failure (or a replay the running code contradicts, whose message the wait keeps), otherwise
+ * removal of a stale one. Returns every stored wait after the commit.
  */
 export const recordBindingOutcome = (
   env: MaintenanceEnv,
   head: SubmissionSnapshot,
   stored: ReadonlyArray<BindingRetry>,
-  failure: DurableBindingFailure | undefined,
+  failure: DurableBindingFailure | RunJournalError | undefined,
 ): Effect.Effect<ReadonlyArray<BindingRetry>, DurableAlarmError> =>
   Effect.gen(function* () {
     const previous = stored.find((wait) => wait.submissionId === head.submissionId)
     const next =
-      failure === undefined ? undefined : nextBindingRetry(head, previous, yield* Clock.currentTimeMillis)
+      failure === undefined
+        ? undefined
+        : nextBindingRetry(
+            head,
+            previous,
+            yield* Clock.currentTimeMillis,
+            failure._tag === "RunJournalError" ? failure.message : undefined,
+          )
     if (next === undefined && previous === undefined) return stored
     yield* env.hit("maintenance:binding-retry:before")
     const written = yield* env.transactRecord("record submission binding retry", (txn) => {

@@ -25,6 +25,8 @@ export class BindingRetry extends Schema.Class<BindingRetry>("BindingRetry")({
   attempts: Schema.Natural,
   notBefore: Schema.Finite,
   reportedAt: Schema.Finite,
+  /** Why registered code with the same digest cannot run it (a replay that contradicts the journal, an input that no longer decodes). */
+  reason: Schema.optionalKey(Schema.String),
 }) {}
 
 /** @internal The bounded backoff of a generation whose maintenance failed or stalled. */

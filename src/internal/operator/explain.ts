@@ -139,6 +139,7 @@ export const reasonFor = (input: {
       agentDigest: row.agentDigest,
       attempts: wait.attempts,
       nextTryAt: wait.notBefore,
+      ...(wait.reason === undefined ? {} : { reason: wait.reason }),
     }
   const retry = maintenance.state === undefined ? undefined : applicableRetry(maintenance.state)
   if (retry !== undefined && retry.notBefore > now)

@@ -71,6 +71,8 @@ export const Reason = Schema.Union([
     agentDigest: Schema.String,
     attempts: Schema.Int,
     nextTryAt: Schema.Finite,
+    /** Why registered code with the same digest cannot run it (`RunJournalError`'s message). */
+    reason: Schema.optionalKey(Schema.String),
   }),
   /** Maintenance of this Object made no progress and backs off until `until`. */
   Schema.TaggedStruct("LaneBackoff", { until: Schema.Finite, stalls: Schema.Int }),

@@ -9,7 +9,7 @@ import { Cause, Clock, DateTime, Effect, Exit, Fiber, Option, Schema } from "eff
 import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
 import { AttemptId, OwnershipToken, type SubmissionId, type ThreadId } from "../../../Identifiers.ts"
 import type { RuntimeFailpointLocation } from "../../../RuntimeFailpoint.ts"
-import type { HeadAttempt, SettlementConflict } from "../shared/model.ts"
+import { type HeadAttempt, RunJournalError, type SettlementConflict } from "../shared/model.ts"
 import {
   type Claim,
   type ClaimGrant,
@@ -162,10 +162,12 @@ const runProgram = (
         (json) => Effect.mapError(Schema.decodeUnknownEffect(agent.input)(json), (error) => error.message),
       ),
     )
+    // Admission decoded it with the agent's Schema: code with the same digest that cannot (a
+    // check or a transformation the digest does not see) waits for compatible code.
     if (decoded._tag === "Failure") {
-      return yield* finish(attempt, row, {
-        outcome: "failed",
-        error: `the stored input does not decode: ${decoded.failure}`,
+      return yield* new RunJournalError({
+        submissionId: row.submissionId,
+        message: `the stored input does not decode: ${decoded.failure}`,
       })
     }
     // In a fiber of its own: an interruption of the Attempt interrupts the wait for it, so an
