@@ -4,6 +4,7 @@ import {
   backoffDelay,
   bindingRetryDelay,
   minimumAlarmDelay,
+  BINDING_REASON_MAX_CHARS,
   nextBindingRetry,
   nextFailureRetry,
 } from "../../src/internal/maintenance/backoff.ts"
@@ -95,6 +96,16 @@ describe("binding waits", () => {
       expect([retry.threadId, retry.submissionId]).toEqual([head.threadId, head.submissionId])
       previous = retry
     }
+  })
+
+  it("keep a short reason whole and cut a long one to the record's bound", () => {
+    expect(nextBindingRetry(head, undefined, 0, "call 0 is journaled as another step").retry.reason).toBe(
+      "call 0 is journaled as another step",
+    )
+    const long = nextBindingRetry(head, undefined, 0, "x".repeat(50_000)).retry.reason ?? ""
+    expect(long.length).toBe(BINDING_REASON_MAX_CHARS)
+    expect(long.endsWith("…")).toBe(true)
+    expect(nextBindingRetry(head, undefined, 0).retry.reason).toBeUndefined()
   })
 
   it("report at error level at most once per 15 minute window", () => {

@@ -43,6 +43,12 @@ export const backoffDelay = (config: BackoffConfig, stalls: number, jitter: numb
   return Math.ceil(bound / 2 + (bound / 2) * jitter)
 }
 
+/**
+ * @internal The most of a binding wait's reason the maintenance record keeps: the record is
+ * written at every event, and a decode failure's message can quote a whole input.
+ */
+export const BINDING_REASON_MAX_CHARS = 1_000
+
 /** @internal Binding wait after `attempts` consecutive binding failures (1-based). */
 export const bindingRetryDelay = (attempts: number): number =>
   Math.min(BINDING_MAX_DELAY_MILLIS, BINDING_BASE_DELAY_MILLIS * 2 ** (Math.max(1, attempts) - 1))
@@ -63,7 +69,14 @@ export const nextBindingRetry = (
       attempts,
       notBefore: now + bindingRetryDelay(attempts),
       reportedAt: report || previous === undefined ? now : previous.reportedAt,
-      ...(reason === undefined ? {} : { reason }),
+      ...(reason === undefined
+        ? {}
+        : {
+            reason:
+              reason.length > BINDING_REASON_MAX_CHARS
+                ? `${reason.slice(0, BINDING_REASON_MAX_CHARS - 1)}…`
+                : reason,
+          }),
     }),
     report,
   }
