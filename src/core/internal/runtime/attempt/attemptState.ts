@@ -6,7 +6,7 @@
  * (an interruption, not a failure, so a program that catches `AgentFailure` cannot swallow
  * it); the Attempt reads `stop` once the program has returned.
  */
-import { Clock, Effect, Option, type Schema } from "effect"
+import { Cause, Clock, Effect, Exit, Option, type Schema } from "effect"
 import { type DurableWorkerFailure, RunJournalError } from "../shared/model.ts"
 import {
   type Claim,
@@ -118,6 +118,18 @@ export const guard = <A>(
       }),
   )
 
+/**
+ * Runs the watch's durable work, marking the Attempt cut when that work ends interrupted of
+ * itself, as a dead process's stand-in does (an interruption of the watch from outside never
+ * returns here): the program then ends interrupted and is left for a later Attempt, not taken
+ * for a program that interrupted itself.
+ */
+const watching = <A, E>(attempt: AttemptState, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.flatMap(Effect.exit(effect), (exit) => {
+    if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) attempt.cut = true
+    return exit
+  })
+
 /** A replay that contradicts the journal. @internal */
 export const journalMismatch = (attempt: AttemptState, message: string): Effect.Effect<never> =>
   halt(attempt, {
@@ -175,10 +187,10 @@ const watch = (attempt: AttemptState, interruptible: boolean): Effect.Effect<Att
       yield* Effect.sleep(attempt.env.settings.abortPollInterval)
       const now = yield* Clock.currentTimeMillis
       if (!interruptible) {
-        yield* Effect.ignore(renewIfDue(attempt, now))
+        yield* Effect.ignore(watching(attempt, renewIfDue(attempt, now)))
         continue
       }
-      const renewed = yield* Effect.result(renewIfDue(attempt, now))
+      const renewed = yield* Effect.result(watching(attempt, renewIfDue(attempt, now)))
       if (renewed._tag === "Failure") {
         const error = renewed.failure
         return {
@@ -186,7 +198,7 @@ const watch = (attempt: AttemptState, interruptible: boolean): Effect.Effect<Att
           error: error._tag === "SubmissionNotFound" ? vanished("AgentContext.watch")(error) : error,
         } satisfies AttemptStop
       }
-      const observed = yield* Effect.result(observe(attempt))
+      const observed = yield* Effect.result(watching(attempt, observe(attempt)))
       if (observed._tag === "Failure")
         return { _tag: "Failure", error: observed.failure } satisfies AttemptStop
       if (Option.isSome(observed.success)) return observed.success.value
