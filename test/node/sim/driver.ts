@@ -271,11 +271,16 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
     const world = worldOf(made.object)
     const index = scheduled.indexOf(made)
     if (index >= 0) scheduled.splice(index, 1)
+    // A `schedule` of the id in flight while this one runs (at its start or at its answer) may
+    // put the schedule after this removal, or answer before this answer but put after it: the
+    // outcome of two concurrent calls is either order, so only an unschedule with none around
+    // it says that nothing more is admitted.
+    const raced = (pendingSchedules.get(pendingKey(made)) ?? 0) > 0
     return world.call(
       "unschedule",
       (incarnation) => incarnation.entry.unschedule({ threadId: made.threadId, scheduleId: made.scheduleId }),
       (exit) => {
-        if (Exit.isSuccess(exit) && (pendingSchedules.get(pendingKey(made)) ?? 0) === 0)
+        if (Exit.isSuccess(exit) && !raced && (pendingSchedules.get(pendingKey(made)) ?? 0) === 0)
           world.monitor.schedules.unscheduled(made.scheduleId)
         log(
           `  unschedule ${made.scheduleId}@${made.object} -> ${Exit.isSuccess(exit) ? `removed ${exit.value.removed}` : describeExit(exit)}`,
