@@ -57,6 +57,21 @@ const otherClient = (thread: string, objectName: string) =>
   ThreadClient.make(env.THREADS_OTHER, thread, { objectName })
 
 /** How many `SubmissionSettled` records the Submission has in its Thread's history. */
+/** A parent desk and a child Object (of the test namespace, or the other one), named after `prefix`. */
+const parentAndChild = (prefix: string, childNamespace: "test" | "other" = "test") => {
+  const parentObject = threadName(`${prefix}-parent`)
+  const childObject = threadName(`${prefix}-child`)
+  return {
+    parentObject,
+    childObject,
+    stubs: [
+      stubOf(parentObject),
+      childNamespace === "other" ? env.THREADS_OTHER.getByName(childObject) : stubOf(childObject),
+    ],
+    parent: clientOf("desk", parentObject),
+  }
+}
+
 const settledCount = (client: ThreadClient.ThreadClient, submissionId: string) =>
   Effect.map(
     client.history(),
@@ -68,10 +83,7 @@ const settledCount = (client: ThreadClient.ThreadClient, submissionId: string) =
 describe("subagents, reviewed", () => {
   it.live("aborting a parent parked on a child aborts the child once; the parent settles aborted once", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("ab-parent")
-      const childObject = threadName("ab-child")
-      const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("ab", "other")
       const reviews = otherClient("reviews", childObject)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -110,10 +122,7 @@ describe("subagents, reviewed", () => {
 
   it.live("aborting a parent before its child is admitted aborts the child too", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("ab2-parent")
-      const childObject = threadName("ab2-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("ab2")
       const naps = clientOf("naps", childObject)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -144,10 +153,7 @@ describe("subagents, reviewed", () => {
 
   it.live("aborting a child directly: the parent sees aborted and goes on", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("abc-parent")
-      const childObject = threadName("abc-child")
-      const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("abc", "other")
       const reviews = otherClient("reviews", childObject)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -260,10 +266,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a fan-out of 50 children settles every one and leaves both Objects quiet", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("fan-parent")
-      const childObject = threadName("fan-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("fan")
       const children = Array.from({ length: 50 }, (_, i) => i)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -339,10 +342,7 @@ describe("subagents, reviewed", () => {
 
   it.live("an operator retry of a failed parent", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("rt-parent")
-      const childObject = threadName("rt-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("rt")
       const receipt = yield* parent.submit({
         agentId: "spawner",
         idempotencyKey: "rt",
@@ -368,10 +368,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a join into a parked child settles with the child; the parent sees the child's output", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("jn-parent")
-      const childObject = threadName("jn-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("jn")
       const tally = clientOf("tally", childObject)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -413,10 +410,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a join into a parked parent that takes no joined input is refused by name", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("jp-parent")
-      const childObject = threadName("jp-child")
-      const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("jp", "other")
       const reviews = otherClient("reviews", childObject)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -450,10 +444,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a child that dies: the parent sees it failed", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("die-parent")
-      const childObject = threadName("die-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("die")
       const receipt = yield* parent.submit({
         agentId: "spawner",
         idempotencyKey: "die",
@@ -470,10 +461,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a parent that times out its await of a parked child", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("to-parent")
-      const childObject = threadName("to-child")
-      const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("to", "other")
       const reviews = otherClient("reviews", childObject)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -516,10 +504,7 @@ describe("subagents, reviewed", () => {
     "a parent that completes without awaiting leaves its child running; the late settlement is ignored",
     () =>
       Effect.gen(function* () {
-        const parentObject = threadName("na-parent")
-        const childObject = threadName("na-child")
-        const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(childObject)]
-        const parent = clientOf("desk", parentObject)
+        const { childObject, stubs, parent } = parentAndChild("na", "other")
         const reviews = otherClient("reviews", childObject)
         const receipt = yield* parent.submit({
           agentId: "spawner",
@@ -591,10 +576,7 @@ describe("subagents, reviewed", () => {
 
   it.live("an abort and a retry while the parent waits in memory for its child", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("mem-parent")
-      const childObject = threadName("mem-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("mem")
       const receipt = yield* parent.submit({
         agentId: "spawner",
         idempotencyKey: "mem",
@@ -633,10 +615,7 @@ describe("subagents, reviewed", () => {
 
   it.live("an operator retry of a parent waiting in memory for its child does not fail the alarm event", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("rmem-parent")
-      const childObject = threadName("rmem-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("rmem")
       const receipt = yield* parent.submit({
         agentId: "spawner",
         idempotencyKey: "rmem",
@@ -685,10 +664,7 @@ describe("subagents, reviewed", () => {
     "a timeout longer than the in-memory wait around awaitChild never fires: the parent parks (documented)",
     () =>
       Effect.gen(function* () {
-        const parentObject = threadName("to2-parent")
-        const childObject = threadName("to2-child")
-        const stubs = [stubOf(parentObject), env.THREADS_OTHER.getByName(childObject)]
-        const parent = clientOf("desk", parentObject)
+        const { childObject, stubs, parent } = parentAndChild("to2", "other")
         const reviews = otherClient("reviews", childObject)
         const receipt = yield* parent.submit({
           agentId: "spawner",
@@ -756,10 +732,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a join that races its host's abort: accepted until the abort arrives, then run as its own", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("ja-parent")
-      const childObject = threadName("ja-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("ja")
       const tally = clientOf("tally", childObject)
       const receipt = yield* parent.submit({
         agentId: "spawner",
@@ -801,10 +774,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a second child of one parent under the same explicit key is refused, naming the first call", () =>
     Effect.gen(function* () {
-      const parentObject = threadName("dup-parent")
-      const childObject = threadName("dup-child")
-      const stubs = [stubOf(parentObject), stubOf(childObject)]
-      const parent = clientOf("desk", parentObject)
+      const { childObject, stubs, parent } = parentAndChild("dup")
       const child = {
         agentId: "echo",
         input: { text: "x" },
