@@ -47,6 +47,24 @@ const until = <A>(read: Effect.Effect<A>, check: (a: A) => boolean, millis: numb
     return value
   })
 
+/**
+ * Under the first deployment, submits a `sleeper` (key `k1`) that sleeps `millis` after its first
+ * step, and answers its id once that step ran; the deployment then stops, as a redeploy does.
+ */
+const sleeperStarted = (dir: string, millis: number) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const worker = yield* deployment(dir, "v1")
+      const receipt = yield* post(worker, "submit", {
+        agentId: "sleeper",
+        idempotencyKey: "k1",
+        input: { millis },
+      })
+      yield* until(hits(worker), (all) => all.some((hit) => hit.name === "sleeper:first"), 10_000)
+      return receipt.submissionId as string
+    }),
+  )
+
 describe("redeploy", () => {
   it.live(
     "a sleeping Submission whose agent is gone waits, is explained, and resumes once it is back",
@@ -54,20 +72,7 @@ describe("redeploy", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const dir = yield* tempDir("redeploy-gone")
-          const v1 = yield* Effect.scoped(
-            Effect.gen(function* () {
-              const worker = yield* deployment(dir, "v1")
-              const receipt = yield* post(worker, "submit", {
-                agentId: "sleeper",
-                idempotencyKey: "k1",
-                input: { millis: 3_000 },
-              })
-              const id = receipt.submissionId as string
-              yield* until(hits(worker), (all) => all.some((hit) => hit.name === "sleeper:first"), 10_000)
-              return id
-            }),
-          )
-          const id = v1
+          const id = yield* sleeperStarted(dir, 3_000)
           // Deploy code without the agent; the sleep falls due under it.
           const gone = yield* Effect.scoped(
             Effect.gen(function* () {
@@ -108,18 +113,7 @@ describe("redeploy", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const dir = yield* tempDir("redeploy-diverged")
-          const id = yield* Effect.scoped(
-            Effect.gen(function* () {
-              const worker = yield* deployment(dir, "v1")
-              const receipt = yield* post(worker, "submit", {
-                agentId: "sleeper",
-                idempotencyKey: "k1",
-                input: { millis: 2_000 },
-              })
-              yield* until(hits(worker), (all) => all.some((hit) => hit.name === "sleeper:first"), 10_000)
-              return receipt.submissionId as string
-            }),
-          )
+          const id = yield* sleeperStarted(dir, 2_000)
           // The same id and version, a step renamed: the replay meets a journal it contradicts.
           const diverged = yield* Effect.scoped(
             Effect.gen(function* () {
@@ -278,18 +272,7 @@ describe("redeploy", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const dir = yield* tempDir("redeploy-checked")
-          const id = yield* Effect.scoped(
-            Effect.gen(function* () {
-              const worker = yield* deployment(dir, "v1")
-              const receipt = yield* post(worker, "submit", {
-                agentId: "sleeper",
-                idempotencyKey: "k1",
-                input: { millis: 2_000 },
-              })
-              yield* until(hits(worker), (all) => all.some((hit) => hit.name === "sleeper:first"), 10_000)
-              return receipt.submissionId as string
-            }),
-          )
+          const id = yield* sleeperStarted(dir, 2_000)
           // A check added to the input Schema without a version bump: the digest stays the same.
           const checked = yield* Effect.scoped(
             Effect.gen(function* () {
@@ -420,18 +403,7 @@ describe("redeploy", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const dir = yield* tempDir("redeploy-bumped")
-          const id = yield* Effect.scoped(
-            Effect.gen(function* () {
-              const worker = yield* deployment(dir, "v1")
-              const receipt = yield* post(worker, "submit", {
-                agentId: "sleeper",
-                idempotencyKey: "k1",
-                input: { millis: 1_500 },
-              })
-              yield* until(hits(worker), (all) => all.some((hit) => hit.name === "sleeper:first"), 10_000)
-              return receipt.submissionId as string
-            }),
-          )
+          const id = yield* sleeperStarted(dir, 1_500)
           const bumped = yield* Effect.scoped(
             Effect.gen(function* () {
               const worker = yield* deployment(dir, "bumped")
