@@ -72,6 +72,35 @@ const parentAndChild = (prefix: string, childNamespace: "test" | "other" = "test
   }
 }
 
+/**
+ * A parent whose `tally` child, in an Object of its own, is parked for approval, and a follow-up
+ * (`f`, n 41) submitted to join it.
+ */
+const joinedTally = (prefix: string) =>
+  Effect.gen(function* () {
+    const { childObject, stubs, parent } = parentAndChild(prefix)
+    const tally = clientOf("tally", childObject)
+    const receipt = yield* parent.submit({
+      agentId: "spawner",
+      idempotencyKey: prefix,
+      input: {
+        children: [{ agentId: "tally", input: { n: 1 }, objectName: childObject, threadId: "tally" }],
+      },
+    })
+    yield* deliverAll(
+      stubs,
+      Effect.map(tally.threadStatus, (s) => s.head?.state === "suspended"),
+    )
+    const childId = (yield* tally.threadStatus).head!.submissionId
+    const follow = yield* tally.submit({
+      agentId: "tally",
+      idempotencyKey: "f",
+      input: { n: 41 },
+      mode: "join",
+    })
+    return { stubs, parent, tally, receipt, childId, follow }
+  })
+
 const settledCount = (client: ThreadClient.ThreadClient, submissionId: string) =>
   Effect.map(
     client.history(),
@@ -368,26 +397,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a join into a parked child settles with the child; the parent sees the child's output", () =>
     Effect.gen(function* () {
-      const { childObject, stubs, parent } = parentAndChild("jn")
-      const tally = clientOf("tally", childObject)
-      const receipt = yield* parent.submit({
-        agentId: "spawner",
-        idempotencyKey: "jn",
-        input: {
-          children: [{ agentId: "tally", input: { n: 1 }, objectName: childObject, threadId: "tally" }],
-        },
-      })
-      yield* deliverAll(
-        stubs,
-        Effect.map(tally.threadStatus, (s) => s.head?.state === "suspended"),
-      )
-      const childId = (yield* tally.threadStatus).head!.submissionId
-      const follow = yield* tally.submit({
-        agentId: "tally",
-        idempotencyKey: "f",
-        input: { n: 41 },
-        mode: "join",
-      })
+      const { stubs, parent, tally, receipt, childId, follow } = yield* joinedTally("jn")
       expect(follow.host).toBe(childId)
       yield* tally.resolveApproval(childId, { approved: true })
       yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
@@ -732,26 +742,7 @@ describe("subagents, reviewed", () => {
 
   it.live("a join that races its host's abort: accepted until the abort arrives, then run as its own", () =>
     Effect.gen(function* () {
-      const { childObject, stubs, parent } = parentAndChild("ja")
-      const tally = clientOf("tally", childObject)
-      const receipt = yield* parent.submit({
-        agentId: "spawner",
-        idempotencyKey: "ja",
-        input: {
-          children: [{ agentId: "tally", input: { n: 1 }, objectName: childObject, threadId: "tally" }],
-        },
-      })
-      yield* deliverAll(
-        stubs,
-        Effect.map(tally.threadStatus, (s) => s.head?.state === "suspended"),
-      )
-      const childId = (yield* tally.threadStatus).head!.submissionId
-      const follow = yield* tally.submit({
-        agentId: "tally",
-        idempotencyKey: "f",
-        input: { n: 41 },
-        mode: "join",
-      })
+      const { stubs, parent, tally, receipt, childId, follow } = yield* joinedTally("ja")
       yield* parent.abort(receipt.submissionId)
       // The abort is a message to the child's Object: until it arrives the child is still a host.
       const racing = yield* tally.submit({
