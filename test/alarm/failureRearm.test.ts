@@ -3,7 +3,7 @@ import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { DurableAlarmError, ThreadHostMaintenanceError } from "../../src/Alarm.ts"
 import { backoffDelay } from "../../src/internal/maintenance/backoff.ts"
-import { REARM_DEADLINE_READ_MILLIS } from "../../src/internal/maintenance/rearm.ts"
+import { DEADLINE_READ_MILLIS } from "../../src/internal/maintenance/maintenanceEnv.ts"
 import {
   advance,
   caughtUpRecord,
@@ -160,12 +160,12 @@ describe("failure rearming", () => {
         })
         const fiber = yield* Effect.forkChild(withJitter(0.5)(maintenance.pass))
         expect(yield* isDone(fiber)).toBe(false)
-        yield* advance(REARM_DEADLINE_READ_MILLIS)
+        yield* advance(DEADLINE_READ_MILLIS)
         expect(yield* isDone(fiber)).toBe(true)
         expect(failureOf(yield* Fiber.await(fiber))).toBe(refused)
         // The backoff is measured from when the commit ran, after the bounded read.
         const retry = yield* storedRetry(ctx)
-        expect(retry?.notBefore).toBe(now + REARM_DEADLINE_READ_MILLIS + 75)
+        expect(retry?.notBefore).toBe(now + DEADLINE_READ_MILLIS + 75)
         expect(yield* alarmOf(ctx)).toBe(retry?.notBefore)
       }),
     ),

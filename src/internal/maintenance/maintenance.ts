@@ -13,7 +13,7 @@ import { alarmTiming } from "./alarmPolicy.ts"
 import { earliestDeadline, makeHostDeadline, makePendingDeadline } from "./deadlines.ts"
 import { ThreadRetention, type ThreadRetentionService } from "../retention/layer.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
-import type { MaintenanceEnv } from "./maintenanceEnv.ts"
+import { DEADLINE_READ_MILLIS, type MaintenanceEnv } from "./maintenanceEnv.ts"
 import { makeTransact, makeTransactRecord } from "./transaction.ts"
 import { DurableAlarmError, type MaintenancePassFailure, type ThreadHostMaintenanceError } from "./errors.ts"
 import { ThreadMaintenanceFailpoint } from "./failpoint.ts"
@@ -21,7 +21,6 @@ import { type MutationOptions, ThreadMutationGate } from "./gate.ts"
 import { publishCommitted, ThreadMessageDelivery, ThreadPublication } from "./hooks.ts"
 import { ThreadHostMaintenance } from "./hostMaintenance.ts"
 import { makePass } from "./pass.ts"
-import { REARM_DEADLINE_READ_MILLIS } from "./rearm.ts"
 import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
 
@@ -109,12 +108,12 @@ export class ThreadMaintenance extends Context.Service<
           Effect.zipWith(hostDeadline, retention.pendingDeadline, earliestDeadline),
         ).pipe(
           Effect.timeoutOrElse({
-            duration: REARM_DEADLINE_READ_MILLIS,
+            duration: DEADLINE_READ_MILLIS,
             orElse: () =>
               Effect.fail(
                 new DurableAlarmError({
                   operation: "read pending deadlines",
-                  message: `The hooks' pending deadlines did not answer within ${REARM_DEADLINE_READ_MILLIS} ms`,
+                  message: `The hooks' pending deadlines did not answer within ${DEADLINE_READ_MILLIS} ms`,
                 }),
               ),
           }),

@@ -11,6 +11,9 @@ import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
 import type { ThreadMutationGate } from "./gate.ts"
 import type { Transact, TransactRecord } from "./transaction.ts"
 
+/** @internal How long any read of the host deadlines may take before it fails the read. */
+export const DEADLINE_READ_MILLIS = 5_000
+
 /** @internal */
 export interface MaintenanceEnv {
   readonly config: CloudflareDurableRuntimeConfigValue
@@ -18,7 +21,7 @@ export interface MaintenanceEnv {
   readonly timing: AlarmTiming
   readonly hit: ThreadMaintenanceFailpointHandler
   readonly gate: ThreadMutationGate["Service"]
-  /** Earliest of the publication, message, projection and host deadlines. */
+  /** Earliest of the publication, message, projection and host deadlines; bounded by `DEADLINE_READ_MILLIS`. */
   readonly pendingDeadline: Effect.Effect<Option.Option<number>, HookDeadlineFailure>
   /** One synchronous maintenance transaction (record and alarm). */
   readonly transact: Transact

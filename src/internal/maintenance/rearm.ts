@@ -15,9 +15,6 @@ import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { PassObservation } from "./observation.ts"
 import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 
-/** @internal How long any read of the host deadlines may take before it counts as failed. */
-export const REARM_DEADLINE_READ_MILLIS = 5_000
-
 /** @internal Whether the retry (and the cursor) committed. */
 export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation): Effect.Effect<boolean> =>
   Effect.gen(function* () {
@@ -25,13 +22,9 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
     yield* env.hit("maintenance:retry:before")
     yield* env.gate.withSnapshot((active) =>
       Effect.gen(function* () {
-        // A broken or stuck deadline read must not prevent committing the native retry: this
-        // runs uninterruptibly after the event, so a hook that never answers is cut off here.
-        const deadline = yield* env.pendingDeadline.pipe(
-          Effect.timeoutOption(REARM_DEADLINE_READ_MILLIS),
-          Effect.map(Option.flatten),
-          Effect.catchCause(() => Effect.succeedNone),
-        )
+        // A broken or stuck deadline read must not prevent committing the native retry; the
+        // read is bounded where the environment is built, so a hook that never answers fails it.
+        const deadline = yield* env.pendingDeadline.pipe(Effect.catchCause(() => Effect.succeedNone))
         const now = yield* Clock.currentTimeMillis
         const jitter = yield* Random.next
         yield* env.transact("back off failed maintenance", (txn) => {
