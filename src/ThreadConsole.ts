@@ -16,7 +16,7 @@ import { CONSOLE_SCRIPT, CONSOLE_STYLE } from "./internal/console/assets.ts"
 import { ConsoleRouteNotFound, InvalidConsoleRequest } from "./internal/console/errors.ts"
 import { errorBody, json, respond, statusOf } from "./internal/console/http.ts"
 import { pageHtml } from "./internal/console/page.ts"
-import { matchRoute } from "./internal/console/routes.ts"
+import { matchRoute, segmentValue } from "./internal/console/routes.ts"
 import * as ThreadClient from "./ThreadClient.ts"
 
 export {
@@ -90,7 +90,7 @@ const asset = (body: string, type: string) =>
 /** The path segments under `api/`, decoded; `undefined` when one does not decode. */
 const apiSegments = (rest: string) => {
   try {
-    return rest.split("/").map(decodeURIComponent)
+    return rest.split("/").map(segmentValue)
   } catch {
     return undefined
   }

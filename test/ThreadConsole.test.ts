@@ -318,6 +318,41 @@ describe("ThreadConsole", () => {
     }),
   )
 
+  it.live("reaches a Thread, Object and key named `.` or `..`, or with `/`, `%` or `?` in it", () =>
+    Effect.gen(function* () {
+      // A path segment `.` or `..` (`%2E%2E` too) is one the URL parser removes: the console
+      // writes it `$.` or `$..`, and every other value percent-encoded, as the page does.
+      const segment = (value: string) =>
+        value === "." || value === ".." ? `$${value}` : encodeURIComponent(value)
+      const operator = { token: operatorToken }
+      for (const id of [".", "..", "a/b", "../x", "50%", "why?", "%2E%2E", "$.", "$"]) {
+        const client = ThreadClient.make(env.AUTHORIZED_TEST, id)
+        const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: id, input: { text: id } })
+        yield* deliverUntil(
+          id,
+          Effect.map(client.status(receipt.submissionId), (status) => status.state === "settled"),
+        )
+        const object = `/api/objects/${segment(id)}`
+        const threads = yield* call("GET", object, operator)
+        expect(threads.body, id).toMatchObject({ threads: [{ threadId: id, admitted: 1 }] })
+        const api = `${object}/threads/${segment(id)}`
+        const page = yield* call("GET", `${api}/submissions`)
+        expect(page.body.submissions, id).toMatchObject([
+          { submission: { submissionId: receipt.submissionId } },
+        ])
+        expect((yield* call("GET", `${api}/keys/${segment(id)}`)).body, id).toMatchObject({
+          submissionId: receipt.submissionId,
+        })
+        const detail = yield* call("GET", `${api}/submissions/${segment(receipt.submissionId)}`)
+        expect(detail.body, id).toMatchObject({ progress: { state: "settled" } })
+        // By id too, with the Object-wide call naming the Thread in its query.
+        const objectId = env.AUTHORIZED_TEST.idFromName(id).toString()
+        const byId = yield* call("GET", `/api/ids/${objectId}?thread=${encodeURIComponent(id)}`, operator)
+        expect(byId.body, id).toMatchObject({ threads: [{ threadId: id }] })
+      }
+    }),
+  )
+
   it.live(
     "refuses by name what it cannot serve: a foreign id, a caller it cannot read, a body or number it misreads",
     () =>
