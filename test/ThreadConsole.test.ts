@@ -278,6 +278,14 @@ describe("ThreadConsole", () => {
         const forget = action.replace("approve", "forget")
         const early = yield* call("POST", forget, { token: operatorToken, body: { fields: {} } })
         expect(early.body).toMatchObject({ error: "ForgetRefused", reason: "not-settled" })
+        // A refusal is the request's conflict with the Submission's state, not a server failure.
+        expect(early.status).toBe(409)
+        const oversized = yield* call("POST", action.replace("approve", "send-event"), {
+          token: operatorToken,
+          body: { fields: { event: "paid", payload: JSON.stringify("x".repeat(200_000)) } },
+        })
+        expect(oversized.status).toBe(400)
+        expect(oversized.body).toMatchObject({ error: "EventRefused", reason: "payload-bytes" })
 
         const allowed = yield* call("POST", action, {
           token: operatorToken,
@@ -289,6 +297,12 @@ describe("ThreadConsole", () => {
           Effect.map(client.status(submissionId), (status) => status.state === "settled"),
         )
         // Once settled, Forget removes it now: the Object no longer knows the Submission.
+        const late = yield* call("POST", action.replace("approve", "send-event"), {
+          token: operatorToken,
+          body: { fields: { event: "paid" } },
+        })
+        expect(late.status).toBe(409)
+        expect(late.body).toMatchObject({ error: "EventRefused", reason: "settled" })
         const forgotten = yield* call("POST", forget, { token: operatorToken, body: { fields: {} } })
         expect(forgotten.body).toEqual({ ok: true, action: "forget" })
         expect((yield* Effect.flip(client.status(submissionId)))._tag).toBe("SubmissionNotFound")
