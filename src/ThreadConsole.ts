@@ -58,7 +58,8 @@ export interface ThreadConsoleOptions {
   /**
    * The Objects the front page lists, by name: a fixed list, or the names the application
    * remembers (for a Thread in the Object named after it, the Thread's name). Without it the
-   * front page only opens an Object by name.
+   * front page only opens an Object by name. No Object's `authorization` sees this list: it is
+   * answered to every request, so check `request` here if the names are not for everyone.
    */
   readonly objects?: (request: Request) => ReadonlyArray<string> | Promise<ReadonlyArray<string>>
   /**
