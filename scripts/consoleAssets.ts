@@ -18,9 +18,9 @@ export const ASSETS_MODULE = new URL("../src/internal/console/assets.ts", import
 /** The page's modules, each after the ones it imports. */
 export const SCRIPT_ORDER = [
   "dom.js",
+  "refs.js",
   "api.js",
   "frame.js",
-  "refs.js",
   "timeline.js",
   "axis.js",
   "actions.js",

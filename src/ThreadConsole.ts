@@ -16,7 +16,7 @@ import { CONSOLE_SCRIPT, CONSOLE_STYLE } from "./internal/console/assets.ts"
 import { ConsoleRouteNotFound, InvalidConsoleRequest } from "./internal/console/errors.ts"
 import { errorBody, json, respond, statusOf } from "./internal/console/http.ts"
 import { pageHtml } from "./internal/console/page.ts"
-import { matchRoute } from "./internal/console/routes.ts"
+import { matchRoute, segmentValue } from "./internal/console/routes.ts"
 import * as ThreadClient from "./ThreadClient.ts"
 
 export {
@@ -58,7 +58,8 @@ export interface ThreadConsoleOptions {
   /**
    * The Objects the front page lists, by name: a fixed list, or the names the application
    * remembers (for a Thread in the Object named after it, the Thread's name). Without it the
-   * front page only opens an Object by name.
+   * front page only opens an Object by name. No Object's `authorization` sees this list: it is
+   * answered to every request, so check `request` here if the names are not for everyone.
    */
   readonly objects?: (request: Request) => ReadonlyArray<string> | Promise<ReadonlyArray<string>>
   /**
@@ -90,7 +91,7 @@ const asset = (body: string, type: string) =>
 /** The path segments under `api/`, decoded; `undefined` when one does not decode. */
 const apiSegments = (rest: string) => {
   try {
-    return rest.split("/").map(decodeURIComponent)
+    return rest.split("/").map(segmentValue)
   } catch {
     return undefined
   }

@@ -278,6 +278,14 @@ describe("ThreadConsole", () => {
         const forget = action.replace("approve", "forget")
         const early = yield* call("POST", forget, { token: operatorToken, body: { fields: {} } })
         expect(early.body).toMatchObject({ error: "ForgetRefused", reason: "not-settled" })
+        // A refusal is the request's conflict with the Submission's state, not a server failure.
+        expect(early.status).toBe(409)
+        const oversized = yield* call("POST", action.replace("approve", "send-event"), {
+          token: operatorToken,
+          body: { fields: { event: "paid", payload: JSON.stringify("x".repeat(200_000)) } },
+        })
+        expect(oversized.status).toBe(400)
+        expect(oversized.body).toMatchObject({ error: "EventRefused", reason: "payload-bytes" })
 
         const allowed = yield* call("POST", action, {
           token: operatorToken,
@@ -289,6 +297,12 @@ describe("ThreadConsole", () => {
           Effect.map(client.status(submissionId), (status) => status.state === "settled"),
         )
         // Once settled, Forget removes it now: the Object no longer knows the Submission.
+        const late = yield* call("POST", action.replace("approve", "send-event"), {
+          token: operatorToken,
+          body: { fields: { event: "paid" } },
+        })
+        expect(late.status).toBe(409)
+        expect(late.body).toMatchObject({ error: "EventRefused", reason: "settled" })
         const forgotten = yield* call("POST", forget, { token: operatorToken, body: { fields: {} } })
         expect(forgotten.body).toEqual({ ok: true, action: "forget" })
         expect((yield* Effect.flip(client.status(submissionId)))._tag).toBe("SubmissionNotFound")
@@ -315,6 +329,41 @@ describe("ThreadConsole", () => {
         { token: operatorToken },
       )
       expect(asOperator.status).toBe(200)
+    }),
+  )
+
+  it.live("reaches a Thread, Object and key named `.` or `..`, or with `/`, `%` or `?` in it", () =>
+    Effect.gen(function* () {
+      // A path segment `.` or `..` (`%2E%2E` too) is one the URL parser removes: the console
+      // writes it `$.` or `$..`, and every other value percent-encoded, as the page does.
+      const segment = (value: string) =>
+        value === "." || value === ".." ? `$${value}` : encodeURIComponent(value)
+      const operator = { token: operatorToken }
+      for (const id of [".", "..", "a/b", "../x", "50%", "why?", "%2E%2E", "$.", "$"]) {
+        const client = ThreadClient.make(env.AUTHORIZED_TEST, id)
+        const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: id, input: { text: id } })
+        yield* deliverUntil(
+          id,
+          Effect.map(client.status(receipt.submissionId), (status) => status.state === "settled"),
+        )
+        const object = `/api/objects/${segment(id)}`
+        const threads = yield* call("GET", object, operator)
+        expect(threads.body, id).toMatchObject({ threads: [{ threadId: id, admitted: 1 }] })
+        const api = `${object}/threads/${segment(id)}`
+        const page = yield* call("GET", `${api}/submissions`)
+        expect(page.body.submissions, id).toMatchObject([
+          { submission: { submissionId: receipt.submissionId } },
+        ])
+        expect((yield* call("GET", `${api}/keys/${segment(id)}`)).body, id).toMatchObject({
+          submissionId: receipt.submissionId,
+        })
+        const detail = yield* call("GET", `${api}/submissions/${segment(receipt.submissionId)}`)
+        expect(detail.body, id).toMatchObject({ progress: { state: "settled" } })
+        // By id too, with the Object-wide call naming the Thread in its query.
+        const objectId = env.AUTHORIZED_TEST.idFromName(id).toString()
+        const byId = yield* call("GET", `/api/ids/${objectId}?thread=${encodeURIComponent(id)}`, operator)
+        expect(byId.body, id).toMatchObject({ threads: [{ threadId: id }] })
+      }
     }),
   )
 

@@ -6,9 +6,9 @@
  * handles.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Ref } from "effect"
+import { Effect, Option, Ref, Schema } from "effect"
 import { ThreadId } from "../../src/core/Identifiers.ts"
-import { messageIds } from "../../src/core/internal/outbox/model.ts"
+import { messageIds, ThreadMessage } from "../../src/core/internal/outbox/model.ts"
 import {
   approvingChild,
   deliverLocally,
@@ -386,6 +386,42 @@ for (const harness of runtimeHarnesses) {
           }),
         { limits: { maxQueueDepthPerLane: 1, maxInputBytes: 4_096 } },
       ),
+    )
+
+    it.effect(
+      "remembers a refusal of an earlier release's admission, which names no Attempt, under its id",
+      () =>
+        harness.run(
+          (world) =>
+            Effect.gen(function* () {
+              const runs = yield* makeRuns
+              const child = doubler(runs)
+              const inc = yield* world.incarnation({
+                agents: [parentOf("parent", child, "kids"), child],
+                self,
+              })
+              const blocker = yield* submitTo(inc, "kids", "doubler", "blocker", { n: 1 })
+              const parent = yield* submitTo(inc, "p", "parent", "p1", { n: 3 })
+              yield* processHead(inc, "p")
+              const row = Option.getOrThrow(
+                yield* outboxOf(inc).lookup(messageIds.admitChild(parent.submissionId, 0)),
+              )
+              // This release's admission names the parent's Attempt that started the child.
+              expect(row.message).toMatchObject({ _tag: "AdmitChild", parentAttemptId: expect.any(String) })
+              const { parentAttemptId: _, ...earlier } = row.message as Extract<
+                ThreadMessage,
+                { readonly _tag: "AdmitChild" }
+              >
+              const decoded = Schema.decodeUnknownSync(ThreadMessage)(earlier)
+              const refused = yield* runtimeOf(inc).receive(decoded, row.messageId)
+              expect(refused).toMatchObject({ _tag: "ChildRefused", reason: "queue-depth" })
+              yield* processHead(inc, "kids")
+              expect((yield* rowOf(inc, blocker.submissionId)).state).toBe("settled")
+              expect(yield* runtimeOf(inc).receive(decoded, row.messageId)).toEqual(refused)
+              expect(yield* ledgerOf(inc).countNonterminal(ThreadId.make("kids"))).toBe(0)
+            }),
+          { limits: { maxQueueDepthPerLane: 1, maxInputBytes: 4_096 } },
+        ),
     )
 
     it.effect("fails the call of a parent whose Object has no address for its children", () =>

@@ -272,4 +272,47 @@ describe("ThreadObject forget, a child's settlement still owed", () => {
       }),
     60_000,
   )
+
+  it.live(
+    "decides a parent admitted again its own child's admission, not the first one's refusal",
+    () =>
+      Effect.gen(function* () {
+        const parentObject = threadName("parent-refused")
+        const childObject = threadName("children-refused")
+        const parent = clientOf("desk", parentObject)
+        // The child's Thread is full (its lane holds the limit of 3): the first child is refused.
+        const lane = clientOf("verify-0", childObject)
+        const queued = yield* Effect.forEach(["r1", "r2", "r3"], (key) =>
+          lane.submit({ agentId: "review", idempotencyKey: key, input: { draft: key } }),
+        )
+        const submit = () =>
+          parent.submit({
+            agentId: "delegator",
+            idempotencyKey: "claims-1",
+            input: { claims: ["real invoice"], verifierObject: childObject },
+          })
+        const first = yield* submit()
+        yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
+        expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: ["failed"] })
+        // The lane empties; the parent is forgotten and its key admitted again under the same id.
+        yield* Effect.forEach(queued, (receipt) => lane.abort(receipt.submissionId))
+        yield* deliverUntil(
+          childObject,
+          Effect.map(
+            Effect.forEach(queued, (receipt) => lane.status(receipt.submissionId)),
+            (all) => all.every((status) => status.state === "settled"),
+          ),
+        )
+        yield* parent.forget(first.submissionId)
+        const again = yield* submit()
+        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
+        yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
+        // Its own child ran: the lane had room for it, whatever the first one was told.
+        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+          outcome: "completed",
+          output: ["true"],
+        })
+      }),
+    60_000,
+  )
 })

@@ -59,7 +59,11 @@ export const statusOf = (error: { readonly _tag: string; readonly reason?: unkno
     case "ConsoleRouteNotFound":
       return 404
     case "NotPending":
+    case "ForgetRefused":
       return 409
+    case "EventRefused":
+      // The payload is the request's fault; a settled or joined Submission is its state's.
+      return error.reason === "malformed-payload" || error.reason === "payload-bytes" ? 400 : 409
     case "ThreadObjectFailure":
       return error.reason === "conflict" ? 409 : 500
     case "ConsoleActionUnavailable":

@@ -255,6 +255,15 @@ const ROUTES: ReadonlyArray<readonly [method: string, pattern: string, route: Ro
 ]
 
 /**
+ * The value of one path segment under `api/`: percent-decoded, and `$.` or `$..` is `.` or `..`
+ * (a URL parser removes a segment `.` or `..`, `%2E%2E` included, so the page writes them so;
+ * it writes a `$` of a value as `%24`). Throws when the segment is not valid percent-encoding.
+ * The page's `pathSegment` (`browser/refs.js`) writes what this reads. @internal
+ */
+export const segmentValue = (segment: string): string =>
+  segment === "$." || segment === "$.." ? segment.slice(1) : decodeURIComponent(segment)
+
+/**
  * The route and its parameters for a method and the path segments under `api/`; `ids/` paths
  * take the `objects/` routes with the Object named by id. @internal
  */

@@ -8,7 +8,7 @@
  * receiver deduplicates by, so a repeated delivery changes nothing.
  */
 import { Schema } from "effect"
-import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { AgentId, AttemptId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { SettlementOutcome } from "../ledger/model.ts"
 import { ObjectAddress, ParentLink } from "./parentLink.ts"
 
@@ -24,6 +24,14 @@ export const ThreadMessage = Schema.Union([
     agentDigest: Schema.String,
     input: Schema.Json,
     parent: ParentLink,
+    /**
+     * The parent's Attempt that started the child. A parent admitted again under the same id
+     * (its first admission removed by retention or `forget`) sends its children's admissions
+     * under the same message ids; the receiver remembers a refusal per starting Attempt, so
+     * the new parent's child is decided anew, not answered with the first one's refusal.
+     * Absent in messages of earlier releases.
+     */
+    parentAttemptId: Schema.optionalKey(AttemptId),
   }),
   /** A child's settlement, for its parent; at most one is applied per child. */
   Schema.TaggedStruct("ChildSettled", {

@@ -2,6 +2,7 @@
 // The console's JSON API: every request carries the operator token the page was given (as a
 // bearer token; the Worker passes it to the Object, whose check decides), and a refusal comes
 // back as the typed error the Object or the console answered.
+import { pathSegment } from "./refs.js"
 
 /** The console's mount path, from the page the Worker served. */
 export const BASE = document.querySelector('meta[name="console-base"]')?.getAttribute("content") ?? ""
@@ -53,11 +54,11 @@ export async function api(method, path, options = {}) {
 }
 
 /**
- * An API path of segments, each percent-encoded.
+ * An API path of segments, each written by `pathSegment`.
  * @param {Array<string>} segments
  */
 export function apiPath(...segments) {
-  return segments.map(encodeURIComponent).join("/")
+  return segments.map(pathSegment).join("/")
 }
 
 /**

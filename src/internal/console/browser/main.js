@@ -7,7 +7,7 @@ import { byId, h } from "./dom.js"
 import { setCrumbs, setLive } from "./frame.js"
 import { failure, homeView, objectView, threadView } from "./lists.js"
 import { submissionView } from "./submission.js"
-import { objectApi, objectLabel, objectRoute } from "./refs.js"
+import { objectApi, objectLabel, objectRoute, segmentValue } from "./refs.js"
 
 /** @typedef {import("./refs.js").ObjectRef} ObjectRef */
 
@@ -57,7 +57,7 @@ function viewOf(hash) {
     segments = path
       .split("/")
       .filter((segment) => segment !== "")
-      .map(decodeURIComponent)
+      .map(segmentValue)
   } catch {
     segments = []
   }

@@ -6,11 +6,29 @@
 /** @typedef {{ by: "name" | "id", key: string }} ObjectRef */
 
 /**
- * A console route of segments, each percent-encoded.
+ * One path segment of a route or an API path: the value percent-encoded, and `.` or `..` (which
+ * a URL parser removes, `%2E%2E` too) written `$.` or `$..` (a `$` of a value is `%24`). The
+ * Worker reads API paths with the same rule (`segmentValue` in `routes.ts`).
+ * @param {string} value
+ */
+export function pathSegment(value) {
+  return value === "." || value === ".." ? `$${value}` : encodeURIComponent(value)
+}
+
+/**
+ * The value of a path segment `pathSegment` wrote; throws when it is not valid percent-encoding.
+ * @param {string} segment
+ */
+export function segmentValue(segment) {
+  return segment === "$." || segment === "$.." ? segment.slice(1) : decodeURIComponent(segment)
+}
+
+/**
+ * A console route of segments, each written by `pathSegment`.
  * @param {Array<string>} segments
  */
 export function routeOf(segments) {
-  return `/${segments.map(encodeURIComponent).join("/")}`
+  return `/${segments.map(pathSegment).join("/")}`
 }
 
 /**

@@ -122,6 +122,7 @@ export const makeChildCalls = (
                 submissionId,
                 step: position,
               },
+              parentAttemptId: attempt.claim.attemptId,
             },
           },
         ],

@@ -131,10 +131,20 @@ const refusal = (reason: ChildRefusalReason, message: string): Reply<"AdmitChild
 })
 
 /**
+ * Where the answer to an admission is remembered: the message's id and the parent's Attempt
+ * that started the child. A parent admitted again under a removed parent's id sends under the
+ * same message id, and must not be answered with the first one's refusal. A message of an
+ * earlier release names no Attempt: its answer stays under the message's id, as it was.
+ */
+const answerKey = (message: Extract<ThreadMessage, { readonly _tag: "AdmitChild" }>, messageId: string) =>
+  message.parentAttemptId === undefined ? messageId : `${messageId}@${message.parentAttemptId}`
+
+/**
  * Admits a child, or answers why its Thread refuses it. The answer to a refusal is remembered
- * under the message's id, so a late duplicate of the message (an attempt that outlived its
- * timeout) is refused too: a child its parent was told is refused never runs. The whole
- * decision runs under the runtime's lock, so two deliveries of one message never disagree.
+ * under the message's id and the Attempt that sent it (`answerKey`), so a late duplicate of
+ * the message (an attempt that outlived its timeout) is refused too: a child its parent was
+ * told is refused never runs. The whole decision runs under the runtime's lock, so two
+ * deliveries of one message never disagree.
  */
 const admitChild = (
   env: RuntimeEnv,
@@ -143,12 +153,13 @@ const admitChild = (
 ) =>
   env.exclusive(
     Effect.gen(function* () {
-      const remembered = yield* env.outbox.answerOf(messageId)
+      const key = answerKey(message, messageId)
+      const remembered = yield* env.outbox.answerOf(key)
       if (Option.isSome(remembered) && remembered.value._tag === "ChildRefused") return remembered.value
       const refuse = (reason: ChildRefusalReason, text: string) =>
         Effect.gen(function* () {
           const reply = refusal(reason, text)
-          yield* env.outbox.rememberAnswer(messageId, reply, yield* Clock.currentTimeMillis)
+          yield* env.outbox.rememberAnswer(key, reply, yield* Clock.currentTimeMillis)
           return reply
         })
       const { parent } = message
