@@ -177,8 +177,10 @@ export const makeRunEngine = (
             agent: agentOf(workflow),
             input: { executionId: options.executionId, payload: options.payload },
             thread: { objectName: options.executionId, threadId: WORKFLOW_THREAD_ID },
-            // The key a Worker's execute admits it under: both reach the same Submission.
+            // The key a Worker's execute admits it under: both reach the same Submission. One a
+            // Worker started that has settled answers its result, as a repeat execute would.
             idempotencyKey: options.executionId,
+            joinSettled: true,
           }),
         )
         state.children.set(options.executionId, "started")

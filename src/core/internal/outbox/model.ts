@@ -24,6 +24,11 @@ export const ThreadMessage = Schema.Union([
     agentDigest: Schema.String,
     input: Schema.Json,
     parent: ParentLink,
+    /**
+     * A settled Submission of the key that this parent did not start answers its settlement
+     * instead of refusing the child. Absent in messages of earlier releases.
+     */
+    joinSettled: Schema.optionalKey(Schema.Literal(true)),
   }),
   /** A child's settlement, for its parent; at most one is applied per child. */
   Schema.TaggedStruct("ChildSettled", {

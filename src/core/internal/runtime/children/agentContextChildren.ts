@@ -56,6 +56,7 @@ export const makeChildCalls = (
     readonly input: CI
     readonly thread: ChildThread
     readonly idempotencyKey?: string
+    readonly joinSettled?: boolean
   }): Effect.Effect<ChildHandle<CO>, AgentFailure> =>
     Effect.gen(function* () {
       const position = next()
@@ -122,6 +123,9 @@ export const makeChildCalls = (
                 submissionId,
                 step: position,
               },
+              ...(options.joinSettled === true && options.idempotencyKey !== undefined
+                ? { joinSettled: true as const }
+                : {}),
             },
           },
         ],
