@@ -21,6 +21,8 @@ import {
   decodeDeferredExit,
   deferredEvent,
   encodeActivityExit,
+  suspendedRecord,
+  suspendedResult,
   WORKFLOW_THREAD_ID,
 } from "./codec.ts"
 
@@ -117,7 +119,7 @@ export const makeRunEngine = (
         Effect.map((result): ActivityRecord =>
           result._tag === "Complete"
             ? { _tag: "Complete", exit: encodeActivityExit(result.exit) }
-            : { _tag: "Suspended" },
+            : suspendedRecord(result),
         ),
       ) as Effect.Effect<ActivityRecord>
       const retry = Context.get(activity.annotations, ActivityRetry)
@@ -126,7 +128,8 @@ export const makeRunEngine = (
           ? yield* orDie(ctx.step(`activity/${key}`, body as Effect.Effect<ActivityRecord & Schema.Json>))
           : yield* retriedActivity(ctx, `activity/${key}`, body, retry)
       const decoded = Schema.decodeUnknownSync(ActivityRecord)(record)
-      if (decoded._tag === "Suspended") return new WorkflowModule.Suspended({})
+      // Its cause (a failure under `SuspendOnFailure`) is the execution's, which `poll` reads.
+      if (decoded._tag === "Suspended") return suspendedResult(decoded)
       const result = new WorkflowModule.Complete({ exit: decodeActivityExit(decoded.exit) })
       state.activities.set(key, result)
       return result
