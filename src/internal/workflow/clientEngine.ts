@@ -185,14 +185,16 @@ export const makeClientEngine = (
     // A resume resumes a suspension that waits for it now, as in the in-memory engine: one sent
     // at another time (while the execution runs or waits for a clock or a deferred, before it
     // started, after it settled) does nothing. Kept, it would resume a later failure's
-    // suspension that nobody looked at.
+    // suspension that nobody looked at. Its event id names the wait it resumes (its call
+    // position): a resume sent twice (a caller's retry) is one event, not a second one kept
+    // for the next suspension.
     resume: (workflow, executionId) =>
       Effect.gen(function* () {
         const status = yield* find(workflow._tag, executionId)
         if (status === null || status.settlement !== undefined) return
         const { reason } = yield* Effect.orDie(clientOf(executionId).explain(status.submissionId))
         if (reason._tag !== "WaitingForEvent" || reason.event !== RESUME_EVENT) return
-        yield* send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID())
+        yield* send(workflow._tag, executionId, RESUME_EVENT, null, `${RESUME_EVENT}@${reason.step}`)
       }),
     activityExecute: () => insideOnly("activityExecute"),
     deferredResult: () => insideOnly("deferredResult"),
