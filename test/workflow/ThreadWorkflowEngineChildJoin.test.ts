@@ -8,6 +8,7 @@ import { Cause, Effect, Exit, Option } from "effect"
 import {
   activityRuns,
   ApprovalWorkflow,
+  FireThenJoinWorkflow,
   GuardianWorkflow,
   OrderWorkflow,
   ParentWorkflow,
@@ -61,6 +62,16 @@ describe("ThreadWorkflowEngine child executions", () => {
       expect(Option.map(yield* ApprovalWorkflow.poll(childId), (result) => result._tag)).toEqual(
         Option.some("Suspended"),
       )
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a parent that started a child with discard and executes it again awaits its result", () =>
+    Effect.gen(function* () {
+      const id = uniqueId("firejoin")
+      expect(yield* FireThenJoinWorkflow.execute({ id })).toBe(`joined parcel-fired-${id}`)
+      const childId = yield* OrderWorkflow.executionId({ id: `fired-${id}` })
+      expect((yield* executionClient(childId).submissions()).length).toBe(1)
+      expect(activityRuns.get(`${childId}/charge`)).toBe(1)
     }).pipe(Effect.provide(clientEngine)),
   )
 })

@@ -12,7 +12,7 @@
 import { Context, Effect, Exit, Option, Schema } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
-import type { AgentContext, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
+import type { AgentContext, ChildHandle, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
 import { type AgentDefinition, AgentFailure } from "../../core/AgentRegistration.ts"
 import { ActivityRetry, exitOfFailure, failedTyped, failureMessage } from "./activityRetry.ts"
 import {
@@ -31,7 +31,8 @@ export interface RunState {
   readonly activities: Map<string, Workflow.Result<unknown, unknown>>
   readonly deferreds: Map<string, Exit.Exit<unknown, unknown>>
   readonly clocks: Set<string>
-  readonly children: Map<string, Workflow.Result<unknown, unknown> | "started">
+  /** A child's result once awaited, else the handle of its start. */
+  readonly children: Map<string, Workflow.Result<unknown, unknown> | ChildHandle<Exit.Exit<unknown, unknown>>>
 }
 
 /** @internal */
@@ -174,8 +175,11 @@ export const makeRunEngine = (
         )
       }
       const known = state.children.get(options.executionId)
-      if (known === undefined) {
-        const handle = yield* orDie(
+      if (known !== undefined && WorkflowModule.isResult(known)) return options.discard ? undefined : known
+      // Started once, by this call or an earlier one (with `discard`): a later execute awaits it.
+      const handle =
+        known ??
+        (yield* orDie(
           ctx.startChild({
             agent: agentOf(workflow),
             input: { executionId: options.executionId, payload: options.payload },
@@ -185,17 +189,13 @@ export const makeRunEngine = (
             idempotencyKey: options.executionId,
             joinSettled: true,
           }),
-        )
-        state.children.set(options.executionId, "started")
-        if (options.discard) return undefined
-        const settled = yield* orDie(ctx.awaitChild(handle))
-        const result = new WorkflowModule.Complete({ exit: childExit(settled) })
-        state.children.set(options.executionId, result)
-        return result
-      }
+        ))
+      state.children.set(options.executionId, handle)
       if (options.discard) return undefined
-      if (known === "started") return yield* unsupported("execute of a child started with discard")
-      return known
+      const settled = yield* orDie(ctx.awaitChild(handle))
+      const result = new WorkflowModule.Complete({ exit: childExit(settled) })
+      state.children.set(options.executionId, result)
+      return result
     })) as WorkflowEngine.Encoded["execute"]
 
   return WorkflowEngine.makeUnsafe({
