@@ -266,6 +266,12 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
      * caller outside any parent, refuses the admission (`idempotency-conflict`).
      */
     readonly idempotencyKey?: string
+    /**
+     * With `idempotencyKey`: a Submission of that key another caller started that has already
+     * settled is not refused but joined, its settlement this child's. One still running is
+     * refused as without it.
+     */
+    readonly joinSettled?: boolean
   }) => Effect.Effect<ChildHandle<CO>, AgentFailure>
   /**
    * The settlement of a started child. If it is not recorded yet the Submission waits for it in

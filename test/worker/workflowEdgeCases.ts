@@ -63,6 +63,14 @@ export const StaleResumeWorkflow = Workflow.make("EdgeStaleResume", {
   idempotencyKey: ({ id }) => id,
 }).annotate(Workflow.SuspendOnFailure, true)
 
+/** Suspends on failure: its activity fails on its first two runs. */
+export const StubbornWorkflow = Workflow.make("EdgeStubborn", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  idempotencyKey: ({ id }) => id,
+}).annotate(Workflow.SuspendOnFailure, true)
+
 const label = (name: string) => Activity.make({ name, success: Schema.String, execute: Effect.succeed(name) })
 
 /** The handlers, registered with the Object's engine. */
@@ -92,6 +100,18 @@ export const edgeHandlers = Layer.mergeAll(
       })
     }),
   ),
+  StubbornWorkflow.toLayer((_payload, executionId) =>
+    Activity.make({
+      name: "stubborn",
+      success: Schema.String,
+      error: Schema.String,
+      execute: Effect.suspend(() => {
+        const count = (fragileRuns.get(executionId) ?? 0) + 1
+        fragileRuns.set(executionId, count)
+        return count <= 2 ? Effect.fail(`run ${count} fails`) : Effect.succeed(`ran ${count} times`)
+      }),
+    }),
+  ),
   DetachedChildWorkflow.toLayer(() => Effect.succeed("child finished")),
   DetacherWorkflow.toLayer(({ id }) =>
     Effect.as(
@@ -107,6 +127,7 @@ export const edgeAgents = [
   GateWorkflow,
   LongNameWorkflow,
   StaleResumeWorkflow,
+  StubbornWorkflow,
   DetachedChildWorkflow,
   DetacherWorkflow,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

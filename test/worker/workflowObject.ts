@@ -83,6 +83,14 @@ export const ParentWorkflow = Workflow.make("Parent", {
   idempotencyKey: ({ id }) => id,
 })
 
+/** Starts `OrderWorkflow` as a child with `discard: true`, then executes it again to await it. */
+export const FireThenJoinWorkflow = Workflow.make("FireThenJoin", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: OrderRefused,
+  idempotencyKey: ({ id }) => id,
+})
+
 /** Runs `ApprovalWorkflow` as a child and waits for it. */
 export const GuardianWorkflow = Workflow.make("Guardian", {
   payload: { id: Schema.String },
@@ -167,6 +175,13 @@ const handlers = Layer.mergeAll(
     Effect.map(OrderWorkflow.execute({ id: `child-of-${id}` }), (order) => `child shipped ${order.shipped}`),
   ),
   GuardianWorkflow.toLayer(({ id }) => ApprovalWorkflow.execute({ id: `guarded-${id}` })),
+  FireThenJoinWorkflow.toLayer(({ id }) =>
+    Effect.gen(function* () {
+      yield* OrderWorkflow.execute({ id: `fired-${id}` }, { discard: true })
+      const order = yield* OrderWorkflow.execute({ id: `fired-${id}` })
+      return `joined ${order.shipped}`
+    }),
+  ),
 )
 
 /** The workflows' agents, registered with the Object's other agents. */
@@ -179,6 +194,7 @@ export const workflowAgents = [
   ResumableWorkflow,
   ParentWorkflow,
   GuardianWorkflow,
+  FireThenJoinWorkflow,
   UnhandledWorkflow,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))
 

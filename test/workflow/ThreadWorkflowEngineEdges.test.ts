@@ -18,6 +18,7 @@ import {
   LongNameWorkflow,
   RaceWorkflow,
   StaleResumeWorkflow,
+  StubbornWorkflow,
 } from "../worker/workflowEdgeCases.ts"
 import { activityRuns, OrderWorkflow } from "../worker/workflowObject.ts"
 import {
@@ -123,6 +124,28 @@ describe("ThreadWorkflowEngine edges", () => {
       yield* StaleResumeWorkflow.resume(executionId)
       yield* deliverUntil(executionId, polled(StaleResumeWorkflow, executionId, "Complete"))
       expect(completedExit(yield* StaleResumeWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 2 times"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a resume sent twice resumes one suspension: the next failure's suspension waits for its own", () =>
+    Effect.gen(function* () {
+      const executionId = yield* StubbornWorkflow.execute({ id: uniqueId("twice") }, { discard: true })
+      yield* deliverUntil(executionId, polled(StubbornWorkflow, executionId, "Suspended"))
+      expect(fragileRuns.get(executionId)).toBe(1)
+      // Two resumes of the one suspension at once (a caller's retry, a second click).
+      yield* Effect.all([StubbornWorkflow.resume(executionId), StubbornWorkflow.resume(executionId)], {
+        concurrency: 2,
+      })
+      yield* deliverUntil(
+        executionId,
+        Effect.sync(() => (fragileRuns.get(executionId) ?? 0) >= 2),
+      )
+      for (let round = 0; round < 5; round++) yield* deliverAlarm(executionId)
+      expect(fragileRuns.get(executionId)).toBe(2)
+      expect(yield* polled(StubbornWorkflow, executionId, "Suspended")).toBe(true)
+      yield* StubbornWorkflow.resume(executionId)
+      yield* deliverUntil(executionId, polled(StubbornWorkflow, executionId, "Complete"))
+      expect(completedExit(yield* StubbornWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 3 times"))
     }).pipe(Effect.provide(clientEngine)),
   )
 })

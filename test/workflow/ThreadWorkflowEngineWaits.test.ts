@@ -106,6 +106,12 @@ describe("ThreadWorkflowEngine waits", () => {
       for (let delivery = 0; delivery < 3; delivery++) yield* deliverAlarm(executionId)
       expect(yield* polled(ResumableWorkflow, executionId, "Suspended")).toBe(true)
       expect(activityRuns.get(`${executionId}/fragile`)).toBe(1)
+      // The poll carries the failure that suspended it, as the in-memory engine's does.
+      const suspended = yield* ResumableWorkflow.poll(executionId)
+      const cause =
+        Option.isSome(suspended) && suspended.value._tag === "Suspended" ? suspended.value : undefined
+      expect(cause?.failed).toBe(true)
+      expect(cause?.cause === undefined ? undefined : Cause.squash(cause.cause)).toBe("first run fails")
       yield* ResumableWorkflow.resume(executionId)
       yield* deliverUntil(executionId, polled(ResumableWorkflow, executionId, "Complete"))
       expect(completeExit(yield* ResumableWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 2 times"))

@@ -10,7 +10,16 @@ import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { Settlement } from "../../core/SubmissionLedger.ts"
 import type { ThreadClient } from "../../ThreadClient.ts"
-import { deferredEvent, deferredEventId, encodeDeferredExit, RESUME_EVENT, workflowAgentId } from "./codec.ts"
+import type { HistoryRecord } from "../../core/ThreadHistory.ts"
+import {
+  ActivityRecord,
+  deferredEvent,
+  deferredEventId,
+  encodeDeferredExit,
+  RESUME_EVENT,
+  suspendedResult,
+  workflowAgentId,
+} from "./codec.ts"
 import { executionAgent } from "./execution.ts"
 
 /** How long one `execute` call waits on the Object for the settlement. @internal */
@@ -50,6 +59,32 @@ export const makeClientEngine = (
       const agentId = workflowAgentId(workflowName)
       const page = yield* Effect.orDie(client.submissions({ limit: 10 }))
       return page.find((submission) => submission.agentId === agentId) ?? null
+    })
+
+  /**
+   * The suspension of an execution that waits for a resume: an activity that suspended it (a
+   * failure under `SuspendOnFailure`) is its call just before the wait (`step`), and its record
+   * carries the cause. A suspension the workflow's own code caused has none recorded.
+   */
+  const suspension = (executionId: string, submissionId: string, step: number) =>
+    Effect.gen(function* () {
+      const client = clientOf(executionId)
+      let after: number | undefined = undefined
+      do {
+        const page: { readonly records: ReadonlyArray<HistoryRecord>; readonly next?: number } =
+          yield* Effect.orDie(client.history({ ...(after === undefined ? {} : { after }), limit: 500 }))
+        for (const { submissionId: owner, entry } of page.records) {
+          if (owner !== submissionId || entry._tag !== "StepCompleted" || entry.step !== step) continue
+          const record = Schema.decodeUnknownOption(ActivityRecord)(entry.result)
+          return entry.name.startsWith("activity/") &&
+            Option.isSome(record) &&
+            record.value._tag === "Suspended"
+            ? suspendedResult(record.value)
+            : new WorkflowModule.Suspended({})
+        }
+        after = page.next
+      } while (after !== undefined)
+      return new WorkflowModule.Suspended({})
     })
 
   const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>
@@ -92,9 +127,14 @@ export const makeClientEngine = (
         )
       }
       // Parked on a clock, a deferred or a resume: nothing runs until one arrives.
-      return status.state === "waiting" || status.state === "suspended"
-        ? Option.some(new WorkflowModule.Suspended({}))
-        : Option.none()
+      if (status.state === "waiting") return Option.some(new WorkflowModule.Suspended({}))
+      if (status.state !== "suspended") return Option.none()
+      const { reason } = yield* Effect.orDie(clientOf(executionId).explain(status.submissionId))
+      return Option.some(
+        reason._tag === "WaitingForEvent" && reason.event === RESUME_EVENT
+          ? yield* suspension(executionId, status.submissionId, reason.step - 1)
+          : new WorkflowModule.Suspended({}),
+      )
     })
 
   const interrupt: WorkflowEngine.Encoded["interrupt"] = (workflow, executionId) =>
@@ -145,14 +185,16 @@ export const makeClientEngine = (
     // A resume resumes a suspension that waits for it now, as in the in-memory engine: one sent
     // at another time (while the execution runs or waits for a clock or a deferred, before it
     // started, after it settled) does nothing. Kept, it would resume a later failure's
-    // suspension that nobody looked at.
+    // suspension that nobody looked at. Its event id names the wait it resumes (its call
+    // position): a resume sent twice (a caller's retry) is one event, not a second one kept
+    // for the next suspension.
     resume: (workflow, executionId) =>
       Effect.gen(function* () {
         const status = yield* find(workflow._tag, executionId)
         if (status === null || status.settlement !== undefined) return
         const { reason } = yield* Effect.orDie(clientOf(executionId).explain(status.submissionId))
         if (reason._tag !== "WaitingForEvent" || reason.event !== RESUME_EVENT) return
-        yield* send(workflow._tag, executionId, RESUME_EVENT, null, crypto.randomUUID())
+        yield* send(workflow._tag, executionId, RESUME_EVENT, null, `${RESUME_EVENT}@${reason.step}`)
       }),
     activityExecute: () => insideOnly("activityExecute"),
     deferredResult: () => insideOnly("deferredResult"),

@@ -3,7 +3,8 @@
  * input and output), the names of the events its deferreds and resumes arrive as, and the JSON
  * form of an encoded exit (an activity's result, a deferred's completion).
  */
-import { Effect, Exit, Schema } from "effect"
+import { type Cause, Effect, Exit, Option, Schema } from "effect"
+import { Workflow as WorkflowModule } from "effect/workflow"
 
 /** The Thread of every execution; its Object is named by the execution id. @internal */
 export const WORKFLOW_THREAD_ID = "workflow"
@@ -68,10 +69,17 @@ export const encodeDeferredExit = (exit: Exit.Exit<unknown, unknown>): Schema.Js
 export const encodeActivityExit = (exit: Exit.Exit<unknown, unknown>): Schema.Json =>
   Schema.encodeSync(RawDefectExitJson)(toJsonValues(exit)) as Schema.Json
 
-/** An activity's recorded result: completed with an exit, or suspended. @internal */
+/**
+ * An activity's recorded result: completed with an exit, or suspended, with the failure that
+ * suspended it under `SuspendOnFailure` (absent in records of earlier releases). @internal
+ */
 export const ActivityRecord = Schema.Union([
   Schema.Struct({ _tag: Schema.Literal("Complete"), exit: Schema.Json }),
-  Schema.Struct({ _tag: Schema.Literal("Suspended") }),
+  Schema.Struct({
+    _tag: Schema.Literal("Suspended"),
+    cause: Schema.optionalKey(Schema.Json),
+    failed: Schema.optionalKey(Schema.Boolean),
+  }),
 ])
 /** @internal */
 export type ActivityRecord = typeof ActivityRecord.Type
@@ -83,3 +91,40 @@ export const decodeActivityExit = (json: Schema.Json): Exit.Exit<unknown, unknow
 /** Decodes a deferred's completion. @internal */
 export const decodeDeferredExit = (json: Schema.Json): Exit.Exit<unknown, unknown> =>
   Schema.decodeUnknownSync(EncodedExitJson)(json)
+
+/** A suspension's cause (its defects raw), as JSON. */
+const SuspensionCauseJson = Schema.toCodecJson(Schema.Cause(Schema.Never, Schema.Defect()))
+
+/**
+ * The record of an activity's suspension, with its cause (when it encodes) and whether a
+ * failure caused it. @internal
+ */
+export const suspendedRecord = (result: {
+  readonly cause?: Cause.Cause<never> | undefined
+  readonly failed?: boolean | undefined
+}): ActivityRecord => {
+  const cause =
+    result.cause === undefined
+      ? undefined
+      : Option.getOrUndefined(Schema.encodeUnknownOption(SuspensionCauseJson)(result.cause))
+  return {
+    _tag: "Suspended",
+    ...(cause === undefined ? {} : { cause: cause as Schema.Json }),
+    ...(result.failed === true ? { failed: true } : {}),
+  }
+}
+
+/**
+ * The `Suspended` result a recorded suspension stands for: its cause when it was recorded and
+ * decodes (a defect's value that does not survive JSON is kept as JSON). @internal
+ */
+export const suspendedResult = (record: Extract<ActivityRecord, { readonly _tag: "Suspended" }>) => {
+  const cause =
+    record.cause === undefined
+      ? undefined
+      : Option.getOrUndefined(Schema.decodeUnknownOption(SuspensionCauseJson)(record.cause))
+  return new WorkflowModule.Suspended({
+    ...(cause === undefined ? {} : { cause }),
+    ...(record.failed === true ? { failed: true } : {}),
+  })
+}

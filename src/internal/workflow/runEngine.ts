@@ -12,7 +12,7 @@
 import { Context, Effect, Exit, Option, Schema } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
-import type { AgentContext, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
+import type { AgentContext, ChildHandle, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
 import { type AgentDefinition, AgentFailure } from "../../core/AgentRegistration.ts"
 import { ActivityRetry, exitOfFailure, failedTyped, failureMessage } from "./activityRetry.ts"
 import {
@@ -21,6 +21,8 @@ import {
   decodeDeferredExit,
   deferredEvent,
   encodeActivityExit,
+  suspendedRecord,
+  suspendedResult,
   WORKFLOW_THREAD_ID,
 } from "./codec.ts"
 
@@ -29,7 +31,8 @@ export interface RunState {
   readonly activities: Map<string, Workflow.Result<unknown, unknown>>
   readonly deferreds: Map<string, Exit.Exit<unknown, unknown>>
   readonly clocks: Set<string>
-  readonly children: Map<string, Workflow.Result<unknown, unknown> | "started">
+  /** A child's result once awaited, else the handle of its start. */
+  readonly children: Map<string, Workflow.Result<unknown, unknown> | ChildHandle<Exit.Exit<unknown, unknown>>>
 }
 
 /** @internal */
@@ -117,7 +120,7 @@ export const makeRunEngine = (
         Effect.map((result): ActivityRecord =>
           result._tag === "Complete"
             ? { _tag: "Complete", exit: encodeActivityExit(result.exit) }
-            : { _tag: "Suspended" },
+            : suspendedRecord(result),
         ),
       ) as Effect.Effect<ActivityRecord>
       const retry = Context.get(activity.annotations, ActivityRetry)
@@ -126,7 +129,8 @@ export const makeRunEngine = (
           ? yield* orDie(ctx.step(`activity/${key}`, body as Effect.Effect<ActivityRecord & Schema.Json>))
           : yield* retriedActivity(ctx, `activity/${key}`, body, retry)
       const decoded = Schema.decodeUnknownSync(ActivityRecord)(record)
-      if (decoded._tag === "Suspended") return new WorkflowModule.Suspended({})
+      // Its cause (a failure under `SuspendOnFailure`) is the execution's, which `poll` reads.
+      if (decoded._tag === "Suspended") return suspendedResult(decoded)
       const result = new WorkflowModule.Complete({ exit: decodeActivityExit(decoded.exit) })
       state.activities.set(key, result)
       return result
@@ -171,26 +175,27 @@ export const makeRunEngine = (
         )
       }
       const known = state.children.get(options.executionId)
-      if (known === undefined) {
-        const handle = yield* orDie(
+      if (known !== undefined && WorkflowModule.isResult(known)) return options.discard ? undefined : known
+      // Started once, by this call or an earlier one (with `discard`): a later execute awaits it.
+      const handle =
+        known ??
+        (yield* orDie(
           ctx.startChild({
             agent: agentOf(workflow),
             input: { executionId: options.executionId, payload: options.payload },
             thread: { objectName: options.executionId, threadId: WORKFLOW_THREAD_ID },
-            // The key a Worker's execute admits it under: both reach the same Submission.
+            // The key a Worker's execute admits it under: both reach the same Submission. One a
+            // Worker started that has settled answers its result, as a repeat execute would.
             idempotencyKey: options.executionId,
+            joinSettled: true,
           }),
-        )
-        state.children.set(options.executionId, "started")
-        if (options.discard) return undefined
-        const settled = yield* orDie(ctx.awaitChild(handle))
-        const result = new WorkflowModule.Complete({ exit: childExit(settled) })
-        state.children.set(options.executionId, result)
-        return result
-      }
+        ))
+      state.children.set(options.executionId, handle)
       if (options.discard) return undefined
-      if (known === "started") return yield* unsupported("execute of a child started with discard")
-      return known
+      const settled = yield* orDie(ctx.awaitChild(handle))
+      const result = new WorkflowModule.Complete({ exit: childExit(settled) })
+      state.children.set(options.executionId, result)
+      return result
     })) as WorkflowEngine.Encoded["execute"]
 
   return WorkflowEngine.makeUnsafe({

@@ -32,6 +32,11 @@ export const ThreadMessage = Schema.Union([
      * Absent in messages of earlier releases.
      */
     parentAttemptId: Schema.optionalKey(AttemptId),
+    /**
+     * A settled Submission of the key that this parent did not start answers its settlement
+     * instead of refusing the child. Absent in messages of earlier releases.
+     */
+    joinSettled: Schema.optionalKey(Schema.Literal(true)),
   }),
   /** A child's settlement, for its parent; at most one is applied per child. */
   Schema.TaggedStruct("ChildSettled", {

@@ -56,6 +56,7 @@ export const makeChildCalls = (
     readonly input: CI
     readonly thread: ChildThread
     readonly idempotencyKey?: string
+    readonly joinSettled?: boolean
   }): Effect.Effect<ChildHandle<CO>, AgentFailure> =>
     Effect.gen(function* () {
       const position = next()
@@ -123,6 +124,9 @@ export const makeChildCalls = (
                 step: position,
               },
               parentAttemptId: attempt.claim.attemptId,
+              ...(options.joinSettled === true && options.idempotencyKey !== undefined
+                ? { joinSettled: true as const }
+                : {}),
             },
           },
         ],

@@ -173,8 +173,13 @@ const admitChild = (
             `key ${message.idempotencyKey} was used for another agent`,
           )
         // Only a repeat of this parent's own admission joins it: another parent's child, or a
-        // Submission admitted outside any parent, would never report its settlement here.
-        if (existing.parent?.submissionId !== parent.submissionId || existing.parent.step !== parent.step)
+        // Submission admitted outside any parent, would never report its settlement here. One
+        // that settled already has nothing left to report: with `joinSettled` it answers that.
+        const own =
+          existing.parent?.submissionId === parent.submissionId && existing.parent.step === parent.step
+        if (!own && message.joinSettled === true && existing.state === "settled")
+          return admittedReply(existing, true)
+        if (!own)
           return yield* refuse(
             "idempotency-conflict",
             existing.parent?.submissionId === parent.submissionId
