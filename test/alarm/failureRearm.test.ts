@@ -63,6 +63,41 @@ describe("failure rearming", () => {
     ),
   )
 
+  // Seen with a due time past 2189 before the alarm was capped: the caught-up finish committed
+  // (dropping the due retry), then the alarm write failed, and the count went 1, 2, 1, 2.
+  it.effect.each(["caught up", "actionable"] as const)(
+    "keeps backing off a %s event that fails after its finish committed",
+    (kind) =>
+      inObject(objectName(`after-finish-${kind.replace(" ", "-")}`), (ctx) =>
+        Effect.gen(function* () {
+          let now = yield* dayAhead
+          yield* putRawState(ctx, caughtUpRecord(5n, kind === "actionable" ? { processed: "4" } : {}))
+          const failpoints = yield* maintenanceSwitchboard()
+          const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
+          let previous = { notBefore: 0, stalls: 0 }
+          for (let failure = 1; failure <= 6; failure++) {
+            yield* failpoints.once("maintenance:finish:after", Effect.die(new Error("alarm write lost")))
+            const exit = yield* Effect.exit(withJitter(0.5)(maintenance.pass))
+            expect(Exit.isFailure(exit)).toBe(true)
+            const retry = yield* storedRetry(ctx)
+            expect(retry).toEqual(
+              encodedRetry({
+                generation: 5n,
+                notBefore: Math.max(previous.notBefore, now + backoffDelay(defaults, previous.stalls, 0.5)),
+                nativeOnly: false,
+                stalls: failure,
+              }),
+            )
+            expect(yield* alarmOf(ctx)).toBe(retry?.notBefore)
+            previous = { notBefore: retry!.notBefore, stalls: retry!.stalls }
+            // The next delivery comes when the retry is due.
+            yield* TestClock.setTime(retry!.notBefore)
+            now = retry!.notBefore
+          }
+        }),
+      ),
+  )
+
   it.effect("restarts the backoff for a newer generation", () =>
     inObject(objectName("newer-generation"), (ctx) =>
       Effect.gen(function* () {
