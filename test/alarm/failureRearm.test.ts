@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { DurableAlarmError, ThreadHostMaintenanceError } from "../../src/Alarm.ts"
+import { DurableAlarmError, ThreadHostMaintenanceError, ThreadPublicationError } from "../../src/Alarm.ts"
 import { backoffDelay } from "../../src/internal/maintenance/backoff.ts"
 import { REARM_DEADLINE_READ_MILLIS } from "../../src/internal/maintenance/rearm.ts"
 import {
@@ -183,6 +183,34 @@ describe("failure rearming", () => {
         expect(yield* alarmOf(ctx)).toBe(now + 75)
       }),
     ),
+  )
+
+  // As for a host hook: NaN would make every alarm derived from it NaN, which the caught-up
+  // finish read as "nothing owed" and cleared, stranding owed native work with no alarm.
+  it.effect.each([Number.NaN, Number.NEGATIVE_INFINITY])(
+    "fails on a publication deadline of %s as the hook's failure and keeps owed work armed",
+    (answer) =>
+      inObject(objectName(`publication-${String(answer)}`), (ctx) =>
+        Effect.gen(function* () {
+          const now = yield* dayAhead
+          yield* putRawState(ctx, caughtUpRecord(5n, { processed: "4" }))
+          const { maintenance } = yield* incarnation(ctx, {
+            publication: {
+              invalidate: Effect.void,
+              prepareGeneration: () => Effect.void,
+              drain: Effect.void,
+              pendingDeadline: Effect.succeed(Option.some(answer)),
+            },
+          })
+          const error = failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))
+          expect(error).toBeInstanceOf(ThreadPublicationError)
+          expect(error?.message).toContain(`pendingDeadline answered ${answer}`)
+          expect(yield* storedRetry(ctx)).toEqual(
+            encodedRetry({ generation: 5n, notBefore: now + 75, nativeOnly: false, stalls: 1 }),
+          )
+          expect(yield* alarmOf(ctx)).toBe(now + 75)
+        }),
+      ),
   )
 
   it.effect("commits the retry when the deadline read never answers, after a bounded wait", () =>

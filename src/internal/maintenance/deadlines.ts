@@ -2,7 +2,12 @@
 import { Effect, Option } from "effect"
 import { catchUnlessInterrupted } from "../boundary.ts"
 import type { ThreadProjectionMaintenance } from "../../core/ThreadProjectionMaintenance.ts"
-import { type DurableAlarmError, type HookDeadlineFailure, ThreadHostMaintenanceError } from "./errors.ts"
+import {
+  type DurableAlarmError,
+  type HookDeadlineFailure,
+  ThreadHostMaintenanceError,
+  ThreadPublicationError,
+} from "./errors.ts"
 import type { ThreadMessageDeliveryService, ThreadPublicationService } from "./hooks.ts"
 import type { ThreadHostMaintenanceService } from "./hostMaintenance.ts"
 
@@ -46,6 +51,30 @@ export const makeHostDeadline = (hooks: {
     return earliestDeadline(messages, earliestDeadline(due(projected), host))
   })
 }
+
+/**
+ * @internal The publication hook with its deadline checked as a host hook's is: NaN or an
+ * infinity would make the alarm every commit derives from it NaN or infinite, which reads as
+ * nothing owed and clears the alarm even while a generation is owed.
+ */
+export const checkedPublication = (publication: ThreadPublicationService): ThreadPublicationService => ({
+  // Each member read from the application's service when used (it may be a class instance).
+  invalidate: Effect.suspend(() => publication.invalidate),
+  prepareGeneration: (generation) => publication.prepareGeneration(generation),
+  drain: Effect.suspend(() => publication.drain),
+  pendingDeadline: Effect.flatMap(
+    Effect.suspend(() => publication.pendingDeadline),
+    (deadline) =>
+      Option.isSome(deadline) && !Number.isFinite(deadline.value)
+        ? Effect.fail(
+            new ThreadPublicationError({
+              operation: "read its pending deadline",
+              message: `pendingDeadline answered ${deadline.value}, not a finite epoch-ms time`,
+            }),
+          )
+        : Effect.succeed(deadline),
+  ),
+})
 
 /** @internal The combined deadline: publication's, then the other hooks'. */
 export const makePendingDeadline = (

@@ -10,7 +10,7 @@ import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "./alarmService.ts"
 import { alarmTiming } from "./alarmPolicy.ts"
-import { earliestDeadline, makeHostDeadline, makePendingDeadline } from "./deadlines.ts"
+import { checkedPublication, earliestDeadline, makeHostDeadline, makePendingDeadline } from "./deadlines.ts"
 import { ThreadRetention, type ThreadRetentionService } from "../retention/layer.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
@@ -82,7 +82,7 @@ export class ThreadMaintenance extends Context.Service<
       const config = yield* CloudflareDurableRuntimeConfig
       const failpoint = yield* ThreadMaintenanceFailpoint
       const gate = yield* ThreadMutationGate
-      const publication = yield* ThreadPublication
+      const publication = checkedPublication(yield* ThreadPublication)
       const projection = yield* ThreadProjectionMaintenance
       const runtime = yield* DurableAgentRuntime
       const ledger = yield* SubmissionLedger
