@@ -62,6 +62,7 @@ export {
   Reason,
   SubmissionExplanation,
   SubmissionProgress,
+  UnreadDeadline,
   VerifyReport,
   Violation,
 } from "./internal/operator/reports.ts"

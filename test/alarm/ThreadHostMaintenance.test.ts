@@ -290,21 +290,47 @@ describe("ThreadHostMaintenance.all", () => {
 })
 
 describe("the hooks an application provides", () => {
-  it.effect("fail a caller's call with ThreadObjectFailure reason hook, never by their own tag", () =>
-    inObject(objectName("hook-reason"), (ctx) =>
+  // Before, one hook whose deadline could not be read failed `obligations` as a whole
+  // (ThreadObjectFailure, reason hook): the operator saw nothing of what the Object owes.
+  it.effect("answer obligations with the rest when one hook's deadline read fails, naming that hook", () =>
+    inObject(objectName("hook-unread"), (ctx) =>
       Effect.gen(function* () {
-        yield* dayAhead
-        const { context } = yield* incarnation(ctx, {
-          host: hostHooks({ pendingDeadline: Effect.fail(refusal("cursor")) }),
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const { context, maintenance } = yield* incarnation(ctx, {
+          hostLayer: ThreadHostMaintenance.all([
+            lane(hostHooks({ pendingDeadline: Effect.fail(refusal("cursor")) })),
+            lane(hostHooks({ pendingDeadline: deadlineAt(now + 4_000) })),
+            lane(hostHooks({ pendingDeadline: Effect.succeed(Option.some(Number.NaN)) })),
+          ]),
+          publication: {
+            invalidate: Effect.void,
+            prepareGeneration: () => Effect.void,
+            drain: Effect.void,
+            pendingDeadline: Effect.fail(
+              new Alarm.ThreadPublicationError({ operation: "read its cursor", message: "feed unreadable" }),
+            ),
+          },
         })
-        const exit = yield* Effect.exit(
-          objectCalls(undefined).obligations({ threadId: "t" }).pipe(Effect.provideContext(context)),
-        )
-        expect(failureOf(exit)).toMatchObject({
-          _tag: "ThreadObjectFailure",
-          entryPoint: "obligations",
-          reason: "hook",
-        })
+        // The Object's constructor gate: an unreadable deadline reads as due there.
+        yield* maintenance.ensureAlarm
+        expect(yield* alarmOf(ctx)).toBe(now + 50)
+        const owed = yield* objectCalls(undefined)
+          .obligations({ threadId: "t" })
+          .pipe(Effect.provideContext(context))
+        expect(owed.obligations.map((obligation) => [obligation.source, obligation.dueAt])).toEqual([
+          ["host-deadline", now + 4_000],
+        ])
+        expect(owed.unreadDeadlines).toEqual([
+          { source: "host-deadline", hook: "cursor", message: "cursor is unavailable" },
+          {
+            source: "host-deadline",
+            hook: "host maintenance lane 2",
+            message: "pendingDeadline answered NaN, not a finite epoch-ms time",
+          },
+          { source: "publication-deadline", hook: "publication", message: "feed unreadable" },
+        ])
+        expect(owed.impliedAlarm).toBe(now + 4_000)
       }),
     ),
   )

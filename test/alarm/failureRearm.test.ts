@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { DurableAlarmError, ThreadHostMaintenanceError } from "../../src/Alarm.ts"
+import { DurableAlarmError, ThreadHostMaintenanceError, ThreadPublicationError } from "../../src/Alarm.ts"
 import { backoffDelay } from "../../src/internal/maintenance/backoff.ts"
 import { DEADLINE_READ_MILLIS } from "../../src/internal/maintenance/maintenanceEnv.ts"
 import {
@@ -61,6 +61,41 @@ describe("failure rearming", () => {
         }
       }),
     ),
+  )
+
+  // Seen with a due time past 2189 before the alarm was capped: the caught-up finish committed
+  // (dropping the due retry), then the alarm write failed, and the count went 1, 2, 1, 2.
+  it.effect.each(["caught up", "actionable"] as const)(
+    "keeps backing off a %s event that fails after its finish committed",
+    (kind) =>
+      inObject(objectName(`after-finish-${kind.replace(" ", "-")}`), (ctx) =>
+        Effect.gen(function* () {
+          let now = yield* dayAhead
+          yield* putRawState(ctx, caughtUpRecord(5n, kind === "actionable" ? { processed: "4" } : {}))
+          const failpoints = yield* maintenanceSwitchboard()
+          const { maintenance } = yield* incarnation(ctx, { maintenance: failpoints.handler })
+          let previous = { notBefore: 0, stalls: 0 }
+          for (let failure = 1; failure <= 6; failure++) {
+            yield* failpoints.once("maintenance:finish:after", Effect.die(new Error("alarm write lost")))
+            const exit = yield* Effect.exit(withJitter(0.5)(maintenance.pass))
+            expect(Exit.isFailure(exit)).toBe(true)
+            const retry = yield* storedRetry(ctx)
+            expect(retry).toEqual(
+              encodedRetry({
+                generation: 5n,
+                notBefore: Math.max(previous.notBefore, now + backoffDelay(defaults, previous.stalls, 0.5)),
+                nativeOnly: false,
+                stalls: failure,
+              }),
+            )
+            expect(yield* alarmOf(ctx)).toBe(retry?.notBefore)
+            previous = { notBefore: retry!.notBefore, stalls: retry!.stalls }
+            // The next delivery comes when the retry is due.
+            yield* TestClock.setTime(retry!.notBefore)
+            now = retry!.notBefore
+          }
+        }),
+      ),
   )
 
   it.effect("restarts the backoff for a newer generation", () =>
@@ -148,6 +183,34 @@ describe("failure rearming", () => {
         expect(yield* alarmOf(ctx)).toBe(now + 75)
       }),
     ),
+  )
+
+  // As for a host hook: NaN would make every alarm derived from it NaN, which the caught-up
+  // finish read as "nothing owed" and cleared, stranding owed native work with no alarm.
+  it.effect.each([Number.NaN, Number.NEGATIVE_INFINITY])(
+    "fails on a publication deadline of %s as the hook's failure and keeps owed work armed",
+    (answer) =>
+      inObject(objectName(`publication-${String(answer)}`), (ctx) =>
+        Effect.gen(function* () {
+          const now = yield* dayAhead
+          yield* putRawState(ctx, caughtUpRecord(5n, { processed: "4" }))
+          const { maintenance } = yield* incarnation(ctx, {
+            publication: {
+              invalidate: Effect.void,
+              prepareGeneration: () => Effect.void,
+              drain: Effect.void,
+              pendingDeadline: Effect.succeed(Option.some(answer)),
+            },
+          })
+          const error = failureOf(yield* Effect.exit(withJitter(0.5)(maintenance.pass)))
+          expect(error).toBeInstanceOf(ThreadPublicationError)
+          expect(error?.message).toContain(`pendingDeadline answered ${answer}`)
+          expect(yield* storedRetry(ctx)).toEqual(
+            encodedRetry({ generation: 5n, notBefore: now + 75, nativeOnly: false, stalls: 1 }),
+          )
+          expect(yield* alarmOf(ctx)).toBe(now + 75)
+        }),
+      ),
   )
 
   it.effect("commits the retry when the deadline read never answers, after a bounded wait", () =>

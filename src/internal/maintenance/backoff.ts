@@ -84,26 +84,29 @@ export const nextBindingRetry = (
 
 /**
  * @internal The retry a failed event commits: never earlier than the previous retry of the same
- * generation, one stall more.
+ * generation, one stall more. The previous retry is the stored one or, when the event's own
+ * finish committed (dropping it) before the event failed, the one the event began with.
  */
 export const nextFailureRetry = (
   config: BackoffConfig,
   options: {
     readonly generation: bigint
     readonly previous: MaintenanceRetry | undefined
+    /** The retry of the generation when the failed event began. */
+    readonly began?: MaintenanceRetry | undefined
     readonly now: number
     readonly jitter: number
     readonly nativeOnly: boolean
   },
 ): MaintenanceRetry => {
-  const previous =
-    options.previous !== undefined && options.previous.generation === options.generation
-      ? options.previous
-      : undefined
-  const stalls = previous?.stalls ?? 0
+  const previous = [options.previous, options.began].filter(
+    (retry): retry is MaintenanceRetry => retry !== undefined && retry.generation === options.generation,
+  )
+  const stalls = Math.max(0, ...previous.map((retry) => retry.stalls))
+  const notBefore = Math.max(0, ...previous.map((retry) => retry.notBefore))
   return MaintenanceRetry.make({
     generation: options.generation,
-    notBefore: Math.max(previous?.notBefore ?? 0, options.now + backoffDelay(config, stalls, options.jitter)),
+    notBefore: Math.max(notBefore, options.now + backoffDelay(config, stalls, options.jitter)),
     nativeOnly: options.nativeOnly,
     stalls: Math.min(STALL_CAP, stalls + 1),
   })

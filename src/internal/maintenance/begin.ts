@@ -12,15 +12,29 @@ import { decideAlarm } from "./alarmPolicy.ts"
 import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import { applicableRetry, type BindingRetry, readMaintenanceState, writeMaintenanceState } from "./state.ts"
+import {
+  applicableRetry,
+  type BindingRetry,
+  type MaintenanceRetry,
+  readMaintenanceState,
+  writeMaintenanceState,
+} from "./state.ts"
 
 /** @internal What the begin transaction read and decided. */
 export type BeginResult =
-  | { readonly _tag: "CaughtUp"; readonly generation: bigint; readonly nonterminal: number }
+  | {
+      readonly _tag: "CaughtUp"
+      readonly generation: bigint
+      readonly nonterminal: number
+      /** The failure retry of this generation as the pass found it, if any. */
+      readonly retry: MaintenanceRetry | undefined
+    }
   | {
       readonly _tag: "Actionable"
       readonly generation: bigint
       readonly nonterminal: number
+      /** The failure retry of this generation as the pass found it, if any. */
+      readonly retry: MaintenanceRetry | undefined
       /** When the begin transaction ran. */
       readonly beganAt: number
       readonly stalls: number
@@ -42,12 +56,13 @@ export const beginTransaction = (env: MaintenanceEnv): Effect.Effect<BeginResult
       // A timed wait due by the bound is owed work too; a retry not yet due holds both back.
       const owed = state.processed < state.dirty || (state.nextDueAt ?? Infinity) <= now
       if (!owed || (retry?.notBefore ?? 0) > now) {
-        return { _tag: "CaughtUp", generation: state.dirty, nonterminal: state.nonterminal }
+        return { _tag: "CaughtUp", generation: state.dirty, nonterminal: state.nonterminal, retry }
       }
       return {
         _tag: "Actionable",
         generation: state.dirty,
         nonterminal: state.nonterminal,
+        retry,
         beganAt: now,
         stalls: retry?.stalls ?? 0,
         cursor: state.lastServedThreadId,

@@ -10,7 +10,14 @@ import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "./alarmService.ts"
 import { alarmTiming } from "./alarmPolicy.ts"
-import { earliestDeadline, makeHostDeadline, makePendingDeadline } from "./deadlines.ts"
+import {
+  checkedPublication,
+  type DeadlineReport,
+  earliestDeadline,
+  makeHostDeadline,
+  makeHostDeadlineReport,
+  makePendingDeadline,
+} from "./deadlines.ts"
 import { ThreadRetention, type ThreadRetentionService } from "../retention/layer.ts"
 import { makeEnsureAlarm } from "./ensure.ts"
 import { DEADLINE_READ_MILLIS, type MaintenanceEnv } from "./maintenanceEnv.ts"
@@ -58,6 +65,11 @@ export class ThreadMaintenance extends Context.Service<
       Option.Option<number>,
       DurableAlarmError | ThreadHostMaintenanceError
     >
+    /**
+     * `hostDeadline` read hook by hook for the operator's `obligations`: a hook whose read fails
+     * (or answers no finite time, or nothing within 5 s) is named instead of failing the rest.
+     */
+    readonly hostDeadlineReport: Effect.Effect<DeadlineReport>
     /** Retention of settled Submissions, as captured when the layer was built (its lane, `forget`). */
     readonly retention: ThreadRetentionService
   }
@@ -81,7 +93,7 @@ export class ThreadMaintenance extends Context.Service<
       const config = yield* CloudflareDurableRuntimeConfig
       const failpoint = yield* ThreadMaintenanceFailpoint
       const gate = yield* ThreadMutationGate
-      const publication = yield* ThreadPublication
+      const publication = checkedPublication(yield* ThreadPublication)
       const projection = yield* ThreadProjectionMaintenance
       const runtime = yield* DurableAgentRuntime
       const ledger = yield* SubmissionLedger
@@ -147,6 +159,10 @@ export class ThreadMaintenance extends Context.Service<
           ),
         repair: makeRepair(env, ledger),
         hostDeadline,
+        hostDeadlineReport: makeHostDeadlineReport(
+          { messages, projection, host },
+          REARM_DEADLINE_READ_MILLIS,
+        ),
         retention: retentionService,
       }
     }),

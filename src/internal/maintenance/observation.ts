@@ -12,6 +12,7 @@
  */
 import { Cause, Clock, Effect } from "effect"
 import type { ThreadId } from "../../core/Identifiers.ts"
+import type { MaintenanceRetry } from "./state.ts"
 import { EVENT_DEADLINE_MILLIS } from "./backoff.ts"
 import { DurableAlarmError, type MaintenancePassFailure } from "./errors.ts"
 
@@ -23,6 +24,11 @@ export interface PassObservation {
   readonly nativeOnly: boolean
   /** The lane of the last head Attempt the event started: the rearm makes it the cursor. */
   readonly lane?: ThreadId
+  /**
+   * The failure retry of the generation as the pass found it. A finish that committed before
+   * the event failed may have dropped it; the rearm still counts from it.
+   */
+  readonly retry?: MaintenanceRetry
 }
 
 /** @internal A phase of the pass: `effect` run under one observation. */

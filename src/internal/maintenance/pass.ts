@@ -64,7 +64,11 @@ const passBody = (deps: PassDependencies, window: EventWindow) =>
       Effect.gen(function* () {
         // A failure before the generation is read leaves nothing to rearm.
         const begin = yield* bounded(deadlineAt)(beginTransaction(env))
-        const observation: PassObservation = { generation: begin.generation, nativeOnly: false }
+        const observation: PassObservation = {
+          generation: begin.generation,
+          nativeOnly: false,
+          ...(begin.retry === undefined ? {} : { retry: begin.retry }),
+        }
         yield* observed(
           observation,
           deadlineAt,

@@ -32,6 +32,7 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
           const retry = nextFailureRetry(env.config, {
             generation,
             previous: state.retry,
+            began: observation.retry,
             now,
             jitter,
             nativeOnly,

@@ -30,7 +30,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
  * - `alarm`: the maintenance record or its alarm could not be read or written. A mutation that
  *   fails so did not run: it could not arm the alarm that guarantees its work is served.
  * - `hook`: a hook the application provides (`ThreadPublication`, `ThreadHostMaintenance`)
- *   failed, e.g. reading its deadline for `obligations`.
+ *   failed while the call ran it (`obligations` does not fail so: it names a hook whose deadline
+ *   it could not read in `unreadDeadlines` and answers the rest).
  * - `internal`: anything else, e.g. a failure a test failpoint injected.
  */
 export const ThreadObjectFailureReason = Schema.Literals([

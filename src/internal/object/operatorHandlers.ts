@@ -18,6 +18,8 @@ import { ThreadPublication } from "../maintenance/hooks.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { explainSubmission } from "../operator/explain.ts"
 import { deriveObligations } from "../operator/obligations.ts"
+import { reportDeadlines } from "../maintenance/deadlines.ts"
+import { REARM_DEADLINE_READ_MILLIS } from "../maintenance/rearm.ts"
 import { verifyStorage } from "../operator/verify.ts"
 import { SubmissionProgress } from "../operator/reports.ts"
 import type { CallHandler } from "./dispatch.ts"
@@ -105,20 +107,36 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       // The application provides its hooks to the maintenance layer, not to this incarnation's
       // context: their deadline is read from the service that captured them.
       const maintenancePass = yield* ThreadMaintenance
-      const host = maintenancePass.hostDeadline
-      const retention = maintenancePass.retention.lane.pendingDeadline
+      // Each hook read on its own: one that cannot answer is named, the rest still answered.
+      const host = maintenancePass.hostDeadlineReport
+      const published = reportDeadlines(
+        [{ hook: "publication", read: publication.pendingDeadline }],
+        REARM_DEADLINE_READ_MILLIS,
+      )
+      const retention = reportDeadlines(
+        [{ hook: "retention", read: maintenancePass.retention.lane.pendingDeadline }],
+        REARM_DEADLINE_READ_MILLIS,
+      )
       const ledger = yield* SubmissionLedger
       const alarm = yield* DurableAlarmService
       const read = Effect.gen(function* () {
         const maintenance = yield* readMaintenanceView
         const passRunning = yield* alarm.passRunning
+        const hosts = yield* host
+        const publications = yield* published
+        const retained = yield* retention
         return deriveObligations({
           maintenance,
           nonterminal: yield* Stream.runCollect(ledger.scanNonterminal),
           reports: yield* runtime.previewRecovery,
-          hostDeadline: yield* host,
-          publicationDeadline: yield* publication.pendingDeadline,
-          retentionDeadline: yield* retention,
+          hostDeadline: hosts.deadline,
+          publicationDeadline: publications.deadline,
+          retentionDeadline: retained.deadline,
+          unreadDeadlines: [
+            ...hosts.unread.map((unread) => ({ source: "host-deadline" as const, ...unread })),
+            ...publications.unread.map((unread) => ({ source: "publication-deadline" as const, ...unread })),
+            ...retained.unread.map((unread) => ({ source: "retention" as const, ...unread })),
+          ],
           now: yield* Clock.currentTimeMillis,
           timing: alarmTiming(config),
           timerCoalesceMillis: config.timerCoalesceMillis,

@@ -16,7 +16,7 @@ import { applicableRetry } from "../maintenance/state.ts"
 import { servableAt } from "../maintenance/timers.ts"
 import { isTimed } from "../../core/internal/ledger/rules.ts"
 import type { MaintenanceView } from "./explain.ts"
-import { ObjectObligations, Obligation } from "./reports.ts"
+import { ObjectObligations, Obligation, type UnreadDeadline } from "./reports.ts"
 
 /** The latest alarm an ensure commit accepts; `undefined` when it keeps the slot. */
 const ensuredBy = (write: AlarmWrite): number | undefined =>
@@ -33,6 +33,8 @@ export interface ObligationsInput {
   readonly publicationDeadline: Option.Option<number>
   /** When retention is next due. */
   readonly retentionDeadline: Option.Option<number>
+  /** Hooks whose deadline could not be read: what they owe is unknown. */
+  readonly unreadDeadlines?: ReadonlyArray<UnreadDeadline>
   readonly now: number
   readonly timing: AlarmTiming
   /** `timerCoalesceMillis`: how late past its due time a timed wait's alarm may be. */
@@ -186,7 +188,14 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
   obligations.sort((a, b) => a.dueAt - b.dueAt)
 
   const scheduledAlarm = maintenance.alarm
-  const common = { obligations, scheduledAlarm, passRunning: input.passRunning, observedAt: now }
+  const unread = input.unreadDeadlines ?? []
+  const common = {
+    obligations,
+    scheduledAlarm,
+    passRunning: input.passRunning,
+    observedAt: now,
+    ...(unread.length === 0 ? {} : { unreadDeadlines: unread }),
+  }
   if (maintenance.damage !== undefined || state === undefined) {
     return ObjectObligations.make({
       ...common,
@@ -243,7 +252,7 @@ export const deriveObligations = (input: ObligationsInput): ObjectObligations =>
             kind: "late" as const,
             message: `the alarm is ${scheduledAlarm - implied} ms later than the rules allow`,
           }
-        : implied === undefined && scheduledAlarm !== null
+        : implied === undefined && scheduledAlarm !== null && unread.length === 0
           ? {
               kind: "extra" as const,
               message: "an alarm is set with nothing owed: one billed wake, nothing else",

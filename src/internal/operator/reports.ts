@@ -145,6 +145,18 @@ export const AlarmMismatch = Schema.Struct({
   message: Schema.String,
 })
 
+/**
+ * A hook whose pending deadline could not be read (it failed, answered a time that is not
+ * finite, or did not answer within 5 s): what it owes is unknown, the rest is still answered.
+ * `hook` names it (a `ThreadHostMaintenanceError`'s own `hook`, else which hook or lane).
+ */
+export const UnreadDeadline = Schema.Struct({
+  source: ObligationSource,
+  hook: Schema.String,
+  message: Schema.String,
+})
+export type UnreadDeadline = typeof UnreadDeadline.Type
+
 /** `obligations`: every due time, the alarm they imply, the alarm scheduled. */
 export class ObjectObligations extends Schema.Class<ObjectObligations>(
   "@effect-agent/platform-cloudflare/ObjectObligations",
@@ -157,6 +169,11 @@ export class ObjectObligations extends Schema.Class<ObjectObligations>(
   dirty: Schema.optionalKey(Schema.String),
   processed: Schema.optionalKey(Schema.String),
   damaged: Schema.optionalKey(Schema.Struct({ field: Schema.String, message: Schema.String })),
+  /**
+   * Hooks whose deadline could not be read. Their obligations are missing from the list and
+   * from `impliedAlarm`, and no `extra` mismatch is claimed while any is unread.
+   */
+  unreadDeadlines: Schema.optionalKey(Schema.Array(UnreadDeadline)),
   /** A pass runs in the Object now: an empty slot is not missing, the pass writes it at its finish. */
   passRunning: Schema.Boolean,
   observedAt: Schema.Finite,

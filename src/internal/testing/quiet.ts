@@ -61,11 +61,14 @@ const sleep = (millis: number) =>
  * handler's pass counts as running.
  */
 export const isQuiet = (owed: ObjectObligations): boolean =>
-  !owed.passRunning && owed.obligations.length === 0
+  !owed.passRunning && owed.obligations.length === 0 && (owed.unreadDeadlines ?? []).length === 0
 
 const summary = (owed: ObjectObligations) =>
   [
     ...owed.obligations.map((obligation) => `${obligation.source} (${obligation.detail})`),
+    ...(owed.unreadDeadlines ?? []).map(
+      (unread) => `${unread.source} of "${unread.hook}" unread (${unread.message})`,
+    ),
     ...(owed.passRunning ? ["a pass still running"] : []),
     ...(owed.scheduledAlarm === null && owed.obligations.length > 0 ? ["no alarm set for it"] : []),
   ].join(", ")
