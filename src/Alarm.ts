@@ -28,6 +28,7 @@ export type { AuxiliaryDrain, ThreadPublicationService } from "./internal/mainte
 export { ThreadHostMaintenance } from "./internal/maintenance/hostMaintenance.ts"
 export type { ThreadHostMaintenanceService } from "./internal/maintenance/hostMaintenance.ts"
 export { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
+export type { DeadlineReport, UnreadHookDeadline } from "./internal/maintenance/deadlines.ts"
 export { MaintenancePassReport } from "./internal/maintenance/report.ts"
 export {
   BindingRetry,

@@ -83,13 +83,13 @@ export const makePendingDeadline = (
 ): Effect.Effect<Option.Option<number>, HookDeadlineFailure> =>
   Effect.zipWith(publication.pendingDeadline, hostDeadline, earliestDeadline)
 
-/** @internal A hook's deadline that could not be read, for the operator's `obligations`. */
+/** A hook's deadline that could not be read, for the operator's `obligations`. */
 export interface UnreadHookDeadline {
   readonly hook: string
   readonly message: string
 }
 
-/** @internal Each hook's deadline read on its own: the earliest of those read, and the others. */
+/** Each hook's deadline read on its own: the earliest of those read, and the ones that could not be. */
 export interface DeadlineReport {
   readonly deadline: Option.Option<number>
   readonly unread: ReadonlyArray<UnreadHookDeadline>

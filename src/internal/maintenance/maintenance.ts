@@ -159,10 +159,7 @@ export class ThreadMaintenance extends Context.Service<
           ),
         repair: makeRepair(env, ledger),
         hostDeadline,
-        hostDeadlineReport: makeHostDeadlineReport(
-          { messages, projection, host },
-          REARM_DEADLINE_READ_MILLIS,
-        ),
+        hostDeadlineReport: makeHostDeadlineReport({ messages, projection, host }, DEADLINE_READ_MILLIS),
         retention: retentionService,
       }
     }),

@@ -19,7 +19,7 @@ import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import { explainSubmission } from "../operator/explain.ts"
 import { deriveObligations } from "../operator/obligations.ts"
 import { reportDeadlines } from "../maintenance/deadlines.ts"
-import { REARM_DEADLINE_READ_MILLIS } from "../maintenance/rearm.ts"
+import { DEADLINE_READ_MILLIS } from "../maintenance/maintenanceEnv.ts"
 import { verifyStorage } from "../operator/verify.ts"
 import { SubmissionProgress } from "../operator/reports.ts"
 import type { CallHandler } from "./dispatch.ts"
@@ -111,11 +111,11 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       const host = maintenancePass.hostDeadlineReport
       const published = reportDeadlines(
         [{ hook: "publication", read: publication.pendingDeadline }],
-        REARM_DEADLINE_READ_MILLIS,
+        DEADLINE_READ_MILLIS,
       )
       const retention = reportDeadlines(
         [{ hook: "retention", read: maintenancePass.retention.lane.pendingDeadline }],
-        REARM_DEADLINE_READ_MILLIS,
+        DEADLINE_READ_MILLIS,
       )
       const ledger = yield* SubmissionLedger
       const alarm = yield* DurableAlarmService
