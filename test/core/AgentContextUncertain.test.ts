@@ -76,6 +76,35 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
+    it.effect("resolves only the uncertain step a resolution names", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { head, second } = yield* killedCharge(world)
+          yield* recover(second)
+          // The charge is call 1: a resolution meant for another step is refused, writing nothing.
+          const refused = yield* Effect.flip(
+            runtimeOf(second).resolveUnknown(
+              head.submissionId,
+              { _tag: "Succeeded", value: "x" },
+              { step: 3 },
+            ),
+          )
+          expect(refused).toMatchObject({ _tag: "NotPending", expected: "unknown-outcome" })
+          expect(refused.message).toContain("call 1, not at call 3")
+          expect((yield* rowOf(second, head.submissionId)).state).toBe("unknown")
+          yield* runtimeOf(second).resolveUnknown(
+            head.submissionId,
+            { _tag: "Succeeded", value: "charged-by-hand" },
+            { step: 1 },
+          )
+          expect((yield* processToSettlement(second, "lane")).output).toEqual({
+            receipt: "charged-by-hand",
+            note: "done",
+          })
+        }),
+      ),
+    )
+
     it.effect("a Failed resolution fails the step with an AgentFailure the program can catch", () =>
       harness.run((world) =>
         Effect.gen(function* () {

@@ -123,10 +123,18 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
   abort: gated((runtime, request) => runtime.abort(request.submissionId)),
   retry: gated((runtime, request) => runtime.retry(request.submissionId)),
   resolveApproval: gated((runtime, request) =>
-    runtime.resolveApproval(request.submissionId, request.decision),
+    runtime.resolveApproval(
+      request.submissionId,
+      request.decision,
+      request.step === undefined ? undefined : { step: request.step },
+    ),
   ),
   resolveUnknown: gated((runtime, request) =>
-    runtime.resolveUnknown(request.submissionId, request.resolution),
+    runtime.resolveUnknown(
+      request.submissionId,
+      request.resolution,
+      request.step === undefined ? undefined : { step: request.step },
+    ),
   ),
   submissionStatus: (request) => Effect.map(addressed(request), submissionStatus),
   threadStatus: ({ threadId }) =>
