@@ -41,6 +41,8 @@ function describeReason(reason) {
       return `settled ${reason.settlement.outcome}${reason.settlement.error === undefined ? "" : `: ${reason.settlement.error}`}`
     case "WaitingForApproval":
       return `waiting for approval since ${formatTime(reason.since)}: ${summary(reason.payload)}`
+    case "JoinedTo":
+      return `joined to ${reason.host} (${reason.hostState}), ${reason.read ? "read by it" : "not read yet"}: it settles with it`
     case "QueuedBehind":
       return `queued behind ${reason.head} (${reason.headState}, ${reason.ahead} ahead)`
     case "UnknownOutcome":
