@@ -118,10 +118,13 @@ export class DurableAgentRuntime extends Context.Service<
         readonly input: I
       },
     ) => Effect.Effect<Receipt, SubmitFailure>
-    /** Records an abort intent; the Submission settles `aborted` once. */
+    /**
+     * Records an abort intent; the Submission settles `aborted` once. One already settled
+     * `completed` or `failed` is `NotPending` (`abortable`); one settled `aborted` answers again.
+     */
     readonly abort: (
       submissionId: SubmissionId,
-    ) => Effect.Effect<void, SubmissionNotFound | DurableWorkerFailure>
+    ) => Effect.Effect<void, SubmissionNotFound | NotPending | DurableWorkerFailure>
     /**
      * Decides the open approval request; with `step`, only the request at that call position
      * (any other is `NotPending`), so a decision sent twice never answers a later request.

@@ -193,10 +193,13 @@ export class RunJournalError extends Schema.TaggedError<RunJournalError>()("RunJ
   message: Schema.String,
 }) {}
 
-/** A resolution asked of a Submission that is not waiting for it. */
+/**
+ * A resolution asked of a Submission that is not waiting for it, or an abort of one that already
+ * settled `completed` or `failed` (`abortable`).
+ */
 export class NotPending extends Schema.TaggedError<NotPending>()("NotPending", {
   submissionId: SubmissionId,
-  expected: Schema.Literals(["approval", "unknown-outcome", "retryable"]),
+  expected: Schema.Literals(["approval", "unknown-outcome", "retryable", "abortable"]),
   message: Schema.String,
 }) {}
 
