@@ -105,6 +105,34 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
+    it.effect("opens the outcome again when a resolution's value is not a result of the step", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { runs, head, second } = yield* killedCharge(world)
+          yield* recover(second)
+          // The charge's result is a string: 42 cannot be it, and no later deployment makes it one.
+          yield* runtimeOf(second).resolveUnknown(head.submissionId, { _tag: "Succeeded", value: 42 })
+          expect(yield* processHead(second, "lane")).toEqual(Option.none())
+          expect((yield* rowOf(second, head.submissionId)).state).toBe("unknown")
+          expect((yield* tagsOf(second, head.submissionId)).slice(-3)).toEqual([
+            "UnknownOutcomeRecorded",
+            "UnknownOutcomeResolved",
+            "UnknownOutcomeRecorded",
+          ])
+          // The lane is not wedged: the operator resolves it again, and it settles once.
+          yield* runtimeOf(second).resolveUnknown(head.submissionId, {
+            _tag: "Succeeded",
+            value: "charged-by-hand",
+          })
+          expect((yield* processToSettlement(second, "lane")).output).toEqual({
+            receipt: "charged-by-hand",
+            note: "done",
+          })
+          expect((yield* runsOf(runs)).charge).toBeUndefined()
+        }),
+      ),
+    )
+
     it.effect("a Failed resolution fails the step with an AgentFailure the program can catch", () =>
       harness.run((world) =>
         Effect.gen(function* () {
