@@ -110,6 +110,14 @@ export function submissionView(object, threadId, submissionId) {
       ])
       if (rawOpen) raw.setAttribute("open", "")
       raw.addEventListener("toggle", () => (rawOpen = /** @type {HTMLDetailsElement} */ (raw).open))
+      // A decision answers the request this page shows: one that changed since is refused.
+      const reason = explanation.reason
+      /** @type {Record<string, string>} */
+      const decides =
+        (reason._tag === "WaitingForApproval" || reason._tag === "UnknownOutcome") &&
+        typeof reason.step === "number"
+          ? { step: String(reason.step) }
+          : {}
       const buttons = actionButtons(actions, "submission", waiting, (action) =>
         takeAction(
           action,
@@ -126,6 +134,7 @@ export function submissionView(object, threadId, submissionId) {
           () => {
             refresh().catch(() => undefined)
           },
+          decides,
         ),
       )
       root.replaceChildren(
