@@ -5,8 +5,10 @@
  * An abort tells its caller when there was nothing left to abort.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { env, runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
-import { twoApprovalsAgent } from "../worker/threadObject.ts"
+import * as ThreadClient from "../../src/ThreadClient.ts"
+import { operatorToken, twoApprovalsAgent } from "../worker/threadObject.ts"
 import { clientOf, deliverUntil, failureOf, inState, threadName } from "./support.ts"
 
 /** The call position of the approval request a Submission waits on now. */
@@ -82,6 +84,40 @@ describe("ThreadObject decisions", () => {
       yield* deliverUntil(thread, inState(client, parked.submissionId, "settled"))
       yield* client.abort(parked.submissionId)
       expect(yield* client.awaitSettlement(parked.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+    }),
+  )
+
+  it.live("refuses a decision whose note is larger than a stored value may be, naming the limit", () =>
+    Effect.gen(function* () {
+      // An Object of the default limits: a note of 200 KB fits a request (1 MiB), not a record.
+      const thread = threadName("large-note")
+      const client = ThreadClient.make(env.AUTHORIZED_TEST, thread, {
+        caller: { subject: "sam", credential: operatorToken },
+      })
+      const receipt = yield* client.submit({ agentId: "review", idempotencyKey: "k", input: { draft: "d" } })
+      for (let round = 0; round < 60; round++) {
+        if ((yield* client.status(receipt.submissionId)).state === "suspended") break
+        yield* Effect.promise(() =>
+          runDurableObjectAlarm(env.AUTHORIZED_TEST.getByName(thread)).catch(() => false),
+        )
+        yield* Effect.sleep(5)
+      }
+      const refused = failureOf(
+        yield* Effect.exit(
+          client.resolveApproval(receipt.submissionId, { approved: false, note: "n".repeat(200_000) }),
+        ),
+      )
+      expect(refused).toMatchObject({ _tag: "InvalidRequest", entryPoint: "resolveApproval" })
+      expect((refused as { message: string }).message).toContain("maxStoredValueBytes")
+      expect((yield* client.status(receipt.submissionId)).state).toBe("suspended")
+      expect(
+        failureOf(
+          yield* Effect.exit(
+            client.resolveUnknown(receipt.submissionId, { _tag: "Succeeded", value: "v".repeat(200_000) }),
+          ),
+        ),
+      ).toMatchObject({ _tag: "InvalidRequest", entryPoint: "resolveUnknown" })
+      yield* client.resolveApproval(receipt.submissionId, { approved: false, note: "too long a draft" })
     }),
   )
 })
