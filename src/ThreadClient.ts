@@ -136,13 +136,6 @@ export interface ThreadClient {
     payload: Schema.Json,
     options?: SendEventOptions,
   ) => Effect.Effect<CallSuccess<"sendEvent">, ThreadClientError<"sendEvent">>
-  /**
-   * Aborts the Submission: it settles `aborted` once (its program stops at its next step
-   * boundary; an uncertain step that runs is never cut short). One that already settled
-   * `completed` or `failed` keeps its outcome and the call is `NotPending` (`abortable`); one
-   * already aborted answers again. A Submission that settles by itself before the abort takes
-   * effect keeps that outcome: read its settlement.
-   */
   readonly abort: (submissionId: string) => Effect.Effect<void, ThreadClientError<"abort">>
   /**
    * Decides the Submission's open approval request: an approval resumes it, a denial settles it

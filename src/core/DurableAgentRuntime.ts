@@ -119,12 +119,12 @@ export class DurableAgentRuntime extends Context.Service<
       },
     ) => Effect.Effect<Receipt, SubmitFailure>
     /**
-     * Records an abort intent; the Submission settles `aborted` once. One already settled
-     * `completed` or `failed` is `NotPending` (`abortable`); one settled `aborted` answers again.
+     * Records an abort intent; the Submission settles `aborted` once. A Submission already
+     * settled keeps its settlement (read it with `awaitSettlement`): the call changes nothing.
      */
     readonly abort: (
       submissionId: SubmissionId,
-    ) => Effect.Effect<void, SubmissionNotFound | NotPending | DurableWorkerFailure>
+    ) => Effect.Effect<void, SubmissionNotFound | DurableWorkerFailure>
     /**
      * Decides the open approval request; with `step`, only the request at that call position
      * (any other is `NotPending`), so a decision sent twice never answers a later request.

@@ -125,11 +125,7 @@ export const ThreadObjectCalls = {
   ]),
   unschedule: call("mutate", UnscheduleInput, Unscheduled, [MaintenanceRecordDamaged]),
   schedules: call("read", ThreadAddress, Schema.Array(ScheduleInfo), []),
-  abort: call("operate", SubmissionAddress, Schema.Void, [
-    SubmissionNotFound,
-    NotPending,
-    MaintenanceRecordDamaged,
-  ]),
+  abort: call("operate", SubmissionAddress, Schema.Void, [SubmissionNotFound, MaintenanceRecordDamaged]),
   resolveApproval: call("operate", ApprovalInput, Schema.Void, [
     SubmissionNotFound,
     NotPending,

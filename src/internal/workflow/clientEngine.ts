@@ -102,13 +102,7 @@ export const makeClientEngine = (
       const status = yield* find(workflow._tag, executionId)
       if (status === null || status.settlement !== undefined) return
       // An abort settles the execution `aborted` and aborts its unsettled children first.
-      // One that settled meanwhile has nothing left to interrupt.
-      yield* clientOf(executionId)
-        .abort(status.submissionId)
-        .pipe(
-          Effect.catchTag("NotPending", () => Effect.void),
-          Effect.orDie,
-        )
+      yield* Effect.orDie(clientOf(executionId).abort(status.submissionId))
     })
 
   const send = (

@@ -48,17 +48,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
     const row = yield* env.exclusive(
       Effect.gen(function* () {
         const row = yield* rowOf(env, submissionId)
-        if (row.state === "settled" || row.state === "terminalizing") {
-          // Settled aborted (an abort sent again) answers as the first did; any other outcome
-          // stands, and the caller must not be told it was aborted.
-          const outcome = row.settlement?.outcome
-          if (outcome === undefined || outcome === "aborted") return row
-          return yield* notPending(
-            row,
-            "abortable",
-            `submission ${submissionId} already settled ${outcome}: there is nothing to abort`,
-          )
-        }
+        if (row.state === "settled" || row.state === "terminalizing") return row
         const marked = yield* env.ledger.requestAbort(submissionId)
         yield* env.hit("abort:after-intent")
         return marked

@@ -193,13 +193,10 @@ export class RunJournalError extends Schema.TaggedError<RunJournalError>()("RunJ
   message: Schema.String,
 }) {}
 
-/**
- * A resolution asked of a Submission that is not waiting for it, or an abort of one that already
- * settled `completed` or `failed` (`abortable`).
- */
+/** A resolution asked of a Submission that is not waiting for it. */
 export class NotPending extends Schema.TaggedError<NotPending>()("NotPending", {
   submissionId: SubmissionId,
-  expected: Schema.Literals(["approval", "unknown-outcome", "retryable", "abortable"]),
+  expected: Schema.Literals(["approval", "unknown-outcome", "retryable"]),
   message: Schema.String,
 }) {}
 
