@@ -138,13 +138,25 @@ export interface ThreadClient {
     options?: SendEventOptions,
   ) => Effect.Effect<CallSuccess<"sendEvent">, ThreadClientError<"sendEvent">>
   readonly abort: (submissionId: string) => Effect.Effect<void, ThreadClientError<"abort">>
+  /**
+   * Decides the Submission's open approval request: an approval resumes it, a denial settles it
+   * `failed`. Pass `step`, the call position `explain` reports (`WaitingForApproval.step`), to
+   * decide that request only: a decision sent again (after its answer was lost) is then
+   * `NotPending` once the program asks again, instead of deciding its next request.
+   */
   readonly resolveApproval: (
     submissionId: string,
     decision: ApprovalDecision,
+    options?: { readonly step?: number },
   ) => Effect.Effect<void, ThreadClientError<"resolveApproval">>
+  /**
+   * Resolves the Submission's Unknown Outcome: `Succeeded` with the step's result, or `Failed`.
+   * Pass `step` (`explain`'s `UnknownOutcome.step`) to resolve that uncertain step only.
+   */
   readonly resolveUnknown: (
     submissionId: string,
     resolution: UnknownResolution,
+    options?: { readonly step?: number },
   ) => Effect.Effect<void, ThreadClientError<"resolveUnknown">>
   /** Admin retry: revokes a running Claim so the next pass reclaims the Submission. */
   readonly retry: (submissionId: string) => Effect.Effect<void, ThreadClientError<"retry">>
@@ -303,10 +315,18 @@ export const make = (
       return invoke("sendEvent", { ...address(submissionId), event, eventId, payload })
     },
     abort: (submissionId) => invoke("abort", address(submissionId)),
-    resolveApproval: (submissionId, decision) =>
-      invoke("resolveApproval", { ...address(submissionId), decision }),
-    resolveUnknown: (submissionId, resolution) =>
-      invoke("resolveUnknown", { ...address(submissionId), resolution }),
+    resolveApproval: (submissionId, decision, options) =>
+      invoke("resolveApproval", {
+        ...address(submissionId),
+        decision,
+        ...(options?.step === undefined ? {} : { step: options.step }),
+      }),
+    resolveUnknown: (submissionId, resolution, options) =>
+      invoke("resolveUnknown", {
+        ...address(submissionId),
+        resolution,
+        ...(options?.step === undefined ? {} : { step: options.step }),
+      }),
     retry: (submissionId) => invoke("retry", address(submissionId)),
     status: (submissionId) => invoke("submissionStatus", address(submissionId)),
     threadStatus: invoke("threadStatus", { threadId }),

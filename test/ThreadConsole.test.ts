@@ -192,9 +192,16 @@ describe("ThreadConsole", () => {
         call("GET", `${api}/submissions/${submissionId}/progress?after=${token}&timeoutMillis=20000`),
       )
       yield* Effect.sleep(50)
+      // The page sends the step of the request it shows: a decision for another one is refused.
+      const step = String(detail.body.explanation.reason.step)
+      const stale = yield* call("POST", `${api}/submissions/${submissionId}/actions/approve`, {
+        token: operatorToken,
+        body: { fields: { note: "ok by the console", step: `${Number(step) + 1}` } },
+      })
+      expect(stale.body).toMatchObject({ error: "NotPending" })
       const approved = yield* call("POST", `${api}/submissions/${submissionId}/actions/approve`, {
         token: operatorToken,
-        body: { fields: { note: "ok by the console" } },
+        body: { fields: { note: "ok by the console", step } },
       })
       expect(approved.body).toEqual({ ok: true, action: "approve" })
       const progress = yield* Fiber.join(waiting)

@@ -118,17 +118,30 @@ export class DurableAgentRuntime extends Context.Service<
         readonly input: I
       },
     ) => Effect.Effect<Receipt, SubmitFailure>
-    /** Records an abort intent; the Submission settles `aborted` once. */
+    /**
+     * Records an abort intent; the Submission settles `aborted` once. A Submission already
+     * settled keeps its settlement (read it with `awaitSettlement`): the call changes nothing.
+     */
     readonly abort: (
       submissionId: SubmissionId,
     ) => Effect.Effect<void, SubmissionNotFound | DurableWorkerFailure>
+    /**
+     * Decides the open approval request; with `step`, only the request at that call position
+     * (any other is `NotPending`), so a decision sent twice never answers a later request.
+     */
     readonly resolveApproval: (
       submissionId: SubmissionId,
       decision: ApprovalDecision,
+      options?: { readonly step?: number },
     ) => Effect.Effect<void, SubmissionNotFound | NotPending | DurableWorkerFailure>
+    /**
+     * Resolves the open Unknown Outcome; with `step`, only the uncertain step at that call
+     * position (any other is `NotPending`).
+     */
     readonly resolveUnknown: (
       submissionId: SubmissionId,
       resolution: UnknownResolution,
+      options?: { readonly step?: number },
     ) => Effect.Effect<void, SubmissionNotFound | NotPending | DurableWorkerFailure>
     /** Admin retry: revokes any Claim of a running Submission so the next pass reclaims it. */
     readonly retry: (

@@ -76,6 +76,63 @@ for (const harness of runtimeHarnesses) {
       ),
     )
 
+    it.effect("resolves only the uncertain step a resolution names", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { head, second } = yield* killedCharge(world)
+          yield* recover(second)
+          // The charge is call 1: a resolution meant for another step is refused, writing nothing.
+          const refused = yield* Effect.flip(
+            runtimeOf(second).resolveUnknown(
+              head.submissionId,
+              { _tag: "Succeeded", value: "x" },
+              { step: 3 },
+            ),
+          )
+          expect(refused).toMatchObject({ _tag: "NotPending", expected: "unknown-outcome" })
+          expect(refused.message).toContain("call 1, not at call 3")
+          expect((yield* rowOf(second, head.submissionId)).state).toBe("unknown")
+          yield* runtimeOf(second).resolveUnknown(
+            head.submissionId,
+            { _tag: "Succeeded", value: "charged-by-hand" },
+            { step: 1 },
+          )
+          expect((yield* processToSettlement(second, "lane")).output).toEqual({
+            receipt: "charged-by-hand",
+            note: "done",
+          })
+        }),
+      ),
+    )
+
+    it.effect("opens the outcome again when a resolution's value is not a result of the step", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { runs, head, second } = yield* killedCharge(world)
+          yield* recover(second)
+          // The charge's result is a string: 42 cannot be it, and no later deployment makes it one.
+          yield* runtimeOf(second).resolveUnknown(head.submissionId, { _tag: "Succeeded", value: 42 })
+          expect(yield* processHead(second, "lane")).toEqual(Option.none())
+          expect((yield* rowOf(second, head.submissionId)).state).toBe("unknown")
+          expect((yield* tagsOf(second, head.submissionId)).slice(-3)).toEqual([
+            "UnknownOutcomeRecorded",
+            "UnknownOutcomeResolved",
+            "UnknownOutcomeRecorded",
+          ])
+          // The lane is not wedged: the operator resolves it again, and it settles once.
+          yield* runtimeOf(second).resolveUnknown(head.submissionId, {
+            _tag: "Succeeded",
+            value: "charged-by-hand",
+          })
+          expect((yield* processToSettlement(second, "lane")).output).toEqual({
+            receipt: "charged-by-hand",
+            note: "done",
+          })
+          expect((yield* runsOf(runs)).charge).toBeUndefined()
+        }),
+      ),
+    )
+
     it.effect("a Failed resolution fails the step with an AgentFailure the program can catch", () =>
       harness.run((world) =>
         Effect.gen(function* () {

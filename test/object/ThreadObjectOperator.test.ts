@@ -87,6 +87,34 @@ describe("ThreadObject operator entry points", () => {
     }),
   )
 
+  it.live("explains a follow-up by the host it joined, not as queued behind it", () =>
+    Effect.gen(function* () {
+      const thread = threadName("explain-join")
+      const client = clientOf(thread)
+      const host = yield* client.submit({ agentId: "tally", idempotencyKey: "h", input: { n: 1 } })
+      yield* deliverUntil(thread, inState(client, host.submissionId, "suspended"))
+      const follow = yield* client.submit({
+        agentId: "tally",
+        idempotencyKey: "f",
+        input: { n: 10 },
+        mode: "join",
+      })
+      // It never runs after its host: its host reads it, or it reverts when the host ends.
+      expect((yield* client.explain(follow.submissionId)).reason).toEqual({
+        _tag: "JoinedTo",
+        host: host.submissionId,
+        hostState: "suspended",
+        read: false,
+      })
+      yield* client.resolveApproval(host.submissionId, { approved: true })
+      yield* deliverUntil(thread, inState(client, follow.submissionId, "settled"))
+      expect((yield* client.explain(follow.submissionId)).reason).toMatchObject({
+        _tag: "Settled",
+        settlement: { outcome: "completed", output: 11, host: host.submissionId },
+      })
+    }),
+  )
+
   it.live("verifies storage and reports each violation with the rows involved", () =>
     Effect.gen(function* () {
       const thread = threadName("verify")

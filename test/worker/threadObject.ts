@@ -51,6 +51,20 @@ export const reviewAgent = define({
     }),
 })
 
+/** Asks a manager, then finance, to approve; reports both notes. */
+export const twoApprovalsAgent = define({
+  id: "two-approvals",
+  version: "1",
+  input: Schema.Struct({ draft: Schema.String }),
+  output: Schema.String,
+  program: ({ draft }, ctx) =>
+    Effect.gen(function* () {
+      const manager = yield* ctx.requestApproval({ draft, by: "manager" })
+      const finance = yield* ctx.requestApproval({ draft, by: "finance" })
+      return `${draft}: ${manager.note ?? "-"}, ${finance.note ?? "-"}`
+    }),
+})
+
 /** Sleeps `millis` durably, then echoes its text. */
 export const napAgent = define({
   id: "nap",
@@ -318,6 +332,7 @@ export class TestThreadObject extends ThreadObject.make(
     echoAgent,
     chargeAgent,
     reviewAgent,
+    twoApprovalsAgent,
     verifierAgent,
     delegatorAgent,
     keyedDelegatorAgent,

@@ -73,6 +73,23 @@ const jsonField = (fields: Fields, name: string) =>
     catch: () => new InvalidConsoleRequest({ message: `${name} is not JSON` }),
   })
 
+/**
+ * The call position of the request the page showed (`explain`'s step), which the page sends
+ * with a decision: a request that changed since is then refused (`NotPending`), not decided.
+ */
+const decidedStep = (fields: Fields) => {
+  const raw = fields["step"]
+  if (raw === undefined || raw === "") return Effect.succeed(undefined)
+  const step = Number(raw)
+  return Number.isInteger(step) && step >= 0
+    ? Effect.succeed({ step })
+    : Effect.fail(
+        new InvalidConsoleRequest({
+          message: `step is a call position (an integer of 0 or more), not ${raw}`,
+        }),
+      )
+}
+
 const optionalNote = (fields: Fields) =>
   fields["note"] === undefined || fields["note"] === "" ? {} : { note: fields["note"] }
 
@@ -85,7 +102,10 @@ export const CONSOLE_ACTIONS: ReadonlyArray<Action> = [
     when: ["approval"],
     confirm: "Approve the request: the Submission resumes and continues its work.",
     fields: [NOTE_FIELD],
-    run: (client, id, fields) => client.resolveApproval(id, { approved: true, ...optionalNote(fields) }),
+    run: (client, id, fields) =>
+      Effect.flatMap(decidedStep(fields), (step) =>
+        client.resolveApproval(id, { approved: true, ...optionalNote(fields) }, step),
+      ),
   },
   {
     id: "deny",
@@ -94,7 +114,10 @@ export const CONSOLE_ACTIONS: ReadonlyArray<Action> = [
     when: ["approval"],
     confirm: "Deny the request: the Submission resumes with the denial.",
     fields: [NOTE_FIELD],
-    run: (client, id, fields) => client.resolveApproval(id, { approved: false, ...optionalNote(fields) }),
+    run: (client, id, fields) =>
+      Effect.flatMap(decidedStep(fields), (step) =>
+        client.resolveApproval(id, { approved: false, ...optionalNote(fields) }, step),
+      ),
   },
   {
     id: "resolve-happened",
@@ -104,8 +127,8 @@ export const CONSOLE_ACTIONS: ReadonlyArray<Action> = [
     confirm: "Record that the uncertain effect happened, with its result: the step is not run again.",
     fields: [{ name: "value", label: "The step's result (JSON)", kind: "json", required: false }],
     run: (client, id, fields) =>
-      Effect.flatMap(jsonField(fields, "value"), (value) =>
-        client.resolveUnknown(id, { _tag: "Succeeded", value }),
+      Effect.flatMap(Effect.all([jsonField(fields, "value"), decidedStep(fields)]), ([value, step]) =>
+        client.resolveUnknown(id, { _tag: "Succeeded", value }, step),
       ),
   },
   {
@@ -116,7 +139,9 @@ export const CONSOLE_ACTIONS: ReadonlyArray<Action> = [
     confirm: "Record that the uncertain effect did not happen: the step fails with this message.",
     fields: [{ name: "message", label: "What happened", kind: "text", required: true }],
     run: (client, id, fields) =>
-      client.resolveUnknown(id, { _tag: "Failed", message: fields["message"] ?? "" }),
+      Effect.flatMap(decidedStep(fields), (step) =>
+        client.resolveUnknown(id, { _tag: "Failed", message: fields["message"] ?? "" }, step),
+      ),
   },
   {
     id: "send-event",

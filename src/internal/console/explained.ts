@@ -29,6 +29,8 @@ export const kindOfExplained = (
       return "unknown-outcome"
     case "HeldByAttempt":
       return "running"
+    case "JoinedTo":
+      return "joined"
     case "QueuedBehind":
       return "queued"
   }

@@ -6,12 +6,15 @@
  */
 import { Clock, Effect, Option } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
+import { utf8ByteLength } from "../../core/internal/ledger/rules.ts"
 import type { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { refuseOnDamage } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import type { Authorization } from "./authorization.ts"
+import { InvalidRequest } from "./callErrors.ts"
 import type { CallName } from "./calls.ts"
 import { type CallHandler, type DispatchedCalls, dispatchCalls } from "./dispatch.ts"
 import { readCounters } from "./metrics.ts"
@@ -45,14 +48,35 @@ const addressed = (address: Address) =>
     return row.value
   })
 
-/** Runs `body` for an addressed Submission inside the mutation gate. */
+/**
+ * Refuses an operator's value (a note, a resolution's result) larger than a stored value may be
+ * (`maxStoredValueBytes`, as for a step result or an event), before anything is written.
+ */
+const storable = (entryPoint: CallName, what: string, value: unknown) =>
+  Effect.gen(function* () {
+    if (value === undefined) return
+    const limit = (yield* DurableRuntimeConfig).maxStoredValueBytes
+    const bytes = utf8ByteLength(JSON.stringify(value))
+    if (bytes > limit)
+      return yield* new InvalidRequest({
+        entryPoint,
+        message: `${what} is ${bytes} bytes; the limit (maxStoredValueBytes) is ${limit}`,
+      })
+  })
+
+/**
+ * Runs `body` for an addressed Submission inside the mutation gate, after `check`, which refuses
+ * a request before anything is written (not even a generation or an alarm).
+ */
 const gated =
-  <A extends Address, E>(
+  <A extends Address, E, C = never, R = never>(
     body: (runtime: DurableAgentRuntime["Service"], request: A) => Effect.Effect<void, E>,
+    check: (request: A) => Effect.Effect<void, C, R> = () => Effect.void,
   ) =>
   (request: A) =>
     Effect.gen(function* () {
       yield* addressed(request)
+      yield* check(request)
       const runtime = yield* DurableAgentRuntime
       const maintenance = yield* ThreadMaintenance
       yield* refuseOnDamage(maintenance.withMutation(body(runtime, request)))
@@ -122,11 +146,26 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
     }),
   abort: gated((runtime, request) => runtime.abort(request.submissionId)),
   retry: gated((runtime, request) => runtime.retry(request.submissionId)),
-  resolveApproval: gated((runtime, request) =>
-    runtime.resolveApproval(request.submissionId, request.decision),
+  resolveApproval: gated(
+    (runtime, request) =>
+      runtime.resolveApproval(
+        request.submissionId,
+        request.decision,
+        request.step === undefined ? undefined : { step: request.step },
+      ),
+    (request) => storable("resolveApproval", "the note", request.decision.note),
   ),
-  resolveUnknown: gated((runtime, request) =>
-    runtime.resolveUnknown(request.submissionId, request.resolution),
+  resolveUnknown: gated(
+    (runtime, request) =>
+      runtime.resolveUnknown(
+        request.submissionId,
+        request.resolution,
+        request.step === undefined ? undefined : { step: request.step },
+      ),
+    ({ resolution }) =>
+      resolution._tag === "Succeeded"
+        ? storable("resolveUnknown", "the resolution's value", resolution.value)
+        : storable("resolveUnknown", "the resolution's message", resolution.message),
   ),
   submissionStatus: (request) => Effect.map(addressed(request), submissionStatus),
   threadStatus: ({ threadId }) =>

@@ -85,6 +85,13 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       const inspection = yield* inspectAddressed(request)
       const ledger = yield* SubmissionLedger
       const head = Option.getOrUndefined(yield* ledger.head(request.threadId))
+      const hostId = inspection.row.host
+      const host =
+        hostId === undefined
+          ? undefined
+          : hostId === head?.submissionId
+            ? head
+            : Option.getOrUndefined(yield* ledger.lookup(hostId))
       const ahead =
         head === undefined
           ? 0
@@ -92,6 +99,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       return explainSubmission({
         inspection,
         head,
+        host,
         ahead,
         maintenance: yield* readMaintenanceView,
         now: yield* Clock.currentTimeMillis,

@@ -32,11 +32,23 @@ export const MAX_HISTORY_PAGE = 500
 /** @internal */
 export const SubmissionAddress = Schema.Struct({ threadId: ThreadId, submissionId: SubmissionId })
 
+/**
+ * The call position of the request a decision answers (`explain` reports it): a decision that
+ * names another one than the open request is `NotPending`, so a decision sent again never
+ * answers the program's next request.
+ */
+const DecidedStep = Schema.optionalKey(
+  Schema.Int.check(
+    Schema.isGreaterThanOrEqualTo(0, { expected: "a call position (an integer of 0 or more)" }),
+  ),
+)
+
 /** @internal */
 export const ApprovalInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
   decision: ApprovalDecision,
+  step: DecidedStep,
 })
 
 /** @internal */
@@ -44,6 +56,7 @@ export const UnknownInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
   resolution: UnknownResolution,
+  step: DecidedStep,
 })
 
 /** @internal */

@@ -59,6 +59,8 @@ const timedReason = (inspection: SubmissionInspection, now: number): Reason | un
 export const reasonFor = (input: {
   readonly inspection: SubmissionInspection
   readonly head: SubmissionSnapshot | undefined
+  /** The host of a joined Submission, while its row exists. */
+  readonly host?: SubmissionSnapshot | undefined
   readonly ahead: number
   readonly maintenance: MaintenanceView
   readonly now: number
@@ -78,6 +80,18 @@ export const reasonFor = (input: {
       _tag: "MaintenanceRecordDamaged",
       field: maintenance.damage.field,
       message: maintenance.damage.message,
+    }
+  // A join waits for its host, not for its turn; an accepted abort settles it by itself.
+  if (
+    (row.state === "joining" || row.state === "joined") &&
+    input.host !== undefined &&
+    decision._tag !== "SettleAborted"
+  )
+    return {
+      _tag: "JoinedTo",
+      host: input.host.submissionId,
+      hostState: input.host.state,
+      read: row.state === "joined",
     }
   // An accepted abort settles without waiting for the head.
   if (head !== undefined && head.submissionId !== row.submissionId && decision._tag !== "SettleAborted")

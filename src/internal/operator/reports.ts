@@ -25,6 +25,16 @@ export const Reason = Schema.Union([
     /** Nonterminal Submissions ahead of it in the lane. */
     ahead: Schema.Int,
   }),
+  /**
+   * A follow-up joined to a running Submission (its host): the host reads it at a step
+   * boundary (`read` once it did) and it settles with the host; one the host never read runs
+   * as ordinary input once the host ends. It never waits for its turn in the lane.
+   */
+  Schema.TaggedStruct("JoinedTo", {
+    host: SubmissionId,
+    hostState: SubmissionState,
+    read: Schema.Boolean,
+  }),
   Schema.TaggedStruct("WaitingForApproval", {
     step: Schema.Int,
     since: Schema.Finite,

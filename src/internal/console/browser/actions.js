@@ -100,12 +100,13 @@ function confirmAction(action, subject) {
  * @param {string} path  the API path of the action
  * @param {string} subject  what it acts on, in words
  * @param {() => void} after
+ * @param {Record<string, string>} [context]  fields the page adds (the step a decision answers)
  */
-export async function takeAction(action, path, subject, after) {
+export async function takeAction(action, path, subject, after, context = {}) {
   const fields = await confirmAction(action, subject)
   if (fields === undefined) return
   try {
-    await api("POST", path, { body: { fields } })
+    await api("POST", path, { body: { fields: { ...context, ...fields } } })
     notify(`${action.label}: done`, "ok")
   } catch (error) {
     if (error instanceof ConsoleError)

@@ -41,6 +41,8 @@ function describeReason(reason) {
       return `settled ${reason.settlement.outcome}${reason.settlement.error === undefined ? "" : `: ${reason.settlement.error}`}`
     case "WaitingForApproval":
       return `waiting for approval since ${formatTime(reason.since)}: ${summary(reason.payload)}`
+    case "JoinedTo":
+      return `joined to ${reason.host} (${reason.hostState}), ${reason.read ? "read by it" : "not read yet"}: it settles with it`
     case "QueuedBehind":
       return `queued behind ${reason.head} (${reason.headState}, ${reason.ahead} ahead)`
     case "UnknownOutcome":
@@ -108,6 +110,14 @@ export function submissionView(object, threadId, submissionId) {
       ])
       if (rawOpen) raw.setAttribute("open", "")
       raw.addEventListener("toggle", () => (rawOpen = /** @type {HTMLDetailsElement} */ (raw).open))
+      // A decision answers the request this page shows: one that changed since is refused.
+      const reason = explanation.reason
+      /** @type {Record<string, string>} */
+      const decides =
+        (reason._tag === "WaitingForApproval" || reason._tag === "UnknownOutcome") &&
+        typeof reason.step === "number"
+          ? { step: String(reason.step) }
+          : {}
       const buttons = actionButtons(actions, "submission", waiting, (action) =>
         takeAction(
           action,
@@ -124,6 +134,7 @@ export function submissionView(object, threadId, submissionId) {
           () => {
             refresh().catch(() => undefined)
           },
+          decides,
         ),
       )
       root.replaceChildren(

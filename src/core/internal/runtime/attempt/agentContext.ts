@@ -370,8 +370,17 @@ export const makeAgentContext = (
         return yield* replayResult(found, codec, position, name)
       }
       const resolution = found.unknownResolved?.resolution
-      if (resolution?._tag === "Succeeded")
-        return yield* decodeRecorded(codec, position, name, resolution.value)
+      if (resolution?._tag === "Succeeded") {
+        const decoded = yield* Effect.result(Schema.decodeUnknownEffect(codec)(resolution.value))
+        if (decoded._tag === "Success") return decoded.success
+        // An operator's value that is not a result of this step cannot be its result, and no
+        // later code makes it one: the outcome is recorded open again for another resolution.
+        yield* Effect.logWarning(
+          `the resolution of step ${position} "${name}" does not decode, so its Unknown Outcome is open again: ${decoded.failure.message}`,
+        )
+        yield* append({ _tag: "UnknownOutcomeRecorded", step: position, name })
+        return yield* halt(attempt, { _tag: "Unknown" })
+      }
       if (resolution?._tag === "Failed") return yield* new AgentFailure({ message: resolution.message })
       const happened = reconciledHappened(found)
       if (happened !== undefined) return yield* decodeRecorded(codec, position, name, happened.value)

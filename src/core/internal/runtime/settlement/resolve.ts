@@ -60,6 +60,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
   resolveApproval: spanned("DurableAgentRuntime.resolveApproval")(function* (
     submissionId: SubmissionId,
     decision: ApprovalDecision,
+    options?: { readonly step?: number },
   ) {
     const row = yield* env.exclusive(
       Effect.gen(function* () {
@@ -74,6 +75,13 @@ export const makeResolutions = (env: RuntimeEnv) => ({
             row,
             "approval",
             `submission ${submissionId} is ${row.abortRequested ? "being aborted" : row.state}, not awaiting an approval`,
+          )
+        }
+        if (options?.step !== undefined && options.step !== step) {
+          return yield* notPending(
+            row,
+            "approval",
+            `submission ${submissionId} awaits the approval request at call ${step}, not at call ${options.step}`,
           )
         }
         const now = yield* Clock.currentTimeMillis
@@ -109,6 +117,7 @@ export const makeResolutions = (env: RuntimeEnv) => ({
   resolveUnknown: spanned("DurableAgentRuntime.resolveUnknown")(function* (
     submissionId: SubmissionId,
     resolution: UnknownResolution,
+    options?: { readonly step?: number },
   ) {
     const row = yield* env.exclusive(
       Effect.gen(function* () {
@@ -123,6 +132,13 @@ export const makeResolutions = (env: RuntimeEnv) => ({
             row,
             "unknown-outcome",
             `submission ${submissionId} is ${row.abortRequested ? "being aborted" : row.state}, not awaiting an Unknown Outcome resolution`,
+          )
+        }
+        if (options?.step !== undefined && options.step !== open.step) {
+          return yield* notPending(
+            row,
+            "unknown-outcome",
+            `submission ${submissionId} awaits the resolution of the uncertain step at call ${open.step}, not at call ${options.step}`,
           )
         }
         const now = yield* Clock.currentTimeMillis

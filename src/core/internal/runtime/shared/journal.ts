@@ -183,9 +183,14 @@ export const readJournal = (entries: Iterable<HistoryEntry>): Journal => {
       case "ReconcileAnswered":
         at(entry.step).reconciled = entry
         break
-      case "UnknownOutcomeRecorded":
-        at(entry.step).unknownRecorded = entry
+      case "UnknownOutcomeRecorded": {
+        // Recorded again after a resolution: the resolution did not fit the step (its value
+        // does not decode), so the outcome is open again for another one.
+        const position = at(entry.step)
+        position.unknownRecorded = entry
+        delete position.unknownResolved
         break
+      }
       case "UnknownOutcomeResolved":
         at(entry.step).unknownResolved = entry
         break
