@@ -163,6 +163,16 @@ export const BETA96_PACING = {
   childAwaitMillis: 0,
 } as const satisfies CloudflareDurableRuntimeConfigOverrides
 
+/**
+ * The bytes of one SQLite row Cloudflare allows (2 MB). A Submission's row holds its input and,
+ * once settled, its output: `limits.maxInputBytes` and `maxStoredValueBytes` together must leave
+ * `ROW_OVERHEAD_BYTES` of it for the row's other columns, or an accepted Submission could never
+ * write its settlement.
+ */
+const MAX_ROW_BYTES = 2_000_000
+/** What a Submission's row holds besides its input and its output (ids, state, envelopes). */
+const ROW_OVERHEAD_BYTES = 65_536
+
 /** A configuration value that does not decode; `field` is its dotted path. */
 export class CloudflareConfigError extends Schema.TaggedError<CloudflareConfigError>()(
   "CloudflareConfigError",
@@ -193,6 +203,18 @@ const checkFields = (
 
 const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The error for an input and output bound that do not fit one row; names the input's if it was set. */
+const rowOverflow = (config: CloudflareDurableRuntimeConfigValue, inputSet: boolean) => {
+  const field = inputSet ? "limits.maxInputBytes" : "maxStoredValueBytes"
+  return new CloudflareConfigError({
+    field,
+    message:
+      `Invalid "${field}": limits.maxInputBytes (${config.limits.maxInputBytes}) plus maxStoredValueBytes ` +
+      `(${config.maxStoredValueBytes}) must be at most ${MAX_ROW_BYTES - ROW_OVERHEAD_BYTES} bytes, ` +
+      `so that a Submission's input and output fit one SQLite row (Cloudflare allows ${MAX_ROW_BYTES})`,
+  })
+}
 
 /** Merges overrides over the defaults and decodes the result once. */
 export const decodeCloudflareRuntimeConfig = (
@@ -240,7 +262,9 @@ export const decodeCloudflareRuntimeConfig = (
                 message: `Invalid "alarmBackoffCap": ${config.alarmBackoffCap} is below alarmBackoffBase ${config.alarmBackoffBase}`,
               }),
             )
-          : Effect.succeed(config),
+          : config.limits.maxInputBytes + config.maxStoredValueBytes > MAX_ROW_BYTES - ROW_OVERHEAD_BYTES
+            ? Effect.fail(rowOverflow(config, isRecord(limits) && limits["maxInputBytes"] !== undefined))
+            : Effect.succeed(config),
       ),
     )
   })

@@ -120,6 +120,19 @@ describe("CloudflareDurableRuntimeConfig", () => {
     ["a negative timer coalescing window", { timerCoalesceMillis: -1 }, "timerCoalesceMillis"],
     ["a timer coalescing window over a second", { timerCoalesceMillis: 1_001 }, "timerCoalesceMillis"],
     ["a fractional database limit", { limits: { maxDatabaseBytes: 1.5 } }, "limits.maxDatabaseBytes"],
+    // A Submission's row holds its input and its output: both must fit Cloudflare's 2 MB row, or
+    // an accepted Submission could never write its settlement (its passes would fail for good).
+    [
+      "an input limit that leaves the output no room in a row",
+      { limits: { maxInputBytes: 1_900_000 } },
+      "limits.maxInputBytes",
+    ],
+    ["an input limit over a row", { limits: { maxInputBytes: 4_194_304 } }, "limits.maxInputBytes"],
+    [
+      "a stored-value bound that leaves the input no room in a row",
+      { maxStoredValueBytes: 1_000_000 },
+      "maxStoredValueBytes",
+    ],
     // Options the runtime would ignore are not accepted at all.
     ["the unsupported observationPollInterval", { observationPollInterval: 25 }, "observationPollInterval"],
     ["the unsupported deploymentId", { deploymentId: "prod" }, "deploymentId"],
