@@ -204,9 +204,38 @@ const checkFields = (
 const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** The error for an input and output bound that do not fit one row; names the input's if it was set. */
-const rowOverflow = (config: CloudflareDurableRuntimeConfigValue, inputSet: boolean) => {
-  const field = inputSet ? "limits.maxInputBytes" : "maxStoredValueBytes"
+/** A cap below its first step, named by the cap. */
+const capBelowBase = (cap: string, capValue: number, base: string, baseValue: number) =>
+  capValue < baseValue
+    ? new CloudflareConfigError({
+        field: cap,
+        message: `Invalid "${cap}": ${capValue} is below ${base} ${baseValue}`,
+      })
+    : undefined
+
+/**
+ * What no single field shows: a backoff cap below its first step, and an input and output bound
+ * that do not fit one row (named by the input's when it was overridden).
+ */
+const crossFieldError = (
+  config: CloudflareDurableRuntimeConfigValue,
+  inputOverride: unknown,
+): CloudflareConfigError | undefined => {
+  // A cap below the first step would back off less than the alarm floor allows, and a pass
+  // could then write an alarm earlier than its own prearm; a delivery would be retried at every
+  // alarm it may set.
+  const cap =
+    capBelowBase("alarmBackoffCap", config.alarmBackoffCap, "alarmBackoffBase", config.alarmBackoffBase) ??
+    capBelowBase(
+      "deliveryRetryCapMillis",
+      config.deliveryRetryCapMillis,
+      "deliveryRetryBaseMillis",
+      config.deliveryRetryBaseMillis,
+    )
+  if (cap !== undefined) return cap
+  if (config.limits.maxInputBytes + config.maxStoredValueBytes <= MAX_ROW_BYTES - ROW_OVERHEAD_BYTES)
+    return undefined
+  const field = inputOverride !== undefined ? "limits.maxInputBytes" : "maxStoredValueBytes"
   return new CloudflareConfigError({
     field,
     message:
@@ -252,20 +281,13 @@ export const decodeCloudflareRuntimeConfig = (
     }
     return Schema.decodeUnknownEffect(CloudflareDurableRuntimeConfigValue)(merged).pipe(
       Effect.mapError((error) => new CloudflareConfigError({ field: "", message: error.message })),
-      Effect.flatMap((config) =>
-        // A cap below the first step would back off less than the alarm floor allows, and a
-        // pass could then write an alarm earlier than its own prearm.
-        config.alarmBackoffCap < config.alarmBackoffBase
-          ? Effect.fail(
-              new CloudflareConfigError({
-                field: "alarmBackoffCap",
-                message: `Invalid "alarmBackoffCap": ${config.alarmBackoffCap} is below alarmBackoffBase ${config.alarmBackoffBase}`,
-              }),
-            )
-          : config.limits.maxInputBytes + config.maxStoredValueBytes > MAX_ROW_BYTES - ROW_OVERHEAD_BYTES
-            ? Effect.fail(rowOverflow(config, isRecord(limits) && limits["maxInputBytes"] !== undefined))
-            : Effect.succeed(config),
-      ),
+      Effect.flatMap((config) => {
+        const invalid = crossFieldError(
+          config,
+          (limits as Readonly<Record<string, unknown>>)["maxInputBytes"],
+        )
+        return invalid === undefined ? Effect.succeed(config) : Effect.fail(invalid)
+      }),
     )
   })
 

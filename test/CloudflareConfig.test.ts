@@ -104,6 +104,17 @@ describe("CloudflareDurableRuntimeConfig", () => {
   const invalid: ReadonlyArray<readonly [string, unknown, string]> = [
     ["a zero backoff base", { alarmBackoffBase: 0 }, "alarmBackoffBase"],
     ["a backoff cap below its base", { alarmBackoffBase: 200, alarmBackoffCap: 100 }, "alarmBackoffCap"],
+    // A failed delivery would be retried at the cap, below the first step: every alarm it may set.
+    [
+      "a delivery retry cap below its base",
+      { deliveryRetryBaseMillis: 1_000, deliveryRetryCapMillis: 1 },
+      "deliveryRetryCapMillis",
+    ],
+    [
+      "a delivery retry base above the default cap",
+      { deliveryRetryBaseMillis: 120_000 },
+      "deliveryRetryCapMillis",
+    ],
     ["a fractional scan interval", { wakeScanInterval: 1.5 }, "wakeScanInterval"],
     [
       "a projection allowance over 5 minutes",
