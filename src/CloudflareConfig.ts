@@ -35,9 +35,15 @@ export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimit
   ...LedgerLimits.fields,
   /**
    * New Submissions are refused once the Object's SQLite database holds this many bytes, so
-   * that work already accepted keeps room to settle below Cloudflare's limit.
+   * that work already accepted keeps room to settle below Cloudflare's limit: at most 10 GB
+   * (10,000,000,000), the storage Cloudflare allows one Object.
    */
-  maxDatabaseBytes: PositiveBytes,
+  maxDatabaseBytes: Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 1, maximum: 10_000_000_000 },
+      { expected: "an integer number of bytes between 1 and 10000000000 (Cloudflare's 10 GB per Object)" },
+    ),
+  ),
 }) {}
 
 const NonNegativeCount = Schema.Int.check(

@@ -131,6 +131,12 @@ describe("CloudflareDurableRuntimeConfig", () => {
     ["a negative timer coalescing window", { timerCoalesceMillis: -1 }, "timerCoalesceMillis"],
     ["a timer coalescing window over a second", { timerCoalesceMillis: 1_001 }, "timerCoalesceMillis"],
     ["a fractional database limit", { limits: { maxDatabaseBytes: 1.5 } }, "limits.maxDatabaseBytes"],
+    // Past Cloudflare's 10 GB an Object's writes fail before the limit refuses any new work.
+    [
+      "a database limit above Cloudflare's 10 GB",
+      { limits: { maxDatabaseBytes: 20_000_000_000 } },
+      "limits.maxDatabaseBytes",
+    ],
     // A Submission's row holds its input and its output: both must fit Cloudflare's 2 MB row, or
     // an accepted Submission could never write its settlement (its passes would fail for good).
     [
