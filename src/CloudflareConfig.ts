@@ -323,7 +323,10 @@ export class CloudflareDurableRuntimeConfig extends Context.Service<
  */
 export const MAINTENANCE_LOG_VARIABLE = "EFFECT_AGENT_MAINTENANCE_LOG"
 
-/** What the maintenance pass logs; any other value of the variable reads as `warnings`. */
+/**
+ * What the maintenance pass logs; any other value of the variable reads as `warnings` (and each
+ * incarnation warns of it once as it starts).
+ */
 export type MaintenanceLogSetting = "events" | "warnings" | "off"
 
 /** The setting an Object's `env` selects (`warnings` when the variable is unset or unknown). */
