@@ -35,9 +35,15 @@ export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimit
   ...LedgerLimits.fields,
   /**
    * New Submissions are refused once the Object's SQLite database holds this many bytes, so
-   * that work already accepted keeps room to settle below Cloudflare's limit.
+   * that work already accepted keeps room to settle below Cloudflare's limit: at most 10 GB
+   * (10,000,000,000), the storage Cloudflare allows one Object.
    */
-  maxDatabaseBytes: PositiveBytes,
+  maxDatabaseBytes: Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 1, maximum: 10_000_000_000 },
+      { expected: "an integer number of bytes between 1 and 10000000000 (Cloudflare's 10 GB per Object)" },
+    ),
+  ),
 }) {}
 
 const NonNegativeCount = Schema.Int.check(
@@ -163,6 +169,16 @@ export const BETA96_PACING = {
   childAwaitMillis: 0,
 } as const satisfies CloudflareDurableRuntimeConfigOverrides
 
+/**
+ * The bytes of one SQLite row Cloudflare allows (2 MB). A Submission's row holds its input and,
+ * once settled, its output: `limits.maxInputBytes` and `maxStoredValueBytes` together must leave
+ * `ROW_OVERHEAD_BYTES` of it for the row's other columns, or an accepted Submission could never
+ * write its settlement.
+ */
+const MAX_ROW_BYTES = 2_000_000
+/** What a Submission's row holds besides its input and its output (ids, state, envelopes). */
+const ROW_OVERHEAD_BYTES = 65_536
+
 /** A configuration value that does not decode; `field` is its dotted path. */
 export class CloudflareConfigError extends Schema.TaggedError<CloudflareConfigError>()(
   "CloudflareConfigError",
@@ -193,6 +209,47 @@ const checkFields = (
 
 const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** A cap below its first step, named by the cap. */
+const capBelowBase = (cap: string, capValue: number, base: string, baseValue: number) =>
+  capValue < baseValue
+    ? new CloudflareConfigError({
+        field: cap,
+        message: `Invalid "${cap}": ${capValue} is below ${base} ${baseValue}`,
+      })
+    : undefined
+
+/**
+ * What no single field shows: a backoff cap below its first step, and an input and output bound
+ * that do not fit one row (named by the input's when it was overridden).
+ */
+const crossFieldError = (
+  config: CloudflareDurableRuntimeConfigValue,
+  inputOverride: unknown,
+): CloudflareConfigError | undefined => {
+  // A cap below the first step would back off less than the alarm floor allows, and a pass
+  // could then write an alarm earlier than its own prearm; a delivery would be retried at every
+  // alarm it may set.
+  const cap =
+    capBelowBase("alarmBackoffCap", config.alarmBackoffCap, "alarmBackoffBase", config.alarmBackoffBase) ??
+    capBelowBase(
+      "deliveryRetryCapMillis",
+      config.deliveryRetryCapMillis,
+      "deliveryRetryBaseMillis",
+      config.deliveryRetryBaseMillis,
+    )
+  if (cap !== undefined) return cap
+  if (config.limits.maxInputBytes + config.maxStoredValueBytes <= MAX_ROW_BYTES - ROW_OVERHEAD_BYTES)
+    return undefined
+  const field = inputOverride !== undefined ? "limits.maxInputBytes" : "maxStoredValueBytes"
+  return new CloudflareConfigError({
+    field,
+    message:
+      `Invalid "${field}": limits.maxInputBytes (${config.limits.maxInputBytes}) plus maxStoredValueBytes ` +
+      `(${config.maxStoredValueBytes}) must be at most ${MAX_ROW_BYTES - ROW_OVERHEAD_BYTES} bytes, ` +
+      `so that a Submission's input and output fit one SQLite row (Cloudflare allows ${MAX_ROW_BYTES})`,
+  })
+}
 
 /** Merges overrides over the defaults and decodes the result once. */
 export const decodeCloudflareRuntimeConfig = (
@@ -230,18 +287,13 @@ export const decodeCloudflareRuntimeConfig = (
     }
     return Schema.decodeUnknownEffect(CloudflareDurableRuntimeConfigValue)(merged).pipe(
       Effect.mapError((error) => new CloudflareConfigError({ field: "", message: error.message })),
-      Effect.flatMap((config) =>
-        // A cap below the first step would back off less than the alarm floor allows, and a
-        // pass could then write an alarm earlier than its own prearm.
-        config.alarmBackoffCap < config.alarmBackoffBase
-          ? Effect.fail(
-              new CloudflareConfigError({
-                field: "alarmBackoffCap",
-                message: `Invalid "alarmBackoffCap": ${config.alarmBackoffCap} is below alarmBackoffBase ${config.alarmBackoffBase}`,
-              }),
-            )
-          : Effect.succeed(config),
-      ),
+      Effect.flatMap((config) => {
+        const invalid = crossFieldError(
+          config,
+          (limits as Readonly<Record<string, unknown>>)["maxInputBytes"],
+        )
+        return invalid === undefined ? Effect.succeed(config) : Effect.fail(invalid)
+      }),
     )
   })
 
@@ -271,7 +323,10 @@ export class CloudflareDurableRuntimeConfig extends Context.Service<
  */
 export const MAINTENANCE_LOG_VARIABLE = "EFFECT_AGENT_MAINTENANCE_LOG"
 
-/** What the maintenance pass logs; any other value of the variable reads as `warnings`. */
+/**
+ * What the maintenance pass logs; any other value of the variable reads as `warnings` (and each
+ * incarnation warns of it once as it starts).
+ */
 export type MaintenanceLogSetting = "events" | "warnings" | "off"
 
 /** The setting an Object's `env` selects (`warnings` when the variable is unset or unknown). */

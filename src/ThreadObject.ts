@@ -34,6 +34,7 @@ import {
   type ThreadObjectThread,
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
+import { warnUnknownLogSetting } from "./internal/observability/maintenanceLog.ts"
 import { toPortResult } from "./internal/object/portCall.ts"
 import { portCall } from "./internal/object/portHandlers.ts"
 import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
@@ -135,6 +136,7 @@ export function make<E>(
         this.#runtime
           .runPromise(
             Effect.gen(function* () {
+              yield* warnUnknownLogSetting(env)
               const maintenance = yield* ThreadMaintenance
               yield* maintenance.ensureAlarm.pipe(
                 Effect.catchTag("DurableAlarmError", (error) => {

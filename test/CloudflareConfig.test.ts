@@ -104,6 +104,17 @@ describe("CloudflareDurableRuntimeConfig", () => {
   const invalid: ReadonlyArray<readonly [string, unknown, string]> = [
     ["a zero backoff base", { alarmBackoffBase: 0 }, "alarmBackoffBase"],
     ["a backoff cap below its base", { alarmBackoffBase: 200, alarmBackoffCap: 100 }, "alarmBackoffCap"],
+    // A failed delivery would be retried at the cap, below the first step: every alarm it may set.
+    [
+      "a delivery retry cap below its base",
+      { deliveryRetryBaseMillis: 1_000, deliveryRetryCapMillis: 1 },
+      "deliveryRetryCapMillis",
+    ],
+    [
+      "a delivery retry base above the default cap",
+      { deliveryRetryBaseMillis: 120_000 },
+      "deliveryRetryCapMillis",
+    ],
     ["a fractional scan interval", { wakeScanInterval: 1.5 }, "wakeScanInterval"],
     [
       "a projection allowance over 5 minutes",
@@ -120,6 +131,25 @@ describe("CloudflareDurableRuntimeConfig", () => {
     ["a negative timer coalescing window", { timerCoalesceMillis: -1 }, "timerCoalesceMillis"],
     ["a timer coalescing window over a second", { timerCoalesceMillis: 1_001 }, "timerCoalesceMillis"],
     ["a fractional database limit", { limits: { maxDatabaseBytes: 1.5 } }, "limits.maxDatabaseBytes"],
+    // Past Cloudflare's 10 GB an Object's writes fail before the limit refuses any new work.
+    [
+      "a database limit above Cloudflare's 10 GB",
+      { limits: { maxDatabaseBytes: 20_000_000_000 } },
+      "limits.maxDatabaseBytes",
+    ],
+    // A Submission's row holds its input and its output: both must fit Cloudflare's 2 MB row, or
+    // an accepted Submission could never write its settlement (its passes would fail for good).
+    [
+      "an input limit that leaves the output no room in a row",
+      { limits: { maxInputBytes: 1_900_000 } },
+      "limits.maxInputBytes",
+    ],
+    ["an input limit over a row", { limits: { maxInputBytes: 4_194_304 } }, "limits.maxInputBytes"],
+    [
+      "a stored-value bound that leaves the input no room in a row",
+      { maxStoredValueBytes: 1_000_000 },
+      "maxStoredValueBytes",
+    ],
     // Options the runtime would ignore are not accepted at all.
     ["the unsupported observationPollInterval", { observationPollInterval: 25 }, "observationPollInterval"],
     ["the unsupported deploymentId", { deploymentId: "prod" }, "deploymentId"],

@@ -150,6 +150,12 @@ describe("ThreadObject subagents across Objects", () => {
           Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean)),
         )
         expect((yield* parent.status(receipt.submissionId)).state).toBe("suspended")
+        // An operator asking why the parent does not move is told it waits for its child, which
+        // keeps no alarm, not that it is runnable and waits for an alarm that is not set.
+        expect((yield* parent.explain(receipt.submissionId)).reason).toEqual({
+          _tag: "WaitingForChild",
+          child: 0,
+        })
         const child = (yield* reviews.threadStatus).head
         expect((yield* reviews.history()).records[0]?.entry).toMatchObject({
           _tag: "SubmissionAccepted",

@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test"
+import { env, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Logger, References } from "effect"
 import { afterEach, vi } from "vitest"
@@ -14,7 +14,7 @@ import {
 } from "../../src/internal/observability/maintenanceLog.ts"
 import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 import { clientOf, deliverUntil, stubOf, threadName } from "./support.ts"
-import { switchboard } from "../worker/threadObject.ts"
+import { switchboard, TestThreadObject } from "../worker/threadObject.ts"
 
 interface Line {
   readonly level: string
@@ -202,6 +202,34 @@ describe("maintenance log in a ThreadObject", () => {
   afterEach(() => {
     vi.restoreAllMocks()
   })
+
+  it.live("warns once an incarnation starts when the variable is none of the settings", () =>
+    Effect.gen(function* () {
+      const printed: Array<string> = []
+      vi.spyOn(console, "log").mockImplementation((...parts: Array<unknown>) => {
+        printed.push(parts.map(String).join(" "))
+      })
+      const started = (value: unknown) =>
+        Effect.promise(() =>
+          runInDurableObject(stubOf(threadName("log-setting")), async (_instance, state) => {
+            // A fresh incarnation over the same storage, with the variable set as a Worker would.
+            new TestThreadObject(state, { ...env, [MAINTENANCE_LOG_VARIABLE]: value } as Cloudflare.Env)
+            await state.blockConcurrencyWhile(async () => {})
+          }),
+        )
+      yield* started("Events")
+      yield* started(true)
+      const warnings = printed.filter((line) => line.includes(MAINTENANCE_LOG_VARIABLE))
+      expect(warnings).toHaveLength(2)
+      expect(warnings[0]).toContain(
+        `${MAINTENANCE_LOG_VARIABLE} is "Events", not "events", "warnings" or "off": maintenance logs warnings only`,
+      )
+      expect(warnings[1]).toContain(`${MAINTENANCE_LOG_VARIABLE} is a boolean`)
+      // The settings themselves, and no setting at all, are not worth a line.
+      for (const value of ["events", "warnings", "off", undefined]) yield* started(value)
+      expect(printed.filter((line) => line.includes(MAINTENANCE_LOG_VARIABLE))).toHaveLength(2)
+    }),
+  )
 
   it.live("warns through the Object's logger when a pass fails (the default setting)", () =>
     Effect.gen(function* () {

@@ -19,6 +19,8 @@ export const kindOfExplained = (
       return "approval"
     case "WaitingForEvent":
       return "event"
+    case "WaitingForChild":
+      return "child"
     case "Sleeping":
       return "sleep"
     case "RetryBackoff":

@@ -14,7 +14,10 @@ export class MaintenancePassReport extends Schema.Class<MaintenancePassReport>(
    * Plain queued input is decided by its state and has none; 0 when caught up.
    */
   recovered: Count,
-  /** 1 if the served head Attempt settled in this event, else 0. */
+  /**
+   * How many Attempts of this event settled their Submission: lane heads and due timed waits,
+   * up to `maxHeadsPerEvent` heads and `maxTimersPerEvent` waits; 0 when caught up.
+   */
   settled: Count,
   /** Nonterminal Submissions after the pass (caught up: the recorded count). */
   nonterminal: Count,

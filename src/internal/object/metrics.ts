@@ -19,7 +19,7 @@ const caughtUp = Metric.counter("effect_agent_maintenance_caught_up", {
   incremental: true,
 })
 const failures = Metric.counter("effect_agent_maintenance_failures", {
-  description: "Passes that failed and committed a bounded retry",
+  description: "Passes that failed (each commits a bounded retry when it can)",
   incremental: true,
 })
 const settlements = Metric.counter("effect_agent_settlements", {

@@ -9,7 +9,7 @@
  * alarm slot after every event.
  */
 import { Cause, Clock, Effect, Exit } from "effect"
-import type { MaintenanceLogSetting } from "../../CloudflareConfig.ts"
+import { MAINTENANCE_LOG_VARIABLE, type MaintenanceLogSetting } from "../../CloudflareConfig.ts"
 import { safeCauseMessage } from "../boundary.ts"
 import { ThreadHostMaintenanceError } from "../maintenance/errors.ts"
 import type { MaintenancePassReport } from "../maintenance/report.ts"
@@ -96,6 +96,20 @@ const failureText = (
       ...(retry === undefined ? {} : { retryAt: new Date(retry.notBefore).toISOString() }),
     },
   }
+}
+
+/**
+ * @internal A warning, once per incarnation, when the Object's `EFFECT_AGENT_MAINTENANCE_LOG` is
+ * set to a value that is none of the settings (it then reads as `warnings`): a misspelt `events`
+ * would otherwise go unnoticed.
+ */
+export const warnUnknownLogSetting = (env: object): Effect.Effect<void> => {
+  const value: unknown = Reflect.get(env, MAINTENANCE_LOG_VARIABLE)
+  if (value === undefined || value === "events" || value === "warnings" || value === "off") return Effect.void
+  const shown = typeof value === "string" ? JSON.stringify(value) : `a ${typeof value}`
+  return Effect.logWarning(
+    `${MAINTENANCE_LOG_VARIABLE} is ${shown}, not "events", "warnings" or "off": maintenance logs warnings only`,
+  ).pipe(Effect.annotateLogs({ variable: MAINTENANCE_LOG_VARIABLE }))
 }
 
 /** @internal Logs one maintenance event as `setting` asks. */

@@ -3,7 +3,7 @@
  * its canonical records (through the runtime's read-only inspection) and the maintenance
  * record and alarm, never from memory. Reasons are checked from the most to the least
  * decisive: a damaged record stops everything; FIFO comes before anything the Submission
- * itself waits for; a stable wait (approval, Unknown Outcome) before timers; then a timed wait
+ * itself waits for; a stable wait (approval, event, child, Unknown Outcome) before timers; then a timed wait
  * not yet due (sleeping, a retry's backoff, a delayed start), the live Attempt, the binding
  * wait, the Object's backoff, and last the alarm that serves it.
  */
@@ -121,6 +121,8 @@ export const reasonFor = (input: {
       ...(dueAt === undefined ? {} : { timesOutAt: dueAt }),
     }
   }
+  if (parked && decision._tag === "AwaitChildSettlement")
+    return { _tag: "WaitingForChild", child: decision.child }
   const open = inspection.openUncertain
   // A failed reconcile's next try is a timed wait: the Unknown Outcome is still the reason.
   const reconciling = row.state === "waiting" && row.wait?._tag === "Reconcile"

@@ -49,6 +49,12 @@ export const Reason = Schema.Union([
     since: Schema.Finite,
     timesOutAt: Schema.optionalKey(Schema.Finite),
   }),
+  /**
+   * Parked until the child it started at call `child` settles (its `ChildStarted` record names
+   * the child's Object, Thread and key): a stable wait that keeps no alarm, ended by the child's
+   * settlement arriving as a message.
+   */
+  Schema.TaggedStruct("WaitingForChild", { child: Schema.Int }),
   /** An uncertain step cut by a crash; `waitingFor` says whether its reconcile or a person settles it. */
   Schema.TaggedStruct("UnknownOutcome", {
     step: Schema.Int,
