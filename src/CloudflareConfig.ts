@@ -23,9 +23,6 @@ export type AuxiliaryDispatchMillis = typeof AuxiliaryDispatchMillis.Type
 const PositiveMillis = Schema.Int.check(
   Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of milliseconds" }),
 )
-const PositiveBytes = Schema.Int.check(
-  Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of bytes" }),
-)
 const PositiveCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
 
 /** Admission and storage limits of one Object: the ledger's, and the database's size. */
