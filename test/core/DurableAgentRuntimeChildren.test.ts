@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Ref, Schema } from "effect"
+import { define } from "../../src/core/AgentRegistration.ts"
 import { ThreadId } from "../../src/core/Identifiers.ts"
 import { messageIds, ThreadMessage } from "../../src/core/internal/outbox/model.ts"
 import {
@@ -358,6 +359,47 @@ for (const harness of runtimeHarnesses) {
               "abort-unknown",
             ),
           ).toEqual({ _tag: "ChildAbortRecorded", known: false })
+        }),
+      ),
+    )
+
+    it.effect("never aborts a Submission of the key that refused an aborted parent's admission", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          // A parent that starts its child under a key another caller already holds.
+          const keyed = define({
+            id: "keyed-parent",
+            version: "1",
+            input: Schema.Struct({ n: Schema.Int }),
+            output: Schema.String,
+            program: ({ n }, ctx) =>
+              Effect.gen(function* () {
+                const handle = yield* ctx.startChild({
+                  agent: approvingChild,
+                  input: { n },
+                  thread: { objectName: "local", threadId: "kids" },
+                  idempotencyKey: "shared",
+                })
+                return JSON.stringify(yield* ctx.awaitChild(handle))
+              }),
+          })
+          const inc = yield* world.incarnation({ agents: [keyed, approvingChild], self })
+          // Someone else's Submission holds the key, parked on its approval.
+          const other = yield* submitTo(inc, "kids", "approving-child", "shared", { n: 1 })
+          yield* processHead(inc, "kids")
+          const parent = yield* submitTo(inc, "p", "keyed-parent", "p1", { n: 3 })
+          yield* processHead(inc, "p")
+          // The parent is aborted before its admission is answered.
+          yield* runtimeOf(inc).abort(parent.submissionId)
+          yield* recover(inc)
+          expect((yield* rowOf(inc, parent.submissionId)).settlement?.outcome).toBe("aborted")
+          // The admission is refused (the key is not this parent's child): its abort names no
+          // child of this parent, and the other caller's Submission runs on.
+          yield* deliverLocally(inc)
+          expect((yield* rowOf(inc, other.submissionId)).abortRequested).not.toBe(true)
+          yield* runtimeOf(inc).resolveApproval(other.submissionId, { approved: true })
+          yield* processHead(inc, "kids")
+          expect((yield* rowOf(inc, other.submissionId)).settlement?.outcome).toBe("completed")
         }),
       ),
     )

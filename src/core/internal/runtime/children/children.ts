@@ -367,6 +367,13 @@ export const makeRecordDelivery = (env: RuntimeEnv) =>
               ...(reason === undefined ? {} : { refused: reason }),
             }),
           )
+          // No child of this parent was admitted: the abort an aborted parent queued behind this
+          // admission would find the key's other Submission (another caller's) and abort it. It
+          // is dropped before the admission is acknowledged, which would make it due.
+          yield* env.outbox.acknowledge(
+            messageIds.abortChild(message.parent.submissionId, message.parent.step),
+            yield* Clock.currentTimeMillis,
+          )
         } else if (reply.settled !== undefined) {
           // A repeat of the admission of a child that settled: its marker may have been heard
           // (and acknowledged) by an earlier admission of this parent's id, never by this one.
