@@ -92,6 +92,12 @@ export const decodeActivityExit = (json: Schema.Json): Exit.Exit<unknown, unknow
 export const decodeDeferredExit = (json: Schema.Json): Exit.Exit<unknown, unknown> =>
   Schema.decodeUnknownSync(EncodedExitJson)(json)
 
+/**
+ * @internal The most JSON characters of a suspension's cause kept in its record (the default
+ * `maxStoredValueBytes` is 128 KiB); a larger cause is left out and `poll` answers without it.
+ */
+export const SUSPENSION_CAUSE_MAX_CHARS = 8_192
+
 /** A suspension's cause (its defects raw), as JSON. */
 const SuspensionCauseJson = Schema.toCodecJson(Schema.Cause(Schema.Never, Schema.Defect()))
 
@@ -103,10 +109,13 @@ export const suspendedRecord = (result: {
   readonly cause?: Cause.Cause<never> | undefined
   readonly failed?: boolean | undefined
 }): ActivityRecord => {
-  const cause =
+  const encoded =
     result.cause === undefined
       ? undefined
       : Option.getOrUndefined(Schema.encodeUnknownOption(SuspensionCauseJson)(result.cause))
+  // A cause past the bound is left out, so the suspension itself still fits a stored value.
+  const cause =
+    encoded === undefined || JSON.stringify(encoded).length > SUSPENSION_CAUSE_MAX_CHARS ? undefined : encoded
   return {
     _tag: "Suspended",
     ...(cause === undefined ? {} : { cause: cause as Schema.Json }),
