@@ -130,9 +130,10 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       const read = Effect.gen(function* () {
         const maintenance = yield* readMaintenanceView
         const passRunning = yield* alarm.passRunning
-        const hosts = yield* host
-        const publications = yield* published
-        const retained = yield* retention
+        // Side by side: hooks that hang cost one bound in all, not one each.
+        const [hosts, publications, retained] = yield* Effect.all([host, published, retention], {
+          concurrency: "unbounded",
+        })
         return deriveObligations({
           maintenance,
           nonterminal: yield* Stream.runCollect(ledger.scanNonterminal),
