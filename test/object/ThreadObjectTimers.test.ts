@@ -16,6 +16,7 @@ import {
   threadName,
 } from "./support.ts"
 import { LATEST_ALARM_AT } from "../../src/internal/maintenance/transaction.ts"
+import { badSleepAgent } from "../worker/threadObject.ts"
 
 describe("ThreadObject timers", () => {
   it.live("explains a sleeping Submission, owes its timer at the alarm it holds, and verifies clean", () =>
@@ -98,6 +99,26 @@ describe("ThreadObject timers beyond what an alarm holds", () => {
       expect(settlement.outcome).toBe("failed")
       expect(JSON.stringify(settlement)).toContain('sleep \\"forever\\": the duration is not a finite number')
       expect((yield* client.inspectMaintenance).counters.failedPasses).toBe(0)
+    }),
+  )
+
+  it.live("fails a Submission whose sleep is NaN or no duration, naming the sleep, with no pass failed", () =>
+    Effect.gen(function* () {
+      const thread = threadName("bad-sleep")
+      const client = clientOf(thread)
+      const sleeper = client.agent(badSleepAgent)
+      for (const [mode, problem] of [
+        ["nan", 'sleep \\"nan\\": the duration is not a finite number (NaN)'],
+        ["unparsable", 'sleep \\"unparsable\\": the duration is not a Duration (soon)'],
+      ] as const) {
+        const receipt = yield* sleeper.submit({ mode }, { idempotencyKey: mode })
+        yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+        const settlement = yield* client.awaitSettlement(receipt.submissionId, 1_000)
+        expect(settlement.outcome).toBe("failed")
+        expect(JSON.stringify(settlement)).toContain(problem)
+      }
+      expect((yield* client.inspectMaintenance).counters.failedPasses).toBe(0)
+      expect((yield* client.obligations).mismatch).toBeUndefined()
     }),
   )
 })

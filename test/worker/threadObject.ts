@@ -194,6 +194,16 @@ export const courierAgent = define({
     }),
 })
 
+/** Sleeps for a duration a program computed badly (`NaN`, or a string that is no duration). */
+export const badSleepAgent = define({
+  id: "bad-sleep",
+  version: "1",
+  input: Schema.Struct({ mode: Schema.Literals(["nan", "unparsable"]) }),
+  output: Schema.String,
+  program: ({ mode }, ctx) =>
+    Effect.as(ctx.sleep(mode, mode === "nan" ? Number.NaN : ("soon" as Duration.Input)), mode),
+})
+
 /** Answers whether its step ran on the Object's own scheduler. */
 export const schedulerAgent = define({
   id: "scheduler",
@@ -341,6 +351,7 @@ export class TestThreadObject extends ThreadObject.make(
     napAgent,
     foreverAgent,
     courierAgent,
+    badSleepAgent,
     schedulerAgent,
     spawnerAgent,
     dierAgent,

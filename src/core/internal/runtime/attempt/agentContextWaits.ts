@@ -66,7 +66,16 @@ export const makeWaitCalls = (calls: ContextCalls) => {
 
   const sleep = (name: string, duration: Duration.Input): Effect.Effect<void> =>
     Effect.suspend(() => {
-      const millis = Duration.toMillis(duration)
+      // Read the number itself: Effect's Duration takes NaN for zero, which would not sleep at all.
+      const decoded =
+        typeof duration === "number"
+          ? Option.some(duration)
+          : Option.map(Duration.fromInput(duration), Duration.toMillis)
+      if (Option.isNone(decoded))
+        return Effect.die(
+          new TypeError(`sleep "${name}": the duration is not a Duration (${String(duration)})`),
+        )
+      const millis = decoded.value
       return Number.isFinite(millis)
         ? sleepAt(name, (now) => now + millis)
         : Effect.die(new TypeError(`sleep "${name}": the duration is not a finite number (${millis})`))
