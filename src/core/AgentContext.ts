@@ -176,9 +176,12 @@ export interface ReconcileOptions<A> {
    * `NotHappened` only when the effect cannot still take place later.
    */
   readonly reconcile?: Effect.Effect<ReconcileAnswer<A>, AgentFailure>
-  /** Reconciles recovery may start for one run of the step (default 5, at least 1). */
+  /**
+   * Reconciles recovery may start for one run of the step (default 5, at least 1; a value that
+   * is not a number of at least 1 fails the Submission, naming the step).
+   */
   readonly reconcileAttempts?: number
-  /** How long one reconcile may run (default 30 s); a timeout counts as a failure. */
+  /** How long one reconcile may run (default 30 s, at least 1 ms); a timeout counts as a failure. */
   readonly reconcileTimeoutMillis?: number
 }
 

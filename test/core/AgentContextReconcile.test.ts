@@ -81,6 +81,36 @@ const answersOf = (entries: ReadonlyArray<{ readonly _tag: string }>) =>
 
 for (const harness of runtimeHarnesses) {
   describe(`AgentContext reconcile (${harness.label})`, () => {
+    it.effect(
+      "fails a Submission whose reconcile options are not numbers of at least 1, naming the step",
+      () =>
+        harness.run((world) =>
+          Effect.gen(function* () {
+            const badOptions = define({
+              id: "bad-reconcile",
+              version: "1",
+              input: Schema.Struct({
+                field: Schema.Literals(["reconcileAttempts", "reconcileTimeoutMillis"]),
+              }),
+              output: Schema.String,
+              program: ({ field }, ctx) =>
+                ctx.uncertainStep("charge", Effect.succeed("charged"), {
+                  result: Schema.String,
+                  reconcile: Effect.succeed(Reconcile.notHappened),
+                  [field]: Number.NaN,
+                }),
+            })
+            const incarnation = yield* world.incarnation({ agents: [badOptions] })
+            for (const field of ["reconcileAttempts", "reconcileTimeoutMillis"] as const) {
+              yield* submitTo(incarnation, field, "bad-reconcile", field, { field })
+              const settlement = yield* processToSettlement(incarnation, field)
+              expect(settlement.outcome).toBe("failed")
+              expect(JSON.stringify(settlement)).toContain(`uncertain step \\"charge\\": ${field} must be`)
+            }
+          }),
+        ),
+    )
+
     it.effect("settles an Unknown Outcome with the reconciled result and no person", () =>
       harness.run((world) =>
         Effect.gen(function* () {

@@ -43,6 +43,24 @@ import { makeEventCalls } from "./agentContextEvents.ts"
 import type { WaitRecord } from "../../ledger/model.ts"
 
 /** The reconcile attempts an uncertain step's start records. */
+/**
+ * A reconcile option that is not a number of at least 1 (`NaN` included, which `Math.max` would
+ * pass on): the program's defect, naming the step, rather than a reconcile cut off at once.
+ */
+const invalidReconcileOption = (
+  name: string,
+  options: ReconcileOptions<unknown> | undefined,
+): RangeError | undefined => {
+  for (const key of ["reconcileAttempts", "reconcileTimeoutMillis"] as const) {
+    const value = options?.[key]
+    if (value !== undefined && !(Number.isFinite(value) && value >= 1))
+      return new RangeError(
+        `uncertain step "${name}": ${key} must be a finite number of at least 1, got ${value}`,
+      )
+  }
+  return undefined
+}
+
 const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
   Math.max(1, Math.floor(options.reconcileAttempts ?? RECONCILE_DEFAULTS.attempts))
 
@@ -362,6 +380,8 @@ export const makeAgentContext = (
     options?: Partial<StepOptions<A>> & ReconcileOptions<A>,
   ): Effect.Effect<A, AgentFailure> =>
     Effect.gen(function* () {
+      const invalid = invalidReconcileOption(name, options)
+      if (invalid !== undefined) return yield* Effect.die(invalid)
       const position = cursor++
       const codec = options?.result ?? (Schema.Json as unknown as JsonCodec<A>)
       const found = yield* recorded(position, "uncertain step", name)
