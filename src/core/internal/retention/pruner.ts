@@ -82,16 +82,24 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
         ),
       )
       yield* deps.hit("retention:archive:before")
-      const archived = yield* Effect.exit(archive.archive(batch))
-      const now = yield* Clock.currentTimeMillis
-      if (archived._tag === "Failure") {
-        archiveFailures += 1
-        archiveRetryAt = now + archiveBackoff(archiveFailures)
-        yield* Effect.logWarning("Retention archive failed; nothing was removed", {
-          failures: archiveFailures,
-          retryAt: archiveRetryAt,
-          cause: archived.cause,
+      const failed = (cause: unknown) =>
+        Effect.gen(function* () {
+          archiveFailures += 1
+          archiveRetryAt = (yield* Clock.currentTimeMillis) + archiveBackoff(archiveFailures)
+          yield* Effect.logWarning("Retention archive failed; nothing was removed", {
+            failures: archiveFailures,
+            retryAt: archiveRetryAt,
+            cause,
+          })
         })
+      // An archive that throws fails like one that fails; one still running when the lane is
+      // interrupted at its allowance waits for the backoff too, or every alarm would try it again
+      // at once.
+      const archived = yield* Effect.exit(Effect.suspend(() => archive.archive(batch))).pipe(
+        Effect.onInterrupt(() => failed("the archive did not answer within retention's allowance")),
+      )
+      if (archived._tag === "Failure") {
+        yield* failed(archived.cause)
         return false
       }
       archiveFailures = 0
