@@ -49,6 +49,8 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
   const { ledger, history, outbox, settings } = deps
   let archiveFailures = 0
   let archiveRetryAt: number | undefined
+  /** The Submissions of the batch the archive is storing now: `forget` refuses them meanwhile. */
+  const archiving = new Set<SubmissionId>()
 
   /** Why a settled Submission must stay for now, if it must. */
   const neededBy = (row: SubmissionSnapshot) =>
@@ -95,8 +97,14 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
       // An archive that throws fails like one that fails; one still running when the lane is
       // interrupted at its allowance waits for the backoff too, or every alarm would try it again
       // at once.
-      const archived = yield* Effect.exit(Effect.suspend(() => archive.archive(batch))).pipe(
+      const archived = yield* Effect.exit(
+        Effect.suspend(() => {
+          for (const row of rows) archiving.add(row.submissionId)
+          return archive.archive(batch)
+        }),
+      ).pipe(
         Effect.onInterrupt(() => failed("the archive did not answer within retention's allowance")),
+        Effect.ensuring(Effect.sync(() => archiving.clear())),
       )
       if (archived._tag === "Failure") {
         yield* failed(archived.cause)
@@ -193,7 +201,10 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
             message: `submission ${submissionId} is ${row.state}: only a settled Submission can be forgotten`,
           })
         }
-        const needed = yield* neededBy(row)
+        // A copy the archive is writing now would land after the erasure was answered.
+        const needed = archiving.has(submissionId)
+          ? "it is being handed to the archive now (forget it again once that ended, and erase the archive's copy)"
+          : yield* neededBy(row)
         if (needed !== undefined) {
           return yield* new ForgetRefused({
             submissionId,
