@@ -47,9 +47,10 @@ export class ThreadArchive extends Context.Service<ThreadArchive, ThreadArchiveS
 ) {}
 
 /**
- * `forget` refused: the Submission is not settled yet (`not-settled`), or a live Submission
- * still needs it (`still-needed`: a message it sent is not acknowledged, a join it hosts has
- * not settled, or a child it started in this Object has not). Nothing was removed.
+ * `forget` refused: the Submission is not settled yet (`not-settled`), or it is still needed
+ * (`still-needed`: a message it sent is not acknowledged, a join it hosts has not settled, a
+ * child it started in this Object has not, or the archive is storing it now). Nothing was
+ * removed.
  */
 export class ForgetRefused extends Schema.TaggedError<ForgetRefused>()("ForgetRefused", {
   submissionId: SubmissionId,

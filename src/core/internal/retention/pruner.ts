@@ -49,6 +49,8 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
   const { ledger, history, outbox, settings } = deps
   let archiveFailures = 0
   let archiveRetryAt: number | undefined
+  /** The Submissions of the batch the archive is storing now: `forget` refuses them meanwhile. */
+  const archiving = new Set<SubmissionId>()
 
   /** Why a settled Submission must stay for now, if it must. */
   const neededBy = (row: SubmissionSnapshot) =>
@@ -82,16 +84,30 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
         ),
       )
       yield* deps.hit("retention:archive:before")
-      const archived = yield* Effect.exit(archive.archive(batch))
-      const now = yield* Clock.currentTimeMillis
-      if (archived._tag === "Failure") {
-        archiveFailures += 1
-        archiveRetryAt = now + archiveBackoff(archiveFailures)
-        yield* Effect.logWarning("Retention archive failed; nothing was removed", {
-          failures: archiveFailures,
-          retryAt: archiveRetryAt,
-          cause: archived.cause,
+      const failed = (cause: unknown) =>
+        Effect.gen(function* () {
+          archiveFailures += 1
+          archiveRetryAt = (yield* Clock.currentTimeMillis) + archiveBackoff(archiveFailures)
+          yield* Effect.logWarning("Retention archive failed; nothing was removed", {
+            failures: archiveFailures,
+            retryAt: archiveRetryAt,
+            cause,
+          })
         })
+      // An archive that throws fails like one that fails; one still running when the lane is
+      // interrupted at its allowance waits for the backoff too, or every alarm would try it again
+      // at once.
+      const archived = yield* Effect.exit(
+        Effect.suspend(() => {
+          for (const row of rows) archiving.add(row.submissionId)
+          return archive.archive(batch)
+        }),
+      ).pipe(
+        Effect.onInterrupt(() => failed("the archive did not answer within retention's allowance")),
+        Effect.ensuring(Effect.sync(() => archiving.clear())),
+      )
+      if (archived._tag === "Failure") {
+        yield* failed(archived.cause)
         return false
       }
       archiveFailures = 0
@@ -185,7 +201,10 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
             message: `submission ${submissionId} is ${row.state}: only a settled Submission can be forgotten`,
           })
         }
-        const needed = yield* neededBy(row)
+        // A copy the archive is writing now would land after the erasure was answered.
+        const needed = archiving.has(submissionId)
+          ? "it is being handed to the archive now (forget it again once that ended, and erase the archive's copy)"
+          : yield* neededBy(row)
         if (needed !== undefined) {
           return yield* new ForgetRefused({
             submissionId,
