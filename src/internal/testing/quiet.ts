@@ -11,7 +11,7 @@
  * It measures real time on purpose: the alarms it races are real workerd alarms, whatever
  * clock the test's own Effects use.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { ObjectObligations } from "../operator/reports.ts"
 
 /** @internal How long the loop waits before looking again at an Object whose pass runs. */
@@ -45,11 +45,14 @@ export interface QuietObject {
   readonly obligations: ObjectObligations
 }
 
-/** The Object was not quiet within the bound; `obligations` is what it still owed. */
+/**
+ * The Object was not quiet within the bound; `obligations` is what it still owed, by its last
+ * answer (absent when it never answered, as an incarnation held in its constructor gate).
+ */
 export class AlarmsNotQuiet extends Schema.TaggedError<AlarmsNotQuiet>()("AlarmsNotQuiet", {
   deliveries: Schema.Int,
   message: Schema.String,
-  obligations: ObjectObligations,
+  obligations: Schema.optionalKey(ObjectObligations),
 }) {}
 
 const sleep = (millis: number) =>
@@ -86,8 +89,24 @@ export const runAlarmsUntilQuiet = <E>(
     const deadline = Date.now() + (options.timeoutMillis ?? 4_000)
     let deliveries = 0
     let failedDeliveries = 0
+    let last: ObjectObligations | undefined
     for (;;) {
-      const owed = yield* options.client.obligations
+      // The read is bounded too: an Object that answers nothing (held in its constructor gate)
+      // must not outlast the bound either.
+      const read = yield* Effect.raceFirst(
+        Effect.asSome(options.client.obligations),
+        Effect.as(sleep(deadline - Date.now()), Option.none<ObjectObligations>()),
+      )
+      if (Option.isNone(read)) {
+        const previous = last === undefined ? "" : `; when it last answered: ${summary(last)}`
+        return yield* new AlarmsNotQuiet({
+          deliveries,
+          message: `not quiet after ${deliveries} deliveries (out of time, the Object did not answer obligations)${previous}`,
+          ...(last === undefined ? {} : { obligations: last }),
+        })
+      }
+      const owed = read.value
+      last = owed
       if (isQuiet(owed)) return { deliveries, failedDeliveries, obligations: owed }
       const now = Date.now()
       const give = (why: string) =>
