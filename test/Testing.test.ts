@@ -260,4 +260,36 @@ describe("runAlarmsUntilQuiet", () => {
         expect(Date.now() - started).toBeLessThan(1_500)
       }),
   )
+
+  it.live(
+    "waits for the alarm the Object set when its owed work cannot move yet (a mutation in flight)",
+    () =>
+      Effect.gen(function* () {
+        // A mutation held before its body (`maintenance:mutation:armed`) keeps its generation owed:
+        // each pass meanwhile is caught up and sets the alarm at the scan interval. Running the
+        // alarm before then runs pass after pass that cannot acknowledge it.
+        let deliveries = 0
+        const owed = () =>
+          ThreadClient.ObjectObligations.make({
+            obligations: [
+              ThreadClient.Obligation.make({ source: "generation-owed", dueAt: Date.now(), detail: "owed" }),
+            ],
+            impliedAlarm: Date.now(),
+            scheduledAlarm: Date.now() + 200,
+            passRunning: false,
+            observedAt: Date.now(),
+          })
+        const exit = yield* Effect.exit(
+          runAlarmsUntilQuiet({
+            client: { obligations: Effect.sync(owed) },
+            runAlarm: () => Promise.resolve(++deliveries > 0),
+            timeoutMillis: 500,
+          }),
+        )
+        const error = failureOf(exit)
+        expect(error).toBeInstanceOf(AlarmsNotQuiet)
+        expect((error as AlarmsNotQuiet).message).toMatch(/out of time|next due in|alarm is set in/)
+        expect(deliveries).toBeLessThanOrEqual(3)
+      }),
+  )
 })

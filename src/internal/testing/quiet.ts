@@ -3,10 +3,11 @@
  * workerd delivers due alarms by itself as well, so a test that calls `runDurableObjectAlarm`
  * races it: the call finds the slot empty while the pool's own pass runs, or the test reads
  * state in the middle of that pass. This loop decides from what the Object owes
- * (`obligations`), waits while a pass runs, never runs an alarm before its work is due, and
- * counts a delivery whose pass failed as delivered (workerd would redeliver it). Work owed with
- * no alarm set is waited for too (the pool may be starting its delivery); if it stays so, the
- * loop fails at its bound, since nothing would ever run it.
+ * (`obligations`), waits while a pass runs, never runs an alarm before its work is due (nor
+ * before the alarm the Object set, when that is later), and counts a delivery whose pass failed
+ * as delivered (workerd would redeliver it). Work owed with no alarm set is waited for too (the
+ * pool may be starting its delivery); if it stays so, the loop fails at its bound, since nothing
+ * would ever run it.
  *
  * It measures real time on purpose: the alarms it races are real workerd alarms, whatever
  * clock the test's own Effects use.
@@ -123,9 +124,16 @@ export const runAlarmsUntilQuiet = <E>(
         yield* sleep(QUIET_POLL_MILLIS)
         continue
       }
-      const due = Math.min(...owed.obligations.map((obligation) => obligation.dueAt))
+      // Not before the Object's own alarm either, when it set one later: that is when workerd
+      // runs it. Owed work that cannot move yet (a mutation in flight keeps its generation
+      // owed) would otherwise run pass after pass that each leave it owed.
+      const owedAt = Math.min(...owed.obligations.map((obligation) => obligation.dueAt))
+      const due = owed.scheduledAlarm !== null && owed.scheduledAlarm > owedAt ? owed.scheduledAlarm : owedAt
       if (due > now) {
-        if (due > deadline) return yield* give(`next due in ${due - now} ms`)
+        if (due > deadline)
+          return yield* give(
+            due === owedAt ? `next due in ${due - now} ms` : `the Object's alarm is set in ${due - now} ms`,
+          )
         yield* sleep(due - now)
         continue
       }
