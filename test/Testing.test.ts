@@ -184,7 +184,7 @@ describe("runAlarmsUntilQuiet", () => {
       // it), until two deliveries or a retry later than its time.
       expect((error as AlarmsNotQuiet).deliveries).toBeLessThanOrEqual(2)
       expect((error as AlarmsNotQuiet).message).toMatch(/at most 2|next due in/)
-      expect((error as AlarmsNotQuiet).obligations.obligations.map((o) => o.source)).toContain(
+      expect((error as AlarmsNotQuiet).obligations?.obligations.map((o) => o.source)).toContain(
         "maintenance-retry",
       )
     }),
@@ -237,5 +237,59 @@ describe("runAlarmsUntilQuiet", () => {
       expect((error as AlarmsNotQuiet).message).toMatch(/a delivery still running/)
       expect(Date.now() - started).toBeLessThan(1_500)
     }),
+  )
+
+  it.live(
+    "keeps to timeoutMillis when the Object does not answer obligations: AlarmsNotQuiet, not a test timeout",
+    () =>
+      Effect.gen(function* () {
+        // An incarnation held in its constructor gate (a handler at `maintenance:ensure:*` that
+        // holds) answers no call, `obligations` included.
+        const started = Date.now()
+        const exit = yield* Effect.exit(
+          runAlarmsUntilQuiet({
+            client: { obligations: Effect.never },
+            runAlarm: () => Promise.resolve(true),
+            timeoutMillis: 300,
+          }),
+        ).pipe(Effect.timeout(3_000))
+        const error = failureOf(exit)
+        expect(error).toBeInstanceOf(AlarmsNotQuiet)
+        expect((error as AlarmsNotQuiet).message).toMatch(/out of time, the Object did not answer/)
+        expect((error as AlarmsNotQuiet).obligations).toBeUndefined()
+        expect(Date.now() - started).toBeLessThan(1_500)
+      }),
+  )
+
+  it.live(
+    "waits for the alarm the Object set when its owed work cannot move yet (a mutation in flight)",
+    () =>
+      Effect.gen(function* () {
+        // A mutation held before its body (`maintenance:mutation:armed`) keeps its generation owed:
+        // each pass meanwhile is caught up and sets the alarm at the scan interval. Running the
+        // alarm before then runs pass after pass that cannot acknowledge it.
+        let deliveries = 0
+        const owed = () =>
+          ThreadClient.ObjectObligations.make({
+            obligations: [
+              ThreadClient.Obligation.make({ source: "generation-owed", dueAt: Date.now(), detail: "owed" }),
+            ],
+            impliedAlarm: Date.now(),
+            scheduledAlarm: Date.now() + 200,
+            passRunning: false,
+            observedAt: Date.now(),
+          })
+        const exit = yield* Effect.exit(
+          runAlarmsUntilQuiet({
+            client: { obligations: Effect.sync(owed) },
+            runAlarm: () => Promise.resolve(++deliveries > 0),
+            timeoutMillis: 500,
+          }),
+        )
+        const error = failureOf(exit)
+        expect(error).toBeInstanceOf(AlarmsNotQuiet)
+        expect((error as AlarmsNotQuiet).message).toMatch(/out of time|next due in|alarm is set in/)
+        expect(deliveries).toBeLessThanOrEqual(3)
+      }),
   )
 })

@@ -3,15 +3,16 @@
  * workerd delivers due alarms by itself as well, so a test that calls `runDurableObjectAlarm`
  * races it: the call finds the slot empty while the pool's own pass runs, or the test reads
  * state in the middle of that pass. This loop decides from what the Object owes
- * (`obligations`), waits while a pass runs, never runs an alarm before its work is due, and
- * counts a delivery whose pass failed as delivered (workerd would redeliver it). Work owed with
- * no alarm set is waited for too (the pool may be starting its delivery); if it stays so, the
- * loop fails at its bound, since nothing would ever run it.
+ * (`obligations`), waits while a pass runs, never runs an alarm before its work is due (nor
+ * before the alarm the Object set, when that is later), and counts a delivery whose pass failed
+ * as delivered (workerd would redeliver it). Work owed with no alarm set is waited for too (the
+ * pool may be starting its delivery); if it stays so, the loop fails at its bound, since nothing
+ * would ever run it.
  *
  * It measures real time on purpose: the alarms it races are real workerd alarms, whatever
  * clock the test's own Effects use.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { ObjectObligations } from "../operator/reports.ts"
 
 /** @internal How long the loop waits before looking again at an Object whose pass runs. */
@@ -45,11 +46,14 @@ export interface QuietObject {
   readonly obligations: ObjectObligations
 }
 
-/** The Object was not quiet within the bound; `obligations` is what it still owed. */
+/**
+ * The Object was not quiet within the bound; `obligations` is what it still owed, by its last
+ * answer (absent when it never answered, as an incarnation held in its constructor gate).
+ */
 export class AlarmsNotQuiet extends Schema.TaggedError<AlarmsNotQuiet>()("AlarmsNotQuiet", {
   deliveries: Schema.Int,
   message: Schema.String,
-  obligations: ObjectObligations,
+  obligations: Schema.optionalKey(ObjectObligations),
 }) {}
 
 const sleep = (millis: number) =>
@@ -86,8 +90,24 @@ export const runAlarmsUntilQuiet = <E>(
     const deadline = Date.now() + (options.timeoutMillis ?? 4_000)
     let deliveries = 0
     let failedDeliveries = 0
+    let last: ObjectObligations | undefined
     for (;;) {
-      const owed = yield* options.client.obligations
+      // The read is bounded too: an Object that answers nothing (held in its constructor gate)
+      // must not outlast the bound either.
+      const read = yield* Effect.raceFirst(
+        Effect.asSome(options.client.obligations),
+        Effect.as(sleep(deadline - Date.now()), Option.none<ObjectObligations>()),
+      )
+      if (Option.isNone(read)) {
+        const previous = last === undefined ? "" : `; when it last answered: ${summary(last)}`
+        return yield* new AlarmsNotQuiet({
+          deliveries,
+          message: `not quiet after ${deliveries} deliveries (out of time, the Object did not answer obligations)${previous}`,
+          ...(last === undefined ? {} : { obligations: last }),
+        })
+      }
+      const owed = read.value
+      last = owed
       if (isQuiet(owed)) return { deliveries, failedDeliveries, obligations: owed }
       const now = Date.now()
       const give = (why: string) =>
@@ -104,9 +124,16 @@ export const runAlarmsUntilQuiet = <E>(
         yield* sleep(QUIET_POLL_MILLIS)
         continue
       }
-      const due = Math.min(...owed.obligations.map((obligation) => obligation.dueAt))
+      // Not before the Object's own alarm either, when it set one later: that is when workerd
+      // runs it. Owed work that cannot move yet (a mutation in flight keeps its generation
+      // owed) would otherwise run pass after pass that each leave it owed.
+      const owedAt = Math.min(...owed.obligations.map((obligation) => obligation.dueAt))
+      const due = owed.scheduledAlarm !== null && owed.scheduledAlarm > owedAt ? owed.scheduledAlarm : owedAt
       if (due > now) {
-        if (due > deadline) return yield* give(`next due in ${due - now} ms`)
+        if (due > deadline)
+          return yield* give(
+            due === owedAt ? `next due in ${due - now} ms` : `the Object's alarm is set in ${due - now} ms`,
+          )
         yield* sleep(due - now)
         continue
       }
