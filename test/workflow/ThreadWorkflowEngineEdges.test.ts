@@ -148,4 +148,23 @@ describe("ThreadWorkflowEngine edges", () => {
       expect(completedExit(yield* StubbornWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 3 times"))
     }).pipe(Effect.provide(clientEngine)),
   )
+
+  it.live("a resume retried after the execution ran on and was suspended again resumes that suspension", () =>
+    Effect.gen(function* () {
+      const executionId = yield* StubbornWorkflow.execute({ id: uniqueId("retried") }, { discard: true })
+      yield* deliverUntil(executionId, polled(StubbornWorkflow, executionId, "Suspended"))
+      yield* StubbornWorkflow.resume(executionId)
+      // The execution runs on and fails again before the caller's retry arrives.
+      yield* deliverUntil(
+        executionId,
+        Effect.map(
+          polled(StubbornWorkflow, executionId, "Suspended"),
+          (suspended) => suspended && (fragileRuns.get(executionId) ?? 0) >= 2,
+        ),
+      )
+      yield* StubbornWorkflow.resume(executionId)
+      yield* deliverUntil(executionId, polled(StubbornWorkflow, executionId, "Complete"))
+      expect(completedExit(yield* StubbornWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 3 times"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
 })

@@ -186,8 +186,9 @@ export const makeClientEngine = (
     // at another time (while the execution runs or waits for a clock or a deferred, before it
     // started, after it settled) does nothing. Kept, it would resume a later failure's
     // suspension that nobody looked at. Its event id names the wait it resumes (its call
-    // position): a resume sent twice (a caller's retry) is one event, not a second one kept
-    // for the next suspension.
+    // position): a resume sent twice while that wait lasts is one event, not a second one kept
+    // for the next suspension. One read after the execution ran on and was suspended again
+    // resumes that new suspension: a resume names no suspension.
     resume: (workflow, executionId) =>
       Effect.gen(function* () {
         const status = yield* find(workflow._tag, executionId)
