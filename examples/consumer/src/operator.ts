@@ -22,9 +22,9 @@ const sameSecret = (given: string, expected: string) => {
 
 /**
  * Every call passes this check with its kind. Reads and submissions are open; the operator
- * actions (kind `operate`: approve or deny, resolve an Unknown Outcome, abort, retry, repair)
- * are for operators: the caller the Worker vouches for must present the `OPERATOR_TOKEN`
- * secret. Without the secret nobody is an operator.
+ * actions (kind `operate`: approve or deny, resolve an Unknown Outcome, abort, retry, forget,
+ * repair) are for operators: the caller the Worker vouches for must present the
+ * `OPERATOR_TOKEN` secret. Without the secret nobody is an operator.
  */
 export const operatorsOnly: AuthorizationCheck = ({ caller, entryPoint, kind }) =>
   Effect.gen(function* () {

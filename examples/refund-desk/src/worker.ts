@@ -51,7 +51,7 @@ const sameSecret = (a: string, b: string): boolean => {
 }
 
 /**
- * The operator policy: the operator actions (approve or deny, resolve, abort, retry, repair:
+ * The operator policy: the operator actions (approve or deny, resolve, abort, retry, forget, repair:
  * the calls of kind `operate`) need the Worker's bearer token; reads and submissions are open.
  */
 const operatorsOnly: ThreadObject.AuthorizationCheck = ({ caller, entryPoint, kind }) =>
