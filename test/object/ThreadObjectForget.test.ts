@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
+import type { SubmissionId } from "../../src/core/Identifiers.ts"
 import { switchboard } from "../worker/threadObject.ts"
 import {
   clientOf,
@@ -30,6 +31,24 @@ const runBoth = (
         yield* Effect.promise(() => runDurableObjectAlarm(stubOf(name)).catch(() => false))
       yield* pause
     }
+  })
+
+/**
+ * Forgets a parent's settled Submission, admits its key again (under the same id), runs both
+ * Objects until it settles, and answers its settlement.
+ */
+const forgetAndAdmitAgain = (
+  parent: ReturnType<typeof clientOf>,
+  objects: { readonly parentObject: string; readonly childObject: string },
+  first: { readonly submissionId: SubmissionId },
+  submit: () => Effect.Effect<{ readonly submissionId: SubmissionId }, unknown>,
+) =>
+  Effect.gen(function* () {
+    yield* parent.forget(first.submissionId)
+    const again = yield* submit()
+    expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
+    yield* runBoth(objects.parentObject, objects.childObject, inState(parent, again.submissionId, "settled"))
+    return yield* parent.awaitSettlement(again.submissionId, 1_000)
   })
 
 describe("ThreadObject forget", () => {
@@ -171,12 +190,11 @@ describe("ThreadObject forget", () => {
         yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
         expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: ["true"] })
         // The parent's data goes (its child's stays in the other Object); its key admits anew.
-        yield* parent.forget(first.submissionId)
-        const again = yield* submit("fake invoice")
-        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
-        yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
+        const settlement = yield* forgetAndAdmitAgain(parent, { parentObject, childObject }, first, () =>
+          submit("fake invoice"),
+        )
         // Its child checked the new claim: not the first child's answer, and no endless wait.
-        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+        expect(settlement).toMatchObject({
           outcome: "completed",
           output: ["false"],
         })
@@ -260,12 +278,9 @@ describe("ThreadObject forget, a child's settlement still owed", () => {
         const first = yield* submit()
         yield* runBoth(parentObject, childObject, inState(parent, first.submissionId, "settled"))
         expect(yield* parent.awaitSettlement(first.submissionId, 1_000)).toMatchObject({ output: "true" })
-        yield* parent.forget(first.submissionId)
         // The same key starts the same child, which settled already and stays in its Object.
-        const again = yield* submit()
-        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
-        yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
-        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+        const settlement = yield* forgetAndAdmitAgain(parent, { parentObject, childObject }, first, submit)
+        expect(settlement).toMatchObject({
           outcome: "completed",
           output: "true",
         })
@@ -303,12 +318,9 @@ describe("ThreadObject forget, a child's settlement still owed", () => {
             (all) => all.every((status) => status.state === "settled"),
           ),
         )
-        yield* parent.forget(first.submissionId)
-        const again = yield* submit()
-        expect(again).toMatchObject({ submissionId: first.submissionId, replayed: false })
-        yield* runBoth(parentObject, childObject, inState(parent, again.submissionId, "settled"))
+        const settlement = yield* forgetAndAdmitAgain(parent, { parentObject, childObject }, first, submit)
         // Its own child ran: the lane had room for it, whatever the first one was told.
-        expect(yield* parent.awaitSettlement(again.submissionId, 1_000)).toMatchObject({
+        expect(settlement).toMatchObject({
           outcome: "completed",
           output: ["true"],
         })
