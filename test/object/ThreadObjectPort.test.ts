@@ -1,0 +1,82 @@
+/**
+ * Calls between Objects as a demanding user makes them: raw routed requests of every wrong
+ * shape, requests of an older or newer sender, values near the bounds carried between Objects
+ * whose limits differ from their senders', and an Object that cannot start.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
+import { Effect } from "effect"
+import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
+import { clientOf, inState, stubOf, threadName } from "./support.ts"
+
+type Stub = DurableObjectStub
+
+const atRest = (stub: Stub) =>
+  Effect.promise(() =>
+    runInDurableObject(stub, async (_instance, state) => {
+      const record = (await state.storage.get(MAINTENANCE_STATE_KEY)) as
+        { dirty: string; processed: string } | undefined
+      const alarm = await state.storage.getAlarm()
+      return alarm === null && record !== undefined && record.dirty === record.processed
+    }),
+  )
+
+const deliverAll = (stubs: ReadonlyArray<Stub>, done: Effect.Effect<boolean, unknown>, rounds = 60) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < rounds; round++) {
+      if (yield* done) return
+      for (const stub of stubs) yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
+      yield* Effect.sleep(5)
+    }
+    return yield* Effect.die(new Error(`condition not reached after ${rounds} rounds of alarms`))
+  })
+
+describe("calls between Objects", () => {
+  it.live("returns a child's output larger than the parent's input limit, within maxStoredValueBytes", () =>
+    Effect.gen(function* () {
+      // The test Object takes inputs of at most 4,096 bytes and stores values up to 128 KiB: a
+      // child's output of 100,000 characters is a legal settlement its parent must hear.
+      const parentObject = threadName("big-output-parent")
+      const childObject = threadName("big-output-child")
+      const stubs = [stubOf(parentObject), stubOf(childObject)]
+      const parent = clientOf("desk", parentObject)
+      const receipt = yield* parent.submit({
+        agentId: "spawner",
+        idempotencyKey: "big-output",
+        input: {
+          children: [{ agentId: "inflate", input: { n: 100_000 }, objectName: childObject, threadId: "big" }],
+        },
+      })
+      yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
+      const settlement = yield* parent.awaitSettlement(receipt.submissionId, 1_000)
+      expect(settlement.outcome).toBe("completed")
+      expect(settlement.output).toEqual([`completed:${JSON.stringify("x".repeat(100_000))}`])
+      yield* deliverAll(
+        stubs,
+        Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean)),
+      )
+    }),
+  )
+
+  it.live("refuses a child whose input is over its Thread's limit with the reason input-bytes", () =>
+    Effect.gen(function* () {
+      const parentObject = threadName("big-input-parent")
+      const childObject = threadName("big-input-child")
+      const stubs = [stubOf(parentObject), stubOf(childObject)]
+      const parent = clientOf("desk", parentObject)
+      const receipt = yield* parent.submit({
+        agentId: "spawner",
+        idempotencyKey: "big-input",
+        input: {
+          children: [
+            { agentId: "echo", input: {}, textLength: 100_000, objectName: childObject, threadId: "big" },
+          ],
+        },
+      })
+      yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
+      const settlement = yield* parent.awaitSettlement(receipt.submissionId, 1_000)
+      expect(settlement.output).toEqual([expect.stringMatching(/^failed:.*:input-bytes$/)])
+      expect((yield* clientOf("big", childObject).threadStatus).nonterminal).toBe(0)
+    }),
+  )
+})
