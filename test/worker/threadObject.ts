@@ -431,3 +431,8 @@ export class RetainedThreadObject extends ThreadObject.make(
     config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
   },
 ) {}
+
+/** A `ThreadObject` whose `namespaceBinding` names no binding of the Worker: it cannot start. */
+export class MisnamedThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent]), {
+  namespaceBinding: "THREADS",
+}) {}
