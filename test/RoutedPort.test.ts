@@ -87,6 +87,7 @@ describe("RoutedPort (Cloudflare)", () => {
       { _tag: "Envelope", result: { ok: true, value: { _tag: "Nope" } } },
       "malformed reply",
     ],
+    ["an answer that is no envelope", { _tag: "Envelope", result: null }, "malformed answer"],
   ])("reports %s as PortUnavailable (a retry may help)", ([, answer, text]) =>
     Effect.gen(function* () {
       const name = crypto.randomUUID()

@@ -5,6 +5,7 @@ import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
 import type {
   AuthorizedThreadObject,
+  MisnamedThreadObject,
   OtherThreadObject,
   RetainedThreadObject,
   TestThreadObject,
@@ -36,6 +37,8 @@ declare global {
       readonly THREADS_DURABLE: DurableObjectNamespace<DurableThreadObject>
       /** Delegating agents with a one-second retention. */
       readonly THREADS_RETAINED: DurableObjectNamespace<RetainedThreadObject>
+      /** A `ThreadObject` whose `namespaceBinding` names no binding: its constructor fails. */
+      readonly THREADS_MISNAMED: DurableObjectNamespace<MisnamedThreadObject>
     }
   }
 }

@@ -6,6 +6,7 @@ export { MaintenanceTestObject } from "./maintenanceObject.ts"
 export { PortProbeObject } from "./portProbeObject.ts"
 export {
   AuthorizedThreadObject,
+  MisnamedThreadObject,
   OtherThreadObject,
   RetainedThreadObject,
   TestThreadObject,

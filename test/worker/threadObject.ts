@@ -237,10 +237,21 @@ export const dierAgent = define({
   program: ({ text }) => Effect.die(new Error(`died on ${text}`)),
 })
 
+/** Answers `n` characters: an output far larger than its input. */
+export const inflateAgent = define({
+  id: "inflate",
+  version: "1",
+  input: Schema.Struct({ n: Schema.Int }),
+  output: Schema.String,
+  program: ({ n }) => Effect.succeed("x".repeat(n)),
+})
+
 /** A child `spawnerAgent` may start, by agent id. */
 const SpawnSpec = Schema.Struct({
   agentId: Schema.String,
   input: Schema.Json,
+  /** Replaces `input` with `{ text }` of this many characters: an input larger than the parent's. */
+  textLength: Schema.optionalKey(Schema.Int),
   objectName: Schema.String,
   threadId: Schema.String,
   namespace: Schema.optionalKey(Schema.String),
@@ -258,6 +269,7 @@ const spawnable = (agentId: string): AgentDefinition<unknown, unknown> =>
       dier: dierAgent,
       spawner: spawnerAgent,
       tally: tallyAgent,
+      inflate: inflateAgent,
     }) as Record<string, AgentDefinition<any, any>>
   )[agentId] as AgentDefinition<unknown, unknown>
 
@@ -298,7 +310,7 @@ export const spawnerAgent: AgentDefinition<
       const handles = yield* Effect.forEach(children, (child) =>
         ctx.startChild({
           agent: spawnable(child.agentId),
-          input: child.input,
+          input: child.textLength === undefined ? child.input : { text: "x".repeat(child.textLength) },
           thread: {
             objectName: child.objectName,
             threadId: child.threadId,
@@ -355,6 +367,7 @@ export class TestThreadObject extends ThreadObject.make(
     schedulerAgent,
     spawnerAgent,
     dierAgent,
+    inflateAgent,
   ]),
   {
     namespaceBinding: "THREADS_TEST",
@@ -418,3 +431,8 @@ export class RetainedThreadObject extends ThreadObject.make(
     config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
   },
 ) {}
+
+/** A `ThreadObject` whose `namespaceBinding` names no binding of the Worker: it cannot start. */
+export class MisnamedThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent]), {
+  namespaceBinding: "THREADS",
+}) {}

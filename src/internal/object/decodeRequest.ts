@@ -13,22 +13,35 @@ import { InvalidRequest } from "./callErrors.ts"
  */
 const REQUEST_OVERHEAD_CHARS = 65_536
 
-/** @internal Decodes a raw request for `entryPoint` with `schema`. */
+/**
+ * The size bound of a routed request from another Object, in UTF-16 units. Such a request is a
+ * row of its sender's outbox, so it fits the 2 MB SQLite row Cloudflare allows; what it carries
+ * was bounded by its sender's limits (a child's output by the child's `maxStoredValueBytes`),
+ * which need not be this Object's. A child's input over this Object's limit is decoded and then
+ * refused by name (`input-bytes`). @internal
+ */
+export const ROUTED_REQUEST_MAX_CHARS = 2_000_000 + REQUEST_OVERHEAD_CHARS
+
+/**
+ * @internal Decodes a raw request for `entryPoint` with `schema`, refusing one whose JSON is over
+ * `maxChars` (by default `limits.maxInputBytes` + `REQUEST_OVERHEAD_CHARS`) before parsing it.
+ */
 export const decodeRequest =
-  <A, I>(entryPoint: string, schema: Schema.Codec<A, I>) =>
+  <A, I>(entryPoint: string, schema: Schema.Codec<A, I>, maxChars?: number) =>
   (raw: unknown): Effect.Effect<A, InvalidRequest, CloudflareDurableRuntimeConfig> =>
     Effect.gen(function* () {
-      const maxBytes = (yield* CloudflareDurableRuntimeConfig).limits.maxInputBytes
+      const limit =
+        maxChars ?? (yield* CloudflareDurableRuntimeConfig).limits.maxInputBytes + REQUEST_OVERHEAD_CHARS
       let size: number
       try {
         size = JSON.stringify(raw)?.length ?? 0
       } catch {
         return yield* new InvalidRequest({ entryPoint, message: "the request is not JSON-serializable" })
       }
-      if (size > maxBytes + REQUEST_OVERHEAD_CHARS) {
+      if (size > limit) {
         return yield* new InvalidRequest({
           entryPoint,
-          message: `the request is ${size} characters, over the limit of ${maxBytes + REQUEST_OVERHEAD_CHARS}`,
+          message: `the request is ${size} characters, over the limit of ${limit}`,
         })
       }
       return yield* Schema.decodeUnknownEffect(schema)(raw).pipe(

@@ -18,7 +18,7 @@ import {
   type PortRequestTag,
   PORT_REQUEST_ACCESS,
 } from "../port/portProtocol.ts"
-import { decodeRequest } from "./decodeRequest.ts"
+import { decodeRequest, ROUTED_REQUEST_MAX_CHARS } from "./decodeRequest.ts"
 import type { RpcResult } from "./rpc.ts"
 
 const encodeReply = Schema.encodeSync(PortReply)
@@ -55,9 +55,12 @@ const refusedAs = (reason: PortProtocolError["reason"]) => (error: { readonly me
 /** @internal */
 export const makePortCall = <R>(handlers: PortHandlers<R>) =>
   spanned("ThreadObject.portCall")(function* (raw: unknown) {
+    // Bounded by what an outbox row can hold, not by this Object's input limit: a child's
+    // settlement carries an output its own Object's `maxStoredValueBytes` allowed.
     const { messageId, request } = yield* decodeRequest(
       "portCall",
       PortEnvelope,
+      ROUTED_REQUEST_MAX_CHARS,
     )(raw).pipe(Effect.mapError(refusedAs("malformed-request")))
     yield* Effect.annotateCurrentSpan({ kind: request._tag, messageId })
     const handler = handlers[request._tag] as (

@@ -74,6 +74,12 @@ export const callStub = (env: Cloudflare.Env, address: ObjectAddress, envelope: 
       catch: (cause) =>
         new PortUnavailable({ message: safeCauseMessage(cause, "the Object could not be reached") }),
     })
+    // Whatever crosses is the receiver's: anything but an envelope is a malformed answer, retried.
+    if (typeof result !== "object" || result === null) {
+      return yield* new PortUnavailable({
+        message: "malformed answer: the Object answered with no result envelope",
+      })
+    }
     if (result.ok) {
       return yield* decodeReply(result.value).pipe(
         Effect.mapError((cause) => new PortUnavailable({ message: `malformed reply: ${cause.message}` })),
