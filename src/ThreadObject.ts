@@ -13,7 +13,7 @@
  * (`internal/turns.ts`).
  */
 import { DurableObject } from "cloudflare:workers"
-import { Clock, Effect, Exit, Layer, ManagedRuntime } from "effect"
+import { Cause, Clock, Effect, Exit, Layer, ManagedRuntime } from "effect"
 import type { ThreadObjectNamespace } from "./CloudflareBindings.ts"
 import type { AnyAgentDefinition } from "./core/AgentRegistration.ts"
 import type { LedgerError } from "./core/SubmissionLedger.ts"
@@ -35,7 +35,7 @@ import {
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
 import { warnUnknownLogSetting } from "./internal/observability/maintenanceLog.ts"
-import { toPortResult } from "./internal/object/portCall.ts"
+import { isPortRefusal, toPortResult } from "./internal/object/portCall.ts"
 import { portCall } from "./internal/object/portHandlers.ts"
 import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
 import { objectSchedulerLayer } from "./internal/turns.ts"
@@ -223,6 +223,12 @@ export function make<E>(
     async portCall(request: unknown): Promise<RpcResult> {
       const exit = await this.#runtime.runPromiseExit(portCall(request))
       await this.#noteAlarm()
+      // The sender sees only that the call was rejected: the cause is logged here, as #call does.
+      if (Exit.isFailure(exit) && !isPortRefusal(exit.cause) && !Cause.hasInterruptsOnly(exit.cause)) {
+        await this.#runtime.runPromise(
+          Effect.logError("ThreadObject.portCall failed unexpectedly", exit.cause),
+        )
+      }
       return toPortResult(exit)
     }
   }

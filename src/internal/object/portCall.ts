@@ -30,16 +30,24 @@ const encodeRefusal = Schema.encodeSync(PortProtocolError)
  */
 export const toPortResult = (exit: Exit.Exit<PortReply, unknown>): RpcResult => {
   if (Exit.isSuccess(exit)) return { ok: true, value: encodeReply(exit.value) }
-  const failure = exit.cause.reasons.find(Cause.isFailReason)
-  if (failure === undefined || !(failure.error instanceof PortProtocolError)) {
+  const failure = refusalOf(exit.cause)
+  if (failure === undefined) {
     throw new Error(
       Cause.hasInterruptsOnly(exit.cause)
         ? "portCall was interrupted (the Object is shutting down)"
         : "portCall failed unexpectedly",
     )
   }
-  return { ok: false, error: encodeRefusal(failure.error) }
+  return { ok: false, error: encodeRefusal(failure) }
 }
+
+const refusalOf = (cause: Cause.Cause<unknown>): PortProtocolError | undefined => {
+  const failure = cause.reasons.find(Cause.isFailReason)
+  return failure !== undefined && failure.error instanceof PortProtocolError ? failure.error : undefined
+}
+
+/** Whether a failed port call is a refusal the sender is answered with (not a rejection). @internal */
+export const isPortRefusal = (cause: Cause.Cause<unknown>): boolean => refusalOf(cause) !== undefined
 
 /** The receiver's handler of each request kind. @internal */
 export type PortHandlers<R> = {
