@@ -9,7 +9,7 @@ import { Clock, Effect, Option, Stream } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
 import { ProgressHub } from "../../core/ProgressHub.ts"
-import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { SubmissionLedger, SubmissionNotFound, SubmissionState } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import { DurableAlarmService } from "../maintenance/alarmService.ts"
@@ -39,13 +39,35 @@ const inspectAddressed = (address: { readonly threadId: string; readonly submiss
     return found.value
   })
 
-/** Nonterminal Submissions of a lane ahead of `queueSequence`, from its head. */
+/** Every state but `settled`: the ledger walks these over its lane indexes alone. */
+const UNSETTLED_STATES = SubmissionState.literals.filter((state) => state !== "settled")
+
+/** Rows per page of the walk behind `aheadOf`. */
+const AHEAD_PAGE = 256
+
+/**
+ * Nonterminal Submissions of a lane ahead of `queueSequence`, from its head: a walk of the
+ * lane's unsettled rows in queue order, never its settled ones nor the Thread's history.
+ */
 const aheadOf = (threadId: string, head: number, queueSequence: number) =>
   Effect.gen(function* () {
     const ledger = yield* SubmissionLedger
-    if (queueSequence <= head) return 0
-    const rows = yield* ledger.lanePage(threadId as never, { after: head - 1, limit: queueSequence - head })
-    return rows.filter((row) => row.state !== "settled").length
+    let ahead = 0
+    let cursor = head - 1
+    while (cursor < queueSequence - 1) {
+      const page = yield* ledger.queryLane(threadId as never, {
+        filter: { states: UNSETTLED_STATES },
+        cursor,
+        limit: AHEAD_PAGE,
+      })
+      for (const row of page.rows) {
+        if (row.queueSequence >= queueSequence) return ahead
+        ahead++
+      }
+      if (page.next === undefined) return ahead
+      cursor = page.next
+    }
+    return ahead
   })
 
 /** A Submission's progress token: it changes whenever its row or its records move. */
