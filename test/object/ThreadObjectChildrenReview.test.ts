@@ -4,36 +4,12 @@
  * every Object involved verifies clean, owes nothing and ends without an alarm.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
+import { env, runDurableObjectAlarm } from "cloudflare:test"
 import { Effect, Exit } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
-import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
-import { clientOf, failureOf, inState, stubOf, threadName } from "./support.ts"
+import { allAtRest, clientOf, deliverAll, failureOf, inState, stubOf, threadName } from "./support.ts"
 
 type Stub = DurableObjectStub
-
-const atRest = (stub: Stub) =>
-  Effect.promise(() =>
-    runInDurableObject(stub, async (_instance, state) => {
-      const record = (await state.storage.get(MAINTENANCE_STATE_KEY)) as
-        { dirty: string; processed: string } | undefined
-      const alarm = await state.storage.getAlarm()
-      return alarm === null && record !== undefined && record.dirty === record.processed
-    }),
-  )
-
-const deliverAll = (stubs: ReadonlyArray<Stub>, done: Effect.Effect<boolean, unknown>, rounds = 60) =>
-  Effect.gen(function* () {
-    for (let round = 0; round < rounds; round++) {
-      if (yield* done) return
-      for (const stub of stubs) yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
-      yield* Effect.sleep(5)
-    }
-    return yield* Effect.die(new Error(`condition not reached after ${rounds} rounds of alarms`))
-  })
-
-const allAtRest = (stubs: ReadonlyArray<Stub>) =>
-  Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean))
 
 /**
  * Every Object quiet, verifying clean and owing nothing. A message still in flight when the

@@ -4,34 +4,20 @@
  * whose limits differ from their senders', and an Object that cannot start.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
+import { env } from "cloudflare:test"
 import { Effect } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import type { RpcResult } from "../../src/internal/object/rpc.ts"
-import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
-import { clientOf, failureOf, inState, stubOf, storedMaintenance, threadName } from "./support.ts"
-
-type Stub = DurableObjectStub
-
-const atRest = (stub: Stub) =>
-  Effect.promise(() =>
-    runInDurableObject(stub, async (_instance, state) => {
-      const record = (await state.storage.get(MAINTENANCE_STATE_KEY)) as
-        { dirty: string; processed: string } | undefined
-      const alarm = await state.storage.getAlarm()
-      return alarm === null && record !== undefined && record.dirty === record.processed
-    }),
-  )
-
-const deliverAll = (stubs: ReadonlyArray<Stub>, done: Effect.Effect<boolean, unknown>, rounds = 60) =>
-  Effect.gen(function* () {
-    for (let round = 0; round < rounds; round++) {
-      if (yield* done) return
-      for (const stub of stubs) yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
-      yield* Effect.sleep(5)
-    }
-    return yield* Effect.die(new Error(`condition not reached after ${rounds} rounds of alarms`))
-  })
+import {
+  allAtRest,
+  clientOf,
+  deliverAll,
+  failureOf,
+  inState,
+  stubOf,
+  storedMaintenance,
+  threadName,
+} from "./support.ts"
 
 const portCall = (objectName: string, envelope: unknown) =>
   Effect.promise(() => stubOf(objectName).portCall(envelope) as Promise<RpcResult>)
@@ -104,10 +90,7 @@ describe("calls between Objects", () => {
       const settlement = yield* parent.awaitSettlement(receipt.submissionId, 1_000)
       expect(settlement.outcome).toBe("completed")
       expect(settlement.output).toEqual([`completed:${JSON.stringify("x".repeat(100_000))}`])
-      yield* deliverAll(
-        stubs,
-        Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean)),
-      )
+      yield* deliverAll(stubs, allAtRest(stubs))
     }),
   )
 

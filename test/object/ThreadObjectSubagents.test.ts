@@ -9,8 +9,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { Effect } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
-import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
-import { clientOf, deliverUntil, inState, stubOf, storedMaintenance, threadName } from "./support.ts"
+import {
+  allAtRest,
+  clientOf,
+  deliverUntil,
+  inState,
+  stubOf,
+  storedMaintenance,
+  threadName,
+} from "./support.ts"
 
 const quiet = (objectName: string) =>
   Effect.map(storedMaintenance(objectName), ({ record, alarm }) => {
@@ -25,17 +32,6 @@ const outboxOf = (objectName: string) =>
         .exec("SELECT message_id, attempts, acknowledged_at FROM effect_agent_outbox ORDER BY message_id")
         .toArray(),
     ),
-  )
-
-/** An Object of either namespace at rest: no alarm, nothing owed. */
-const atRest = (stub: DurableObjectStub) =>
-  Effect.promise(() =>
-    runInDurableObject(stub, async (_instance, state) => {
-      const record = (await state.storage.get(MAINTENANCE_STATE_KEY)) as
-        { dirty: string; processed: string } | undefined
-      const alarm = await state.storage.getAlarm()
-      return alarm === null && record !== undefined && record.dirty === record.processed
-    }),
   )
 
 /** Delivers the alarms of both Objects, one each per round, until `done` holds. */
@@ -145,10 +141,7 @@ describe("ThreadObject subagents across Objects", () => {
         const childWaits = Effect.map(reviews.threadStatus, (status) => status.head?.state === "suspended")
         yield* deliverBoth(stubs, childWaits)
         // Both sides are stable waits: the parent on its child, the child on its reviewer.
-        yield* deliverBoth(
-          stubs,
-          Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean)),
-        )
+        yield* deliverBoth(stubs, allAtRest(stubs))
         expect((yield* parent.status(receipt.submissionId)).state).toBe("suspended")
         // An operator asking why the parent does not move is told it waits for its child, which
         // keeps no alarm, not that it is runnable and waits for an alarm that is not set.
@@ -169,10 +162,7 @@ describe("ThreadObject subagents across Objects", () => {
           outcome: "completed",
           output: "refund 90 approved (Sam)",
         })
-        yield* deliverBoth(
-          stubs,
-          Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean)),
-        )
+        yield* deliverBoth(stubs, allAtRest(stubs))
       }),
   )
 

@@ -78,3 +78,33 @@ export const storedEverything = (stub: DurableObjectStub) =>
       history: state.storage.sql.exec("SELECT * FROM effect_agent_history ORDER BY rowid").toArray(),
     })),
   )
+
+/** An Object at rest: no alarm, and its maintenance record owes nothing. */
+export const atRest = (stub: DurableObjectStub) =>
+  Effect.promise(() =>
+    runInDurableObject(stub, async (_instance, state) => {
+      const record = (await state.storage.get(MAINTENANCE_STATE_KEY)) as
+        { dirty: string; processed: string } | undefined
+      const alarm = await state.storage.getAlarm()
+      return alarm === null && record !== undefined && record.dirty === record.processed
+    }),
+  )
+
+/** Every one of `stubs` at rest. */
+export const allAtRest = (stubs: ReadonlyArray<DurableObjectStub>) =>
+  Effect.map(Effect.all(stubs.map(atRest)), (quiet) => quiet.every(Boolean))
+
+/** Delivers the alarms of `stubs`, one each per round, until `done` holds; dies after `rounds`. */
+export const deliverAll = (
+  stubs: ReadonlyArray<DurableObjectStub>,
+  done: Effect.Effect<boolean, unknown>,
+  rounds = 60,
+) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < rounds; round++) {
+      if (yield* done) return
+      for (const stub of stubs) yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
+      yield* Effect.sleep(5)
+    }
+    return yield* Effect.die(new Error(`condition not reached after ${rounds} rounds of alarms`))
+  })
