@@ -183,7 +183,8 @@ describe("runAlarmsUntilQuiet", () => {
       // Each failed pass backs off: the loop waits for the retry (never runs the alarm before
       // it), until two deliveries or a retry later than its time.
       expect((error as AlarmsNotQuiet).deliveries).toBeLessThanOrEqual(2)
-      expect((error as AlarmsNotQuiet).message).toMatch(/at most 2|next due in/)
+      // The pool's own deliveries fail too, so the backoff may also outgrow the bound.
+      expect((error as AlarmsNotQuiet).message).toMatch(/at most 2|next due in|out of time/)
       expect((error as AlarmsNotQuiet).obligations?.obligations.map((o) => o.source)).toContain(
         "maintenance-retry",
       )

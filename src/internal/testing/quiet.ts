@@ -18,6 +18,9 @@ import { ObjectObligations } from "../operator/reports.ts"
 /** @internal How long the loop waits before looking again at an Object whose pass runs. */
 export const QUIET_POLL_MILLIS = 10
 
+/** @internal The least time an `obligations` read is given, even when it starts at the bound. */
+export const READ_GRACE_MILLIS = 250
+
 /** What `runAlarmsUntilQuiet` needs of the Object, and how it delivers its alarm. */
 export interface QuietOptions<E> {
   /**
@@ -92,11 +95,22 @@ export const runAlarmsUntilQuiet = <E>(
     let failedDeliveries = 0
     let last: ObjectObligations | undefined
     for (;;) {
+      // Past the bound with a reading in hand (a wait slept up to it): that reading answers.
+      if (last !== undefined && Date.now() >= deadline) {
+        return yield* new AlarmsNotQuiet({
+          deliveries,
+          message: `not quiet after ${deliveries} deliveries (out of time): ${summary(last)}`,
+          obligations: last,
+        })
+      }
       // The read is bounded too: an Object that answers nothing (held in its constructor gate)
-      // must not outlast the bound either.
+      // must not outlast the bound by more than a read's grace.
       const read = yield* Effect.raceFirst(
         Effect.asSome(options.client.obligations),
-        Effect.as(sleep(deadline - Date.now()), Option.none<ObjectObligations>()),
+        Effect.as(
+          sleep(Math.max(deadline - Date.now(), READ_GRACE_MILLIS)),
+          Option.none<ObjectObligations>(),
+        ),
       )
       if (Option.isNone(read)) {
         const previous = last === undefined ? "" : `; when it last answered: ${summary(last)}`
