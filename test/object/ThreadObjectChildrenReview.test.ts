@@ -32,7 +32,24 @@ const clean = (clients: ReadonlyArray<ThreadClient.ThreadClient>, stubs: Readonl
 const otherClient = (thread: string, objectName: string) =>
   ThreadClient.make(env.THREADS_OTHER, thread, { objectName })
 
-/** How many `SubmissionSettled` records the Submission has in its Thread's history. */
+/** The parent starts one `review` child, in Thread `reviews` of the other namespace's `childObject`. */
+const spawnReview = (parent: ReturnType<typeof clientOf>, childObject: string, idempotencyKey: string) =>
+  parent.submit({
+    agentId: "spawner",
+    idempotencyKey,
+    input: {
+      children: [
+        {
+          agentId: "review",
+          input: { draft: "d" },
+          objectName: childObject,
+          threadId: "reviews",
+          namespace: "THREADS_OTHER",
+        },
+      ],
+    },
+  })
+
 /** A parent desk and a child Object (of the test namespace, or the other one), named after `prefix`. */
 const parentAndChild = (prefix: string, childNamespace: "test" | "other" = "test") => {
   const parentObject = threadName(`${prefix}-parent`)
@@ -90,21 +107,7 @@ describe("subagents, reviewed", () => {
     Effect.gen(function* () {
       const { childObject, stubs, parent } = parentAndChild("ab", "other")
       const reviews = otherClient("reviews", childObject)
-      const receipt = yield* parent.submit({
-        agentId: "spawner",
-        idempotencyKey: "p1",
-        input: {
-          children: [
-            {
-              agentId: "review",
-              input: { draft: "d" },
-              objectName: childObject,
-              threadId: "reviews",
-              namespace: "THREADS_OTHER",
-            },
-          ],
-        },
-      })
+      const receipt = yield* spawnReview(parent, childObject, "p1")
       yield* deliverAll(
         stubs,
         Effect.map(reviews.threadStatus, (s) => s.head?.state === "suspended"),
@@ -160,21 +163,7 @@ describe("subagents, reviewed", () => {
     Effect.gen(function* () {
       const { childObject, stubs, parent } = parentAndChild("abc", "other")
       const reviews = otherClient("reviews", childObject)
-      const receipt = yield* parent.submit({
-        agentId: "spawner",
-        idempotencyKey: "p3",
-        input: {
-          children: [
-            {
-              agentId: "review",
-              input: { draft: "d" },
-              objectName: childObject,
-              threadId: "reviews",
-              namespace: "THREADS_OTHER",
-            },
-          ],
-        },
-      })
+      const receipt = yield* spawnReview(parent, childObject, "p3")
       yield* deliverAll(
         stubs,
         Effect.map(reviews.threadStatus, (s) => s.head?.state === "suspended"),
@@ -398,21 +387,7 @@ describe("subagents, reviewed", () => {
     Effect.gen(function* () {
       const { childObject, stubs, parent } = parentAndChild("jp", "other")
       const reviews = otherClient("reviews", childObject)
-      const receipt = yield* parent.submit({
-        agentId: "spawner",
-        idempotencyKey: "jp",
-        input: {
-          children: [
-            {
-              agentId: "review",
-              input: { draft: "d" },
-              objectName: childObject,
-              threadId: "reviews",
-              namespace: "THREADS_OTHER",
-            },
-          ],
-        },
-      })
+      const receipt = yield* spawnReview(parent, childObject, "jp")
       yield* deliverAll(stubs, inState(parent, receipt.submissionId, "suspended"))
       const refused = yield* Effect.flip(
         parent.submit({ agentId: "spawner", idempotencyKey: "jp2", input: { children: [] }, mode: "join" }),
