@@ -47,22 +47,16 @@ export const makeSqlReads = (
     )
 
   /**
-   * The first open lane head after `after` whose lane no wait parks: one statement per lane
-   * looked at, none when it was read since the last write (a selection and the finish after it).
+   * The first open lane head after `after` whose lane no wait parks: one statement however many
+   * parked lanes it passes over, none when it was read since the last write (a selection and
+   * the finish after it).
    */
   const nextRunnableHead = (operation: string, after: string) =>
     remembered(
       `next open after ${after}`,
-      Effect.gen(function* () {
-        let from = after
-        while (true) {
-          const found = yield* query(operation, statements.nextOpen, [from])
-          const row = found[0]
-          if (row === undefined) return Option.none<SubmissionSnapshot>()
-          if (Number(row.parked_before) === 0) return yield* decodedFirst(operation, found)
-          from = String(row.lane_key)
-        }
-      }),
+      Effect.flatMap(query(operation, statements.nextOpen, [after]), (found) =>
+        decodedFirst(operation, found),
+      ),
     )
 
   return {
@@ -107,7 +101,7 @@ export const makeSqlReads = (
       (after) => after,
     ),
 
-    // One statement per lane with work (two seeks: its head and a wait before it), never the waits.
+    // One statement per lane with work (it passes over parked lanes inside SQLite), never the waits.
     laneHeads: Effect.gen(function* () {
       const operation = "SubmissionLedger.laneHeads"
       const heads: Array<SubmissionSnapshot> = []

@@ -60,6 +60,14 @@ const fenced = (set: string, extra: string) => ({
 const laneEnd = (status: "open" | "parked", end: "min" | "max") =>
   `(SELECT ${end}(queue_sequence) FROM ${t} WHERE lane_key = ? AND lane_status = '${status}')`
 
+/** Whether a wait parks the lane of open row `o`: a parked row queued before it. */
+const PARKED_BEFORE = `EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = o.lane_key
+  AND p.lane_status = 'parked' AND p.queue_sequence < o.queue_sequence)`
+
+/** The id of the first open row of the first lane after `after`, from the open index. */
+const FIRST_OPEN_AFTER = (after: string) => `(SELECT submission_id FROM ${t}
+  WHERE lane_status = 'open' AND lane_key > ${after} ORDER BY lane_key, queue_sequence LIMIT 1)`
+
 /** @internal */
 export const statements = {
   byId: `SELECT * FROM ${t} WHERE submission_id = ?`,
@@ -223,11 +231,18 @@ export const statements = {
   // Keyset page of the recovery candidates. Parameters: last lane key, last queue sequence.
   recoveryPage: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE}`,
-  // The first open row of the first lane after a lane key ('' for the first lane), and whether a
-  // wait before it parks its lane (one statement: the same two seeks).
-  nextOpen: `SELECT *, EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = o.lane_key
-      AND p.lane_status = 'parked' AND p.queue_sequence < o.queue_sequence) AS parked_before
-    FROM ${t} AS o WHERE lane_status = 'open' AND lane_key > ? ORDER BY lane_key, queue_sequence LIMIT 1`,
+  // The first open row of the first lane after a lane key ('' for the first lane) that no wait
+  // parks (no parked row before it). The walk over parked lanes runs inside SQLite, two index
+  // seeks per lane passed over, so a selection behind many lanes whose head waits (an approval,
+  // a child, a timer) with work queued behind it is one statement, not one per lane.
+  // Parameters: lane key.
+  nextOpen: `WITH RECURSIVE seek(id, lane, sequence, parked) AS (
+      SELECT o.submission_id, o.lane_key, o.queue_sequence, ${PARKED_BEFORE}
+        FROM ${t} AS o WHERE o.submission_id = ${FIRST_OPEN_AFTER("?")}
+      UNION ALL
+      SELECT o.submission_id, o.lane_key, o.queue_sequence, ${PARKED_BEFORE}
+        FROM seek JOIN ${t} AS o ON o.submission_id = ${FIRST_OPEN_AFTER("seek.lane")} WHERE seek.parked)
+    SELECT * FROM ${t} WHERE submission_id = (SELECT id FROM seek WHERE NOT parked)`,
   // Operator reads, settled rows included, from seeks the ledger already pays for: no index is
   // written for them. Keyset page of every row by id. Parameters: last id.
   allPage: `SELECT * FROM ${t} WHERE submission_id > ? ORDER BY submission_id LIMIT ${SCAN_PAGE_SIZE}`,
