@@ -60,13 +60,14 @@ const fenced = (set: string, extra: string) => ({
 const laneEnd = (status: "open" | "parked", end: "min" | "max") =>
   `(SELECT ${end}(queue_sequence) FROM ${t} WHERE lane_key = ? AND lane_status = '${status}')`
 
-/** Whether a wait parks the lane of open row `o`: a parked row queued before it. */
-const PARKED_BEFORE = `EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = o.lane_key
-  AND p.lane_status = 'parked' AND p.queue_sequence < o.queue_sequence)`
+/** The first lane after `after` with an open row, from the open index alone. */
+const NEXT_OPEN_LANE = (after: string) =>
+  `(SELECT lane_key FROM ${t} WHERE lane_status = 'open' AND lane_key > ${after} ORDER BY lane_key LIMIT 1)`
 
-/** The id of the first open row of the first lane after `after`, from the open index. */
-const FIRST_OPEN_AFTER = (after: string) => `(SELECT submission_id FROM ${t}
-  WHERE lane_status = 'open' AND lane_key > ${after} ORDER BY lane_key, queue_sequence LIMIT 1)`
+/** Whether a wait parks lane `lane`: a parked row queued before its first open row. */
+const PARKED_LANE = (lane: string) => `EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = ${lane}
+  AND p.lane_status = 'parked' AND p.queue_sequence < (SELECT min(queue_sequence) FROM ${t}
+    WHERE lane_status = 'open' AND lane_key = ${lane}))`
 
 /** @internal */
 export const statements = {
@@ -232,17 +233,18 @@ export const statements = {
   recoveryPage: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE}`,
   // The first open row of the first lane after a lane key ('' for the first lane) that no wait
-  // parks (no parked row before it). The walk over parked lanes runs inside SQLite, two index
+  // parks (no parked row before it). The walk over parked lanes runs inside SQLite, three index
   // seeks per lane passed over, so a selection behind many lanes whose head waits (an approval,
   // a child, a timer) with work queued behind it is one statement, not one per lane.
   // Parameters: lane key.
-  nextOpen: `WITH RECURSIVE seek(id, lane, sequence, parked) AS (
-      SELECT o.submission_id, o.lane_key, o.queue_sequence, ${PARKED_BEFORE}
-        FROM ${t} AS o WHERE o.submission_id = ${FIRST_OPEN_AFTER("?")}
+  nextOpen: `WITH RECURSIVE seek(lane) AS (
+      SELECT ${NEXT_OPEN_LANE("?")}
       UNION ALL
-      SELECT o.submission_id, o.lane_key, o.queue_sequence, ${PARKED_BEFORE}
-        FROM seek JOIN ${t} AS o ON o.submission_id = ${FIRST_OPEN_AFTER("seek.lane")} WHERE seek.parked)
-    SELECT * FROM ${t} WHERE submission_id = (SELECT id FROM seek WHERE NOT parked)`,
+      SELECT ${NEXT_OPEN_LANE("seek.lane")} FROM seek WHERE ${PARKED_LANE("seek.lane")})
+    SELECT * FROM ${t} AS o WHERE lane_status = 'open' AND lane_key = (SELECT max(lane) FROM seek)
+      AND NOT EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = o.lane_key
+        AND p.lane_status = 'parked' AND p.queue_sequence < o.queue_sequence)
+    ORDER BY queue_sequence LIMIT 1`,
   // Operator reads, settled rows included, from seeks the ledger already pays for: no index is
   // written for them. Keyset page of every row by id. Parameters: last id.
   allPage: `SELECT * FROM ${t} WHERE submission_id > ? ORDER BY submission_id LIMIT ${SCAN_PAGE_SIZE}`,
