@@ -69,4 +69,31 @@ describe("ThreadClient.agent", () => {
       })
     }),
   )
+
+  it.live("refuses a Thread id or key with a lone surrogate, which SQLite could not store as sent", () =>
+    Effect.gen(function* () {
+      // SQLite stores text as UTF-8: a lone surrogate would come back as U+FFFD, so the admitted
+      // Submission could never be read or replayed by the id or key it was sent with.
+      const thread = `lone-\uD800-${crypto.randomUUID()}`
+      const lone = yield* Effect.exit(
+        clientOf(thread).agent(echoAgent).submit({ text: "hi" }, { idempotencyKey: "k" }),
+      )
+      expect(failureOf(lone)).toMatchObject({ _tag: "InvalidRequest", entryPoint: "submit" })
+      expect((failureOf(lone) as { message: string }).message).toContain("lone surrogate")
+      expect(yield* ledgerRows(thread)).toEqual([])
+      const keyed = threadName("lone-key")
+      const echo = clientOf(keyed).agent(echoAgent)
+      for (const idempotencyKey of ["k\uD800", "k\uDC00"]) {
+        const exit = yield* Effect.exit(echo.submit({ text: "hi" }, { idempotencyKey }))
+        expect(failureOf(exit)).toMatchObject({ _tag: "InvalidRequest", entryPoint: "submit" })
+      }
+      expect(yield* ledgerRows(keyed)).toEqual([])
+      // A well-formed pair (an emoji) is one character and is stored as sent.
+      const emoji = `emoji-\u{1F600}-${crypto.randomUUID()}`
+      const receipt = yield* clientOf(emoji)
+        .agent(echoAgent)
+        .submit({ text: "hi" }, { idempotencyKey: "\u{1F511}" })
+      expect((yield* clientOf(emoji).status(receipt.submissionId)).submissionId).toBe(receipt.submissionId)
+    }),
+  )
 })
