@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { echoAgent, reviewAgent, verifierAgent } from "../worker/threadObject.ts"
+import { echoAgent, ratioAgent, reviewAgent, verifierAgent } from "../worker/threadObject.ts"
 import { clientOf, deliverUntil, failureOf, inState, ledgerRows, threadName } from "./support.ts"
 
 describe("ThreadClient.agent", () => {
@@ -95,5 +95,32 @@ describe("ThreadClient.agent", () => {
         .submit({ text: "hi" }, { idempotencyKey: "\u{1F511}" })
       expect((yield* clientOf(emoji).status(receipt.submissionId)).submissionId).toBe(receipt.submissionId)
     }),
+  )
+
+  it.live(
+    "settles failed, naming it, an output, a step result or a child input its Schema encodes to no JSON",
+    () =>
+      Effect.gen(function* () {
+        for (const [a, b, how, expected] of [
+          [0, 0, {}, "the output is not JSON"],
+          [1, 0, {}, "the output is not JSON"],
+          [0, 0, { inStep: true }, 'the result of step "divide" is not JSON'],
+          [0, 0, { child: threadName("ratio-child") }, "the input of child agent ratio is not JSON"],
+          [1, 2, {}, undefined],
+        ] as const) {
+          const thread = threadName("ratio")
+          const client = clientOf(thread)
+          const ratio = client.agent(ratioAgent)
+          const receipt = yield* ratio.submit({ a, b, ...how }, { idempotencyKey: "k" })
+          // Before the fix the settlement could not be written: every pass failed, and it never settled.
+          yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"), 20)
+          const settlement = yield* ratio.awaitSettlement(receipt.submissionId, 1_000)
+          if (expected === undefined) expect(settlement).toMatchObject({ outcome: "completed", output: 0.5 })
+          else {
+            expect(settlement.outcome).toBe("failed")
+            expect(settlement.error).toContain(expected)
+          }
+        }
+      }),
   )
 })
