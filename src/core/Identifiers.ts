@@ -2,9 +2,12 @@
  * Branded identifiers shared by the ledger, the history and the runtime.
  *
  * Every identifier is an opaque, non-empty string of at most 256 UTF-16 code units with no
- * control characters. Decoding at a boundary fails with a `SchemaError` that names the check.
+ * control characters and no lone surrogate (SQLite stores text as UTF-8, where a lone surrogate
+ * becomes U+FFFD: the stored id would not be the one sent). Decoding at a boundary fails with a
+ * `SchemaError` that names the check.
  */
 import { Schema } from "effect"
+import { isWellFormed } from "./internal/wellFormed.ts"
 
 /** Longest accepted identifier, in UTF-16 code units. */
 export const MAX_IDENTIFIER_LENGTH = 256
@@ -22,6 +25,7 @@ const identifier = <const B extends string>(brand: B) =>
     Schema.makeFilter((value: string) => !controlCharacters.test(value), {
       expected: `a ${brand} without control characters`,
     }),
+    Schema.makeFilter(isWellFormed, { expected: `a ${brand} without a lone surrogate` }),
   ).pipe(Schema.brand<B>(brand as never))
 
 /** A Thread: one FIFO lane of Submissions and its canonical history. */

@@ -18,6 +18,8 @@ describe("Identifiers", () => {
         ["x".repeat(MAX_IDENTIFIER_LENGTH + 1), `at most ${MAX_IDENTIFIER_LENGTH}`],
         ["bad\u0007id", "without control characters"],
         ["bad\u0085id", "without control characters"],
+        ["bad\uD800id", "without a lone surrogate"],
+        ["bad\uDC00", "without a lone surrogate"],
       ] as const) {
         const error = yield* Effect.flip(decodeThreadId(value))
         expect(error._tag).toBe("SchemaError")

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { echoAgent, reviewAgent, verifierAgent } from "../worker/threadObject.ts"
+import { echoAgent, ratioAgent, reviewAgent, verifierAgent } from "../worker/threadObject.ts"
 import { clientOf, deliverUntil, failureOf, inState, ledgerRows, threadName } from "./support.ts"
 
 describe("ThreadClient.agent", () => {
@@ -68,5 +68,59 @@ describe("ThreadClient.agent", () => {
         _tag: "SubmissionNotFound",
       })
     }),
+  )
+
+  it.live("refuses a Thread id or key with a lone surrogate, which SQLite could not store as sent", () =>
+    Effect.gen(function* () {
+      // SQLite stores text as UTF-8: a lone surrogate would come back as U+FFFD, so the admitted
+      // Submission could never be read or replayed by the id or key it was sent with.
+      const thread = `lone-\uD800-${crypto.randomUUID()}`
+      const lone = yield* Effect.exit(
+        clientOf(thread).agent(echoAgent).submit({ text: "hi" }, { idempotencyKey: "k" }),
+      )
+      expect(failureOf(lone)).toMatchObject({ _tag: "InvalidRequest", entryPoint: "submit" })
+      expect((failureOf(lone) as { message: string }).message).toContain("lone surrogate")
+      expect(yield* ledgerRows(thread)).toEqual([])
+      const keyed = threadName("lone-key")
+      const echo = clientOf(keyed).agent(echoAgent)
+      for (const idempotencyKey of ["k\uD800", "k\uDC00"]) {
+        const exit = yield* Effect.exit(echo.submit({ text: "hi" }, { idempotencyKey }))
+        expect(failureOf(exit)).toMatchObject({ _tag: "InvalidRequest", entryPoint: "submit" })
+      }
+      expect(yield* ledgerRows(keyed)).toEqual([])
+      // A well-formed pair (an emoji) is one character and is stored as sent.
+      const emoji = `emoji-\u{1F600}-${crypto.randomUUID()}`
+      const receipt = yield* clientOf(emoji)
+        .agent(echoAgent)
+        .submit({ text: "hi" }, { idempotencyKey: "\u{1F511}" })
+      expect((yield* clientOf(emoji).status(receipt.submissionId)).submissionId).toBe(receipt.submissionId)
+    }),
+  )
+
+  it.live(
+    "settles failed, naming it, an output, a step result or a child input its Schema encodes to no JSON",
+    () =>
+      Effect.gen(function* () {
+        for (const [a, b, how, expected] of [
+          [0, 0, {}, "the output is not JSON"],
+          [1, 0, {}, "the output is not JSON"],
+          [0, 0, { inStep: true }, 'the result of step "divide" is not JSON'],
+          [0, 0, { child: threadName("ratio-child") }, "the input of child agent ratio is not JSON"],
+          [1, 2, {}, undefined],
+        ] as const) {
+          const thread = threadName("ratio")
+          const client = clientOf(thread)
+          const ratio = client.agent(ratioAgent)
+          const receipt = yield* ratio.submit({ a, b, ...how }, { idempotencyKey: "k" })
+          // Before the fix the settlement could not be written: every pass failed, and it never settled.
+          yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"), 20)
+          const settlement = yield* ratio.awaitSettlement(receipt.submissionId, 1_000)
+          if (expected === undefined) expect(settlement).toMatchObject({ outcome: "completed", output: 0.5 })
+          else {
+            expect(settlement.outcome).toBe("failed")
+            expect(settlement.error).toContain(expected)
+          }
+        }
+      }),
   )
 })

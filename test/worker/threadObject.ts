@@ -346,6 +346,43 @@ export const spawnerAgent: AgentDefinition<
     }),
 })
 
+/**
+ * Divides `a` by `b`, in a step with a number result when `inStep`, or by a child (in the Thread
+ * `child`) it gives the quotient and 1: 0/0 is NaN and 1/0 is Infinity, numbers `Schema.Number`
+ * encodes but JSON cannot carry.
+ */
+export const ratioAgent: AgentDefinition<
+  { readonly a: number; readonly b: number; readonly inStep?: boolean; readonly child?: string },
+  number
+> = define({
+  id: "ratio",
+  version: "1",
+  input: Schema.Struct({
+    a: Schema.Number,
+    b: Schema.Number,
+    inStep: Schema.optionalKey(Schema.Boolean),
+    child: Schema.optionalKey(Schema.String),
+  }),
+  output: Schema.Number,
+  program: ({ a, b, inStep, child }, ctx) =>
+    Effect.gen(function* () {
+      if (inStep === true)
+        return yield* ctx.step(
+          "divide",
+          Effect.sync(() => a / b),
+          { result: Schema.Number },
+        )
+      if (child === undefined) return a / b
+      const started = yield* ctx.startChild({
+        agent: ratioAgent,
+        input: { a: a / b, b: 1 },
+        thread: { objectName: child, threadId: child },
+      })
+      const settled = yield* ctx.awaitChild(started)
+      return settled.outcome === "completed" ? settled.output : -1
+    }),
+})
+
 /** Failpoints a test installs on one Object by its id. */
 export const switchboard = Testing.makeSwitchboard()
 
@@ -368,6 +405,7 @@ export class TestThreadObject extends ThreadObject.make(
     spawnerAgent,
     dierAgent,
     inflateAgent,
+    ratioAgent,
   ]),
   {
     namespaceBinding: "THREADS_TEST",

@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, MAX_IDENTIFIER_LENGTH, SubmissionId, ThreadId } from "../../Identifiers.ts"
+import { isWellFormed } from "../wellFormed.ts"
 
 /** The prefix of every occurrence's idempotency key; a submit may not use it. */
 export const OCCURRENCE_KEY_PREFIX = "schedule:"
@@ -30,6 +31,7 @@ export const ScheduleId = Schema.String.check(
   Schema.makeFilter((value: string) => !/[\u0000-\u001f\u007f-\u009f]/.test(value), {
     expected: "a schedule id without control characters",
   }),
+  Schema.makeFilter(isWellFormed, { expected: "a schedule id without a lone surrogate" }),
 ).pipe(Schema.brand("ScheduleId"))
 export type ScheduleId = typeof ScheduleId.Type
 

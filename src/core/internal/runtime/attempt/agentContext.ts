@@ -23,7 +23,7 @@ import {
   halt,
   journalMismatch,
   ownerFence,
-  oversized,
+  unstorable,
   runWatched,
   takeStaged,
 } from "./attemptState.ts"
@@ -192,7 +192,7 @@ export const makeAgentContext = (
         const encoded = yield* Effect.result(Schema.encodeEffect(codec)(exit.value))
         const refusal =
           encoded._tag === "Success"
-            ? oversized(attempt, `the result of step "${name}"`, encoded.success)
+            ? unstorable(attempt, `the result of step "${name}"`, encoded.success)
             : `the result of step "${name}" does not encode: ${encoded.failure.message}`
         if (encoded._tag === "Success" && refusal === undefined)
           return { _tag: "Succeeded", value: exit.value, result: encoded.success } as const
@@ -330,13 +330,16 @@ export const makeAgentContext = (
         const found = exit.value
         if (found._tag === "Happened") {
           const encoded = yield* Effect.result(Schema.encodeEffect(codec)(found.value))
-          if (encoded._tag === "Success") {
+          if (encoded._tag === "Success" && Schema.is(Schema.Json)(encoded.success)) {
             answer = { _tag: "Happened", value: encoded.success }
             value = found.value
           } else {
             answer = {
               _tag: "CannotTell",
-              reason: `the reconciled result does not encode: ${encoded.failure.message}`,
+              reason:
+                encoded._tag === "Success"
+                  ? "the reconciled result is not JSON (its Schema encoded a value JSON cannot carry)"
+                  : `the reconciled result does not encode: ${encoded.failure.message}`,
             }
           }
         } else {

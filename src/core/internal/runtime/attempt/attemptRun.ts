@@ -23,7 +23,7 @@ import {
   type AttemptState,
   type AttemptStop,
   owedAtPark,
-  oversized,
+  unstorable,
   ownerFence,
   takeStaged,
 } from "./attemptState.ts"
@@ -187,7 +187,7 @@ const runProgram = (
           error: `the output does not encode: ${output.failure.message}`,
         })
       }
-      const refusal = oversized(attempt, "the output", output.success)
+      const refusal = unstorable(attempt, "the output", output.success)
       return yield* refusal === undefined
         ? finish(attempt, row, { outcome: "completed", output: output.success })
         : finish(attempt, row, { outcome: "failed", error: refusal })

@@ -6,7 +6,7 @@
  * (an interruption, not a failure, so a program that catches `AgentFailure` cannot swallow
  * it); the Attempt reads `stop` once the program has returned.
  */
-import { Cause, Clock, Effect, Exit, Option, type Schema } from "effect"
+import { Cause, Clock, Effect, Exit, Option, Schema } from "effect"
 import { type DurableWorkerFailure, RunJournalError } from "../shared/model.ts"
 import {
   type Claim,
@@ -220,11 +220,15 @@ export const runWatched = <A, E>(
     ),
   )
 
+const isJson = Schema.is(Schema.Json)
+
 /**
- * Why `value` (`what` names it) is too large to store, or `undefined` when it fits in
- * `maxStoredValueBytes`. @internal
+ * Why `value` (`what` names it) cannot be stored, or `undefined` when it can: a value its
+ * Schema encoded to something JSON cannot carry (`NaN`, an infinity, `undefined`, a class
+ * instance), or one over `maxStoredValueBytes`. @internal
  */
-export const oversized = (attempt: AttemptState, what: string, value: Schema.Json): string | undefined => {
+export const unstorable = (attempt: AttemptState, what: string, value: Schema.Json): string | undefined => {
+  if (!isJson(value)) return `${what} is not JSON (its Schema encoded a value JSON cannot carry)`
   const bytes = utf8ByteLength(JSON.stringify(value))
   const limit = attempt.env.settings.maxStoredValueBytes
   return bytes > limit ? `${what} is ${bytes} bytes; the limit is ${limit}` : undefined

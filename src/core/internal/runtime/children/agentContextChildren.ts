@@ -82,6 +82,11 @@ export const makeChildCalls = (
             }),
         ),
       )
+      // Its Schema may encode a value JSON cannot carry (NaN): it could not be journaled or sent.
+      if (!Schema.is(Schema.Json)(input))
+        return yield* new AgentFailure({
+          message: `the input of child agent ${options.agent.id} is not JSON (its Schema encoded a value JSON cannot carry)`,
+        })
       // The default key names this admission of the parent, not only its id: a key admitted
       // again after retention removed the parent gets the same id, and its children must not be
       // taken for the settled children of the first. Journaled with the start, it is never
