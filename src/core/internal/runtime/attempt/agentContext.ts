@@ -21,6 +21,7 @@ import {
   boundary,
   guard,
   halt,
+  isJson,
   journalMismatch,
   ownerFence,
   unstorable,
@@ -330,7 +331,7 @@ export const makeAgentContext = (
         const found = exit.value
         if (found._tag === "Happened") {
           const encoded = yield* Effect.result(Schema.encodeEffect(codec)(found.value))
-          if (encoded._tag === "Success" && Schema.is(Schema.Json)(encoded.success)) {
+          if (encoded._tag === "Success" && isJson(encoded.success)) {
             answer = { _tag: "Happened", value: encoded.success }
             value = found.value
           } else {

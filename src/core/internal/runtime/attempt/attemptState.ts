@@ -220,7 +220,8 @@ export const runWatched = <A, E>(
     ),
   )
 
-const isJson = Schema.is(Schema.Json)
+/** Whether a value is what `Schema.Json` (every record's value) accepts. @internal */
+export const isJson = Schema.is(Schema.Json)
 
 /**
  * Why `value` (`what` names it) cannot be stored, or `undefined` when it can: a value its

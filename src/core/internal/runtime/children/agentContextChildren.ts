@@ -9,7 +9,7 @@ import { AgentFailure, type AgentDefinition } from "../../../AgentRegistration.t
 import { IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
 import { LedgerError } from "../../ledger/model.ts"
 import { messageIds, ObjectAddress } from "../../outbox/model.ts"
-import { boundary, guard, halt, journalMismatch } from "../attempt/attemptState.ts"
+import { boundary, guard, halt, isJson, journalMismatch } from "../attempt/attemptState.ts"
 import { loadJournal } from "../shared/runtimeEnv.ts"
 import type { Journal } from "../shared/journal.ts"
 import type { HistoryPage } from "../../../ThreadHistory.ts"
@@ -83,7 +83,7 @@ export const makeChildCalls = (
         ),
       )
       // Its Schema may encode a value JSON cannot carry (NaN): it could not be journaled or sent.
-      if (!Schema.is(Schema.Json)(input))
+      if (!isJson(input))
         return yield* new AgentFailure({
           message: `the input of child agent ${options.agent.id} is not JSON (its Schema encoded a value JSON cannot carry)`,
         })
