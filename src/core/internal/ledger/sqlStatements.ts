@@ -60,14 +60,16 @@ const fenced = (set: string, extra: string) => ({
 const laneEnd = (status: "open" | "parked", end: "min" | "max") =>
   `(SELECT ${end}(queue_sequence) FROM ${t} WHERE lane_key = ? AND lane_status = '${status}')`
 
-/** The first lane after `after` with an open row, from the open index alone. */
-const NEXT_OPEN_LANE = (after: string) =>
-  `(SELECT lane_key FROM ${t} WHERE lane_status = 'open' AND lane_key > ${after} ORDER BY lane_key LIMIT 1)`
+/**
+ * The lane seek's walk carries a lane's head as one value, `<queue sequence>:<lane key>` (a
+ * recursive step yields one column from one index entry); these take it apart.
+ */
+const laneOf = (head: string) => `substr(${head}, instr(${head}, ':') + 1)`
+const sequenceOf = (head: string) => `CAST(substr(${head}, 1, instr(${head}, ':') - 1) AS INTEGER)`
 
-/** Whether a wait parks lane `lane`: a parked row queued before its first open row. */
-const PARKED_LANE = (lane: string) => `EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = ${lane}
-  AND p.lane_status = 'parked' AND p.queue_sequence < (SELECT min(queue_sequence) FROM ${t}
-    WHERE lane_status = 'open' AND lane_key = ${lane}))`
+/** The first open row of the first lane after `after`, as a walk's head, from the open index. */
+const NEXT_OPEN_HEAD = (after: string) => `(SELECT queue_sequence || ':' || lane_key FROM ${t}
+  WHERE lane_status = 'open' AND lane_key > ${after} ORDER BY lane_key, queue_sequence LIMIT 1)`
 
 /** @internal */
 export const statements = {
@@ -233,15 +235,17 @@ export const statements = {
   recoveryPage: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE}`,
   // The first open row of the first lane after a lane key ('' for the first lane) that no wait
-  // parks (no parked row before it). The walk over parked lanes runs inside SQLite, three index
+  // parks (no parked row before it). The walk over parked lanes runs inside SQLite, two index
   // seeks per lane passed over, so a selection behind many lanes whose head waits (an approval,
   // a child, a timer) with work queued behind it is one statement, not one per lane.
   // Parameters: lane key.
-  nextOpen: `WITH RECURSIVE seek(lane) AS (
-      SELECT ${NEXT_OPEN_LANE("?")}
+  nextOpen: `WITH RECURSIVE seek(head) AS (
+      SELECT ${NEXT_OPEN_HEAD("?")}
       UNION ALL
-      SELECT ${NEXT_OPEN_LANE("seek.lane")} FROM seek WHERE ${PARKED_LANE("seek.lane")})
-    SELECT * FROM ${t} AS o WHERE lane_status = 'open' AND lane_key = (SELECT max(lane) FROM seek)
+      SELECT ${NEXT_OPEN_HEAD(laneOf("seek.head"))} FROM seek
+      WHERE EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = ${laneOf("seek.head")}
+        AND p.lane_status = 'parked' AND p.queue_sequence < ${sequenceOf("seek.head")}))
+    SELECT * FROM ${t} AS o WHERE lane_status = 'open' AND lane_key = (SELECT max(${laneOf("head")}) FROM seek)
       AND NOT EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = o.lane_key
         AND p.lane_status = 'parked' AND p.queue_sequence < o.queue_sequence)
     ORDER BY queue_sequence LIMIT 1`,
