@@ -171,17 +171,28 @@ export class AgentRegistry extends Context.Service<
     ) => Effect.Effect<AnyAgentDefinition, DurableBindingFailure>
   }
 >()("@effect-agent/platform-cloudflare/AgentRegistration/AgentRegistry") {
-  /** A registry of these agents; a repeated id is a defect at construction. */
-  static readonly layer = (registrations: ReadonlyArray<AnyAgentDefinition>) =>
-    Layer.sync(this)(() => make(registrations))
+  /**
+   * A registry of these agents. A repeated id throws here, where the Worker's module builds its
+   * layer, so a deploy with it fails at startup instead of every Object failing on its first call.
+   */
+  static readonly layer = (registrations: ReadonlyArray<AnyAgentDefinition>) => {
+    const byId = agentsById(registrations)
+    return Layer.sync(this)(() => make(byId))
+  }
 }
 
-const make = (registrations: ReadonlyArray<AnyAgentDefinition>): AgentRegistry["Service"] => {
+const agentsById = (
+  registrations: ReadonlyArray<AnyAgentDefinition>,
+): ReadonlyMap<string, AnyAgentDefinition> => {
   const byId = new Map<string, AnyAgentDefinition>()
   for (const agent of registrations) {
     if (byId.has(agent.id)) throw new Error(`Agent ${agent.id} is registered twice`)
     byId.set(agent.id, agent)
   }
+  return byId
+}
+
+const make = (byId: ReadonlyMap<string, AnyAgentDefinition>): AgentRegistry["Service"] => {
   return {
     lookup: (agentId) => Option.fromNullishOr(byId.get(agentId)),
     resolve: (agentId, digest) => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { AgentRegistry, contractDigest, define, withDigest } from "../../src/core/AgentRegistration.ts"
+import { DurableAgentRuntime } from "../../src/core/DurableAgentRuntime.ts"
 import { AgentId } from "../../src/core/Identifiers.ts"
 
 const registryService = Effect.gen(function* () {
@@ -46,11 +47,12 @@ describe("AgentRegistration", () => {
     }),
   )
 
-  it.effect("refuses to register the same agent id twice", () =>
-    Effect.gen(function* () {
-      const agent = define(contract)
-      const exit = yield* Effect.exit(Effect.provide(registryService, AgentRegistry.layer([agent, agent])))
-      expect(exit._tag).toBe("Failure")
-    }),
-  )
+  it("refuses to register the same agent id twice where the layer is built", () => {
+    const agent = define(contract)
+    // Thrown where a Worker's module builds its layer: a deploy with it fails at startup.
+    expect(() => AgentRegistry.layer([agent, agent])).toThrow("Agent summarize is registered twice")
+    expect(() =>
+      DurableAgentRuntime.layerWithBindings([agent, define({ ...contract, version: "2" })]),
+    ).toThrow("registered twice")
+  })
 })
