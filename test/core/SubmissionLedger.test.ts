@@ -172,6 +172,11 @@ describe("SubmissionLedger on SQLite", () => {
         }
         // The lane seek reads its head in index order: its wait check runs for that row alone.
         expect(planOf(storage, statements.nextOpen).join("\n")).not.toContain("TEMP B-TREE")
+        // The walk past parked lanes seeks both indexes and sorts nothing.
+        const walk = planOf(storage, statements.nextUnparked).join("\n")
+        expect(walk).toContain(`${SUBMISSIONS_TABLE}_lane`)
+        expect(walk).toContain(`${SUBMISSIONS_TABLE}_parked`)
+        expect(walk).not.toContain("TEMP B-TREE")
         // Timed waits are read from the due index alone, in its order: no sort, no other rows.
         for (const key of ["nextDue", "earliestDue", "anyDue"] as const) {
           const plan = planOf(storage, statements[key]).join("\n")

@@ -270,28 +270,44 @@ describe("SubmissionLedger's memo of decoded rows", () => {
       }),
   )
 
-  it.effect("passes over lanes whose head waits with work queued behind it in one statement", () =>
-    inObject((raw) => {
-      const { storage, count } = counted(raw)
-      return Effect.gen(function* () {
-        const ledger = yield* SubmissionLedger
-        // Fifty lanes whose head waits (for an approval, a child) with input queued behind it,
-        // before the one lane with work to run: a selection used to read each of them.
-        const waiting = Array.from({ length: 50 }, (_, i) => `w${String(i).padStart(2, "0")}`)
-        for (const lane of waiting) {
-          yield* admitReady(request(lane, "1"))
-          yield* ledger.park(yield* claimHead(lane, grant(1, 2_000)), "suspended")
-          yield* admitReady(request(lane, "2"))
-        }
-        yield* admitReady(request("z", "1"))
-        const seek = yield* statementsOf(count, ledger.nextLaneHead(undefined))
-        expect(seek.statements).toBe(1)
-        expect(Option.map(seek.value, (row) => row.threadId)).toEqual(Option.some("z"))
-        // Past the last runnable lane there is none, also in one statement.
-        const none = yield* statementsOf(count, ledger.nextLaneHead(ThreadId.make("z")))
-        expect(none).toEqual({ value: Option.none(), statements: 1 })
-      }).pipe(Effect.provide(ledgerOver(storage)))
-    }),
+  it.effect(
+    "passes over lanes whose head waits with work queued behind it in one statement after the first",
+    () =>
+      inObject((raw) => {
+        const { storage, count } = counted(raw)
+        return Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          // Fifty lanes whose head waits (for an approval, a child) with input queued behind it,
+          // before the one lane with work to run: a selection used to read each of them.
+          const waiting = Array.from({ length: 50 }, (_, i) => `w${String(i).padStart(2, "0")}`)
+          for (const lane of waiting) {
+            yield* admitReady(request(lane, "1"))
+            yield* ledger.park(yield* claimHead(lane, grant(1, 2_000)), "suspended")
+            yield* admitReady(request(lane, "2"))
+          }
+          yield* admitReady(request("z", "1"))
+          // The first lane, found parked, then one walk past all of them.
+          const seek = yield* statementsOf(count, ledger.nextLaneHead(undefined))
+          expect(seek.statements).toBe(2)
+          expect(Option.map(seek.value, (row) => row.threadId)).toEqual(Option.some("z"))
+          expect(Option.map(yield* ledger.nextLaneHead(ThreadId.make("w10")), (row) => row.threadId)).toEqual(
+            Option.some("z"),
+          )
+          // Past the last runnable lane there is none; a lane that is not parked is one statement.
+          const none = yield* statementsOf(count, ledger.nextLaneHead(ThreadId.make("z")))
+          expect(none).toEqual({ value: Option.none(), statements: 1 })
+          yield* admitReady(request("a", "1"))
+          const first = yield* statementsOf(count, ledger.nextLaneHead(undefined))
+          expect(first.statements).toBe(1)
+          expect(Option.map(first.value, (row) => row.threadId)).toEqual(Option.some("a"))
+          // Every lane parked: none, in two statements.
+          const last = Option.getOrThrow(yield* ledger.head(ThreadId.make("z")))
+          yield* ledger.park(yield* claimHead("z", grant(2, 3_000)), "suspended")
+          expect(last.threadId).toBe("z")
+          const all = yield* statementsOf(count, ledger.nextLaneHead(ThreadId.make("a")))
+          expect(all).toEqual({ value: Option.none(), statements: 2 })
+        }).pipe(Effect.provide(ledgerOver(storage)))
+      }),
   )
 
   it.effect(

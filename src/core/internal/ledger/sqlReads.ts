@@ -47,16 +47,22 @@ export const makeSqlReads = (
     )
 
   /**
-   * The first open lane head after `after` whose lane no wait parks: one statement however many
-   * parked lanes it passes over, none when it was read since the last write (a selection and
-   * the finish after it).
+   * The first open lane head after `after` whose lane no wait parks: one statement, or two when
+   * the first lane it finds is parked (the second passes over every parked lane after it), none
+   * when it was read since the last write (a selection and the finish after it).
    */
   const nextRunnableHead = (operation: string, after: string) =>
     remembered(
       `next open after ${after}`,
-      Effect.flatMap(query(operation, statements.nextOpen, [after]), (found) =>
-        decodedFirst(operation, found),
-      ),
+      Effect.gen(function* () {
+        const found = yield* query(operation, statements.nextOpen, [after])
+        const row = found[0]
+        if (row === undefined || Number(row.parked_before) === 0) return yield* decodedFirst(operation, found)
+        return yield* decodedFirst(
+          operation,
+          yield* query(operation, statements.nextUnparked, [String(row.lane_key)]),
+        )
+      }),
     )
 
   return {
@@ -101,7 +107,7 @@ export const makeSqlReads = (
       (after) => after,
     ),
 
-    // One statement per lane with work (it passes over parked lanes inside SQLite), never the waits.
+    // One or two statements per lane with work (parked lanes are passed over inside SQLite).
     laneHeads: Effect.gen(function* () {
       const operation = "SubmissionLedger.laneHeads"
       const heads: Array<SubmissionSnapshot> = []

@@ -234,12 +234,17 @@ export const statements = {
   // Keyset page of the recovery candidates. Parameters: last lane key, last queue sequence.
   recoveryPage: `SELECT * FROM ${t} WHERE ${RECOVERY_CANDIDATE} AND (lane_key, queue_sequence) > (?, ?)
     ORDER BY lane_key, queue_sequence LIMIT ${SCAN_PAGE_SIZE}`,
-  // The first open row of the first lane after a lane key ('' for the first lane) that no wait
-  // parks (no parked row before it). The walk over parked lanes runs inside SQLite, two index
-  // seeks per lane passed over, so a selection behind many lanes whose head waits (an approval,
-  // a child, a timer) with work queued behind it is one statement, not one per lane.
-  // Parameters: lane key.
-  nextOpen: `WITH RECURSIVE seek(head) AS (
+  // The first open row of the first lane after a lane key ('' for the first lane), and whether a
+  // wait before it parks its lane (one statement: the same two seeks).
+  nextOpen: `SELECT *, EXISTS (SELECT 1 FROM ${t} AS p WHERE p.lane_key = o.lane_key
+      AND p.lane_status = 'parked' AND p.queue_sequence < o.queue_sequence) AS parked_before
+    FROM ${t} AS o WHERE lane_status = 'open' AND lane_key > ? ORDER BY lane_key, queue_sequence LIMIT 1`,
+  // As `nextOpen`, past every lane a wait parks (a parked row before its first open row): the
+  // walk over them runs inside SQLite, two index entries per lane passed over, so a seek behind
+  // many lanes whose head waits (an approval, a child, a timer) with work queued behind it is one
+  // statement, not one per lane. Costlier than `nextOpen` for the lane it stops at, so only read
+  // once that found a parked lane. Parameters: lane key.
+  nextUnparked: `WITH RECURSIVE seek(head) AS (
       SELECT ${NEXT_OPEN_HEAD("?")}
       UNION ALL
       SELECT ${NEXT_OPEN_HEAD(laneOf("seek.head"))} FROM seek
