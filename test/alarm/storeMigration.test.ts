@@ -498,3 +498,43 @@ describe("the upgrade to the billed-rows schema", () => {
     ),
   )
 })
+
+describe("an upgrade cut short", () => {
+  it.effect("rolls back a migration that fails half-way and runs it whole the next time", () =>
+    inObject(objectName("upgrade-cut"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const runs = yield* makeRuns
+        const three = threeSteps(runs)
+        yield* writeLegacy(ctx.storage, now, [
+          settledThreeSteps(three, now),
+          lone("ready", three, 3, "ready", 0, [accepted(three, 3)]),
+        ])
+        const schema = () =>
+          ctx.storage.sql
+            .exec("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE '_cf_%' ORDER BY name")
+            .toArray()
+        const before = schema()
+        // The billed-rows rebuild, failing after its last statement (a kill mid-way leaves the same).
+        const cut = storeMigrations.map((migration) =>
+          migration.name === "thread-store/003-billed-rows"
+            ? {
+                ...migration,
+                statements: [...migration.statements, "SELECT no_such_column FROM effect_agent_history"],
+              }
+            : migration,
+        )
+        const failed = yield* Effect.exit(Effect.provide(runMigrations(cut), sqlClientLayer(ctx.storage)))
+        expect(failed._tag).toBe("Failure")
+        expect(schema()).toEqual(before)
+        const applied = yield* Effect.provide(runMigrations(storeMigrations), sqlClientLayer(ctx.storage))
+        expect(applied[0]).toBe("thread-store/003-billed-rows")
+        const inc = yield* incarnation(ctx, { agents: [three] })
+        yield* inc.maintenance.ensureAlarm
+        yield* converge(ctx, inc.maintenance)
+        expect((yield* rowOf(inc, SubmissionId.make("ready"))).settlement?.output).toBe(15)
+        expect((yield* rowOf(inc, SubmissionId.make("done"))).settlement?.output).toBe(9)
+      }),
+    ),
+  )
+})
