@@ -193,4 +193,22 @@ describe("ThreadObject under concurrent callers", () => {
       }
     }),
   )
+
+  it.live("admits no more than the lane's depth of many racing submits, each at its own sequence", () =>
+    Effect.gen(function* () {
+      const thread = threadName("depth")
+      const client = clientOf(thread)
+      const exits = yield* Effect.all(
+        Array.from({ length: callers }, (_, n) =>
+          Effect.exit(client.submit({ agentId: "echo", idempotencyKey: `k${n}`, input: { text: `${n}` } })),
+        ),
+        { concurrency: "unbounded" },
+      )
+      const admitted = exits.filter(Exit.isSuccess).map((exit) => exit.value)
+      expect(admitted).toHaveLength(3)
+      expect(new Set(admitted.map((each) => each.queueSequence)).size).toBe(3)
+      for (const exit of exits.filter(Exit.isFailure))
+        expect(failureOf(exit)).toMatchObject({ _tag: "AdmissionRefused" })
+    }),
+  )
 })
