@@ -9,7 +9,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { sqlClientLayer } from "../../src/internal/object/sqlClient.ts"
-import { Effect, Stream } from "effect"
+import { Effect, Schema, Stream } from "effect"
+import { Reconcile } from "../../src/core/AgentContext.ts"
+import { define } from "../../src/core/AgentRegistration.ts"
+import { caughtUpRecord } from "./fixtures.ts"
 import type { AnyAgentDefinition } from "../../src/core/AgentRegistration.ts"
 import { canonicalJson, contentDigest } from "../../src/core/internal/digest.ts"
 import { runMigrations } from "../../src/core/internal/migrations.ts"
@@ -17,8 +20,8 @@ import { laneKey } from "../../src/core/internal/ledger/sqlStatements.ts"
 import { HISTORY_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/internal/schema.ts"
 import { SubmissionId } from "../../src/core/Identifiers.ts"
 import type { HistoryEntry } from "../../src/core/ThreadHistory.ts"
-import { charging, makeRuns, reviewed, runsOf, threeSteps } from "../core/runtimeAgents.ts"
-import { alarmOf, dayAhead, inObject, objectName } from "./harness.ts"
+import { charging, makeRuns, ran, reviewed, type Runs, runsOf, threeSteps } from "../core/runtimeAgents.ts"
+import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
 import { converge, generationsOf, rowOf, submit, tagsOf } from "./actionable/fixtures.ts"
 import { incarnation } from "../support/incarnation.ts"
 
@@ -154,7 +157,7 @@ interface Billed {
   readonly thread: string
   readonly agent: AnyAgentDefinition
   readonly input: { readonly n: number }
-  readonly state: "ready" | "running" | "suspended" | "settled"
+  readonly state: "ready" | "running" | "suspended" | "unknown" | "settled"
   readonly epoch: number
   readonly settlement?: object
   readonly records: ReadonlyArray<HistoryEntry>
@@ -185,7 +188,11 @@ const writeBilled = (storage: DurableObjectStorage, now: number, rows: ReadonlyA
         contentDigest(payload),
         `receipt-${row.id}`,
         row.state,
-        row.state === "settled" ? "closed" : row.state === "suspended" ? "parked" : "open",
+        row.state === "settled"
+          ? "closed"
+          : row.state === "suspended" || row.state === "unknown"
+            ? "parked"
+            : "open",
         row.epoch,
         row.state === "running" ? `attempt-${row.id}` : null,
         row.state === "running" ? `token-${row.id}` : null,
@@ -210,6 +217,25 @@ const writeBilled = (storage: DurableObjectStorage, now: number, rows: ReadonlyA
       )
       position += row.records.length
     }
+  })
+
+/** Charges in an uncertain step whose reconcile finds the charge. */
+const reconciling = (runs: Runs) =>
+  define({
+    id: "reconciling",
+    version: "1",
+    input: Schema.Struct({ n: Schema.Int }),
+    output: Schema.Struct({ receipt: Schema.String, note: Schema.String }),
+    program: ({ n }, ctx) =>
+      Effect.gen(function* () {
+        yield* ctx.step("prepare", Effect.as(ran(runs, "prepare"), n))
+        const receipt = yield* ctx.uncertainStep("charge", Effect.as(ran(runs, "charge"), `charged-${n}`), {
+          result: Schema.String,
+          reconcile: Effect.as(ran(runs, "reconcile"), Reconcile.happened(`found-${n}`)),
+        })
+        const note = yield* ctx.step("after", Effect.as(ran(runs, "after"), "done"))
+        return { receipt, note }
+      }),
   })
 
 describe("the upgrade to the billed-rows schema", () => {
@@ -428,6 +454,86 @@ describe("the upgrade to the billed-rows schema", () => {
         expect(yield* alarmOf(ctx)).toBeNull()
         const { dirty, processed } = yield* generationsOf(ctx)
         expect(processed).toBe(dirty)
+      }),
+    ),
+  )
+
+  it.effect("wakes an idle Object once to decide again the Unknown Outcomes an older release parked", () =>
+    inObject(objectName("upgrade-unknown"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const runs = yield* makeRuns
+        const agent = reconciling(runs)
+        yield* writeBilled(ctx.storage, now, [
+          {
+            id: "charge",
+            thread: "charge",
+            agent,
+            input: { n: 1 },
+            state: "unknown",
+            epoch: 2,
+            records: [
+              accepted(agent, 1),
+              { _tag: "InputApplied" },
+              step(0, "prepare", 1),
+              { _tag: "UncertainStepStarted", step: 1, name: "charge", reconcileAttempts: 3 },
+              { _tag: "UnknownOutcomeRecorded", step: 1, name: "charge" },
+            ],
+          },
+        ])
+        // The older release had nothing left to do: its record is caught up and no alarm is set.
+        yield* putRawState(ctx, caughtUpRecord(4n, { nonterminal: 1 }))
+
+        const inc = yield* incarnation(ctx, { agents: [agent] })
+        yield* inc.maintenance.ensureAlarm
+        // The migration made the wait due: the Object wakes for it with no request.
+        expect(yield* alarmOf(ctx)).not.toBeNull()
+        yield* converge(ctx, inc.maintenance)
+        const row = yield* rowOf(inc, SubmissionId.make("charge"))
+        expect([row.state, row.settlement?.output]).toEqual(["settled", { receipt: "found-1", note: "done" }])
+        // The uncertain effect never ran again: the reconcile decided.
+        expect(yield* runsOf(runs)).toEqual({ reconcile: 1, after: 1 })
+        expect(yield* alarmOf(ctx)).toBeNull()
+      }),
+    ),
+  )
+})
+
+describe("an upgrade cut short", () => {
+  it.effect("rolls back a migration that fails half-way and runs it whole the next time", () =>
+    inObject(objectName("upgrade-cut"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        const runs = yield* makeRuns
+        const three = threeSteps(runs)
+        yield* writeLegacy(ctx.storage, now, [
+          settledThreeSteps(three, now),
+          lone("ready", three, 3, "ready", 0, [accepted(three, 3)]),
+        ])
+        const schema = () =>
+          ctx.storage.sql
+            .exec("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE '_cf_%' ORDER BY name")
+            .toArray()
+        const before = schema()
+        // The billed-rows rebuild, failing after its last statement (a kill mid-way leaves the same).
+        const cut = storeMigrations.map((migration) =>
+          migration.name === "thread-store/003-billed-rows"
+            ? {
+                ...migration,
+                statements: [...migration.statements, "SELECT no_such_column FROM effect_agent_history"],
+              }
+            : migration,
+        )
+        const failed = yield* Effect.exit(Effect.provide(runMigrations(cut), sqlClientLayer(ctx.storage)))
+        expect(failed._tag).toBe("Failure")
+        expect(schema()).toEqual(before)
+        const applied = yield* Effect.provide(runMigrations(storeMigrations), sqlClientLayer(ctx.storage))
+        expect(applied[0]).toBe("thread-store/003-billed-rows")
+        const inc = yield* incarnation(ctx, { agents: [three] })
+        yield* inc.maintenance.ensureAlarm
+        yield* converge(ctx, inc.maintenance)
+        expect((yield* rowOf(inc, SubmissionId.make("ready"))).settlement?.output).toBe(15)
+        expect((yield* rowOf(inc, SubmissionId.make("done"))).settlement?.output).toBe(9)
       }),
     ),
   )

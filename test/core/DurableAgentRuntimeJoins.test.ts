@@ -73,6 +73,29 @@ const twoRounds = define({
 
 for (const harness of runtimeHarnesses) {
   describe(`DurableAgentRuntime joined input (${harness.label})`, () => {
+    it.effect("replays a join whose key was admitted, and its host settled, after it was prepared", () =>
+      harness.run((world) =>
+        Effect.gen(function* () {
+          const { inc, host } = yield* parkedHost(world)
+          const request = {
+            threadId: ThreadId.make("chat"),
+            agentId: AgentId.make("conversation"),
+            idempotencyKey: IdempotencyKey.make("j"),
+            input: { n: 10 },
+            mode: "join" as const,
+          }
+          // One caller checks its join; another with the same key is admitted, and the host
+          // settles both before the first admits what it checked.
+          const prepared = yield* runtimeOf(inc).prepare(request)
+          const first = yield* runtimeOf(inc).submit(request)
+          yield* runtimeOf(inc).resolveApproval(host.submissionId, { approved: true })
+          yield* processHead(inc, "chat")
+          expect((yield* rowOf(inc, first.submissionId)).state).toBe("settled")
+          expect(yield* runtimeOf(inc).admit(prepared)).toEqual({ ...first, replayed: true })
+        }),
+      ),
+    )
+
     it.effect("folds a follow-up into the running head, which settles both", () =>
       harness.run((world) =>
         Effect.gen(function* () {

@@ -1,7 +1,13 @@
 /**
- * The constructor gate: O(1) work on the maintenance record only. A dirty generation gets an
- * alarm (its pending retry, or the scan cadence) and a pending host deadline gets one too.
- * It never runs recovery or reads the ledger, and it cannot accelerate a pending native retry.
+ * The constructor gate: O(1) work on the maintenance record. A dirty generation gets an alarm
+ * (its pending retry, or the scan cadence), the record's timed waits and a pending host deadline
+ * get one too. It never runs recovery, and it cannot accelerate a pending native retry.
+ *
+ * A record without a timer bound (`nextDueAt`) should mean no timed wait is stored; a record an
+ * older release wrote, before the bound existed, says nothing, while the migrations may have
+ * left due waits behind it (`thread-store/005` makes every parked Unknown Outcome due once). So
+ * such a record takes the earliest stored due time as its bound: one seek of the due index,
+ * which finds nothing unless a wait is there.
  */
 import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Effect, Option } from "effect"
@@ -10,16 +16,30 @@ import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { catchUnlessInterrupted } from "../boundary.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import { readMaintenanceState, writeMaintenanceState } from "./state.ts"
+import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
-export const makeEnsureAlarm = (env: MaintenanceEnv): Effect.Effect<void, DurableAlarmError> =>
+export const makeEnsureAlarm = (
+  env: MaintenanceEnv,
+  earliestDue: Effect.Effect<number | undefined, unknown>,
+): Effect.Effect<void, DurableAlarmError> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
     const now = yield* Clock.currentTimeMillis
+    // A read that fails leaves the record as it is: the next incarnation reads again.
+    const due = yield* earliestDue.pipe(
+      catchUnlessInterrupted((cause) =>
+        Effect.as(
+          Effect.logError("Thread maintenance: the earliest timed wait could not be read", cause),
+          undefined,
+        ),
+      ),
+    )
     const record = yield* env.transact("ensure maintenance alarm", (txn) => {
-      const { state, initialized } = readMaintenanceState(txn)
-      if (!initialized) writeMaintenanceState(txn, state)
+      const read = readMaintenanceState(txn)
+      const bounded = read.state.nextDueAt === undefined && due !== undefined
+      const state = bounded ? ThreadMaintenanceState.make({ ...read.state, nextDueAt: due }) : read.state
+      if (!read.initialized || bounded) writeMaintenanceState(txn, state)
       writeAlarm(txn, decideAlarm(env.timing, { commit: "ensure", now, record: state }))
       return state
     })

@@ -133,7 +133,10 @@ export class ThreadMaintenance extends Context.Service<
         transact: makeTransact(ctx.storage),
         transactRecord: makeTransactRecord(ctx.storage),
       }
-      const ensureAlarm = makeEnsureAlarm(env)
+      const ensureAlarm = makeEnsureAlarm(
+        env,
+        Effect.map(ledger.earliestDue(1), (rows) => rows[0]?.dueAt),
+      )
 
       return {
         pass: makePass({

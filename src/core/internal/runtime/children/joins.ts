@@ -75,7 +75,8 @@ export const checkJoin = (env: RuntimeEnv, agent: AnyAgentDefinition, threadId: 
  * Admits `prepared` as a join of its lane's head, or refuses (`join`) or queues it
  * (`join-or-queue`) when the head cannot take it. The admission names the head as its host and
  * checks again, in its transaction, that the host still takes joins: one that ended meanwhile
- * leaves an ordinary queued Submission (it was accepted: it is never refused then).
+ * leaves an ordinary queued Submission (it was accepted: it is never refused then). A key
+ * admitted by another caller since this one was prepared replays, even once its host has ended.
  * @internal
  */
 export const admitJoin = (env: RuntimeEnv, prepared: AdmissionCheck, mode: "join" | "join-or-queue") =>
@@ -86,6 +87,9 @@ export const admitJoin = (env: RuntimeEnv, prepared: AdmissionCheck, mode: "join
         const head = Option.getOrUndefined(yield* env.ledger.head(prepared.threadId))
         const reason = joinRefusal(head, agent)
         if (reason !== undefined || head === undefined) {
+          // A key admitted since `prepare` checked it (its host may have ended since) replays.
+          const used = yield* env.ledger.lookupByKey(prepared.threadId, prepared.idempotencyKey)
+          if (Option.isSome(used)) return { _tag: "Used" } as const
           return { _tag: "Refused", reason: reason ?? "no-running-head" } as const
         }
         const admission = yield* admitRow(env, prepared, { host: head.submissionId })
@@ -96,6 +100,7 @@ export const admitJoin = (env: RuntimeEnv, prepared: AdmissionCheck, mode: "join
         return { _tag: "Admitted", row, replayed: admission._tag === "Replayed" } as const
       }),
     )
+    if (joined._tag === "Used") return yield* admitQueued(env, prepared)
     if (joined._tag === "Refused") {
       if (mode === "join-or-queue") return yield* admitQueued(env, prepared)
       return yield* refused(prepared.threadId, joined.reason, agent)
