@@ -34,7 +34,9 @@
  * settlement (of the last run and variant) and prints the functions with the most self time
  * (`--top`). `--perf <file>` takes a native profile of the restarted workerd over the same span
  * with Linux `perf` (bench/nativeProfile.ts: the runtime's own work too, such as preparing
- * statements and committing) and prints where its samples fell.
+ * statements and committing) and prints where its samples fell. `DRAIN_LOG=events` (Miniflare
+ * only) sets the example's `EFFECT_AGENT_MAINTENANCE_LOG`: a log line per maintenance event of
+ * every Object, to count events and settlements per event.
  */
 import { Effect, Schema } from "effect"
 import { resolve } from "node:path"
@@ -178,7 +180,11 @@ const startMiniflare = (variant: Variant, persistDir: string, core?: number) =>
         DIRECTORY: "ThreadDirectory",
       },
       persistDir,
-      bindings: { OPERATOR_TOKEN: "drain-token", FRAUD_DESK_SHARDS: String(variant.shards) },
+      bindings: {
+        OPERATOR_TOKEN: "drain-token",
+        FRAUD_DESK_SHARDS: String(variant.shards),
+        ...(process.env.DRAIN_LOG ? { EFFECT_AGENT_MAINTENANCE_LOG: process.env.DRAIN_LOG } : {}),
+      },
       ...(inspectorPort === undefined ? {} : { inspectorPort }),
     }),
     (worker) => {
