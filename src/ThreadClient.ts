@@ -263,13 +263,17 @@ const encodeCaller = (caller: { readonly subject: string; readonly credential?: 
 }
 
 /**
- * Why a call did not reach the Object. A request over the platform's limit for what a call may
- * carry (32 MiB) is refused as `InvalidRequest`: sending it again cannot succeed.
+ * Why a call did not reach the Object, or its answer did not come back. A request or an answer
+ * over the platform's limit for what a call may carry (32 MiB; `schedules` answers every
+ * schedule with its input) is `InvalidRequest`: calling again cannot succeed.
  */
 const transportError = (entryPoint: string, cause: unknown) => {
   const message = cause instanceof Error ? cause.message : "the Object could not be reached"
   return message.startsWith("Serialized RPC arguments or return values are limited")
-    ? new InvalidRequest({ entryPoint, message: `the request is too large to send: ${message}` })
+    ? new InvalidRequest({
+        entryPoint,
+        message: `the request or its answer is over the 32 MiB a call can carry: ${message}`,
+      })
     : new ThreadObjectUnavailable({ entryPoint, message })
 }
 

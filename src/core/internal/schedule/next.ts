@@ -3,7 +3,7 @@
  * schedule and the Object's clock. Cron expressions go through Effect's `Cron` (five fields, or
  * six with seconds; IANA time zones through `Intl`: a local time skipped by a DST change runs
  * shifted forward by the gap, 02:30 at 03:30, a repeated one once, at its earlier instant, so an
- * hourly cron runs 23 times on a 25-hour day). An interval counts
+ * hourly cron runs 24 times on a 25-hour day, its repeated hour once). An interval counts
  * from the schedule's creation: occurrences at `createdAt + n × everyMillis`, `n ≥ 1`.
  */
 import { Cron, Result } from "effect"

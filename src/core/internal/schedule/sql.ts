@@ -85,8 +85,10 @@ export const makeSqlSchedules = (options: {
   const { queries, admit, sql } = options
   const { query } = queries
   // Once a read found no schedule stored, the pass's reads of schedules run no statement until
-  // one is put (this ledger is the only writer of its Object's schedules).
-  const known = { none: false }
+  // one is put (this ledger is the only writer of its Object's schedules). `puts` counts the
+  // puts: a read's "none" stands only if no put ran since its statement began (its fiber may
+  // yield to a `schedule` call between the statement and its answer).
+  const known = { none: false, puts: 0 }
 
   const one = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     Effect.flatMap(query(operation, text, params), (rows) =>
@@ -125,6 +127,7 @@ export const makeSqlSchedules = (options: {
     putSchedule: Effect.fnUntraced(function* (info) {
       yield* write("SubmissionLedger.putSchedule", info)
       known.none = false
+      known.puts++
       return info
     }),
 
@@ -147,11 +150,12 @@ export const makeSqlSchedules = (options: {
 
     nextOccurrenceAt: Effect.suspend(() => {
       if (known.none) return Effect.succeed(undefined)
+      const putsBefore = known.puts
       return Effect.map(
         query("SubmissionLedger.nextOccurrenceAt", scheduleStatements.earliest, []),
         (rows) => {
           const first = rows[0]
-          if (first === undefined) known.none = true
+          if (first === undefined && known.puts === putsBefore) known.none = true
           return first === undefined ? undefined : Number(first.next_at)
         },
       )
