@@ -10,7 +10,13 @@ import { admittedRow, delayedJoin } from "./admission.ts"
 import { type AdmissionRequest, LedgerError, type SubmissionSnapshot, WaitRecord } from "./model.ts"
 import * as Rules from "./rules.ts"
 import type { makeSqlAdmission } from "./sqlAdmission.ts"
-import { type LedgerTransaction, type SqlQueries, storageError } from "./sqlQueries.ts"
+import {
+  type LedgerTransaction,
+  type SqlQueries,
+  storageError,
+  type TimerKnowledge,
+  timerMayBeStored,
+} from "./sqlQueries.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { requireFinite } from "./sqlWrites.ts"
 
@@ -34,7 +40,7 @@ export interface SqlAdmitOptions {
     admits: 0 | 1,
   ) => Effect.Effect<ReadonlyArray<HistoryRecord>, LedgerError>
   /** The ledger's knowledge that no timed wait is stored; an admission with a due time clears it. */
-  readonly timers: { none: boolean }
+  readonly timers: TimerKnowledge
 }
 
 /** The ledger's `admit`. @internal */
@@ -87,7 +93,7 @@ export const makeSqlAdmit = ({ queries, transaction, admissionVerdict, record, t
           request.now,
           1,
         )
-        if (snapshot.dueAt !== undefined) timers.none = false
+        if (snapshot.dueAt !== undefined) timerMayBeStored(timers)
         // The new row is known from what was inserted: reading it back would bill a row.
         yield* query(operation, statements.insert, [
           snapshot.submissionId,

@@ -10,7 +10,7 @@ import type { LedgerReads } from "./parts.ts"
 import type { LedgerError, SubmissionSnapshot } from "./model.ts"
 import { rowStatements } from "../history/sqlRows.ts"
 import { knownObjectEnd } from "../history/ends.ts"
-import { numberOr, type SqlQueries } from "./sqlQueries.ts"
+import { numberOr, type SqlQueries, type TimerKnowledge } from "./sqlQueries.ts"
 import { decodeRow, laneKey, SCAN_PAGE_SIZE, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
 
@@ -22,7 +22,7 @@ export const makeSqlReads = (
   { query, decodedFirst, lookup, remembered, clock }: SqlQueries,
   countedBefore: { readonly admitted: number; readonly settled: number },
   /** `none`: this ledger knows no timed wait is stored (see `makeSqlLedger`). */
-  timers: { none: boolean },
+  timers: TimerKnowledge,
 ): LedgerReads => {
   const pages = (
     operation: string,
@@ -177,8 +177,9 @@ export const makeSqlReads = (
     earliestDue: Effect.fnUntraced(function* (limit) {
       const operation = "SubmissionLedger.earliestDue"
       if (timers.none) return []
+      const writes = timers.writes
       const rows = yield* query(operation, statements.earliestDue(limit), [])
-      if (rows.length === 0 && limit > 0) timers.none = true
+      if (rows.length === 0 && limit > 0 && timers.writes === writes) timers.none = true
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),
 
