@@ -125,6 +125,13 @@ export const makeSqlOutbox = Effect.gen(function* () {
    * the outbox opens (with its migrations), so a caught-up pass runs no statement at all.
    */
   let knownEmpty = (yield* query("MessageOutbox.open", outboxStatements.nextDue, [])).length === 0
+  // Enqueues begun so far: a read that found nothing keeps `knownEmpty` only if none began while
+  // it ran (its fiber may yield between its statement and its answer, and enqueues run beside it).
+  let enqueues = 0
+  const enqueuing = () => {
+    knownEmpty = false
+    enqueues++
+  }
 
   const insertAll = (operation: string, messages: ReadonlyArray<NewMessage>, now: number) =>
     Effect.forEach(
@@ -151,7 +158,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
     now: number,
   ) => {
     // Before the write: a rolled-back one only costs a later read.
-    if (messages.length > 0) knownEmpty = false
+    if (messages.length > 0) enqueuing()
     return sql
       .withTransaction(Effect.tap(write, () => insertAll(operation, messages, now)))
       .pipe(Effect.catchIf(isSqlError, (cause) => Effect.fail(storageError(operation)(cause))))
@@ -190,7 +197,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
     enqueue: spanned("MessageOutbox.enqueue")(function* (messages, now) {
       const operation = "MessageOutbox.enqueue"
       yield* requireFinite(operation, { now })
-      if (messages.length > 0) knownEmpty = false
+      if (messages.length > 0) enqueuing()
       yield* sql
         .withTransaction(insertAll(operation, messages, now))
         .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
@@ -205,17 +212,17 @@ export const makeSqlOutbox = Effect.gen(function* () {
     }),
 
     // Nothing sendable means nothing unacknowledged: a dependency is itself always sendable.
-    nextDue: Effect.suspend(() =>
-      knownEmpty
-        ? Effect.succeed(Option.none<number>())
-        : Effect.map(query("MessageOutbox.nextDue", outboxStatements.nextDue, []), (rows) => {
-            if (rows[0] === undefined) {
-              knownEmpty = true
-              return Option.none<number>()
-            }
-            return Option.some(Number(rows[0]["next_attempt_at"]))
-          }),
-    ),
+    nextDue: Effect.suspend(() => {
+      if (knownEmpty) return Effect.succeed(Option.none<number>())
+      const before = enqueues
+      return Effect.map(query("MessageOutbox.nextDue", outboxStatements.nextDue, []), (rows) => {
+        if (rows[0] === undefined) {
+          if (enqueues === before) knownEmpty = true
+          return Option.none<number>()
+        }
+        return Option.some(Number(rows[0]["next_attempt_at"]))
+      })
+    }),
 
     retry: spanned("MessageOutbox.retry")(function* (messageId, failure) {
       const operation = "MessageOutbox.retry"
