@@ -52,7 +52,7 @@ export interface AgentDefinition<I, O, Ev extends AgentEvent.Any = AgentEvent.An
   readonly id: AgentId
   readonly name: string
   readonly version: string
-  /** Stable hash of id, name, version, the input/output schemas and the declared events. */
+  /** Stable hash of id, name, version, the input/output schemas, `acceptsJoinedInput` and the declared events. */
   readonly digest: string
   readonly input: JsonCodec<I>
   readonly output: JsonCodec<O>
