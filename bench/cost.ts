@@ -1,7 +1,7 @@
 /**
  * What Cloudflare bills a SQLite-backed Durable Object for one settled item, at the published
- * prices of the paid plan (beyond the included amounts): rows written (every index entry and
- * every KV key put or deleted), rows read, requests (every request and every alarm delivery)
+ * prices of the paid plan (beyond the included amounts): rows written (every index entry, every
+ * KV key put or deleted and every `setAlarm()`), rows read, requests (every request and every alarm delivery)
  * and wall-clock duration at 128 MB. Figures are dollars per million settled items.
  */
 
@@ -18,7 +18,7 @@ export const billedMemoryGb = 0.128
 
 /** The billed work of one settled item. */
 export interface ItemWork {
-  /** SQL `rowsWritten` plus KV keys put or deleted. */
+  /** SQL `rowsWritten` plus KV keys put or deleted plus `setAlarm` calls (each billed as a row). */
   readonly rowsWritten: number
   readonly rowsRead: number
   /** Requests that reach the Object: the submit plus every alarm delivery. */

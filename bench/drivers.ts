@@ -46,9 +46,13 @@ const Submitted = Schema.Struct({ submitted: Schema.Number })
 const Started = Schema.Struct({ started: Schema.Number })
 const post = { method: "POST" }
 
-/** Rows Cloudflare bills as written: SQL rows (index entries included) and KV keys put or deleted. */
+/**
+ * Rows Cloudflare bills as written: SQL rows (index entries included), KV keys put or deleted,
+ * and every `setAlarm()` ("Each `setAlarm()` is billed as a single row written", the pricing
+ * page's footnote for SQLite-backed Objects).
+ */
 export const billedRowsWritten = (counts: MeterCounts): number =>
-  counts.sqlRowsWritten + counts.kvPuts + counts.kvDeletes
+  counts.sqlRowsWritten + counts.kvPuts + counts.kvDeletes + counts.alarmSets
 
 /** Per-item figures of a burst from the meter's counts. */
 const perItem = (counts: MeterCounts, items: number) => {
@@ -62,6 +66,7 @@ const perItem = (counts: MeterCounts, items: number) => {
     totalChangesPerItem: per(counts.totalChanges),
     kvKeysReadPerItem: per(counts.kvGets),
     kvKeysWrittenPerItem: per(counts.kvPuts + counts.kvDeletes),
+    alarmSetsPerItem: per(counts.alarmSets),
     billedRowsWrittenPerItem: per(billedRowsWritten(counts)),
   }
 }
@@ -322,6 +327,7 @@ export const figureCatalog: ReadonlyArray<{
   { key: "totalChangesPerItem", label: "row changes/item", digits: 2 },
   { key: "kvKeysReadPerItem", label: "KV keys read/item", digits: 2 },
   { key: "kvKeysWrittenPerItem", label: "KV keys written/item", digits: 2 },
+  { key: "alarmSetsPerItem", label: "setAlarm calls/item", digits: 2 },
   { key: "billedRowsWrittenPerItem", label: "billed rows written/item", digits: 2 },
   { key: "passKvKeysWrittenPerItem", label: "record writes by passes/item", digits: 2 },
   { key: "itemsPerSecond", label: "items/s", digits: 0 },

@@ -2,6 +2,7 @@ import type { BenchTestObject } from "./worker/benchObject.ts"
 import type { DurableThreadObject } from "./worker/durableObject.ts"
 import type { LedgerTestObject } from "./worker/ledgerObject.ts"
 import type { MaintenanceTestObject } from "./worker/maintenanceObject.ts"
+import type { MeteredRetainedThreadObject, MeteredThreadObject } from "./worker/meteredObject.ts"
 import type { PortProbeObject } from "./worker/portProbeObject.ts"
 import type {
   AuthorizedThreadObject,
@@ -22,6 +23,9 @@ declare global {
       readonly MAINTENANCE_TEST: DurableObjectNamespace<MaintenanceTestObject>
       readonly PORT_PROBE: DurableObjectNamespace<PortProbeObject>
       readonly THREADS_TEST: DurableObjectNamespace<TestThreadObject>
+      /** The library over the bench's counting storage view (the cost suite). */
+      readonly THREADS_METERED: DurableObjectNamespace<MeteredThreadObject>
+      readonly THREADS_METERED_RETAINED: DurableObjectNamespace<MeteredRetainedThreadObject>
       /** A second `ThreadObject` namespace: children across namespace bindings. */
       readonly THREADS_OTHER: DurableObjectNamespace<OtherThreadObject>
       /** `full` runs every crash point of the SQLite crash matrices; anything else samples them. */

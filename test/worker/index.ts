@@ -3,6 +3,7 @@ export { BenchTestObject } from "./benchObject.ts"
 export { DurableThreadObject } from "./durableObject.ts"
 export { LedgerTestObject } from "./ledgerObject.ts"
 export { MaintenanceTestObject } from "./maintenanceObject.ts"
+export { MeteredRetainedThreadObject, MeteredThreadObject } from "./meteredObject.ts"
 export { PortProbeObject } from "./portProbeObject.ts"
 export {
   AuthorizedThreadObject,
