@@ -317,11 +317,20 @@ export const benchThreadObject = (config: CloudflareDurableRuntimeConfigOverride
       const template = laneName("park", 0)
       await this.#submitOne(template, approvalAgent.id, "park-0", { n: 0 })
       await this.#quiescent()
-      const row = cloneSubmission(this.#raw.storage, template, count, (index) => ({
+      // The copies are written behind the history's back, which remembers the Object's counts
+      // between appends (`ends.ts`); the last Submission is submitted as traffic is: its append
+      // finds its position taken by a copy, forgets what it remembered and reads the true ends.
+      const row = cloneSubmission(this.#raw.storage, template, Math.max(1, count - 1), (index) => ({
         threadId: laneName("park", index),
         idempotencyKey: `park-${index}`,
       }))
       if (row["state"] !== "suspended") throw new Error(`the template is ${String(row["state"])}`)
+      if (count > 1) {
+        await this.#submitOne(laneName("park", count - 1), approvalAgent.id, `park-${count - 1}`, {
+          n: count - 1,
+        })
+        await this.#quiescent()
+      }
       const classify = await this.#measurePass(true)
       return { parked: this.#nonterminal(), classify }
     }
