@@ -205,6 +205,33 @@ export const retentionCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect("pages the history and the feed on from a record just before what retention removed", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          const history = yield* ThreadHistory
+          // Sequences and positions 1 to 5: kept's acceptance, gone's acceptance and settlement
+          // (removed), then two more acceptances.
+          yield* admitNew(request("a", "kept", { now: 100 }))
+          const gone = yield* admitNew(request("a", "gone", { now: 200 }))
+          yield* ledger.requestAbort(gone.submissionId)
+          const done = yield* ledger.settle(unowned(gone, 300), settlementOf(gone, "aborted", 300))
+          yield* admitNew(request("a", "c", { now: 400 }))
+          yield* admitNew(request("a", "d", { now: 500 }))
+          expect(yield* ledger.removeSettled([item(done)])).toEqual([done.submissionId])
+          // A cursor at the kept record goes on past the gap, a page of one at a time.
+          const one = yield* history.page(ThreadId.make("a"), { after: 1, limit: 1 })
+          expect([one.records.map((record) => record.sequence), one.next]).toEqual([[4], 4])
+          const two = yield* history.page(ThreadId.make("a"), { after: 1, limit: 2 })
+          expect([two.records.map((record) => record.sequence), two.next]).toEqual([[4, 5], undefined])
+          const feedOne = yield* history.feed({ after: 1, limit: 1 })
+          expect([feedOne.entries.map((entry) => entry.position), feedOne.last]).toEqual([[4], 4])
+          const feedTwo = yield* history.feed({ after: 1, limit: 2 })
+          expect([feedTwo.entries.map((entry) => entry.position), feedTwo.last]).toEqual([[4, 5], 5])
+        }),
+      ),
+    )
+
     it.effect("never removes a nonterminal row, nor one named with another receipt", () =>
       harness.run(
         Effect.gen(function* () {

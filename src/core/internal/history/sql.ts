@@ -148,7 +148,12 @@ export const makeSqlHistory = Effect.gen(function* () {
       const operation = "ThreadHistory.page"
       const { after, limit } = yield* pageOptions(options)
       // Every row holds at least one record: limit + 1 rows tell whether more follow.
-      const rows = yield* query(operation, rowStatements.page(limit + 1), [threadId, threadId, after + 1])
+      const rows = yield* query(operation, rowStatements.page(limit + 1), [
+        threadId,
+        threadId,
+        after + 1,
+        after + 1,
+      ])
       const all = (yield* expand(operation, rows))
         .map((entry) => entry.record)
         .filter((record) => record.sequence > after)
@@ -160,7 +165,7 @@ export const makeSqlHistory = Effect.gen(function* () {
     feed: spanned("ThreadHistory.feed")(function* (options) {
       const operation = "ThreadHistory.feed"
       const { after, limit, kinds } = yield* feedOptions(options)
-      const rows = yield* query(operation, rowStatements.feed(limit), [after + 1])
+      const rows = yield* query(operation, rowStatements.feed(limit), [after + 1, after + 1])
       // The page covers the first `limit` records after `after`, whatever their kinds.
       const covered = rows
         .flatMap((row) =>

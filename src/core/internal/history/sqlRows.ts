@@ -95,13 +95,19 @@ export const rowStatements = {
     LEFT JOIN ${h} AS h ON h.thread_id = l.thread_id AND h.sequence >= max(l.history_from, ? + 1)
       AND h.sequence <= coalesce(l.history_to, 9007199254740991) AND h.submission_id = l.submission_id
     WHERE l.submission_id = ? ORDER BY h.sequence`,
-  /** At most `rows` rows of a Thread from the one holding sequence `after + 1`. Parameters: thread ×2, after + 1. */
+  /**
+   * At most `rows` rows of a Thread holding a sequence from `after + 1` on: from the one holding
+   * it, or the next one when retention removed it (the row before then ends earlier and is passed
+   * over, so each row counted holds a record the page returns). Parameters: thread ×2, after + 1 ×2.
+   */
   page: (rows: number) => `SELECT * FROM ${h} WHERE thread_id = ? AND sequence >=
       coalesce((SELECT max(sequence) FROM ${h} WHERE thread_id = ? AND sequence <= ?), 1)
+      AND sequence + records > ?
     ORDER BY sequence LIMIT ${rowLimit(rows)}`,
-  /** At most `rows` rows from the one holding position `after + 1`. Parameters: after + 1. */
+  /** At most `rows` rows holding a position from `after + 1` on (as `page`). Parameters: after + 1 ×2. */
   feed: (rows: number) => `SELECT * FROM ${h}
     WHERE position >= coalesce((SELECT max(position) FROM ${h} WHERE position <= ?), 1)
+      AND position + records > ?
     ORDER BY position LIMIT ${rowLimit(rows)}`,
   feedEnd: `SELECT next_position - 1 AS position FROM (${objectEnd})`,
   /** A Thread's end. Parameters: thread id ×2. */
