@@ -121,6 +121,8 @@ export const retentionCases = (harness: LedgerHarness) => {
           expect((yield* history.page(ThreadId.make("a"), { limit: 10 })).records).toEqual([])
           expect((yield* history.feed({ after: 0, limit: 10 })).entries).toEqual([])
           expect(yield* ledger.threadIds).toEqual([])
+          // Nor does a page of the Object's Threads list a Thread with no Submission left.
+          expect(yield* ledger.threadPage({ limit: 10 })).toEqual([])
           expect(yield* ledger.retentionStart).toEqual(Option.none())
           // The feed's end stays: a cursor at it sees only what comes next.
           expect(yield* history.feedEnd).toBe(feedBefore)

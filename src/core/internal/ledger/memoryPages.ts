@@ -89,10 +89,10 @@ export const makeMemoryPages = (store: MemoryStore): Pages => {
     }),
 
     threadPage: spanned("SubmissionLedger.threadPage")(function* ({ after, limit }) {
+      // Threads that still hold a Submission, as `threadIds`: retention may have removed a lane's all.
       return yield* Effect.sync(() =>
-        [...store.lanes.entries()]
-          .filter(([threadId, lane]) => lane.lastSequence > 0 && (after === undefined || threadId > after))
-          .map(([threadId]) => threadId)
+        [...new Set([...store.rows.values()].map((row) => row.threadId))]
+          .filter((threadId) => after === undefined || threadId > after)
           .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
           .slice(0, limit),
       )
