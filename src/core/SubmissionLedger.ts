@@ -351,7 +351,11 @@ export class SubmissionLedger extends Context.Service<
       threadId: ThreadId,
       options: { readonly after: number; readonly limit: number },
     ) => Effect.Effect<ReadonlyArray<SubmissionSnapshot>, LedgerError>
-    /** Every Thread with at least one Submission, settled or not, in lane order; one seek per lane. */
+    /**
+     * Every Thread with at least one Submission, settled or not, in the order SQLite stores their
+     * ids (code point order: unlike lane order, an astral character sorts after U+E000–U+FFFF);
+     * one seek per lane.
+     */
     readonly threadIds: Effect.Effect<ReadonlyArray<ThreadId>, LedgerError>
     /**
      * The earliest instant retention counts a settled Submission's age from (its settlement

@@ -152,6 +152,24 @@ export const pageCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect("page the Threads in the order SQLite stores their ids, astral ids included", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          for (const thread of ["\u{1F600}", "\uFF5E", "b"]) yield* admitReady(request(thread, "1"))
+          // Code point order: the astral Thread after U+FF5E (UTF-16 order would put it before).
+          const order = ["b", "\uFF5E", "\u{1F600}"]
+          expect(yield* ledger.threadIds).toEqual(order)
+          expect(yield* ledger.threadPage({ limit: 10 })).toEqual(order)
+          expect(yield* ledger.threadPage({ after: ThreadId.make("b"), limit: 1 })).toEqual(["\uFF5E"])
+          expect(yield* ledger.threadPage({ after: ThreadId.make("\uFF5E"), limit: 1 })).toEqual([
+            "\u{1F600}",
+          ])
+          expect(yield* ledger.threadPage({ after: ThreadId.make("\u{1F600}"), limit: 1 })).toEqual([])
+        }),
+      ),
+    )
+
     it.effect(
       "examine one window of positions per page: a sparse filter answers short pages that go on",
       () =>

@@ -14,6 +14,7 @@ import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
 import { pageCases } from "./SubmissionLedgerPageCases.ts"
 import { passReadCases } from "./SubmissionLedgerPassCases.ts"
 import { retentionCases } from "./SubmissionLedgerRetentionCases.ts"
+import { scheduleCases } from "./SubmissionLedgerScheduleCases.ts"
 import { timedCases } from "./SubmissionLedgerTimedCases.ts"
 import type { LedgerHarness } from "./SubmissionLedgerFixtures.ts"
 
@@ -32,4 +33,5 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     pageCases(harness)
     timedCases(harness)
     delayedCases(harness)
+    scheduleCases(harness)
   })

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { ThreadId } from "../../Identifiers.ts"
 import { spanned } from "../spanned.ts"
-import type { MemoryStore } from "./memoryStore.ts"
+import { type MemoryStore, storedTextOrder } from "./memoryStore.ts"
 import type { SubmissionSnapshot } from "./model.ts"
 import { COUNT_CAP, type LaneFilter, laneWalk, PAGE_WINDOW } from "./pages.ts"
 import * as Rules from "./rules.ts"
@@ -92,8 +92,8 @@ export const makeMemoryPages = (store: MemoryStore): Pages => {
       // Threads that still hold a Submission, as `threadIds`: retention may have removed a lane's all.
       return yield* Effect.sync(() =>
         [...new Set([...store.rows.values()].map((row) => row.threadId))]
-          .filter((threadId) => after === undefined || threadId > after)
-          .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+          .filter((threadId) => after === undefined || storedTextOrder(threadId, after) > 0)
+          .sort(storedTextOrder)
           .slice(0, limit),
       )
     }),

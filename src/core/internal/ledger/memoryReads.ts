@@ -6,7 +6,7 @@ import { spanned } from "../spanned.ts"
 import { Effect, Option, Stream } from "effect"
 import type { ThreadId } from "../../Identifiers.ts"
 import type { LedgerReads } from "./parts.ts"
-import { type DueEntry, headOf, type MemoryStore } from "./memoryStore.ts"
+import { type DueEntry, headOf, type MemoryStore, storedTextOrder } from "./memoryStore.ts"
 import type { SubmissionSnapshot } from "./model.ts"
 import * as Rules from "./rules.ts"
 import { dueOrder } from "./timedRules.ts"
@@ -109,11 +109,9 @@ export const makeMemoryReads = (store: MemoryStore): LedgerReads => {
       )
     }),
 
-    threadIds: Effect.sync(() => {
-      const held = new Set([...store.rows.values()].map((row) => row.threadId))
-      return sortedLanes()
-        .filter(([threadId]) => held.has(threadId))
-        .map(([threadId]) => threadId)
-    }),
+    // In the order the SQLite ledger reads them from its history's Thread index.
+    threadIds: Effect.sync(() =>
+      [...new Set([...store.rows.values()].map((row) => row.threadId))].sort(storedTextOrder),
+    ),
   }
 }

@@ -91,6 +91,25 @@ const reindexDue = (
   if (after !== undefined) store.due.splice(duePosition(store.due, after), 0, after)
 }
 
+/**
+ * The order SQLite keeps stored text in (BINARY over UTF-8: code point order), for reads the
+ * SQLite ledger answers from an index on a text column (Thread ids, schedule ids, message ids):
+ * JavaScript's UTF-16 order puts astral characters before U+E000–U+FFFF instead. Identifiers
+ * have no lone surrogate, so moving surrogates above every other code unit gives it. @internal
+ */
+export const storedTextOrder = (a: string, b: string): number => {
+  const length = Math.min(a.length, b.length)
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x !== y) return codePointRank(x) - codePointRank(y)
+  }
+  return a.length - b.length
+}
+
+const codePointRank = (unit: number): number =>
+  unit < 0xd800 ? unit : unit < 0xe000 ? unit + 0x2000 : unit - 0x800
+
 const stores = new WeakMap<object, MemoryStore>()
 
 /** The store behind an in-memory ledger service, if it is one. @internal */

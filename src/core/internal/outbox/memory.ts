@@ -8,14 +8,14 @@ import { Effect, Option } from "effect"
 import type { MessageOutbox } from "../../MessageOutbox.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
 import { appendInBlock } from "../history/memory.ts"
-import { type MemoryStore, memoryStoreOf } from "../ledger/memoryStore.ts"
+import { type MemoryStore, memoryStoreOf, storedTextOrder } from "../ledger/memoryStore.ts"
 import { decodeReply, decodeStored, encodeNew, encodeReply, errorText, requireFinite } from "./codec.ts"
 import { MessageOutboxError, OutboxMessage, sentBy } from "./model.ts"
 import type { NewMessage } from "./model.ts"
 
 /** Due order: earliest first, then by id (as the SQLite index orders ties). */
 const dueOrder = (a: OutboxMessage, b: OutboxMessage) =>
-  a.nextAttemptAt - b.nextAttemptAt || (a.messageId < b.messageId ? -1 : a.messageId > b.messageId ? 1 : 0)
+  a.nextAttemptAt - b.nextAttemptAt || storedTextOrder(a.messageId, b.messageId)
 
 const isSendable = (store: MemoryStore, row: OutboxMessage) =>
   row.acknowledgedAt === undefined &&

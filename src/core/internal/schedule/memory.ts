@@ -14,6 +14,7 @@ import type {
 import type { ScheduleMethods } from "./methods.ts"
 import { advancedInfo, type ScheduleInfo, type ScheduleRefusal } from "./model.ts"
 import { refusalOf } from "./rules.ts"
+import { storedTextOrder } from "../ledger/memoryStore.ts"
 
 /**
  * The schedule methods over `schedules`; `admitNow` is the ledger's synchronous admission
@@ -29,7 +30,7 @@ export const makeMemorySchedules = (
   >,
 ): ScheduleMethods => {
   const byNext = () =>
-    [...schedules.values()].sort((a, b) => a.nextAt - b.nextAt || (a.scheduleId < b.scheduleId ? -1 : 1))
+    [...schedules.values()].sort((a, b) => a.nextAt - b.nextAt || storedTextOrder(a.scheduleId, b.scheduleId))
   return {
     putSchedule: (info) =>
       Effect.sync(() => {
@@ -39,9 +40,7 @@ export const makeMemorySchedules = (
     removeSchedule: (scheduleId) => Effect.sync(() => schedules.delete(scheduleId)),
     lookupSchedule: (scheduleId) => Effect.sync(() => Option.fromUndefinedOr(schedules.get(scheduleId))),
     listSchedules: Effect.sync(() =>
-      [...schedules.values()].sort((a, b) =>
-        a.scheduleId < b.scheduleId ? -1 : a.scheduleId > b.scheduleId ? 1 : 0,
-      ),
+      [...schedules.values()].sort((a, b) => storedTextOrder(a.scheduleId, b.scheduleId)),
     ),
     dueSchedules: (now, limit) =>
       Effect.sync(() =>
