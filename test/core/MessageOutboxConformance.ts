@@ -236,6 +236,29 @@ export const outboxConformance = (name: string, harness: OutboxHarness) =>
       ),
     )
 
+    it.effect(
+      "lists the messages a Submission sent: admissions, aborts, then its settlement, each by id",
+      () =>
+        harness.run(
+          Effect.gen(function* () {
+            const outbox = yield* MessageOutbox
+            // Enqueued out of that order, with another Submission's (sub-12's) beside them.
+            yield* outbox.enqueue(
+              ["settled:sub-1", "abort:sub-1:3", "admit:sub-1:10", "admit:sub-12:1", "admit:sub-1:2"].map(
+                (id) => abortMessage(id),
+              ),
+              1_000,
+            )
+            expect(ids(yield* outbox.messagesOf(SubmissionId.make("sub-1")))).toEqual([
+              "admit:sub-1:10",
+              "admit:sub-1:2",
+              "abort:sub-1:3",
+              "settled:sub-1",
+            ])
+          }),
+        ),
+    )
+
     it.effect("remembers the first answer to a message for its late duplicates", () =>
       harness.run(
         Effect.gen(function* () {

@@ -17,6 +17,9 @@ import type { NewMessage } from "./model.ts"
 const dueOrder = (a: OutboxMessage, b: OutboxMessage) =>
   a.nextAttemptAt - b.nextAttemptAt || storedTextOrder(a.messageId, b.messageId)
 
+const sentRank = (messageId: string) =>
+  messageId.startsWith("admit:") ? 0 : messageId.startsWith("abort:") ? 1 : 2
+
 const isSendable = (store: MemoryStore, row: OutboxMessage) =>
   row.acknowledgedAt === undefined &&
   (row.dependsOn === undefined || store.outbox.get(row.dependsOn)?.acknowledgedAt !== undefined)
@@ -52,8 +55,13 @@ export const makeMemoryOutbox = Effect.gen(function* () {
     for (const row of rows) if (!store.outbox.has(row.messageId)) store.outbox.set(row.messageId, row)
   }
 
+  /** As the SQLite outbox reads them: its admissions, its aborts, its settlement, each range by id. */
   const sentMessages = (submissionId: string) =>
-    [...store.outbox.values()].filter((row) => sentBy(row.messageId, submissionId))
+    [...store.outbox.values()]
+      .filter((row) => sentBy(row.messageId, submissionId))
+      .sort(
+        (a, b) => sentRank(a.messageId) - sentRank(b.messageId) || storedTextOrder(a.messageId, b.messageId),
+      )
 
   const update = (messageId: string, patch: (row: OutboxMessage) => OutboxMessage | undefined) =>
     Effect.sync(() => {
