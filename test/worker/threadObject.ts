@@ -194,6 +194,33 @@ export const courierAgent = define({
     }),
 })
 
+/** Asks for an approval that times out after `timeoutMillis`, and answers how the request ended. */
+export const deadlineAgent = define({
+  id: "deadline",
+  version: "1",
+  input: Schema.Struct({ timeoutMillis: Schema.Int }),
+  output: Schema.String,
+  program: ({ timeoutMillis }, ctx) =>
+    ctx.requestApproval({ deadline: true }, { timeoutMillis }).pipe(
+      Effect.map((decision) => `approved (${decision.note ?? "no note"})`),
+      Effect.catchTag("ApprovalTimeout", (timeout) => Effect.succeed(`timed out at call ${timeout.step}`)),
+    ),
+})
+
+/** Takes `count` `tick` events (numbers, decoded at the wait) and answers them in the order taken. */
+export const tickerAgent = define({
+  id: "ticker",
+  version: "1",
+  input: Schema.Struct({ count: Schema.Int }),
+  output: Schema.Array(Schema.Number),
+  program: ({ count }, ctx) =>
+    Effect.forEach(Array.from({ length: count }), () =>
+      ctx
+        .waitForEvent("tick", Schema.Number)
+        .pipe(Effect.mapError((invalid) => new AgentFailure({ message: invalid.message }))),
+    ),
+})
+
 /** Sleeps for a duration a program computed badly (`NaN`, or a string that is no duration). */
 export const badSleepAgent = define({
   id: "bad-sleep",
@@ -400,6 +427,8 @@ export class TestThreadObject extends ThreadObject.make(
     napAgent,
     foreverAgent,
     courierAgent,
+    deadlineAgent,
+    tickerAgent,
     badSleepAgent,
     schedulerAgent,
     spawnerAgent,
