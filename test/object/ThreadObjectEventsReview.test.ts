@@ -4,7 +4,7 @@
  * Unknown Outcomes resolved twice or with a value of the wrong kind.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { env, runDurableObjectAlarm } from "cloudflare:test"
+import { abortAllDurableObjects, env, runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
 import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 import * as ThreadClient from "../../src/ThreadClient.ts"
@@ -322,6 +322,67 @@ describe("events and decisions, as a user", () => {
           failureOf(yield* Effect.exit(client.sendEvent(receipt.submissionId, "note", payload as never))),
         ).toMatchObject({ _tag: "InvalidRequest", entryPoint: "sendEvent" })
       expect((yield* client.status(receipt.submissionId)).state).toBe("suspended")
+    }),
+  )
+})
+
+describe("an event racing the park", () => {
+  it.live("an event sent while the Attempt parks on its wait resumes it, written once", () =>
+    Effect.gen(function* () {
+      const thread = threadName("race-park")
+      const client = clientOf(thread)
+      const receipt = yield* client.agent(tickerAgent).submit({ count: 1 }, { idempotencyKey: "k" })
+      let sent: Promise<unknown> | undefined
+      switchboard.install(stubOf(thread).id, {
+        runtime: (hit) =>
+          hit === "ledger:park:before" && sent === undefined
+            ? Effect.gen(function* () {
+                sent = Effect.runPromise(
+                  Effect.exit(client.sendEvent(receipt.submissionId, "tick", 7, { eventId: "raced" })),
+                )
+                yield* Effect.sleep(50)
+              })
+            : Effect.void,
+      })
+      yield* deliverUntil(
+        thread,
+        Effect.map(client.status(receipt.submissionId), (s) => s.state !== "admitted" && sent !== undefined),
+      ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))))
+      expect(yield* Effect.promise(() => sent!)).toMatchObject({ _tag: "Success", value: { replayed: false } })
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+      expect(yield* client.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+        outcome: "completed",
+        output: [7],
+      })
+      const records = (yield* client.history()).records.filter(
+        (record) => record.entry._tag === "EventReceived",
+      )
+      expect(records).toHaveLength(1)
+      expect((yield* storedMaintenance(thread)).alarm).toBeNull()
+    }),
+  )
+
+  it.live("an event whose write committed before the Object was reset still wakes the lane", () =>
+    Effect.gen(function* () {
+      const thread = threadName("evicted")
+      const { client, receipt } = yield* submitCourier(thread, "first")
+      switchboard.install(stubOf(thread).id, {
+        runtime: (hit) =>
+          hit === "event:after-receive"
+            ? Effect.fail(new DurableRuntimeFailpointError({ location: hit, message: "cut" }))
+            : Effect.void,
+      })
+      const exit = yield* Effect.exit(client.sendEvent(receipt.submissionId, "shipped", { tracking: "E" }))
+      switchboard.remove(stubOf(thread).id)
+      expect(exit._tag).toBe("Failure")
+      yield* Effect.promise(() => abortAllDurableObjects())
+      // Nothing but the alarm: the committed event's generation owes a pass.
+      expect((yield* storedMaintenance(thread)).alarm).not.toBeNull()
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+      expect(yield* client.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+        outcome: "completed",
+        output: "E",
+      })
     }),
   )
 })
