@@ -348,7 +348,10 @@ describe("an event racing the park", () => {
         thread,
         Effect.map(client.status(receipt.submissionId), (s) => s.state !== "admitted" && sent !== undefined),
       ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))))
-      expect(yield* Effect.promise(() => sent!)).toMatchObject({ _tag: "Success", value: { replayed: false } })
+      expect(yield* Effect.promise(() => sent!)).toMatchObject({
+        _tag: "Success",
+        value: { replayed: false },
+      })
       yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
       expect(yield* client.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
         outcome: "completed",
@@ -383,6 +386,43 @@ describe("an event racing the park", () => {
         outcome: "completed",
         output: "E",
       })
+    }),
+  )
+
+  it.live("a resolution whose value the step's result Schema refuses reopens the Unknown Outcome", () =>
+    Effect.gen(function* () {
+      const thread = threadName("unknown-strict")
+      const client = clientOf(thread)
+      let hits = 0
+      switchboard.install(stubOf(thread).id, {
+        runtime: (hit) =>
+          hit === "uncertain:after-start-append" && ++hits === 1
+            ? Effect.fail(new DurableRuntimeFailpointError({ location: hit, message: "injected" }))
+            : Effect.void,
+      })
+      const receipt = yield* client.submit({
+        agentId: "strict-charge",
+        idempotencyKey: "k",
+        input: { amount: 5 },
+      })
+      const unknown = Effect.map(
+        client.explain(receipt.submissionId),
+        (explained) => explained.reason._tag === "UnknownOutcome",
+      )
+      yield* deliverUntil(thread, unknown).pipe(
+        Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))),
+      )
+      yield* client.resolveUnknown(receipt.submissionId, { _tag: "Succeeded", value: "five" })
+      yield* Effect.sleep(20)
+      yield* deliverUntil(thread, unknown)
+      expect((yield* storedMaintenance(thread)).alarm).toBeNull()
+      yield* client.resolveUnknown(receipt.submissionId, { _tag: "Succeeded", value: 5 })
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+      expect(yield* client.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+        outcome: "completed",
+        output: 5,
+      })
+      expect(effectRuns.get(`${receipt.submissionId}:charge`)).toBeUndefined()
     }),
   )
 })

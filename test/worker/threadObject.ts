@@ -38,6 +38,18 @@ export const chargeAgent = define({
     ctx.uncertainStep("charge", Effect.as(ran(`${ctx.submissionId}:charge`), `charged ${amount}`)),
 })
 
+/** Charges once, in an uncertain step whose result (the amount charged) its Schema checks. */
+export const strictChargeAgent = define({
+  id: "strict-charge",
+  version: "1",
+  input: Schema.Struct({ amount: Schema.Int }),
+  output: Schema.Int,
+  program: ({ amount }, ctx) =>
+    ctx.uncertainStep("charge", Effect.as(ran(`${ctx.submissionId}:charge`), amount), {
+      result: Schema.Int,
+    }),
+})
+
 /** Waits for an approval, then reports the reviewer's note. */
 export const reviewAgent = define({
   id: "review",
@@ -417,6 +429,7 @@ export class TestThreadObject extends ThreadObject.make(
   ThreadObject.layer([
     echoAgent,
     chargeAgent,
+    strictChargeAgent,
     reviewAgent,
     twoApprovalsAgent,
     verifierAgent,
