@@ -128,7 +128,7 @@ export interface ThreadClient {
    * takes it (`AgentContext.waitForEvent`), waking the Submission when it waits for it already;
    * idempotent by `eventId` (`replayed` in the receipt). A declared event's payload is decoded
    * with its Schema in the Object; any other is kept as JSON within `maxStoredValueBytes`.
-   * Refused with `EventRefused` (a malformed or oversized payload, a settled or joined
+   * Refused with `EventRefused` (a malformed or oversized payload, a settled, aborting or joined
    * Submission), writing nothing. `agent(definition).sendEvent` is the typed form.
    */
   readonly sendEvent: (

@@ -109,7 +109,7 @@ export class EventReceipt extends Schema.Class<EventReceipt>(
  * Why an event was refused; nothing was written.
  * - `malformed-payload`: the payload does not decode with the declared event's Schema.
  * - `payload-bytes`: the payload is over `maxStoredValueBytes`.
- * - `settled`: the Submission settled (or is settling): no wait can take the event.
+ * - `settled`: the Submission settled, is settling or is being aborted: no wait can take the event.
  * - `joined`: a joined Submission runs no program of its own.
  */
 export const EventRefusalReason = Schema.Literals(["malformed-payload", "payload-bytes", "settled", "joined"])

@@ -2,13 +2,14 @@
  * `sendEvent` through a `ThreadObject` in workerd: a declared event's payload is decoded when it
  * is sent, a refused event writes nothing (no record, no generation), a settled Submission
  * refuses it, a repeated event id is recorded once (a retried Effect reuses its drawn id), an
- * early event is kept until a wait takes it, an event that ends a wait opens a generation, and
- * the typed view encodes the payload with the event's Schema.
+ * early event is kept until a wait takes it, an event that ends a wait opens a generation, the
+ * typed view encodes the payload with the event's Schema, and a Submission being aborted refuses
+ * it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
-import { courierAgent, echoAgent, Shipped } from "../worker/threadObject.ts"
+import { courierAgent, echoAgent, Shipped, switchboard } from "../worker/threadObject.ts"
 import {
   clientOf,
   deliverUntil,
@@ -189,5 +190,26 @@ describe("ThreadObject sendEvent", () => {
         ).toMatchObject({ _tag: "SubmissionNotFound" })
         expect(yield* eventRecords(thread)).toEqual(["EventReceived:t"])
       }),
+  )
+
+  it.live("refuses an event for a Submission whose abort was accepted: no wait can take it", () =>
+    Effect.gen(function* () {
+      const { thread, client, receipt } = yield* parkedCourier("aborting", "first")
+      // The pass that settles the abort fails before it begins, so the event comes first.
+      switchboard.install(stubOf(thread).id, {
+        maintenance: (location) =>
+          location === "maintenance:begin:before" ? Effect.die(new Error("held")) : Effect.void,
+      })
+      const sent = yield* client
+        .abort(receipt.submissionId)
+        .pipe(
+          Effect.andThen(Effect.exit(client.sendEvent(receipt.submissionId, "shipped", { tracking: "T" }))),
+          Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))),
+        )
+      expect(failureOf(sent)).toMatchObject({ _tag: "EventRefused", reason: "settled" })
+      expect(yield* eventRecords(thread)).toEqual([])
+      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+      expect(yield* client.awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+    }),
   )
 })

@@ -38,6 +38,18 @@ export const chargeAgent = define({
     ctx.uncertainStep("charge", Effect.as(ran(`${ctx.submissionId}:charge`), `charged ${amount}`)),
 })
 
+/** Charges once, in an uncertain step whose result (the amount charged) its Schema checks. */
+export const strictChargeAgent = define({
+  id: "strict-charge",
+  version: "1",
+  input: Schema.Struct({ amount: Schema.Int }),
+  output: Schema.Int,
+  program: ({ amount }, ctx) =>
+    ctx.uncertainStep("charge", Effect.as(ran(`${ctx.submissionId}:charge`), amount), {
+      result: Schema.Int,
+    }),
+})
+
 /** Waits for an approval, then reports the reviewer's note. */
 export const reviewAgent = define({
   id: "review",
@@ -192,6 +204,33 @@ export const courierAgent = define({
       if (wait === "after-approval") yield* ctx.requestApproval({ ready: true })
       return (yield* ctx.waitForEvent(Shipped)).tracking
     }),
+})
+
+/** Asks for an approval that times out after `timeoutMillis`, and answers how the request ended. */
+export const deadlineAgent = define({
+  id: "deadline",
+  version: "1",
+  input: Schema.Struct({ timeoutMillis: Schema.Int }),
+  output: Schema.String,
+  program: ({ timeoutMillis }, ctx) =>
+    ctx.requestApproval({ deadline: true }, { timeoutMillis }).pipe(
+      Effect.map((decision) => `approved (${decision.note ?? "no note"})`),
+      Effect.catchTag("ApprovalTimeout", (timeout) => Effect.succeed(`timed out at call ${timeout.step}`)),
+    ),
+})
+
+/** Takes `count` `tick` events (numbers, decoded at the wait) and answers them in the order taken. */
+export const tickerAgent = define({
+  id: "ticker",
+  version: "1",
+  input: Schema.Struct({ count: Schema.Int }),
+  output: Schema.Array(Schema.Number),
+  program: ({ count }, ctx) =>
+    Effect.forEach(Array.from({ length: count }), () =>
+      ctx
+        .waitForEvent("tick", Schema.Number)
+        .pipe(Effect.mapError((invalid) => new AgentFailure({ message: invalid.message }))),
+    ),
 })
 
 /** Sleeps for a duration a program computed badly (`NaN`, or a string that is no duration). */
@@ -390,6 +429,7 @@ export class TestThreadObject extends ThreadObject.make(
   ThreadObject.layer([
     echoAgent,
     chargeAgent,
+    strictChargeAgent,
     reviewAgent,
     twoApprovalsAgent,
     verifierAgent,
@@ -400,6 +440,8 @@ export class TestThreadObject extends ThreadObject.make(
     napAgent,
     foreverAgent,
     courierAgent,
+    deadlineAgent,
+    tickerAgent,
     badSleepAgent,
     schedulerAgent,
     spawnerAgent,

@@ -69,6 +69,12 @@ const decide = (
       return { _tag: "Replayed", receipt: receipt(request, true, false) } as const
     if (row.state === "terminalizing" || row.state === "settled")
       return yield* refuse("settled", `submission ${row.submissionId} settled: no wait can take the event`)
+    // An accepted abort settles it `aborted` without running the program again.
+    if (row.abortRequested)
+      return yield* refuse(
+        "settled",
+        `submission ${row.submissionId} is being aborted: no wait can take the event`,
+      )
     if (row.state === "joining" || row.state === "joined")
       return yield* refuse("joined", `submission ${row.submissionId} is joined input: it runs no program`)
     const bytes = utf8ByteLength(JSON.stringify(request.payload))
