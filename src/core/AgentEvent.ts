@@ -111,8 +111,16 @@ export class EventReceipt extends Schema.Class<EventReceipt>(
  * - `payload-bytes`: the payload is over `maxStoredValueBytes`.
  * - `settled`: the Submission settled, is settling or is being aborted: no wait can take the event.
  * - `joined`: a joined Submission runs no program of its own.
+ * - `id-conflict`: the `eventId` was recorded for an event of another name (a repeat of the same
+ *   name, whatever its payload, is answered `replayed`).
  */
-export const EventRefusalReason = Schema.Literals(["malformed-payload", "payload-bytes", "settled", "joined"])
+export const EventRefusalReason = Schema.Literals([
+  "malformed-payload",
+  "payload-bytes",
+  "settled",
+  "joined",
+  "id-conflict",
+])
 export type EventRefusalReason = typeof EventRefusalReason.Type
 
 /** An event the Submission cannot take; nothing was written. */

@@ -131,6 +131,15 @@ describe("ThreadObject sendEvent", () => {
         (yield* client.sendEvent(receipt.submissionId, "shipped", { tracking: "T-10" })).eventId,
       ).not.toBe(first.eventId)
       expect(yield* eventRecords(thread)).toHaveLength(2)
+      // The same id for an event of another name is another event: refused, not dropped as a repeat.
+      const conflict = failureOf(
+        yield* Effect.exit(
+          client.sendEvent(receipt.submissionId, "delivered", { at: 1 }, { eventId: first.eventId }),
+        ),
+      )
+      expect(conflict).toMatchObject({ _tag: "EventRefused", reason: "id-conflict", event: "delivered" })
+      expect(conflict?.message).toContain(`event id ${first.eventId} was taken by event "shipped"`)
+      expect(yield* eventRecords(thread)).toHaveLength(2)
     }),
   )
 

@@ -64,9 +64,15 @@ const decide = (
   Effect.gen(function* () {
     const refuse = (reason: EventRefusalReason, message: string) =>
       Effect.fail(new EventRefused({ submissionId: row.submissionId, event: request.event, reason, message }))
-    // A repeat answers as the first did, whatever happened since.
-    if (journal.events.some((received) => received.eventId === request.eventId))
-      return { _tag: "Replayed", receipt: receipt(request, true, false) } as const
+    // A repeat answers as the first did, whatever happened since; an id taken by an event of
+    // another name is a different event, refused rather than dropped as a repeat.
+    const taken = journal.events.find((received) => received.eventId === request.eventId)
+    if (taken !== undefined && taken.event !== request.event)
+      return yield* refuse(
+        "id-conflict",
+        `event id ${request.eventId} was taken by event "${taken.event}", not "${request.event}"`,
+      )
+    if (taken !== undefined) return { _tag: "Replayed", receipt: receipt(request, true, false) } as const
     if (row.state === "terminalizing" || row.state === "settled")
       return yield* refuse("settled", `submission ${row.submissionId} settled: no wait can take the event`)
     // An accepted abort settles it `aborted` without running the program again.
