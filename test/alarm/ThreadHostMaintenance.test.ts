@@ -192,6 +192,33 @@ describe("ThreadHostMaintenance.all", () => {
     ),
   )
 
+  it.effect(
+    "arms a healthy lane's deadline after a pass failed on a sibling lane's unreadable deadline",
+    () =>
+      inObject(objectName("all-unread-sibling"), (ctx) =>
+        Effect.gen(function* () {
+          const now = yield* dayAhead
+          yield* putRawState(ctx, caughtUpRecord(5n))
+          const unreadable = lane(hostHooks({ pendingDeadline: Effect.fail(refusal("cursor")) }))
+          const owing = lane(hostHooks({ pendingDeadline: deadlineAt(now + 1_000) }))
+          const { maintenance } = yield* incarnation(ctx, {
+            hostLayer: ThreadHostMaintenance.all([unreadable, owing]),
+          })
+          // Failures back off up to the cap (5 s): each retry stands, but the lane that can answer
+          // is still armed for its own deadline, as it would be alone.
+          for (let failed = 0; failed < 6; failed++) {
+            expect(failuresOf(yield* Effect.exit(maintenance.pass))).toEqual([refusal("cursor")])
+            const at = yield* alarmOf(ctx)
+            expect(at).not.toBeNull()
+            if ((yield* Effect.clockWith((clock) => clock.currentTimeMillis)) < now + 1_000) {
+              expect(at!).toBeLessThanOrEqual(now + 1_000)
+            }
+            yield* advance(at! - (yield* Effect.clockWith((clock) => clock.currentTimeMillis)))
+          }
+        }),
+      ),
+  )
+
   it.effect("checks each lane's allowance on its own and still runs the valid lanes", () =>
     inObject(objectName("all-allowance"), (ctx) =>
       Effect.gen(function* () {

@@ -14,6 +14,7 @@ import {
   checkedPublication,
   type DeadlineReport,
   earliestDeadline,
+  reportDeadlines,
   makeHostDeadline,
   makeHostDeadlineReport,
   makePendingDeadline,
@@ -107,6 +108,7 @@ export class ThreadMaintenance extends Context.Service<
       const cursorCovered = yield* Ref.make(false)
 
       const hostDeadline = makeHostDeadline({ messages, projection, host })
+      const hostDeadlineReport = makeHostDeadlineReport({ messages, projection, host }, DEADLINE_READ_MILLIS)
       const env: MaintenanceEnv = {
         config,
         timing: alarmTiming(config),
@@ -129,6 +131,22 @@ export class ThreadMaintenance extends Context.Service<
                 }),
               ),
           }),
+        ),
+        readableDeadline: Effect.map(
+          Effect.all(
+            [
+              reportDeadlines(
+                [
+                  { hook: "publication", read: publication.pendingDeadline },
+                  { hook: "retention", read: retention.pendingDeadline },
+                ],
+                DEADLINE_READ_MILLIS,
+              ),
+              hostDeadlineReport,
+            ],
+            { concurrency: "unbounded" },
+          ),
+          ([own, hosts]) => earliestDeadline(own.deadline, hosts.deadline),
         ),
         transact: makeTransact(ctx.storage),
         transactRecord: makeTransactRecord(ctx.storage),
@@ -162,7 +180,7 @@ export class ThreadMaintenance extends Context.Service<
           ),
         repair: makeRepair(env, ledger),
         hostDeadline,
-        hostDeadlineReport: makeHostDeadlineReport({ messages, projection, host }, DEADLINE_READ_MILLIS),
+        hostDeadlineReport,
         retention: retentionService,
       }
     }),

@@ -23,6 +23,12 @@ export interface MaintenanceEnv {
   readonly gate: ThreadMutationGate["Service"]
   /** Earliest of the publication, message, projection and host deadlines; bounded by `DEADLINE_READ_MILLIS`. */
   readonly pendingDeadline: Effect.Effect<Option.Option<number>, HookDeadlineFailure>
+  /**
+   * The same deadlines read hook by hook, each bounded by `DEADLINE_READ_MILLIS`: the earliest of
+   * those that answered. The failure rearm reads it, so a hook whose read fails (its retry covers
+   * it) does not take the other hooks' deadlines with it.
+   */
+  readonly readableDeadline: Effect.Effect<Option.Option<number>>
   /** One synchronous maintenance transaction (record and alarm). */
   readonly transact: Transact
   /** One synchronous transaction of the record alone. */

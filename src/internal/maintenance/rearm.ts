@@ -22,9 +22,10 @@ export const rearmFailure = (env: MaintenanceEnv, observation: PassObservation):
     yield* env.hit("maintenance:retry:before")
     yield* env.gate.withSnapshot((active) =>
       Effect.gen(function* () {
-        // A broken or stuck deadline read must not prevent committing the native retry; the
-        // read is bounded where the environment is built, so a hook that never answers fails it.
-        const deadline = yield* env.pendingDeadline.pipe(Effect.catchCause(() => Effect.succeedNone))
+        // A broken or stuck deadline read must not prevent committing the native retry, nor take
+        // the other hooks' deadlines with it: each hook is read on its own, bounded, and one that
+        // cannot answer is left to the retry.
+        const deadline = yield* env.readableDeadline.pipe(Effect.catchCause(() => Effect.succeedNone))
         const now = yield* Clock.currentTimeMillis
         const jitter = yield* Random.next
         yield* env.transact("back off failed maintenance", (txn) => {
