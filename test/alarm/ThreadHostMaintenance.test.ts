@@ -219,6 +219,24 @@ describe("ThreadHostMaintenance.all", () => {
       ),
   )
 
+  it.effect("fails the pass naming the lane whose deadline is not a time, even beside a valid one", () =>
+    inObject(objectName("all-nan-lane"), (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* dayAhead
+        yield* putRawState(ctx, caughtUpRecord(5n))
+        const { maintenance } = yield* incarnation(ctx, {
+          hostLayer: ThreadHostMaintenance.all([
+            lane(hostHooks({ pendingDeadline: deadlineAt(now + 1_000) })),
+            lane(hostHooks({ pendingDeadline: deadlineAt(Number.POSITIVE_INFINITY) })),
+          ]),
+        })
+        const error = failureOf(yield* Effect.exit(maintenance.pass))
+        expect(error).toBeInstanceOf(ThreadHostMaintenanceError)
+        expect((error as ThreadHostMaintenanceError).hook).toBe("host maintenance lane 1")
+      }),
+    ),
+  )
+
   it.effect("checks each lane's allowance on its own and still runs the valid lanes", () =>
     inObject(objectName("all-allowance"), (ctx) =>
       Effect.gen(function* () {

@@ -33,18 +33,24 @@ export const makeHostDeadline = (hooks: {
       Effect.as(Effect.logError("Thread projection deadline unavailable", cause), Option.some(0)),
     ),
   )
+  const lanes = hostLanes(hooks.host)
   return Effect.gen(function* () {
     const messages = yield* hooks.messages.pendingDeadline
     const projected = yield* projection
-    const host = yield* hooks.host.pendingDeadline
-    // An application's answer is checked here, once: NaN or an infinity would clear or break
-    // the alarm every pass derives from it.
-    if (Option.isSome(host) && !Number.isFinite(host.value)) {
-      return yield* new ThreadHostMaintenanceError({
-        hook: "host maintenance",
-        operation: "read its pending deadline",
-        message: `pendingDeadline answered ${host.value}, not a finite epoch-ms time`,
-      })
+    let host = Option.none<number>()
+    for (const [index, lane] of lanes.entries()) {
+      const deadline = yield* lane.pendingDeadline
+      // An application's answer is checked here, lane by lane (as `obligations` names them): NaN
+      // or an infinity would clear or break the alarm every pass derives from it, and beside a
+      // sibling's finite deadline it would pass unseen.
+      if (Option.isSome(deadline) && !Number.isFinite(deadline.value)) {
+        return yield* new ThreadHostMaintenanceError({
+          hook: lanes.length === 1 ? "host maintenance" : `host maintenance lane ${index}`,
+          operation: "read its pending deadline",
+          message: `pendingDeadline answered ${deadline.value}, not a finite epoch-ms time`,
+        })
+      }
+      host = earliestDeadline(host, deadline)
     }
     const due = (deadline: Option.Option<number>) =>
       Option.isSome(deadline) && !Number.isFinite(deadline.value) ? Option.some(0) : deadline
