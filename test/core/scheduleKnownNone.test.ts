@@ -6,15 +6,12 @@
  * schedule stored meanwhile is still due, and still found by the next reads.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer } from "effect"
-import * as Reactivity from "effect/reactivity/Reactivity"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Effect, Fiber, Layer } from "effect"
 import { AgentId, ThreadId } from "../../src/core/Identifiers.ts"
 import { ScheduleId, ScheduleInfo, SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { layerWithLedger } from "../../src/core/ThreadHistory.ts"
-import { DIRECT_ROWS, type DirectSqlClient, type RowsRunner } from "../../src/core/internal/directRows.ts"
 import { scheduleStatements } from "../../src/core/internal/schedule/sql.ts"
-import { makeSqlClient } from "../../src/internal/object/sqlClient.ts"
+import { holdAfter } from "./heldStatement.ts"
 import { inObject } from "./SubmissionLedgerHarness.ts"
 
 const schedule = new ScheduleInfo({
@@ -32,32 +29,14 @@ describe("SQLite schedules read while one is stored", () => {
   it.effect("a schedule stored while a read of the earliest occurrence is in flight stays due", () =>
     inObject((storage) =>
       Effect.gen(function* () {
-        const reached = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
-        let hold = true
-        // The earliest-occurrence read yields after its statement, once, until released.
-        const sql = Layer.effect(
-          SqlClient,
-          Effect.map(makeSqlClient(storage), (client) => {
-            const direct = (client as DirectSqlClient)[DIRECT_ROWS] as RowsRunner
-            const runner: RowsRunner = (text, params) =>
-              Effect.tap(direct(text, params), () =>
-                text === scheduleStatements.earliest && hold
-                  ? Effect.sync(() => (hold = false)).pipe(
-                      Effect.andThen(Deferred.succeed(reached, undefined)),
-                      Effect.andThen(Deferred.await(release)),
-                    )
-                  : Effect.void,
-              ) as never
-            return Object.assign(client, { [DIRECT_ROWS]: runner })
-          }),
-        ).pipe(Layer.provide(Reactivity.layer))
+        const held = yield* holdAfter(storage, scheduleStatements.earliest, { armed: true })
+        const sql = held.sql
         yield* Effect.gen(function* () {
           const ledger = yield* SubmissionLedger
           const read = yield* Effect.forkChild(ledger.nextOccurrenceAt)
-          yield* Deferred.await(reached)
+          yield* held.reached
           yield* ledger.putSchedule(schedule)
-          yield* Deferred.succeed(release, undefined)
+          yield* held.release
           // The read in flight may answer either way; the ones after it see the schedule.
           yield* Fiber.join(read)
           expect(yield* ledger.nextOccurrenceAt).toBe(60_000)

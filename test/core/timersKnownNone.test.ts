@@ -6,15 +6,12 @@
  * meanwhile is still found by the next reads, so its alarm is not lost.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Option } from "effect"
-import * as Reactivity from "effect/reactivity/Reactivity"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Effect, Fiber, Layer, Option } from "effect"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { layerWithLedger } from "../../src/core/ThreadHistory.ts"
-import { DIRECT_ROWS, type DirectSqlClient, type RowsRunner } from "../../src/core/internal/directRows.ts"
 import { statements } from "../../src/core/internal/ledger/sqlStatements.ts"
-import { makeSqlClient } from "../../src/internal/object/sqlClient.ts"
 import { grant, owner, request, settlementOf } from "./SubmissionLedgerFixtures.ts"
+import { holdAfter } from "./heldStatement.ts"
 import { inObject } from "./SubmissionLedgerHarness.ts"
 
 describe("SQLite timed waits read while one is stored", () => {
@@ -23,26 +20,8 @@ describe("SQLite timed waits read while one is stored", () => {
     () =>
       inObject((storage) =>
         Effect.gen(function* () {
-          const reached = yield* Deferred.make<void>()
-          const release = yield* Deferred.make<void>()
-          let hold = true
-          // The earliest-due read yields after its statement, once, until released.
-          const sql = Layer.effect(
-            SqlClient,
-            Effect.map(makeSqlClient(storage), (client) => {
-              const direct = (client as DirectSqlClient)[DIRECT_ROWS] as RowsRunner
-              const runner: RowsRunner = (text, params) =>
-                Effect.tap(direct(text, params), () =>
-                  text === statements.earliestDue(1) && hold
-                    ? Effect.sync(() => (hold = false)).pipe(
-                        Effect.andThen(Deferred.succeed(reached, undefined)),
-                        Effect.andThen(Deferred.await(release)),
-                      )
-                    : Effect.void,
-                ) as never
-              return Object.assign(client, { [DIRECT_ROWS]: runner })
-            }),
-          ).pipe(Layer.provide(Reactivity.layer))
+          const held = yield* holdAfter(storage, statements.earliestDue(1), { armed: true })
+          const sql = held.sql
           yield* Effect.gen(function* () {
             const ledger = yield* SubmissionLedger
             // A delayed Submission admitted, claimed when due and settled: the ledger no longer
@@ -54,10 +33,10 @@ describe("SQLite timed waits read while one is stored", () => {
             )
             yield* ledger.settle(owner(claim), settlementOf(claim))
             const read = yield* Effect.forkChild(ledger.earliestDue(1))
-            yield* Deferred.await(reached)
+            yield* held.reached
             const admission = yield* ledger.admit(request("later", "k", { notBefore: 50_000 }))
             expect(admission._tag).toBe("Admitted")
-            yield* Deferred.succeed(release, undefined)
+            yield* held.release
             // The read in flight may answer either way; the ones after it see the wait.
             yield* Fiber.join(read)
             expect((yield* ledger.earliestDue(1)).map((row) => row.dueAt)).toEqual([50_000])

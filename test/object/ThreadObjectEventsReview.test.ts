@@ -4,7 +4,7 @@
  * Unknown Outcomes resolved twice or with a value of the wrong kind.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { abortAllDurableObjects, env, runDurableObjectAlarm } from "cloudflare:test"
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { Effect } from "effect"
 import { DurableRuntimeFailpointError } from "../../src/Testing.ts"
 import * as ThreadClient from "../../src/ThreadClient.ts"
@@ -33,6 +33,29 @@ const submitCourier = (thread: string, wait: "after-approval" | "first") =>
     const receipt = yield* client.agent(courierAgent).submit({ wait }, { idempotencyKey: "k" })
     yield* deliverUntil(thread, inState(client, receipt.submissionId, "suspended"))
     return { client, receipt }
+  })
+
+/**
+ * A Submission of `agentId` whose uncertain step was cut right after its start (a failpoint, once):
+ * an Unknown Outcome waiting for a resolution.
+ */
+const unknownOutcome = (label: string, agentId: "charge" | "strict-charge") =>
+  Effect.gen(function* () {
+    const thread = threadName(label)
+    const client = clientOf(thread)
+    let hits = 0
+    switchboard.install(stubOf(thread).id, {
+      runtime: (hit) =>
+        hit === "uncertain:after-start-append" && ++hits === 1
+          ? Effect.fail(new DurableRuntimeFailpointError({ location: hit, message: "injected" }))
+          : Effect.void,
+    })
+    const receipt = yield* client.submit({ agentId, idempotencyKey: "k", input: { amount: 5 } })
+    yield* deliverUntil(
+      thread,
+      Effect.map(client.explain(receipt.submissionId), (e) => e.reason._tag === "UnknownOutcome"),
+    ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))))
+    return { thread, client, receipt }
   })
 
 describe("events and decisions, as a user", () => {
@@ -209,20 +232,7 @@ describe("events and decisions, as a user", () => {
 
   it.live("an Unknown Outcome resolved twice: the second is refused; a wrong step is refused", () =>
     Effect.gen(function* () {
-      const thread = threadName("unknown-twice")
-      const client = clientOf(thread)
-      let hits = 0
-      switchboard.install(stubOf(thread).id, {
-        runtime: (hit) =>
-          hit === "uncertain:after-start-append" && ++hits === 1
-            ? Effect.fail(new DurableRuntimeFailpointError({ location: hit, message: "injected" }))
-            : Effect.void,
-      })
-      const receipt = yield* client.submit({ agentId: "charge", idempotencyKey: "k", input: { amount: 5 } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.explain(receipt.submissionId), (e) => e.reason._tag === "UnknownOutcome"),
-      ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))))
+      const { thread, client, receipt } = yield* unknownOutcome("unknown-twice", "charge")
       const reason = (yield* client.explain(receipt.submissionId)).reason as { step: number }
       expect(
         failureOf(
@@ -262,20 +272,7 @@ describe("events and decisions, as a user", () => {
 
   it.live("an Unknown Outcome resolved with a value of the wrong kind", () =>
     Effect.gen(function* () {
-      const thread = threadName("unknown-wrong")
-      const client = clientOf(thread)
-      let hits = 0
-      switchboard.install(stubOf(thread).id, {
-        runtime: (hit) =>
-          hit === "uncertain:after-start-append" && ++hits === 1
-            ? Effect.fail(new DurableRuntimeFailpointError({ location: hit, message: "injected" }))
-            : Effect.void,
-      })
-      const receipt = yield* client.submit({ agentId: "charge", idempotencyKey: "k", input: { amount: 5 } })
-      yield* deliverUntil(
-        thread,
-        Effect.map(client.explain(receipt.submissionId), (e) => e.reason._tag === "UnknownOutcome"),
-      ).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubOf(thread).id))))
+      const { thread, client, receipt } = yield* unknownOutcome("unknown-wrong", "charge")
       // Without a result Schema nothing checks the value: the output Schema refuses it.
       yield* client.resolveUnknown(receipt.submissionId, { _tag: "Succeeded", value: 42 })
       yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
@@ -378,7 +375,10 @@ describe("an event racing the park", () => {
       const exit = yield* Effect.exit(client.sendEvent(receipt.submissionId, "shipped", { tracking: "E" }))
       switchboard.remove(stubOf(thread).id)
       expect(exit._tag).toBe("Failure")
-      yield* Effect.promise(() => abortAllDurableObjects())
+      // Reset this Object alone: aborting every Object would cut other files' Objects too.
+      yield* Effect.promise(() =>
+        runInDurableObject(stubOf(thread), (_instance, state) => state.abort("reset")).catch(() => undefined),
+      )
       // Nothing but the alarm: the committed event's generation owes a pass.
       expect((yield* storedMaintenance(thread)).alarm).not.toBeNull()
       yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
