@@ -126,12 +126,14 @@ describe("abort, as an operator sends it", () => {
       const other = clientOf(threadName("abort-ids-other"), thread)
       const theirs = yield* other.submit({ agentId: "review", idempotencyKey: "t", input: { draft: "d" } })
       for (const id of [theirs.submissionId, "S".repeat(20), "nope"]) {
-        const failure = failureOf(yield* Effect.exit(client.abort(id)))
-        expect(failure?._tag === "SubmissionNotFound" || failure?._tag === "InvalidRequest").toBe(true)
+        expect(failureOf(yield* Effect.exit(client.abort(id)))).toMatchObject({ _tag: "SubmissionNotFound" })
       }
-      expect(failureOf(yield* Effect.exit(client.abort(theirs.submissionId)))).toMatchObject({
-        _tag: "SubmissionNotFound",
-      })
+      for (const id of ["", "x".repeat(5_000)]) {
+        expect(failureOf(yield* Effect.exit(client.abort(id)))).toMatchObject({
+          _tag: "InvalidRequest",
+          entryPoint: "abort",
+        })
+      }
       expect((yield* other.status(theirs.submissionId)).state).not.toBe("settled")
       yield* other.abort(theirs.submissionId)
       yield* other.abort(theirs.submissionId)
