@@ -137,6 +137,14 @@ export interface ThreadClient {
     payload: Schema.Json,
     options?: SendEventOptions,
   ) => Effect.Effect<CallSuccess<"sendEvent">, ThreadClientError<"sendEvent">>
+  /**
+   * Accepts an abort: the Submission settles `aborted` once, and its unsettled children are
+   * aborted too. A queued or waiting one settles at the Object's next pass without running
+   * again; a running one stops at its next call: a plain step running is cut within
+   * `abortPollInterval` (500 ms by default), an uncertain step is never cut (it ends first). A
+   * Submission already settled keeps its settlement (the call changes nothing; `awaitSettlement`
+   * tells which); an id the Thread does not hold is `SubmissionNotFound`.
+   */
   readonly abort: (submissionId: string) => Effect.Effect<void, ThreadClientError<"abort">>
   /**
    * Decides the Submission's open approval request: an approval resumes it, a denial settles it

@@ -422,6 +422,49 @@ export const ratioAgent: AgentDefinition<
     }),
 })
 
+/**
+ * Runs one step that takes `millis` of real time (an uncertain one with `uncertain`), counting
+ * its start and its end, then a short step (none when `last`).
+ */
+export const slowAgent = define({
+  id: "slow",
+  version: "1",
+  input: Schema.Struct({
+    millis: Schema.Int,
+    uncertain: Schema.optionalKey(Schema.Boolean),
+    last: Schema.optionalKey(Schema.Boolean),
+  }),
+  output: Schema.String,
+  program: ({ millis, uncertain, last }, ctx) =>
+    Effect.gen(function* () {
+      const work = ran(`${ctx.submissionId}:slow-start`).pipe(
+        Effect.andThen(Effect.sleep(millis)),
+        Effect.andThen(ran(`${ctx.submissionId}:slow-end`)),
+        Effect.as("slept"),
+      )
+      const result =
+        uncertain === true ? yield* ctx.uncertainStep("slow", work) : yield* ctx.step("slow", work)
+      if (last !== true) yield* ctx.step("after", Effect.as(ran(`${ctx.submissionId}:after`), "after"))
+      return result
+    }),
+})
+
+/** Waits for an approval, reads its joined inputs, waits for a second approval, then sums them. */
+export const gatherAgent = define({
+  id: "gather",
+  version: "1",
+  input: Schema.Struct({ n: Schema.Int }),
+  output: Schema.Int,
+  acceptsJoinedInput: true,
+  program: ({ n }, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.requestApproval({ n, stage: "open" })
+      const joined = yield* ctx.receiveJoined
+      yield* ctx.requestApproval({ n, stage: "close" })
+      return joined.reduce((total, input) => total + input.n, n)
+    }),
+})
+
 /** Failpoints a test installs on one Object by its id. */
 export const switchboard = Testing.makeSwitchboard()
 
@@ -448,6 +491,8 @@ export class TestThreadObject extends ThreadObject.make(
     dierAgent,
     inflateAgent,
     ratioAgent,
+    slowAgent,
+    gatherAgent,
   ]),
   {
     namespaceBinding: "THREADS_TEST",

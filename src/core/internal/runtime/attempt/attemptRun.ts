@@ -51,15 +51,31 @@ const entitled = <A, E>(
     return error as Exclude<E, InvalidTransition | SubmissionNotFound>
   })
 
-const finish = (attempt: AttemptState, row: Settling, ending: Parameters<typeof makeSettlement>[1]) =>
-  Effect.gen(function* () {
-    const settlement = yield* makeSettlement(attempt.claim, ending)
-    return settled(
-      yield* entitled(
-        settle(attempt.env, ownerFence(attempt), row, settlement, takeStaged(attempt, []), ended(attempt)),
-      ),
-    )
-  })
+/**
+ * Settles the program's ending, unless an abort was accepted since the Attempt last looked (while
+ * its last call ran, or after it): an accepted abort settles `aborted`, as `abort` promises. The
+ * look and the settlement hold the runtime's lock, so an abort is either seen or refused as
+ * settled. The row is usually known since the last boundary: the look reads nothing then.
+ */
+const finish = (
+  attempt: AttemptState,
+  row: Settling,
+  journal: Journal,
+  ending: Parameters<typeof makeSettlement>[1],
+) =>
+  attempt.env.exclusive(
+    Effect.gen(function* () {
+      const current = yield* attempt.env.ledger.lookup(attempt.claim.submissionId)
+      if (Option.isSome(current) && current.value.abortRequested)
+        return yield* abortOwned(attempt, row, journal)
+      const settlement = yield* makeSettlement(attempt.claim, ending)
+      return settled(
+        yield* entitled(
+          settle(attempt.env, ownerFence(attempt), row, settlement, takeStaged(attempt, []), ended(attempt)),
+        ),
+      )
+    }),
+  )
 
 const settled = (settlement: Settlement): HeadAttempt => ({ _tag: "Settled", settlement })
 
@@ -139,7 +155,7 @@ const endStopped = (attempt: AttemptState, row: Settling, journal: Journal, stop
       case "Abort":
         return yield* abortOwned(attempt, row, journal)
       case "Denied":
-        return yield* finish(attempt, row, {
+        return yield* finish(attempt, row, journal, {
           outcome: "failed",
           error: stop.note === undefined ? "approval denied" : `approval denied: ${stop.note}`,
         })
@@ -182,26 +198,29 @@ const runProgram = (
     if (Exit.isSuccess(exit)) {
       const output = yield* Effect.result(Schema.encodeUnknownEffect(agent.output)(exit.value))
       if (output._tag === "Failure") {
-        return yield* finish(attempt, row, {
+        return yield* finish(attempt, row, journal, {
           outcome: "failed",
           error: `the output does not encode: ${output.failure.message}`,
         })
       }
       const refusal = unstorable(attempt, "the output", output.success)
       return yield* refusal === undefined
-        ? finish(attempt, row, { outcome: "completed", output: output.success })
-        : finish(attempt, row, { outcome: "failed", error: refusal })
+        ? finish(attempt, row, journal, { outcome: "completed", output: output.success })
+        : finish(attempt, row, journal, { outcome: "failed", error: refusal })
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (failure._tag === "Some")
-      return yield* finish(attempt, row, { outcome: "failed", error: failure.value.message })
+      return yield* finish(attempt, row, journal, { outcome: "failed", error: failure.value.message })
     if (Cause.hasInterruptsOnly(exit.cause)) {
       // Cut like a dead process: leave the work for a later Attempt.
       if (attempt.cut === true) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
       // The program interrupted itself: every later Attempt would again, so it settles.
-      return yield* finish(attempt, row, { outcome: "failed", error: "the program interrupted itself" })
+      return yield* finish(attempt, row, journal, {
+        outcome: "failed",
+        error: "the program interrupted itself",
+      })
     }
-    return yield* finish(attempt, row, {
+    return yield* finish(attempt, row, journal, {
       outcome: "failed",
       error: `the program died: ${Cause.pretty(exit.cause)}`,
     })
