@@ -28,6 +28,30 @@ const until = (condition: () => boolean, millis = 5_000) =>
     }
   })
 
+/** A `gather` host parked on its first approval, with a follow-up submitted to join it. */
+const hostWithFollowUp = (label: string) =>
+  Effect.gen(function* () {
+    const thread = threadName(label)
+    const client = clientOf(thread)
+    const host = yield* client.submit({ agentId: "gather", idempotencyKey: "h", input: { n: 1 } })
+    yield* deliverUntil(thread, inState(client, host.submissionId, "suspended"))
+    const joined = yield* client.submit({
+      agentId: "gather",
+      idempotencyKey: "j",
+      input: { n: 10 },
+      mode: "join",
+    })
+    return { thread, client, host, joined }
+  })
+
+/** Aborts a Submission and waits until it settled, `aborted`. */
+const abortSettled = (thread: string, client: ReturnType<typeof clientOf>, submissionId: string) =>
+  Effect.gen(function* () {
+    yield* client.abort(submissionId)
+    yield* deliverUntil(thread, inState(client, submissionId, "settled"))
+    expect(yield* client.awaitSettlement(submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+  })
+
 describe("abort, as an operator sends it", () => {
   it.live("stops a long plain step at once; the lane's next Submission runs", () =>
     Effect.gen(function* () {
@@ -109,9 +133,7 @@ describe("abort, as an operator sends it", () => {
         input: { wait: "first" },
       })
       yield* deliverUntil(thread, inState(client, courier.submissionId, "suspended"))
-      yield* client.abort(courier.submissionId)
-      yield* deliverUntil(thread, inState(client, courier.submissionId, "settled"))
-      expect(yield* client.awaitSettlement(courier.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+      yield* abortSettled(thread, client, courier.submissionId)
       expect(
         failureOf(yield* Effect.exit(client.sendEvent(courier.submissionId, "shipped", { tracking: "t" }))),
       ).toMatchObject({ _tag: "EventRefused" })
@@ -170,24 +192,11 @@ describe("abort, as an operator sends it", () => {
 
   it.live("a join host aborted before it reads its follow-up: the follow-up runs as its own", () =>
     Effect.gen(function* () {
-      const thread = threadName("abort-host-unread")
-      const client = clientOf(thread)
-      const host = yield* client.submit({ agentId: "gather", idempotencyKey: "h", input: { n: 1 } })
-      yield* deliverUntil(thread, inState(client, host.submissionId, "suspended"))
-      const joined = yield* client.submit({
-        agentId: "gather",
-        idempotencyKey: "j",
-        input: { n: 10 },
-        mode: "join",
-      })
-      yield* client.abort(host.submissionId)
-      yield* deliverUntil(thread, inState(client, host.submissionId, "settled"))
-      expect(yield* client.awaitSettlement(host.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+      const { thread, client, host, joined } = yield* hostWithFollowUp("abort-host-unread")
+      yield* abortSettled(thread, client, host.submissionId)
       // The follow-up now runs as a Submission of its own: it asks for its own approval.
       yield* deliverUntil(thread, inState(client, joined.submissionId, "suspended"))
-      yield* client.abort(joined.submissionId)
-      yield* deliverUntil(thread, inState(client, joined.submissionId, "settled"))
-      expect(yield* client.awaitSettlement(joined.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+      yield* abortSettled(thread, client, joined.submissionId)
       yield* deliverUntil(thread, atRest(stubOf(thread)))
       expect((yield* client.verify).violations).toEqual([])
     }),
@@ -228,16 +237,7 @@ describe("abort, as an operator sends it", () => {
 
   it.live("a follow-up its host read, aborted by itself: it settles once, the host goes on", () =>
     Effect.gen(function* () {
-      const thread = threadName("abort-joined")
-      const client = clientOf(thread)
-      const host = yield* client.submit({ agentId: "gather", idempotencyKey: "h", input: { n: 1 } })
-      yield* deliverUntil(thread, inState(client, host.submissionId, "suspended"))
-      const joined = yield* client.submit({
-        agentId: "gather",
-        idempotencyKey: "j",
-        input: { n: 10 },
-        mode: "join",
-      })
+      const { thread, client, host, joined } = yield* hostWithFollowUp("abort-joined")
       yield* client.resolveApproval(host.submissionId, { approved: true })
       yield* deliverUntil(
         thread,
@@ -246,9 +246,7 @@ describe("abort, as an operator sends it", () => {
           (e) => e.reason._tag === "WaitingForApproval" && e.reason.step > 0,
         ),
       )
-      yield* client.abort(joined.submissionId)
-      yield* deliverUntil(thread, inState(client, joined.submissionId, "settled"))
-      expect(yield* client.awaitSettlement(joined.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+      yield* abortSettled(thread, client, joined.submissionId)
       yield* client.resolveApproval(host.submissionId, { approved: true })
       yield* deliverUntil(thread, inState(client, host.submissionId, "settled"))
       expect(yield* client.awaitSettlement(host.submissionId, 1_000)).toMatchObject({
@@ -264,19 +262,8 @@ describe("abort, as an operator sends it", () => {
 
   it.live("a joining follow-up aborted before its host reads it settles aborted by itself", () =>
     Effect.gen(function* () {
-      const thread = threadName("abort-joining")
-      const client = clientOf(thread)
-      const host = yield* client.submit({ agentId: "gather", idempotencyKey: "h", input: { n: 1 } })
-      yield* deliverUntil(thread, inState(client, host.submissionId, "suspended"))
-      const joined = yield* client.submit({
-        agentId: "gather",
-        idempotencyKey: "j",
-        input: { n: 10 },
-        mode: "join",
-      })
-      yield* client.abort(joined.submissionId)
-      yield* deliverUntil(thread, inState(client, joined.submissionId, "settled"))
-      expect(yield* client.awaitSettlement(joined.submissionId, 1_000)).toMatchObject({ outcome: "aborted" })
+      const { thread, client, host, joined } = yield* hostWithFollowUp("abort-joining")
+      yield* abortSettled(thread, client, joined.submissionId)
       yield* client.resolveApproval(host.submissionId, { approved: true })
       yield* deliverUntil(
         thread,
@@ -313,9 +300,7 @@ describe("abort, as an operator sends it", () => {
         }
         return yield* Effect.die(new Error("no occurrence"))
       })
-      yield* client.abort(first)
-      yield* deliverUntil(thread, inState(client, first, "settled"))
-      expect(yield* client.awaitSettlement(first, 1_000)).toMatchObject({ outcome: "aborted" })
+      yield* abortSettled(thread, client, first)
       yield* Effect.sleep(1_200)
       yield* deliverUntil(
         thread,
