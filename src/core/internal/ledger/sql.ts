@@ -27,13 +27,8 @@ import { freshStoreSchema, META_KEYS, META_TABLE, storeMigrations } from "../sch
 import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { encodeWait, makeSqlAdmit } from "./sqlAdmit.ts"
 import { makeSqlSchedules } from "../schedule/sql.ts"
-import {
-  makeSqlQueries,
-  numberOr,
-  storageError,
-  type TimerKnowledge,
-  timerMayBeStored,
-} from "./sqlQueries.ts"
+import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
+import { nothingStored } from "../nothingStored.ts"
 import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
 import { makeSqlRetention, openRetention } from "./sqlRetention.ts"
@@ -70,10 +65,7 @@ export const makeSqlLedger = Effect.gen(function* () {
   // Read once: while no timed wait is stored, the due reads run no statement. Every write that
   // can store one clears it and counts itself; `earliestDue` sets it again when it finds none
   // and no such write began meanwhile (its fiber may yield between its statement and its answer).
-  const timers: TimerKnowledge = {
-    none: (yield* query("SubmissionLedger.open", statements.anyDue, [])).length === 0,
-    writes: 0,
-  }
+  const timers = nothingStored((yield* query("SubmissionLedger.open", statements.anyDue, [])).length === 0)
 
   const { guardedChange, guarded, fencedWrite, settlementWrite, record } = makeSqlWrites(sql, queries)
 
@@ -240,7 +232,7 @@ export const makeSqlLedger = Effect.gen(function* () {
             : parked
           : Effect.flatMap(parked, (row) => (Option.isSome(row) ? Effect.succeed(row) : open))
       }
-      timerMayBeStored(timers)
+      timers.writing()
       return yield* transaction(
         operation,
         Effect.gen(function* () {
@@ -285,7 +277,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     wake: spanned("SubmissionLedger.wake")(function* (fence, dueAt, recorded) {
       const operation = "SubmissionLedger.wake"
       yield* requireFinite(operation, { dueAt, ...(recorded === undefined ? {} : { now: recorded.now }) })
-      timerMayBeStored(timers)
+      timers.writing()
       const write = first(operation, statements.wake, [
         dueAt,
         fence.submissionId,
@@ -309,7 +301,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     deferHead: spanned("SubmissionLedger.deferHead")(function* (fence) {
       const operation = "SubmissionLedger.deferHead"
       yield* requireFinite(operation, Rules.fenceInstants(fence))
-      timerMayBeStored(timers)
+      timers.writing()
       return yield* transaction(
         operation,
         guarded(

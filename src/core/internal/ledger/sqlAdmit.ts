@@ -9,14 +9,9 @@ import type { HistoryEntry, HistoryRecord } from "../history/model.ts"
 import { admittedRow, delayedJoin } from "./admission.ts"
 import { type AdmissionRequest, LedgerError, type SubmissionSnapshot, WaitRecord } from "./model.ts"
 import * as Rules from "./rules.ts"
+import type { NothingStored } from "../nothingStored.ts"
 import type { makeSqlAdmission } from "./sqlAdmission.ts"
-import {
-  type LedgerTransaction,
-  type SqlQueries,
-  storageError,
-  type TimerKnowledge,
-  timerMayBeStored,
-} from "./sqlQueries.ts"
+import { type LedgerTransaction, type SqlQueries, storageError } from "./sqlQueries.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { requireFinite } from "./sqlWrites.ts"
 
@@ -40,7 +35,7 @@ export interface SqlAdmitOptions {
     admits: 0 | 1,
   ) => Effect.Effect<ReadonlyArray<HistoryRecord>, LedgerError>
   /** The ledger's knowledge that no timed wait is stored; an admission with a due time clears it. */
-  readonly timers: TimerKnowledge
+  readonly timers: NothingStored
 }
 
 /** The ledger's `admit`. @internal */
@@ -93,7 +88,7 @@ export const makeSqlAdmit = ({ queries, transaction, admissionVerdict, record, t
           request.now,
           1,
         )
-        if (snapshot.dueAt !== undefined) timerMayBeStored(timers)
+        if (snapshot.dueAt !== undefined) timers.writing()
         // The new row is known from what was inserted: reading it back would bill a row.
         yield* query(operation, statements.insert, [
           snapshot.submissionId,

@@ -29,22 +29,6 @@ export type LedgerTransaction = <A, E>(
   effect: Effect.Effect<A, E>,
 ) => Effect.Effect<A, E | LedgerError>
 
-/**
- * What the SQLite ledger knows of its timed waits: `none` while it knows none is stored, and the
- * count of writes that may have stored one, so a read that found none can tell whether such a
- * write began while it ran. @internal
- */
-export interface TimerKnowledge {
-  none: boolean
-  writes: number
-}
-
-/** Before a write that may store a timed wait. @internal */
-export const timerMayBeStored = (timers: TimerKnowledge): void => {
-  timers.none = false
-  timers.writes++
-}
-
 /** @internal */
 export const numberOr = (value: unknown, fallback: number) =>
   value === null || value === undefined ? fallback : Number(value)

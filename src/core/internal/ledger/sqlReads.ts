@@ -10,7 +10,8 @@ import type { LedgerReads } from "./parts.ts"
 import type { LedgerError, SubmissionSnapshot } from "./model.ts"
 import { rowStatements } from "../history/sqlRows.ts"
 import { knownObjectEnd } from "../history/ends.ts"
-import { numberOr, type SqlQueries, type TimerKnowledge } from "./sqlQueries.ts"
+import { numberOr, type SqlQueries } from "./sqlQueries.ts"
+import type { NothingStored } from "../nothingStored.ts"
 import { decodeRow, laneKey, SCAN_PAGE_SIZE, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
 
@@ -22,7 +23,7 @@ export const makeSqlReads = (
   { query, decodedFirst, lookup, remembered, clock }: SqlQueries,
   countedBefore: { readonly admitted: number; readonly settled: number },
   /** `none`: this ledger knows no timed wait is stored (see `makeSqlLedger`). */
-  timers: TimerKnowledge,
+  timers: NothingStored,
 ): LedgerReads => {
   const pages = (
     operation: string,
@@ -164,7 +165,7 @@ export const makeSqlReads = (
 
     nextDue: Effect.fnUntraced(function* (now, options) {
       const operation = "SubmissionLedger.nextDue"
-      if (timers.none) return []
+      if (timers.known()) return []
       const after = options.after
       const rows = yield* query(operation, statements.nextDue(options.limit), [
         now,
@@ -176,10 +177,11 @@ export const makeSqlReads = (
 
     earliestDue: Effect.fnUntraced(function* (limit) {
       const operation = "SubmissionLedger.earliestDue"
-      if (timers.none) return []
-      const writes = timers.writes
-      const rows = yield* query(operation, statements.earliestDue(limit), [])
-      if (rows.length === 0 && limit > 0 && timers.writes === writes) timers.none = true
+      if (timers.known()) return []
+      const rows = yield* timers.read(
+        query(operation, statements.earliestDue(limit), []),
+        (found) => found.length === 0 && limit > 0,
+      )
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),
 

@@ -11,6 +11,7 @@
  */
 import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
+import { nothingStored } from "../nothingStored.ts"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import type { MessageOutbox } from "../../MessageOutbox.ts"
@@ -124,14 +125,9 @@ export const makeSqlOutbox = Effect.gen(function* () {
    * Whether a read found nothing left to send since this instance last enqueued. Read once as
    * the outbox opens (with its migrations), so a caught-up pass runs no statement at all.
    */
-  let knownEmpty = (yield* query("MessageOutbox.open", outboxStatements.nextDue, [])).length === 0
-  // Enqueues begun so far: a read that found nothing keeps `knownEmpty` only if none began while
-  // it ran (its fiber may yield between its statement and its answer, and enqueues run beside it).
-  let enqueues = 0
-  const enqueuing = () => {
-    knownEmpty = false
-    enqueues++
-  }
+  const nothingToSend = nothingStored(
+    (yield* query("MessageOutbox.open", outboxStatements.nextDue, [])).length === 0,
+  )
 
   const insertAll = (operation: string, messages: ReadonlyArray<NewMessage>, now: number) =>
     Effect.forEach(
@@ -158,7 +154,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
     now: number,
   ) => {
     // Before the write: a rolled-back one only costs a later read.
-    if (messages.length > 0) enqueuing()
+    if (messages.length > 0) nothingToSend.writing()
     return sql
       .withTransaction(Effect.tap(write, () => insertAll(operation, messages, now)))
       .pipe(Effect.catchIf(isSqlError, (cause) => Effect.fail(storageError(operation)(cause))))
@@ -197,7 +193,7 @@ export const makeSqlOutbox = Effect.gen(function* () {
     enqueue: spanned("MessageOutbox.enqueue")(function* (messages, now) {
       const operation = "MessageOutbox.enqueue"
       yield* requireFinite(operation, { now })
-      if (messages.length > 0) enqueuing()
+      if (messages.length > 0) nothingToSend.writing()
       yield* sql
         .withTransaction(insertAll(operation, messages, now))
         .pipe(Effect.catchTag("SqlError", (cause) => Effect.fail(storageError(operation)(cause))))
@@ -206,23 +202,24 @@ export const makeSqlOutbox = Effect.gen(function* () {
     due: spanned("MessageOutbox.due")(function* (now, limit) {
       const operation = "MessageOutbox.due"
       yield* requireFinite(operation, { now, limit })
-      if (knownEmpty) return []
+      if (nothingToSend.known()) return []
       const rows = yield* query(operation, outboxStatements.due(limit), [now])
       return yield* Effect.forEach(rows, (row) => decodeStored(operation, row))
     }),
 
     // Nothing sendable means nothing unacknowledged: a dependency is itself always sendable.
-    nextDue: Effect.suspend(() => {
-      if (knownEmpty) return Effect.succeed(Option.none<number>())
-      const before = enqueues
-      return Effect.map(query("MessageOutbox.nextDue", outboxStatements.nextDue, []), (rows) => {
-        if (rows[0] === undefined) {
-          if (enqueues === before) knownEmpty = true
-          return Option.none<number>()
-        }
-        return Option.some(Number(rows[0]["next_attempt_at"]))
-      })
-    }),
+    nextDue: Effect.suspend(() =>
+      nothingToSend.known()
+        ? Effect.succeed(Option.none<number>())
+        : Effect.map(
+            nothingToSend.read(
+              query("MessageOutbox.nextDue", outboxStatements.nextDue, []),
+              (rows) => rows.length === 0,
+            ),
+            (rows) =>
+              rows[0] === undefined ? Option.none<number>() : Option.some(Number(rows[0]["next_attempt_at"])),
+          ),
+    ),
 
     retry: spanned("MessageOutbox.retry")(function* (messageId, failure) {
       const operation = "MessageOutbox.retry"

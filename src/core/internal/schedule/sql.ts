@@ -5,6 +5,7 @@
  * synchronous client is a savepoint), so a crash keeps both or neither.
  */
 import { Effect, Option, Schema } from "effect"
+import { nothingStored } from "../nothingStored.ts"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import type { AdmissionRequest, Admission, AdmissionRefused, IdempotencyConflict } from "../ledger/model.ts"
@@ -85,10 +86,8 @@ export const makeSqlSchedules = (options: {
   const { queries, admit, sql } = options
   const { query } = queries
   // Once a read found no schedule stored, the pass's reads of schedules run no statement until
-  // one is put (this ledger is the only writer of its Object's schedules). `puts` counts the
-  // puts: a read's "none" stands only if no put ran since its statement began (its fiber may
-  // yield to a `schedule` call between the statement and its answer).
-  const known = { none: false, puts: 0 }
+  // one is put (this ledger is the only writer of its Object's schedules).
+  const known = nothingStored(false)
 
   const one = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     Effect.flatMap(query(operation, text, params), (rows) =>
@@ -126,8 +125,7 @@ export const makeSqlSchedules = (options: {
   return {
     putSchedule: Effect.fnUntraced(function* (info) {
       yield* write("SubmissionLedger.putSchedule", info)
-      known.none = false
-      known.puts++
+      known.writing()
       return info
     }),
 
@@ -143,21 +141,19 @@ export const makeSqlSchedules = (options: {
 
     dueSchedules: (now, limit) =>
       Effect.suspend(() =>
-        known.none
+        known.known()
           ? Effect.succeed([])
           : many("SubmissionLedger.dueSchedules", scheduleStatements.due(limit), [now]),
       ),
 
     nextOccurrenceAt: Effect.suspend(() => {
-      if (known.none) return Effect.succeed(undefined)
-      const putsBefore = known.puts
+      if (known.known()) return Effect.succeed(undefined)
       return Effect.map(
-        query("SubmissionLedger.nextOccurrenceAt", scheduleStatements.earliest, []),
-        (rows) => {
-          const first = rows[0]
-          if (first === undefined && known.puts === putsBefore) known.none = true
-          return first === undefined ? undefined : Number(first.next_at)
-        },
+        known.read(
+          query("SubmissionLedger.nextOccurrenceAt", scheduleStatements.earliest, []),
+          (rows) => rows.length === 0,
+        ),
+        (rows) => (rows[0] === undefined ? undefined : Number(rows[0].next_at)),
       )
     }),
 
