@@ -240,6 +240,82 @@ for (const harness of runtimeHarnesses) {
         ),
     )
 
+    it.effect(
+      "under overlap skip, refuses an occurrence due while the last one has not settled; queue admits it behind",
+      () =>
+        harness.run((world) =>
+          Effect.gen(function* () {
+            const runs = yield* makeRuns
+            const incarnation = yield* world.incarnation({ agents: [tick(runs)] })
+            const runtime = runtimeOf(incarnation)
+            yield* scheduleOf(incarnation, {
+              scheduleId: "queue",
+              threadId: "a",
+              everyMillis: MINUTE,
+              input: { n: 1 },
+            })
+            const skipping = yield* scheduleOf(incarnation, {
+              scheduleId: "skip",
+              threadId: "b",
+              everyMillis: MINUTE,
+              input: { n: 2 },
+              overlap: "skip",
+            })
+            expect(skipping.overlap).toBe("skip")
+            // `queue` spelled out is the stored default: the same definition, its next occurrence kept.
+            yield* TestClock.adjust(MINUTE / 2)
+            const again = yield* scheduleOf(incarnation, {
+              scheduleId: "queue",
+              threadId: "a",
+              everyMillis: MINUTE,
+              input: { n: 1 },
+              overlap: "queue",
+            })
+            expect(again.createdAt).toBe(0)
+            expect(again.overlap).toBeUndefined()
+            yield* TestClock.adjust(MINUTE / 2)
+            expect(yield* admitDue(incarnation)).toBe(2)
+            const [first] = yield* keysOf(incarnation, "b")
+            const previous = (yield* runtime.schedules).find((schedule) => schedule.scheduleId === "skip")
+            // Neither first occurrence has run: the next one queues on a, and is passed over on b.
+            yield* TestClock.adjust(MINUTE)
+            expect(yield* admitDue(incarnation)).toBe(1)
+            expect(yield* keysOf(incarnation, "a")).toEqual([
+              `schedule:queue:${MINUTE}`,
+              `schedule:queue:${2 * MINUTE}`,
+            ])
+            expect(yield* keysOf(incarnation, "b")).toEqual([first])
+            const skipped = (yield* runtime.schedules).find((schedule) => schedule.scheduleId === "skip")
+            expect(skipped).toMatchObject({
+              nextAt: 3 * MINUTE,
+              lastOccurrence: 2 * MINUTE,
+              lastSubmissionId: previous?.lastSubmissionId,
+              lastRefusal: { occurrence: 2 * MINUTE, reason: "overlap" },
+            })
+            expect(skipped?.lastRefusal?.message).toContain(String(previous?.lastSubmissionId))
+            // Once the last one settles, the next occurrence is admitted again.
+            expect(Option.isSome(yield* processHead(incarnation, "b"))).toBe(true)
+            yield* TestClock.adjust(MINUTE)
+            expect(yield* admitDue(incarnation)).toBe(2)
+            expect(yield* keysOf(incarnation, "b")).toEqual([first, `schedule:skip:${3 * MINUTE}`])
+            expect(yield* runsOf(runs)).toEqual({ "tick-2": 1 })
+            // Replacing the schedule keeps what became of its last occurrence: still unsettled, the
+            // replacement's first occurrence is passed over too.
+            const replaced = yield* scheduleOf(incarnation, {
+              scheduleId: "skip",
+              threadId: "b",
+              everyMillis: MINUTE,
+              input: { n: 4 },
+              overlap: "skip",
+            })
+            expect(replaced.lastSubmissionId).toBeDefined()
+            yield* TestClock.adjust(MINUTE)
+            expect(yield* admitDue(incarnation)).toBe(1)
+            expect((yield* keysOf(incarnation, "b")).length).toBe(2)
+          }),
+        ),
+    )
+
     it.effect("admits nothing more once unscheduled; an admitted occurrence runs on", () =>
       harness.run((world) =>
         Effect.gen(function* () {

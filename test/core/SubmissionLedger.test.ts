@@ -53,6 +53,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-store/007-schedules",
           "thread-store/008-ordered-incarnations",
           "thread-store/009-retention-when-used",
+          "thread-store/010-schedule-overlap",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(

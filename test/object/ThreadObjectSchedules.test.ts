@@ -188,7 +188,23 @@ describe("ThreadObject schedules", () => {
         )
         expect(failureOf(id)).toMatchObject({ _tag: "InvalidRequest" })
         expect(Exit.isFailure(id)).toBe(true)
+        const overlap = yield* Effect.exit(
+          client.schedule({
+            scheduleId: "o",
+            everyMillis: 60_000,
+            agentId: "echo",
+            input: { text: "x" },
+            overlap: "never" as never,
+          }),
+        )
+        expect(failureOf(overlap)).toMatchObject({ _tag: "InvalidRequest" })
+        expect(String(failureOf(overlap)?.message)).toContain("overlap")
         expect(yield* client.schedules).toEqual([])
+        // A valid policy is stored and listed with the schedule.
+        yield* client
+          .agent(echoAgent)
+          .schedule({ text: "x" }, { scheduleId: "skipping", everyMillis: 60_000, overlap: "skip" })
+        expect(yield* client.schedules).toMatchObject([{ scheduleId: "skipping", overlap: "skip" }])
       }),
   )
 })

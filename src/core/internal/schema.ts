@@ -281,7 +281,7 @@ const retention: ReadonlyArray<string> = [
  * Schedules: one row each, keyed by its id; the index on the next occurrence lets a pass read
  * the schedules due and nothing else (an advance rewrites one entry).
  */
-const schedules: ReadonlyArray<string> = [
+const schedulesWith = (laterColumns: string): ReadonlyArray<string> => [
   `CREATE TABLE ${SCHEDULES_TABLE} (
     schedule_id TEXT PRIMARY KEY NOT NULL,
     thread_id TEXT NOT NULL,
@@ -293,10 +293,14 @@ const schedules: ReadonlyArray<string> = [
     last_occurrence REAL,
     last_submission_id TEXT,
     last_refusal TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL${laterColumns}
   ) WITHOUT ROWID`,
   `CREATE INDEX ${SCHEDULES_TABLE}_next ON ${SCHEDULES_TABLE} (next_at)`,
 ]
+const schedules = schedulesWith("")
+
+/** A schedule's overlap policy (`skip`; null: `queue`, as every schedule made before it). */
+const scheduleOverlap: ReadonlyArray<string> = [`ALTER TABLE ${SCHEDULES_TABLE} ADD COLUMN overlap TEXT`]
 
 /**
  * Ordered incarnation ids (`SubmissionLedger.beginIncarnation`): a Claim of an earlier release
@@ -378,6 +382,7 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/007-schedules", statements: schedules },
   { name: "thread-store/008-ordered-incarnations", statements: orderedIncarnations },
   { name: "thread-store/009-retention-when-used", statements: retentionWhenUsed },
+  { name: "thread-store/010-schedule-overlap", statements: scheduleOverlap },
 ]
 
 /**
@@ -405,7 +410,8 @@ export const freshStore: ReadonlyArray<string> = [
   RETENTION_INDEX,
   TAILS_CREATE,
   FLOOR_CREATE,
-  ...schedules,
+  // The columns later migrations add, in their order.
+  ...schedulesWith(",\n    overlap TEXT"),
 ]
 
 /** The store's fresh schema, for `runMigrations`. @internal */

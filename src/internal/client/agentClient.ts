@@ -68,12 +68,15 @@ export interface SubmitOptions {
  * with seconds) in `timeZone` (an IANA name, UTC by default), or every `everyMillis` (1 second
  * to 1 year) from the moment it is scheduled. `missed` decides what a pass does after downtime:
  * `latest` (the default) runs the latest missed occurrence once, `skip` runs none that is more
- * than a minute late and waits for the next one.
+ * than a minute late and waits for the next one. `overlap` decides what an occurrence does that
+ * falls due while the schedule's previous one has not settled: `queue` (the default) admits it
+ * behind that one, `skip` passes over it (the schedule's `lastRefusal`, reason `overlap`).
  */
 export type ScheduleOptions = {
   /** The schedule's name in its Object; scheduling the same id again replaces it. */
   readonly scheduleId: string
   readonly missed?: "latest" | "skip"
+  readonly overlap?: "queue" | "skip"
 } & (
   | { readonly cron: string; readonly timeZone?: string; readonly everyMillis?: never }
   | { readonly everyMillis: number; readonly cron?: never; readonly timeZone?: never }

@@ -49,6 +49,14 @@ export type ScheduleSpec = typeof ScheduleSpec.Type
 export const MissedPolicy = Schema.Literals(["latest", "skip"])
 export type MissedPolicy = typeof MissedPolicy.Type
 
+/**
+ * An occurrence that falls due while the schedule's previous occurrence has not settled: `queue`
+ * admits it behind that one (the default), `skip` records it as refused (`overlap`) and waits for
+ * the next occurrence, so work that outlasts its interval never builds a backlog.
+ */
+export const OverlapPolicy = Schema.Literals(["queue", "skip"])
+export type OverlapPolicy = typeof OverlapPolicy.Type
+
 /** Why an occurrence was not admitted: its input or agent no longer fits, or its lane refused it. */
 export const ScheduleRefusal = Schema.Struct({
   occurrence: Schema.Finite,
@@ -70,6 +78,8 @@ export class ScheduleInfo extends Schema.Class<ScheduleInfo>(
   input: Schema.Json,
   spec: ScheduleSpec,
   missed: MissedPolicy,
+  /** What an occurrence due while the last one has not settled does; absent: `queue`. */
+  overlap: Schema.optionalKey(OverlapPolicy),
   /** The next occurrence (epoch ms): admitted by the first pass at or after it. */
   nextAt: Schema.Finite,
   createdAt: Schema.Finite,
@@ -132,5 +142,6 @@ export const sameDefinition = (a: ScheduleInfo, b: ScheduleInfo): boolean =>
   a.threadId === b.threadId &&
   a.agentId === b.agentId &&
   a.missed === b.missed &&
+  (a.overlap ?? "queue") === (b.overlap ?? "queue") &&
   JSON.stringify(a.spec) === JSON.stringify(b.spec) &&
   JSON.stringify(a.input) === JSON.stringify(b.input)

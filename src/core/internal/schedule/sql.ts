@@ -24,12 +24,12 @@ const s = SCHEDULES_TABLE
 /** @internal */
 export const scheduleStatements = {
   upsert: `INSERT INTO ${s} (schedule_id, thread_id, agent_id, input_payload, spec, missed, next_at,
-      last_occurrence, last_submission_id, last_refusal, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      last_occurrence, last_submission_id, last_refusal, created_at, overlap) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (schedule_id) DO UPDATE SET thread_id = excluded.thread_id, agent_id = excluded.agent_id,
       input_payload = excluded.input_payload, spec = excluded.spec, missed = excluded.missed,
       next_at = excluded.next_at, last_occurrence = excluded.last_occurrence,
       last_submission_id = excluded.last_submission_id, last_refusal = excluded.last_refusal,
-      created_at = excluded.created_at`,
+      created_at = excluded.created_at, overlap = excluded.overlap`,
   remove: `DELETE FROM ${s} WHERE schedule_id = ? RETURNING schedule_id`,
   byId: `SELECT * FROM ${s} WHERE schedule_id = ?`,
   list: `SELECT * FROM ${s} ORDER BY schedule_id`,
@@ -67,6 +67,7 @@ const decodeSchedule = (operation: string) => (row: Row) =>
       input: yield* parseJson(operation, row, "input_payload"),
       spec: yield* parseJson(operation, row, "spec"),
       missed: row.missed,
+      ...(row.overlap === null || row.overlap === undefined ? {} : { overlap: row.overlap }),
       nextAt: row.next_at,
       createdAt: row.created_at,
       ...(row.last_occurrence === null ? {} : { lastOccurrence: row.last_occurrence }),
@@ -111,6 +112,7 @@ export const makeSqlSchedules = (options: {
       info.lastSubmissionId ?? null,
       info.lastRefusal === undefined ? null : JSON.stringify(info.lastRefusal),
       info.createdAt,
+      info.overlap ?? null,
     ])
 
   const transaction = <A, E>(operation: string, effect: Effect.Effect<A, E>) =>

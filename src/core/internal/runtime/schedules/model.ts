@@ -3,7 +3,7 @@
  */
 import { Schema } from "effect"
 import { AgentId, ThreadId } from "../../../Identifiers.ts"
-import { MissedPolicy, ScheduleId } from "../../schedule/model.ts"
+import { MissedPolicy, OverlapPolicy, ScheduleId } from "../../schedule/model.ts"
 
 /**
  * A recurring schedule: every occurrence (by `cron` in `timeZone`, UTC by default, or every
@@ -23,6 +23,11 @@ export class ScheduleRequest extends Schema.Class<ScheduleRequest>(
   everyMillis: Schema.optionalKey(Schema.Number),
   /** After downtime: `latest` (the default) runs the latest missed occurrence once; `skip` waits for the next. */
   missed: Schema.optionalKey(MissedPolicy),
+  /**
+   * An occurrence due while the previous one has not settled: `queue` (the default) admits it
+   * behind that one; `skip` passes over it (recorded as `lastRefusal`, reason `overlap`).
+   */
+  overlap: Schema.optionalKey(OverlapPolicy),
 }) {}
 
 /** A schedule that cannot be made as asked; nothing was written. */

@@ -5,12 +5,15 @@
  * its next occurrence: a crash before the commit leaves both, a pass after it finds the schedule
  * no longer due, and the key makes even a replay of the same occurrence a replay.
  *
+ * Under `overlap: "skip"` an occurrence due while the last admitted one has not settled is
+ * refused (`overlap`) the same way, so work that outlasts its interval never queues up.
+ *
  * An occurrence that cannot be admitted (its agent is no longer registered, its input no longer
  * decodes, its lane is full, the database has no room) is recorded on the schedule as its last
  * refusal and skipped: the schedule moves on, it never retries one occurrence forever.
  */
 import { spanned } from "../../spanned.ts"
-import { Clock, Effect, Result } from "effect"
+import { Clock, Effect, Option, Result } from "effect"
 import type { AdmissionRefused, AdmissionRequest } from "../../ledger/model.ts"
 import { occurrenceKey, type ScheduleAdvance, type ScheduleInfo } from "../../schedule/model.ts"
 import { dueOccurrence, parseSpec } from "../../schedule/next.ts"
@@ -46,6 +49,17 @@ const admissionFor = (env: RuntimeEnv, schedule: ScheduleInfo, occurrence: numbe
     ),
   )
 
+/**
+ * Under `overlap: "skip"`, the schedule's last admitted occurrence while it has not settled (one
+ * retention removed had settled); otherwise none.
+ */
+const unsettledPrevious = (env: RuntimeEnv, schedule: ScheduleInfo) =>
+  schedule.overlap !== "skip" || schedule.lastSubmissionId === undefined
+    ? Effect.succeed(undefined)
+    : Effect.map(env.ledger.lookup(schedule.lastSubmissionId), (found) =>
+        Option.isSome(found) && found.value.state !== "settled" ? found.value.submissionId : undefined,
+      )
+
 /** Admits (or refuses, or skips) the due occurrence of one schedule; whether a Submission was admitted. */
 const advanceOne = (env: RuntimeEnv, schedule: ScheduleInfo, now: number) =>
   Effect.gen(function* () {
@@ -67,7 +81,19 @@ const advanceOne = (env: RuntimeEnv, schedule: ScheduleInfo, now: number) =>
       yield* env.ledger.advanceSchedule(advance)
       return false
     }
-    const { admission, refusal } = yield* admissionFor(env, schedule, due.occurrence, now)
+    const previous = yield* unsettledPrevious(env, schedule)
+    const { admission, refusal } =
+      previous === undefined
+        ? yield* admissionFor(env, schedule, due.occurrence, now)
+        : {
+            admission: undefined,
+            refusal: {
+              occurrence: due.occurrence,
+              at: now,
+              reason: "overlap",
+              message: `the previous occurrence, Submission ${previous}, has not settled`,
+            },
+          }
     const advanced = yield* env.ledger.advanceSchedule(
       { ...advance, occurrence: due.occurrence, ...(refusal === undefined ? {} : { refusal }) },
       admission,

@@ -58,14 +58,27 @@ export const makePrepareSchedule = (env: RuntimeEnv) =>
       input: JSON.parse(input),
       spec,
       missed: request.missed ?? "latest",
+      // `queue` is stored as no policy, so both spell the same definition.
+      ...(request.overlap === "skip" ? { overlap: "skip" as const } : {}),
       // `parseSpec` found an occurrence after `now`.
       nextAt: occurrenceAfter(parsed.success, now) as number,
       createdAt: now,
     })
     const stored = yield* env.ledger.lookupSchedule(request.scheduleId)
-    return Option.isSome(stored) && sameDefinition(stored.value, schedule)
-      ? ({ schedule: stored.value, unchanged: true } satisfies PreparedSchedule)
-      : ({ schedule, unchanged: false } satisfies PreparedSchedule)
+    if (Option.isNone(stored)) return { schedule, unchanged: false } satisfies PreparedSchedule
+    if (sameDefinition(stored.value, schedule)) return { schedule: stored.value, unchanged: true }
+    // A replacement is the same stream of occurrences (their keys name the id): what became of
+    // the last one carries over, so `overlap: "skip"` still sees an occurrence that runs on.
+    const { lastOccurrence, lastSubmissionId, lastRefusal } = stored.value
+    return {
+      schedule: new ScheduleInfo({
+        ...schedule,
+        ...(lastOccurrence === undefined ? {} : { lastOccurrence }),
+        ...(lastSubmissionId === undefined ? {} : { lastSubmissionId }),
+        ...(lastRefusal === undefined ? {} : { lastRefusal }),
+      }),
+      unchanged: false,
+    } satisfies PreparedSchedule
   })
 
 /** `schedule`: stores a prepared schedule (a stored one of the same definition is kept). @internal */
