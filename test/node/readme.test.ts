@@ -32,11 +32,12 @@ describe("README and docs", () => {
     }
   })
 
-  it("show the agent, the Worker, its wrangler config and local vars, the console and the failpoint test in the README", () => {
+  it("show the agents, the Worker, its wrangler config and local vars, the console and the failpoint test in the README", () => {
     expect(shownIn("README.md")).toEqual(
       [
         "examples/consumer/.dev.vars",
         "examples/consumer/src/agent.ts",
+        "examples/consumer/src/courier.ts",
         "examples/consumer/src/console.ts",
         "examples/consumer/src/worker.ts",
         "examples/consumer/test/failpoint.test.ts",

@@ -2,17 +2,18 @@ import { Effect, Layer } from "effect"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadObject from "@effect-agent/platform-cloudflare/ThreadObject"
 import { triage } from "./agent"
+import { courier } from "./courier"
 import { operatorsOnly } from "./operator"
 import { route } from "./routes"
 import { SettlementLog } from "./settlementLog"
 import { followUpAgent, followUpRoute, Workflows } from "./workflow"
 
 /**
- * The application's Thread layer: the triage agent and the follow-up workflow, with the
- * settlement log sharing the alarm.
+ * The application's Thread layer: the triage and courier agents and the follow-up workflow, with
+ * the settlement log sharing the alarm.
  */
 export const Support = Layer.mergeAll(
-  ThreadObject.layer([triage, followUpAgent]).pipe(Layer.provide(SettlementLog)),
+  ThreadObject.layer([triage, courier, followUpAgent]).pipe(Layer.provide(SettlementLog)),
   Workflows,
 )
 
