@@ -14,7 +14,7 @@ import { Effect, Exit, type Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { BETA96_PACING, CLOUDFLARE_RUNTIME_DEFAULTS } from "../../../src/CloudflareConfig.ts"
 import { AgentId, IdempotencyKey, type ThreadId } from "../../../src/core/Identifiers.ts"
-import type { MissedPolicy, ScheduleId } from "../../../src/core/internal/schedule/model.ts"
+import type { MissedPolicy, OverlapPolicy, ScheduleId } from "../../../src/core/internal/schedule/model.ts"
 import { submissionIdFor } from "../../../src/core/internal/ledger/admission.ts"
 import type { SubmissionSnapshot } from "../../../src/core/SubmissionLedger.ts"
 import { admitsSharedDigest, type AgentKind, type Deployment } from "./agents.ts"
@@ -90,6 +90,7 @@ interface ScheduleMade {
   readonly scheduleId: ScheduleId
   readonly threadId: ThreadId
   readonly missed: MissedPolicy
+  readonly overlap: OverlapPolicy
 }
 
 /** The driver's bookkeeping of one run. */
@@ -254,11 +255,12 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
           input: { n: rng.int(0, 99), steps: 1, sleep: rng.pick([0, 40]), fail: false },
           everyMillis,
           missed: made.missed,
+          overlap: made.overlap,
         }),
       (exit) => {
         pendingSchedules.set(key, (pendingSchedules.get(key) ?? 1) - 1)
         log(
-          `  schedule ${made.scheduleId}@${made.object}/${made.threadId} every ${everyMillis} ms ${made.missed} -> ${
+          `  schedule ${made.scheduleId}@${made.object}/${made.threadId} every ${everyMillis} ms ${made.missed} ${made.overlap} -> ${
             Exit.isSuccess(exit) ? `next ${exit.value.nextAt}` : describeExit(exit)
           }`,
         )
@@ -471,7 +473,10 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
           scheduleId: `every-${++schedulesMade}` as ScheduleId,
           threadId: rng.pick(LANES),
           missed: rng.pick<MissedPolicy>(["latest", "skip"]),
+          // Every other schedule skips overlaps (not drawn: the run's other choices stay as they were).
+          overlap: schedulesMade % 2 === 0 ? "skip" : "queue",
         }
+        if (made.overlap === "skip") world.monitor.schedules.skips(made.scheduleId)
         scheduled.push(made)
         return yield* schedule(made, everyMillis)
       }

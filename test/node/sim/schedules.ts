@@ -9,6 +9,8 @@
  *   `schedule:<scheduleId>:<occurrence ms>`.
  * - occurrence-not-early: an occurrence is admitted no earlier than its instant.
  * - occurrence-after-unschedule: once an `unschedule` answered, its schedule admits nothing more.
+ * - occurrence-overlap: a schedule made with `overlap: "skip"` admits an occurrence only after
+ *   every earlier occurrence of it settled (in the feed's order).
  * - end-occurrences: at the end every admitted occurrence settled exactly once (or retention
  *   removed it after it settled, which `retention-outcome` checked).
  */
@@ -26,6 +28,11 @@ export const makeScheduleChecks = (store: MemoryStore, check: Check, removed: Re
   const admitted = new Map<string, SubmissionId>()
   /** The feed length when each schedule's `unschedule` answered. */
   const unscheduledAt = new Map<string, number>()
+  /** Schedules made with `overlap: "skip"`. */
+  const skipping = new Set<string>()
+  /** Occurrences admitted and not yet settled in the feed, by schedule, and the schedule of each. */
+  const unsettled = new Map<string, Set<SubmissionId>>()
+  const scheduleOf = new Map<SubmissionId, string>()
 
   const notBeforeOf = (submissionId: SubmissionId): number | undefined => {
     const accepted = store.historyBySubmission.get(submissionId)?.[0]?.entry
@@ -59,11 +66,26 @@ export const makeScheduleChecks = (store: MemoryStore, check: Check, removed: Re
           )
         continue
       }
+      if (entry._tag === "SubmissionSettled") {
+        const scheduleId = scheduleOf.get(submissionId)
+        if (scheduleId !== undefined) unsettled.get(scheduleId)?.delete(submissionId)
+        continue
+      }
       if (entry._tag !== "SubmissionAccepted") continue
       if ((entry.notBefore ?? -Infinity) > record.recordedAt) delayed++
       if (entry.schedule === undefined) continue
       const { scheduleId, occurrence } = entry.schedule
       const key = occurrenceKey(scheduleId, occurrence)
+      const open = unsettled.get(scheduleId) ?? new Set<SubmissionId>()
+      check(
+        "occurrence-overlap",
+        !skipping.has(scheduleId) || open.size === 0,
+        () =>
+          `occurrence ${key} of a skipping schedule admitted while ${[...open].join(", ")} had not settled`,
+      )
+      open.add(submissionId)
+      unsettled.set(scheduleId, open)
+      scheduleOf.set(submissionId, scheduleId)
       check(
         "occurrence-once",
         !admitted.has(key) &&
@@ -113,6 +135,10 @@ export const makeScheduleChecks = (store: MemoryStore, check: Check, removed: Re
     unscheduled: (scheduleId: string) => {
       step()
       if (!unscheduledAt.has(scheduleId)) unscheduledAt.set(scheduleId, store.historyFeed.length)
+    },
+    /** A schedule made with `overlap: "skip"` (before its first occurrence can be admitted). */
+    skips: (scheduleId: string) => {
+      skipping.add(scheduleId)
     },
     /** Occurrences admitted. */
     get occurrences() {
