@@ -6,7 +6,12 @@
 import { Schema } from "effect"
 import { ThreadId } from "../../core/Identifiers.ts"
 import type { Journal } from "../../core/internal/runtime/shared/journal.ts"
-import type { SubmissionSnapshot, SubmissionState } from "../../core/SubmissionLedger.ts"
+import {
+  ScheduleId,
+  ScheduleInfo,
+  type SubmissionSnapshot,
+  type SubmissionState,
+} from "../../core/SubmissionLedger.ts"
 import { SubmissionStatus } from "./statusViews.ts"
 
 /**
@@ -144,6 +149,15 @@ export class ThreadSummary extends Schema.Class<ThreadSummary>(
   capped: Schema.Boolean,
   /** Its first unsettled Submission, if any. */
   head: Schema.optionalKey(SubmissionSummary),
+}) {}
+
+/** A page of an Object's schedules, by id (`schedulePage`). */
+export class SchedulePage extends Schema.Class<SchedulePage>(
+  "@effect-agent/platform-cloudflare/ThreadClient/SchedulePage",
+)({
+  schedules: Schema.Array(ScheduleInfo),
+  /** Pass as `after` for the next page; absent at the end. */
+  next: Schema.optionalKey(ScheduleId),
 }) {}
 
 /** A page of an Object's Threads (`threadPage`). */

@@ -7,13 +7,23 @@
  */
 import { Effect } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { refuseOnDamage } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import type { CallHandler } from "./dispatch.ts"
+import { SchedulePage } from "./pageViews.ts"
+
+const DEFAULT_SCHEDULE_PAGE = 50
+
+/**
+ * The characters of schedule inputs one page answers at most (each at least its first schedule):
+ * well under the 32 MiB a call can carry, even for inputs of two-byte characters.
+ */
+const SCHEDULE_PAGE_INPUT_CHARS = 8_000_000
 
 /** @internal */
 export const scheduleHandlers: {
-  readonly [K in "schedule" | "unschedule" | "schedules"]: CallHandler<K>
+  readonly [K in "schedule" | "unschedule" | "schedules" | "schedulePage"]: CallHandler<K>
 } = {
   schedule: (request) =>
     Effect.gen(function* () {
@@ -38,4 +48,27 @@ export const scheduleHandlers: {
       )
     }),
   schedules: () => Effect.flatMap(DurableAgentRuntime, (runtime) => runtime.schedules),
+  // One schedule more than the page tells whether another page follows; a page whose inputs
+  // reach the budget stops early, and its `next` goes on after its last schedule.
+  schedulePage: (request) =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      const limit = request.limit ?? DEFAULT_SCHEDULE_PAGE
+      const found = yield* ledger.schedulePage({
+        ...(request.after === undefined ? {} : { after: request.after }),
+        limit: limit + 1,
+      })
+      const schedules = []
+      let chars = 0
+      for (const info of found.slice(0, limit)) {
+        chars += JSON.stringify(info.input).length
+        if (schedules.length > 0 && chars > SCHEDULE_PAGE_INPUT_CHARS) break
+        schedules.push(info)
+      }
+      const last = schedules.at(-1)
+      return SchedulePage.make({
+        schedules,
+        ...(found.length > schedules.length && last !== undefined ? { next: last.scheduleId } : {}),
+      })
+    }),
 }
