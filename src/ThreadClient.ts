@@ -186,6 +186,12 @@ export interface ThreadClient {
     submissionId: string,
   ) => Effect.Effect<CallSuccess<"submissionStatus">, ThreadClientError<"submissionStatus">>
   readonly threadStatus: Effect.Effect<CallSuccess<"threadStatus">, ThreadClientError<"threadStatus">>
+  /**
+   * A page of this Thread's records, oldest first: up to `limit` (1 to 500, 100 by default) with
+   * a sequence after `after`, fewer when their values together reach about 8 million characters
+   * (always at least one), so a page of large inputs or results still fits in a call. Follow
+   * `next` (as `after`) until it is absent.
+   */
   readonly history: (options?: {
     readonly after?: number
     readonly limit?: number

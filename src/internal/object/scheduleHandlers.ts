@@ -11,15 +11,9 @@ import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { refuseOnDamage } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import type { CallHandler } from "./dispatch.ts"
-import { SchedulePage } from "./pageViews.ts"
+import { SchedulePage, withinAnswer } from "./pageViews.ts"
 
 const DEFAULT_SCHEDULE_PAGE = 50
-
-/**
- * The characters of schedule inputs one page answers at most (each at least its first schedule):
- * well under the 32 MiB a call can carry, even for inputs of two-byte characters.
- */
-const SCHEDULE_PAGE_INPUT_CHARS = 8_000_000
 
 /** @internal */
 export const scheduleHandlers: {
@@ -58,13 +52,7 @@ export const scheduleHandlers: {
         ...(request.after === undefined ? {} : { after: request.after }),
         limit: limit + 1,
       })
-      const schedules = []
-      let chars = 0
-      for (const info of found.slice(0, limit)) {
-        chars += JSON.stringify(info.input).length
-        if (schedules.length > 0 && chars > SCHEDULE_PAGE_INPUT_CHARS) break
-        schedules.push(info)
-      }
+      const schedules = withinAnswer(found.slice(0, limit), (info) => info.input)
       const last = schedules.at(-1)
       return SchedulePage.make({
         schedules,
