@@ -426,6 +426,15 @@ describe("SubmissionLedger operator pages on SQLite", () => {
                 rowsRead: expect.toSatisfy((n: number) => n <= 40),
               })
             }
+            // Followed page by page, the lane's every Submission once, in queue order.
+            const walked: Array<number> = []
+            for (let after = 0; ;) {
+              const page = yield* ledger.lanePage(lane, { after, limit: 37 })
+              if (page.length === 0) break
+              walked.push(...page.map((row) => row.queueSequence))
+              after = page.at(-1)?.queueSequence ?? after
+            }
+            expect(walked).toEqual(Array.from({ length: admissions }, (_, i) => i + 1))
           }),
           sqlLayer(meter.storage),
         )
