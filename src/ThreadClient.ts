@@ -68,6 +68,7 @@ export {
 } from "./internal/operator/reports.ts"
 export { type ThreadClientError, ThreadObjectError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
 export {
+  SchedulePage,
   SubmissionPage,
   SubmissionSummary,
   ThreadPage,
@@ -121,8 +122,21 @@ export interface ThreadClient {
   readonly unschedule: (
     scheduleId: string,
   ) => Effect.Effect<CallSuccess<"unschedule">, ThreadClientError<"unschedule">>
-  /** Every schedule of this Thread's Object, by id, with its next occurrence and its last one. */
+  /**
+   * Every schedule of this Thread's Object, by id, with its next occurrence and its last one, in
+   * one answer: past the 32 MiB a call carries (their inputs together) it fails with
+   * `InvalidRequest`; `schedulePage` answers any number of them.
+   */
   readonly schedules: Effect.Effect<CallSuccess<"schedules">, ThreadClientError<"schedules">>
+  /**
+   * A page of this Thread's Object's schedules, by id, as `schedules` lists them: up to `limit`
+   * (1 to 100, 50 by default) after the id `after`, fewer when their inputs together reach about
+   * 8 million characters (always at least one). Follow `next` (as `after`) until it is absent.
+   */
+  readonly schedulePage: (options?: {
+    readonly after?: string
+    readonly limit?: number
+  }) => Effect.Effect<CallSuccess<"schedulePage">, ThreadClientError<"schedulePage">>
   /**
    * Sends the event `event` to a Submission: kept in its history until a wait for that name
    * takes it (`AgentContext.waitForEvent`), waking the Submission when it waits for it already;
@@ -172,6 +186,12 @@ export interface ThreadClient {
     submissionId: string,
   ) => Effect.Effect<CallSuccess<"submissionStatus">, ThreadClientError<"submissionStatus">>
   readonly threadStatus: Effect.Effect<CallSuccess<"threadStatus">, ThreadClientError<"threadStatus">>
+  /**
+   * A page of this Thread's records, oldest first: up to `limit` (1 to 500, 100 by default) with
+   * a sequence after `after`, fewer when their values together reach about 8 million characters
+   * (always at least one), so a page of large inputs or results still fits in a call. Follow
+   * `next` (as `after`) until it is absent.
+   */
   readonly history: (options?: {
     readonly after?: number
     readonly limit?: number
@@ -273,7 +293,8 @@ const encodeCaller = (caller: { readonly subject: string; readonly credential?: 
 /**
  * Why a call did not reach the Object, or its answer did not come back. A request or an answer
  * over the platform's limit for what a call may carry (32 MiB; `schedules` answers every
- * schedule with its input) is `InvalidRequest`: calling again cannot succeed.
+ * schedule with its input, `schedulePage` a bounded page) is `InvalidRequest`: calling again
+ * cannot succeed.
  */
 const transportError = (entryPoint: string, cause: unknown) => {
   const message = cause instanceof Error ? cause.message : "the Object could not be reached"
@@ -321,6 +342,7 @@ export const make = (
     schedule: (request) => invoke("schedule", { threadId, ...request }),
     unschedule: (scheduleId) => invoke("unschedule", { threadId, scheduleId }),
     schedules: invoke("schedules", { threadId }),
+    schedulePage: (page = {}) => invoke("schedulePage", { threadId, ...page }),
     sendEvent: (submissionId, event, payload, options) => {
       // Drawn now, not when the Effect runs: a retry of the returned Effect sends the same event.
       const eventId = options?.eventId ?? crypto.randomUUID()

@@ -18,7 +18,7 @@ import { canonicalJson, contentDigest } from "../../src/core/internal/digest.ts"
 import { runMigrations } from "../../src/core/internal/migrations.ts"
 import { laneKey } from "../../src/core/internal/ledger/sqlStatements.ts"
 import { HISTORY_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/internal/schema.ts"
-import { SubmissionId } from "../../src/core/Identifiers.ts"
+import { SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import type { HistoryEntry } from "../../src/core/ThreadHistory.ts"
 import { charging, makeRuns, ran, reviewed, type Runs, runsOf, threeSteps } from "../core/runtimeAgents.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState } from "./harness.ts"
@@ -328,6 +328,12 @@ describe("the upgrade to the billed-rows schema", () => {
         // A new Submission in an old lane is numbered after the old ones.
         const after = yield* submit(inc, "approval", three.id, "after-upgrade", { n: 6 })
         expect(after.queueSequence).toBe(3)
+        // A page of the old lane after a cursor lists the old rows and the new one in queue order.
+        const lane = ThreadId.make("approval")
+        for (const cursor of [0, 1, 2])
+          expect(
+            (yield* inc.ledger.lanePage(lane, { after: cursor, limit: 10 })).map((row) => row.queueSequence),
+          ).toEqual([1, 2, 3].filter((q) => q > cursor))
 
         yield* inc.maintenance.ensureAlarm
         yield* converge(ctx, inc.maintenance)

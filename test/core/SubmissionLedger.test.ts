@@ -11,7 +11,8 @@ import { META_TABLE, storeMigrations, SUBMISSIONS_TABLE } from "../../src/core/i
 import { COUNT_CAP, PAGE_WINDOW, SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ledgerConformance } from "./ledgerConformance.ts"
 import { layerWithLedger } from "../../src/core/ThreadHistory.ts"
-import { admitNew, admitReady, grant, request } from "./SubmissionLedgerFixtures.ts"
+import { meterState } from "../../bench/worker/meter.ts"
+import { admitNew, admitReady, grant, request, settleHead } from "./SubmissionLedgerFixtures.ts"
 import {
   inObject,
   memoryHarness,
@@ -389,6 +390,55 @@ describe("SubmissionLedger operator pages on SQLite", () => {
         expect(unsettled.read).toBeLessThanOrEqual(PAGE_WINDOW + 10)
         const counts = rowsRead(storage, pageStatements.laneCounts, [lane, lane, key, key])
         expect(counts.read).toBeLessThanOrEqual(COUNT_CAP + 10)
+      }),
+    ),
+  )
+
+  it.effect("lanePage seeks its cursor: a page deep in a lane reads about the rows it answers", () =>
+    inObject((storage) =>
+      Effect.gen(function* () {
+        const lane = ThreadId.make("deep")
+        const admissions = 600
+        yield* Effect.provide(
+          Effect.gen(function* () {
+            for (let i = 0; i < admissions; i++) {
+              yield* admitReady(request(lane, `k${i}`))
+              // Settled heads leave records between the admissions, as a lane that runs does.
+              if (i % 3 === 0) yield* settleHead(lane, 1_000 + i)
+            }
+          }),
+          sqlLayer(storage, { limits: { maxQueueDepthPerLane: 2 * admissions, maxInputBytes: 1_024 } }),
+        )
+        const meter = meterState({ storage } as unknown as DurableObjectState)
+        yield* Effect.provide(
+          Effect.gen(function* () {
+            const ledger = yield* SubmissionLedger
+            for (const after of [0, 1, 299, 595, admissions]) {
+              meter.reset()
+              const page = yield* ledger.lanePage(lane, { after, limit: 5 })
+              const expected = Array.from({ length: 5 }, (_, i) => after + 1 + i).filter(
+                (q) => q <= admissions,
+              )
+              expect(page.map((row) => row.queueSequence)).toEqual(expected)
+              // Five rows with their acceptance records and the seeks that find the first: not
+              // every record before the cursor.
+              expect({ after, rowsRead: meter.snapshot().sqlRowsRead }).toEqual({
+                after,
+                rowsRead: expect.toSatisfy((n: number) => n <= 40),
+              })
+            }
+            // Followed page by page, the lane's every Submission once, in queue order.
+            const walked: Array<number> = []
+            for (let after = 0; ;) {
+              const page = yield* ledger.lanePage(lane, { after, limit: 37 })
+              if (page.length === 0) break
+              walked.push(...page.map((row) => row.queueSequence))
+              after = page.at(-1)?.queueSequence ?? after
+            }
+            expect(walked).toEqual(Array.from({ length: admissions }, (_, i) => i + 1))
+          }),
+          sqlLayer(meter.storage),
+        )
       }),
     ),
   )

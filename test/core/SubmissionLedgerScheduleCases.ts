@@ -47,6 +47,31 @@ export const scheduleCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect("page by id after a cursor, in the listing's order, astral ids included", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const ledger = yield* SubmissionLedger
+          for (const id of ["\u{1F600}", "\uFF5E", "b", "a", "c"])
+            yield* ledger.putSchedule(schedule(id, 5_000))
+          expect(ids(yield* ledger.schedulePage({ limit: 2 }))).toEqual(["a", "b"])
+          expect(ids(yield* ledger.schedulePage({ after: ScheduleId.make("b"), limit: 2 }))).toEqual([
+            "c",
+            "\uFF5E",
+          ])
+          expect(ids(yield* ledger.schedulePage({ after: ScheduleId.make("\uFF5E"), limit: 2 }))).toEqual([
+            "\u{1F600}",
+          ])
+          // A cursor that names no schedule (one removed meanwhile) goes on from where it sorts.
+          yield* ledger.removeSchedule(ScheduleId.make("c"))
+          expect(ids(yield* ledger.schedulePage({ after: ScheduleId.make("bb"), limit: 10 }))).toEqual([
+            "\uFF5E",
+            "\u{1F600}",
+          ])
+          expect(yield* ledger.schedulePage({ after: ScheduleId.make("\u{1F600}"), limit: 10 })).toEqual([])
+        }),
+      ),
+    )
+
     it.effect("advance a due schedule with its occurrence, and leave one replaced meanwhile", () =>
       harness.run(
         Effect.gen(function* () {

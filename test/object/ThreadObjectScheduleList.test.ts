@@ -1,7 +1,8 @@
 /**
  * `schedules` answers every schedule of the Object with its input in one call: when they are over
  * the 32 MiB a call can carry, the call fails with `InvalidRequest` naming the answer's size, not
- * as a request of the caller's that was too large; `obligations` still lists every schedule.
+ * as a request of the caller's that was too large; `obligations` still lists every schedule, and
+ * `schedulePage` answers them a bounded page at a time.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -31,6 +32,25 @@ describe("ThreadObject schedules over what a call can carry", () => {
         })
         const owed = yield* client.obligations
         expect(owed.obligations.filter((o) => o.source === "schedule")).toHaveLength(ids.length)
+        // `schedulePage` answers the same schedules a bounded page at a time: each page stops
+        // before its inputs near what a call carries, and `next` goes on after its last id.
+        const paged: Array<string> = []
+        let after: string | undefined
+        for (let page = 0; page < ids.length; page++) {
+          const answer = yield* client.schedulePage({ ...(after === undefined ? {} : { after }), limit: 100 })
+          expect(answer.schedules.length).toBeGreaterThan(0)
+          expect(answer.schedules.length).toBeLessThan(ids.length)
+          paged.push(...answer.schedules.map((info) => info.scheduleId))
+          after = answer.next
+          if (after === undefined) break
+        }
+        expect(paged).toEqual([...ids].sort())
+        expect((yield* client.schedulePage({ limit: 2 })).next).toBe([...ids].sort()[1])
+        // A page size or a cursor the Object cannot use is refused by name.
+        for (const bad of [{ limit: 0 }, { limit: 101 }, { after: "" }]) {
+          const refused = yield* Effect.exit(client.schedulePage(bad))
+          expect(failureOf(refused)).toMatchObject({ _tag: "InvalidRequest", entryPoint: "schedulePage" })
+        }
         for (const scheduleId of ids) yield* client.unschedule(scheduleId)
         expect(yield* client.schedules).toEqual([])
       }),

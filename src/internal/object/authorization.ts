@@ -34,7 +34,7 @@ export interface AuthorizationRequest {
    * The call reads or acts on the whole Object, every Thread it hosts, whatever `threadId` the
    * caller named (`threads`, `threadPage`, `inspectMaintenance`, `obligations`, `verify`,
    * `wake`, `repairMaintenance`, and the schedule calls `schedules`, `schedule`, `unschedule`,
-   * whose ids are the Object's: any Thread's schedule is listed, replaced or removed by its id):
+   * and `schedulePage`, whose ids are the Object's: any Thread's schedule is listed, replaced or removed by its id):
    * a policy keyed on `threadId` decides these on who asks.
    */
   readonly objectWide: boolean
@@ -51,6 +51,7 @@ export const OBJECT_WIDE_CALLS: ReadonlySet<CallName> = new Set<CallName>([
   "repairMaintenance",
   // A schedule id names one schedule of the Object, whichever Thread it admits into.
   "schedules",
+  "schedulePage",
   "schedule",
   "unschedule",
 ])

@@ -34,7 +34,7 @@ import {
   VerifyReport,
 } from "../operator/reports.ts"
 import { InvalidRequest, ThreadObjectFailure, Unauthorized } from "./callErrors.ts"
-import { SubmissionPage, ThreadPage } from "./pageViews.ts"
+import { SchedulePage, SubmissionPage, ThreadPage } from "./pageViews.ts"
 import {
   ApprovalInput,
   AwaitInput,
@@ -47,6 +47,7 @@ import {
   SubmissionsInput,
   ThreadAddress,
   ThreadPageInput,
+  SchedulePageInput,
   UnknownInput,
   UnscheduleInput,
 } from "./requests.ts"
@@ -125,6 +126,7 @@ export const ThreadObjectCalls = {
   ]),
   unschedule: call("mutate", UnscheduleInput, Unscheduled, [MaintenanceRecordDamaged]),
   schedules: call("read", ThreadAddress, Schema.Array(ScheduleInfo), []),
+  schedulePage: call("read", SchedulePageInput, SchedulePage, []),
   abort: call("operate", SubmissionAddress, Schema.Void, [SubmissionNotFound, MaintenanceRecordDamaged]),
   resolveApproval: call("operate", ApprovalInput, Schema.Void, [
     SubmissionNotFound,

@@ -20,6 +20,7 @@ import { type CallHandler, type DispatchedCalls, dispatchCalls } from "./dispatc
 import { readCounters } from "./metrics.ts"
 import { operatorHandlers } from "./operatorHandlers.ts"
 import { pageHandlers } from "./pageHandlers.ts"
+import { withinAnswer } from "./pageViews.ts"
 import { scheduleHandlers } from "./scheduleHandlers.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
@@ -185,10 +186,10 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
         ...(request.after === undefined ? {} : { after: request.after }),
         limit: request.limit ?? 100,
       })
-      return HistoryPageView.make({
-        records: page.records,
-        ...(page.next === undefined ? {} : { next: page.next }),
-      })
+      // Large records (inputs, step results) answer a short page that goes on after its last.
+      const records = withinAnswer(page.records, (record) => record.entry)
+      const next = records.length < page.records.length ? records.at(-1)?.sequence : page.next
+      return HistoryPageView.make({ records, ...(next === undefined ? {} : { next }) })
     }),
   awaitSettlement: (request) =>
     Effect.gen(function* () {

@@ -6,7 +6,12 @@
 import { Schema } from "effect"
 import { ThreadId } from "../../core/Identifiers.ts"
 import type { Journal } from "../../core/internal/runtime/shared/journal.ts"
-import type { SubmissionSnapshot, SubmissionState } from "../../core/SubmissionLedger.ts"
+import {
+  ScheduleId,
+  ScheduleInfo,
+  type SubmissionSnapshot,
+  type SubmissionState,
+} from "../../core/SubmissionLedger.ts"
 import { SubmissionStatus } from "./statusViews.ts"
 
 /**
@@ -144,6 +149,35 @@ export class ThreadSummary extends Schema.Class<ThreadSummary>(
   capped: Schema.Boolean,
   /** Its first unsettled Submission, if any. */
   head: Schema.optionalKey(SubmissionSummary),
+}) {}
+
+/**
+ * The characters of stored JSON one page answers at most: well under the 32 MiB a call can
+ * carry, even for values of two-byte characters. @internal
+ */
+export const PAGE_ANSWER_CHARS = 8_000_000
+
+/**
+ * The longest prefix of `items` whose JSON (`json` of each) stays within `PAGE_ANSWER_CHARS`,
+ * and always the first item: a page of large values answers short rather than over what a call
+ * carries. @internal
+ */
+export const withinAnswer = <A>(items: ReadonlyArray<A>, json: (item: A) => unknown): ReadonlyArray<A> => {
+  let chars = 0
+  for (let index = 0; index < items.length; index++) {
+    chars += JSON.stringify(json(items[index] as A))?.length ?? 0
+    if (index > 0 && chars > PAGE_ANSWER_CHARS) return items.slice(0, index)
+  }
+  return items
+}
+
+/** A page of an Object's schedules, by id (`schedulePage`). */
+export class SchedulePage extends Schema.Class<SchedulePage>(
+  "@effect-agent/platform-cloudflare/ThreadClient/SchedulePage",
+)({
+  schedules: Schema.Array(ScheduleInfo),
+  /** Pass as `after` for the next page; absent at the end. */
+  next: Schema.optionalKey(ScheduleId),
 }) {}
 
 /** A page of an Object's Threads (`threadPage`). */

@@ -153,5 +153,23 @@ export const ThreadPageInput = Schema.Struct({
   limit: Schema.optionalKey(OperatorPageSize),
 })
 
+/** Largest page of `schedulePage`. */
+export const MAX_SCHEDULE_PAGE = 100
+
+/** @internal */
+export const SchedulePageInput = Schema.Struct({
+  threadId: ThreadId,
+  /** The `next` of the previous page. */
+  after: Schema.optionalKey(ScheduleId),
+  limit: Schema.optionalKey(
+    Schema.Int.check(
+      Schema.isBetween(
+        { minimum: 1, maximum: MAX_SCHEDULE_PAGE },
+        { expected: `a page size of 1 to ${MAX_SCHEDULE_PAGE}` },
+      ),
+    ),
+  ),
+})
+
 /** @internal */
 export const FindSubmissionInput = Schema.Struct({ threadId: ThreadId, idempotencyKey: IdempotencyKey })

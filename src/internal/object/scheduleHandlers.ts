@@ -7,13 +7,17 @@
  */
 import { Effect } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
+import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { refuseOnDamage } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import type { CallHandler } from "./dispatch.ts"
+import { SchedulePage, withinAnswer } from "./pageViews.ts"
+
+const DEFAULT_SCHEDULE_PAGE = 50
 
 /** @internal */
 export const scheduleHandlers: {
-  readonly [K in "schedule" | "unschedule" | "schedules"]: CallHandler<K>
+  readonly [K in "schedule" | "unschedule" | "schedules" | "schedulePage"]: CallHandler<K>
 } = {
   schedule: (request) =>
     Effect.gen(function* () {
@@ -38,4 +42,21 @@ export const scheduleHandlers: {
       )
     }),
   schedules: () => Effect.flatMap(DurableAgentRuntime, (runtime) => runtime.schedules),
+  // One schedule more than the page tells whether another page follows; a page whose inputs
+  // reach the budget stops early, and its `next` goes on after its last schedule.
+  schedulePage: (request) =>
+    Effect.gen(function* () {
+      const ledger = yield* SubmissionLedger
+      const limit = request.limit ?? DEFAULT_SCHEDULE_PAGE
+      const found = yield* ledger.schedulePage({
+        ...(request.after === undefined ? {} : { after: request.after }),
+        limit: limit + 1,
+      })
+      const schedules = withinAnswer(found.slice(0, limit), (info) => info.input)
+      const last = schedules.at(-1)
+      return SchedulePage.make({
+        schedules,
+        ...(found.length > schedules.length && last !== undefined ? { next: last.scheduleId } : {}),
+      })
+    }),
 }

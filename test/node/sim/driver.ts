@@ -520,6 +520,7 @@ const makeDriver = (cluster: Cluster, rng: Rng, log: (line: string) => void, ver
           scheduleId: stored.scheduleId,
           threadId: stored.threadId,
           missed: stored.missed,
+          overlap: stored.overlap ?? "queue",
         })
       }
     for (const { world, row } of awaitingApproval()) yield* approve(world, row, rng.chance(0.7))

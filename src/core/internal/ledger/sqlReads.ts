@@ -12,6 +12,7 @@ import { rowStatements } from "../history/sqlRows.ts"
 import { knownObjectEnd } from "../history/ends.ts"
 import { numberOr, type SqlQueries } from "./sqlQueries.ts"
 import type { NothingStored } from "../nothingStored.ts"
+import { pageStatements } from "./sqlPages.ts"
 import { decodeRow, laneKey, SCAN_PAGE_SIZE, statements } from "./sqlStatements.ts"
 import type { Row } from "./sqlStatements.ts"
 
@@ -46,6 +47,35 @@ export const makeSqlReads = (
         ),
       ),
     )
+
+  /**
+   * The history sequence from which a lane's admissions after the queue position `after` are
+   * found: the first row whose lane tail passed `after`. Every row carries the highest queue
+   * position its Thread admitted so far, so the tail only grows along the history and each
+   * admission's own row carries at least its position: the rows before that one hold no
+   * admission after `after`. A binary search of one-row seeks (about 2 log2 of the Thread's
+   * records), instead of reading every record before the cursor. Rows the migration
+   * `thread-store/003-billed-rows` rebuilt carry no tail, so an Object that had admitted anything
+   * before it reads from the start, as before.
+   */
+  const laneStart = (operation: string, threadId: ThreadId, after: number) =>
+    Effect.gen(function* () {
+      if (after <= 0 || countedBefore.admitted > 0) return 0
+      const newest = numberOr(
+        (yield* query(operation, pageStatements.newestRecord, [threadId]))[0]?.newest,
+        0,
+      )
+      // The answer is in [low, high]: `high` (past the newest row) when no row passed `after`.
+      let low = 0
+      let high = newest + 1
+      while (low < high) {
+        const middle = Math.floor((low + high) / 2)
+        const [row] = yield* query(operation, statements.laneTailFrom, [threadId, middle])
+        if (row === undefined || numberOr(row.lane_tail, 0) > after) high = middle
+        else low = middle + 1
+      }
+      return low
+    })
 
   /**
    * The first open lane head after `after` whose lane no wait parks: one statement, or two when
@@ -159,7 +189,12 @@ export const makeSqlReads = (
 
     lanePage: spanned("SubmissionLedger.lanePage")(function* (threadId, options) {
       const operation = "SubmissionLedger.lanePage"
-      const rows = yield* query(operation, statements.lanePage(options.limit), [threadId, options.after])
+      const from = yield* laneStart(operation, threadId, options.after)
+      const rows = yield* query(operation, statements.lanePage(options.limit), [
+        threadId,
+        from,
+        options.after,
+      ])
       return yield* Effect.forEach(rows, decodeRow(operation))
     }),
 

@@ -258,12 +258,17 @@ export const statements = {
   // written for them. Keyset page of every row by id. Parameters: last id.
   allPage: `SELECT * FROM ${t} WHERE submission_id > ? ORDER BY submission_id LIMIT ${SCAN_PAGE_SIZE}`,
   // A lane's Submissions in queue order, found from their acceptance records in the Thread's
-  // history (each admission appends one row that starts with it), at most `rows` of them.
-  // Parameters: thread id, after queue sequence.
+  // history (each admission appends one row that starts with it) from a history sequence on, at
+  // most `rows` of them. Parameters: thread id, from sequence, after queue sequence.
   lanePage: (rows: number) => `SELECT s.*
     FROM ${HISTORY_TABLE} AS a JOIN ${t} AS s ON s.submission_id = a.submission_id
-    WHERE a.thread_id = ? AND json_extract(a.entries, '$[0]._tag') = 'SubmissionAccepted' AND s.queue_sequence > ?
+    WHERE a.thread_id = ? AND a.sequence >= ?
+      AND json_extract(a.entries, '$[0]._tag') = 'SubmissionAccepted' AND s.queue_sequence > ?
     ORDER BY a.sequence LIMIT ${rowLimit(rows)}`,
+  // The lane tail a Thread's history carries at its first row from a sequence on: one seek.
+  // Parameters: thread id, from sequence.
+  laneTailFrom: `SELECT lane_tail FROM ${HISTORY_TABLE} WHERE thread_id = ? AND sequence >= ?
+    ORDER BY sequence LIMIT 1`,
   // The first Thread after a Thread id ('' for the first), from the history's Thread index.
   nextThread: `SELECT thread_id FROM ${HISTORY_TABLE} WHERE thread_id > ? ORDER BY thread_id LIMIT 1`,
 } as const

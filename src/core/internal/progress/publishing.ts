@@ -83,6 +83,7 @@ const ledgerMovements: Movements<Ledger> = {
   removeSchedule: "none",
   lookupSchedule: "none",
   listSchedules: "none",
+  schedulePage: "none",
   dueSchedules: "none",
   nextOccurrenceAt: "none",
   advanceSchedule: (_, advanced) => (advanced._tag === "Admitted" ? advanced.submissionId : undefined),

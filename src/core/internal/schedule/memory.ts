@@ -42,6 +42,13 @@ export const makeMemorySchedules = (
     listSchedules: Effect.sync(() =>
       [...schedules.values()].sort((a, b) => storedTextOrder(a.scheduleId, b.scheduleId)),
     ),
+    schedulePage: ({ after, limit }) =>
+      Effect.sync(() =>
+        [...schedules.values()]
+          .filter((info) => after === undefined || storedTextOrder(info.scheduleId, after) > 0)
+          .sort((a, b) => storedTextOrder(a.scheduleId, b.scheduleId))
+          .slice(0, Math.max(0, limit)),
+      ),
     dueSchedules: (now, limit) =>
       Effect.sync(() =>
         byNext()

@@ -17,6 +17,14 @@ export interface ScheduleMethods {
   /** Every schedule of this Object, by id: reads every schedule. */
   readonly listSchedules: Effect.Effect<ReadonlyArray<ScheduleInfo>, LedgerError>
   /**
+   * Up to `limit` schedules with an id after `after` (all when it is absent), in the order of
+   * `listSchedules`: one seek and the rows it returns.
+   */
+  readonly schedulePage: (options: {
+    readonly after?: ScheduleId
+    readonly limit: number
+  }) => Effect.Effect<ReadonlyArray<ScheduleInfo>, LedgerError>
+  /**
    * Up to `limit` schedules whose next occurrence is at or before `now`, earliest first; reads
    * the schedules it returns, never the ones not due.
    */

@@ -33,6 +33,9 @@ export const scheduleStatements = {
   remove: `DELETE FROM ${s} WHERE schedule_id = ? RETURNING schedule_id`,
   byId: `SELECT * FROM ${s} WHERE schedule_id = ?`,
   list: `SELECT * FROM ${s} ORDER BY schedule_id`,
+  // At most `rows` of them after an id ('' for the first). Parameter: after id.
+  page: (rows: number) =>
+    `SELECT * FROM ${s} WHERE schedule_id > ? ORDER BY schedule_id LIMIT ${rowLimit(rows)}`,
   // At most `rows` of them. Parameter: now.
   due: (rows: number) => `SELECT * FROM ${s} WHERE next_at <= ? ORDER BY next_at LIMIT ${rowLimit(rows)}`,
   earliest: `SELECT next_at FROM ${s} ORDER BY next_at LIMIT 1`,
@@ -140,6 +143,11 @@ export const makeSqlSchedules = (options: {
       one("SubmissionLedger.lookupSchedule", scheduleStatements.byId, [scheduleId]),
 
     listSchedules: Effect.suspend(() => many("SubmissionLedger.listSchedules", scheduleStatements.list, [])),
+
+    schedulePage: ({ after, limit }) =>
+      Effect.suspend(() =>
+        many("SubmissionLedger.schedulePage", scheduleStatements.page(Math.max(0, limit)), [after ?? ""]),
+      ),
 
     dueSchedules: (now, limit) =>
       Effect.suspend(() =>
