@@ -149,4 +149,24 @@ describe("ThreadWorkflowEngine interrupts", () => {
       expect(exit !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
     }).pipe(Effect.provide(clientEngine)),
   )
+  it.live(
+    "a child interrupted on its own ends its awaiting parent interrupted, as in the in-memory engine",
+    () =>
+      Effect.gen(function* () {
+        const id = uniqueId("orphan")
+        const executionId = yield* GuardianWorkflow.execute({ id }, { discard: true })
+        const childId = yield* ApprovalWorkflow.executionId({ id: `guarded-${id}` })
+        yield* deliverUntil(executionId, polled(GuardianWorkflow, executionId, "Suspended"))
+        yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Suspended"))
+        yield* ApprovalWorkflow.interrupt(childId)
+        yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Complete"))
+        yield* deliverUntil(executionId, polled(GuardianWorkflow, executionId, "Complete"))
+        // The child's interrupt is the parent's result: not a failure of the parent's own.
+        const exit = completeExit(yield* GuardianWorkflow.poll(executionId))
+        expect(exit !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
+        // A Worker's execute of the parent ends interrupted, as the in-memory engine's does.
+        const joined = yield* Effect.exit(GuardianWorkflow.execute({ id }))
+        expect(Exit.isFailure(joined) && Cause.hasInterruptsOnly(joined.cause)).toBe(true)
+      }).pipe(Effect.provide(clientEngine)),
+  )
 })

@@ -9,7 +9,7 @@
  * journal. A replay after a crash makes the same calls in the same order, so it rebuilds the
  * same state.
  */
-import { Context, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Option, Schema } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { AgentContext, ChildHandle, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
@@ -58,6 +58,20 @@ const unsupported = (operation: string) =>
 /** A failed context call is a defect of the run: the engine's contract has no error channel. */
 const orDie = <A>(effect: Effect.Effect<A, AgentFailure | { readonly _tag: string }>) => Effect.orDie(effect)
 
+/**
+ * The fiber id of the interrupt that an aborted child's settlement stands for in its parent: a
+ * parent that ends by it (its code did not handle it) was ended by its child, which tells it
+ * from a run the runtime stopped or cut short. @internal
+ */
+export const CHILD_ABORTED_FIBER_ID = -1
+
+/** Whether a run's failure is only the interrupt of an aborted child it awaited. @internal */
+export const endedByAbortedChild = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.length > 0 &&
+  cause.reasons.every(
+    (reason) => Cause.isInterruptReason(reason) && reason.fiberId === CHILD_ABORTED_FIBER_ID,
+  )
+
 const childExit = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): Exit.Exit<unknown, unknown> => {
   switch (settled.outcome) {
     case "completed":
@@ -65,7 +79,7 @@ const childExit = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): Exit.
     case "failed":
       return Exit.die(new Error(settled.error))
     case "aborted":
-      return Exit.interrupt()
+      return Exit.interrupt(CHILD_ABORTED_FIBER_ID)
   }
 }
 
