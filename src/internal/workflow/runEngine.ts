@@ -14,6 +14,7 @@ import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { AgentContext, ChildHandle, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
 import { type AgentDefinition, AgentFailure } from "../../core/AgentRegistration.ts"
+import { NOT_STARTED_BY_THIS_PARENT } from "../../core/internal/runtime/children/children.ts"
 import { ActivityRetry, exitOfFailure, failedTyped, failureMessage } from "./activityRetry.ts"
 import {
   ActivityRecord,
@@ -71,6 +72,12 @@ export const endedByAbortedChild = (cause: Cause.Cause<unknown>): boolean =>
   cause.reasons.every(
     (reason) => Cause.isInterruptReason(reason) && reason.fiberId === CHILD_ABORTED_FIBER_ID,
   )
+
+/** A refused start whose execution id names an execution that this parent did not start. */
+const startedElsewhere = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): boolean =>
+  settled.outcome === "failed" &&
+  settled.refused === "idempotency-conflict" &&
+  settled.error.endsWith(NOT_STARTED_BY_THIS_PARENT)
 
 const childExit = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): Exit.Exit<unknown, unknown> => {
   switch (settled.outcome) {
@@ -207,6 +214,13 @@ export const makeRunEngine = (
       state.children.set(options.executionId, handle)
       if (options.discard) return undefined
       const settled = yield* orDie(ctx.awaitChild(handle))
+      // An execution a Worker (or another parent) started that still runs reports its end to
+      // them, not here: as in the in-memory engine, the parent is suspended, and a resume starts
+      // it again (at a new call), which joins that execution once it has settled.
+      if (startedElsewhere(settled)) {
+        state.children.delete(options.executionId)
+        return new WorkflowModule.Suspended({})
+      }
       const result = new WorkflowModule.Complete({ exit: childExit(settled) })
       state.children.set(options.executionId, result)
       return result
