@@ -4,8 +4,9 @@
  * interrupt aborts the parked execution. Each wait parks the Submission between deliveries.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Option } from "effect"
-import { DurableDeferred } from "effect/workflow"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { DurableDeferred, WorkflowEngine } from "effect/workflow"
+import { makeClientEngine } from "../../src/internal/workflow/clientEngine.ts"
 import {
   activityRuns,
   Approval,
@@ -115,6 +116,37 @@ describe("ThreadWorkflowEngine waits", () => {
       yield* ResumableWorkflow.resume(executionId)
       yield* deliverUntil(executionId, polled(ResumableWorkflow, executionId, "Complete"))
       expect(completeExit(yield* ResumableWorkflow.poll(executionId))).toEqual(Exit.succeed("ran 2 times"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("polls a suspended execution's failure by one direct read, not by paging its history", () =>
+    Effect.gen(function* () {
+      const executionId = yield* ResumableWorkflow.execute({ id: uniqueId("direct") }, { discard: true })
+      yield* deliverUntil(executionId, polled(ResumableWorkflow, executionId, "Suspended"))
+      for (let delivery = 0; delivery < 3; delivery++) yield* deliverAlarm(executionId)
+      // A Worker's engine whose clients count the history pages they read.
+      let pages = 0
+      const counting = Layer.sync(WorkflowEngine.WorkflowEngine)(() =>
+        makeClientEngine((id) => {
+          const client = executionClient(id)
+          return {
+            ...client,
+            history: (page) =>
+              Effect.tap(
+                client.history(page),
+                Effect.sync(() => {
+                  pages++
+                }),
+              ),
+          }
+        }),
+      )
+      const suspended = yield* Effect.provide(ResumableWorkflow.poll(executionId), counting)
+      const result =
+        Option.isSome(suspended) && suspended.value._tag === "Suspended" ? suspended.value : undefined
+      expect(result?.failed).toBe(true)
+      expect(result?.cause === undefined ? undefined : Cause.squash(result.cause)).toBe("first run fails")
+      expect(pages).toBe(0)
     }).pipe(Effect.provide(clientEngine)),
   )
 

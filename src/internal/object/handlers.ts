@@ -92,6 +92,7 @@ type ThreadCall =
   | "submissionStatus"
   | "threadStatus"
   | "history"
+  | "completedStep"
   | "awaitSettlement"
   | "inspectMaintenance"
 
@@ -189,6 +190,14 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
         records: page.records,
         ...(page.next === undefined ? {} : { next: page.next }),
       })
+    }),
+  completedStep: (request) =>
+    Effect.gen(function* () {
+      const row = yield* addressed(request)
+      const records = yield* (yield* ThreadHistory).forSubmission(row.submissionId)
+      return (
+        records.findLast(({ entry }) => entry._tag === "StepCompleted" && entry.step === request.step) ?? null
+      )
     }),
   awaitSettlement: (request) =>
     Effect.gen(function* () {
