@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Option } from "effect"
 import { DurableDeferred } from "effect/workflow"
 import {
+  BulkyWorkflow,
   DetacherWorkflow,
   fragileRuns,
   Gate,
@@ -104,6 +105,22 @@ describe("ThreadWorkflowEngine edges", () => {
       yield* DurableDeferred.succeed(Gate, { token, value: 2 })
       yield* deliverUntil(executionId, polled(GateWorkflow, executionId, "Complete"))
       expect(completedExit(yield* GateWorkflow.poll(executionId))).toEqual(Exit.succeed("n=2"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("an activity retried by ActivityRetry whose typed error is too large to store fails by name", () =>
+    Effect.gen(function* () {
+      for (const retried of [false, true]) {
+        const executionId = yield* BulkyWorkflow.execute(
+          { id: uniqueId("bulky"), bytes: 2_500_000, retried },
+          { discard: true },
+        )
+        // Stored whole, the error would fail every append of its Thread: the lane would stall.
+        yield* deliverUntil(executionId, polled(BulkyWorkflow, executionId, "Complete"), 30)
+        expect(defectMessage(completedExit(yield* BulkyWorkflow.poll(executionId)))).toMatch(
+          /step "activity\/bulky\/1" is \d+ bytes; the limit is \d+/,
+        )
+      }
     }).pipe(Effect.provide(clientEngine)),
   )
 
