@@ -197,6 +197,14 @@ export interface ThreadClient {
     readonly limit?: number
   }) => Effect.Effect<CallSuccess<"history">, ThreadClientError<"history">>
   /**
+   * The record of the Submission's step at call `step` (its `StepCompleted`), or null when that
+   * call is no completed step: one record, read directly, without paging the Thread's history.
+   */
+  readonly completedStep: (
+    submissionId: string,
+    step: number,
+  ) => Effect.Effect<CallSuccess<"completedStep">, ThreadClientError<"completedStep">>
+  /**
    * Waits up to `timeoutMillis` (at most 60 s per call) for the Submission's settlement, its
    * output as stored (JSON); `agent(definition).awaitSettlement` decodes it.
    */
@@ -365,6 +373,7 @@ export const make = (
     status: (submissionId) => invoke("submissionStatus", address(submissionId)),
     threadStatus: invoke("threadStatus", { threadId }),
     history: (page = {}) => invoke("history", { threadId, ...page }),
+    completedStep: (submissionId, step) => invoke("completedStep", { ...address(submissionId), step }),
     awaitSettlement: (submissionId, timeoutMillis) =>
       invoke("awaitSettlement", { ...address(submissionId), timeoutMillis }),
     inspectMaintenance: invoke("inspectMaintenance", { threadId }),

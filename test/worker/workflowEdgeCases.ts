@@ -71,6 +71,22 @@ export const StubbornWorkflow = Workflow.make("EdgeStubborn", {
   idempotencyKey: ({ id }) => id,
 }).annotate(Workflow.SuspendOnFailure, true)
 
+/** Its activity fails with a typed error of `bytes` characters, retried by `ActivityRetry` when `retried`. */
+export const BulkyWorkflow = Workflow.make("EdgeBulky", {
+  payload: { id: Schema.String, bytes: Schema.Number, retried: Schema.Boolean },
+  success: Schema.String,
+  error: Schema.String,
+  idempotencyKey: ({ id }) => id,
+})
+
+const bulky = (bytes: number) =>
+  Activity.make({
+    name: "bulky",
+    success: Schema.String,
+    error: Schema.String,
+    execute: Effect.fail("x".repeat(bytes)),
+  })
+
 const label = (name: string) => Activity.make({ name, success: Schema.String, execute: Effect.succeed(name) })
 
 /** The handlers, registered with the Object's engine. */
@@ -112,6 +128,14 @@ export const edgeHandlers = Layer.mergeAll(
       }),
     }),
   ),
+  BulkyWorkflow.toLayer(({ bytes, retried }) =>
+    retried
+      ? bulky(bytes).annotate(ThreadWorkflowEngine.ActivityRetry, {
+          attempts: 2,
+          backoff: { baseMillis: 10, jitter: 0 },
+        })
+      : bulky(bytes),
+  ),
   DetachedChildWorkflow.toLayer(() => Effect.succeed("child finished")),
   DetacherWorkflow.toLayer(({ id }) =>
     Effect.as(
@@ -128,6 +152,7 @@ export const edgeAgents = [
   LongNameWorkflow,
   StaleResumeWorkflow,
   StubbornWorkflow,
+  BulkyWorkflow,
   DetachedChildWorkflow,
   DetacherWorkflow,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

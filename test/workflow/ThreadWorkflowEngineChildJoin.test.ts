@@ -1,19 +1,30 @@
 /**
  * A child execution and a Worker's execute of the same execution id are one execution: one
  * Submission in the child's Thread, its activities run once, whoever comes first; a parent joins
- * an execution a Worker started once it has settled.
+ * an execution a Worker started once it has settled, and is suspended (until a resume) while it
+ * runs, as in the in-memory engine.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Effect, Exit } from "effect"
+import { DurableDeferred } from "effect/workflow"
 import {
   activityRuns,
+  Approval,
   ApprovalWorkflow,
   FireThenJoinWorkflow,
   GuardianWorkflow,
   OrderWorkflow,
   ParentWorkflow,
 } from "../worker/workflowObject.ts"
-import { clientEngine, completedExit, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
+import {
+  clientEngine,
+  completedExit,
+  deliverAlarm,
+  deliverUntil,
+  executionClient,
+  polled,
+  uniqueId,
+} from "./support.ts"
 
 describe("ThreadWorkflowEngine child executions", () => {
   it.live("a Worker executing a child a parent ran joins it: nothing runs twice", () =>
@@ -45,24 +56,39 @@ describe("ThreadWorkflowEngine child executions", () => {
       }).pipe(Effect.provide(clientEngine)),
   )
 
-  it.live("a parent executing a child a Worker started that still runs fails by name", () =>
-    Effect.gen(function* () {
-      const id = uniqueId("joinrunning")
-      const childId = yield* ApprovalWorkflow.execute({ id: `guarded-${id}` }, { discard: true })
-      yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Suspended"))
-      const parentId = yield* GuardianWorkflow.execute({ id }, { discard: true })
-      yield* deliverUntil(parentId, polled(GuardianWorkflow, parentId, "Complete"), 50)
-      const exit = completedExit(yield* GuardianWorkflow.poll(parentId))
-      // The parent cannot adopt a running execution it did not start: it fails by name.
-      expect(exit !== undefined && Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
-      expect(String(exit !== undefined && Exit.isFailure(exit) ? Cause.squash(exit.cause) : "")).toContain(
-        "not started by this parent",
-      )
-      // The child runs on, its own execution.
-      expect(Option.map(yield* ApprovalWorkflow.poll(childId), (result) => result._tag)).toEqual(
-        Option.some("Suspended"),
-      )
-    }).pipe(Effect.provide(clientEngine)),
+  it.live(
+    "a parent executing a child a Worker started that still runs is suspended: a resume joins its result",
+    () =>
+      Effect.gen(function* () {
+        const id = uniqueId("joinrunning")
+        const childId = yield* ApprovalWorkflow.execute({ id: `guarded-${id}` }, { discard: true })
+        yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Suspended"))
+        const parentId = yield* GuardianWorkflow.execute({ id }, { discard: true })
+        // As in the in-memory engine: the parent cannot hear that execution's end, so it is
+        // suspended, not failed.
+        yield* deliverUntil(parentId, polled(GuardianWorkflow, parentId, "Suspended"), 50)
+        for (let delivery = 0; delivery < 3; delivery++) yield* deliverAlarm(parentId)
+        expect(yield* polled(GuardianWorkflow, parentId, "Suspended")).toBe(true)
+        // A resume while the child still runs suspends it again.
+        yield* GuardianWorkflow.resume(parentId)
+        for (let delivery = 0; delivery < 3; delivery++) yield* deliverAlarm(parentId)
+        expect(yield* polled(GuardianWorkflow, parentId, "Suspended")).toBe(true)
+        const token = DurableDeferred.tokenFromExecutionId(Approval, {
+          workflow: ApprovalWorkflow,
+          executionId: childId,
+        })
+        yield* DurableDeferred.succeed(Approval, { token, value: "yes" })
+        yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Complete"))
+        // Once it has settled, a resume joins its result: nothing runs twice.
+        yield* GuardianWorkflow.resume(parentId)
+        yield* deliverUntil(parentId, polled(GuardianWorkflow, parentId, "Complete"), 50)
+        expect(completedExit(yield* GuardianWorkflow.poll(parentId))).toEqual(Exit.succeed("decided: yes"))
+        expect((yield* executionClient(childId).submissions()).length).toBe(1)
+        expect(activityRuns.get(`${childId}/record`)).toBe(1)
+        // Each pass started it anew: the first, the resume while it ran, the one that joined.
+        const { records } = yield* executionClient(parentId).history()
+        expect(records.filter(({ entry }) => entry._tag === "ChildStarted").length).toBe(3)
+      }).pipe(Effect.provide(clientEngine)),
   )
 
   it.live("a parent that started a child with discard and executes it again awaits its result", () =>

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Option } from "effect"
 import { DurableDeferred } from "effect/workflow"
 import {
+  BulkyWorkflow,
   DetacherWorkflow,
   fragileRuns,
   Gate,
@@ -88,6 +89,38 @@ describe("ThreadWorkflowEngine edges", () => {
       const executionId = yield* GateWorkflow.executionId({ id: uniqueId("never") })
       expect(yield* Effect.exit(GateWorkflow.resume(executionId))).toEqual(Exit.void)
       expect(yield* GateWorkflow.poll(executionId)).toEqual(Option.none())
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a deferred completed before its execution started dies naming it, and nothing is kept", () =>
+    Effect.gen(function* () {
+      const id = uniqueId("early")
+      const executionId = yield* GateWorkflow.executionId({ id })
+      const token = DurableDeferred.tokenFromExecutionId(Gate, { workflow: GateWorkflow, executionId })
+      // The in-memory engine keeps it for the execution started later; a Thread has nowhere to.
+      const early = yield* Effect.exit(DurableDeferred.succeed(Gate, { token, value: 1 }))
+      expect(defectMessage(early)).toBe(`no execution ${executionId} was started`)
+      // Started first (not yet run), the execution keeps a completion sent before its await.
+      yield* GateWorkflow.execute({ id }, { discard: true })
+      yield* DurableDeferred.succeed(Gate, { token, value: 2 })
+      yield* deliverUntil(executionId, polled(GateWorkflow, executionId, "Complete"))
+      expect(completedExit(yield* GateWorkflow.poll(executionId))).toEqual(Exit.succeed("n=2"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("an activity retried by ActivityRetry whose typed error is too large to store fails by name", () =>
+    Effect.gen(function* () {
+      for (const retried of [false, true]) {
+        const executionId = yield* BulkyWorkflow.execute(
+          { id: uniqueId("bulky"), bytes: 2_500_000, retried },
+          { discard: true },
+        )
+        // Stored whole, the error would fail every append of its Thread: the lane would stall.
+        yield* deliverUntil(executionId, polled(BulkyWorkflow, executionId, "Complete"), 30)
+        expect(defectMessage(completedExit(yield* BulkyWorkflow.poll(executionId)))).toMatch(
+          /step "activity\/bulky\/1" is \d+ bytes; the limit is \d+/,
+        )
+      }
     }).pipe(Effect.provide(clientEngine)),
   )
 

@@ -4,8 +4,9 @@
  * interrupt aborts the parked execution. Each wait parks the Submission between deliveries.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Option } from "effect"
-import { DurableDeferred } from "effect/workflow"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { DurableDeferred, WorkflowEngine } from "effect/workflow"
+import { makeClientEngine } from "../../src/internal/workflow/clientEngine.ts"
 import {
   activityRuns,
   Approval,
@@ -118,6 +119,37 @@ describe("ThreadWorkflowEngine waits", () => {
     }).pipe(Effect.provide(clientEngine)),
   )
 
+  it.live("polls a suspended execution's failure by one direct read, not by paging its history", () =>
+    Effect.gen(function* () {
+      const executionId = yield* ResumableWorkflow.execute({ id: uniqueId("direct") }, { discard: true })
+      yield* deliverUntil(executionId, polled(ResumableWorkflow, executionId, "Suspended"))
+      for (let delivery = 0; delivery < 3; delivery++) yield* deliverAlarm(executionId)
+      // A Worker's engine whose clients count the history pages they read.
+      let pages = 0
+      const counting = Layer.sync(WorkflowEngine.WorkflowEngine)(() =>
+        makeClientEngine((id) => {
+          const client = executionClient(id)
+          return {
+            ...client,
+            history: (page) =>
+              Effect.tap(
+                client.history(page),
+                Effect.sync(() => {
+                  pages++
+                }),
+              ),
+          }
+        }),
+      )
+      const suspended = yield* Effect.provide(ResumableWorkflow.poll(executionId), counting)
+      const result =
+        Option.isSome(suspended) && suspended.value._tag === "Suspended" ? suspended.value : undefined
+      expect(result?.failed).toBe(true)
+      expect(result?.cause === undefined ? undefined : Cause.squash(result.cause)).toBe("first run fails")
+      expect(pages).toBe(0)
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
   it.live("runs a child workflow as a child Submission in the child's own Object", () =>
     Effect.gen(function* () {
       const id = uniqueId("parent")
@@ -148,5 +180,25 @@ describe("ThreadWorkflowEngine interrupts", () => {
       const exit = completeExit(yield* GuardianWorkflow.poll(executionId))
       expect(exit !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
     }).pipe(Effect.provide(clientEngine)),
+  )
+  it.live(
+    "a child interrupted on its own ends its awaiting parent interrupted, as in the in-memory engine",
+    () =>
+      Effect.gen(function* () {
+        const id = uniqueId("orphan")
+        const executionId = yield* GuardianWorkflow.execute({ id }, { discard: true })
+        const childId = yield* ApprovalWorkflow.executionId({ id: `guarded-${id}` })
+        yield* deliverUntil(executionId, polled(GuardianWorkflow, executionId, "Suspended"))
+        yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Suspended"))
+        yield* ApprovalWorkflow.interrupt(childId)
+        yield* deliverUntil(childId, polled(ApprovalWorkflow, childId, "Complete"))
+        yield* deliverUntil(executionId, polled(GuardianWorkflow, executionId, "Complete"))
+        // The child's interrupt is the parent's result: not a failure of the parent's own.
+        const exit = completeExit(yield* GuardianWorkflow.poll(executionId))
+        expect(exit !== undefined && Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)).toBe(true)
+        // A Worker's execute of the parent ends interrupted, as the in-memory engine's does.
+        const joined = yield* Effect.exit(GuardianWorkflow.execute({ id }))
+        expect(Exit.isFailure(joined) && Cause.hasInterruptsOnly(joined.cause)).toBe(true)
+      }).pipe(Effect.provide(clientEngine)),
   )
 })

@@ -25,6 +25,7 @@ import {
   SubmissionNotFound,
 } from "../../core/SubmissionLedger.ts"
 import { ForgetRefused } from "../../core/Retention.ts"
+import { HistoryRecord } from "../../core/ThreadHistory.ts"
 import { MaintenanceRecordDamaged } from "../maintenance/errors.ts"
 import { MaintenanceRepair } from "../maintenance/repair.ts"
 import {
@@ -38,6 +39,7 @@ import { SchedulePage, SubmissionPage, ThreadPage } from "./pageViews.ts"
 import {
   ApprovalInput,
   AwaitInput,
+  CompletedStepInput,
   EventInput,
   FindSubmissionInput,
   HistoryInput,
@@ -146,6 +148,7 @@ export const ThreadObjectCalls = {
   submissionStatus: call("read", SubmissionAddress, SubmissionStatus, [SubmissionNotFound]),
   threadStatus: call("read", ThreadAddress, ThreadStatus, []),
   history: call("read", HistoryInput, HistoryPageView, []),
+  completedStep: call("read", CompletedStepInput, Schema.NullOr(HistoryRecord), [SubmissionNotFound]),
   awaitSettlement: call("read", AwaitInput, Settlement, [SubmissionNotFound, SettlementTimeout]),
   inspectMaintenance: call("read", ThreadAddress, MaintenanceInspection, []),
   explain: call("read", SubmissionAddress, SubmissionExplanation, [SubmissionNotFound]),

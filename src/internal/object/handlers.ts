@@ -93,6 +93,7 @@ type ThreadCall =
   | "submissionStatus"
   | "threadStatus"
   | "history"
+  | "completedStep"
   | "awaitSettlement"
   | "inspectMaintenance"
 
@@ -190,6 +191,14 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
       const records = withinAnswer(page.records, (record) => record.entry)
       const next = records.length < page.records.length ? records.at(-1)?.sequence : page.next
       return HistoryPageView.make({ records, ...(next === undefined ? {} : { next }) })
+    }),
+  completedStep: (request) =>
+    Effect.gen(function* () {
+      const row = yield* addressed(request)
+      const records = yield* (yield* ThreadHistory).forSubmission(row.submissionId)
+      return (
+        records.findLast(({ entry }) => entry._tag === "StepCompleted" && entry.step === request.step) ?? null
+      )
     }),
   awaitSettlement: (request) =>
     Effect.gen(function* () {

@@ -81,6 +81,13 @@ const ThreadPage = (maximum: number) =>
 export const HistoryInput = ThreadPage(MAX_HISTORY_PAGE)
 
 /** @internal */
+export const CompletedStepInput = Schema.Struct({
+  threadId: ThreadId,
+  submissionId: SubmissionId,
+  step: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
+})
+
+/** @internal */
 export const AwaitInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,

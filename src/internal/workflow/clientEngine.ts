@@ -10,7 +10,6 @@ import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { Settlement } from "../../core/SubmissionLedger.ts"
 import type { ThreadClient } from "../../ThreadClient.ts"
-import type { HistoryRecord } from "../../core/ThreadHistory.ts"
 import {
   ActivityRecord,
   deferredEvent,
@@ -64,27 +63,18 @@ export const makeClientEngine = (
   /**
    * The suspension of an execution that waits for a resume: an activity that suspended it (a
    * failure under `SuspendOnFailure`) is its call just before the wait (`step`), and its record
-   * carries the cause. A suspension the workflow's own code caused has none recorded.
+   * carries the cause, read directly. A suspension the workflow's own code caused has none.
    */
   const suspension = (executionId: string, submissionId: string, step: number) =>
     Effect.gen(function* () {
-      const client = clientOf(executionId)
-      let after: number | undefined = undefined
-      do {
-        const page: { readonly records: ReadonlyArray<HistoryRecord>; readonly next?: number } =
-          yield* Effect.orDie(client.history({ ...(after === undefined ? {} : { after }), limit: 500 }))
-        for (const { submissionId: owner, entry } of page.records) {
-          if (owner !== submissionId || entry._tag !== "StepCompleted" || entry.step !== step) continue
-          const record = Schema.decodeUnknownOption(ActivityRecord)(entry.result)
-          return entry.name.startsWith("activity/") &&
-            Option.isSome(record) &&
-            record.value._tag === "Suspended"
-            ? suspendedResult(record.value)
-            : new WorkflowModule.Suspended({})
-        }
-        after = page.next
-      } while (after !== undefined)
-      return new WorkflowModule.Suspended({})
+      if (step < 0) return new WorkflowModule.Suspended({})
+      const found = yield* Effect.orDie(clientOf(executionId).completedStep(submissionId, step))
+      if (found === null || found.entry._tag !== "StepCompleted" || !found.entry.name.startsWith("activity/"))
+        return new WorkflowModule.Suspended({})
+      const record = Schema.decodeUnknownOption(ActivityRecord)(found.entry.result)
+      return Option.isSome(record) && record.value._tag === "Suspended"
+        ? suspendedResult(record.value)
+        : new WorkflowModule.Suspended({})
     })
 
   const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>

@@ -11,7 +11,13 @@ import type { AgentContext } from "../../core/AgentContext.ts"
 import { AgentFailure, define, type JsonCodec } from "../../core/AgentRegistration.ts"
 import { RESUME_EVENT, workflowAgentId } from "./codec.ts"
 import { registeredHandler } from "./registry.ts"
-import { emptyRunState, type ExecutionAgent, type ExecutionInput, makeRunEngine } from "./runEngine.ts"
+import {
+  emptyRunState,
+  endedByAbortedChild,
+  type ExecutionAgent,
+  type ExecutionInput,
+  makeRunEngine,
+} from "./runEngine.ts"
 
 const agents = new WeakMap<Workflow.Any, Map<string, ExecutionAgent>>()
 const latest = new WeakMap<Workflow.Any, ExecutionAgent>()
@@ -67,11 +73,18 @@ const runExecution = (
     const runEngine = makeRunEngine(ctx, (child) => executionAgent(child), state)
     while (true) {
       const instance = WorkflowEngine.WorkflowInstance.initial(workflow, input.executionId)
-      const result = yield* handler(input.payload, input.executionId).pipe(
-        WorkflowModule.intoResult,
-        Effect.provideService(WorkflowEngine.WorkflowInstance, instance),
-        Effect.provideService(WorkflowEngine.WorkflowEngine, runEngine),
+      const run = yield* Effect.exit(
+        handler(input.payload, input.executionId).pipe(
+          WorkflowModule.intoResult,
+          Effect.provideService(WorkflowEngine.WorkflowInstance, instance),
+          Effect.provideService(WorkflowEngine.WorkflowEngine, runEngine),
+        ),
       )
+      // An awaited child interrupted on its own (a Worker's interrupt of it), unhandled, ends the
+      // execution interrupted, as in the in-memory engine. Any other interruption is the run's
+      // own (a park, a stop, a cut): the runtime decides what it means.
+      if (Exit.isFailure(run) && endedByAbortedChild(run.cause)) return Exit.failCause(run.cause)
+      const result = yield* run
       if (result._tag === "Complete") return result.exit
       yield* Effect.orDie(ctx.waitForEvent(RESUME_EVENT, Schema.Json))
     }

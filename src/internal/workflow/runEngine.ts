@@ -9,11 +9,12 @@
  * journal. A replay after a crash makes the same calls in the same order, so it rebuilds the
  * same state.
  */
-import { Context, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Option, Schema } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { AgentContext, ChildHandle, ChildSettlement, RetryPolicy } from "../../core/AgentContext.ts"
 import { type AgentDefinition, AgentFailure } from "../../core/AgentRegistration.ts"
+import { NOT_STARTED_BY_THIS_PARENT } from "../../core/internal/runtime/children/children.ts"
 import { ActivityRetry, exitOfFailure, failedTyped, failureMessage } from "./activityRetry.ts"
 import {
   ActivityRecord,
@@ -58,6 +59,26 @@ const unsupported = (operation: string) =>
 /** A failed context call is a defect of the run: the engine's contract has no error channel. */
 const orDie = <A>(effect: Effect.Effect<A, AgentFailure | { readonly _tag: string }>) => Effect.orDie(effect)
 
+/**
+ * The fiber id of the interrupt that an aborted child's settlement stands for in its parent: a
+ * parent that ends by it (its code did not handle it) was ended by its child, which tells it
+ * from a run the runtime stopped or cut short. @internal
+ */
+export const CHILD_ABORTED_FIBER_ID = -1
+
+/** Whether a run's failure is only the interrupt of an aborted child it awaited. @internal */
+export const endedByAbortedChild = (cause: Cause.Cause<unknown>): boolean =>
+  cause.reasons.length > 0 &&
+  cause.reasons.every(
+    (reason) => Cause.isInterruptReason(reason) && reason.fiberId === CHILD_ABORTED_FIBER_ID,
+  )
+
+/** A refused start whose execution id names an execution that this parent did not start. */
+const startedElsewhere = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): boolean =>
+  settled.outcome === "failed" &&
+  settled.refused === "idempotency-conflict" &&
+  settled.error.endsWith(NOT_STARTED_BY_THIS_PARENT)
+
 const childExit = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): Exit.Exit<unknown, unknown> => {
   switch (settled.outcome) {
     case "completed":
@@ -65,7 +86,7 @@ const childExit = (settled: ChildSettlement<Exit.Exit<unknown, unknown>>): Exit.
     case "failed":
       return Exit.die(new Error(settled.error))
     case "aborted":
-      return Exit.interrupt()
+      return Exit.interrupt(CHILD_ABORTED_FIBER_ID)
   }
 }
 
@@ -193,6 +214,13 @@ export const makeRunEngine = (
       state.children.set(options.executionId, handle)
       if (options.discard) return undefined
       const settled = yield* orDie(ctx.awaitChild(handle))
+      // An execution a Worker (or another parent) started that still runs reports its end to
+      // them, not here: as in the in-memory engine, the parent is suspended, and a resume starts
+      // it again (at a new call), which joins that execution once it has settled.
+      if (startedElsewhere(settled)) {
+        state.children.delete(options.executionId)
+        return new WorkflowModule.Suspended({})
+      }
       const result = new WorkflowModule.Complete({ exit: childExit(settled) })
       state.children.set(options.executionId, result)
       return result

@@ -213,7 +213,15 @@ export const makeAgentContext = (
       if (failure._tag === "None" && Cause.hasInterruptsOnly(exit.cause)) attempt.cut = true
       // Defects and interruptions are not outcomes of the step: they are not journaled.
       if (failure._tag === "None") return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
-      return { _tag: "Failed", failure: failure.value } as const
+      // Its message is journaled like a result: one too large to store fails the step naming its
+      // size (retried as the failure would be), or every append of the Attempt would fail.
+      const refusal = unstorable(attempt, `the error of step "${name}"`, failure.value.message)
+      if (refusal === undefined) return { _tag: "Failed", failure: failure.value } as const
+      const { retryable } = failure.value
+      return {
+        _tag: "Failed",
+        failure: new AgentFailure({ message: refusal, ...(retryable === undefined ? {} : { retryable }) }),
+      } as const
     })
 
   /** Runs a call live and journals its result or its failure. */

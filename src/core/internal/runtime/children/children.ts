@@ -124,6 +124,12 @@ const settledRecord = (step: number, outcome: ChildOutcome): HistoryEntry => ({
   ...(outcome.refused === undefined ? {} : { refused: outcome.refused }),
 })
 
+/**
+ * How the refusal of a child whose key names a Submission another parent (or no parent) started
+ * ends: the workflow engine tells that refusal by it. @internal
+ */
+export const NOT_STARTED_BY_THIS_PARENT = "not started by this parent"
+
 const refusal = (reason: ChildRefusalReason, message: string): Reply<"AdmitChild"> => ({
   _tag: "ChildRefused",
   reason,
@@ -184,7 +190,7 @@ const admitChild = (
             "idempotency-conflict",
             existing.parent?.submissionId === parent.submissionId
               ? `key ${message.idempotencyKey} names a Submission (${existing.submissionId}) this parent started at its call ${existing.parent.step}, not at this one`
-              : `key ${message.idempotencyKey} names a Submission (${existing.submissionId}) not started by this parent`,
+              : `key ${message.idempotencyKey} names a Submission (${existing.submissionId}) ${NOT_STARTED_BY_THIS_PARENT}`,
           )
         // A repeat: the original admission, finished if an older release cut it short.
         if (existing.state === "admitted") yield* materialize(env, existing)
