@@ -5,8 +5,12 @@
  * An archive is at-least-once: a batch is handed over again after a crash or a failed removal,
  * so the archive keys what it stores by Submission id and receipt id (a key used again after its
  * Submission was removed admits a new Submission under the same id, with a new receipt). Nothing
- * is removed until `archive` succeeded for its batch; a failure is retried at later alarms with
- * backoff and never holds up the Object's other work.
+ * is removed until `archive` succeeded for a batch holding it; a failure is retried at later
+ * alarms with backoff (stored, so a new incarnation waits for it too) and never holds up the
+ * Object's other work. The retry splits a refused batch in halves, so one Submission the archive
+ * refuses does not hold up the others: once it is refused alone (while the archive accepts
+ * others, or after three failed tries in a row) it is kept, logged as an error, and offered
+ * again one retention later.
  */
 import { Context, Schema } from "effect"
 import type { Effect } from "effect"
@@ -26,7 +30,7 @@ export class ArchivedSubmission extends Schema.Class<ArchivedSubmission>(
   messages: Schema.Array(OutboxMessage),
 }) {}
 
-/** The archive failed; nothing of the batch was removed. */
+/** The archive failed; nothing of the batch it was handed was removed. */
 export class ThreadArchiveError extends Schema.TaggedError<ThreadArchiveError>()("ThreadArchiveError", {
   message: Schema.String,
   cause: Schema.optionalKey(Schema.Defect()),

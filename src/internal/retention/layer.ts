@@ -18,11 +18,13 @@ import { RuntimeFailpoint } from "../../core/RuntimeFailpoint.ts"
 import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import type { SubmissionId } from "../../core/Identifiers.ts"
-import { makePruner } from "../../core/internal/retention/pruner.ts"
+import { type ArchiveBackoff, makePruner } from "../../core/internal/retention/pruner.ts"
+import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { expiresAt, type RetentionSettings } from "../../core/internal/retention/policy.ts"
 import type { SubmissionSnapshot } from "../../core/internal/ledger/model.ts"
 import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
 import {
+  alarmErrorFromCause,
   DurableAlarmError,
   type MaintenanceRecordDamaged,
   recordDamageOf,
@@ -33,6 +35,20 @@ import type { ThreadHostMaintenanceService } from "../maintenance/hostMaintenanc
 
 /** The name retention's failures carry as a hook. */
 const HOOK = "retention"
+
+/**
+ * The storage key of the archive's backoff: present only while the archive's last try failed, so
+ * an Object whose archive succeeds never writes it.
+ */
+const ARCHIVE_BACKOFF_KEY = "effect-agent:retention-archive-backoff:v1"
+
+const isBackoff = (value: unknown): value is ArchiveBackoff =>
+  typeof value === "object" &&
+  value !== null &&
+  typeof (value as ArchiveBackoff).failures === "number" &&
+  typeof (value as ArchiveBackoff).retryAt === "number"
+
+const storageError = (operation: string) => (cause: unknown) => alarmErrorFromCause(operation, cause)
 
 const laneError = (operation: string) => (cause: { readonly message: string }) =>
   new ThreadHostMaintenanceError({ hook: HOOK, operation, message: cause.message, cause })
@@ -88,6 +104,7 @@ export const retentionLayer = Layer.effect(
     const settings = (yield* CloudflareDurableRuntimeConfig).retention
     const gate = yield* ThreadMutationGate
     const failpoint = yield* RuntimeFailpoint
+    const { ctx } = yield* DurableObjectContext
     const pruner = makePruner<DurableAlarmError>({
       ledger: yield* SubmissionLedger,
       history: yield* ThreadHistory,
@@ -96,6 +113,28 @@ export const retentionLayer = Layer.effect(
       settings,
       hit: failpoint.hit,
       withMutation: (body) => gate.withMutation(body, { invalidatesRecovery: false }),
+      // One KV row, read once per incarnation; a stored value that is not one is ignored.
+      backoff: {
+        load: Effect.try({
+          try: () => {
+            const stored: unknown = ctx.storage.kv.get(ARCHIVE_BACKOFF_KEY)
+            return isBackoff(stored) ? stored : undefined
+          },
+          catch: storageError("read the archive backoff"),
+        }),
+        save: (backoff) =>
+          Effect.try({
+            try: () => {
+              if (backoff === undefined) ctx.storage.kv.delete(ARCHIVE_BACKOFF_KEY)
+              else
+                ctx.storage.kv.put(ARCHIVE_BACKOFF_KEY, {
+                  failures: backoff.failures,
+                  retryAt: backoff.retryAt,
+                })
+            },
+            catch: storageError("store the archive backoff"),
+          }),
+      },
     })
     return {
       settings,
@@ -110,10 +149,11 @@ export const retentionLayer = Layer.effect(
               now + settings.dispatchTimeoutMillis,
             )
             const report = yield* pruner.drain(stopAt)
-            if (report.removed > 0 || report.kept > 0) {
+            if (report.removed > 0 || report.kept > 0 || report.setAside > 0) {
               yield* Effect.annotateCurrentSpan({
                 "retention.removed": report.removed,
                 "retention.kept": report.kept,
+                "retention.setAside": report.setAside,
               })
             }
           }).pipe(

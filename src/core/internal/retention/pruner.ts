@@ -7,8 +7,20 @@
  * yet (among the newest of their Thread, a message not acknowledged, a join or a child in this
  * Object not settled) by counting their age again from now, hands the rest to the archive when
  * there is one, and removes them in one transaction once it succeeded. A failed archive removes
- * nothing; the pruner waits with backoff (in memory: a new incarnation tries at once) and the
- * lane still ends successfully, so the failure never fails the maintenance pass.
+ * nothing of what it was handed; the pruner waits with backoff and the lane still ends
+ * successfully, so the failure never fails the maintenance pass. The backoff is stored (one small
+ * row, written only when an archive failed and removed at the first success after it), so a new
+ * incarnation waits for it too.
+ *
+ * The try after a failure splits a batch the archive refuses in halves, depth first, removing
+ * each part it accepts: one Submission it refuses does not hold up the rest. A Submission it
+ * refuses alone is set aside (kept with its records, logged, its retention counted again from
+ * now as a kept one's) when the archive accepted another part in the same pass, or after
+ * `SET_ASIDE_AFTER` failed passes in a row (so an archive that is down sets aside at most one
+ * Submission per try, and a lone refused one is not tried every few minutes for good). While
+ * nothing was accepted the split stops at its second Submission refused alone, so an archive that
+ * is down is called at most `log2(BATCH) + 2` times per try. `forget` is refused for the whole
+ * batch while the split runs: a part tried later holds copies read before it.
  */
 import { Clock, Effect, Option } from "effect"
 import type { RuntimeFailpointHandler } from "../../RuntimeFailpoint.ts"
@@ -23,11 +35,29 @@ import { archiveBackoff, keptByThread, retentionDeadline, type RetentionSettings
 /** Candidates one batch reads. */
 const BATCH = 32
 
+/** Failed passes in a row after which a Submission the archive refused alone is set aside. */
+const SET_ASIDE_AFTER = 3
+
+/** The wait after failed archives, as stored: how many in a row, and when to try again. @internal */
+export interface ArchiveBackoff {
+  readonly failures: number
+  readonly retryAt: number
+}
+
+/** Where the pruner keeps its backoff across incarnations. @internal */
+export interface ArchiveBackoffStore<M> {
+  readonly load: Effect.Effect<ArchiveBackoff | undefined, M>
+  /** Stores it, or removes it (`undefined`). */
+  readonly save: (backoff: ArchiveBackoff | undefined) => Effect.Effect<void, M>
+}
+
 /** What one drain did. @internal */
 export interface PruneReport {
   readonly removed: number
   readonly kept: number
   readonly archiveFailed: boolean
+  /** Submissions the archive refused alone, set aside (kept) for one more retention. */
+  readonly setAside: number
 }
 
 /** @internal */
@@ -40,6 +70,8 @@ export interface PrunerDeps<M> {
   readonly hit: RuntimeFailpointHandler
   /** Runs one write of the pruner as the host's mutation. */
   readonly withMutation: <A, E>(body: Effect.Effect<A, E>) => Effect.Effect<A, E | M>
+  /** Where the archive's backoff is kept; in memory only when absent. */
+  readonly backoff?: ArchiveBackoffStore<M>
 }
 
 const itemOf = (row: SubmissionSnapshot) => ({ submissionId: row.submissionId, receiptId: row.receiptId })
@@ -47,8 +79,28 @@ const itemOf = (row: SubmissionSnapshot) => ({ submissionId: row.submissionId, r
 /** Builds the pruner of one incarnation. @internal */
 export const makePruner = <M>(deps: PrunerDeps<M>) => {
   const { ledger, history, outbox, settings } = deps
-  let archiveFailures = 0
-  let archiveRetryAt: number | undefined
+  /** The stored backoff, read once per incarnation; `undefined` while no archive failed. */
+  let backoff: ArchiveBackoff | undefined
+  let loaded = deps.backoff === undefined
+  const currentBackoff = Effect.suspend(() =>
+    loaded || deps.backoff === undefined
+      ? Effect.succeed(backoff)
+      : Effect.map(deps.backoff.load, (stored) => {
+          if (!loaded) backoff = stored
+          loaded = true
+          return backoff
+        }),
+  )
+  /** When a failed archive may be tried again; nothing to read without an archive. */
+  const retryAt = Option.isNone(deps.archive)
+    ? Effect.succeed(undefined)
+    : Effect.map(currentBackoff, (current) => current?.retryAt)
+  const setBackoff = (next: ArchiveBackoff | undefined) =>
+    Effect.suspend(() => {
+      const unchanged = next === undefined ? backoff === undefined : false
+      backoff = next
+      return unchanged || deps.backoff === undefined ? Effect.void : deps.backoff.save(next)
+    })
   /** The Submissions of the batch the archive is storing now: `forget` refuses them meanwhile. */
   const archiving = new Set<SubmissionId>()
 
@@ -75,7 +127,62 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
       return undefined
     })
 
-  const archiveBatch = (archive: ThreadArchiveService, rows: ReadonlyArray<SubmissionSnapshot>) =>
+  /** One call of the archive; an archive that throws fails like one that fails. */
+  const tryArchive = (archive: ThreadArchiveService, part: ReadonlyArray<ArchivedSubmission>) =>
+    Effect.gen(function* () {
+      yield* deps.hit("retention:archive:before")
+      const archived = yield* Effect.exit(Effect.suspend(() => archive.archive(part)))
+      if (archived._tag === "Success") yield* deps.hit("retention:archive:after")
+      return archived
+    })
+
+  /** A failed try: waits with backoff before the next. */
+  const failed = (cause: unknown) =>
+    Effect.gen(function* () {
+      const failures = ((yield* currentBackoff)?.failures ?? 0) + 1
+      const next = { failures, retryAt: (yield* Clock.currentTimeMillis) + archiveBackoff(failures) }
+      yield* setBackoff(next)
+      yield* Effect.logWarning("Retention archive failed; what it refused was not removed", {
+        failures,
+        retryAt: next.retryAt,
+        cause,
+      })
+    })
+
+  /** Removes `rows`; what the removal skipped (it changed since it was read) is looked at later. */
+  const remove = (rows: ReadonlyArray<SubmissionSnapshot>, now: number) =>
+    Effect.gen(function* () {
+      yield* deps.hit("retention:remove:before")
+      const gone = new Set(yield* deps.withMutation(outbox.removeSettled(rows.map(itemOf))))
+      yield* deps.hit("retention:remove:after")
+      const skipped = rows.filter((row) => !gone.has(row.submissionId)).map((row) => row.submissionId)
+      if (skipped.length > 0) yield* deps.withMutation(ledger.deferRetention(skipped, now))
+      return gone.size
+    })
+
+  /**
+   * Archives `rows` and removes what the archive accepted, splitting a refused batch when a try
+   * failed before; `failed` when the pass must wait with backoff.
+   */
+  const archiveAndRemove = (
+    archive: ThreadArchiveService,
+    rows: ReadonlyArray<SubmissionSnapshot>,
+    now: number,
+  ) =>
+    Effect.gen(function* () {
+      // The whole batch, until the split ended: a part tried later holds copies read now.
+      for (const row of rows) archiving.add(row.submissionId)
+      return yield* archiveSplitting(archive, rows, now).pipe(
+        Effect.ensuring(Effect.sync(() => archiving.clear())),
+      )
+    })
+
+  /** The split itself; see `archiveAndRemove`. */
+  const archiveSplitting = (
+    archive: ThreadArchiveService,
+    rows: ReadonlyArray<SubmissionSnapshot>,
+    now: number,
+  ) =>
     Effect.gen(function* () {
       const batch = yield* Effect.forEach(rows, (row) =>
         Effect.map(
@@ -83,43 +190,78 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
           ([records, messages]) => new ArchivedSubmission({ submission: row, records, messages }),
         ),
       )
-      yield* deps.hit("retention:archive:before")
-      const failed = (cause: unknown) =>
-        Effect.gen(function* () {
-          archiveFailures += 1
-          archiveRetryAt = (yield* Clock.currentTimeMillis) + archiveBackoff(archiveFailures)
-          yield* Effect.logWarning("Retention archive failed; nothing was removed", {
-            failures: archiveFailures,
-            retryAt: archiveRetryAt,
-            cause,
-          })
-        })
-      // An archive that throws fails like one that fails; one still running when the lane is
-      // interrupted at its allowance waits for the backoff too, or every alarm would try it again
-      // at once.
-      const archived = yield* Effect.exit(
-        Effect.suspend(() => {
-          for (const row of rows) archiving.add(row.submissionId)
-          return archive.archive(batch)
-        }),
-      ).pipe(
+      const failuresBefore = (yield* currentBackoff)?.failures ?? 0
+      const pass = { accepted: false, stopped: false, removed: 0, cause: undefined as unknown }
+      /** The Submissions the archive refused alone in this pass. */
+      const refusedAlone: Array<{ readonly row: SubmissionSnapshot; readonly cause: unknown }> = []
+      // Depth first: the parts still to try, the next one last.
+      const settle = Effect.gen(function* () {
+        const parts: Array<ReadonlyArray<ArchivedSubmission>> = [batch]
+        while (!pass.stopped) {
+          const part = parts.pop()
+          if (part === undefined) return
+          const archived = yield* tryArchive(archive, part)
+          if (archived._tag === "Success") {
+            pass.accepted = true
+            pass.removed += yield* remove(
+              part.map((item) => item.submission),
+              now,
+            )
+            continue
+          }
+          pass.cause = archived.cause
+          if (failuresBefore === 0 && !pass.accepted) {
+            // The first failure waits as an archive that is down does; the next try splits.
+            pass.stopped = true
+          } else if (part.length === 1) {
+            refusedAlone.push({ row: part[0]!.submission, cause: archived.cause })
+            // Two refused alone and nothing accepted: the archive may be down.
+            if (!pass.accepted && refusedAlone.length >= 2) pass.stopped = true
+          } else {
+            const half = Math.ceil(part.length / 2)
+            parts.push(part.slice(half), part.slice(0, half))
+          }
+        }
+      })
+      // An archive still running when the lane is interrupted at its allowance waits for the
+      // backoff too, or every alarm would try it again at once.
+      yield* settle.pipe(
         Effect.onInterrupt(() => failed("the archive did not answer within retention's allowance")),
-        Effect.ensuring(Effect.sync(() => archiving.clear())),
       )
-      if (archived._tag === "Failure") {
-        yield* failed(archived.cause)
-        return false
+      // Set aside when the archive accepted others (it refuses these), or, while it accepts
+      // nothing, one per try once it failed `SET_ASIDE_AFTER` tries in a row.
+      const setAside = pass.accepted
+        ? refusedAlone
+        : failuresBefore >= SET_ASIDE_AFTER
+          ? refusedAlone.slice(0, 1)
+          : []
+      if (setAside.length > 0) {
+        yield* deps.hit("retention:defer:before")
+        yield* deps.withMutation(
+          ledger.deferRetention(
+            setAside.map(({ row }) => row.submissionId),
+            now,
+          ),
+        )
+        yield* deps.hit("retention:defer:after")
+        for (const { row, cause } of setAside) {
+          yield* Effect.logError(
+            "Retention archive refused a Submission alone; it stays stored and is offered again one retention later",
+            { submissionId: row.submissionId, threadId: row.threadId, cause },
+          )
+        }
       }
-      archiveFailures = 0
-      archiveRetryAt = undefined
-      yield* deps.hit("retention:archive:after")
-      return true
+      // Nothing accepted is a failed try, whatever was set aside.
+      if (!pass.accepted) yield* failed(pass.cause)
+      else yield* setBackoff(undefined)
+      return { removed: pass.removed, setAside: setAside.length, failed: !pass.accepted }
     })
 
   /** One batch; `more` when a full batch was read and the archive did not fail. */
   const batch = (now: number) =>
     Effect.gen(function* () {
-      if (settings.settledForMillis === "forever") return { removed: 0, kept: 0, more: false, failed: false }
+      if (settings.settledForMillis === "forever")
+        return { removed: 0, kept: 0, setAside: 0, more: false, failed: false }
       const candidates = yield* ledger.retentionCandidates({
         countedBefore: now - settings.settledForMillis,
         limit: BATCH,
@@ -136,23 +278,17 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
         yield* deps.withMutation(ledger.deferRetention(kept, now))
         yield* deps.hit("retention:defer:after")
       }
-      let removed = 0
-      if (expired.length > 0) {
-        if (Option.isSome(deps.archive)) {
-          if (archiveRetryAt !== undefined && archiveRetryAt > now)
-            return { removed, kept: kept.length, more: false, failed: true }
-          if (!(yield* archiveBatch(deps.archive.value, expired)))
-            return { removed, kept: kept.length, more: false, failed: true }
-        }
-        yield* deps.hit("retention:remove:before")
-        const gone = new Set(yield* deps.withMutation(outbox.removeSettled(expired.map(itemOf))))
-        yield* deps.hit("retention:remove:after")
-        removed = gone.size
-        // What the removal skipped (it changed since it was read) is looked at again later.
-        const skipped = expired.filter((row) => !gone.has(row.submissionId)).map((row) => row.submissionId)
-        if (skipped.length > 0) yield* deps.withMutation(ledger.deferRetention(skipped, now))
+      if (expired.length === 0)
+        return { removed: 0, kept: kept.length, setAside: 0, more: false, failed: false }
+      if (Option.isNone(deps.archive)) {
+        const removed = yield* remove(expired, now)
+        return { removed, kept: kept.length, setAside: 0, more: candidates.length === BATCH, failed: false }
       }
-      return { removed, kept: kept.length, more: candidates.length === BATCH, failed: false }
+      const retry = yield* retryAt
+      if (retry !== undefined && retry > now)
+        return { removed: 0, kept: kept.length, setAside: 0, more: false, failed: true }
+      const done = yield* archiveAndRemove(deps.archive.value, expired, now)
+      return { ...done, kept: kept.length, more: !done.failed && candidates.length === BATCH }
     })
 
   return {
@@ -160,28 +296,34 @@ export const makePruner = <M>(deps: PrunerDeps<M>) => {
     deadline: Effect.suspend(() =>
       settings.settledForMillis === "forever"
         ? Effect.succeed(Option.none<number>())
-        : Effect.map(ledger.retentionStart, (start) =>
-            Option.fromUndefinedOr(retentionDeadline(settings, Option.getOrUndefined(start), archiveRetryAt)),
-          ),
+        : Effect.gen(function* () {
+            const start = Option.getOrUndefined(yield* ledger.retentionStart)
+            // Nothing to wait for without a settled row: the stored backoff is not read then.
+            if (start === undefined) return Option.none<number>()
+            return Option.fromUndefinedOr(retentionDeadline(settings, start, yield* retryAt))
+          }),
     ),
 
     /** Batches while retention is due and the clock is before `stopAt`. */
     drain: (stopAt: number) =>
       Effect.gen(function* () {
-        const report: { removed: number; kept: number; archiveFailed: boolean } = {
+        const report: { removed: number; kept: number; archiveFailed: boolean; setAside: number } = {
           removed: 0,
           kept: 0,
           archiveFailed: false,
+          setAside: 0,
         }
         while (settings.settledForMillis !== "forever") {
           const now = yield* Clock.currentTimeMillis
           if (now >= stopAt) return report
           const start = Option.getOrUndefined(yield* ledger.retentionStart)
-          const due = retentionDeadline(settings, start, archiveRetryAt)
+          if (start === undefined) return report
+          const due = retentionDeadline(settings, start, yield* retryAt)
           if (due === undefined || due > now) return report
           const done = yield* batch(now)
           report.removed += done.removed
           report.kept += done.kept
+          report.setAside += done.setAside
           report.archiveFailed ||= done.failed
           if (!done.more) return report
         }
