@@ -5,7 +5,7 @@
  * and the Object comes to rest.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { effectRuns } from "../worker/threadObject.ts"
 import { atRest, clientOf, deliverUntil, failureOf, inState, stubOf, threadName } from "./support.ts"
 
@@ -321,10 +321,12 @@ describe("abort, as an operator sends it", () => {
       yield* deliverUntil(thread, inState(client, receipt.submissionId, "suspended"))
       yield* client.abort(receipt.submissionId)
       const forgotten = yield* Effect.exit(client.forget(receipt.submissionId))
-      const status = yield* client.status(receipt.submissionId)
-      if (status.state !== "settled") expect(failureOf(forgotten)).toMatchObject({ _tag: "ForgetRefused" })
-      yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
-      yield* client.forget(receipt.submissionId)
+      // The pool may deliver the abort's pass before the forget: then it removes a settled one.
+      if (Exit.isFailure(forgotten)) {
+        expect(failureOf(forgotten)).toMatchObject({ _tag: "ForgetRefused" })
+        yield* deliverUntil(thread, inState(client, receipt.submissionId, "settled"))
+        yield* client.forget(receipt.submissionId)
+      }
       expect(failureOf(yield* Effect.exit(client.status(receipt.submissionId)))).toMatchObject({
         _tag: "SubmissionNotFound",
       })
