@@ -227,7 +227,11 @@ export interface ThreadClient {
   readonly verify: Effect.Effect<CallSuccess<"verify">, ThreadClientError<"verify">>
   /**
    * Waits up to `timeoutMillis` (at most 60 s) until the Submission moves past `after` (the
-   * token of a previous answer; without it the current progress returns at once).
+   * token of a previous answer; without it the current progress returns at once), and answers
+   * its records after that token. Records together over what one call carries (about 8 million
+   * characters of JSON: large inputs, step results or events) come a part at a time: the answer
+   * then has `more: true` and a token that continues after its last record, which is answered at
+   * once. A follower that stops at `state: "settled"` reads on while `more` is set.
    */
   readonly awaitProgress: (
     submissionId: string,

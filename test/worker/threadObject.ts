@@ -285,6 +285,22 @@ export const inflateAgent = define({
   program: ({ n }) => Effect.succeed("x".repeat(n)),
 })
 
+/** Runs `steps` steps, each answering `size` characters: a Submission of many large records. */
+export const bulkyAgent = define({
+  id: "bulky",
+  version: "1",
+  input: Schema.Struct({ steps: Schema.Int, size: Schema.Int }),
+  output: Schema.Int,
+  program: ({ steps, size }, ctx) =>
+    Effect.as(
+      Effect.forEach(
+        Array.from({ length: steps }, (_, i) => i),
+        (i) => ctx.step(`bulk-${i}`, Effect.succeed("x".repeat(size))),
+      ),
+      steps,
+    ),
+})
+
 /** A child `spawnerAgent` may start, by agent id. */
 const SpawnSpec = Schema.Struct({
   agentId: Schema.String,

@@ -3,11 +3,14 @@
  * come from the progress hub's wake.
  */
 import * as ThreadObject from "../../src/ThreadObject.ts"
-import { echoAgent, reviewAgent } from "./threadObject.ts"
+import { bulkyAgent, echoAgent, reviewAgent } from "./threadObject.ts"
 
 /** The poll interval of `WakeThreadObject`, longer than any wait its tests allow. */
 export const wakePollMillis = 60_000
 
-export class WakeThreadObject extends ThreadObject.make(ThreadObject.layer([echoAgent, reviewAgent]), {
-  config: { settlementPollInterval: wakePollMillis },
-}) {}
+export class WakeThreadObject extends ThreadObject.make(
+  ThreadObject.layer([echoAgent, reviewAgent, bulkyAgent]),
+  {
+    config: { settlementPollInterval: wakePollMillis },
+  },
+) {}

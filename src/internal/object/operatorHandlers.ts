@@ -24,6 +24,7 @@ import { verifyStorage } from "../operator/verify.ts"
 import { SubmissionProgress } from "../operator/reports.ts"
 import type { CallHandler } from "./dispatch.ts"
 import { readAllHistory, readHistoryRemoved, readLedger, readMaintenanceView } from "./operatorReads.ts"
+import { withinAnswer } from "./pageViews.ts"
 import { submissionStatus } from "./statusViews.ts"
 
 const inspectAddressed = (address: { readonly threadId: string; readonly submissionId: string }) =>
@@ -224,17 +225,22 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
         const elapsed = (yield* Clock.currentTimeMillis) - start
         const changed = request.after === undefined || token !== request.after
         if (changed || elapsed >= request.timeoutMillis) {
-          const records = changed
+          const gained = changed
             ? (yield* history.forSubmission(row.submissionId)).filter(
                 (record) => record.sequence > afterSequence,
               )
             : []
+          // Large records (inputs, step results, events) answer short, with a token that goes on
+          // from the last record returned: unlike the current token, it is answered at once.
+          const records = withinAnswer(gained, (record) => record.entry)
+          const last = records.length < gained.length ? records.at(-1) : undefined
           return SubmissionProgress.make({
-            token,
+            token: last === undefined ? token : progressToken(last.sequence, row),
             changed,
             state: row.state,
             producerEpoch: row.producerEpoch,
             records,
+            ...(last === undefined ? {} : { more: true }),
             ...(row.settlement === undefined ? {} : { settlement: row.settlement }),
           })
         }

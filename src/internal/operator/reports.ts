@@ -248,16 +248,29 @@ export class VerifyReport extends Schema.Class<VerifyReport>(
   verifiedAt: Schema.Finite,
 }) {}
 
-/** `awaitProgress`: where a Submission is now, and the records it gained after `after`. */
+/**
+ * `awaitProgress`: where a Submission is now, and the records it gained after `after`, oldest
+ * first. Records together over what one answer carries (about 8 million characters of JSON) are
+ * answered a part at a time: `more` is then set, and `token` continues after the last record
+ * returned, so passing it back answers the next part at once, without waiting.
+ */
 export class SubmissionProgress extends Schema.Class<SubmissionProgress>(
   "@effect-agent/platform-cloudflare/SubmissionProgress",
 )({
-  /** Pass it back as `after` to wait for the next change. */
+  /**
+   * Pass it back as `after` to wait for the next change, or, with `more`, to read the records
+   * that follow at once.
+   */
   token: Schema.String,
   /** False when the wait timed out with nothing new. */
   changed: Schema.Boolean,
   state: SubmissionState,
   producerEpoch: Schema.Int,
   records: Schema.Array(HistoryRecord),
+  /**
+   * True when more records already follow these (the answer was cut short by size): a follower
+   * that stops at `state: "settled"` reads on with `token` while `more` is set. Absent otherwise.
+   */
+  more: Schema.optionalKey(Schema.Boolean),
   settlement: Schema.optionalKey(Settlement),
 }) {}

@@ -188,9 +188,20 @@ export function submissionView(object, threadId, submissionId) {
     }
     const refresh = async () => {
       const detail = await api("GET", path, { signal })
+      // Records too large for one answer come a part at a time (`more`): read on at once, so
+      // the view shows all of them, and its state and token are those of the last part.
+      let progress = detail.progress
+      const records = [...progress.records]
+      while (progress.more === true && !signal.aborted) {
+        progress = await api("GET", `${path}/progress${query({ after: progress.token, timeoutMillis: 0 })}`, {
+          signal,
+        })
+        records.push(...progress.records)
+      }
+      const whole = { ...detail, progress: { ...progress, records } }
       // A late answer never draws over the view the page has moved to.
-      if (!signal.aborted) draw(detail)
-      return detail
+      if (!signal.aborted) draw(whole)
+      return whole
     }
     let detail
     try {
@@ -205,7 +216,8 @@ export function submissionView(object, threadId, submissionId) {
 
 /**
  * Long-polls a Submission's progress and redraws it whenever it moves, until the page leaves
- * it or it settles.
+ * it or it settles. A change is drawn by `refresh`, which reads every record (every part of
+ * an answer with `more`); the token and state move on only once it has.
  * @param {string} path
  * @param {{ token: string, state: string }} progress
  * @param {() => Promise<any>} refresh
@@ -221,13 +233,14 @@ async function follow(path, progress, refresh, signal) {
         `${path}/progress${query({ after: token, timeoutMillis: PROGRESS_WAIT_MILLIS })}`,
         { signal },
       )
-      token = next.token
-      state = next.state
       if (next.changed) {
         const detail = await refresh()
         token = detail.progress.token
         state = detail.progress.state
         setLive(`updated ${formatTime(Date.now())}`)
+      } else {
+        token = next.token
+        state = next.state
       }
     } catch (error) {
       if (signal.aborted) return
