@@ -316,6 +316,47 @@ for (const harness of runtimeHarnesses) {
         ),
     )
 
+    it.effect(
+      "a replacement checked before an occurrence was admitted keeps that occurrence as the last one",
+      () =>
+        harness.run((world) =>
+          Effect.gen(function* () {
+            const runs = yield* makeRuns
+            const incarnation = yield* world.incarnation({ agents: [tick(runs)] })
+            const runtime = runtimeOf(incarnation)
+            const request = (n: number) =>
+              new ScheduleRequest({
+                scheduleId: ScheduleId.make("skip"),
+                threadId: ThreadId.make("b"),
+                agentId: AgentId.make("tick"),
+                input: { n },
+                everyMillis: MINUTE,
+                overlap: "skip",
+              })
+            yield* runtime.schedule(yield* runtime.prepareSchedule(request(1)))
+            yield* TestClock.adjust(MINUTE)
+            expect(yield* admitDue(incarnation)).toBe(1)
+            expect(Option.isSome(yield* processHead(incarnation, "b"))).toBe(true)
+            // The Object checks a replacement before its mutation gate, and stores it after: an
+            // alarm pass may admit an occurrence in between.
+            yield* TestClock.adjust(MINUTE)
+            const prepared = yield* runtime.prepareSchedule(request(2))
+            expect(yield* admitDue(incarnation)).toBe(1)
+            const admitted = (yield* runtime.schedules)[0]
+            yield* runtime.schedule(prepared)
+            expect((yield* runtime.schedules)[0]).toMatchObject({
+              lastOccurrence: 2 * MINUTE,
+              lastSubmissionId: admitted?.lastSubmissionId,
+            })
+            // That occurrence has not settled: the replacement's first one is passed over.
+            yield* TestClock.adjust(MINUTE)
+            expect(yield* admitDue(incarnation)).toBe(0)
+            expect((yield* runtime.schedules)[0]?.lastRefusal).toMatchObject({ reason: "overlap" })
+            expect((yield* keysOf(incarnation, "b")).length).toBe(2)
+          }),
+        ),
+    )
+
     it.effect("admits nothing more once unscheduled; an admitted occurrence runs on", () =>
       harness.run((world) =>
         Effect.gen(function* () {

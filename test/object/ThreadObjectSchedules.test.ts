@@ -207,4 +207,28 @@ describe("ThreadObject schedules", () => {
         expect(yield* client.schedules).toMatchObject([{ scheduleId: "skipping", overlap: "skip" }])
       }),
   )
+
+  it.live("takes an option given as undefined as absent, as JSON does", () =>
+    Effect.gen(function* () {
+      const thread = threadName("schedule-undefined")
+      const client = clientOf(thread)
+      // Without exactOptionalPropertyTypes (TypeScript's default) these type-check.
+      const skip: "skip" | undefined = undefined as "skip" | undefined
+      const scheduled = yield* client.agent(echoAgent).schedule(
+        { text: "x" },
+        {
+          scheduleId: "u",
+          everyMillis: 60_000,
+          overlap: skip as never,
+          missed: undefined as never,
+        },
+      )
+      expect(scheduled).toMatchObject({ scheduleId: "u", missed: "latest" })
+      expect(scheduled.overlap).toBeUndefined()
+      const after: string | undefined = undefined as string | undefined
+      expect((yield* client.schedulePage({ after: after as never })).schedules).toMatchObject([
+        { scheduleId: "u" },
+      ])
+    }),
+  )
 })

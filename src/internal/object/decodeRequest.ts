@@ -23,8 +23,22 @@ const REQUEST_OVERHEAD_CHARS = 65_536
 export const ROUTED_REQUEST_MAX_CHARS = 2_000_000 + REQUEST_OVERHEAD_CHARS
 
 /**
+ * The request without its top-level keys whose value is `undefined`, as its JSON has them: an
+ * option a caller spells `overlap: undefined` (which TypeScript accepts for an optional field
+ * unless `exactOptionalPropertyTypes` is on) is absent, not a value of the wrong type.
+ */
+const withoutUndefined = (raw: unknown): unknown => {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return raw
+  const entries = Object.entries(raw)
+  return entries.every(([, value]) => value !== undefined)
+    ? raw
+    : Object.fromEntries(entries.filter(([, value]) => value !== undefined))
+}
+
+/**
  * @internal Decodes a raw request for `entryPoint` with `schema`, refusing one whose JSON is over
- * `maxChars` (by default `limits.maxInputBytes` + `REQUEST_OVERHEAD_CHARS`) before parsing it.
+ * `maxChars` (by default `limits.maxInputBytes` + `REQUEST_OVERHEAD_CHARS`) before parsing it. A
+ * top-level key whose value is `undefined` is absent, as in the request's JSON.
  */
 export const decodeRequest =
   <A, I>(entryPoint: string, schema: Schema.Codec<A, I>, maxChars?: number) =>
@@ -44,7 +58,7 @@ export const decodeRequest =
           message: `the request is ${size} characters, over the limit of ${limit}`,
         })
       }
-      return yield* Schema.decodeUnknownEffect(schema)(raw).pipe(
+      return yield* Schema.decodeUnknownEffect(schema)(withoutUndefined(raw)).pipe(
         Effect.mapError((error) => new InvalidRequest({ entryPoint, message: error.message })),
       )
     })

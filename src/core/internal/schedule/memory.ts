@@ -12,7 +12,7 @@ import type {
   LedgerError,
 } from "../ledger/model.ts"
 import type { ScheduleMethods } from "./methods.ts"
-import { advancedInfo, type ScheduleInfo, type ScheduleRefusal } from "./model.ts"
+import { advancedInfo, replacing, type ScheduleInfo, type ScheduleRefusal } from "./model.ts"
 import { refusalOf } from "./rules.ts"
 import { storedTextOrder } from "../ledger/memoryStore.ts"
 
@@ -34,8 +34,10 @@ export const makeMemorySchedules = (
   return {
     putSchedule: (info) =>
       Effect.sync(() => {
-        schedules.set(info.scheduleId, info)
-        return info
+        const stored = schedules.get(info.scheduleId)
+        const next = stored === undefined ? info : replacing(info, stored)
+        schedules.set(next.scheduleId, next)
+        return next
       }),
     removeSchedule: (scheduleId) => Effect.sync(() => schedules.delete(scheduleId)),
     lookupSchedule: (scheduleId) => Effect.sync(() => Option.fromUndefinedOr(schedules.get(scheduleId))),

@@ -9,7 +9,10 @@ import type { ScheduleAdvance, ScheduleAdvanced, ScheduleId, ScheduleInfo } from
 
 /** The schedule methods of `SubmissionLedger`: stored schedules and the admission of their occurrences. */
 export interface ScheduleMethods {
-  /** Stores a schedule, replacing the one of the same id (its admitted occurrences stay). */
+  /**
+   * Stores a schedule, replacing the one of the same id: its admitted occurrences stay, and so
+   * does what became of its last occurrence (read as it is replaced). Answers the stored schedule.
+   */
   readonly putSchedule: (schedule: ScheduleInfo) => Effect.Effect<ScheduleInfo, LedgerError>
   /** Removes a schedule; whether there was one. */
   readonly removeSchedule: (scheduleId: ScheduleId) => Effect.Effect<boolean, LedgerError>

@@ -137,6 +137,23 @@ export const advancedInfo = (
     ...(advance.refusal === undefined ? {} : { lastRefusal: advance.refusal }),
   })
 
+/**
+ * `schedule` replacing `stored` (of the same id): its definition and next occurrence, and what
+ * became of the stored one's last occurrence, since a replacement is the same stream of
+ * occurrences (their keys name the id), so `overlap: "skip"` still sees one that runs on.
+ * @internal
+ */
+export const replacing = (schedule: ScheduleInfo, stored: ScheduleInfo): ScheduleInfo => {
+  const { lastOccurrence: _o, lastSubmissionId: _s, lastRefusal: _r, ...definition } = schedule
+  const { lastOccurrence, lastSubmissionId, lastRefusal } = stored
+  return new ScheduleInfo({
+    ...definition,
+    ...(lastOccurrence === undefined ? {} : { lastOccurrence }),
+    ...(lastSubmissionId === undefined ? {} : { lastSubmissionId }),
+    ...(lastRefusal === undefined ? {} : { lastRefusal }),
+  })
+}
+
 /** Whether two schedules make the same occurrences of the same work (a repeated `schedule`). @internal */
 export const sameDefinition = (a: ScheduleInfo, b: ScheduleInfo): boolean =>
   a.threadId === b.threadId &&

@@ -27,9 +27,8 @@ export const scheduleStatements = {
       last_occurrence, last_submission_id, last_refusal, created_at, overlap) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (schedule_id) DO UPDATE SET thread_id = excluded.thread_id, agent_id = excluded.agent_id,
       input_payload = excluded.input_payload, spec = excluded.spec, missed = excluded.missed,
-      next_at = excluded.next_at, last_occurrence = excluded.last_occurrence,
-      last_submission_id = excluded.last_submission_id, last_refusal = excluded.last_refusal,
-      created_at = excluded.created_at, overlap = excluded.overlap`,
+      next_at = excluded.next_at, created_at = excluded.created_at, overlap = excluded.overlap
+    RETURNING *`,
   remove: `DELETE FROM ${s} WHERE schedule_id = ? RETURNING schedule_id`,
   byId: `SELECT * FROM ${s} WHERE schedule_id = ?`,
   list: `SELECT * FROM ${s} ORDER BY schedule_id`,
@@ -129,9 +128,10 @@ export const makeSqlSchedules = (options: {
 
   return {
     putSchedule: Effect.fnUntraced(function* (info) {
-      yield* write("SubmissionLedger.putSchedule", info)
+      const operation = "SubmissionLedger.putSchedule"
+      const [row] = yield* write(operation, info)
       known.writing()
-      return info
+      return row === undefined ? info : yield* decodeSchedule(operation)(row)
     }),
 
     removeSchedule: Effect.fnUntraced(function* (scheduleId) {

@@ -7,7 +7,13 @@
 import { spanned } from "../../spanned.ts"
 import { Clock, Option, Result } from "effect"
 import { canonicalJson } from "../../digest.ts"
-import { ScheduleInfo, type ScheduleId, type ScheduleSpec, sameDefinition } from "../../schedule/model.ts"
+import {
+  replacing,
+  ScheduleInfo,
+  type ScheduleId,
+  type ScheduleSpec,
+  sameDefinition,
+} from "../../schedule/model.ts"
 import { occurrenceAfter, parseSpec } from "../../schedule/next.ts"
 import type { RuntimeEnv } from "../shared/runtimeEnv.ts"
 import { encodeFor } from "../admission/encodeInput.ts"
@@ -67,18 +73,9 @@ export const makePrepareSchedule = (env: RuntimeEnv) =>
     const stored = yield* env.ledger.lookupSchedule(request.scheduleId)
     if (Option.isNone(stored)) return { schedule, unchanged: false } satisfies PreparedSchedule
     if (sameDefinition(stored.value, schedule)) return { schedule: stored.value, unchanged: true }
-    // A replacement is the same stream of occurrences (their keys name the id): what became of
-    // the last one carries over, so `overlap: "skip"` still sees an occurrence that runs on.
-    const { lastOccurrence, lastSubmissionId, lastRefusal } = stored.value
-    return {
-      schedule: new ScheduleInfo({
-        ...schedule,
-        ...(lastOccurrence === undefined ? {} : { lastOccurrence }),
-        ...(lastSubmissionId === undefined ? {} : { lastSubmissionId }),
-        ...(lastRefusal === undefined ? {} : { lastRefusal }),
-      }),
-      unchanged: false,
-    } satisfies PreparedSchedule
+    // The ledger carries over what became of the stored one's last occurrence as it stores the
+    // replacement (a pass may admit one before then); the answer here shows the stored one's now.
+    return { schedule: replacing(schedule, stored.value), unchanged: false } satisfies PreparedSchedule
   })
 
 /** `schedule`: stores a prepared schedule (a stored one of the same definition is kept). @internal */
