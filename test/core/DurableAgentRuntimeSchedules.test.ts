@@ -248,29 +248,21 @@ for (const harness of runtimeHarnesses) {
             const runs = yield* makeRuns
             const incarnation = yield* world.incarnation({ agents: [tick(runs)] })
             const runtime = runtimeOf(incarnation)
-            yield* scheduleOf(incarnation, {
-              scheduleId: "queue",
-              threadId: "a",
-              everyMillis: MINUTE,
-              input: { n: 1 },
-            })
-            const skipping = yield* scheduleOf(incarnation, {
-              scheduleId: "skip",
-              threadId: "b",
-              everyMillis: MINUTE,
-              input: { n: 2 },
-              overlap: "skip",
-            })
+            /** A schedule of `tick` every minute: `queue` on lane a, `skip` on lane b. */
+            const everyMinute = (overlap: "queue" | "skip", n: number, spelled = overlap === "skip") =>
+              scheduleOf(incarnation, {
+                scheduleId: overlap,
+                threadId: overlap === "queue" ? "a" : "b",
+                everyMillis: MINUTE,
+                input: { n },
+                ...(spelled ? { overlap } : {}),
+              })
+            yield* everyMinute("queue", 1)
+            const skipping = yield* everyMinute("skip", 2)
             expect(skipping.overlap).toBe("skip")
             // `queue` spelled out is the stored default: the same definition, its next occurrence kept.
             yield* TestClock.adjust(MINUTE / 2)
-            const again = yield* scheduleOf(incarnation, {
-              scheduleId: "queue",
-              threadId: "a",
-              everyMillis: MINUTE,
-              input: { n: 1 },
-              overlap: "queue",
-            })
+            const again = yield* everyMinute("queue", 1, true)
             expect(again.createdAt).toBe(0)
             expect(again.overlap).toBeUndefined()
             yield* TestClock.adjust(MINUTE / 2)
@@ -301,13 +293,7 @@ for (const harness of runtimeHarnesses) {
             expect(yield* runsOf(runs)).toEqual({ "tick-2": 1 })
             // Replacing the schedule keeps what became of its last occurrence: still unsettled, the
             // replacement's first occurrence is passed over too.
-            const replaced = yield* scheduleOf(incarnation, {
-              scheduleId: "skip",
-              threadId: "b",
-              everyMillis: MINUTE,
-              input: { n: 4 },
-              overlap: "skip",
-            })
+            const replaced = yield* everyMinute("skip", 4)
             expect(replaced.lastSubmissionId).toBeDefined()
             yield* TestClock.adjust(MINUTE)
             expect(yield* admitDue(incarnation)).toBe(1)
