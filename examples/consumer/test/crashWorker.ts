@@ -2,6 +2,11 @@
  * The Worker the Node-side restart test runs in Miniflare: the test build, with routes that arm
  * a crash and report alarm deliveries. Those routes read module state of the isolate only, so
  * they never wake an Object.
+ *
+ * A crashed Object stays down until the runtime is killed: after `ctx.abort()` workerd delivers
+ * the pending alarm (the pass's crash-fallback prearm) to a fresh incarnation in the same runtime
+ * at once, and that incarnation would finish the ticket before the test kills the runtime,
+ * leaving the restart nothing to do.
  */
 import { Effect } from "effect"
 import type { RuntimeFailpointLocation } from "@effect-agent/platform-cloudflare/Testing"
@@ -14,11 +19,13 @@ interface CrashEnv {
 
 /** Finished alarm deliveries per Object id, and whether each left the Object without an alarm. */
 const deliveries = new Map<string, Array<{ quiet: boolean }>>()
-/** Objects killed by an armed crash. */
+/** Objects killed by an armed crash (once what they wrote before it is durable). */
 const crashed = new Set<string>()
 
 export class Threads extends TestThreads {
   override async alarm(): Promise<void> {
+    // Down until the restart: the delivery never completes, so the alarm stays as stored.
+    if (crashed.has(this.ctx.id.toString())) return new Promise<void>(() => {})
     try {
       await super.alarm()
     } finally {
@@ -49,10 +56,14 @@ export default {
             hit === location && armed
               ? Effect.promise(() => {
                   armed = false
-                  crashed.add(id.toString())
                   return ctx.storage.sync() // what was written before the hit is durable
                 }).pipe(
-                  Effect.andThen(Effect.sync(() => ctx.abort("killed by the test"))),
+                  Effect.andThen(
+                    Effect.sync(() => {
+                      crashed.add(id.toString())
+                      ctx.abort("killed by the test")
+                    }),
+                  ),
                   Effect.andThen(Effect.never),
                 )
               : Effect.void,

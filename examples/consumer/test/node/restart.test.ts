@@ -42,6 +42,8 @@ describe("triage across a crash and a restart", () => {
       () => json(before, `/crashed/${thread}`),
       (crashed) => crashed === true,
     )
+    // However long the kill takes, the crashed runtime must not finish the ticket.
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
     await before.dispose()
     running.splice(running.indexOf(before), 1)
 
