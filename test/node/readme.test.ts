@@ -57,8 +57,20 @@ describe("README and docs", () => {
       ].sort(),
     )
     expect(shownIn("docs/operating.md")).toEqual(["examples/consumer/src/operator.ts"])
-    expect(shownIn("docs/agents.md")).toEqual(["examples/consumer/src/approval.ts"])
+    expect(shownIn("docs/agents.md")).toEqual([
+      "examples/consumer/src/approval.ts",
+      "examples/consumer/src/body.ts",
+      "examples/consumer/src/routes.ts",
+    ])
     expect(shownIn("docs/hooks.md")).toEqual(["examples/consumer/src/settlementLog.ts"])
     expect(shownIn("docs/workflows.md")).toEqual(["examples/consumer/src/workflow.ts"])
+  })
+
+  it("show every file that a shown file of the application imports", () => {
+    const shown = new Set(quoted.map((block) => block.path))
+    for (const { path, body } of quoted.filter((block) => block.path.startsWith("examples/consumer/src/"))) {
+      for (const [, name] of body.matchAll(/from "\.\/(\w+)"/g))
+        expect(shown.has(`examples/consumer/src/${name}.ts`), `${path} imports ./${name}`).toBe(true)
+    }
   })
 })

@@ -45,10 +45,11 @@ export class ThreadMaintenanceState extends Schema.Class<ThreadMaintenanceState>
   "@effect-agent/platform-cloudflare/ThreadMaintenanceState",
 )({
   schemaVersion: Schema.Literal(1),
-  /** Advanced by every recovery-invalidating mutation. */
+  /** Advanced by every recovery-invalidating mutation (a `bigint`, as `processed` is). */
   dirty: MaintenanceGeneration,
   /** The last generation a pass acknowledged. */
   processed: MaintenanceGeneration,
+  /** Nonterminal Submissions as the last pass or repair counted them (`threadStatus` counts now). */
   nonterminal: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
   /** Round-robin lane cursor. */
   lastServedThreadId: Schema.optionalKey(ThreadId),
