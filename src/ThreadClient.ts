@@ -24,6 +24,8 @@ import type { AgentEvent } from "./core/AgentEvent.ts"
 import type { SubmissionState } from "./core/SubmissionLedger.ts"
 import type { CallName, CallSuccess } from "./internal/object/calls.ts"
 import type { WaitingKind } from "./internal/object/pageViews.ts"
+import { ThreadId } from "./core/Identifiers.ts"
+import { ObjectName } from "./core/internal/outbox/parentLink.ts"
 import { InvalidRequest } from "./internal/object/callErrors.ts"
 import { Caller } from "./internal/object/requests.ts"
 import { fromRpcResult, type ThreadClientError, ThreadObjectUnavailable } from "./internal/object/rpc.ts"
@@ -302,6 +304,25 @@ const encodeCaller = (caller: { readonly subject: string; readonly credential?: 
   )
 }
 
+const decodeThreadId = Schema.decodeUnknownExit(ThreadId)
+const decodeObjectName = Schema.decodeUnknownExit(ObjectName)
+
+/**
+ * Why the Thread's address cannot reach it, or undefined: a Thread id the Object would refuse,
+ * or an Object name no child address could name (the Object is not asked, nor created).
+ */
+const addressError = (threadId: string, objectName: string | undefined) => {
+  const issue = (exit: Exit.Exit<unknown, Schema.SchemaError>) => {
+    if (Exit.isSuccess(exit)) return undefined
+    const error = Cause.findErrorOption(exit.cause)
+    return Option.isSome(error) ? error.value.message : "it could not be decoded"
+  }
+  const thread = issue(decodeThreadId(threadId))
+  if (thread !== undefined) return new Error(`the threadId is invalid: ${thread}`)
+  const object = objectName === undefined ? undefined : issue(decodeObjectName(objectName))
+  return object === undefined ? undefined : new Error(`the objectName is invalid: ${object}`)
+}
+
 /**
  * Why a call did not reach the Object, or its answer did not come back. A request or an answer
  * over the platform's limit for what a call may carry (32 MiB; `schedules` answers every
@@ -323,6 +344,11 @@ export const make = (
   namespace: ThreadNamespace,
   threadId: string,
   options: {
+    /**
+     * The Object that hosts the Thread (1 to 256 characters, as a child's address names it); the
+     * Thread's own by default. A name or a `threadId` that cannot address a Thread fails every
+     * call with `InvalidRequest` naming it, without asking any Object.
+     */
     readonly objectName?: string
     /** The identity sent with every call, for the Object's authorization check. */
     readonly caller?: { readonly subject: string; readonly credential?: string }
@@ -331,13 +357,18 @@ export const make = (
   // RPC arguments are structured-cloned: the identity travels encoded, and the Object decodes it.
   // One the Object would refuse fails every call with `InvalidRequest`, naming what is wrong.
   const caller = options.caller === undefined ? undefined : encodeCaller(options.caller)
+  // An address that cannot reach the Thread fails every call the same way, asking no Object.
+  const refused = addressError(threadId, options.objectName) ?? (caller instanceof Error ? caller : undefined)
   const stub = () => namespace.getByName(options.objectName ?? threadId) as ThreadObjectRpc
 
   const invoke: Invoke = <K extends CallName>(name: K, request: unknown) =>
-    (caller instanceof Error
-      ? Effect.fail(new InvalidRequest({ entryPoint: name, message: caller.message }))
+    (refused !== undefined
+      ? Effect.fail(new InvalidRequest({ entryPoint: name, message: refused.message }))
       : Effect.tryPromise({
-          try: () => (caller === undefined ? stub()[name](request) : stub()[name](request, caller)),
+          try: () =>
+            caller === undefined || caller instanceof Error
+              ? stub()[name](request)
+              : stub()[name](request, caller),
           catch: (cause) => transportError(name, cause),
         })
     ).pipe(

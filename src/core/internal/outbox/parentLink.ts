@@ -12,6 +12,9 @@ const Name = (what: string) =>
     Schema.isMaxLength(256, { expected: `a ${what} of at most 256 characters` }),
   )
 
+/** The name an Object is reached by (`getByName`): 1 to 256 characters. */
+export const ObjectName = Name("object name")
+
 /**
  * Where an Object lives: the name of the Worker binding of its namespace, and either its id
  * (`DurableObjectId.toString()`) or the name it is reached by (`getByName`).
