@@ -59,3 +59,11 @@ export const endTurn: Effect.Effect<void> = Effect.callback<void>((resume) => {
   const timer = setTimeout(() => resume(Effect.void), 0)
   return Effect.sync(() => clearTimeout(timer))
 })
+
+/**
+ * @internal Ends the turn, so that its writes commit, where the fiber runs on an Object's
+ * scheduler (a `ThreadObject`); elsewhere (another scheduler, the simulation's) a no-op.
+ */
+export const commitTurn: Effect.Effect<void> = Effect.withFiber((fiber) =>
+  fiber.getRef(Scheduler.Scheduler) instanceof ObjectScheduler ? endTurn : Effect.void,
+)

@@ -22,7 +22,7 @@ import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import { ProgressHub } from "../../core/ProgressHub.ts"
 import { tookWaiters } from "../../core/internal/progress/hub.ts"
-import { endTurn } from "../turns.ts"
+import { commitTurn, endTurn } from "../turns.ts"
 import type { Auxiliary } from "./auxiliary.ts"
 import { backoffDelay } from "./backoff.ts"
 import { hasAutonomousWork, indexReports, type ReportIndex } from "./classify.ts"
@@ -272,6 +272,16 @@ export const runNative = (
     yield* phase(undefined)(runtime.admitDueOccurrences(budget.maxTimers))
     const served: Array<ServedHead> = []
     const attempted = new Set<SubmissionId>()
+    // An event that began without a durable cursor (an incarnation's first, or one after a failed
+    // event) may follow an Attempt that killed the Object. Until it has served each runnable lane
+    // once, it commits what it served before each further Attempt: workerd commits a turn's
+    // writes only when the turn ends, so a head that kills the Object again would take the heads
+    // served before it in its turn along, and their steps would run again at every event it
+    // kills. One round bounds the extra commits by the lanes, and every incarnation still serves
+    // each other lane's head once before it reaches the killing one.
+    let careful = !(yield* Ref.get(cursorCovered))
+    const lanesServed = new Set<ThreadId>()
+    const commitServed = Effect.suspend(() => (careful && served.length > 0 ? commitTurn : Effect.void))
     let lane: ThreadId | undefined
     let storedAtStart: ReadonlyArray<BindingRetry> | undefined
     let stored = started.bindingRetries
@@ -302,6 +312,7 @@ export const runNative = (
         if (row === undefined) continue
         attempted.add(row.submissionId)
         dueServed++
+        yield* commitServed
         // A due row does not move the lane cursor: an event that only resumes timers writes no key.
         const result = yield* phase(lane)(serveHead(env, runtime, row, stored, budget.yieldAfter, "due"))
         stored = result.stored
@@ -331,6 +342,9 @@ export const runNative = (
       lane = head.threadId
       lanes++
       attempted.add(head.submissionId)
+      if (lanesServed.has(lane)) careful = false
+      lanesServed.add(lane)
+      yield* commitServed
       const result = yield* phase(lane)(serveHead(env, runtime, head, stored, budget.yieldAfter, "lane"))
       stored = result.stored
       served.push(result.served)

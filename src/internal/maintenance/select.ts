@@ -14,6 +14,7 @@ import type { DurableBindingFailure } from "../../core/AgentRegistration.ts"
 import type { RunJournalError } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
+import { commitTurn } from "../turns.ts"
 import { nextBindingRetry } from "./backoff.ts"
 import { isStableExternalWait, type ReportIndex } from "./classify.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
@@ -159,6 +160,7 @@ export const selectMaintenanceLane = (
     const selectionTime = yield* Clock.currentTimeMillis
     const { selected } = yield* seekLane(ledger, reports, start, selectionTime, options.attempted)
     yield* env.hit("maintenance:select:before")
+    let wroteCursor = false
     const selection = yield* env.transactRecord("select maintenance lane", (txn): LaneSelection => {
       const { state } = readMaintenanceState(txn)
       // An unchanged cursor is already durable: serving one lane again writes nothing.
@@ -167,9 +169,14 @@ export const selectMaintenanceLane = (
           txn,
           ThreadMaintenanceState.make({ ...state, lastServedThreadId: selected.threadId }),
         )
+        wroteCursor = true
       }
       return { selected, stored: state.bindingRetries ?? [] }
     })
+    // The persisted cursor moves the next incarnation past a head whose Attempt kills the Object
+    // (a step out of memory or CPU): it must commit before that Attempt runs, and workerd commits
+    // a turn's writes only once the turn ends, a turn the Attempt would otherwise share.
+    if (wroteCursor) yield* commitTurn
     yield* env.hit("maintenance:select:after")
     return selection
   })
