@@ -7,13 +7,7 @@
 import { spanned } from "../../spanned.ts"
 import { Clock, Option, Result } from "effect"
 import { canonicalJson } from "../../digest.ts"
-import {
-  replacing,
-  ScheduleInfo,
-  type ScheduleId,
-  type ScheduleSpec,
-  sameDefinition,
-} from "../../schedule/model.ts"
+import { ScheduleInfo, type ScheduleId, type ScheduleSpec, sameDefinition } from "../../schedule/model.ts"
 import { occurrenceAfter, parseSpec } from "../../schedule/next.ts"
 import type { RuntimeEnv } from "../shared/runtimeEnv.ts"
 import { encodeFor } from "../admission/encodeInput.ts"
@@ -71,11 +65,11 @@ export const makePrepareSchedule = (env: RuntimeEnv) =>
       createdAt: now,
     })
     const stored = yield* env.ledger.lookupSchedule(request.scheduleId)
-    if (Option.isNone(stored)) return { schedule, unchanged: false } satisfies PreparedSchedule
-    if (sameDefinition(stored.value, schedule)) return { schedule: stored.value, unchanged: true }
-    // The ledger carries over what became of the stored one's last occurrence as it stores the
-    // replacement (a pass may admit one before then); the answer here shows the stored one's now.
-    return { schedule: replacing(schedule, stored.value), unchanged: false } satisfies PreparedSchedule
+    // A replacement's last occurrence is carried over by the ledger as it stores it (a pass may
+    // admit one before then), and `schedule` answers what it stored.
+    return Option.isSome(stored) && sameDefinition(stored.value, schedule)
+      ? ({ schedule: stored.value, unchanged: true } satisfies PreparedSchedule)
+      : ({ schedule, unchanged: false } satisfies PreparedSchedule)
   })
 
 /** `schedule`: stores a prepared schedule (a stored one of the same definition is kept). @internal */
