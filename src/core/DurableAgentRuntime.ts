@@ -23,6 +23,7 @@ import type {
   ApprovalDecision,
   DurableWorkerFailure,
   HeadAttempt,
+  HeadAttemptOptions,
   JoinRefused,
   NotPending,
   PreparedSubmission,
@@ -76,6 +77,7 @@ export {
 export type {
   DurableWorkerFailure,
   HeadAttempt,
+  HeadAttemptOptions,
   PreparedSubmission,
   SubmitFailure,
 } from "./internal/runtime/shared/model.ts"
@@ -201,7 +203,7 @@ export class DurableAgentRuntime extends Context.Service<
      */
     readonly attemptThreadHead: (
       threadId: ThreadId,
-      options: { readonly yieldAfter: DateTime.Utc },
+      options: HeadAttemptOptions,
     ) => Effect.Effect<HeadAttempt, DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch>
     /**
      * Claims a due Submission in place (a timed wait whose due time came, or a due row whose
@@ -210,7 +212,7 @@ export class DurableAgentRuntime extends Context.Service<
      */
     readonly attemptDueHead: (
       submissionId: SubmissionId,
-      options: { readonly yieldAfter: DateTime.Utc },
+      options: HeadAttemptOptions,
     ) => Effect.Effect<HeadAttempt, DurableWorkerFailure | BindingUnavailable | BindingDigestMismatch>
     /** Claims the lane head if claimable and runs one bounded Attempt; `Some` iff it settled. */
     readonly processThreadHead: (

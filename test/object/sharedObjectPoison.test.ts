@@ -4,10 +4,10 @@
  * Threads: the others are still served, each Submission's step once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { runDurableObjectAlarm } from "cloudflare:test"
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { Effect } from "effect"
 import { effectRuns, switchboard } from "../worker/threadObject.ts"
-import { clientOf, inState, stubOf, threadName } from "./support.ts"
+import { clientOf, deliverUntil, inState, stubOf, threadName } from "./support.ts"
 
 const POISON = "a-poison"
 
@@ -55,6 +55,120 @@ describe("a poison Thread in a shared Object", () => {
       expect(kills).toBeGreaterThan(0)
       expect(served).toBe(true)
       expect(effectRuns.get(`${later.submissionId}:echo`)).toBe(1)
+    }),
+  )
+})
+
+const SUSPECT_KEY = "effect-agent:suspect-head:v1"
+
+/** The stored note of a head whose Attempt may have killed its Object, if any. */
+const storedSuspect = (objectName: string) =>
+  Effect.promise(() =>
+    runInDurableObject(stubOf(objectName), (_instance, state) => state.storage.kv.get(SUSPECT_KEY)),
+  )
+
+/** Kills the Object in the poison Thread's step (after it ran, before its turn commits). */
+const killInPoisonStep = (stub: DurableObjectStub, times: number) => {
+  let kills = 0
+  switchboard.install(stub.id, {
+    runtime: (location, ctx) =>
+      Effect.sync(() => {
+        if (location !== "step:after-step-append" || kills >= times) return
+        const running = ctx.storage.sql
+          .exec("SELECT thread_id FROM effect_agent_submissions WHERE state = 'running'")
+          .toArray()
+        if (running.some((row) => row["thread_id"] === POISON)) {
+          kills++
+          ctx.abort("poison input")
+        }
+      }),
+  })
+  return () => kills
+}
+
+describe("a head that keeps killing its Object", () => {
+  it.live("is set aside as failed after the cap, once, and the other Threads are served once each", () =>
+    Effect.gen(function* () {
+      const object = threadName("poison-cap")
+      const stub = stubOf(object)
+      const poison = clientOf(POISON, object)
+      const other = clientOf("b", object)
+      const first = yield* other.submit({ agentId: "echo", idempotencyKey: "first", input: { text: "x" } })
+      yield* deliverUntil(object, inState(other, first.submissionId, "settled"))
+      const kills = killInPoisonStep(stub, Infinity)
+      const p = yield* retried(poison.submit({ agentId: "echo", idempotencyKey: "p", input: { text: "p" } }))
+      const later = yield* retried(
+        other.submit({ agentId: "echo", idempotencyKey: "later", input: { text: "y" } }),
+      )
+      let settled = false
+      for (let round = 0; round < 40 && !settled; round++) {
+        yield* Effect.promise(() => runDurableObjectAlarm(stubOf(object)).catch(() => false))
+        yield* Effect.sleep(10)
+        settled =
+          (yield* retried(inState(poison, p.submissionId, "settled"))) &&
+          (yield* retried(inState(other, later.submissionId, "settled")))
+      }
+      expect(settled).toBe(true)
+      // A few more events find nothing to run again.
+      for (let round = 0; round < 3; round++)
+        yield* Effect.promise(() => runDurableObjectAlarm(stubOf(object)).catch(() => false))
+      switchboard.remove(stub.id)
+      const settlement = yield* retried(poison.awaitSettlement(p.submissionId, 1_000))
+      expect(settlement).toMatchObject({ outcome: "failed" })
+      expect((settlement as { readonly error?: string }).error).toMatch(
+        /^set aside: its Attempt killed its Object \d+ times/,
+      )
+      // Each kill is one Attempt that ran the step; the cap stops them.
+      expect(kills()).toBeGreaterThanOrEqual(3)
+      expect(kills()).toBeLessThanOrEqual(4)
+      expect(effectRuns.get(`${p.submissionId}:echo`)).toBe(kills())
+      expect(effectRuns.get(`${later.submissionId}:echo`)).toBe(1)
+      expect(yield* storedSuspect(object)).toBeUndefined()
+    }),
+  )
+
+  it.live("settles normally after killing its Object once, and its note is cleared", () =>
+    Effect.gen(function* () {
+      const object = threadName("poison-once")
+      const stub = stubOf(object)
+      const poison = clientOf(POISON, object)
+      const kills = killInPoisonStep(stub, 1)
+      const p = yield* retried(poison.submit({ agentId: "echo", idempotencyKey: "p", input: { text: "p" } }))
+      let settled = false
+      for (let round = 0; round < 30 && !settled; round++) {
+        yield* Effect.promise(() => runDurableObjectAlarm(stubOf(object)).catch(() => false))
+        yield* Effect.sleep(10)
+        settled = yield* retried(inState(poison, p.submissionId, "settled"))
+      }
+      switchboard.remove(stub.id)
+      expect(kills()).toBe(1)
+      const settlement = yield* retried(poison.awaitSettlement(p.submissionId, 1_000))
+      expect(settlement).toMatchObject({ outcome: "completed", output: "echo: p" })
+      expect(yield* storedSuspect(object)).toBeUndefined()
+    }),
+  )
+
+  it.live("an ordinary event writes no note", () =>
+    Effect.gen(function* () {
+      const object = threadName("poison-none")
+      const stub = stubOf(object)
+      const client = clientOf("a", object)
+      const warm = yield* client.submit({ agentId: "echo", idempotencyKey: "warm", input: { text: "w" } })
+      yield* deliverUntil(object, inState(client, warm.submissionId, "settled"))
+      const writes: Array<string> = []
+      switchboard.install(stub.id, {
+        storage: (location, detail) => {
+          if (location === "storage:kv:before") writes.push(detail)
+        },
+      })
+      for (const key of ["one", "two", "three"]) {
+        const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: key, input: { text: key } })
+        yield* deliverUntil(object, inState(client, receipt.submissionId, "settled"))
+      }
+      switchboard.remove(stub.id)
+      expect(writes.length).toBeGreaterThan(0)
+      expect(writes.filter((key) => key === SUSPECT_KEY)).toEqual([])
+      expect(yield* storedSuspect(object)).toBeUndefined()
     }),
   )
 })

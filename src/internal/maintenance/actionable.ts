@@ -16,6 +16,7 @@ import type { RunJournalError } from "../../core/DurableAgentRuntime.ts"
 import {
   type DurableAgentRuntime,
   type HeadAttempt,
+  type HeadAttemptOptions,
   RecoveryWorklist,
 } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionId, ThreadId } from "../../core/Identifiers.ts"
@@ -40,6 +41,7 @@ import {
   visitLanes,
 } from "./select.ts"
 import type { BindingRetry } from "./state.ts"
+import { makeSuspectNotes } from "./suspect.ts"
 
 /** @internal */
 export interface ActionableServices {
@@ -204,12 +206,14 @@ const serveHead = (
   stored: ReadonlyArray<BindingRetry>,
   yieldAfter: DateTime.Utc,
   source: "lane" | "due",
+  setAside?: HeadAttemptOptions["setAside"],
 ) =>
   Effect.gen(function* () {
+    const options = setAside === undefined ? { yieldAfter } : { yieldAfter, setAside }
     const run =
       source === "lane"
-        ? runtime.attemptThreadHead(head.threadId, { yieldAfter })
-        : runtime.attemptDueHead(head.submissionId, { yieldAfter })
+        ? runtime.attemptThreadHead(head.threadId, options)
+        : runtime.attemptDueHead(head.submissionId, options)
     const attempt = yield* run.pipe(
       Effect.map((outcome) => ({ outcome, failure: undefined })),
       // A replay the running code contradicts waits for compatible code like a missing binding:
@@ -259,10 +263,16 @@ export const runNative = (
   started: ActionableStart,
   budget: HeadBudget,
   cursorCovered: Ref.Ref<boolean>,
-  phase: (lane: ThreadId | undefined) => Phase,
+  observedPhase: (lane: ThreadId | undefined) => Phase,
 ) =>
   Effect.gen(function* () {
     const { runtime, ledger } = services
+    const suspects = makeSuspectNotes(env, ledger)
+    // A failed event did not kill the Object: the failure rearm commits the cleared note.
+    const phase =
+      (lane: ThreadId | undefined): Phase =>
+      (effect) =>
+        observedPhase(lane)(Effect.onError(effect, () => Effect.ignore(suspects.clear)))
     const recovered = yield* phase(undefined)(
       runtime.runRecovery.pipe(Effect.provideService(RecoveryWorklist, "candidates")),
     )
@@ -281,7 +291,16 @@ export const runNative = (
     // each other lane's head once before it reaches the killing one.
     let careful = !(yield* Ref.get(cursorCovered))
     const lanesServed = new Set<ThreadId>()
-    const commitServed = Effect.suspend(() => (careful && served.length > 0 ? commitTurn : Effect.void))
+    // Each careful Attempt is noted in that commit, so a head that keeps killing the Object is
+    // set aside (suspect.ts); the note of the last one is cleared before any ordinary Attempt.
+    const commitServed = (head: SubmissionSnapshot) =>
+      Effect.suspend(() =>
+        careful
+          ? Effect.tap(suspects.note(head), () => commitTurn)
+          : suspects.pending()
+            ? Effect.as(Effect.andThen(suspects.clear, commitTurn), undefined)
+            : Effect.undefined,
+      )
     let lane: ThreadId | undefined
     let storedAtStart: ReadonlyArray<BindingRetry> | undefined
     let stored = started.bindingRetries
@@ -312,9 +331,13 @@ export const runNative = (
         if (row === undefined) continue
         attempted.add(row.submissionId)
         dueServed++
-        yield* commitServed
+        const setAside = yield* phase(lane)(commitServed(row))
         // A due row does not move the lane cursor: an event that only resumes timers writes no key.
-        const result = yield* phase(lane)(serveHead(env, runtime, row, stored, budget.yieldAfter, "due"))
+        const result = yield* phase(lane)(
+          serveHead(env, runtime, row, stored, budget.yieldAfter, "due", setAside).pipe(
+            Effect.onExit(() => suspects.returned),
+          ),
+        )
         stored = result.stored
         served.push(result.served)
         continue
@@ -344,11 +367,17 @@ export const runNative = (
       attempted.add(head.submissionId)
       if (lanesServed.has(lane)) careful = false
       lanesServed.add(lane)
-      yield* commitServed
-      const result = yield* phase(lane)(serveHead(env, runtime, head, stored, budget.yieldAfter, "lane"))
+      const setAside = yield* phase(lane)(commitServed(head))
+      const result = yield* phase(lane)(
+        serveHead(env, runtime, head, stored, budget.yieldAfter, "lane", setAside).pipe(
+          Effect.onExit(() => suspects.returned),
+        ),
+      )
       stored = result.stored
       served.push(result.served)
     }
+    // Commits with the finish.
+    yield* phase(lane)(suspects.clear)
     return {
       reports,
       recovered: recovered.length,

@@ -30,7 +30,7 @@ export type Transact = <A>(
 ) => Effect.Effect<A, DurableAlarmError>
 
 /** What a transaction of the record alone reads and writes. */
-export type RecordTxn = Pick<MaintenanceTxn, "get" | "put">
+export type RecordTxn = Pick<MaintenanceTxn, "get" | "put"> & { readonly delete: (key: string) => void }
 
 /** Runs a synchronous body that leaves the alarm alone as one storage transaction. */
 export type TransactRecord = <A>(
@@ -63,6 +63,7 @@ export const lastSeenAlarm = (storage: DurableObjectStorage): number | null | un
 const recordOf = (storage: DurableObjectStorage): RecordTxn => ({
   get: (key) => storage.kv.get(key),
   put: (key, value) => storage.kv.put(key, value),
+  delete: (key) => void storage.kv.delete(key),
 })
 
 /**

@@ -9,7 +9,12 @@ import { Cause, Clock, DateTime, Effect, Exit, Fiber, Option, Schema } from "eff
 import type { AnyAgentDefinition } from "../../../AgentRegistration.ts"
 import { AttemptId, OwnershipToken, type SubmissionId, type ThreadId } from "../../../Identifiers.ts"
 import type { RuntimeFailpointLocation } from "../../../RuntimeFailpoint.ts"
-import { type HeadAttempt, RunJournalError, type SettlementConflict } from "../shared/model.ts"
+import {
+  type HeadAttempt,
+  type HeadAttemptOptions,
+  RunJournalError,
+  type SettlementConflict,
+} from "../shared/model.ts"
 import {
   type Claim,
   type ClaimGrant,
@@ -236,7 +241,7 @@ interface ClaimRoute {
 }
 
 /** The body of an Attempt that holds `claim`. */
-const runAttempt = (attempt: AttemptState, route: ClaimRoute) =>
+const runAttempt = (attempt: AttemptState, route: ClaimRoute, options: HeadAttemptOptions) =>
   Effect.gen(function* () {
     const { env, claim } = attempt
     yield* env.hit(route.after)
@@ -257,6 +262,13 @@ const runAttempt = (attempt: AttemptState, route: ClaimRoute) =>
         : yield* loadJournal(env, claim.submissionId)
     // An accepted abort needs no binding: aborting work whose code is gone still settles it.
     if (row.abortRequested) return yield* withJoins(attempt, abortOwned(attempt, row, journal))
+    // A head set aside settles failed without its program (nor its binding) running again.
+    const { setAside } = options
+    if (setAside !== undefined && setAside.submissionId === claim.submissionId)
+      return yield* withJoins(
+        attempt,
+        finish(attempt, row, journal, { outcome: "failed", error: setAside.error }),
+      )
     const agent = yield* env.registry.resolve(row.agentId, row.agentDigest)
     // Applying the input is recorded with the Attempt's first record (see `AttemptState.staged`).
     if (!journal.inputApplied) {
@@ -275,7 +287,7 @@ const withJoins = <E, R>(attempt: AttemptState, settling: Effect.Effect<HeadAtte
   )
 
 /** One Attempt over a Claim taken by `route`; a Claim it still holds at its end is released. */
-const attemptHead = (env: RuntimeEnv, route: ClaimRoute, options: { readonly yieldAfter: DateTime.Utc }) =>
+const attemptHead = (env: RuntimeEnv, route: ClaimRoute, options: HeadAttemptOptions) =>
   Effect.acquireUseRelease(
     Effect.gen(function* () {
       yield* env.hit(route.before)
@@ -304,7 +316,7 @@ const attemptHead = (env: RuntimeEnv, route: ClaimRoute, options: { readonly yie
         ? Effect.as(env.hit(route.after), {
             _tag: "Unclaimed",
           } satisfies HeadAttempt as HeadAttempt)
-        : runAttempt(attempt.value, route),
+        : runAttempt(attempt.value, route, options),
     // Whatever stopped the Attempt, a Claim it still holds goes back to the lane.
     (attempt) =>
       Option.isNone(attempt) || attempt.value.ended
@@ -338,7 +350,7 @@ const deferDelayedHead = (env: RuntimeEnv, threadId: ThreadId, now: number) =>
 export const makeAttemptThreadHead = (env: RuntimeEnv) =>
   spanned("DurableAgentRuntime.attemptThreadHead")(function* (
     threadId: ThreadId,
-    options: { readonly yieldAfter: DateTime.Utc },
+    options: HeadAttemptOptions,
   ) {
     const attempt = yield* attemptHead(
       env,
@@ -358,7 +370,7 @@ export const makeAttemptThreadHead = (env: RuntimeEnv) =>
 export const makeAttemptDueHead = (env: RuntimeEnv) =>
   spanned("DurableAgentRuntime.attemptDueHead")(function* (
     submissionId: SubmissionId,
-    options: { readonly yieldAfter: DateTime.Utc },
+    options: HeadAttemptOptions,
   ) {
     return yield* attemptHead(
       env,

@@ -3,7 +3,7 @@
  * the history and the runtime's own parts can import them without a cycle. Re-exported by
  * `DurableAgentRuntime`.
  */
-import { Schema } from "effect"
+import { type DateTime, Schema } from "effect"
 import { AgentId, IdempotencyKey, ReceiptId, SubmissionId, ThreadId } from "../../../Identifiers.ts"
 import type { DurableRuntimeFailpointError } from "./failpointError.ts"
 import type {
@@ -91,6 +91,18 @@ export type HeadAttempt =
   | { readonly _tag: "Yielded"; readonly journaled: boolean }
   /** Nothing was claimable: no head, a live owner elsewhere, or a wait. */
   | { readonly _tag: "Unclaimed" }
+
+/** How one head Attempt runs. */
+export interface HeadAttemptOptions {
+  /** The Attempt is asked to yield at a step boundary after this instant. */
+  readonly yieldAfter: DateTime.Utc
+  /**
+   * Settles this Submission `failed` with `error` when the Attempt claims it, without running
+   * its program (an accepted abort still settles it `aborted`): the maintenance pass sets aside
+   * a head whose Attempts keep killing the Object.
+   */
+  readonly setAside?: { readonly submissionId: SubmissionId; readonly error: string }
+}
 
 /** The durable identity returned by admission. */
 export class Receipt extends Schema.Class<Receipt>(
