@@ -109,6 +109,15 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
       { expected: "an integer number of milliseconds between 0 and 1000" },
     ),
   ),
+  /**
+   * Events that may die (the Object killed: a step out of memory or CPU, or the host killed or
+   * reset) with an Attempt of the same lane head in flight, in a row, before the next event
+   * settles that head `failed` ("set aside: its Attempt killed its Object N times…") without
+   * running it again. `"never"` (the default) serves it again at every event: a host killed
+   * repeatedly while a long step runs counts the same, so a cap can fail work that would have
+   * completed. Deaths are counted by the event after each, which notes its Attempts first.
+   */
+  maxObjectKillsPerHead: Schema.Union([PositiveCount, Schema.Literal("never")]),
   projectionDispatchTimeoutMillis: AuxiliaryDispatchMillis,
   /** How long one delivery of a message to another Object may take before it is retried. */
   deliveryAttemptTimeoutMillis: AuxiliaryDispatchMillis,
@@ -141,6 +150,7 @@ export const CLOUDFLARE_RUNTIME_DEFAULTS: CloudflareDurableRuntimeConfigInput = 
   maxHeadsPerEvent: 1_000,
   maxTimersPerEvent: 16,
   timerCoalesceMillis: 10,
+  maxObjectKillsPerHead: "never",
   projectionDispatchTimeoutMillis: 30_000,
   deliveryAttemptTimeoutMillis: 30_000,
   deliveryRetryBaseMillis: 1_000,

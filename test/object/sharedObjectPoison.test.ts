@@ -68,7 +68,7 @@ const storedSuspect = (objectName: string) =>
   )
 
 /** Kills the Object in the poison Thread's step (after it ran, before its turn commits). */
-const killInPoisonStep = (stub: DurableObjectStub, times: number) => {
+const killInPoisonStep = (stub: DurableObjectStub, times: number, thread = POISON) => {
   let kills = 0
   switchboard.install(stub.id, {
     runtime: (location, ctx) =>
@@ -77,7 +77,7 @@ const killInPoisonStep = (stub: DurableObjectStub, times: number) => {
         const running = ctx.storage.sql
           .exec("SELECT thread_id FROM effect_agent_submissions WHERE state = 'running'")
           .toArray()
-        if (running.some((row) => row["thread_id"] === POISON)) {
+        if (running.some((row) => row["thread_id"] === thread)) {
           kills++
           ctx.abort("poison input")
         }
@@ -169,6 +169,35 @@ describe("a head that keeps killing its Object", () => {
       expect(writes.length).toBeGreaterThan(0)
       expect(writes.filter((key) => key === SUSPECT_KEY)).toEqual([])
       expect(yield* storedSuspect(object)).toBeUndefined()
+    }),
+  )
+
+  it.live("set aside as a child, its parent sees it failed", () =>
+    Effect.gen(function* () {
+      const parentObject = threadName("poison-parent")
+      const childObject = threadName("poison-children")
+      const kills = killInPoisonStep(stubOf(childObject), Infinity, "verify-0")
+      const parent = clientOf("desk", parentObject)
+      const receipt = yield* parent.submit({
+        agentId: "delegator",
+        idempotencyKey: "claims",
+        input: { claims: ["a claim"], verifierObject: childObject },
+      })
+      for (
+        let round = 0;
+        round < 60 && !(yield* retried(inState(parent, receipt.submissionId, "settled")));
+        round++
+      ) {
+        for (const object of [parentObject, childObject])
+          yield* Effect.promise(() => runDurableObjectAlarm(stubOf(object)).catch(() => false))
+        yield* Effect.sleep(10)
+      }
+      switchboard.remove(stubOf(childObject).id)
+      const settlement = yield* parent.awaitSettlement(receipt.submissionId, 1_000)
+      expect(settlement).toMatchObject({ outcome: "completed", output: ["failed"] })
+      expect(kills()).toBeGreaterThanOrEqual(3)
+      const child = clientOf("verify-0", childObject)
+      expect(yield* child.threadStatus).toMatchObject({ nonterminal: 0 })
     }),
   )
 })

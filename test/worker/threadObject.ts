@@ -512,7 +512,8 @@ export class TestThreadObject extends ThreadObject.make(
   ]),
   {
     namespaceBinding: "THREADS_TEST",
-    config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 } },
+    // A head whose Attempts kill the Object 3 times in a row is set aside (sharedObjectPoison.test.ts).
+    config: { limits: { maxInputBytes: 4_096, maxQueueDepthPerLane: 3 }, maxObjectKillsPerHead: 3 },
     failpoints: switchboard,
   },
 ) {}

@@ -6,10 +6,12 @@
  * it runs, in the commit that event makes before each Attempt anyway: the note names the
  * Submission in flight and counts, per Submission, the earlier events that died with an Attempt
  * of it in flight. A careful event that finds a note naming a Submission in flight counts a death
- * for it; an Attempt that returns clears its own count. Once a head's count reaches
- * `OBJECT_KILLS_BEFORE_SET_ASIDE`, its next Attempt settles it `failed` with
- * `setAsideReason(count)` without running its program, so its lane moves on and the Submission
- * settles once, its parent (if it is a child) told as for any failure.
+ * for it (and logs it); an Attempt that returns clears its own count. Once a head's count
+ * reaches `maxObjectKillsPerHead` (`"never"` by default), its next Attempt settles it `failed`
+ * with `setAsideReason(count)` without running its program, so its lane moves on and the
+ * Submission settles once, its parent (if it is a child) told as for any failure. A host killed
+ * or reset while the head's Attempt runs counts the same: nothing tells the two apart, which is
+ * why the rule is the application's choice.
  *
  * Ordinary events write no note: an Attempt that kills the Object in one is counted from the
  * careful event after it, which serves it again with a note.
@@ -23,12 +25,6 @@ import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 
 /** @internal The Durable Object KV key of the note. */
 export const SUSPECT_HEAD_KEY = "effect-agent:suspect-head:v1"
-
-/**
- * How many events may die with an Attempt of the same head in flight before its next Attempt
- * settles it `failed` instead of running it (`setAsideReason`).
- */
-export const OBJECT_KILLS_BEFORE_SET_ASIDE = 3
 
 /** The counts a note keeps at most (the latest). */
 const MAX_SUSPECTS = 8
@@ -126,7 +122,8 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
       noted = head.submissionId
       returned = false
       const deaths = suspects.find((entry) => entry.submissionId === head.submissionId)?.deaths ?? 0
-      if (deaths < OBJECT_KILLS_BEFORE_SET_ASIDE) return undefined
+      const cap = env.config.maxObjectKillsPerHead
+      if (cap === "never" || deaths < cap) return undefined
       yield* Effect.logError("a head that keeps killing its Object is set aside as failed").pipe(
         Effect.annotateLogs({ submissionId: head.submissionId, threadId: head.threadId, deaths }),
       )

@@ -594,6 +594,10 @@ export const simulate = (seed: number, options: SimulationOptions) =>
       deliveryAttemptTimeoutMillis: rng.pick([500, 3_000]),
       deliveryRetryBaseMillis: rng.pick([50, 500]),
       deliveryRetryCapMillis: rng.pick([1_000, 10_000]),
+      // The simulation's kills stand for resets of the platform, which every Submission outlives:
+      // a head is set aside only after far more deaths in a row than a seed brings, so its notes
+      // are written and counted without settling anything (sharedObjectPoison.test.ts sets aside).
+      maxObjectKillsPerHead: 50,
       ...(options.multiHead === true
         ? { maxHeadsPerEvent: rng.pick([2, 3, 16, CLOUDFLARE_RUNTIME_DEFAULTS.maxHeadsPerEvent]) }
         : BETA96_PACING),
