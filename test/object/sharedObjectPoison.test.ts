@@ -101,9 +101,14 @@ describe("a head that keeps killing its Object", () => {
         other.submit({ agentId: "echo", idempotencyKey: "later", input: { text: "y" } }),
       )
       let settled = false
+      // What `explain` shows the operator while the head is not yet set aside.
+      let objectKillsSeen = 0
       for (let round = 0; round < 40 && !settled; round++) {
         yield* Effect.promise(() => runDurableObjectAlarm(stubOf(object)).catch(() => false))
         yield* Effect.sleep(10)
+        const explained = yield* retried(poison.explain(p.submissionId))
+        if (explained.reason._tag === "WaitingForAlarm")
+          objectKillsSeen = Math.max(objectKillsSeen, explained.reason.objectKills ?? 0)
         settled =
           (yield* retried(inState(poison, p.submissionId, "settled"))) &&
           (yield* retried(inState(other, later.submissionId, "settled")))
@@ -124,6 +129,9 @@ describe("a head that keeps killing its Object", () => {
       expect(effectRuns.get(`${p.submissionId}:echo`)).toBe(kills())
       expect(effectRuns.get(`${later.submissionId}:echo`)).toBe(1)
       expect(yield* storedSuspect(object)).toBeUndefined()
+      expect(objectKillsSeen).toBeGreaterThan(0)
+      const explained = yield* poison.explain(p.submissionId)
+      expect(explained.reason).toMatchObject({ _tag: "Settled", settlement: { outcome: "failed" } })
     }),
   )
 

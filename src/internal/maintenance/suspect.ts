@@ -54,6 +54,13 @@ const readNote = (raw: unknown): SuspectNote =>
     ? new SuspectNote({ suspects: [] })
     : Option.getOrElse(decodeNote(raw), () => new SuspectNote({ suspects: [] }))
 
+/**
+ * @internal The events counted as dead with an Attempt of `submissionId` in flight, in a row,
+ * by a stored note (`raw`); 0 without one.
+ */
+export const objectKillsOf = (raw: unknown, submissionId: string): number =>
+  readNote(raw).suspects.find((entry) => entry.submissionId === submissionId)?.deaths ?? 0
+
 /** @internal The notes of one event. */
 export interface SuspectNotes {
   /**

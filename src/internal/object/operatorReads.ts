@@ -11,6 +11,7 @@ import { DurableObjectContext } from "../../CloudflareBindings.ts"
 import { META_KEYS, META_TABLE } from "../../core/internal/schema.ts"
 import { decodeMaintenanceRecord, MAINTENANCE_STATE_KEY } from "../maintenance/state.ts"
 import { storageOperation } from "../maintenance/storage.ts"
+import { SUSPECT_HEAD_KEY } from "../maintenance/suspect.ts"
 import type { MaintenanceView } from "../operator/explain.ts"
 
 /** @internal The stored maintenance record (or its damage) and the alarm. */
@@ -18,11 +19,13 @@ export const readMaintenanceView = Effect.gen(function* () {
   const { ctx } = yield* DurableObjectContext
   const raw = yield* storageOperation("read maintenance record", () => ctx.storage.get(MAINTENANCE_STATE_KEY))
   const alarm = yield* storageOperation("get alarm", () => ctx.storage.getAlarm())
+  const suspect = ctx.storage.kv.get(SUSPECT_HEAD_KEY)
   const decoded = raw === undefined ? undefined : decodeMaintenanceRecord(raw)
   return {
     state: decoded?._tag === "Ok" ? decoded.state : undefined,
     damage: decoded?._tag === "MaintenanceRecordDamaged" ? decoded : undefined,
     alarm,
+    ...(suspect === undefined ? {} : { suspect }),
   } satisfies MaintenanceView
 })
 

@@ -11,6 +11,7 @@ import type { SubmissionInspection } from "../../core/DurableAgentRuntime.ts"
 import type { SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import type { MaintenanceRecordDamaged } from "../maintenance/errors.ts"
 import { applicableRetry, type ThreadMaintenanceState } from "../maintenance/state.ts"
+import { objectKillsOf } from "../maintenance/suspect.ts"
 import { type Reason, SubmissionExplanation } from "./reports.ts"
 
 /** The maintenance record (or its damage) and the alarm, as stored. @internal */
@@ -18,6 +19,8 @@ export interface MaintenanceView {
   readonly state: ThreadMaintenanceState | undefined
   readonly damage: MaintenanceRecordDamaged | undefined
   readonly alarm: number | null
+  /** The stored note of head Attempts in flight when the Object died (`suspect.ts`), if any. */
+  readonly suspect?: unknown
 }
 
 const unknownDecisions = new Set([
@@ -160,7 +163,13 @@ export const reasonFor = (input: {
   const retry = maintenance.state === undefined ? undefined : applicableRetry(maintenance.state)
   if (retry !== undefined && retry.notBefore > now)
     return { _tag: "LaneBackoff", until: retry.notBefore, stalls: retry.stalls }
-  return { _tag: "WaitingForAlarm", at: maintenance.alarm, abortRequested: row.abortRequested }
+  const objectKills = objectKillsOf(maintenance.suspect, row.submissionId)
+  return {
+    _tag: "WaitingForAlarm",
+    at: maintenance.alarm,
+    abortRequested: row.abortRequested,
+    ...(objectKills === 0 ? {} : { objectKills }),
+  }
 }
 
 /** @internal */

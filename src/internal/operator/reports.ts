@@ -94,10 +94,15 @@ export const Reason = Schema.Union([
   Schema.TaggedStruct("LaneBackoff", { until: Schema.Finite, stalls: Schema.Int }),
   /** A live Attempt holds it; if that Attempt died, recovery takes over after `leaseExpiresAt`. */
   Schema.TaggedStruct("HeldByAttempt", { attemptId: Schema.String, leaseExpiresAt: Schema.Finite }),
-  /** Runnable: the next maintenance pass serves it (the alarm is `at`, null when none is set). */
+  /**
+   * Runnable: the next maintenance pass serves it (the alarm is `at`, null when none is set).
+   * `objectKills`: the events in a row that died with its Attempt in flight (a step out of
+   * memory or CPU, or the host killed); `maxObjectKillsPerHead` of them set it aside.
+   */
   Schema.TaggedStruct("WaitingForAlarm", {
     at: Schema.NullOr(Schema.Finite),
     abortRequested: Schema.Boolean,
+    objectKills: Schema.optionalKey(Schema.Int),
   }),
 ])
 export type Reason = typeof Reason.Type
