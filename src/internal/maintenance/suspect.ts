@@ -33,7 +33,7 @@ const MAX_SUSPECTS = 8
 export const setAsideReason = (kills: number): string =>
   `set aside: its Attempt killed its Object ${kills} times (out of memory or CPU before its turn ended); it was not run again`
 
-class SuspectDeaths extends Schema.Class<SuspectDeaths>("SuspectDeaths")({
+class SuspectDeaths extends Schema.Class<SuspectDeaths>("@effect-agent/platform-cloudflare/SuspectDeaths")({
   submissionId: SubmissionId,
   deaths: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
 }) {}

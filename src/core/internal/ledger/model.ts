@@ -47,7 +47,10 @@ export class Settlement extends Schema.Class<Settlement>(
   outcome: SettlementOutcome,
   /** `completed`: the output, encoded by the agent's output Schema. */
   output: Schema.optionalKey(Schema.Json),
-  /** `failed`: why (the `AgentFailure`'s message, or `approval denied[: note]`). */
+  /**
+   * `failed`: why (the `AgentFailure`'s message, `approval denied[: note]`, or `set aside: …` for
+   * a head that kept killing its Object).
+   */
   error: Schema.optionalKey(Schema.String),
   settledAt: Schema.Finite,
   /** A joined Submission settles with its host and names it here. */
