@@ -296,7 +296,9 @@ export const runNative = (
     const commitServed = (head: SubmissionSnapshot) =>
       Effect.suspend(() =>
         careful
-          ? Effect.tap(suspects.note(head), () => commitTurn)
+          ? suspects.enabled
+            ? Effect.tap(suspects.note(head), () => commitTurn)
+            : Effect.as(served.length > 0 ? commitTurn : Effect.void, undefined)
           : suspects.pending()
             ? Effect.as(Effect.andThen(suspects.clear, commitTurn), undefined)
             : Effect.undefined,

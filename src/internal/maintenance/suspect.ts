@@ -14,7 +14,7 @@
  * why the rule is the application's choice.
  *
  * Ordinary events write no note: an Attempt that kills the Object in one is counted from the
- * careful event after it, which serves it again with a note.
+ * careful event after it, which serves it again with a note. Without a cap nothing is noted.
  */
 import { Effect, Option, Schema } from "effect"
 import type { HeadAttemptOptions } from "../../core/DurableAgentRuntime.ts"
@@ -77,10 +77,26 @@ export interface SuspectNotes {
   readonly pending: () => boolean
   /** Writes what returned since the last note: the Attempt is no longer in flight. */
   readonly clear: Effect.Effect<void, DurableAlarmError>
+  /** Whether notes are kept: only with `maxObjectKillsPerHead` set. */
+  readonly enabled: boolean
+}
+
+/**
+ * Without a cap nothing is noted: every incarnation's first event would otherwise write (and
+ * clear) a row and end a turn more, a cost sporadic traffic pays per Submission, for a count
+ * nothing acts on.
+ */
+const disabled: SuspectNotes = {
+  note: () => Effect.undefined,
+  returned: Effect.void,
+  pending: () => false,
+  clear: Effect.void,
+  enabled: false,
 }
 
 /** @internal */
 export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["Service"]): SuspectNotes => {
+  if (env.config.maxObjectKillsPerHead === "never") return disabled
   /** The Submission this event noted in flight, until its note is written over or cleared. */
   let noted: SubmissionId | undefined
   let returned = false
@@ -162,5 +178,6 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
     }),
     pending: () => noted !== undefined && returned,
     clear,
+    enabled: true,
   }
 }

@@ -96,8 +96,9 @@ export const Reason = Schema.Union([
   Schema.TaggedStruct("HeldByAttempt", { attemptId: Schema.String, leaseExpiresAt: Schema.Finite }),
   /**
    * Runnable: the next maintenance pass serves it (the alarm is `at`, null when none is set).
-   * `objectKills`: the events in a row that died with its Attempt in flight (a step out of
-   * memory or CPU, or the host killed); `maxObjectKillsPerHead` of them set it aside.
+   * `objectKills` (counted only with `maxObjectKillsPerHead` set): the events in a row that died
+   * with its Attempt in flight (a step out of memory or CPU, or the host killed); that many set
+   * it aside.
    */
   Schema.TaggedStruct("WaitingForAlarm", {
     at: Schema.NullOr(Schema.Finite),
