@@ -209,3 +209,58 @@ describe("a head that keeps killing its Object", () => {
     }),
   )
 })
+
+describe("a head's count of deaths in a row", () => {
+  it.live("ends when its Attempt returns in an ordinary event", () =>
+    Effect.gen(function* () {
+      const object = threadName("poison-row")
+      const stub = stubOf(object)
+      const poison = clientOf(POISON, object)
+      const other = clientOf("b", object)
+      // The lane cursor names `b`: the next selection wraps around to the poison Thread first.
+      const first = yield* other.submit({ agentId: "echo", idempotencyKey: "first", input: { text: "x" } })
+      yield* deliverUntil(object, inState(other, first.submissionId, "settled"))
+      let killing = true
+      let kills = 0
+      switchboard.install(stub.id, {
+        runtime: (location, ctx) =>
+          Effect.sync(() => {
+            if (!killing || location !== "claim:after-claim") return
+            const running = ctx.storage.sql
+              .exec("SELECT thread_id FROM effect_agent_submissions WHERE state = 'running'")
+              .toArray()
+            if (running.some((row) => row["thread_id"] === POISON)) {
+              kills++
+              ctx.abort("poison input")
+            }
+          }),
+      })
+      const p = yield* retried(
+        poison.submit({ agentId: "review", idempotencyKey: "p", input: { draft: "d" } }),
+      )
+      // A head that takes longer than an event's budget for further heads: the incarnation's
+      // first event after the poison head's second death serves it, and then no other lane.
+      const slow = yield* retried(
+        other.submit({ agentId: "slow", idempotencyKey: "slow", input: { millis: 1_200, last: true } }),
+      )
+      yield* deliverUntil(object, retried(inState(other, slow.submissionId, "settled")))
+      expect(kills).toBe(2)
+      expect(yield* storedSuspect(object)).toBeDefined()
+      // The poison head now runs to its approval request in an ordinary event: it killed nothing.
+      killing = false
+      yield* deliverUntil(
+        object,
+        Effect.map(
+          retried(poison.explain(p.submissionId)),
+          (explained) => explained.reason._tag === "WaitingForApproval",
+        ),
+      )
+      switchboard.remove(stub.id)
+      expect(yield* storedSuspect(object)).toBeUndefined()
+      yield* poison.resolveApproval(p.submissionId, { approved: true })
+      const explained = yield* poison.explain(p.submissionId)
+      expect(explained.reason._tag).toBe("WaitingForAlarm")
+      expect(explained.reason).not.toHaveProperty("objectKills")
+    }),
+  )
+})

@@ -292,14 +292,19 @@ export const runNative = (
     let careful = !(yield* Ref.get(cursorCovered))
     const lanesServed = new Set<ThreadId>()
     // Each careful Attempt is noted in that commit, so a head that keeps killing the Object is
-    // set aside (suspect.ts); the note of the last one is cleared before any ordinary Attempt.
+    // set aside (suspect.ts); the note of the last one is cleared before any ordinary Attempt,
+    // and an ordinary Attempt of a head the note counts ends its count when it returns.
     const commitServed = (head: SubmissionSnapshot) =>
       Effect.suspend(() =>
         careful
           ? Effect.tap(suspects.note(head), () => commitTurn)
-          : suspects.pending()
-            ? Effect.as(Effect.andThen(suspects.clear, commitTurn), undefined)
-            : Effect.undefined,
+          : Effect.as(
+              Effect.andThen(
+                suspects.pending() ? Effect.andThen(suspects.clear, commitTurn) : Effect.void,
+                suspects.watch(head),
+              ),
+              undefined,
+            ),
       )
     let lane: ThreadId | undefined
     let storedAtStart: ReadonlyArray<BindingRetry> | undefined
