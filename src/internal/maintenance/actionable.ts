@@ -290,6 +290,7 @@ export const runNative = (
     // kills. One round bounds the extra commits by the lanes, and every incarnation still serves
     // each other lane's head once before it reaches the killing one.
     let careful = !(yield* Ref.get(cursorCovered))
+    const carefulAtStart = careful
     const lanesServed = new Set<ThreadId>()
     // Each careful Attempt is noted in that commit, so a head that keeps killing the Object is
     // set aside (suspect.ts); the note of the last one is cleared before any ordinary Attempt,
@@ -383,6 +384,8 @@ export const runNative = (
     }
     // Commits with the finish.
     yield* phase(lane)(suspects.clear)
+    // A careful event that served nothing counts and prunes a note left by an event that died.
+    if (carefulAtStart) yield* phase(lane)(suspects.tidy)
     return {
       reports,
       recovered: recovered.length,

@@ -99,6 +99,12 @@ export interface SuspectNotes {
   readonly pending: () => boolean
   /** Writes what returned since the last note: the Attempt is no longer in flight. */
   readonly clear: Effect.Effect<void, DurableAlarmError>
+  /**
+   * For a careful event that noted no Attempt: counts the death a stored note names in flight
+   * and drops the counts of settled Submissions, so a note whose heads settled otherwise (an
+   * abort, recovery) is removed rather than left behind.
+   */
+  readonly tidy: Effect.Effect<void, DurableAlarmError | LedgerError>
 }
 
 /** @internal */
@@ -108,6 +114,8 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
   let noted: SubmissionId | undefined
   let returned = false
   let pruned = false
+  /** Whether this event noted an Attempt. */
+  let touched = false
 
   /** The stored note without the Attempt this event noted and saw return. */
   const settle = (stored: SuspectNote): SuspectNote => {
@@ -125,11 +133,9 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
       ),
     )
 
-  const note = (head: SubmissionSnapshot) =>
+  /** The stored counts, with a death for the Attempt a note of another event names in flight. */
+  const counted = (stored: SuspectNote) =>
     Effect.gen(function* () {
-      const stored = yield* env.transactRecord("read suspect head", (txn) =>
-        readNote(txn.get(SUSPECT_HEAD_KEY)),
-      )
       let suspects = settle(stored).suspects
       // A note naming another event's Attempt in flight: that event died with it.
       const died = noted === undefined ? stored.inFlight : undefined
@@ -147,6 +153,15 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
         pruned = true
         suspects = yield* prune(suspects)
       }
+      return suspects
+    })
+
+  const readStored = env.transactRecord("read suspect head", (txn) => readNote(txn.get(SUSPECT_HEAD_KEY)))
+
+  const note = (head: SubmissionSnapshot) =>
+    Effect.gen(function* () {
+      touched = true
+      const suspects = yield* counted(yield* readStored)
       const next = new SuspectNote({ inFlight: head.submissionId, suspects: suspects.slice(-MAX_SUSPECTS) })
       yield* env.transactRecord("note suspect head", (txn) => txn.put(SUSPECT_HEAD_KEY, encodeNote(next)))
       memory.counted = countedBy(next.suspects)
@@ -181,8 +196,24 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
       )
   })
 
+  const tidy = Effect.suspend(() => {
+    if (touched) return Effect.void
+    touched = true
+    return Effect.gen(function* () {
+      const raw = yield* env.transactRecord("read suspect head", (txn) => txn.get(SUSPECT_HEAD_KEY))
+      if (raw === undefined) return
+      const suspects = yield* counted(readNote(raw))
+      yield* env.transactRecord("tidy suspect head", (txn) => {
+        if (suspects.length === 0) txn.delete(SUSPECT_HEAD_KEY)
+        else txn.put(SUSPECT_HEAD_KEY, encodeNote(new SuspectNote({ suspects })))
+      })
+      memory.counted = countedBy(suspects)
+    })
+  })
+
   return {
     note,
+    tidy,
     watch: (head) =>
       Effect.sync(() => {
         if (!memory.counted.has(head.submissionId)) return
