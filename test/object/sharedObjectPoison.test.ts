@@ -180,6 +180,35 @@ describe("a head that keeps killing its Object", () => {
     }),
   )
 
+  it.live("settles aborted when an abort is accepted while it keeps killing its Object", () =>
+    Effect.gen(function* () {
+      const object = threadName("poison-abort")
+      const stub = stubOf(object)
+      const poison = clientOf(POISON, object)
+      const kills = killInPoisonStep(stub, Infinity)
+      const p = yield* retried(poison.submit({ agentId: "echo", idempotencyKey: "p", input: { text: "p" } }))
+      for (let round = 0; round < 30 && kills() < 2; round++) {
+        yield* Effect.promise(() => runDurableObjectAlarm(stubOf(object)).catch(() => false))
+        yield* Effect.sleep(10)
+      }
+      expect(kills()).toBeGreaterThanOrEqual(2)
+      yield* retried(poison.abort(p.submissionId))
+      for (
+        let round = 0;
+        round < 30 && !(yield* retried(inState(poison, p.submissionId, "settled")));
+        round++
+      ) {
+        yield* Effect.promise(() => runDurableObjectAlarm(stubOf(object)).catch(() => false))
+        yield* Effect.sleep(10)
+      }
+      switchboard.remove(stub.id)
+      expect(yield* retried(poison.awaitSettlement(p.submissionId, 1_000))).toMatchObject({
+        outcome: "aborted",
+      })
+      expect(yield* storedSuspect(object)).toBeUndefined()
+    }),
+  )
+
   it.live("set aside as a child, its parent sees it failed", () =>
     Effect.gen(function* () {
       const parentObject = threadName("poison-parent")
@@ -206,6 +235,68 @@ describe("a head that keeps killing its Object", () => {
       expect(kills()).toBeGreaterThanOrEqual(3)
       const child = clientOf("verify-0", childObject)
       expect(yield* child.threadStatus).toMatchObject({ nonterminal: 0 })
+    }),
+  )
+})
+
+describe("a head's count of deaths in a row", () => {
+  it.live("ends when its Attempt returns in an ordinary event", () =>
+    Effect.gen(function* () {
+      const object = threadName("poison-row")
+      const stub = stubOf(object)
+      const poison = clientOf(POISON, object)
+      const other = clientOf("b", object)
+      // The lane cursor names `b`: the next selection wraps around to the poison Thread first.
+      const first = yield* other.submit({ agentId: "echo", idempotencyKey: "first", input: { text: "x" } })
+      yield* deliverUntil(object, inState(other, first.submissionId, "settled"))
+      let killing = true
+      let kills = 0
+      switchboard.install(stub.id, {
+        runtime: (location, ctx) =>
+          Effect.suspend(() => {
+            if (location !== "claim:after-claim") return Effect.void
+            const running = ctx.storage.sql
+              .exec("SELECT thread_id FROM effect_agent_submissions WHERE state = 'running'")
+              .toArray()
+            // `b`'s head takes longer than an event's budget for further heads; from then on the
+            // poison Thread's head kills nothing.
+            if (running.some((row) => row["thread_id"] === "b")) {
+              killing = false
+              return Effect.sleep(1_200)
+            }
+            if (killing && running.some((row) => row["thread_id"] === POISON)) {
+              kills++
+              ctx.abort("poison input")
+            }
+            return Effect.void
+          }),
+      })
+      const p = yield* retried(
+        poison.submit({ agentId: "review", idempotencyKey: "p", input: { draft: "d" } }),
+      )
+      // The first event of an incarnation after the poison head's death serves `b` first (the
+      // cursor names the poison Thread), and then no other lane.
+      const slow = yield* retried(
+        other.submit({ agentId: "echo", idempotencyKey: "slow", input: { text: "s" } }),
+      )
+      yield* deliverUntil(object, retried(inState(other, slow.submissionId, "settled")))
+      // At least one death was counted: the event that served `b` first found the poison head's
+      // Attempt in flight in the note of an event that died.
+      expect(kills).toBeGreaterThanOrEqual(2)
+      // The poison head now runs to its approval request in an ordinary event: it killed nothing.
+      yield* deliverUntil(
+        object,
+        Effect.map(
+          retried(poison.explain(p.submissionId)),
+          (explained) => explained.reason._tag === "WaitingForApproval",
+        ),
+      )
+      switchboard.remove(stub.id)
+      expect(yield* storedSuspect(object)).toBeUndefined()
+      yield* poison.resolveApproval(p.submissionId, { approved: true })
+      const explained = yield* poison.explain(p.submissionId)
+      expect(explained.reason._tag).toBe("WaitingForAlarm")
+      expect(explained.reason).not.toHaveProperty("objectKills")
     }),
   )
 })

@@ -290,18 +290,24 @@ export const runNative = (
     // kills. One round bounds the extra commits by the lanes, and every incarnation still serves
     // each other lane's head once before it reaches the killing one.
     let careful = !(yield* Ref.get(cursorCovered))
+    const carefulAtStart = careful
     const lanesServed = new Set<ThreadId>()
     // Each careful Attempt is noted in that commit, so a head that keeps killing the Object is
-    // set aside (suspect.ts); the note of the last one is cleared before any ordinary Attempt.
+    // set aside (suspect.ts); the note of the last one is cleared before any ordinary Attempt,
+    // and an ordinary Attempt of a head the note counts ends its count when it returns.
     const commitServed = (head: SubmissionSnapshot) =>
       Effect.suspend(() =>
         careful
           ? suspects.enabled
             ? Effect.tap(suspects.note(head), () => commitTurn)
             : Effect.as(served.length > 0 ? commitTurn : Effect.void, undefined)
-          : suspects.pending()
-            ? Effect.as(Effect.andThen(suspects.clear, commitTurn), undefined)
-            : Effect.undefined,
+          : Effect.as(
+              Effect.andThen(
+                suspects.pending() ? Effect.andThen(suspects.clear, commitTurn) : Effect.void,
+                suspects.watch(head),
+              ),
+              undefined,
+            ),
       )
     let lane: ThreadId | undefined
     let storedAtStart: ReadonlyArray<BindingRetry> | undefined
@@ -380,6 +386,8 @@ export const runNative = (
     }
     // Commits with the finish.
     yield* phase(lane)(suspects.clear)
+    // A careful event that served nothing counts and prunes a note left by an event that died.
+    if (carefulAtStart) yield* phase(lane)(suspects.tidy)
     return {
       reports,
       recovered: recovered.length,

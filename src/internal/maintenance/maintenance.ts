@@ -31,6 +31,7 @@ import { ThreadHostMaintenance } from "./hostMaintenance.ts"
 import { makePass } from "./pass.ts"
 import { makeRepair, type MaintenanceRepair } from "./repair.ts"
 import type { MaintenancePassReport } from "./report.ts"
+import { makeSuspectMemory } from "./suspect.ts"
 
 /**
  * Thread maintenance of one physical Object.
@@ -150,6 +151,7 @@ export class ThreadMaintenance extends Context.Service<
         ),
         transact: makeTransact(ctx.storage),
         transactRecord: makeTransactRecord(ctx.storage),
+        suspectMemory: makeSuspectMemory(),
       }
       const ensureAlarm = makeEnsureAlarm(
         env,

@@ -7,6 +7,7 @@ import type { Effect, Option } from "effect"
 import type { CloudflareDurableRuntimeConfigValue } from "../../CloudflareConfig.ts"
 import type { AlarmTiming } from "./alarmPolicy.ts"
 import type { HookDeadlineFailure } from "./errors.ts"
+import type { SuspectMemory } from "./suspect.ts"
 import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
 import type { ThreadMutationGate } from "./gate.ts"
 import type { Transact, TransactRecord } from "./transaction.ts"
@@ -33,4 +34,6 @@ export interface MaintenanceEnv {
   readonly transact: Transact
   /** One synchronous transaction of the record alone. */
   readonly transactRecord: TransactRecord
+  /** The Submissions the stored suspect-head note counts, as this incarnation knows it. */
+  readonly suspectMemory: SuspectMemory
 }

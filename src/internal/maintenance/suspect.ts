@@ -6,7 +6,9 @@
  * it runs, in the commit that event makes before each Attempt anyway: the note names the
  * Submission in flight and counts, per Submission, the earlier events that died with an Attempt
  * of it in flight. A careful event that finds a note naming a Submission in flight counts a death
- * for it (and logs it); an Attempt that returns clears its own count. Once a head's count
+ * for it (and logs it); an Attempt that returns clears its own count, in an ordinary event too
+ * (the incarnation remembers which Submissions its note counts, so an ordinary event reads and
+ * writes the note only after an Attempt of one of them). Once a head's count
  * reaches `maxObjectKillsPerHead` (`"never"` by default), its next Attempt settles it `failed`
  * with `setAsideReason(count)` without running its program, so its lane moves on and the
  * Submission settles once, its parent (if it is a child) told as for any failure. A host killed
@@ -14,7 +16,8 @@
  * why the rule is the application's choice.
  *
  * Ordinary events write no note: an Attempt that kills the Object in one is counted from the
- * careful event after it, which serves it again with a note. Without a cap nothing is noted.
+ * careful event after it, which serves it again with a note. They write only to end the count of
+ * a head whose Attempt returned. Without a cap nothing is noted.
  */
 import { Effect, Option, Schema } from "effect"
 import type { HeadAttemptOptions } from "../../core/DurableAgentRuntime.ts"
@@ -61,6 +64,20 @@ const readNote = (raw: unknown): SuspectNote =>
 export const objectKillsOf = (raw: unknown, submissionId: string): number =>
   readNote(raw).suspects.find((entry) => entry.submissionId === submissionId)?.deaths ?? 0
 
+/**
+ * @internal What an incarnation knows of its stored note between events: the Submissions it
+ * counts, as this incarnation's events last read or wrote it (none before its first note).
+ */
+export interface SuspectMemory {
+  counted: ReadonlySet<SubmissionId>
+}
+
+/** @internal */
+export const makeSuspectMemory = (): SuspectMemory => ({ counted: new Set() })
+
+const countedBy = (suspects: ReadonlyArray<SuspectDeaths>): ReadonlySet<SubmissionId> =>
+  new Set(suspects.map((entry) => entry.submissionId))
+
 /** @internal The notes of one event. */
 export interface SuspectNotes {
   /**
@@ -71,12 +88,23 @@ export interface SuspectNotes {
   readonly note: (
     head: SubmissionSnapshot,
   ) => Effect.Effect<HeadAttemptOptions["setAside"], DurableAlarmError | LedgerError>
-  /** The noted Attempt returned (however it ended): it killed nothing. */
+  /**
+   * An ordinary event's Attempt of `head`, which writes no note: if the note counts `head`, its
+   * return ends that count (`clear` writes it).
+   */
+  readonly watch: (head: SubmissionSnapshot) => Effect.Effect<void>
+  /** The noted (or watched) Attempt returned (however it ended): it killed nothing. */
   readonly returned: Effect.Effect<void>
   /** Whether a returned Attempt's note is still stored (`clear` removes it). */
   readonly pending: () => boolean
   /** Writes what returned since the last note: the Attempt is no longer in flight. */
   readonly clear: Effect.Effect<void, DurableAlarmError>
+  /**
+   * For a careful event that noted no Attempt: counts the death a stored note names in flight
+   * and drops the counts of settled Submissions, so a note whose heads settled otherwise (an
+   * abort, recovery) is removed rather than left behind.
+   */
+  readonly tidy: Effect.Effect<void, DurableAlarmError | LedgerError>
   /** Whether notes are kept: only with `maxObjectKillsPerHead` set. */
   readonly enabled: boolean
 }
@@ -88,19 +116,24 @@ export interface SuspectNotes {
  */
 const disabled: SuspectNotes = {
   note: () => Effect.undefined,
+  watch: () => Effect.void,
   returned: Effect.void,
   pending: () => false,
   clear: Effect.void,
+  tidy: Effect.void,
   enabled: false,
 }
 
 /** @internal */
 export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["Service"]): SuspectNotes => {
   if (env.config.maxObjectKillsPerHead === "never") return disabled
+  const memory = env.suspectMemory
   /** The Submission this event noted in flight, until its note is written over or cleared. */
   let noted: SubmissionId | undefined
   let returned = false
   let pruned = false
+  /** Whether this event noted an Attempt. */
+  let touched = false
 
   /** The stored note without the Attempt this event noted and saw return. */
   const settle = (stored: SuspectNote): SuspectNote => {
@@ -118,11 +151,9 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
       ),
     )
 
-  const note = (head: SubmissionSnapshot) =>
+  /** The stored counts, with a death for the Attempt a note of another event names in flight. */
+  const counted = (stored: SuspectNote) =>
     Effect.gen(function* () {
-      const stored = yield* env.transactRecord("read suspect head", (txn) =>
-        readNote(txn.get(SUSPECT_HEAD_KEY)),
-      )
       let suspects = settle(stored).suspects
       // A note naming another event's Attempt in flight: that event died with it.
       const died = noted === undefined ? stored.inFlight : undefined
@@ -140,8 +171,18 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
         pruned = true
         suspects = yield* prune(suspects)
       }
+      return suspects
+    })
+
+  const readStored = env.transactRecord("read suspect head", (txn) => readNote(txn.get(SUSPECT_HEAD_KEY)))
+
+  const note = (head: SubmissionSnapshot) =>
+    Effect.gen(function* () {
+      touched = true
+      const suspects = yield* counted(yield* readStored)
       const next = new SuspectNote({ inFlight: head.submissionId, suspects: suspects.slice(-MAX_SUSPECTS) })
       yield* env.transactRecord("note suspect head", (txn) => txn.put(SUSPECT_HEAD_KEY, encodeNote(next)))
+      memory.counted = countedBy(next.suspects)
       noted = head.submissionId
       returned = false
       const deaths = suspects.find((entry) => entry.submissionId === head.submissionId)?.deaths ?? 0
@@ -160,10 +201,12 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
         const { suspects } = settle(readNote(txn.get(SUSPECT_HEAD_KEY)))
         if (suspects.length === 0) txn.delete(SUSPECT_HEAD_KEY)
         else txn.put(SUSPECT_HEAD_KEY, encodeNote(new SuspectNote({ suspects })))
+        return suspects
       })
       .pipe(
-        Effect.tap(() =>
+        Effect.tap((suspects) =>
           Effect.sync(() => {
+            memory.counted = countedBy(suspects)
             noted = undefined
             returned = false
           }),
@@ -171,8 +214,30 @@ export const makeSuspectNotes = (env: MaintenanceEnv, ledger: SubmissionLedger["
       )
   })
 
+  const tidy = Effect.suspend(() => {
+    if (touched) return Effect.void
+    touched = true
+    return Effect.gen(function* () {
+      const raw = yield* env.transactRecord("read suspect head", (txn) => txn.get(SUSPECT_HEAD_KEY))
+      if (raw === undefined) return
+      const suspects = yield* counted(readNote(raw))
+      yield* env.transactRecord("tidy suspect head", (txn) => {
+        if (suspects.length === 0) txn.delete(SUSPECT_HEAD_KEY)
+        else txn.put(SUSPECT_HEAD_KEY, encodeNote(new SuspectNote({ suspects })))
+      })
+      memory.counted = countedBy(suspects)
+    })
+  })
+
   return {
     note,
+    tidy,
+    watch: (head) =>
+      Effect.sync(() => {
+        if (!memory.counted.has(head.submissionId)) return
+        noted = head.submissionId
+        returned = false
+      }),
     returned: Effect.sync(() => {
       returned = noted !== undefined
     }),

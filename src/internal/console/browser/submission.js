@@ -56,7 +56,7 @@ function describeReason(reason) {
     case "Delayed":
       return `delayed: runs no earlier than ${formatTime(reason.notBefore)}`
     case "WaitingForAlarm":
-      return `runnable: the alarm at ${formatTime(reason.at)} serves it${reason.abortRequested ? " (abort accepted)" : ""}`
+      return `runnable: the alarm at ${formatTime(reason.at)} serves it${reason.abortRequested ? " (abort accepted)" : ""}${typeof reason.objectKills === "number" ? `; ${reason.objectKills} event(s) in a row died with its Attempt in flight` : ""}`
     case "MaintenanceRecordDamaged":
       return `the maintenance record is damaged at ${reason.field}: repair it`
     default: {
