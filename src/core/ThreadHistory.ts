@@ -55,6 +55,19 @@ export class ThreadHistory extends Context.Service<
     readonly forSubmission: (
       submissionId: SubmissionId,
     ) => Effect.Effect<ReadonlyArray<HistoryRecord>, ThreadStoreError>
+    /**
+     * One Submission's records with `sequence > after`, oldest first, and the sequence of its
+     * newest record (0 without records): a follower's read, which reads and decodes only the
+     * records after `after` (and the one stored batch holding its record at `after`), not the
+     * whole journal.
+     */
+    readonly forSubmissionAfter: (
+      submissionId: SubmissionId,
+      after: number,
+    ) => Effect.Effect<
+      { readonly records: ReadonlyArray<HistoryRecord>; readonly lastSequence: number },
+      ThreadStoreError
+    >
     /** A page of one Thread's records with `sequence > after`. */
     readonly page: (
       threadId: ThreadId,

@@ -118,6 +118,10 @@ export const retentionCases = (harness: LedgerHarness) => {
             Option.none(),
           )
           expect(yield* history.forSubmission(gone.submissionId)).toEqual([])
+          expect(yield* history.forSubmissionAfter(gone.submissionId, 1)).toEqual({
+            records: [],
+            lastSequence: 0,
+          })
           expect((yield* history.page(ThreadId.make("a"), { limit: 10 })).records).toEqual([])
           expect((yield* history.feed({ after: 0, limit: 10 })).entries).toEqual([])
           expect(yield* ledger.threadIds).toEqual([])

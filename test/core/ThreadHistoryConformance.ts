@@ -80,6 +80,44 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
       ),
     )
 
+    it.effect("lists a Submission's records after a sequence, from inside records appended together", () =>
+      harness.run(
+        Effect.gen(function* () {
+          const history = yield* ThreadHistory
+          // a: 1, then 3 to 5 together, then 7 (after b's 6); b: 2 and 6. Other Threads: "u".
+          const a = yield* admitNew(request("t", "a"))
+          const b = yield* admitNew(request("t", "b"))
+          const c = yield* admitNew(request("u", "c"))
+          const step = { _tag: "StepCompleted", step: 0, name: "s", result: 1 } as const
+          yield* history.appendAll(
+            a.submissionId,
+            [{ _tag: "InputApplied" }, step, { ...step, step: 1 }],
+            unowned(a, 1_400),
+            1_400,
+          )
+          yield* history.append(b.submissionId, { _tag: "InputApplied" }, unowned(b, 1_500), 1_500)
+          yield* history.append(c.submissionId, { _tag: "InputApplied" }, unowned(c, 1_500), 1_500)
+          yield* history.append(a.submissionId, { _tag: "AbortRequested" }, unowned(a, 1_600), 1_600)
+          const all = yield* history.forSubmission(a.submissionId)
+          expect(all.map((record) => record.sequence)).toEqual([1, 3, 4, 5, 7])
+          for (const after of [-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 1_000]) {
+            expect(yield* history.forSubmissionAfter(a.submissionId, after)).toEqual({
+              records: all.filter((record) => record.sequence > after),
+              lastSequence: 7,
+            })
+          }
+          expect(yield* history.forSubmissionAfter(b.submissionId, 2)).toEqual({
+            records: (yield* history.forSubmission(b.submissionId)).slice(1),
+            lastSequence: 6,
+          })
+          expect(yield* history.forSubmissionAfter(SubmissionId.make("none"), 0)).toEqual({
+            records: [],
+            lastSequence: 0,
+          })
+        }),
+      ),
+    )
+
     it.effect("feeds every Thread's records in commit order, records appended together included", () =>
       harness.run(
         Effect.gen(function* () {

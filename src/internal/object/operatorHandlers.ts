@@ -40,6 +40,19 @@ const inspectAddressed = (address: { readonly threadId: string; readonly submiss
     return found.value
   })
 
+/** The ledger row of an addressed Submission, refused as `inspectAddressed` refuses it. */
+const rowAddressed = (address: { readonly threadId: string; readonly submissionId: string }) =>
+  Effect.gen(function* () {
+    const found = yield* (yield* SubmissionLedger).lookup(address.submissionId as never)
+    if (Option.isNone(found) || found.value.threadId !== address.threadId) {
+      return yield* new SubmissionNotFound({
+        submissionId: address.submissionId as never,
+        message: `no submission ${address.submissionId} in thread ${address.threadId}`,
+      })
+    }
+    return found.value
+  })
+
 /** Every state but `settled`: the ledger walks these over its lane indexes alone. */
 const UNSETTLED_STATES = SubmissionState.literals.filter((state) => state !== "settled")
 
@@ -220,16 +233,18 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       const afterSequence = Number.parseInt(request.after?.split(".")[0] ?? "0", 10) || 0
       const start = yield* Clock.currentTimeMillis
       while (true) {
-        const { row, lastSequence } = yield* inspectAddressed(request)
+        // The row and the records after the token only: each read (and each wake) costs what
+        // the Submission gained since, not its whole journal.
+        const row = yield* rowAddressed(request)
+        const { records: after, lastSequence } = yield* history.forSubmissionAfter(
+          row.submissionId,
+          afterSequence,
+        )
         const token = progressToken(lastSequence, row)
         const elapsed = (yield* Clock.currentTimeMillis) - start
         const changed = request.after === undefined || token !== request.after
         if (changed || elapsed >= request.timeoutMillis) {
-          const gained = changed
-            ? (yield* history.forSubmission(row.submissionId)).filter(
-                (record) => record.sequence > afterSequence,
-              )
-            : []
+          const gained = changed ? after : []
           // Large records (inputs, step results, events) answer short, with a token that goes on
           // from the last record returned: unlike the current token, it is answered at once.
           const records = withinAnswer(gained, (record) => record.entry)

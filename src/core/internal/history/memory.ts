@@ -76,6 +76,16 @@ export const makeMemoryHistory = Effect.gen(function* () {
       return yield* Effect.sync(() => [...(store.historyBySubmission.get(submissionId) ?? [])])
     }),
 
+    forSubmissionAfter: spanned("ThreadHistory.forSubmissionAfter")(function* (submissionId, after) {
+      return yield* Effect.sync(() => {
+        const own = store.historyBySubmission.get(submissionId) ?? []
+        return {
+          records: own.filter((record) => record.sequence > after),
+          lastSequence: own.at(-1)?.sequence ?? 0,
+        }
+      })
+    }),
+
     page: spanned("ThreadHistory.page")(function* (threadId, options) {
       const { after, limit } = yield* pageOptions(options)
       // Sequences are 1-based and gap-free, so `after` is also the array offset.

@@ -144,6 +144,20 @@ export const makeSqlHistory = Effect.gen(function* () {
       return yield* recordsOf(operation, rows)
     }),
 
+    forSubmissionAfter: spanned("ThreadHistory.forSubmissionAfter")(function* (submissionId, after) {
+      const operation = "ThreadHistory.forSubmissionAfter"
+      // Not kept in the journals' memory: a read of part of a journal, and it writes nothing.
+      const stored = yield* query(operation, rowStatements.forSubmissionAfter, [after, submissionId])
+      const records = yield* recordsOf(
+        operation,
+        stored.filter((row) => row.sequence !== null),
+      )
+      return {
+        records: records.filter((record) => record.sequence > after),
+        lastSequence: records.at(-1)?.sequence ?? 0,
+      }
+    }),
+
     page: spanned("ThreadHistory.page")(function* (threadId, options) {
       const operation = "ThreadHistory.page"
       const { after, limit } = yield* pageOptions(options)

@@ -96,6 +96,21 @@ export const rowStatements = {
       AND h.sequence <= coalesce(l.history_to, 9007199254740991) AND h.submission_id = l.submission_id
     WHERE l.submission_id = ? ORDER BY h.sequence`,
   /**
+   * A Submission's rows holding its records after a sequence, from the last of its rows that
+   * starts at or before it (which holds its newest record when nothing follows): a seek on the
+   * ledger row, one backwards from that sequence to the Submission's row, then the Thread's rows
+   * from there to its last once it settled (other Submissions' rows in between are read and
+   * dropped). NULL row columns when there is none; no result at all means no ledger row.
+   * Parameters: after, submission id.
+   */
+  forSubmissionAfter: `SELECT h.* FROM ${SUBMISSIONS_TABLE} AS l
+    LEFT JOIN ${h} AS h ON h.thread_id = l.thread_id
+      AND h.sequence >= coalesce((SELECT max(p.sequence) FROM ${h} AS p WHERE p.thread_id = l.thread_id
+          AND p.sequence >= l.history_from AND p.sequence <= min(?, coalesce(l.history_to, 9007199254740991))
+          AND p.submission_id = l.submission_id), l.history_from)
+      AND h.sequence <= coalesce(l.history_to, 9007199254740991) AND h.submission_id = l.submission_id
+    WHERE l.submission_id = ? ORDER BY h.sequence`,
+  /**
    * At most `rows` rows of a Thread holding a sequence from `after + 1` on: from the one holding
    * it, or the next one when retention removed it (the row before then ends earlier and is passed
    * over, so each row counted holds a record the page returns). Parameters: thread ×2, after + 1 ×2.

@@ -93,6 +93,7 @@ const historyMovements: Movements<History> = {
   append: ([submissionId]) => submissionId,
   appendAll: ([submissionId]) => submissionId,
   forSubmission: "none",
+  forSubmissionAfter: "none",
   page: "none",
   feed: "none",
   feedEnd: "none",
