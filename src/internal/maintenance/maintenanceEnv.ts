@@ -5,12 +5,21 @@
  */
 import type { Effect, Option } from "effect"
 import type { CloudflareDurableRuntimeConfigValue } from "../../CloudflareConfig.ts"
+import type { SubmissionId } from "../../core/Identifiers.ts"
 import type { AlarmTiming } from "./alarmPolicy.ts"
 import type { HookDeadlineFailure } from "./errors.ts"
-import type { SuspectMemory } from "./suspect.ts"
 import type { ThreadMaintenanceFailpointHandler } from "./failpoint.ts"
 import type { ThreadMutationGate } from "./gate.ts"
 import type { Transact, TransactRecord } from "./transaction.ts"
+
+/**
+ * @internal What an incarnation knows of its stored suspect-head note between events
+ * (suspect.ts): the Submissions it counts, as this incarnation's events last read or wrote it
+ * (none before its first note).
+ */
+export interface SuspectMemory {
+  counted: ReadonlySet<SubmissionId>
+}
 
 /** @internal How long any read of the host deadlines may take before it fails the read. */
 export const DEADLINE_READ_MILLIS = 5_000

@@ -24,7 +24,7 @@ import type { HeadAttemptOptions } from "../../core/DurableAgentRuntime.ts"
 import { SubmissionId } from "../../core/Identifiers.ts"
 import type { LedgerError, SubmissionLedger, SubmissionSnapshot } from "../../core/SubmissionLedger.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import type { MaintenanceEnv } from "./maintenanceEnv.ts"
+import type { MaintenanceEnv, SuspectMemory } from "./maintenanceEnv.ts"
 
 /** @internal The Durable Object KV key of the note. */
 export const SUSPECT_HEAD_KEY = "effect-agent:suspect-head:v1"
@@ -63,14 +63,6 @@ const readNote = (raw: unknown): SuspectNote =>
  */
 export const objectKillsOf = (raw: unknown, submissionId: string): number =>
   readNote(raw).suspects.find((entry) => entry.submissionId === submissionId)?.deaths ?? 0
-
-/**
- * @internal What an incarnation knows of its stored note between events: the Submissions it
- * counts, as this incarnation's events last read or wrote it (none before its first note).
- */
-export interface SuspectMemory {
-  counted: ReadonlySet<SubmissionId>
-}
 
 /** @internal */
 export const makeSuspectMemory = (): SuspectMemory => ({ counted: new Set() })
