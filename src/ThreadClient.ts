@@ -200,7 +200,9 @@ export interface ThreadClient {
   }) => Effect.Effect<CallSuccess<"history">, ThreadClientError<"history">>
   /**
    * The record of the Submission's step at call `step` (its `StepCompleted`), or null when that
-   * call is no completed step: one record, read directly, without paging the Thread's history.
+   * call is no completed step: one call that answers one record, without paging the Thread's
+   * history. The Object reads the Submission's own records to find it, so its cost grows with
+   * the Submission's journal, not with the Thread's.
    */
   readonly completedStep: (
     submissionId: string,
