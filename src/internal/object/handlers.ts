@@ -8,8 +8,7 @@ import { Clock, Effect, Option } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
 import { utf8ByteLength } from "../../core/internal/ledger/rules.ts"
-import type { AgentId, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
-import { SubmissionLedger, SubmissionNotFound } from "../../core/SubmissionLedger.ts"
+import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
 import { refuseOnDamage } from "../maintenance/errors.ts"
 import { ThreadMaintenance } from "../maintenance/maintenance.ts"
@@ -24,30 +23,7 @@ import { withinAnswer } from "./pageViews.ts"
 import { scheduleHandlers } from "./scheduleHandlers.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
-
-interface Address {
-  readonly threadId: ThreadId
-  readonly submissionId: SubmissionId
-  readonly agentId?: AgentId
-}
-
-/** The row of an addressed Submission, refused when it belongs to another Thread (or agent). */
-const addressed = (address: Address) =>
-  Effect.gen(function* () {
-    const ledger = yield* SubmissionLedger
-    const row = yield* ledger.lookup(address.submissionId)
-    if (
-      Option.isNone(row) ||
-      row.value.threadId !== address.threadId ||
-      (address.agentId !== undefined && row.value.agentId !== address.agentId)
-    ) {
-      return yield* new SubmissionNotFound({
-        submissionId: address.submissionId,
-        message: `no submission ${address.submissionId}${address.agentId === undefined ? "" : ` of agent ${address.agentId}`} in thread ${address.threadId}`,
-      })
-    }
-    return row.value
-  })
+import { type Address, addressed } from "./addressed.ts"
 
 /**
  * Refuses an operator's value (a note, a resolution's result) larger than a stored value may be

@@ -22,6 +22,7 @@ import { reportDeadlines } from "../maintenance/deadlines.ts"
 import { DEADLINE_READ_MILLIS } from "../maintenance/maintenanceEnv.ts"
 import { verifyStorage } from "../operator/verify.ts"
 import { SubmissionProgress } from "../operator/reports.ts"
+import { addressed } from "./addressed.ts"
 import type { CallHandler } from "./dispatch.ts"
 import { readAllHistory, readHistoryRemoved, readLedger, readMaintenanceView } from "./operatorReads.ts"
 import { withinAnswer } from "./pageViews.ts"
@@ -32,19 +33,6 @@ const inspectAddressed = (address: { readonly threadId: string; readonly submiss
     const runtime = yield* DurableAgentRuntime
     const found = yield* runtime.inspect(address.submissionId as never)
     if (Option.isNone(found) || found.value.row.threadId !== address.threadId) {
-      return yield* new SubmissionNotFound({
-        submissionId: address.submissionId as never,
-        message: `no submission ${address.submissionId} in thread ${address.threadId}`,
-      })
-    }
-    return found.value
-  })
-
-/** The ledger row of an addressed Submission, refused as `inspectAddressed` refuses it. */
-const rowAddressed = (address: { readonly threadId: string; readonly submissionId: string }) =>
-  Effect.gen(function* () {
-    const found = yield* (yield* SubmissionLedger).lookup(address.submissionId as never)
-    if (Option.isNone(found) || found.value.threadId !== address.threadId) {
       return yield* new SubmissionNotFound({
         submissionId: address.submissionId as never,
         message: `no submission ${address.submissionId} in thread ${address.threadId}`,
@@ -235,7 +223,7 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
       while (true) {
         // The row and the records after the token only: each read (and each wake) costs what
         // the Submission gained since, not its whole journal.
-        const row = yield* rowAddressed(request)
+        const row = yield* addressed(request)
         const { records: after, lastSequence } = yield* history.forSubmissionAfter(
           row.submissionId,
           afterSequence,
