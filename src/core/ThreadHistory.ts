@@ -4,7 +4,7 @@
  * Appends are fenced by the ledger: a record lands only while the writer's fence holds, in
  * one storage transaction with the fence check, so a stale owner can never add evidence.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Option } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { DurableWorkerFailure, ThreadStoreError } from "./internal/runtime/shared/model.ts"
 import type { SubmissionId, ThreadId } from "./Identifiers.ts"
@@ -68,6 +68,16 @@ export class ThreadHistory extends Context.Service<
       { readonly records: ReadonlyArray<HistoryRecord>; readonly lastSequence: number },
       ThreadStoreError
     >
+    /**
+     * The name of the event recorded for the Submission under `eventId` (its first
+     * `EventReceived` record of that id), if one is: a read of the Submission's index of event
+     * ids, whose cost does not grow with its journal. None once retention removed the
+     * Submission.
+     */
+    readonly eventReceived: (
+      submissionId: SubmissionId,
+      eventId: string,
+    ) => Effect.Effect<Option.Option<string>, ThreadStoreError>
     /** A page of one Thread's records with `sequence > after`. */
     readonly page: (
       threadId: ThreadId,

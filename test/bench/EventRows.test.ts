@@ -128,12 +128,13 @@ describe("billed rows of events", () => {
         ),
       )
       // The design's budget (docs/design/durable-primitives.md §3.7): an event kept for a later
-      // wait costs its record (2); one that ends a wait costs the park, the record's write, the
-      // resumption and the second Attempt (9, 10 with a timeout's due entry); a timeout costs the
-      // park, the record's write, the due claim and its own record (7).
-      expect(figures["event before the wait"]! - base).toBe(2)
-      expect(figures["event after the wait"]! - base).toBe(9)
-      expect(figures["event after a timed wait"]! - base).toBe(10)
+      // wait costs its record and its id's row (3); one that ends a wait costs the park, the
+      // record's write, the event's record and id, the resumption and the second Attempt (10, 11
+      // with a timeout's due entry); a timeout costs the park, the record's write, the due claim
+      // and its own record (7).
+      expect(figures["event before the wait"]! - base).toBe(3)
+      expect(figures["event after the wait"]! - base).toBe(10)
+      expect(figures["event after a timed wait"]! - base).toBe(11)
       expect(figures["timed out"]! - base).toBe(7)
       expect(outputs).toEqual({
         "one step": "none",

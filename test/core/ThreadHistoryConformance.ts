@@ -1,6 +1,6 @@
 /** The conformance suite of the canonical history, run against every implementation. */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { SubmissionId, ThreadId } from "../../src/core/Identifiers.ts"
 import { SubmissionLedger } from "../../src/core/SubmissionLedger.ts"
 import { ThreadHistory, type HistoryEntry } from "../../src/core/ThreadHistory.ts"
@@ -10,8 +10,10 @@ import {
   claimHead,
   grant,
   owner,
+  parkHead,
   request,
   rowOf,
+  settlementOf,
   unowned,
   type LedgerHarness,
 } from "./SubmissionLedgerFixtures.ts"
@@ -235,6 +237,53 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
           )
         }),
       ),
+    )
+
+    it.effect(
+      "answers the event that took an id, the first record keeping it, until retention removes it",
+      () =>
+        harness.run(
+          Effect.gen(function* () {
+            const ledger = yield* SubmissionLedger
+            const history = yield* ThreadHistory
+            const received = (event: string, eventId: string) =>
+              ({ _tag: "EventReceived", event, eventId, payload: { eventId } }) as const
+            const a = yield* admitNew(request("t", "a"))
+            yield* history.append(a.submissionId, received("x", "1"), unowned(a, 2_000), 2_000)
+            // Appended together with other records; a second record of an id does not take it.
+            yield* history.appendAll(
+              a.submissionId,
+              [received("y", "2"), { _tag: "AbortRequested" }, received("z", "1")],
+              unowned(a, 2_100),
+              2_100,
+            )
+            // Recorded by the ledger's resumption of a parked Submission, in another Thread.
+          yield* admitNew(request("u", "b"))
+            const { suspended } = yield* parkHead("u", grant(1, 2_200))
+            yield* ledger.transition(unowned(suspended, 2_300), "ready", {
+              entries: [received("x", "1"), received("w", "3")],
+              now: 2_300,
+            })
+            const b = suspended.submissionId
+            const taken = (submissionId: typeof b, eventId: string) =>
+              history.eventReceived(submissionId, eventId)
+            expect(yield* taken(a.submissionId, "1")).toEqual(Option.some("x"))
+            expect(yield* taken(a.submissionId, "2")).toEqual(Option.some("y"))
+            expect(yield* taken(a.submissionId, "3")).toEqual(Option.none())
+            expect(yield* taken(b, "1")).toEqual(Option.some("x"))
+            expect(yield* taken(b, "3")).toEqual(Option.some("w"))
+            expect(yield* taken(SubmissionId.make("none"), "1")).toEqual(Option.none())
+            // Retention removes a settled Submission's ids with its records, and no other's.
+            const claim = yield* claimHead("t", grant(2, 2_400))
+            const done = yield* ledger.settle(owner(claim), settlementOf(claim, "completed", 2_500))
+            expect(
+              yield* ledger.removeSettled([{ submissionId: done.submissionId, receiptId: done.receiptId }]),
+            ).toEqual([done.submissionId])
+            expect(yield* taken(a.submissionId, "1")).toEqual(Option.none())
+            expect(yield* taken(a.submissionId, "2")).toEqual(Option.none())
+            expect(yield* taken(b, "1")).toEqual(Option.some("x"))
+          }),
+        ),
     )
 
     it.effect("refuses an append from a stale owner and appends nothing", () =>

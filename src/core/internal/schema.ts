@@ -25,7 +25,8 @@
  * timed waits (see `durableWaits`), `thread-store/006-retention` what retention reads (see
  * `retention`), `thread-store/007-schedules` the schedules (see `schedules`), and
  * `thread-store/009-retention-when-used` leaves undated rows out of the retention index (see
- * `retentionWhenUsed`).
+ * `retentionWhenUsed`), and `thread-store/011-event-ids` indexes the event ids each Submission
+ * took (see `eventIds`).
  */
 import type { FreshSchema, Migration } from "./migrations.ts"
 import { incarnationId } from "./ledger/fences.ts"
@@ -49,6 +50,13 @@ export const THREAD_TAILS_TABLE = "effect_agent_thread_tails"
 export const HISTORY_FLOOR_TABLE = "effect_agent_history_floor"
 /** Recurring schedules, each admitting its occurrences as Submissions. @internal */
 export const SCHEDULES_TABLE = "effect_agent_schedules"
+/**
+ * The event ids taken in each Submission: one row per `EventReceived` record, written with it,
+ * keyed by Submission and id and holding the event's name, so an event's id is checked in one
+ * seek whatever the journal's length. Retention removes a Submission's rows with its records.
+ * @internal
+ */
+export const EVENT_IDS_TABLE = "effect_agent_event_ids"
 /** Idempotency keys of Submissions admitted before derived ids; written only by the migration. @internal */
 export const LEGACY_KEYS_TABLE = "effect_agent_submission_keys"
 
@@ -152,6 +160,12 @@ const TAILS_CREATE = `CREATE TABLE ${THREAD_TAILS_TABLE} (
     thread_id TEXT PRIMARY KEY NOT NULL,
     next_sequence INTEGER NOT NULL,
     lane_tail INTEGER NOT NULL
+  ) WITHOUT ROWID`
+const EVENT_IDS_CREATE = `CREATE TABLE ${EVENT_IDS_TABLE} (
+    submission_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (submission_id, event_id)
   ) WITHOUT ROWID`
 const FLOOR_CREATE = `CREATE TABLE ${HISTORY_FLOOR_TABLE} (
     id INTEGER PRIMARY KEY,
@@ -318,6 +332,21 @@ const orderedIncarnations: ReadonlyArray<string> = [
  */
 const retentionWhenUsed: ReadonlyArray<string> = [`DROP INDEX ${t}_retention`, RETENTION_INDEX]
 
+/**
+ * Event ids: the index of the ids each Submission's `EventReceived` records took (see
+ * `EVENT_IDS_TABLE`), filled from the records stored so far, the first record of an id winning
+ * as the journal reads it. One row read per history row once (only the rows naming the kind are
+ * parsed), and one row written per event recorded.
+ */
+const eventIds: ReadonlyArray<string> = [
+  EVENT_IDS_CREATE,
+  `INSERT OR IGNORE INTO ${EVENT_IDS_TABLE} (submission_id, event_id, event)
+    SELECT r.submission_id, json_extract(e.value, '$.eventId'), json_extract(e.value, '$.event')
+    FROM ${h} AS r, json_each(r.entries) AS e
+    WHERE instr(r.entries, '"EventReceived"') > 0 AND json_extract(e.value, '$._tag') = 'EventReceived'
+    ORDER BY r.position, e.key`,
+]
+
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
 export const storeMigrations: ReadonlyArray<Migration> = [
   {
@@ -383,6 +412,7 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/008-ordered-incarnations", statements: orderedIncarnations },
   { name: "thread-store/009-retention-when-used", statements: retentionWhenUsed },
   { name: "thread-store/010-schedule-overlap", statements: scheduleOverlap },
+  { name: "thread-store/011-event-ids", statements: eventIds },
 ]
 
 /**
@@ -412,6 +442,7 @@ export const freshStore: ReadonlyArray<string> = [
   FLOOR_CREATE,
   // The columns later migrations add, in their order.
   ...schedulesWith(",\n    overlap TEXT"),
+  EVENT_IDS_CREATE,
 ]
 
 /** The store's fresh schema, for `runMigrations`. @internal */

@@ -3,7 +3,7 @@
  * the fence and adds the record in one synchronous block that no fiber can interleave with.
  */
 import { spanned } from "../spanned.ts"
-import { Effect, Result } from "effect"
+import { Effect, Option, Result } from "effect"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
 import type { ThreadHistory } from "../../ThreadHistory.ts"
 import { SubmissionLedger } from "../../SubmissionLedger.ts"
@@ -85,6 +85,9 @@ export const makeMemoryHistory = Effect.gen(function* () {
         }
       })
     }),
+
+    eventReceived: (submissionId, eventId) =>
+      Effect.sync(() => Option.fromUndefinedOr(store.eventIds.get(submissionId)?.get(eventId))),
 
     page: spanned("ThreadHistory.page")(function* (threadId, options) {
       const { after, limit } = yield* pageOptions(options)

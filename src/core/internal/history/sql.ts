@@ -6,7 +6,7 @@
  * back: every row read is billed.
  */
 import { spanned } from "../spanned.ts"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { ThreadStoreError } from "../runtime/shared/model.ts"
@@ -21,6 +21,12 @@ import { rowsRunner, storageClock } from "../directRows.ts"
 import { forgetJournal, keepJournal, knownJournal } from "./journals.ts"
 import { knownObjectEnd } from "./ends.ts"
 import type { SubmissionId } from "../../Identifiers.ts"
+import { eventIdStatements } from "./eventIds.ts"
+
+/** A row of the index of event ids, as the lookup returns it. */
+interface EventRow {
+  readonly event: unknown
+}
 
 /** The ledger row's figures a journal read returns before its rows. */
 interface JournalFigures {
@@ -157,6 +163,12 @@ export const makeSqlHistory = Effect.gen(function* () {
         lastSequence: records.at(-1)?.sequence ?? 0,
       }
     }),
+
+    eventReceived: (submissionId, eventId) =>
+      rows<EventRow>(eventIdStatements.lookup, [submissionId, eventId]).pipe(
+        Effect.mapError(storeError("ThreadHistory.eventReceived")),
+        Effect.map((found) => (found[0] === undefined ? Option.none() : Option.some(String(found[0].event)))),
+      ),
 
     page: spanned("ThreadHistory.page")(function* (threadId, options) {
       const operation = "ThreadHistory.page"

@@ -2,7 +2,8 @@
  * Rows of the canonical history on SQLite (see `schema.ts`): one row per append, holding the
  * records that append wrote for one Submission. The writer is shared by the history and by the
  * ledger, which records a Submission's acceptance and its settlement in the same transaction as
- * the row change they describe. Callers hold a transaction and have checked the fence.
+ * the row change they describe, and indexes the ids of the events the row records
+ * (`eventIds.ts`). Callers hold a transaction and have checked the fence.
  */
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
@@ -15,6 +16,7 @@ import type { HistoryEntry, HistoryRecord } from "./model.ts"
 import { rowsRunner, storageClock } from "../directRows.ts"
 import { rowLimit } from "../sqlLimit.ts"
 import { forgetEnds, knownEnds, rememberEnds } from "./ends.ts"
+import { indexEventIds } from "./eventIds.ts"
 
 const h = HISTORY_TABLE
 
@@ -312,6 +314,11 @@ export const writeRow = (sql: SqlClient, operation: string, append: RowAppend) =
     if (written === undefined) {
       return yield* new ThreadStoreError({ operation, message: "the history insert returned no row" })
     }
+    yield* indexEventIds(
+      query,
+      append.submissionId,
+      append.entries.map((entry) => entry.stored),
+    ).pipe(Effect.mapError(historyError(operation, "storage failed")))
     if (clock !== undefined) {
       rememberEnds(
         clock,

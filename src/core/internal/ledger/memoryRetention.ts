@@ -55,6 +55,7 @@ export const makeMemoryRetention = (store: MemoryStore): RetentionOps => {
           for (const record of store.historyBySubmission.get(item.submissionId) ?? [])
             store.removed.add(record)
           store.historyBySubmission.delete(item.submissionId)
+          store.eventIds.delete(item.submissionId)
           store.rows.delete(item.submissionId)
           store.pruneAfter.delete(item.submissionId)
           removed.push(item.submissionId)

@@ -28,6 +28,11 @@ export interface MemoryStore {
   readonly lanes: Map<ThreadId, Lane>
   readonly history: Map<ThreadId, Array<HistoryRecord>>
   readonly historyBySubmission: Map<SubmissionId, Array<HistoryRecord>>
+  /**
+   * The event ids each Submission took, with their events' names, as the SQLite index of event
+   * ids holds them: the first record of an id keeps it.
+   */
+  readonly eventIds: Map<SubmissionId, Map<string, string>>
   /** Every record of the Object in commit order; a record's feed position is its index + 1. */
   readonly historyFeed: Array<HistoryRecord>
   /** The outbox, in insertion order. */
@@ -185,7 +190,28 @@ export const appendNow = (
   })
   store.history.set(threadId, records)
   store.historyBySubmission.set(submissionId, own)
+  indexEventIdsNow(store, submissionId, entries)
   return appended
+}
+
+/**
+ * Indexes the ids of the `EventReceived` records among `entries`, as the SQLite history's
+ * `indexEventIds` does: every append of records runs it. @internal
+ */
+export const indexEventIdsNow = (
+  store: MemoryStore,
+  submissionId: SubmissionId,
+  entries: ReadonlyArray<HistoryEntry>,
+): void => {
+  for (const entry of entries) {
+    if (entry._tag !== "EventReceived") continue
+    let ids = store.eventIds.get(submissionId)
+    if (ids === undefined) {
+      ids = new Map()
+      store.eventIds.set(submissionId, ids)
+    }
+    if (!ids.has(entry.eventId)) ids.set(entry.eventId, entry.event)
+  }
 }
 
 /** An empty store whose derived ids use `salt`. @internal */
@@ -196,6 +222,7 @@ export const makeMemoryStore = (salt: string, dated: boolean): MemoryStore => ({
   lanes: new Map(),
   history: new Map(),
   historyBySubmission: new Map(),
+  eventIds: new Map(),
   historyFeed: [],
   outbox: new Map(),
   answers: new Map(),

@@ -1,7 +1,7 @@
 /**
  * Retention on the SQLite ledger: the earliest settled row by `prune_after` (one seek on the
  * retention index), a range of candidates with their lanes' tails, and the removal of settled
- * Submissions with their history rows and idempotency keys. A settlement dates its row only while
+ * Submissions with their history rows, their event ids and idempotency keys. A settlement dates its row only while
  * retention is on; `openRetention` dates the rows settled while it was off, once it is on again.
  *
  * A removal that takes a Thread's newest history row first records where the Thread continues
@@ -13,6 +13,7 @@ import { forgetEnds } from "../history/ends.ts"
 import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
 import type { SubmissionId } from "../../Identifiers.ts"
+import { eventIdStatements } from "../history/eventIds.ts"
 import { rowStatements } from "../history/sqlRows.ts"
 import {
   HISTORY_FLOOR_TABLE,
@@ -154,6 +155,7 @@ export const makeSqlRetention = (
         ])
         for (const row of group) {
           yield* query(operation, retentionStatements.deleteRow, [row.submission_id])
+          yield* query(operation, eventIdStatements.forget, [row.submission_id])
           if (options.legacyKeys) {
             yield* query(operation, retentionStatements.deleteLegacyKey, [
               laneKey(threadId),

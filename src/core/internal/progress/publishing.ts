@@ -94,6 +94,7 @@ const historyMovements: Movements<History> = {
   appendAll: ([submissionId]) => submissionId,
   forSubmission: "none",
   forSubmissionAfter: "none",
+  eventReceived: "none",
   page: "none",
   feed: "none",
   feedEnd: "none",

@@ -29,7 +29,7 @@ import {
 } from "../../outbox/model.ts"
 import type { HistoryEntry } from "../../history/model.ts"
 import { type RuntimeEnv, vanished } from "../shared/runtimeEnv.ts"
-import { appendInput, recordInput } from "../shared/inputRecords.ts"
+import { appendInput, journalOf, recordInput } from "../shared/inputRecords.ts"
 import type { DurableWorkerFailure } from "../shared/model.ts"
 import { admitRow, materialize } from "../admission/admitRow.ts"
 import { admissionCheckOf, encodeFor } from "../admission/encodeInput.ts"
@@ -67,6 +67,7 @@ const applyChildOutcome = (env: RuntimeEnv, parentId: SubmissionId, step: number
         Effect.logWarning("A child's settlement names no Submission of this Object", { parentId, step }),
         undefined,
       ),
+      journalOf(env),
       (parent, journal, now) =>
         Effect.gen(function* () {
           const done = { _tag: "Done", value: undefined } as const

@@ -1,6 +1,8 @@
 /**
  * Events sent to a Submission: checked, then recorded as an input record (`EventReceived`) of
- * the Submission, at most once per `eventId`. A Submission parked on a wait for the event's name
+ * the Submission, at most once per `eventId`. The id is checked in the Submission's index of
+ * event ids (`ThreadHistory.eventReceived`), never by reading its journal, so an event costs the
+ * same whatever the journal's length. A Submission parked on a wait for the event's name
  * is resumed (`ready`, as a child's settlement resumes its parent) in the transaction that
  * records it; otherwise the event is appended and kept until a wait takes it (see
  * `recordInput`).
@@ -17,9 +19,8 @@ import { declaredEvent, type DurableBindingFailure } from "../../../AgentRegistr
 import type { SubmissionId, ThreadId } from "../../../Identifiers.ts"
 import { SubmissionNotFound, type SubmissionSnapshot } from "../../ledger/model.ts"
 import { isParked, unownedFence, utf8ByteLength } from "../../ledger/rules.ts"
-import type { Journal } from "../shared/journal.ts"
 import type { DurableWorkerFailure } from "../shared/model.ts"
-import { loadJournal, type RuntimeEnv } from "../shared/runtimeEnv.ts"
+import type { RuntimeEnv } from "../shared/runtimeEnv.ts"
 import { appendInput, recordInput } from "../shared/inputRecords.ts"
 
 const OPERATION = "DurableAgentRuntime.receiveEvent"
@@ -54,11 +55,18 @@ const waitsFor = (row: SubmissionSnapshot, event: string): boolean =>
   ((row.wait?._tag === "Event" && row.wait.event === event) ||
     (row.wait?._tag === "Workflow" && row.wait.events.includes(event)))
 
-/** The decision on the row and journal as read. */
+/**
+ * The name of the event that took the request's id in its Submission, if one did: one seek of
+ * the Submission's event ids, whatever its journal's length.
+ */
+const takenBy = (env: RuntimeEnv, request: EventRequest) => (row: SubmissionSnapshot) =>
+  env.history.eventReceived(row.submissionId, request.eventId)
+
+/** The decision on the row as read and the event that took the id, if one did. */
 const decide = (
   env: RuntimeEnv,
   row: SubmissionSnapshot,
-  journal: Journal,
+  taken: Option.Option<string>,
   request: EventRequest,
 ): Effect.Effect<EventPreview, EventRefused | DurableBindingFailure> =>
   Effect.gen(function* () {
@@ -66,13 +74,12 @@ const decide = (
       Effect.fail(new EventRefused({ submissionId: row.submissionId, event: request.event, reason, message }))
     // A repeat answers as the first did, whatever happened since; an id taken by an event of
     // another name is a different event, refused rather than dropped as a repeat.
-    const taken = journal.events.find((received) => received.eventId === request.eventId)
-    if (taken !== undefined && taken.event !== request.event)
+    if (Option.isSome(taken) && taken.value !== request.event)
       return yield* refuse(
         "id-conflict",
-        `event id ${request.eventId} was taken by event "${taken.event}", not "${request.event}"`,
+        `event id ${request.eventId} was taken by event "${taken.value}", not "${request.event}"`,
       )
-    if (taken !== undefined) return { _tag: "Replayed", receipt: receipt(request, true, false) } as const
+    if (Option.isSome(taken)) return { _tag: "Replayed", receipt: receipt(request, true, false) } as const
     if (row.state === "terminalizing" || row.state === "settled")
       return yield* refuse("settled", `submission ${row.submissionId} settled: no wait can take the event`)
     // An accepted abort settles it `aborted` without running the program again.
@@ -105,7 +112,7 @@ export const makePreviewEvent = (env: RuntimeEnv) =>
   spanned("DurableAgentRuntime.previewEvent")(function* (request: EventRequest) {
     const row = yield* env.ledger.lookup(request.submissionId)
     if (Option.isNone(row)) return yield* notFound(request.submissionId)
-    return yield* decide(env, row.value, yield* loadJournal(env, request.submissionId), request)
+    return yield* decide(env, row.value, yield* takenBy(env, request)(row.value), request)
   })
 
 const notFound = (submissionId: SubmissionId) =>
@@ -122,13 +129,18 @@ export const makeReceiveEvent = (env: RuntimeEnv) =>
     const mayWake = options?.mayWake ?? true
     // What was decided, and the Thread of a Submission this call wrote to.
     const { delivery, wrote } = yield* env.exclusive(
-      recordInput<{ readonly delivery: EventDelivery; readonly wrote?: ThreadId }, EventFailure>(
+      recordInput<
+        Option.Option<string>,
+        { readonly delivery: EventDelivery; readonly wrote?: ThreadId },
+        EventFailure
+      >(
         env,
         OPERATION,
         request.submissionId,
         notFound(request.submissionId),
-        (row, journal, now) =>
-          Effect.map(decide(env, row, journal, request), (decision) => {
+        takenBy(env, request),
+        (row, taken, now) =>
+          Effect.map(decide(env, row, taken, request), (decision) => {
             if (decision._tag === "Replayed")
               return {
                 _tag: "Done",
