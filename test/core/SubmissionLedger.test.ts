@@ -55,6 +55,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-store/008-ordered-incarnations",
           "thread-store/009-retention-when-used",
           "thread-store/010-schedule-overlap",
+          "thread-store/011-event-ids",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(
