@@ -258,7 +258,7 @@ export const historyConformance = (name: string, harness: LedgerHarness) =>
               2_100,
             )
             // Recorded by the ledger's resumption of a parked Submission, in another Thread.
-          yield* admitNew(request("u", "b"))
+            yield* admitNew(request("u", "b"))
             const { suspended } = yield* parkHead("u", grant(1, 2_200))
             yield* ledger.transition(unowned(suspended, 2_300), "ready", {
               entries: [received("x", "1"), received("w", "3")],

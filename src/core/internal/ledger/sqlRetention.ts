@@ -1,8 +1,9 @@
 /**
  * Retention on the SQLite ledger: the earliest settled row by `prune_after` (one seek on the
  * retention index), a range of candidates with their lanes' tails, and the removal of settled
- * Submissions with their history rows, their event ids and idempotency keys. A settlement dates its row only while
- * retention is on; `openRetention` dates the rows settled while it was off, once it is on again.
+ * Submissions with their history rows, their event ids and idempotency keys. A settlement dates
+ * its row only while retention is on; `openRetention` dates the rows settled while it was off,
+ * once it is on again.
  *
  * A removal that takes a Thread's newest history row first records where the Thread continues
  * (its tails row), and one that takes the Object's newest row where the feed continues (the
