@@ -341,6 +341,12 @@ const transportError = (entryPoint: string, cause: unknown) => {
     : new ThreadObjectUnavailable({ entryPoint, message })
 }
 
+/** The call runner of each client made here, for the library's own calls (`invokeOf`). */
+const invokers = new WeakMap<ThreadClient, Invoke>()
+
+/** @internal Runs any call of the client's Object, as the client's own methods do. */
+export const invokeOf = (client: ThreadClient): Invoke | undefined => invokers.get(client)
+
 /** A client of the Thread `threadId` in `namespace`. */
 export const make = (
   namespace: ThreadNamespace,
@@ -380,7 +386,7 @@ export const make = (
 
   const address = (submissionId: string) => ({ threadId, submissionId })
 
-  return {
+  const client: ThreadClient = {
     threadId,
     agent: (agent) => makeAgentClient(invoke, threadId, agent),
     submit: (request) => invoke("submit", { threadId, ...request }),
@@ -428,4 +434,6 @@ export const make = (
     repairMaintenance: invoke("repairMaintenance", { threadId }),
     forget: (submissionId) => invoke("forget", address(submissionId)),
   }
+  invokers.set(client, invoke)
+  return client
 }
