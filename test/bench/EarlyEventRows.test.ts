@@ -53,8 +53,15 @@ const measure = (kind: "ordinary" | "workflow", kept: Kept) =>
                   payload: encodeDeferredExit(Exit.succeed("kept")),
                 }),
               )
+            // What keeping costs: the first creates the table.
+            meter.reset()
             if (kept === "other key") yield* keep("x")
             if (kept === "this key") yield* keep("a")
+            const keptCounts = meter.snapshot()
+            const keeping = {
+              read: keptCounts.sqlRowsRead,
+              written: keptCounts.sqlRowsWritten + keptCounts.kvPuts,
+            }
             const admit = (key: string) =>
               Effect.gen(function* () {
                 meter.reset()
@@ -80,9 +87,14 @@ const measure = (kind: "ordinary" | "workflow", kept: Kept) =>
             const later = yield* admit("b")
             const history = yield* built.history.page(ThreadId.make(threadId), { limit: 100 })
             const received = history.records.filter((record) => record.entry._tag === "EventReceived").length
-            return { first, later, received }
+            return { keeping, first, later, received }
           }),
-        ) as Effect.Effect<{ readonly first: Rows; readonly later: Rows; readonly received: number }>,
+        ) as Effect.Effect<{
+          readonly keeping: Rows
+          readonly first: Rows
+          readonly later: Rows
+          readonly received: number
+        }>,
       )
     }),
   )
@@ -90,7 +102,7 @@ const measure = (kind: "ordinary" | "workflow", kept: Kept) =>
 describe("billed rows of an admission beside kept early events", () => {
   it.live("an ordinary admission pays nothing for them; a workflow's at most a one-row seek", () =>
     Effect.gen(function* () {
-      const figures: Record<string, { first: Rows; later: Rows; received: number }> = {}
+      const figures: Record<string, { keeping: Rows; first: Rows; later: Rows; received: number }> = {}
       for (const kind of ["ordinary", "workflow"] as const) {
         for (const kept of ["none", "other key", "this key"] as const) {
           figures[`${kind}, kept: ${kept}`] = yield* measure(kind, kept)
