@@ -162,6 +162,7 @@ export const makeClientEngine = (
     Effect.gen(function* () {
       const client = clientOf(executionId)
       const invoke = invokeOf(client)
+      // A client not made by `ThreadClient.make` has no call runner: nothing can keep it.
       if (invoke === undefined) return yield* Effect.die(new Error(`no execution ${executionId} was started`))
       yield* invoke("sendEventByKey", {
         threadId: client.threadId,
