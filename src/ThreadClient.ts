@@ -20,6 +20,7 @@ import {
   type SendEventOptions,
   type SubmitMode,
 } from "./internal/client/agentClient.ts"
+import { rememberInvoke } from "./internal/client/invokers.ts"
 import type { AgentEvent } from "./core/AgentEvent.ts"
 import type { SubmissionState } from "./core/SubmissionLedger.ts"
 import type { CallName, CallSuccess } from "./internal/object/calls.ts"
@@ -341,12 +342,6 @@ const transportError = (entryPoint: string, cause: unknown) => {
     : new ThreadObjectUnavailable({ entryPoint, message })
 }
 
-/** The call runner of each client made here, for the library's own calls (`invokeOf`). */
-const invokers = new WeakMap<ThreadClient, Invoke>()
-
-/** @internal Runs any call of the client's Object, as the client's own methods do. */
-export const invokeOf = (client: ThreadClient): Invoke | undefined => invokers.get(client)
-
 /** A client of the Thread `threadId` in `namespace`. */
 export const make = (
   namespace: ThreadNamespace,
@@ -386,7 +381,7 @@ export const make = (
 
   const address = (submissionId: string) => ({ threadId, submissionId })
 
-  const client: ThreadClient = {
+  return rememberInvoke(invoke, {
     threadId,
     agent: (agent) => makeAgentClient(invoke, threadId, agent),
     submit: (request) => invoke("submit", { threadId, ...request }),
@@ -433,7 +428,5 @@ export const make = (
     wake: invoke("wake", { threadId }),
     repairMaintenance: invoke("repairMaintenance", { threadId }),
     forget: (submissionId) => invoke("forget", address(submissionId)),
-  }
-  invokers.set(client, invoke)
-  return client
+  })
 }

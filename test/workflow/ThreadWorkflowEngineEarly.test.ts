@@ -8,7 +8,7 @@ import { Cause, Effect, Exit, Option } from "effect"
 import { DurableDeferred } from "effect/workflow"
 import { encodeDeferredExit, WORKFLOW_THREAD_ID, workflowAgentId } from "../../src/internal/workflow/codec.ts"
 import { MAX_EARLY_BYTES, MAX_EARLY_EVENTS } from "../../src/internal/workflow/earlyEvents.ts"
-import { invokeOf } from "../../src/ThreadClient.ts"
+import { invokeOf } from "../../src/internal/client/invokers.ts"
 import { activityRuns, Approval, ApprovalWorkflow } from "../worker/workflowObject.ts"
 import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
 

@@ -10,7 +10,8 @@ import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { Settlement } from "../../core/SubmissionLedger.ts"
 import type { EventRefused } from "../../core/AgentEvent.ts"
-import { invokeOf, type ThreadClient } from "../../ThreadClient.ts"
+import { invokeOf } from "../client/invokers.ts"
+import type { ThreadClient } from "../../ThreadClient.ts"
 import {
   ActivityRecord,
   deferredEvent,
