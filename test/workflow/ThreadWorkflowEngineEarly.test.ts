@@ -9,7 +9,7 @@ import { DurableDeferred } from "effect/workflow"
 import { encodeDeferredExit, WORKFLOW_THREAD_ID, workflowAgentId } from "../../src/internal/workflow/codec.ts"
 import { MAX_EARLY_BYTES, MAX_EARLY_EVENTS } from "../../src/internal/workflow/earlyEvents.ts"
 import { invokeOf } from "../../src/internal/client/invokers.ts"
-import { activityRuns, Approval, ApprovalWorkflow } from "../worker/workflowObject.ts"
+import { activityRuns, Approval, ApprovalWorkflow, NotifierWorkflow } from "../worker/workflowObject.ts"
 import { clientEngine, deliverUntil, executionClient, polled, uniqueId } from "./support.ts"
 
 const completeExit = <A, E>(
@@ -151,6 +151,31 @@ describe("ThreadWorkflowEngine early completions", () => {
       expect(over).toMatchObject({ _tag: "EarlyEventRefused", reason: "early-bytes" })
       const huge = yield* Effect.flip(sendByKey(uniqueId("never-huge"), "huge", "h".repeat(200_000)))
       expect(huge).toMatchObject({ _tag: "EarlyEventRefused", reason: "payload-bytes" })
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a workflow completes another execution's deferred from inside its run, started or not yet", () =>
+    Effect.gen(function* () {
+      for (const targetFirst of [true, false]) {
+        const target = { id: uniqueId("notified") }
+        const targetId = yield* ApprovalWorkflow.executionId(target)
+        if (targetFirst) {
+          yield* ApprovalWorkflow.execute(target, { discard: true })
+          yield* deliverUntil(targetId, polled(ApprovalWorkflow, targetId, "Suspended"))
+        }
+        const notifierId = yield* NotifierWorkflow.execute(
+          { id: uniqueId("notifier"), target: target.id },
+          { discard: true },
+        )
+        yield* deliverUntil(notifierId, polled(NotifierWorkflow, notifierId, "Complete"))
+        expect(completeExit(yield* NotifierWorkflow.poll(notifierId))).toEqual(Exit.succeed("notified"))
+        if (!targetFirst) yield* ApprovalWorkflow.execute(target, { discard: true })
+        yield* deliverUntil(targetId, polled(ApprovalWorkflow, targetId, "Complete"))
+        expect(completeExit(yield* ApprovalWorkflow.poll(targetId))).toEqual(
+          Exit.succeed("decided: from a notifier"),
+        )
+        expect(yield* eventsReceived(targetId)).toHaveLength(1)
+      }
     }).pipe(Effect.provide(clientEngine)),
   )
 })

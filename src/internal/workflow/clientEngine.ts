@@ -48,7 +48,10 @@ const settlementExit = (workflow: Workflow.Any, settlement: Settlement) =>
 /** The engine of a Worker over `clientOf` (the Thread client of an execution id). @internal */
 export const makeClientEngine = (
   clientOf: (executionId: string) => ThreadClient,
-): WorkflowEngine.WorkflowEngine["Service"] => {
+): WorkflowEngine.WorkflowEngine["Service"] => WorkflowEngine.makeUnsafe(clientEncoded(clientOf))
+
+/** The calls of a Worker's engine, over values already encoded. @internal */
+export const clientEncoded = (clientOf: (executionId: string) => ThreadClient): WorkflowEngine.Encoded => {
   /**
    * The execution's Submission: admitted under the execution id, or, for a child workflow, under
    * the key its parent's start chose, as the one Submission of the workflow in its Thread.
@@ -206,7 +209,7 @@ export const makeClientEngine = (
         )
     })
 
-  return WorkflowEngine.makeUnsafe({
+  return {
     register: () => insideOnly("register"),
     execute,
     poll,
@@ -238,5 +241,5 @@ export const makeClientEngine = (
         yield* send(workflowName, executionId, event, encodeDeferredExit(exit), eventId, { keepEarly: true })
       }),
     scheduleClock: () => insideOnly("scheduleClock"),
-  })
+  }
 }
