@@ -20,6 +20,7 @@ import {
   type SendEventOptions,
   type SubmitMode,
 } from "./internal/client/agentClient.ts"
+import { rememberInvoke } from "./internal/client/invokers.ts"
 import type { AgentEvent } from "./core/AgentEvent.ts"
 import type { SubmissionState } from "./core/SubmissionLedger.ts"
 import type { CallName, CallSuccess } from "./internal/object/calls.ts"
@@ -380,7 +381,7 @@ export const make = (
 
   const address = (submissionId: string) => ({ threadId, submissionId })
 
-  return {
+  return rememberInvoke(invoke, {
     threadId,
     agent: (agent) => makeAgentClient(invoke, threadId, agent),
     submit: (request) => invoke("submit", { threadId, ...request }),
@@ -427,5 +428,5 @@ export const make = (
     wake: invoke("wake", { threadId }),
     repairMaintenance: invoke("repairMaintenance", { threadId }),
     forget: (submissionId) => invoke("forget", address(submissionId)),
-  }
+  })
 }

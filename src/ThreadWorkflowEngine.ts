@@ -14,12 +14,13 @@
  * `MyWorkflow.execute`, `poll`, `interrupt`, `resume` and `DurableDeferred.done` reach the
  * execution's Object.
  */
-import { Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
+import { ThreadObjectNamespace } from "./CloudflareBindings.ts"
 import type { AgentDefinition } from "./core/AgentRegistration.ts"
 import { ActivityRetry as ActivityRetryReference } from "./internal/workflow/activityRetry.ts"
 import { WORKFLOW_THREAD_ID } from "./internal/workflow/codec.ts"
-import { makeClientEngine } from "./internal/workflow/clientEngine.ts"
+import { clientEncoded, makeClientEngine } from "./internal/workflow/clientEngine.ts"
 import { executionAgent } from "./internal/workflow/execution.ts"
 import { makeRegistryEngine } from "./internal/workflow/registry.ts"
 import type { ExecutionInput } from "./internal/workflow/runEngine.ts"
@@ -49,9 +50,32 @@ export const agent = <W extends Workflow.Any>(
 ): AgentDefinition<ExecutionInput, unknown> =>
   executionAgent(workflow, options.version ?? "1") as AgentDefinition<ExecutionInput, unknown>
 
-/** The `WorkflowEngine` of a `ThreadObject`: `Workflow.toLayer` registers handlers with it. */
+/**
+ * Completes another execution's deferred from inside a workflow, through the Object's own
+ * namespace (`ThreadObject.make`'s `namespaceBinding`), as a Worker's engine does; sent with no
+ * caller identity.
+ */
+const sendFromObject: WorkflowEngine.Encoded["deferredDone"] = (options) =>
+  Effect.gen(function* () {
+    const namespace = yield* Effect.serviceOption(ThreadObjectNamespace)
+    if (Option.isNone(namespace)) {
+      return yield* Effect.die(
+        new Error(
+          "DurableDeferred.done of another execution inside a workflow needs ThreadObject.make's namespaceBinding",
+        ),
+      )
+    }
+    const ns = namespace.value.namespace as unknown as ThreadClient.ThreadNamespace
+    yield* clientEncoded((executionId) => executionClient(ns, executionId)).deferredDone(options)
+  })
+
+/**
+ * The `WorkflowEngine` of a `ThreadObject`: `Workflow.toLayer` registers handlers with it. A
+ * workflow's `DurableDeferred.done` of another execution is a step that sends it through the
+ * Object's `namespaceBinding`, as a Worker's engine does.
+ */
 export const layer: Layer.Layer<WorkflowEngine.WorkflowEngine> = Layer.sync(WorkflowEngine.WorkflowEngine)(
-  makeRegistryEngine,
+  () => makeRegistryEngine(sendFromObject),
 )
 
 /** The client of the Thread that hosts `executionId`. */

@@ -99,6 +99,13 @@ export const GuardianWorkflow = Workflow.make("Guardian", {
   idempotencyKey: ({ id }) => id,
 })
 
+/** Completes `Approval` of the `ApprovalWorkflow` execution of `{ id: target }` from inside its run. */
+export const NotifierWorkflow = Workflow.make("Notifier", {
+  payload: { id: Schema.String, target: Schema.String },
+  success: Schema.String,
+  idempotencyKey: ({ id }) => id,
+})
+
 /** Registered as an agent, but no handler is registered with the engine. */
 export const UnhandledWorkflow = Workflow.make("Unhandled", {
   payload: { id: Schema.String },
@@ -175,6 +182,16 @@ const handlers = Layer.mergeAll(
     Effect.map(OrderWorkflow.execute({ id: `child-of-${id}` }), (order) => `child shipped ${order.shipped}`),
   ),
   GuardianWorkflow.toLayer(({ id }) => ApprovalWorkflow.execute({ id: `guarded-${id}` })),
+  NotifierWorkflow.toLayer(({ target }) =>
+    Effect.gen(function* () {
+      const token = yield* DurableDeferred.tokenFromPayload(Approval, {
+        workflow: ApprovalWorkflow,
+        payload: { id: target },
+      })
+      yield* DurableDeferred.succeed(Approval, { token, value: "from a notifier" })
+      return "notified"
+    }),
+  ),
   FireThenJoinWorkflow.toLayer(({ id }) =>
     Effect.gen(function* () {
       yield* OrderWorkflow.execute({ id: `fired-${id}` }, { discard: true })
@@ -195,6 +212,7 @@ export const workflowAgents = [
   ParentWorkflow,
   GuardianWorkflow,
   FireThenJoinWorkflow,
+  NotifierWorkflow,
   UnhandledWorkflow,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))
 

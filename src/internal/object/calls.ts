@@ -34,6 +34,7 @@ import {
   SubmissionProgress,
   VerifyReport,
 } from "../operator/reports.ts"
+import { EarlyEventAnswer, EarlyEventInput, EarlyEventRefused } from "../workflow/earlyEventCall.ts"
 import { InvalidRequest, ThreadObjectFailure, Unauthorized } from "./callErrors.ts"
 import { SchedulePage, SubmissionPage, ThreadPage } from "./pageViews.ts"
 import {
@@ -118,6 +119,14 @@ export const ThreadObjectCalls = {
   ]),
   sendEvent: call("mutate", EventInput, EventReceipt, [
     EventRefused,
+    SubmissionNotFound,
+    MaintenanceRecordDamaged,
+  ]),
+  // A workflow's deferred completion: sent to the Submission admitted under the key, or kept
+  // for its admission (`internal/workflow/earlyEvents.ts`).
+  sendEventByKey: call("mutate", EarlyEventInput, EarlyEventAnswer, [
+    EventRefused,
+    EarlyEventRefused,
     SubmissionNotFound,
     MaintenanceRecordDamaged,
   ]),

@@ -5,6 +5,7 @@
  * state. An addressed Submission must belong to the addressed Thread, or it is not found.
  */
 import { Clock, Effect, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
 import { utf8ByteLength } from "../../core/internal/ledger/rules.ts"
@@ -24,6 +25,7 @@ import { scheduleHandlers } from "./scheduleHandlers.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
 import { type Address, addressed } from "./addressed.ts"
+import { makeEarlyEvents } from "../workflow/earlyEvents.ts"
 
 /**
  * Refuses an operator's value (a note, a resolution's result) larger than a stored value may be
@@ -62,6 +64,7 @@ const gated =
 type ThreadCall =
   | "submit"
   | "sendEvent"
+  | "sendEventByKey"
   | "abort"
   | "retry"
   | "resolveApproval"
@@ -121,6 +124,24 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
       const second = yield* record(true)
       if (second._tag === "Received") return second.receipt
       return yield* Effect.die(new Error("an event that may wake was not recorded"))
+    }),
+  // Kept (outside the gate: it is no work for the pass until the admission records it), or,
+  // once the Submission is admitted, sent as any event: the store decides in one transaction.
+  sendEventByKey: (request) =>
+    Effect.gen(function* () {
+      const limit = (yield* DurableRuntimeConfig).maxStoredValueBytes
+      const early = makeEarlyEvents(yield* SqlClient)
+      const outcome = yield* early.keep(yield* SubmissionLedger, request, limit)
+      if (outcome._tag === "Kept") return { _tag: "Kept", replayed: outcome.replayed } as const
+      const receipt = yield* threadHandlers.sendEvent({
+        threadId: request.threadId,
+        submissionId: outcome.row.submissionId,
+        agentId: request.agentId,
+        event: request.event,
+        eventId: request.eventId,
+        payload: request.payload,
+      })
+      return { _tag: "Sent", receipt } as const
     }),
   abort: gated((runtime, request) => runtime.abort(request.submissionId)),
   retry: gated((runtime, request) => runtime.retry(request.submissionId)),

@@ -44,6 +44,7 @@ import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 import { databaseCapacityLayer } from "./databaseCapacity.ts"
 import { sqlClientLayer } from "./sqlClient.ts"
+import { earlyArrivalsLayer } from "../workflow/earlyEvents.ts"
 
 /** The per-incarnation services a `ThreadObject` class provides to its application layer. */
 export type ThreadObjectPlatform =
@@ -160,6 +161,8 @@ export const platformLayer = (
     MessageOutbox.layer.pipe(
       Layer.provideMerge(ThreadHistory.layer),
       Layer.provideMerge(SubmissionLedger.layer),
+      // A workflow's admission records the deferred completions kept for it.
+      Layer.provide(earlyArrivalsLayer),
     ),
     routedPort,
     databaseCapacityLayer,

@@ -111,7 +111,8 @@ export const ProgressInput = Schema.Struct({
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
 
-const Bounded = (maximum: number, what: string) =>
+/** A string of 1 to `maximum` characters, described as `what`. @internal */
+export const Bounded = (maximum: number, what: string) =>
   Schema.String.check(
     Schema.isMinLength(1, { expected: `${what} of 1 to ${maximum} characters` }),
     Schema.isMaxLength(maximum, { expected: `${what} of 1 to ${maximum} characters` }),

@@ -9,6 +9,8 @@ import { Effect, Exit, Option, Schema } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { Settlement } from "../../core/SubmissionLedger.ts"
+import type { EventRefused } from "../../core/AgentEvent.ts"
+import { invokeOf } from "../client/invokers.ts"
 import type { ThreadClient } from "../../ThreadClient.ts"
 import {
   ActivityRecord,
@@ -19,6 +21,7 @@ import {
   suspendedResult,
   workflowAgentId,
 } from "./codec.ts"
+import type { EarlyEventRefused } from "./earlyEventCall.ts"
 import { executionAgent } from "./execution.ts"
 
 /** How long one `execute` call waits on the Object for the settlement. @internal */
@@ -45,7 +48,10 @@ const settlementExit = (workflow: Workflow.Any, settlement: Settlement) =>
 /** The engine of a Worker over `clientOf` (the Thread client of an execution id). @internal */
 export const makeClientEngine = (
   clientOf: (executionId: string) => ThreadClient,
-): WorkflowEngine.WorkflowEngine["Service"] => {
+): WorkflowEngine.WorkflowEngine["Service"] => WorkflowEngine.makeUnsafe(clientEncoded(clientOf))
+
+/** The calls of a Worker's engine, over values already encoded. @internal */
+export const clientEncoded = (clientOf: (executionId: string) => ThreadClient): WorkflowEngine.Encoded => {
   /**
    * The execution's Submission: admitted under the execution id, or, for a child workflow, under
    * the key its parent's start chose, as the one Submission of the workflow in its Thread.
@@ -135,7 +141,22 @@ export const makeClientEngine = (
       yield* Effect.orDie(clientOf(executionId).abort(status.submissionId))
     })
 
-  const send = (
+  /** Settled or joined meanwhile: nothing waits for it any more. Any other refusal dies. */
+  const refusedEvent = (event: string, executionId: string) => (refused: EventRefused | EarlyEventRefused) =>
+    refused._tag === "EventRefused" && (refused.reason === "settled" || refused.reason === "joined")
+      ? Effect.void
+      : Effect.die(
+          new Error(
+            `${event} of execution ${executionId} was refused (${refused.reason}): ${refused.message}`,
+          ),
+        )
+
+  /**
+   * An event for an execution that may not have started: the Object sends it to the execution
+   * admitted under its id, or keeps it until the execution is admitted, deciding in one
+   * transaction, so a completion racing the start is recorded once.
+   */
+  const sendOrKeep = (
     workflowName: string,
     executionId: string,
     event: string,
@@ -143,30 +164,52 @@ export const makeClientEngine = (
     eventId: string,
   ) =>
     Effect.gen(function* () {
+      const client = clientOf(executionId)
+      const invoke = invokeOf(client)
+      // A client not made by `ThreadClient.make` has no call runner: nothing can keep it.
+      if (invoke === undefined) return yield* Effect.die(new Error(`no execution ${executionId} was started`))
+      yield* invoke("sendEventByKey", {
+        threadId: client.threadId,
+        idempotencyKey: executionId,
+        agentId: workflowAgentId(workflowName),
+        event,
+        eventId,
+        payload,
+      }).pipe(
+        Effect.catchTags({
+          EventRefused: refusedEvent(event, executionId),
+          EarlyEventRefused: refusedEvent(event, executionId),
+        }),
+        Effect.orDie,
+      )
+    })
+
+  const send = (
+    workflowName: string,
+    executionId: string,
+    event: string,
+    payload: Schema.Json,
+    eventId: string,
+    options: { readonly keepEarly: boolean } = { keepEarly: false },
+  ) =>
+    Effect.gen(function* () {
       const status = yield* find(workflowName, executionId)
       if (status === null) {
+        if (options.keepEarly) return yield* sendOrKeep(workflowName, executionId, event, payload, eventId)
         return yield* Effect.die(new Error(`no execution ${executionId} was started`))
       }
       if (status.settlement !== undefined) return
       yield* clientOf(executionId)
         .sendEvent(status.submissionId, event, payload, { eventId })
         .pipe(
-          // Settled or joined meanwhile: nothing waits for it any more. Any other refusal (a
-          // payload too large to store, or malformed) would leave the execution waiting forever.
-          Effect.catchTag("EventRefused", (refused) =>
-            refused.reason === "settled" || refused.reason === "joined"
-              ? Effect.void
-              : Effect.die(
-                  new Error(
-                    `${event} of execution ${executionId} was refused (${refused.reason}): ${refused.message}`,
-                  ),
-                ),
-          ),
+          // Any refusal but settled or joined (a payload too large to store, or malformed) would
+          // leave the execution waiting forever.
+          Effect.catchTag("EventRefused", refusedEvent(event, executionId)),
           Effect.orDie,
         )
     })
 
-  return WorkflowEngine.makeUnsafe({
+  return {
     register: () => insideOnly("register"),
     execute,
     poll,
@@ -189,13 +232,14 @@ export const makeClientEngine = (
       }),
     activityExecute: () => insideOnly("activityExecute"),
     deferredResult: () => insideOnly("deferredResult"),
-    // The deferred's name is the event id: a second completion changes nothing.
+    // The deferred's name is the event id: a second completion changes nothing. One for an
+    // execution not started yet is kept for it, as in the in-memory engine.
     deferredDone: ({ workflowName, executionId, deferredName, exit }) =>
       Effect.gen(function* () {
         const event = yield* deferredEvent(deferredName)
         const eventId = yield* deferredEventId(deferredName)
-        yield* send(workflowName, executionId, event, encodeDeferredExit(exit), eventId)
+        yield* send(workflowName, executionId, event, encodeDeferredExit(exit), eventId, { keepEarly: true })
       }),
     scheduleClock: () => insideOnly("scheduleClock"),
-  })
+  }
 }

@@ -45,8 +45,11 @@ export const deferredEvent = (name: string): Effect.Effect<string> =>
 export const deferredEventId = (name: string): Effect.Effect<string> =>
   name.length <= MAX_EVENT_ID ? Effect.succeed(name) : deferredEvent(name)
 
+/** What every workflow's agent id starts with. @internal */
+export const WORKFLOW_AGENT_PREFIX = "workflow/"
+
 /** The agent id of a workflow's executions. @internal */
-export const workflowAgentId = (workflowName: string): string => `workflow/${workflowName}`
+export const workflowAgentId = (workflowName: string): string => `${WORKFLOW_AGENT_PREFIX}${workflowName}`
 
 /** An exit whose values are already encoded by their Schemas, as JSON. @internal */
 export const EncodedExitJson = Schema.toCodecJson(Schema.Exit(Schema.Json, Schema.Json, Schema.Json))

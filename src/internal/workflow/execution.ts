@@ -10,7 +10,7 @@ import { Workflow as WorkflowModule } from "effect/workflow"
 import type { AgentContext } from "../../core/AgentContext.ts"
 import { AgentFailure, define, type JsonCodec } from "../../core/AgentRegistration.ts"
 import { RESUME_EVENT, workflowAgentId } from "./codec.ts"
-import { registeredHandler } from "./registry.ts"
+import { registeredHandler, registeredSender } from "./registry.ts"
 import {
   emptyRunState,
   endedByAbortedChild,
@@ -70,7 +70,8 @@ const runExecution = (
       )
     }
     const state = emptyRunState()
-    const runEngine = makeRunEngine(ctx, (child) => executionAgent(child), state)
+    const sender = Option.isSome(engine) ? registeredSender(engine.value) : undefined
+    const runEngine = makeRunEngine(ctx, (child) => executionAgent(child), state, sender)
     while (true) {
       const instance = WorkflowEngine.WorkflowInstance.initial(workflow, input.executionId)
       const run = yield* Effect.exit(

@@ -13,7 +13,19 @@ export type Handler = (
   executionId: string,
 ) => Effect.Effect<unknown, unknown, WorkflowEngine.WorkflowInstance | WorkflowEngine.WorkflowEngine>
 
+/**
+ * How an execution completes another execution's deferred: sends it from the Object as a Worker
+ * would (the public module builds it over the Object's namespace). @internal
+ */
+export type DeferredSender = WorkflowEngine.Encoded["deferredDone"]
+
 const handlersOf = new WeakMap<object, Map<string, Handler>>()
+const sendersOf = new WeakMap<object, DeferredSender>()
+
+/** The sender registered with `engine`, if any. @internal */
+export const registeredSender = (
+  engine: WorkflowEngine.WorkflowEngine["Service"],
+): DeferredSender | undefined => sendersOf.get(engine)
 
 /** The handler registered for `workflowName` with `engine`, if any. @internal */
 export const registeredHandler = (
@@ -29,7 +41,7 @@ const outside = (operation: string) =>
   )
 
 /** The engine of an Object: it registers handlers; executions get an engine of their own. @internal */
-export const makeRegistryEngine = (): WorkflowEngine.WorkflowEngine["Service"] => {
+export const makeRegistryEngine = (sender?: DeferredSender): WorkflowEngine.WorkflowEngine["Service"] => {
   const handlers = new Map<string, Handler>()
   const encoded: WorkflowEngine.Encoded = {
     register: (workflow: Workflow.Any, execute) =>
@@ -48,5 +60,6 @@ export const makeRegistryEngine = (): WorkflowEngine.WorkflowEngine["Service"] =
   }
   const engine = WorkflowEngine.makeUnsafe(encoded)
   handlersOf.set(engine, handlers)
+  if (sender !== undefined) sendersOf.set(engine, sender)
   return engine
 }

@@ -26,6 +26,7 @@ import {
   suspendedResult,
   WORKFLOW_THREAD_ID,
 } from "./codec.ts"
+import type { DeferredSender } from "./registry.ts"
 
 /** What the passes of one program learned, by name. @internal */
 export interface RunState {
@@ -34,6 +35,8 @@ export interface RunState {
   readonly clocks: Set<string>
   /** A child's result once awaited, else the handle of its start. */
   readonly children: Map<string, Workflow.Result<unknown, unknown> | ChildHandle<Exit.Exit<unknown, unknown>>>
+  /** Other executions' deferreds this execution completed (`<execution id>/<deferred name>`). */
+  readonly sent: Set<string>
 }
 
 /** @internal */
@@ -42,6 +45,7 @@ export const emptyRunState = (): RunState => ({
   deferreds: new Map(),
   clocks: new Set(),
   children: new Map(),
+  sent: new Set(),
 })
 
 /** The input of an execution's Submission: its id and its payload. */
@@ -121,6 +125,7 @@ export const makeRunEngine = (
   ctx: AgentContext<ExecutionInput, never>,
   agentOf: (workflow: Workflow.Any) => ExecutionAgent,
   state: RunState,
+  sender?: DeferredSender,
 ): WorkflowEngine.WorkflowEngine["Service"] => {
   const activityExecute: WorkflowEngine.Encoded["activityExecute"] = (activity, attempt) =>
     Effect.gen(function* () {
@@ -185,6 +190,24 @@ export const makeRunEngine = (
           state.clocks.add(clock.deferred.name)
         })
 
+  /**
+   * Another execution's deferred, completed as a step that sends it as a Worker does: the step
+   * runs again only if the Object stopped before its record, and a second send is the same
+   * event (its id is the deferred's name), so the completion is recorded once. The execution's
+   * own deferred (`DurableDeferred.into`) would need its own journal's record, not a send.
+   */
+  const deferredDone: WorkflowEngine.Encoded["deferredDone"] = (options) =>
+    Effect.gen(function* () {
+      const instance = yield* Effect.serviceOption(WorkflowEngine.WorkflowInstance)
+      if (Option.isSome(instance) && instance.value.executionId === options.executionId)
+        return yield* unsupported("deferredDone of the execution's own deferred (DurableDeferred.into)")
+      if (sender === undefined) return yield* unsupported("deferredDone")
+      const key = `${options.executionId}/${options.deferredName}`
+      if (state.sent.has(key)) return
+      yield* orDie(ctx.step(`deferred/${key}`, Effect.as(sender(options), null)))
+      state.sent.add(key)
+    })
+
   const execute = ((workflow: Workflow.Any, options: Parameters<WorkflowEngine.Encoded["execute"]>[1]) =>
     Effect.gen(function* () {
       if (options.parent === undefined) return yield* unsupported("execute outside a parent workflow")
@@ -235,7 +258,7 @@ export const makeRunEngine = (
     resume: () => unsupported("resume"),
     activityExecute,
     deferredResult,
-    deferredDone: () => unsupported("deferredDone"),
+    deferredDone,
     scheduleClock,
   })
 }

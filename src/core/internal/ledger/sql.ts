@@ -24,6 +24,7 @@ import { incarnationId } from "./fences.ts"
 import { runMigrations } from "../migrations.ts"
 import { storageClock } from "../directRows.ts"
 import { freshStoreSchema, META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
+import { AdmissionArrivals } from "./arrivals.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { encodeWait, makeSqlAdmit } from "./sqlAdmit.ts"
 import { makeSqlSchedules } from "../schedule/sql.ts"
@@ -39,6 +40,7 @@ import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites
 export const makeSqlLedger = Effect.gen(function* () {
   const sql = yield* SqlClient
   const limits = yield* SubmissionLedgerLimits
+  const arrivals = yield* AdmissionArrivals
   const retention = yield* SubmissionLedgerRetention
   yield* runMigrations(storeMigrations, freshStoreSchema).pipe(
     Effect.mapError(storageError("SubmissionLedger.migrate")),
@@ -131,7 +133,7 @@ export const makeSqlLedger = Effect.gen(function* () {
       return incarnationId(incarnations.issued)
     }),
 
-    admit: makeSqlAdmit({ queries, transaction, admissionVerdict, record, timers }),
+    admit: makeSqlAdmit({ queries, transaction, admissionVerdict, record, timers, arrivals }),
 
     markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"

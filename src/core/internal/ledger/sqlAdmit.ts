@@ -10,6 +10,7 @@ import { admittedRow, delayedJoin } from "./admission.ts"
 import { type AdmissionRequest, LedgerError, type SubmissionSnapshot, WaitRecord } from "./model.ts"
 import * as Rules from "./rules.ts"
 import type { NothingStored } from "../nothingStored.ts"
+import type { AdmissionArrivalsService } from "./arrivals.ts"
 import type { makeSqlAdmission } from "./sqlAdmission.ts"
 import { type LedgerTransaction, type SqlQueries, storageError } from "./sqlQueries.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
@@ -36,10 +37,19 @@ export interface SqlAdmitOptions {
   ) => Effect.Effect<ReadonlyArray<HistoryRecord>, LedgerError>
   /** The ledger's knowledge that no timed wait is stored; an admission with a due time clears it. */
   readonly timers: NothingStored
+  /** Records kept for a Submission before its admission, recorded with its acceptance. */
+  readonly arrivals: AdmissionArrivalsService
 }
 
 /** The ledger's `admit`. @internal */
-export const makeSqlAdmit = ({ queries, transaction, admissionVerdict, record, timers }: SqlAdmitOptions) => {
+export const makeSqlAdmit = ({
+  queries,
+  transaction,
+  admissionVerdict,
+  record,
+  timers,
+  arrivals,
+}: SqlAdmitOptions) => {
   const { query, byId } = queries
   return spanned("SubmissionLedger.admit")(function* (request: AdmissionRequest) {
     const operation = "SubmissionLedger.admit"
@@ -80,11 +90,14 @@ export const makeSqlAdmit = ({ queries, transaction, admissionVerdict, record, t
               cause,
             }),
         })
+        // What arrived before it (kept by the host) is taken in this transaction: it is recorded
+        // with the acceptance, in the same history row, or stays kept if the admission fails.
+        const arrived = yield* arrivals.take(snapshot)
         // The acceptance record first: its sequence is where the Submission's records start.
         const [accepted] = yield* record(
           operation,
           snapshot,
-          [Rules.acceptedEntry(snapshot, input, request)],
+          [Rules.acceptedEntry(snapshot, input, request), ...arrived],
           request.now,
           1,
         )
