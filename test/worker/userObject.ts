@@ -1,0 +1,99 @@
+/**
+ * The agents a new user writes from the README alone, in an Object of their own: a parcel
+ * courier (retried step, durable sleep, event wait), a poller a schedule runs, and a parent whose
+ * child waits for a person in another Object.
+ */
+import { Effect, Schema } from "effect"
+import * as AgentEvent from "../../src/core/AgentEvent.ts"
+import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
+import * as ThreadObject from "../../src/ThreadObject.ts"
+
+/** How many times each counted effect ran, by `<submissionId>:<name>`. */
+export const userRuns = new Map<string, number>()
+const count = (key: string) =>
+  Effect.sync(() => {
+    const next = (userRuns.get(key) ?? 0) + 1
+    userRuns.set(key, next)
+    return next
+  })
+
+export const Delivered = AgentEvent.make("delivered", Schema.Struct({ signedBy: Schema.String }))
+
+/** The README's courier: a label printer that fails `failures` times, a nap, then a delivery. */
+export const parcelAgent = define({
+  id: "parcel",
+  version: "1",
+  input: Schema.Struct({ parcel: Schema.String, failures: Schema.Int, napMillis: Schema.Int }),
+  output: Schema.String,
+  events: [Delivered],
+  program: ({ parcel, failures, napMillis }, ctx) =>
+    Effect.gen(function* () {
+      const label = yield* ctx.step(
+        "print label",
+        Effect.flatMap(count(`${ctx.submissionId}:print`), (n) =>
+          n <= failures ? Effect.fail(new AgentFailure({ message: `jammed ${n}` })) : Effect.succeed(`label-${parcel}`),
+        ),
+        { retry: { attempts: 5, backoff: { baseMillis: 50 } } },
+      )
+      yield* ctx.sleep("hand-over", napMillis)
+      const { signedBy } = yield* ctx
+        .waitForEvent(Delivered, { timeoutMillis: 60_000 })
+        .pipe(Effect.catchTag("EventTimeout", () => Effect.fail(new AgentFailure({ message: "not delivered" }))))
+      yield* count(`${ctx.submissionId}:done`)
+      return `${label} signed by ${signedBy}`
+    }),
+})
+
+/** A poll that waits for a person before it settles, so an occurrence can outlast its interval. */
+export const pollAgent = define({
+  id: "poll",
+  version: "1",
+  input: Schema.Struct({ source: Schema.String }),
+  output: Schema.String,
+  program: ({ source }, ctx) =>
+    Effect.gen(function* () {
+      yield* count(`poll:${source}`)
+      yield* ctx.requestApproval({ source })
+      return `polled ${source}`
+    }),
+})
+
+/** Waits for a person, then pays once. */
+export const payoutAgent = define({
+  id: "payout",
+  version: "1",
+  input: Schema.Struct({ amount: Schema.Int }),
+  output: Schema.String,
+  program: ({ amount }, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.requestApproval({ amount })
+      return yield* ctx.uncertainStep("pay", Effect.as(count(`${ctx.submissionId}:pay`), `paid ${amount}`))
+    }),
+})
+
+/** Starts a payout in the Object `payoutObject` and waits for it. */
+export const managerAgent = define({
+  id: "manager",
+  version: "1",
+  input: Schema.Struct({ amount: Schema.Int, payoutObject: Schema.String }),
+  output: Schema.String,
+  program: ({ amount, payoutObject }, ctx) =>
+    Effect.gen(function* () {
+      const child = yield* ctx.startChild({
+        agent: payoutAgent,
+        input: { amount },
+        thread: { objectName: payoutObject, threadId: "payouts" },
+      })
+      const settled = yield* ctx.awaitChild(child)
+      yield* count(`${ctx.submissionId}:after-child`)
+      return settled.outcome
+    }),
+})
+
+export class UserThreadObject extends ThreadObject.make(
+  ThreadObject.layer([parcelAgent, pollAgent, payoutAgent, managerAgent]),
+  {
+    namespaceBinding: "THREADS_USER",
+    config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
+  },
+) {}
