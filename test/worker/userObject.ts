@@ -90,8 +90,23 @@ export const managerAgent = define({
     }),
 })
 
+/** Waits for a person, then reads the follow-ups that joined it and answers their total size. */
+export const collectorAgent = define({
+  id: "collector",
+  version: "1",
+  input: Schema.Struct({ blob: Schema.String }),
+  output: Schema.Int,
+  acceptsJoinedInput: true,
+  program: ({ blob }, ctx) =>
+    Effect.gen(function* () {
+      yield* ctx.requestApproval({ size: blob.length })
+      const joined = yield* ctx.receiveJoined
+      return joined.reduce((total, input) => total + input.blob.length, blob.length)
+    }),
+})
+
 export class UserThreadObject extends ThreadObject.make(
-  ThreadObject.layer([parcelAgent, pollAgent, payoutAgent, managerAgent]),
+  ThreadObject.layer([parcelAgent, pollAgent, payoutAgent, managerAgent, collectorAgent]),
   {
     namespaceBinding: "THREADS_USER",
     config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
