@@ -288,8 +288,10 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
   /**
    * Reads the follow-up inputs that joined this Submission since the last read (submitted
    * with `mode: "join"` while it ran), oldest first; journaled, so a replay reads the same.
-   * Each joined Submission settles with this one. Inputs not read before this Submission
-   * settles run as ordinary Submissions. Fails for an agent that takes no joined input.
+   * One read takes the oldest inputs that together fit `limits.maxInputBytes` (at least one),
+   * since its record is one SQLite row; the next read takes the rest. Each joined Submission
+   * settles with this one. Inputs not read before this Submission settles run as ordinary
+   * Submissions. Fails for an agent that takes no joined input.
    */
   readonly receiveJoined: Effect.Effect<ReadonlyArray<I>, AgentFailure>
 }

@@ -14,7 +14,10 @@ describe("courier: retry, sleep and an early event", () => {
       const thread = uniqueName("courier")
       const client = userClient(thread)
       const parcels = client.agent(parcelAgent)
-      const receipt = yield* parcels.submit({ parcel: "P1", failures: 2, napMillis: 300 }, { idempotencyKey: "p1" })
+      const receipt = yield* parcels.submit(
+        { parcel: "P1", failures: 2, napMillis: 300 },
+        { idempotencyKey: "p1" },
+      )
       // Sent at once, while the label step is still failing: kept until the wait takes it.
       yield* parcels.sendEvent(receipt.submissionId, Delivered, { signedBy: "Ada" }, { eventId: "hook-1" })
       // The webhook retries: the same event id is not a second event.
@@ -49,7 +52,10 @@ describe("courier: retry, sleep and an early event", () => {
       const thread = uniqueName("courier-abort")
       const client = userClient(thread)
       const parcels = client.agent(parcelAgent)
-      const receipt = yield* parcels.submit({ parcel: "P3", failures: 1, napMillis: 60_000 }, { idempotencyKey: "p3" })
+      const receipt = yield* parcels.submit(
+        { parcel: "P3", failures: 1, napMillis: 60_000 },
+        { idempotencyKey: "p3" },
+      )
       yield* deliverUntil(
         [thread],
         Effect.map(client.explain(receipt.submissionId), (e) => e.reason._tag === "Sleeping"),

@@ -31,14 +31,18 @@ export const parcelAgent = define({
       const label = yield* ctx.step(
         "print label",
         Effect.flatMap(count(`${ctx.submissionId}:print`), (n) =>
-          n <= failures ? Effect.fail(new AgentFailure({ message: `jammed ${n}` })) : Effect.succeed(`label-${parcel}`),
+          n <= failures
+            ? Effect.fail(new AgentFailure({ message: `jammed ${n}` }))
+            : Effect.succeed(`label-${parcel}`),
         ),
         { retry: { attempts: 5, backoff: { baseMillis: 50 } } },
       )
       yield* ctx.sleep("hand-over", napMillis)
       const { signedBy } = yield* ctx
         .waitForEvent(Delivered, { timeoutMillis: 60_000 })
-        .pipe(Effect.catchTag("EventTimeout", () => Effect.fail(new AgentFailure({ message: "not delivered" }))))
+        .pipe(
+          Effect.catchTag("EventTimeout", () => Effect.fail(new AgentFailure({ message: "not delivered" }))),
+        )
       yield* count(`${ctx.submissionId}:done`)
       return `${label} signed by ${signedBy}`
     }),

@@ -8,6 +8,7 @@ import type { AgentContext, ChildHandle, ChildSettlement, ChildThread } from "..
 import { AgentFailure, type AgentDefinition } from "../../../AgentRegistration.ts"
 import { IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
 import { LedgerError } from "../../ledger/model.ts"
+import { utf8ByteLength } from "../../ledger/rules.ts"
 import { messageIds, ObjectAddress } from "../../outbox/model.ts"
 import { boundary, guard, halt, isJson, journalMismatch } from "../attempt/attemptState.ts"
 import { loadJournal } from "../shared/runtimeEnv.ts"
@@ -36,6 +37,27 @@ const decodeThread = (thread: ChildThread, namespace: string) =>
     )
     return { threadId, target }
   })
+
+/**
+ * The oldest joins whose inputs together stay within `budget` bytes (the first always: admission
+ * bounded it by the same limit). Their `InputJoined` record is one SQLite row, which Cloudflare
+ * caps at 2 MB, so a read of every join at once could never be written; the rest stay joining,
+ * for the host's next read or to run on their own once it ends.
+ */
+const takeWithin = <R extends { readonly inputPayload: string }>(
+  rows: ReadonlyArray<R>,
+  budget: number,
+): ReadonlyArray<R> => {
+  let left = budget
+  let count = 0
+  for (const row of rows) {
+    const bytes = utf8ByteLength(row.inputPayload)
+    if (count > 0 && bytes > left) break
+    left -= bytes
+    count++
+  }
+  return rows.slice(0, count)
+}
 
 /** `startChild`, `awaitChild` and `receiveJoined` of one Attempt's context. @internal */
 export const makeChildCalls = (
@@ -266,7 +288,10 @@ export const makeChildCalls = (
     if (joined === undefined) {
       yield* boundary(attempt)
       const rows = yield* guard(attempt, env.ledger.joinsOf(threadId, submissionId))
-      const taken = rows.filter((row) => row.state === "joining" && !row.abortRequested)
+      const taken = takeWithin(
+        rows.filter((row) => row.state === "joining" && !row.abortRequested),
+        env.limits.maxInputBytes,
+      )
       const entries = yield* guard(
         attempt,
         Effect.forEach(taken, (row) =>
