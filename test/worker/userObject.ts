@@ -109,8 +109,36 @@ export const collectorAgent = define({
     }),
 })
 
+/** Starts a poll with a `size`-character source in the Object `childObject` and reports it. */
+export const bigParentAgent = define({
+  id: "big-parent",
+  version: "1",
+  input: Schema.Struct({ size: Schema.Int, childObject: Schema.String }),
+  output: Schema.String,
+  program: ({ size, childObject }, ctx) =>
+    Effect.gen(function* () {
+      const child = yield* ctx.startChild({
+        agent: pollAgent,
+        input: { source: "s".repeat(size) },
+        thread: { objectName: childObject, threadId: "polls" },
+      })
+      const settled = yield* ctx.awaitChild(child)
+      return settled.outcome === "failed" ? `failed:${settled.refused ?? settled.error}` : settled.outcome
+    }),
+})
+
+/** Asks for an approval whose payload carries `size` characters (a draft to review). */
+export const draftReviewAgent = define({
+  id: "draft-review",
+  version: "1",
+  input: Schema.Struct({ size: Schema.Int }),
+  output: Schema.String,
+  program: ({ size }, ctx) =>
+    Effect.as(ctx.requestApproval({ draft: "d".repeat(size) }), "reviewed"),
+})
+
 export class UserThreadObject extends ThreadObject.make(
-  ThreadObject.layer([parcelAgent, pollAgent, payoutAgent, managerAgent, collectorAgent]),
+  ThreadObject.layer([parcelAgent, pollAgent, payoutAgent, managerAgent, collectorAgent, bigParentAgent, draftReviewAgent]),
   {
     namespaceBinding: "THREADS_USER",
     config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
