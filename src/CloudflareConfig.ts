@@ -10,6 +10,7 @@
 import { Context, Effect, Layer, Result, Schema } from "effect"
 import { DURABLE_RUNTIME_DEFAULTS, DurableRuntimeSettings } from "./core/DurableRuntimeConfig.ts"
 import { LEDGER_LIMIT_DEFAULTS, LedgerLimits } from "./core/SubmissionLedger.ts"
+import { MAX_ROW_BYTES, ROW_OVERHEAD_BYTES } from "./core/internal/rowBytes.ts"
 
 /** A finite auxiliary dispatch allowance in milliseconds: an integer in [1, 300000]. */
 export const AuxiliaryDispatchMillis = Schema.Int.check(
@@ -176,15 +177,9 @@ export const BETA96_PACING = {
   childAwaitMillis: 0,
 } as const satisfies CloudflareDurableRuntimeConfigOverrides
 
-/**
- * The bytes of one SQLite row Cloudflare allows (2 MB). A Submission's row holds its input and,
- * once settled, its output: `limits.maxInputBytes` and `maxStoredValueBytes` together must leave
- * `ROW_OVERHEAD_BYTES` of it for the row's other columns, or an accepted Submission could never
- * write its settlement.
- */
-const MAX_ROW_BYTES = 2_000_000
-/** What a Submission's row holds besides its input and its output (ids, state, envelopes). */
-const ROW_OVERHEAD_BYTES = 65_536
+// A Submission's row holds its input and, once settled, its output: `limits.maxInputBytes` and
+// `maxStoredValueBytes` together must leave `ROW_OVERHEAD_BYTES` of Cloudflare's 2 MB row for
+// the row's other columns, or an accepted Submission could never write its settlement.
 
 /** A configuration value that does not decode; `field` is its dotted path. */
 export class CloudflareConfigError extends Schema.TaggedError<CloudflareConfigError>()(

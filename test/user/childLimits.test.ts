@@ -1,34 +1,55 @@
 /**
- * A child whose input is over its Thread's `limits.maxInputBytes` is refused (`input-bytes`) and
- * its parent gets the refusal as a value, whatever the size: one over the 2 MB a row holds too.
+ * A child whose input is over its Thread's `limits.maxInputBytes` is refused there
+ * (`input-bytes`) and its parent gets the refusal as a value; one over what any Thread admits
+ * (and what the parent's `ChildStarted` record can hold) fails `startChild`, naming its size,
+ * instead of a record no row can hold failing every pass. Either way the parent settles.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { bigParentAgent } from "../worker/userObject.ts"
 import { deliverUntil, stateIs, uniqueName, userClient } from "./support.ts"
 
+const parentOf = (size: number) =>
+  Effect.gen(function* () {
+    const parentObject = uniqueName("big-parent")
+    const childObject = uniqueName("big-child")
+    const parent = userClient("desk", parentObject)
+    const receipt = yield* parent
+      .agent(bigParentAgent)
+      .submit({ size, childObject }, { idempotencyKey: `big-${size}` })
+    yield* deliverUntil(
+      [parentObject, childObject],
+      stateIs(parent, receipt.submissionId, "settled"),
+      100,
+      "parent settled",
+    )
+    expect((yield* parent.verify).violations).toEqual([])
+    return yield* parent.agent(bigParentAgent).awaitSettlement(receipt.submissionId, 1_000)
+  })
+
 describe("a child's input over the limits", () => {
-  for (const size of [1_100_000, 2_500_000])
-    it.live(`a child input of ${size} characters is refused input-bytes; the parent settles`, () =>
+  it.live(
+    "over the child Thread's limit: refused input-bytes, a value the parent reads",
+    () =>
       Effect.gen(function* () {
-        const parentObject = uniqueName("big-parent")
-        const childObject = uniqueName("big-child")
-        const parent = userClient("desk", parentObject)
-        const receipt = yield* parent
-          .agent(bigParentAgent)
-          .submit({ size, childObject }, { idempotencyKey: `big-${size}` })
-        yield* deliverUntil(
-          [parentObject, childObject],
-          stateIs(parent, receipt.submissionId, "settled"),
-          100,
-          "parent settled",
-        )
-        expect(yield* parent.agent(bigParentAgent).awaitSettlement(receipt.submissionId, 1_000)).toMatchObject({
+        expect(yield* parentOf(1_100_000)).toMatchObject({
           outcome: "completed",
           output: "failed:input-bytes",
         })
-        expect((yield* parent.verify).violations).toEqual([])
       }),
-      60_000,
-    )
+    30_000,
+  )
+
+  it.live(
+    "over what any Thread admits: startChild fails naming its size; the parent settles",
+    () =>
+      Effect.gen(function* () {
+        const settled = yield* parentOf(2_500_000)
+        expect(settled.outcome).toBe("failed")
+        expect(settled.error).toContain(
+          "the input of child agent poll is 2500013 bytes; no Thread admits more than 1934464",
+        )
+      }),
+    30_000,
+  )
 })

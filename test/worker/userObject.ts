@@ -133,12 +133,19 @@ export const draftReviewAgent = define({
   version: "1",
   input: Schema.Struct({ size: Schema.Int }),
   output: Schema.String,
-  program: ({ size }, ctx) =>
-    Effect.as(ctx.requestApproval({ draft: "d".repeat(size) }), "reviewed"),
+  program: ({ size }, ctx) => Effect.as(ctx.requestApproval({ draft: "d".repeat(size) }), "reviewed"),
 })
 
 export class UserThreadObject extends ThreadObject.make(
-  ThreadObject.layer([parcelAgent, pollAgent, payoutAgent, managerAgent, collectorAgent, bigParentAgent, draftReviewAgent]),
+  ThreadObject.layer([
+    parcelAgent,
+    pollAgent,
+    payoutAgent,
+    managerAgent,
+    collectorAgent,
+    bigParentAgent,
+    draftReviewAgent,
+  ]),
   {
     namespaceBinding: "THREADS_USER",
     config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },

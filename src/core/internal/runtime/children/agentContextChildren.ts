@@ -9,6 +9,7 @@ import { AgentFailure, type AgentDefinition } from "../../../AgentRegistration.t
 import { IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
 import { LedgerError } from "../../ledger/model.ts"
 import { utf8ByteLength } from "../../ledger/rules.ts"
+import { MAX_INPUT_BYTES_CEILING } from "../../rowBytes.ts"
 import { messageIds, ObjectAddress } from "../../outbox/model.ts"
 import { boundary, guard, halt, isJson, journalMismatch } from "../attempt/attemptState.ts"
 import { loadJournal } from "../shared/runtimeEnv.ts"
@@ -108,6 +109,13 @@ export const makeChildCalls = (
       if (!isJson(input))
         return yield* new AgentFailure({
           message: `the input of child agent ${options.agent.id} is not JSON (its Schema encoded a value JSON cannot carry)`,
+        })
+      // No Thread admits more, and its `ChildStarted` record (one row) could never be written: a
+      // smaller input over the child Thread's own limit is refused there, as a value.
+      const inputBytes = utf8ByteLength(JSON.stringify(input))
+      if (inputBytes > MAX_INPUT_BYTES_CEILING)
+        return yield* new AgentFailure({
+          message: `the input of child agent ${options.agent.id} is ${inputBytes} bytes; no Thread admits more than ${MAX_INPUT_BYTES_CEILING}`,
         })
       // The default key names this admission of the parent, not only its id: a key admitted
       // again after retention removed the parent gets the same id, and its children must not be
