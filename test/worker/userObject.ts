@@ -136,6 +136,18 @@ export const draftReviewAgent = define({
   program: ({ size }, ctx) => Effect.as(ctx.requestApproval({ draft: "d".repeat(size) }), "reviewed"),
 })
 
+/** Fails with a message of `size` characters (a provider's error body), as a failure or a defect. */
+export const loudFailureAgent = define({
+  id: "loud-failure",
+  version: "1",
+  input: Schema.Struct({ size: Schema.Int, defect: Schema.Boolean }),
+  output: Schema.String,
+  program: ({ size, defect }) =>
+    defect
+      ? Effect.die(new Error("e".repeat(size)))
+      : Effect.fail(new AgentFailure({ message: "e".repeat(size) })),
+})
+
 export class UserThreadObject extends ThreadObject.make(
   ThreadObject.layer([
     parcelAgent,
@@ -145,6 +157,7 @@ export class UserThreadObject extends ThreadObject.make(
     collectorAgent,
     bigParentAgent,
     draftReviewAgent,
+    loudFailureAgent,
   ]),
   {
     namespaceBinding: "THREADS_USER",
