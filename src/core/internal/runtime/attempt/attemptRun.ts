@@ -73,7 +73,12 @@ const finish = (
       const current = yield* attempt.env.ledger.lookup(attempt.claim.submissionId)
       if (Option.isSome(current) && current.value.abortRequested)
         return yield* abortOwned(attempt, row, journal)
-      const settlement = yield* makeSettlement(attempt.claim, ending)
+      const settlement = yield* makeSettlement(
+        attempt.claim,
+        ending.outcome === "failed"
+          ? { outcome: "failed", error: storedError(attempt, ending.error) }
+          : ending,
+      )
       return settled(
         yield* entitled(
           settle(attempt.env, ownerFence(attempt), row, settlement, takeStaged(attempt, []), ended(attempt)),
@@ -81,6 +86,16 @@ const finish = (
       )
     }),
   )
+
+/**
+ * A failure's message as its settlement stores it: one over `maxStoredValueBytes` (a provider's
+ * error body, a long defect) is replaced by its size and its start, as a step's error is, or the
+ * settlement's row and record could pass what SQLite holds and every pass fail to write them.
+ */
+const storedError = (attempt: AttemptState, error: string): string => {
+  const refusal = unstorable(attempt, "the error", error)
+  return refusal === undefined ? error : `${refusal}; it begins: ${error.slice(0, 1_000)}`
+}
 
 const settled = (settlement: Settlement): HeadAttempt => ({ _tag: "Settled", settlement })
 
