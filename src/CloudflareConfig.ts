@@ -196,7 +196,8 @@ const checkFields = (
 ): CloudflareConfigError | undefined => {
   for (const key of Object.keys(value)) {
     const field = `${prefix}${key}`
-    const schema = fields[key]
+    // Own fields only: `constructor` or `__proto__` (JSON.parse makes it an own key) is unknown.
+    const schema = Object.hasOwn(fields, key) ? fields[key] : undefined
     if (schema === undefined) {
       return new CloudflareConfigError({ field, message: `Unknown configuration field "${field}"` })
     }
@@ -264,8 +265,9 @@ export const decodeCloudflareRuntimeConfig = (
         new CloudflareConfigError({ field: "", message: "Configuration overrides must be an object" }),
       )
     }
-    const limits: unknown = input["limits"] ?? {}
-    const retention: unknown = input["retention"] ?? {}
+    // Only a group left out takes its defaults: `null` is a bad value, refused below.
+    const limits: unknown = input["limits"] === undefined ? {} : input["limits"]
+    const retention: unknown = input["retention"] === undefined ? {} : input["retention"]
     for (const [field, value] of [
       ["limits", limits],
       ["retention", retention],
