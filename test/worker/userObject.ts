@@ -3,7 +3,9 @@
  * courier (retried step, durable sleep, event wait), a poller a schedule runs, and a parent whose
  * child waits for a person in another Object.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Layer, Schedule, Schema } from "effect"
+import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workflow"
+import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { AgentFailure, define } from "../../src/core/AgentRegistration.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
@@ -148,17 +150,49 @@ export const loudFailureAgent = define({
       : Effect.fail(new AgentFailure({ message: "e".repeat(size) })),
 })
 
+/** The signature a courier sends from outside. */
+export const Signed = DurableDeferred.make("signed", { success: Schema.String })
+
+/** Packs (a flaky activity, retried), waits on a durable clock, then for the signature. */
+export const ShipmentWorkflow = Workflow.make("Shipment", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  idempotencyKey: ({ id }) => id,
+})
+
+const shipmentHandler = ShipmentWorkflow.toLayer((_payload, executionId) =>
+  Effect.gen(function* () {
+    const packed = yield* Activity.make({
+      name: "pack",
+      success: Schema.String,
+      error: Schema.String,
+      execute: Effect.flatMap(count(`${executionId}:pack`), (n) =>
+        n === 1 ? Effect.fail("jammed") : Effect.succeed(`packed-${n}`),
+      ),
+    }).pipe(Activity.retry({ schedule: Schedule.recurs(3) }))
+    yield* DurableClock.sleep({ name: "cool-down", duration: 300, inMemoryThreshold: 0 })
+    const signedBy = yield* DurableDeferred.await(Signed)
+    yield* Activity.make({ name: "close", execute: Effect.asVoid(count(`${executionId}:close`)) })
+    return `${packed} signed by ${signedBy}`
+  }),
+)
+
 export class UserThreadObject extends ThreadObject.make(
-  ThreadObject.layer([
-    parcelAgent,
-    pollAgent,
-    payoutAgent,
-    managerAgent,
-    collectorAgent,
-    bigParentAgent,
-    draftReviewAgent,
-    loudFailureAgent,
-  ]),
+  Layer.mergeAll(
+    ThreadObject.layer([
+      ThreadWorkflowEngine.agent(ShipmentWorkflow),
+      parcelAgent,
+      pollAgent,
+      payoutAgent,
+      managerAgent,
+      collectorAgent,
+      bigParentAgent,
+      draftReviewAgent,
+      loudFailureAgent,
+    ]),
+    shipmentHandler.pipe(Layer.provideMerge(ThreadWorkflowEngine.layer)),
+  ),
   {
     namespaceBinding: "THREADS_USER",
     config: { retention: { settledForMillis: 1_000, windowMillis: 1_000 } },
