@@ -61,11 +61,8 @@ describe("a shipment workflow", () => {
         const late = yield* Effect.exit(
           DurableDeferred.succeed(Signed, { token: tokenOf(executionId), value: "Cy" }),
         )
-        console.log(
-          "PROBE late done after interrupt:",
-          late._tag,
-          Exit.isFailure(late) ? Cause.pretty(late.cause).split("\n")[0] : "",
-        )
+        // The execution settled: a late completion is accepted and changes nothing, as in memory.
+        expect(Exit.isSuccess(late)).toBe(true)
         expect(userRuns.get(`${executionId}:close`)).toBeUndefined()
       }).pipe(Effect.provide(engine)),
     30_000,
