@@ -150,6 +150,15 @@ export const loudFailureAgent = define({
       : Effect.fail(new AgentFailure({ message: "e".repeat(size) })),
 })
 
+/** Counts one tick of its source and settles at once. */
+export const tickAgent = define({
+  id: "tick",
+  version: "1",
+  input: Schema.Struct({ source: Schema.String }),
+  output: Schema.Int,
+  program: ({ source }) => count(`tick:${source}`),
+})
+
 /** The signature a courier sends from outside. */
 export const Signed = DurableDeferred.make("signed", { success: Schema.String })
 
@@ -190,6 +199,7 @@ export class UserThreadObject extends ThreadObject.make(
       bigParentAgent,
       draftReviewAgent,
       loudFailureAgent,
+      tickAgent,
     ]),
     shipmentHandler.pipe(Layer.provideMerge(ThreadWorkflowEngine.layer)),
   ),
