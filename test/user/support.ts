@@ -11,9 +11,9 @@ export const userClient = (thread: string, objectName?: string) =>
 export const userStub = (name: string) => env.THREADS_USER.getByName(name)
 
 /** Delivers the alarms of the Objects `names` until `done` holds; dies after `rounds`. */
-export const deliverUntil = (
+export const deliverUntil = <R>(
   names: ReadonlyArray<string>,
-  done: Effect.Effect<boolean, unknown>,
+  done: Effect.Effect<boolean, unknown, R>,
   rounds = 200,
   label = "condition",
 ) =>

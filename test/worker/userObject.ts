@@ -3,7 +3,7 @@
  * courier (retried step, durable sleep, event wait), a poller a schedule runs, and a parent whose
  * child waits for a person in another Object.
  */
-import { Effect, Layer, Schedule, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workflow"
 import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
@@ -159,6 +159,30 @@ export const tickAgent = define({
   program: ({ source }) => count(`tick:${source}`),
 })
 
+/** Makes one call named by `size` characters: a step, a sleep, an uncertain step or an event wait. */
+export const longNameAgent = define({
+  id: "long-name",
+  version: "1",
+  input: Schema.Struct({ size: Schema.Int, call: Schema.Literals(["step", "sleep", "uncertain", "wait"]) }),
+  output: Schema.String,
+  program: ({ size, call }, ctx) => {
+    const name = "n".repeat(size)
+    switch (call) {
+      case "step":
+        return ctx.step(name, Effect.succeed("stepped"))
+      case "sleep":
+        return Effect.as(ctx.sleep(name, 10), "slept")
+      case "uncertain":
+        return ctx.uncertainStep(name, Effect.succeed("done"))
+      case "wait":
+        return Effect.as(
+          Effect.catch(ctx.waitForEvent(name, Schema.String, { timeoutMillis: 10 }), () => Effect.void),
+          "waited",
+        )
+    }
+  },
+})
+
 /** The signature a courier sends from outside. */
 export const Signed = DurableDeferred.make("signed", { success: Schema.String })
 
@@ -179,7 +203,7 @@ const shipmentHandler = ShipmentWorkflow.toLayer((_payload, executionId) =>
       execute: Effect.flatMap(count(`${executionId}:pack`), (n) =>
         n === 1 ? Effect.fail("jammed") : Effect.succeed(`packed-${n}`),
       ),
-    }).pipe(Activity.retry({ schedule: Schedule.recurs(3) }))
+    }).pipe(Activity.retry({ times: 3 }))
     yield* DurableClock.sleep({ name: "cool-down", duration: 300, inMemoryThreshold: 0 })
     const signedBy = yield* DurableDeferred.await(Signed)
     yield* Activity.make({ name: "close", execute: Effect.asVoid(count(`${executionId}:close`)) })
@@ -200,6 +224,7 @@ export class UserThreadObject extends ThreadObject.make(
       draftReviewAgent,
       loudFailureAgent,
       tickAgent,
+      longNameAgent,
     ]),
     shipmentHandler.pipe(Layer.provideMerge(ThreadWorkflowEngine.layer)),
   ),
