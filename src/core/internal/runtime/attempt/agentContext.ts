@@ -13,6 +13,7 @@ import {
   type StepRunOptions,
   type UncertainStepFunction,
 } from "../../../AgentContext.ts"
+import { MAX_EVENT_NAME_LENGTH } from "../../../AgentEvent.ts"
 import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
 import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
 import type { NewMessage } from "../../outbox/model.ts"
@@ -87,6 +88,18 @@ const kindOf = (position: JournalPosition): Kind | undefined =>
                     : undefined
 
 /**
+ * Why a new call's name cannot be journaled, if it cannot: a wait for an event name no sender
+ * may use (over `MAX_EVENT_NAME_LENGTH`), or a name over `maxStoredValueBytes`, which could
+ * pass what one record's row holds and fail every pass.
+ */
+const unfitName = (attempt: AttemptState, kind: Kind, name: string): string | undefined => {
+  if (kind === "event wait" && (name.length === 0 || name.length > MAX_EVENT_NAME_LENGTH))
+    return `waitForEvent: an event name has 1 to ${MAX_EVENT_NAME_LENGTH} characters, got ${name.length}`
+  const refusal = unstorable(attempt, `the name of the ${kind} at this call`, name)
+  return refusal === undefined ? undefined : `${kind}: ${refusal}`
+}
+
+/**
  * Builds the context of an Attempt over the journal read when it started and the wait its row
  * recorded. @internal
  */
@@ -129,7 +142,11 @@ export const makeAgentContext = (
   const recorded = (step: number, kind: Kind, name: string | undefined) =>
     Effect.suspend(() => {
       const position = journal.positions.get(step)
-      if (position === undefined) return Effect.succeed(undefined)
+      if (position === undefined) {
+        // A new call's name goes into its records: checked here, never on a replay of one.
+        const unfit = name === undefined ? undefined : unfitName(attempt, kind, name)
+        return unfit === undefined ? Effect.succeed(undefined) : Effect.die(new RangeError(unfit))
+      }
       const found = kindOf(position)
       const recordedName =
         position.completed?.name ??
