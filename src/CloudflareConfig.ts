@@ -10,7 +10,6 @@
 import { Context, Effect, Layer, Result, Schema } from "effect"
 import { DURABLE_RUNTIME_DEFAULTS, DurableRuntimeSettings } from "./core/DurableRuntimeConfig.ts"
 import { LEDGER_LIMIT_DEFAULTS, LedgerLimits } from "./core/SubmissionLedger.ts"
-import { MAX_ROW_BYTES, ROW_OVERHEAD_BYTES } from "./core/internal/rowBytes.ts"
 
 /** A finite auxiliary dispatch allowance in milliseconds: an integer in [1, 300000]. */
 export const AuxiliaryDispatchMillis = Schema.Int.check(
@@ -177,9 +176,16 @@ export const BETA96_PACING = {
   childAwaitMillis: 0,
 } as const satisfies CloudflareDurableRuntimeConfigOverrides
 
-// A Submission's row holds its input and, once settled, its output: `limits.maxInputBytes` and
-// `maxStoredValueBytes` together must leave `ROW_OVERHEAD_BYTES` of Cloudflare's 2 MB row for
-// the row's other columns, or an accepted Submission could never write its settlement.
+/**
+ * The bytes of one SQLite row Cloudflare allows (2 MB). A Submission's row holds its input and,
+ * once settled, its output: `limits.maxInputBytes` and `maxStoredValueBytes` together must leave
+ * `ROW_OVERHEAD_BYTES` of it for the row's other columns, or an accepted Submission could never
+ * write its settlement. (`core/internal/rowBytes.ts` holds the same bound for the runtime, which
+ * refuses a child's input over it; a public module imports nothing from `internal/`.)
+ */
+const MAX_ROW_BYTES = 2_000_000
+/** What a Submission's row holds besides its input and its output (ids, state, envelopes). */
+const ROW_OVERHEAD_BYTES = 65_536
 
 /** A configuration value that does not decode; `field` is its dotted path. */
 export class CloudflareConfigError extends Schema.TaggedError<CloudflareConfigError>()(

@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { decodeCloudflareRuntimeConfig } from "../../src/CloudflareConfig.ts"
+import { MAX_INPUT_BYTES_CEILING } from "../../src/core/internal/rowBytes.ts"
 import { bigParentAgent } from "../worker/userObject.ts"
 import { deliverUntil, stateIs, uniqueName, userClient } from "./support.ts"
 
@@ -51,5 +53,16 @@ describe("a child's input over the limits", () => {
         )
       }),
     30_000,
+  )
+
+  it.effect("the bound is the most limits.maxInputBytes a configuration may set", () =>
+    Effect.gen(function* () {
+      const at = { limits: { maxInputBytes: MAX_INPUT_BYTES_CEILING - 1 }, maxStoredValueBytes: 1 }
+      yield* decodeCloudflareRuntimeConfig(at)
+      const over = { limits: { maxInputBytes: MAX_INPUT_BYTES_CEILING }, maxStoredValueBytes: 1 }
+      expect(yield* Effect.flip(decodeCloudflareRuntimeConfig(over))).toMatchObject({
+        field: "limits.maxInputBytes",
+      })
+    }),
   )
 })

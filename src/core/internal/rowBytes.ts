@@ -1,6 +1,8 @@
 /**
  * What one SQLite row of a Durable Object holds, and so the largest value a record or a
  * Submission's row can carry: a record over it fails every transaction that writes it.
+ * `CloudflareConfig` checks the same bound (its own constants: a public module imports nothing
+ * from `internal/`); `test/user/childLimits.test.ts` checks that they agree.
  */
 
 /** The largest row (string or BLOB) Cloudflare's SQLite stores. @internal */
