@@ -25,6 +25,7 @@ import {
   isJson,
   journalMismatch,
   ownerFence,
+  storableMessage,
   unstorable,
   runWatched,
   takeStaged,
@@ -356,7 +357,13 @@ export const makeAgentContext = (
         const found = exit.value
         if (found._tag === "Happened") {
           const encoded = yield* Effect.result(Schema.encodeEffect(codec)(found.value))
-          if (encoded._tag === "Success" && isJson(encoded.success)) {
+          // Stored like the step's own result: one the live step would refuse is an operator's.
+          const unfit =
+            encoded._tag === "Success" && isJson(encoded.success)
+              ? unstorable(attempt, "the reconciled result", encoded.success)
+              : undefined
+          if (unfit !== undefined) answer = { _tag: "CannotTell", reason: unfit }
+          else if (encoded._tag === "Success" && isJson(encoded.success)) {
             answer = { _tag: "Happened", value: encoded.success }
             value = found.value
           } else {
@@ -372,7 +379,7 @@ export const makeAgentContext = (
           answer =
             found._tag === "NotHappened"
               ? { _tag: "NotHappened" }
-              : { _tag: "CannotTell", reason: found.reason }
+              : { _tag: "CannotTell", reason: storableMessage(attempt, found.reason) }
         }
       } else {
         // Stopped by an abort or a lost Claim: the started reconcile counts, nothing is answered.
@@ -381,10 +388,12 @@ export const makeAgentContext = (
         const now = yield* Clock.currentTimeMillis
         answer = {
           _tag: "Failed",
-          message:
+          message: storableMessage(
+            attempt,
             failure._tag === "Some"
               ? failure.value.message
               : `the reconcile died: ${Cause.pretty(exit.cause)}`,
+          ),
           retryAt: now + reconcileRetryDelay(number),
         }
       }

@@ -28,6 +28,7 @@ import {
   type AttemptState,
   type AttemptStop,
   owedAtPark,
+  storableMessage,
   unstorable,
   ownerFence,
   takeStaged,
@@ -76,7 +77,7 @@ const finish = (
       const settlement = yield* makeSettlement(
         attempt.claim,
         ending.outcome === "failed"
-          ? { outcome: "failed", error: storedError(attempt, ending.error) }
+          ? { outcome: "failed", error: storableMessage(attempt, ending.error) }
           : ending,
       )
       return settled(
@@ -86,16 +87,6 @@ const finish = (
       )
     }),
   )
-
-/**
- * A failure's message as its settlement stores it: one over `maxStoredValueBytes` (a provider's
- * error body, a long defect) is replaced by its size and its start, as a step's error is, or the
- * settlement's row and record could pass what SQLite holds and every pass fail to write them.
- */
-const storedError = (attempt: AttemptState, error: string): string => {
-  const refusal = unstorable(attempt, "the error", error)
-  return refusal === undefined ? error : `${refusal}; it begins: ${error.slice(0, 1_000)}`
-}
 
 const settled = (settlement: Settlement): HeadAttempt => ({ _tag: "Settled", settlement })
 
