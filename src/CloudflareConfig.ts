@@ -180,7 +180,8 @@ export const BETA96_PACING = {
  * The bytes of one SQLite row Cloudflare allows (2 MB). A Submission's row holds its input and,
  * once settled, its output: `limits.maxInputBytes` and `maxStoredValueBytes` together must leave
  * `ROW_OVERHEAD_BYTES` of it for the row's other columns, or an accepted Submission could never
- * write its settlement.
+ * write its settlement. (`core/internal/rowBytes.ts` holds the same bound for the runtime, which
+ * refuses a child's input over it; a public module imports nothing from `internal/`.)
  */
 const MAX_ROW_BYTES = 2_000_000
 /** What a Submission's row holds besides its input and its output (ids, state, envelopes). */
@@ -201,7 +202,8 @@ const checkFields = (
 ): CloudflareConfigError | undefined => {
   for (const key of Object.keys(value)) {
     const field = `${prefix}${key}`
-    const schema = fields[key]
+    // Own fields only: `constructor` or `__proto__` (JSON.parse makes it an own key) is unknown.
+    const schema = Object.hasOwn(fields, key) ? fields[key] : undefined
     if (schema === undefined) {
       return new CloudflareConfigError({ field, message: `Unknown configuration field "${field}"` })
     }
@@ -269,8 +271,9 @@ export const decodeCloudflareRuntimeConfig = (
         new CloudflareConfigError({ field: "", message: "Configuration overrides must be an object" }),
       )
     }
-    const limits: unknown = input["limits"] ?? {}
-    const retention: unknown = input["retention"] ?? {}
+    // Only a group left out takes its defaults: `null` is a bad value, refused below.
+    const limits: unknown = input["limits"] === undefined ? {} : input["limits"]
+    const retention: unknown = input["retention"] === undefined ? {} : input["retention"]
     for (const [field, value] of [
       ["limits", limits],
       ["retention", retention],

@@ -12,6 +12,7 @@ import type {
   TestThreadObject,
 } from "./worker/threadObject.ts"
 import type { TracedThreadObject } from "./worker/tracedObject.ts"
+import type { UserThreadObject } from "./worker/userObject.ts"
 import type { WakeThreadObject } from "./worker/wakeObject.ts"
 import type { WorkflowThreadObject } from "./worker/workflowObject.ts"
 
@@ -43,6 +44,8 @@ declare global {
       readonly THREADS_RETAINED: DurableObjectNamespace<RetainedThreadObject>
       /** A `ThreadObject` whose `namespaceBinding` names no binding: its constructor fails. */
       readonly THREADS_MISNAMED: DurableObjectNamespace<MisnamedThreadObject>
+      /** The agents of the new-user scenarios, with a one-second retention. */
+      readonly THREADS_USER: DurableObjectNamespace<UserThreadObject>
     }
   }
 }

@@ -238,7 +238,8 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
   /**
    * Journals `ApprovalRequested` and suspends the Submission until `resolveApproval`. An
    * approval resumes the program with the decision; a denial settles the Submission `failed`.
-   * With `timeoutMillis`, no decision by then fails the call with `ApprovalTimeout`.
+   * With `timeoutMillis`, no decision by then fails the call with `ApprovalTimeout`. Its record
+   * keeps the payload: one over `maxStoredValueBytes` (or not JSON) is a defect naming its size.
    */
   readonly requestApproval: RequestApprovalFunction
   /**
@@ -257,7 +258,9 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
    * least once and admitted exactly once. Several children may run at once. An abort of this
    * Submission aborts its children that have not settled; children still running when it
    * completes or fails keep running. Fails only when the call itself is invalid (no address
-   * of this Object, an input the agent cannot encode, a malformed Thread).
+   * of this Object, an input the agent cannot encode or over the 1,934,464 bytes no Thread
+   * admits, a malformed Thread); a smaller input over the child Thread's own limit is refused
+   * there (`refused: "input-bytes"`, as `awaitChild`'s value).
    */
   readonly startChild: <CI, CO>(options: {
     readonly agent: AgentDefinition<CI, CO>
@@ -288,8 +291,10 @@ export interface AgentContext<I = unknown, Ev extends AgentEvent.Any = never> {
   /**
    * Reads the follow-up inputs that joined this Submission since the last read (submitted
    * with `mode: "join"` while it ran), oldest first; journaled, so a replay reads the same.
-   * Each joined Submission settles with this one. Inputs not read before this Submission
-   * settles run as ordinary Submissions. Fails for an agent that takes no joined input.
+   * One read takes the oldest inputs that together fit `limits.maxInputBytes` (at least one),
+   * since its record is one SQLite row; the next read takes the rest. Each joined Submission
+   * settles with this one. Inputs not read before this Submission settles run as ordinary
+   * Submissions. Fails for an agent that takes no joined input.
    */
   readonly receiveJoined: Effect.Effect<ReadonlyArray<I>, AgentFailure>
 }

@@ -38,7 +38,9 @@ export const DurableRuntimeSettings = Schema.Struct({
   ),
   /**
    * The largest step result or output a Submission stores, in UTF-8 bytes of its JSON: a
-   * larger step result fails the step, a larger output fails the Submission, each naming it.
+   * larger step result fails the step, a larger output fails the Submission, each naming it; a
+   * larger approval request payload is a defect; a larger step error or failure message is
+   * replaced by one naming its size.
    */
   maxStoredValueBytes: PositiveBytes,
 })

@@ -14,6 +14,7 @@ export {
 } from "./threadObject.ts"
 export { TracedThreadObject } from "./tracedObject.ts"
 export { WakeThreadObject } from "./wakeObject.ts"
+export { UserThreadObject } from "./userObject.ts"
 export { WorkflowThreadObject } from "./workflowObject.ts"
 
 export default {

@@ -13,6 +13,7 @@ import {
   type StepRunOptions,
   type UncertainStepFunction,
 } from "../../../AgentContext.ts"
+import { MAX_EVENT_NAME_LENGTH } from "../../../AgentEvent.ts"
 import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
 import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
 import type { NewMessage } from "../../outbox/model.ts"
@@ -24,6 +25,7 @@ import {
   isJson,
   journalMismatch,
   ownerFence,
+  storableMessage,
   unstorable,
   runWatched,
   takeStaged,
@@ -87,6 +89,18 @@ const kindOf = (position: JournalPosition): Kind | undefined =>
                     : undefined
 
 /**
+ * Why a new call's name cannot be journaled, if it cannot: a wait for an event name no sender
+ * may use (over `MAX_EVENT_NAME_LENGTH`), or a name over `maxStoredValueBytes`, which could
+ * pass what one record's row holds and fail every pass.
+ */
+const unfitName = (attempt: AttemptState, kind: Kind, name: string): string | undefined => {
+  if (kind === "event wait" && (name.length === 0 || name.length > MAX_EVENT_NAME_LENGTH))
+    return `waitForEvent: an event name has 1 to ${MAX_EVENT_NAME_LENGTH} characters, got ${name.length}`
+  const refusal = unstorable(attempt, `the name of the ${kind} at this call`, name)
+  return refusal === undefined ? undefined : `${kind}: ${refusal}`
+}
+
+/**
  * Builds the context of an Attempt over the journal read when it started and the wait its row
  * recorded. @internal
  */
@@ -129,7 +143,11 @@ export const makeAgentContext = (
   const recorded = (step: number, kind: Kind, name: string | undefined) =>
     Effect.suspend(() => {
       const position = journal.positions.get(step)
-      if (position === undefined) return Effect.succeed(undefined)
+      if (position === undefined) {
+        // A new call's name goes into its records: checked here, never on a replay of one.
+        const unfit = name === undefined ? undefined : unfitName(attempt, kind, name)
+        return unfit === undefined ? Effect.succeed(undefined) : Effect.die(new RangeError(unfit))
+      }
       const found = kindOf(position)
       const recordedName =
         position.completed?.name ??
@@ -339,7 +357,13 @@ export const makeAgentContext = (
         const found = exit.value
         if (found._tag === "Happened") {
           const encoded = yield* Effect.result(Schema.encodeEffect(codec)(found.value))
-          if (encoded._tag === "Success" && isJson(encoded.success)) {
+          // Stored like the step's own result: one the live step would refuse is an operator's.
+          const unfit =
+            encoded._tag === "Success" && isJson(encoded.success)
+              ? unstorable(attempt, "the reconciled result", encoded.success)
+              : undefined
+          if (unfit !== undefined) answer = { _tag: "CannotTell", reason: unfit }
+          else if (encoded._tag === "Success" && isJson(encoded.success)) {
             answer = { _tag: "Happened", value: encoded.success }
             value = found.value
           } else {
@@ -355,7 +379,7 @@ export const makeAgentContext = (
           answer =
             found._tag === "NotHappened"
               ? { _tag: "NotHappened" }
-              : { _tag: "CannotTell", reason: found.reason }
+              : { _tag: "CannotTell", reason: storableMessage(attempt, found.reason) }
         }
       } else {
         // Stopped by an abort or a lost Claim: the started reconcile counts, nothing is answered.
@@ -364,10 +388,12 @@ export const makeAgentContext = (
         const now = yield* Clock.currentTimeMillis
         answer = {
           _tag: "Failed",
-          message:
+          message: storableMessage(
+            attempt,
             failure._tag === "Some"
               ? failure.value.message
               : `the reconcile died: ${Cause.pretty(exit.cause)}`,
+          ),
           retryAt: now + reconcileRetryDelay(number),
         }
       }

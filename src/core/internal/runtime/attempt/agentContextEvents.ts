@@ -26,7 +26,7 @@ import type { WaitRecord } from "../../ledger/model.ts"
 import { ApprovalDecision, ApprovalTimeout } from "../shared/model.ts"
 import { eventsNamed, firstUnconsumed, type Journal } from "../shared/journal.ts"
 import { loadJournal } from "../shared/runtimeEnv.ts"
-import { boundary, guard, halt, journalMismatch } from "./attemptState.ts"
+import { boundary, guard, halt, journalMismatch, unstorable } from "./attemptState.ts"
 import type { ContextCalls } from "./contextCalls.ts"
 
 type Received = Journal["events"][number]
@@ -196,6 +196,9 @@ export const makeEventCalls = (calls: ContextCalls) => {
         })
       const requested = found?.approvalRequested
       if (requested === undefined) {
+        // Its record keeps the payload: one too large for it could never be written.
+        const unfit = unstorable(attempt, `the payload of the approval request at call ${position}`, payload)
+        if (unfit !== undefined) return yield* Effect.die(new RangeError(`requestApproval: ${unfit}`))
         yield* boundary(attempt)
         const now = yield* Clock.currentTimeMillis
         const dueAt = timeoutMillis === undefined ? undefined : now + timeoutMillis

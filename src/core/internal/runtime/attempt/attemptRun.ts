@@ -28,6 +28,7 @@ import {
   type AttemptState,
   type AttemptStop,
   owedAtPark,
+  storableMessage,
   unstorable,
   ownerFence,
   takeStaged,
@@ -73,7 +74,12 @@ const finish = (
       const current = yield* attempt.env.ledger.lookup(attempt.claim.submissionId)
       if (Option.isSome(current) && current.value.abortRequested)
         return yield* abortOwned(attempt, row, journal)
-      const settlement = yield* makeSettlement(attempt.claim, ending)
+      const settlement = yield* makeSettlement(
+        attempt.claim,
+        ending.outcome === "failed"
+          ? { outcome: "failed", error: storableMessage(attempt, ending.error) }
+          : ending,
+      )
       return settled(
         yield* entitled(
           settle(attempt.env, ownerFence(attempt), row, settlement, takeStaged(attempt, []), ended(attempt)),

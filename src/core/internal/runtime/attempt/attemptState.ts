@@ -234,3 +234,13 @@ export const unstorable = (attempt: AttemptState, what: string, value: Schema.Js
   const limit = attempt.env.settings.maxStoredValueBytes
   return bytes > limit ? `${what} is ${bytes} bytes; the limit is ${limit}` : undefined
 }
+
+/**
+ * A message (a failure's, a reconcile's reason) as a record stores it: one over
+ * `maxStoredValueBytes` is replaced by its size and its first 1,000 characters, or its record
+ * could pass what one row holds and every pass fail to write it. @internal
+ */
+export const storableMessage = (attempt: AttemptState, message: string): string => {
+  const refusal = unstorable(attempt, "the error", message)
+  return refusal === undefined ? message : `${refusal}; it begins: ${message.slice(0, 1_000)}`
+}

@@ -8,6 +8,8 @@ import type { AgentContext, ChildHandle, ChildSettlement, ChildThread } from "..
 import { AgentFailure, type AgentDefinition } from "../../../AgentRegistration.ts"
 import { IdempotencyKey, ThreadId } from "../../../Identifiers.ts"
 import { LedgerError } from "../../ledger/model.ts"
+import { utf8ByteLength } from "../../ledger/rules.ts"
+import { MAX_INPUT_BYTES_CEILING } from "../../rowBytes.ts"
 import { messageIds, ObjectAddress } from "../../outbox/model.ts"
 import { boundary, guard, halt, isJson, journalMismatch } from "../attempt/attemptState.ts"
 import { loadJournal } from "../shared/runtimeEnv.ts"
@@ -36,6 +38,27 @@ const decodeThread = (thread: ChildThread, namespace: string) =>
     )
     return { threadId, target }
   })
+
+/**
+ * The oldest joins whose inputs together stay within `budget` bytes (the first always: admission
+ * bounded it by the same limit). Their `InputJoined` record is one SQLite row, which Cloudflare
+ * caps at 2 MB, so a read of every join at once could never be written; the rest stay joining,
+ * for the host's next read or to run on their own once it ends.
+ */
+const takeWithin = <R extends { readonly inputPayload: string }>(
+  rows: ReadonlyArray<R>,
+  budget: number,
+): ReadonlyArray<R> => {
+  let left = budget
+  let count = 0
+  for (const row of rows) {
+    const bytes = utf8ByteLength(row.inputPayload)
+    if (count > 0 && bytes > left) break
+    left -= bytes
+    count++
+  }
+  return rows.slice(0, count)
+}
 
 /** `startChild`, `awaitChild` and `receiveJoined` of one Attempt's context. @internal */
 export const makeChildCalls = (
@@ -86,6 +109,13 @@ export const makeChildCalls = (
       if (!isJson(input))
         return yield* new AgentFailure({
           message: `the input of child agent ${options.agent.id} is not JSON (its Schema encoded a value JSON cannot carry)`,
+        })
+      // No Thread admits more, and its `ChildStarted` record (one row) could never be written: a
+      // smaller input over the child Thread's own limit is refused there, as a value.
+      const inputBytes = utf8ByteLength(JSON.stringify(input))
+      if (inputBytes > MAX_INPUT_BYTES_CEILING)
+        return yield* new AgentFailure({
+          message: `the input of child agent ${options.agent.id} is ${inputBytes} bytes; no Thread admits more than ${MAX_INPUT_BYTES_CEILING}`,
         })
       // The default key names this admission of the parent, not only its id: a key admitted
       // again after retention removed the parent gets the same id, and its children must not be
@@ -266,7 +296,10 @@ export const makeChildCalls = (
     if (joined === undefined) {
       yield* boundary(attempt)
       const rows = yield* guard(attempt, env.ledger.joinsOf(threadId, submissionId))
-      const taken = rows.filter((row) => row.state === "joining" && !row.abortRequested)
+      const taken = takeWithin(
+        rows.filter((row) => row.state === "joining" && !row.abortRequested),
+        env.limits.maxInputBytes,
+      )
       const entries = yield* guard(
         attempt,
         Effect.forEach(taken, (row) =>
