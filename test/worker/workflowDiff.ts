@@ -1,0 +1,256 @@
+/**
+ * The programs of the differential suite: each runs on Effect's in-memory engine and on the
+ * Threads engine, and what a caller observes is compared. Activities and compensations note
+ * what they did, by execution id, in a log kept in the test isolate.
+ */
+import { Effect, Layer, Schema } from "effect"
+import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workflow"
+import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
+
+/** What each execution's activities and compensations did, in order, by execution id. */
+export const diffLog = new Map<string, Array<string>>()
+
+const note = (executionId: string, text: string) =>
+  Effect.sync(() => {
+    const entries = diffLog.get(executionId) ?? []
+    entries.push(text)
+    diffLog.set(executionId, entries)
+    return entries.filter((entry) => entry === text).length
+  })
+
+/** An activity that notes its run and answers `value`. */
+const step = (executionId: string, name: string) =>
+  Activity.make({ name, success: Schema.String, execute: Effect.as(note(executionId, name), name) })
+
+/** The typed refusal the programs fail with. */
+export class DiffRefused extends Schema.TaggedError<DiffRefused>()("DiffRefused", {
+  reason: Schema.String,
+}) {}
+
+const byId = { idempotencyKey: ({ id }: { readonly id: string }) => id }
+
+/** An activity failing `failures` times with a typed error, under `Activity.retry({ times: 3 })`. */
+export const DiffRetry = Workflow.make("DiffRetry", {
+  payload: { id: Schema.String, failures: Schema.Number },
+  success: Schema.Number,
+  error: Schema.String,
+  ...byId,
+})
+
+/** An activity, then the workflow's typed failure. */
+export const DiffTyped = Workflow.make("DiffTyped", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: DiffRefused,
+  ...byId,
+})
+
+/** A defect of the workflow's own code, or of an activity. */
+export const DiffDefect = Workflow.make("DiffDefect", {
+  payload: { id: Schema.String, inActivity: Schema.Boolean },
+  success: Schema.String,
+  ...byId,
+})
+
+/** Three compensated activities, then a typed failure. */
+export const DiffCompensate = Workflow.make("DiffCompensate", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: DiffRefused,
+  ...byId,
+})
+
+/** An activity, an hour's durable clock, an activity. */
+export const DiffNap = Workflow.make("DiffNap", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
+/** The deferred `DiffHold` awaits. */
+export const DiffSignal = DurableDeferred.make("signal", { success: Schema.String, error: Schema.String })
+
+/** A compensated activity, the signal, an activity. */
+export const DiffHold = Workflow.make("DiffHold", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+})
+
+/** An activity failing on its first run, under `SuspendOnFailure`. */
+export const DiffResumable = Workflow.make("DiffResumable", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+}).annotate(Workflow.SuspendOnFailure, true)
+
+/** The two deferreds `DiffPair` awaits, in this order. */
+export const DiffFirst = DurableDeferred.make("first", { success: Schema.String })
+export const DiffSecond = DurableDeferred.make("second", { success: Schema.String })
+
+/** Awaits `DiffFirst`, an activity, `DiffSecond`, an activity. */
+export const DiffPair = Workflow.make("DiffPair", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
+/** One activity. */
+export const DiffOnce = Workflow.make("DiffOnce", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
+/** An activity, a short (in-memory) clock, an activity. */
+export const DiffShortNap = Workflow.make("DiffShortNap", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
+/** A child: an activity, then a typed failure or a defect. */
+export const DiffChild = Workflow.make("DiffChild", {
+  payload: { id: Schema.String, defect: Schema.Boolean },
+  success: Schema.String,
+  error: DiffRefused,
+  ...byId,
+})
+
+/** Executes `DiffChild`; `recover` catches its typed failure and runs a fallback activity. */
+export const DiffParent = Workflow.make("DiffParent", {
+  payload: { id: Schema.String, recover: Schema.Boolean, defect: Schema.Boolean },
+  success: Schema.String,
+  error: DiffRefused,
+  ...byId,
+})
+
+/** The child execution's payload of a parent's. */
+export const childPayload = (id: string, defect: boolean) => ({ id: `child-of-${id}`, defect })
+
+/** The handlers, registered with either engine. */
+export const diffHandlers = Layer.mergeAll(
+  DiffRetry.toLayer(({ failures }, executionId) =>
+    Activity.make({
+      name: "flaky",
+      success: Schema.Number,
+      error: Schema.String,
+      execute: Effect.gen(function* () {
+        const attempt = yield* Activity.CurrentAttempt
+        yield* note(executionId, `flaky ${attempt}`)
+        if (attempt <= failures) return yield* Effect.fail(`attempt ${attempt} failed`)
+        return attempt
+      }),
+    }).pipe(Activity.retry({ times: 3 })),
+  ),
+  DiffTyped.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "charge")
+      return yield* new DiffRefused({ reason: "refused" })
+    }),
+  ),
+  DiffDefect.toLayer(({ inActivity }, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "before")
+      if (inActivity) {
+        return yield* Activity.make({
+          name: "explode",
+          success: Schema.String,
+          execute: Effect.andThen(note(executionId, "explode"), Effect.die(new Error("activity boom"))),
+        })
+      }
+      return yield* Effect.die(new Error("workflow boom"))
+    }),
+  ),
+  DiffCompensate.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      for (const name of ["a", "b", "c"]) {
+        yield* step(executionId, name).pipe(
+          Workflow.withCompensation((value) => Effect.asVoid(note(executionId, `undo ${value}`))),
+        )
+      }
+      return yield* new DiffRefused({ reason: "after c" })
+    }),
+  ),
+  DiffNap.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "before")
+      yield* DurableClock.sleep({ name: "nap", duration: "1 hour", inMemoryThreshold: 0 })
+      yield* step(executionId, "after")
+      return "rested"
+    }),
+  ),
+  DiffHold.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "reserve").pipe(
+        Workflow.withCompensation(() => Effect.asVoid(note(executionId, "release"))),
+      )
+      const value = yield* DurableDeferred.await(DiffSignal)
+      yield* step(executionId, "finish")
+      return `got ${value}`
+    }),
+  ),
+  DiffResumable.toLayer((_payload, executionId) =>
+    Activity.make({
+      name: "fragile",
+      success: Schema.String,
+      error: Schema.String,
+      execute: Effect.flatMap(note(executionId, "fragile"), (count) =>
+        count === 1 ? Effect.fail("first run fails") : Effect.succeed(`ran ${count} times`),
+      ),
+    }),
+  ),
+  DiffPair.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      const first = yield* DurableDeferred.await(DiffFirst)
+      yield* step(executionId, `after ${first}`)
+      const second = yield* DurableDeferred.await(DiffSecond)
+      yield* step(executionId, `after ${second}`)
+      return `${first}+${second}`
+    }),
+  ),
+  DiffOnce.toLayer((_payload, executionId) => Effect.map(step(executionId, "work"), () => "worked")),
+  DiffShortNap.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "before")
+      yield* DurableClock.sleep({ name: "short", duration: 20 })
+      yield* step(executionId, "after")
+      return "rested"
+    }),
+  ),
+  DiffChild.toLayer(({ defect }, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "child work")
+      if (defect) return yield* Effect.die(new Error("child boom"))
+      return yield* new DiffRefused({ reason: "child refused" })
+    }),
+  ),
+  DiffParent.toLayer(({ id, recover, defect }, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "parent work")
+      const child = DiffChild.execute(childPayload(id, defect))
+      if (!recover) return yield* child
+      return yield* Effect.catch(child, (refused) =>
+        Effect.as(step(executionId, "fallback"), `recovered from ${refused.reason}`),
+      )
+    }),
+  ),
+)
+
+/** Their agents, registered in the workflow test Object. */
+export const diffAgents = [
+  DiffRetry,
+  DiffTyped,
+  DiffDefect,
+  DiffCompensate,
+  DiffNap,
+  DiffHold,
+  DiffResumable,
+  DiffPair,
+  DiffOnce,
+  DiffShortNap,
+  DiffChild,
+  DiffParent,
+].map((workflow) => ThreadWorkflowEngine.agent(workflow))

@@ -1,0 +1,411 @@
+/**
+ * Differential: each program runs on Effect's in-memory engine (`WorkflowEngine.layerMemory`,
+ * the reference semantics) and on the Threads engine, and what a caller observes (exits, poll
+ * answers, what activities and compensations did, in order) must be the same, unless the row
+ * names a deliberate difference that docs/workflows.md documents.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { DurableDeferred, type Workflow, WorkflowEngine } from "effect/workflow"
+import {
+  childPayload,
+  DiffChild,
+  DiffCompensate,
+  DiffDefect,
+  DiffFirst,
+  DiffHold,
+  diffHandlers,
+  diffLog,
+  DiffNap,
+  DiffOnce,
+  DiffPair,
+  DiffParent,
+  DiffRefused,
+  DiffResumable,
+  DiffRetry,
+  DiffSecond,
+  DiffShortNap,
+  DiffSignal,
+  DiffTyped,
+} from "../worker/workflowDiff.ts"
+import { clientEngine, deliverUntil, polled, uniqueId } from "./support.ts"
+
+type Polled = Parameters<typeof polled>[0]
+
+/** How a program waits for an execution's poll to answer a tag on one engine. */
+interface Harness {
+  readonly until: (
+    workflow: Polled,
+    executionId: string,
+    tag: "Complete" | "Suspended",
+  ) => Effect.Effect<unknown, never, WorkflowEngine.WorkflowEngine>
+}
+
+/** In memory nothing needs delivering: poll until the answer comes. */
+const memory: Harness = {
+  until: (workflow, executionId, tag) =>
+    Effect.gen(function* () {
+      for (let round = 0; round < 500; round++) {
+        if (yield* polled(workflow, executionId, tag)) return round
+        yield* Effect.sleep(10)
+      }
+      return yield* Effect.die(new Error(`${executionId} never answered ${tag}`))
+    }),
+}
+
+/** On Threads the execution's alarm is delivered until the answer comes. */
+const threads: Harness = {
+  until: (workflow, executionId, tag) => deliverUntil(executionId, polled(workflow, executionId, tag)),
+}
+
+const describeDefect = (defect: unknown) =>
+  defect instanceof Error ? `${defect.name}: ${defect.message}` : JSON.stringify(defect)
+
+const describeError = (error: unknown) =>
+  typeof error === "object" && error !== null
+    ? { class: error.constructor.name, refused: error instanceof DiffRefused, ...error }
+    : error
+
+const describeCause = (cause: Cause.Cause<unknown>) => ({
+  failures: cause.reasons.filter(Cause.isFailReason).map((reason) => describeError(reason.error)),
+  defects: cause.reasons.filter(Cause.isDieReason).map((reason) => describeDefect(reason.defect)),
+  interrupted: cause.reasons.some(Cause.isInterruptReason),
+})
+
+const describeExit = (exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isSuccess(exit) ? { success: exit.value } : describeCause(exit.cause)
+
+const describeResult = (result: Option.Option<Workflow.Result<unknown, unknown>>) =>
+  Option.isNone(result)
+    ? "none"
+    : result.value._tag === "Complete"
+      ? { complete: describeExit(result.value.exit) }
+      : {
+          suspended: {
+            failed: result.value.failed ?? false,
+            cause: result.value.cause === undefined ? undefined : describeCause(result.value.cause),
+          },
+        }
+
+const logOf = (executionId: string) => [...(diffLog.get(executionId) ?? [])]
+
+type Observation = Record<string, unknown>
+
+interface Program {
+  readonly name: string
+  readonly run: (
+    harness: Harness,
+    id: string,
+  ) => Effect.Effect<Observation, unknown, WorkflowEngine.WorkflowEngine>
+  /** A deliberate difference: what each engine shows, and where docs/workflows.md says so. */
+  readonly differs?: {
+    readonly documented: string
+    readonly memory: Observation
+    readonly threads: Observation
+  }
+}
+
+/** Parks an execution, interrupts it, waits for its end; answers the polls around it. */
+const interruptParked = (
+  harness: Harness,
+  workflow: Polled & {
+    readonly interrupt: (executionId: string) => Effect.Effect<void, never, WorkflowEngine.WorkflowEngine>
+  },
+  executionId: string,
+) =>
+  Effect.gen(function* () {
+    yield* harness.until(workflow, executionId, "Suspended")
+    const parked = describeResult(yield* workflow.poll(executionId))
+    yield* workflow.interrupt(executionId)
+    yield* harness.until(workflow, executionId, "Complete")
+    return { parked, interrupted: describeResult(yield* workflow.poll(executionId)) }
+  })
+
+const programs: ReadonlyArray<Program> = [
+  {
+    name: "an activity failing twice, then succeeding under Activity.retry",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(DiffRetry.execute({ id, failures: 2 }))
+        return { exit: describeExit(exit), log: logOf(yield* DiffRetry.executionId({ id, failures: 2 })) }
+      }),
+  },
+  {
+    name: "an activity whose retries are spent fails with its last typed error",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(DiffRetry.execute({ id, failures: 9 }))
+        return { exit: describeExit(exit), log: logOf(yield* DiffRetry.executionId({ id, failures: 9 })) }
+      }),
+  },
+  {
+    name: "a typed workflow failure, decoded on the caller side, then polled and executed again",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(DiffTyped.execute({ id }))
+        const executionId = yield* DiffTyped.executionId({ id })
+        const again = yield* Effect.exit(DiffTyped.execute({ id }))
+        return {
+          exit: describeExit(exit),
+          poll: describeResult(yield* DiffTyped.poll(executionId)),
+          again: describeExit(again),
+          log: logOf(executionId),
+        }
+      }),
+  },
+  {
+    name: "a defect of the workflow's own code",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(DiffDefect.execute({ id, inActivity: false }))
+        const executionId = yield* DiffDefect.executionId({ id, inActivity: false })
+        return { exit: describeExit(exit), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "a defect of an activity",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(DiffDefect.execute({ id, inActivity: true }))
+        const executionId = yield* DiffDefect.executionId({ id, inActivity: true })
+        return { exit: describeExit(exit), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "compensations run in reverse order when the workflow fails",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(DiffCompensate.execute({ id }))
+        return { exit: describeExit(exit), log: logOf(yield* DiffCompensate.executionId({ id })) }
+      }),
+  },
+  {
+    name: "interrupt while sleeping on a durable clock",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffNap.execute({ id }, { discard: true })
+        const polls = yield* interruptParked(harness, DiffNap, executionId)
+        const executed = describeExit(yield* Effect.exit(DiffNap.execute({ id })))
+        return { ...polls, executed, log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "interrupt while awaiting a deferred, with a compensation registered; done afterwards",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffHold.execute({ id }, { discard: true })
+        const polls = yield* interruptParked(harness, DiffHold, executionId)
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffHold, executionId })
+        yield* DurableDeferred.succeed(DiffSignal, { token, value: "late" })
+        const after = describeResult(yield* DiffHold.poll(executionId))
+        return { ...polls, after, log: logOf(executionId) }
+      }),
+    differs: {
+      documented:
+        "docs/workflows.md, `Workflow.withCompensation`: run when the workflow fails; not on interrupt",
+      memory: { log: ["reserve", "release"] },
+      threads: { log: ["reserve"] },
+    },
+  },
+  {
+    name: "interrupt after completion changes nothing",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const first = yield* Effect.exit(DiffOnce.execute({ id }))
+        const executionId = yield* DiffOnce.executionId({ id })
+        yield* DiffOnce.interrupt(executionId)
+        const poll = describeResult(yield* DiffOnce.poll(executionId))
+        const again = describeExit(yield* Effect.exit(DiffOnce.execute({ id })))
+        return { first: describeExit(first), poll, again, log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "resume after SuspendOnFailure runs the failed activity again",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffResumable.execute({ id }, { discard: true })
+        yield* harness.until(DiffResumable, executionId, "Suspended")
+        const suspended = describeResult(yield* DiffResumable.poll(executionId))
+        yield* DiffResumable.resume(executionId)
+        yield* harness.until(DiffResumable, executionId, "Complete")
+        const resumed = describeResult(yield* DiffResumable.poll(executionId))
+        return { suspended, resumed, log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "a deferred done with a typed failure exit",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffHold.execute({ id }, { discard: true })
+        yield* harness.until(DiffHold, executionId, "Suspended")
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffHold, executionId })
+        yield* DurableDeferred.fail(DiffSignal, { token, error: "denied" })
+        yield* harness.until(DiffHold, executionId, "Complete")
+        const executed = describeExit(yield* Effect.exit(DiffHold.execute({ id })))
+        return { poll: describeResult(yield* DiffHold.poll(executionId)), executed, log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "a deferred done with a defect exit",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffHold.execute({ id }, { discard: true })
+        yield* harness.until(DiffHold, executionId, "Suspended")
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffHold, executionId })
+        yield* DurableDeferred.done(DiffSignal, { token, exit: Exit.die(new Error("signal boom")) })
+        yield* harness.until(DiffHold, executionId, "Complete")
+        return { poll: describeResult(yield* DiffHold.poll(executionId)), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "two deferreds completed out of order",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffPair.execute({ id }, { discard: true })
+        yield* harness.until(DiffPair, executionId, "Suspended")
+        const tokenOf = (deferred: typeof DiffFirst) =>
+          DurableDeferred.tokenFromExecutionId(deferred, { workflow: DiffPair, executionId })
+        yield* DurableDeferred.succeed(DiffSecond, { token: tokenOf(DiffSecond), value: "b" })
+        yield* harness.until(DiffPair, executionId, "Suspended")
+        const afterSecond = {
+          poll: describeResult(yield* DiffPair.poll(executionId)),
+          log: logOf(executionId),
+        }
+        yield* DurableDeferred.succeed(DiffFirst, { token: tokenOf(DiffFirst), value: "a" })
+        yield* harness.until(DiffPair, executionId, "Complete")
+        return {
+          afterSecond,
+          poll: describeResult(yield* DiffPair.poll(executionId)),
+          log: logOf(executionId),
+        }
+      }),
+  },
+  {
+    name: "the same execution id executed twice at once, with the same payload",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const both = yield* Effect.all([DiffOnce.execute({ id }), DiffOnce.execute({ id })], {
+          concurrency: 2,
+        })
+        return { both, log: logOf(yield* DiffOnce.executionId({ id })) }
+      }),
+  },
+  {
+    name: "a child workflow failing with a typed error, propagated by its parent",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const payload = { id, recover: false, defect: false }
+        const exit = yield* Effect.exit(DiffParent.execute(payload))
+        const childId = yield* DiffChild.executionId(childPayload(id, false))
+        return {
+          exit: describeExit(exit),
+          child: describeResult(yield* DiffChild.poll(childId)),
+          log: logOf(yield* DiffParent.executionId(payload)),
+          childLog: logOf(childId),
+        }
+      }),
+  },
+  {
+    name: "a child workflow failing with a typed error, caught by its parent",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const payload = { id, recover: true, defect: false }
+        const exit = yield* Effect.exit(DiffParent.execute(payload))
+        const childId = yield* DiffChild.executionId(childPayload(id, false))
+        return {
+          exit: describeExit(exit),
+          log: logOf(yield* DiffParent.executionId(payload)),
+          childLog: logOf(childId),
+        }
+      }),
+  },
+  {
+    name: "a child workflow's defect",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const payload = { id, recover: true, defect: true }
+        const exit = yield* Effect.exit(DiffParent.execute(payload))
+        const childId = yield* DiffChild.executionId(childPayload(id, true))
+        return {
+          exit: describeExit(exit),
+          child: describeResult(yield* DiffChild.poll(childId)),
+          log: logOf(yield* DiffParent.executionId(payload)),
+        }
+      }),
+  },
+  {
+    name: "poll before the start, while parked on a deferred, after completion",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffHold.executionId({ id })
+        const before = describeResult(yield* DiffHold.poll(executionId))
+        yield* DiffHold.execute({ id }, { discard: true })
+        yield* harness.until(DiffHold, executionId, "Suspended")
+        const parked = describeResult(yield* DiffHold.poll(executionId))
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffHold, executionId })
+        yield* DurableDeferred.succeed(DiffSignal, { token, value: "yes" })
+        yield* harness.until(DiffHold, executionId, "Complete")
+        const after = describeResult(yield* DiffHold.poll(executionId))
+        return { before, parked, after, log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "discard: true answers the execution id, then poll answers the result",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const answered = yield* DiffOnce.execute({ id }, { discard: true })
+        const executionId = yield* DiffOnce.executionId({ id })
+        yield* harness.until(DiffOnce, executionId, "Complete")
+        return {
+          answeredTheId: answered === executionId,
+          poll: describeResult(yield* DiffOnce.poll(executionId)),
+          log: logOf(executionId),
+        }
+      }),
+  },
+  {
+    name: "a deferred done (by tokenFromPayload) before the execution starts",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const token = yield* DurableDeferred.tokenFromPayload(DiffSignal, {
+          workflow: DiffHold,
+          payload: { id },
+        })
+        yield* DurableDeferred.succeed(DiffSignal, { token, value: "early" })
+        const exit = describeExit(yield* Effect.exit(DiffHold.execute({ id })))
+        return { exit, log: logOf(yield* DiffHold.executionId({ id })) }
+      }),
+  },
+  {
+    name: "a short durable clock between two activities",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = describeExit(yield* Effect.exit(DiffShortNap.execute({ id })))
+        return { exit, log: logOf(yield* DiffShortNap.executionId({ id })) }
+      }),
+  },
+]
+
+const memoryEngine = Layer.provideMerge(diffHandlers, WorkflowEngine.layerMemory)
+
+describe("ThreadWorkflowEngine against the in-memory engine", () => {
+  for (const program of programs) {
+    it.live(program.name, () =>
+      Effect.gen(function* () {
+        const reference = yield* program
+          .run(memory, uniqueId("memory"))
+          .pipe(Effect.provide(memoryEngine), Effect.orDie)
+        const ours = yield* program
+          .run(threads, uniqueId("thread"))
+          .pipe(Effect.provide(clientEngine), Effect.orDie)
+        if (program.differs === undefined) {
+          expect(ours).toEqual(reference)
+        } else {
+          // The rest is the same; the named keys differ as documented.
+          expect(ours).toEqual({ ...reference, ...program.differs.threads })
+          expect(reference).toMatchObject(program.differs.memory)
+        }
+      }),
+    )
+  }
+})
