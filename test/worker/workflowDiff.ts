@@ -3,7 +3,7 @@
  * Threads engine, and what a caller observes is compared. Activities and compensations note
  * what they did, by execution id, in a log kept in the test isolate.
  */
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Exit, Layer, Schema } from "effect"
 import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workflow"
 import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
 
@@ -130,6 +130,33 @@ export const DiffParent = Workflow.make("DiffParent", {
 /** The child execution's payload of a parent's. */
 export const childPayload = (id: string, defect: boolean) => ({ id: `child-of-${id}`, defect })
 
+/** A workflow finalizer, then the signal. */
+export const DiffFinal = Workflow.make("DiffFinal", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+})
+
+/** Its own code fails on its first pass, under `SuspendOnFailure`. */
+export const DiffSelfFail = Workflow.make("DiffSelfFail", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+}).annotate(Workflow.SuspendOnFailure, true)
+
+/** Executes `DiffHold` as a child and waits for it. */
+export const DiffGuard = Workflow.make("DiffGuard", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+})
+
+/** The child execution's payload of a guard's. */
+export const heldPayload = (id: string) => ({ id: `held-by-${id}` })
+
 /** The handlers, registered with either engine. */
 export const diffHandlers = Layer.mergeAll(
   DiffRetry.toLayer(({ failures }, executionId) =>
@@ -237,6 +264,20 @@ export const diffHandlers = Layer.mergeAll(
       )
     }),
   ),
+  DiffFinal.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* Workflow.addFinalizer((exit) =>
+        Effect.asVoid(note(executionId, Exit.isSuccess(exit) ? "finalized: success" : "finalized: failure")),
+      )
+      return yield* DurableDeferred.await(DiffSignal)
+    }),
+  ),
+  DiffSelfFail.toLayer((_payload, executionId) =>
+    Effect.flatMap(note(executionId, "pass"), (pass) =>
+      pass === 1 ? Effect.fail("own code fails") : Effect.succeed(`passed ${pass} times`),
+    ),
+  ),
+  DiffGuard.toLayer(({ id }) => DiffHold.execute(heldPayload(id))),
 )
 
 /** Their agents, registered in the workflow test Object. */
@@ -253,4 +294,7 @@ export const diffAgents = [
   DiffShortNap,
   DiffChild,
   DiffParent,
+  DiffFinal,
+  DiffSelfFail,
+  DiffGuard,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

@@ -27,6 +27,10 @@ import {
   DiffShortNap,
   DiffSignal,
   DiffTyped,
+  DiffFinal,
+  DiffGuard,
+  DiffSelfFail,
+  heldPayload,
 } from "../worker/workflowDiff.ts"
 import { clientEngine, deliverUntil, polled, uniqueId } from "./support.ts"
 
@@ -383,6 +387,96 @@ const programs: ReadonlyArray<Program> = [
         const exit = describeExit(yield* Effect.exit(DiffShortNap.execute({ id })))
         return { exit, log: logOf(yield* DiffShortNap.executionId({ id })) }
       }),
+  },
+  {
+    name: "a workflow finalizer across a park on a deferred",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffFinal.execute({ id }, { discard: true })
+        yield* harness.until(DiffFinal, executionId, "Suspended")
+        const parked = logOf(executionId)
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffFinal, executionId })
+        yield* DurableDeferred.succeed(DiffSignal, { token, value: "done" })
+        yield* harness.until(DiffFinal, executionId, "Complete")
+        return { parked, poll: describeResult(yield* DiffFinal.poll(executionId)), log: logOf(executionId) }
+      }),
+    differs: {
+      documented:
+        "docs/workflows.md, `addFinalizer`: once, by the run that completes; the in-memory engine also runs the finalizer of the run that parked, observing success",
+      memory: { log: ["finalized: success", "finalized: success"] },
+      threads: { log: ["finalized: success"] },
+    },
+  },
+  {
+    name: "resume after SuspendOnFailure of the workflow's own code",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffSelfFail.execute({ id }, { discard: true })
+        yield* harness.until(DiffSelfFail, executionId, "Suspended")
+        const suspended = describeResult(yield* DiffSelfFail.poll(executionId))
+        yield* DiffSelfFail.resume(executionId)
+        yield* harness.until(DiffSelfFail, executionId, "Complete")
+        const resumed = describeResult(yield* DiffSelfFail.poll(executionId))
+        return { suspended, resumed, log: logOf(executionId) }
+      }),
+    differs: {
+      documented:
+        "docs/workflows.md, Suspended executions: a failure outside an activity answers `Suspended` without a cause or `failed`",
+      memory: {
+        suspended: {
+          suspended: {
+            failed: true,
+            cause: { failures: [], defects: ['"own code fails"'], interrupted: false },
+          },
+        },
+      },
+      threads: { suspended: { suspended: { failed: false, cause: undefined } } },
+    },
+  },
+  {
+    name: "interrupt of an execution suspended by SuspendOnFailure",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffResumable.execute({ id }, { discard: true })
+        const polls = yield* interruptParked(harness, DiffResumable, executionId)
+        yield* DiffResumable.resume(executionId)
+        const after = describeResult(yield* DiffResumable.poll(executionId))
+        return { ...polls, after, log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "resume of an execution parked on a deferred (not suspended) changes nothing",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffHold.execute({ id }, { discard: true })
+        yield* harness.until(DiffHold, executionId, "Suspended")
+        yield* DiffHold.resume(executionId)
+        yield* harness.until(DiffHold, executionId, "Suspended")
+        const parked = { poll: describeResult(yield* DiffHold.poll(executionId)), log: logOf(executionId) }
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffHold, executionId })
+        yield* DurableDeferred.succeed(DiffSignal, { token, value: "yes" })
+        yield* harness.until(DiffHold, executionId, "Complete")
+        yield* DiffHold.resume(executionId)
+        return { parked, poll: describeResult(yield* DiffHold.poll(executionId)), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "interrupt of a parent while its child is parked on a deferred",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffGuard.execute({ id }, { discard: true })
+        const childId = yield* DiffHold.executionId(heldPayload(id))
+        yield* harness.until(DiffHold, childId, "Suspended")
+        const polls = yield* interruptParked(harness, DiffGuard, executionId)
+        yield* harness.until(DiffHold, childId, "Complete")
+        return { ...polls, child: describeResult(yield* DiffHold.poll(childId)), childLog: logOf(childId) }
+      }),
+    differs: {
+      documented:
+        "docs/workflows.md, `Workflow.withCompensation`: run when the workflow fails; not on interrupt (the child is aborted with its parent)",
+      memory: { childLog: ["reserve", "release"] },
+      threads: { childLog: ["reserve"] },
+    },
   },
 ]
 
