@@ -157,6 +157,28 @@ export const DiffGuard = Workflow.make("DiffGuard", {
 /** The child execution's payload of a guard's. */
 export const heldPayload = (id: string) => ({ id: `held-by-${id}` })
 
+/** A durable clock on the Object's alarm (threshold 0) between two activities. */
+export const DiffAlarm = Workflow.make("DiffAlarm", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
+/** Starts `DiffHold` as a child with `discard: true` and completes without awaiting it. */
+export const DiffFire = Workflow.make("DiffFire", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
+/** Executes `DiffResumable` as a child and waits for it. */
+export const DiffAdopt = Workflow.make("DiffAdopt", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+})
+
 /** The handlers, registered with either engine. */
 export const diffHandlers = Layer.mergeAll(
   DiffRetry.toLayer(({ failures }, executionId) =>
@@ -278,6 +300,22 @@ export const diffHandlers = Layer.mergeAll(
     ),
   ),
   DiffGuard.toLayer(({ id }) => DiffHold.execute(heldPayload(id))),
+  DiffAlarm.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "before")
+      yield* DurableClock.sleep({ name: "alarm", duration: 200, inMemoryThreshold: 0 })
+      yield* step(executionId, "after")
+      return "woke"
+    }),
+  ),
+  DiffFire.toLayer(({ id }, executionId) =>
+    Effect.gen(function* () {
+      yield* DiffHold.execute(heldPayload(id), { discard: true })
+      yield* step(executionId, "fired")
+      return "fired"
+    }),
+  ),
+  DiffAdopt.toLayer(({ id }) => DiffResumable.execute({ id: `adopted-by-${id}` })),
 )
 
 /** Their agents, registered in the workflow test Object. */
@@ -297,4 +335,7 @@ export const diffAgents = [
   DiffFinal,
   DiffSelfFail,
   DiffGuard,
+  DiffAlarm,
+  DiffFire,
+  DiffAdopt,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

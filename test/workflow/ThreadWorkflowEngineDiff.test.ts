@@ -27,7 +27,10 @@ import {
   DiffShortNap,
   DiffSignal,
   DiffTyped,
+  DiffAdopt,
+  DiffAlarm,
   DiffFinal,
+  DiffFire,
   DiffGuard,
   DiffSelfFail,
   heldPayload,
@@ -476,6 +479,121 @@ const programs: ReadonlyArray<Program> = [
         "docs/workflows.md, `Workflow.withCompensation`: run when the workflow fails; not on interrupt (the child is aborted with its parent)",
       memory: { childLog: ["reserve", "release"] },
       threads: { childLog: ["reserve"] },
+    },
+  },
+  {
+    name: "a caller's execute waiting while the execution parks, completed by another caller",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffHold.executionId({ id })
+        const complete = Effect.gen(function* () {
+          yield* harness.until(DiffHold, executionId, "Suspended")
+          const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffHold, executionId })
+          yield* DurableDeferred.succeed(DiffSignal, { token, value: "first" })
+          yield* DurableDeferred.succeed(DiffSignal, { token, value: "second" })
+        })
+        const [exit] = yield* Effect.all([Effect.exit(DiffHold.execute({ id })), complete], {
+          concurrency: 2,
+        })
+        return { exit: describeExit(exit), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "interrupt and poll of an execution never started, then its execute",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffOnce.executionId({ id })
+        yield* DiffOnce.interrupt(executionId)
+        yield* DiffOnce.resume(executionId)
+        const before = describeResult(yield* DiffOnce.poll(executionId))
+        const exit = describeExit(yield* Effect.exit(DiffOnce.execute({ id })))
+        return { before, exit, log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "the same execution id executed with another payload joins the first",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const first = describeExit(yield* Effect.exit(DiffRetry.execute({ id, failures: 1 })))
+        const second = describeExit(yield* Effect.exit(DiffRetry.execute({ id, failures: 0 })))
+        return { first, second, log: logOf(yield* DiffRetry.executionId({ id, failures: 0 })) }
+      }),
+  },
+  {
+    name: "a durable clock on the alarm between two activities",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffAlarm.execute({ id }, { discard: true })
+        yield* harness.until(DiffAlarm, executionId, "Complete")
+        return { poll: describeResult(yield* DiffAlarm.poll(executionId)), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "interruptUnsafe of an execution sleeping on a durable clock",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffNap.execute({ id }, { discard: true })
+        yield* harness.until(DiffNap, executionId, "Suspended")
+        yield* Effect.flatMap(WorkflowEngine.WorkflowEngine, (engine) =>
+          engine.interruptUnsafe(DiffNap, executionId),
+        )
+        yield* harness.until(DiffNap, executionId, "Complete")
+        return { poll: describeResult(yield* DiffNap.poll(executionId)), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "a child started with discard outlives its completed parent",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const exit = describeExit(yield* Effect.exit(DiffFire.execute({ id })))
+        const childId = yield* DiffHold.executionId(heldPayload(id))
+        yield* harness.until(DiffHold, childId, "Suspended")
+        const childParked = describeResult(yield* DiffHold.poll(childId))
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, {
+          workflow: DiffHold,
+          executionId: childId,
+        })
+        yield* DurableDeferred.succeed(DiffSignal, { token, value: "late" })
+        yield* harness.until(DiffHold, childId, "Complete")
+        return {
+          exit,
+          childParked,
+          child: describeResult(yield* DiffHold.poll(childId)),
+          log: logOf(yield* DiffFire.executionId({ id })),
+          childLog: logOf(childId),
+        }
+      }),
+  },
+  {
+    name: "a child suspended by SuspendOnFailure, resumed: its parent completes",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffAdopt.execute({ id }, { discard: true })
+        const childId = yield* DiffResumable.executionId({ id: `adopted-by-${id}` })
+        yield* harness.until(DiffResumable, childId, "Suspended")
+        yield* harness.until(DiffAdopt, executionId, "Suspended")
+        const parentParked = describeResult(yield* DiffAdopt.poll(executionId))
+        yield* DiffResumable.resume(childId)
+        yield* harness.until(DiffAdopt, executionId, "Complete")
+        return {
+          parentParked,
+          poll: describeResult(yield* DiffAdopt.poll(executionId)),
+          child: describeResult(yield* DiffResumable.poll(childId)),
+          childLog: logOf(childId),
+        }
+      }),
+    differs: {
+      documented:
+        "docs/workflows.md, Suspended executions: a parent waiting on a suspended child answers `Suspended` without a cause",
+      memory: {
+        parentParked: {
+          suspended: {
+            failed: false,
+            cause: { failures: [], defects: ['"first run fails"'], interrupted: false },
+          },
+        },
+      },
+      threads: { parentParked: { suspended: { failed: false, cause: undefined } } },
     },
   },
 ]
