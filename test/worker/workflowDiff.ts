@@ -3,7 +3,7 @@
  * Threads engine, and what a caller observes is compared. Activities and compensations note
  * what they did, by execution id, in a log kept in the test isolate.
  */
-import { Effect, Exit, Layer, Schema } from "effect"
+import { Effect, Exit, Layer, Option, Schema } from "effect"
 import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workflow"
 import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
 
@@ -179,6 +179,13 @@ export const DiffAdopt = Workflow.make("DiffAdopt", {
   ...byId,
 })
 
+/** A workflow finalizer, then an activity the workflow's code cuts short with a timeout. */
+export const DiffTimeout = Workflow.make("DiffTimeout", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
 /** The handlers, registered with either engine. */
 export const diffHandlers = Layer.mergeAll(
   DiffRetry.toLayer(({ failures }, executionId) =>
@@ -316,6 +323,20 @@ export const diffHandlers = Layer.mergeAll(
     }),
   ),
   DiffAdopt.toLayer(({ id }) => DiffResumable.execute({ id: `adopted-by-${id}` })),
+  DiffTimeout.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* Workflow.addFinalizer((exit) =>
+        Effect.asVoid(note(executionId, Exit.isSuccess(exit) ? "finalized: success" : "finalized: failure")),
+      )
+      const slow = Activity.make({
+        name: "slow",
+        success: Schema.String,
+        execute: Effect.as(Effect.sleep(5_000), "slow finished"),
+      })
+      const outcome = yield* Effect.timeoutOption(slow, 50)
+      return Option.isNone(outcome) ? "timed out" : outcome.value
+    }),
+  ),
 )
 
 /** Their agents, registered in the workflow test Object. */
@@ -338,4 +359,5 @@ export const diffAgents = [
   DiffAlarm,
   DiffFire,
   DiffAdopt,
+  DiffTimeout,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

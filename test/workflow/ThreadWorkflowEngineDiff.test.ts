@@ -27,6 +27,7 @@ import {
   DiffShortNap,
   DiffSignal,
   DiffTyped,
+  DiffTimeout,
   DiffAdopt,
   DiffAlarm,
   DiffFinal,
@@ -595,6 +596,14 @@ const programs: ReadonlyArray<Program> = [
       },
       threads: { parentParked: { suspended: { failed: false, cause: undefined } } },
     },
+  },
+  {
+    name: "an activity cut short by a timeout in the workflow's code, with a workflow finalizer",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = describeExit(yield* Effect.exit(DiffTimeout.execute({ id })))
+        return { exit, log: logOf(yield* DiffTimeout.executionId({ id })) }
+      }),
   },
 ]
 

@@ -66,8 +66,8 @@ const orDie = <A>(effect: Effect.Effect<A, AgentFailure | { readonly _tag: strin
 /**
  * A context call the runtime interrupts stops this run (a park, a yield, an abort, a cut): the
  * run is abandoned for a later replay, as `Workflow.intoResult` knows it, so its scope closes
- * without the workflow's finalizers (`Workflow.addFinalizer`, `withCompensation`), which run
- * only when the execution itself fails.
+ * without the workflow's finalizers (`Workflow.addFinalizer`, `withCompensation`): they run once,
+ * in the run that completes. A run that ends otherwise was not stopped: `runExecution` clears it.
  */
 const stopsRun = <A, E, R>(call: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(Effect.serviceOption(WorkflowEngine.WorkflowInstance), (instance) =>
