@@ -186,6 +186,14 @@ export const DiffTimeout = Workflow.make("DiffTimeout", {
   ...byId,
 })
 
+/** Under `SuspendOnFailure`: a compensated activity, the signal, an activity failing on its first run. */
+export const DiffCareful = Workflow.make("DiffCareful", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+}).annotate(Workflow.SuspendOnFailure, true)
+
 /** The handlers, registered with either engine. */
 export const diffHandlers = Layer.mergeAll(
   DiffRetry.toLayer(({ failures }, executionId) =>
@@ -337,6 +345,22 @@ export const diffHandlers = Layer.mergeAll(
       return Option.isNone(outcome) ? "timed out" : outcome.value
     }),
   ),
+  DiffCareful.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      yield* step(executionId, "reserve").pipe(
+        Workflow.withCompensation(() => Effect.asVoid(note(executionId, "release"))),
+      )
+      const value = yield* DurableDeferred.await(DiffSignal)
+      return yield* Activity.make({
+        name: "fragile",
+        success: Schema.String,
+        error: Schema.String,
+        execute: Effect.flatMap(note(executionId, "fragile"), (count) =>
+          count === 1 ? Effect.fail("first run fails") : Effect.succeed(`${value} after ${count} runs`),
+        ),
+      })
+    }),
+  ),
 )
 
 /** Their agents, registered in the workflow test Object. */
@@ -360,4 +384,5 @@ export const diffAgents = [
   DiffFire,
   DiffAdopt,
   DiffTimeout,
+  DiffCareful,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

@@ -30,6 +30,7 @@ import {
   DiffTimeout,
   DiffAdopt,
   DiffAlarm,
+  DiffCareful,
   DiffFinal,
   DiffFire,
   DiffGuard,
@@ -603,6 +604,39 @@ const programs: ReadonlyArray<Program> = [
       Effect.gen(function* () {
         const exit = describeExit(yield* Effect.exit(DiffTimeout.execute({ id })))
         return { exit, log: logOf(yield* DiffTimeout.executionId({ id })) }
+      }),
+  },
+  {
+    name: "SuspendOnFailure with a compensation: parked on a deferred, suspended by an activity, resumed",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffCareful.execute({ id }, { discard: true })
+        yield* harness.until(DiffCareful, executionId, "Suspended")
+        const parked = describeResult(yield* DiffCareful.poll(executionId))
+        const token = DurableDeferred.tokenFromExecutionId(DiffSignal, { workflow: DiffCareful, executionId })
+        yield* DurableDeferred.succeed(DiffSignal, { token, value: "go" })
+        yield* harness.until(DiffCareful, executionId, "Suspended")
+        // The run goes on from the park to the activity's failure: wait for that suspension.
+        for (let round = 0; round < 200; round++) {
+          const polledNow = yield* DiffCareful.poll(executionId)
+          if (
+            Option.isSome(polledNow) &&
+            polledNow.value._tag === "Suspended" &&
+            polledNow.value.failed === true
+          )
+            break
+          yield* harness.until(DiffCareful, executionId, "Suspended")
+          yield* Effect.sleep(10)
+        }
+        const suspended = describeResult(yield* DiffCareful.poll(executionId))
+        yield* DiffCareful.resume(executionId)
+        yield* harness.until(DiffCareful, executionId, "Complete")
+        return {
+          parked,
+          suspended,
+          poll: describeResult(yield* DiffCareful.poll(executionId)),
+          log: logOf(executionId),
+        }
       }),
   },
 ]
