@@ -194,6 +194,20 @@ export const DiffCareful = Workflow.make("DiffCareful", {
   ...byId,
 }).annotate(Workflow.SuspendOnFailure, true)
 
+/** Values whose JSON form differs from their type: a Date, an Option, a BigInt. */
+export const DiffValues = Workflow.make("DiffValues", {
+  payload: { id: Schema.String, at: Schema.Date },
+  success: Schema.Struct({ at: Schema.Date, maybe: Schema.Option(Schema.Number), big: Schema.BigInt }),
+  ...byId,
+})
+
+/** Dies with a value that is not an Error. */
+export const DiffOddDefect = Workflow.make("DiffOddDefect", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  ...byId,
+})
+
 /** The handlers, registered with either engine. */
 export const diffHandlers = Layer.mergeAll(
   DiffRetry.toLayer(({ failures }, executionId) =>
@@ -361,6 +375,24 @@ export const diffHandlers = Layer.mergeAll(
       })
     }),
   ),
+  DiffValues.toLayer(({ at }, executionId) =>
+    Effect.gen(function* () {
+      const later = yield* Activity.make({
+        name: "later",
+        success: Schema.Date,
+        execute: Effect.as(note(executionId, "later"), new Date(at.getTime() + 1000)),
+      })
+      const maybe = yield* Activity.make({
+        name: "maybe",
+        success: Schema.Option(Schema.Number),
+        execute: Effect.as(note(executionId, "maybe"), Option.some(7)),
+      })
+      return { at: later, maybe, big: 12345678901234567890n }
+    }),
+  ),
+  DiffOddDefect.toLayer((_payload, executionId) =>
+    Effect.andThen(step(executionId, "before"), Effect.die({ code: 42, detail: "not an Error" })),
+  ),
 )
 
 /** Their agents, registered in the workflow test Object. */
@@ -385,4 +417,6 @@ export const diffAgents = [
   DiffAdopt,
   DiffTimeout,
   DiffCareful,
+  DiffValues,
+  DiffOddDefect,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

@@ -17,6 +17,8 @@ import {
   diffHandlers,
   diffLog,
   DiffNap,
+  DiffOddDefect,
+  DiffValues,
   DiffOnce,
   DiffPair,
   DiffParent,
@@ -637,6 +639,24 @@ const programs: ReadonlyArray<Program> = [
           poll: describeResult(yield* DiffCareful.poll(executionId)),
           log: logOf(executionId),
         }
+      }),
+  },
+  {
+    name: "values whose JSON form differs from their type (Date, Option, BigInt)",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const payload = { id, at: new Date(Date.UTC(2026, 0, 2)) }
+        const exit = describeExit(yield* Effect.exit(DiffValues.execute(payload)))
+        const executionId = yield* DiffValues.executionId(payload)
+        return { exit, poll: describeResult(yield* DiffValues.poll(executionId)), log: logOf(executionId) }
+      }),
+  },
+  {
+    name: "a defect that is not an Error",
+    run: (_harness, id) =>
+      Effect.gen(function* () {
+        const exit = describeExit(yield* Effect.exit(DiffOddDefect.execute({ id })))
+        return { exit, log: logOf(yield* DiffOddDefect.executionId({ id })) }
       }),
   },
 ]
