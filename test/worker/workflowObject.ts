@@ -7,7 +7,7 @@ import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workfl
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
 import { echoAgent } from "./threadObject.ts"
-import { diffAgents, diffHandlers } from "./workflowDiff.ts"
+import { diffAgents, diffHandlers } from "./workflowDiffHandlers.ts"
 import { edgeAgents, edgeHandlers } from "./workflowEdgeCases.ts"
 
 /** How many times each activity ran live, by execution id and activity name. */
