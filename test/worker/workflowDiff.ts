@@ -195,3 +195,14 @@ export const DiffOddDefect = Workflow.make("DiffOddDefect", {
   success: Schema.String,
   ...byId,
 })
+
+/** The tokens `DiffTokened` published, by execution id. */
+export const diffTokens = new Map<string, DurableDeferred.Token>()
+
+/** Publishes `DurableDeferred.token(DiffSignal)` from an activity, then awaits the signal. */
+export const DiffTokened = Workflow.make("DiffTokened", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  error: Schema.String,
+  ...byId,
+})

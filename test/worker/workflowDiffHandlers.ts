@@ -35,6 +35,8 @@ import {
   DiffTyped,
   DiffValues,
   heldPayload,
+  DiffTokened,
+  diffTokens,
 } from "./workflowDiff.ts"
 
 const note = (executionId: string, text: string) =>
@@ -234,6 +236,21 @@ export const diffHandlers = Layer.mergeAll(
   DiffOddDefect.toLayer((_payload, executionId) =>
     Effect.andThen(step(executionId, "before"), Effect.die({ code: 42, detail: "not an Error" })),
   ),
+  DiffTokened.toLayer((_payload, executionId) =>
+    Effect.gen(function* () {
+      const token = yield* DurableDeferred.token(DiffSignal)
+      yield* Activity.make({
+        name: "publish",
+        execute: Effect.andThen(
+          note(executionId, "publish"),
+          Effect.sync(() => {
+            diffTokens.set(executionId, token)
+          }),
+        ),
+      })
+      return `got ${yield* DurableDeferred.await(DiffSignal)}`
+    }),
+  ),
 )
 
 /** Their agents, registered in the workflow test Object. */
@@ -260,4 +277,5 @@ export const diffAgents = [
   DiffCareful,
   DiffValues,
   DiffOddDefect,
+  DiffTokened,
 ].map((workflow) => ThreadWorkflowEngine.agent(workflow))

@@ -20,6 +20,8 @@ import {
   DiffSecond,
   DiffSelfFail,
   DiffSignal,
+  DiffTokened,
+  diffTokens,
   heldPayload,
 } from "../worker/workflowDiff.ts"
 import { describeExit, describeResult, interruptParked, logOf, type Program } from "./diffSupport.ts"
@@ -370,6 +372,30 @@ export const waitPrograms: ReadonlyArray<Program> = [
           parked,
           suspended,
           poll: describeResult(yield* DiffCareful.poll(executionId)),
+          log: logOf(executionId),
+        }
+      }),
+  },
+  {
+    name: "a token the workflow computes with DurableDeferred.token completes its deferred",
+    run: (harness, id) =>
+      Effect.gen(function* () {
+        const executionId = yield* DiffTokened.execute({ id }, { discard: true })
+        yield* harness.until(DiffTokened, executionId, "Suspended")
+        const published = diffTokens.get(executionId)
+        if (published === undefined) return yield* Effect.die(new Error("no token was published"))
+        const fromPayload = yield* DurableDeferred.tokenFromPayload(DiffSignal, {
+          workflow: DiffTokened,
+          payload: { id },
+        })
+        yield* DurableDeferred.succeed(DiffSignal, {
+          token: published,
+          value: "by token",
+        })
+        yield* harness.until(DiffTokened, executionId, "Complete")
+        return {
+          sameAsFromPayload: published === fromPayload,
+          poll: describeResult(yield* DiffTokened.poll(executionId)),
           log: logOf(executionId),
         }
       }),
