@@ -7,6 +7,7 @@ import { Activity, DurableClock, DurableDeferred, Workflow } from "effect/workfl
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import * as ThreadWorkflowEngine from "../../src/ThreadWorkflowEngine.ts"
 import { echoAgent } from "./threadObject.ts"
+import { diffAgents, diffHandlers } from "./workflowDiffHandlers.ts"
 import { edgeAgents, edgeHandlers } from "./workflowEdgeCases.ts"
 
 /** How many times each activity ran live, by execution id and activity name. */
@@ -218,8 +219,8 @@ export const workflowAgents = [
 
 export class WorkflowThreadObject extends ThreadObject.make(
   Layer.mergeAll(
-    ThreadObject.layer([echoAgent, ...workflowAgents, ...edgeAgents]),
-    Layer.merge(handlers, edgeHandlers).pipe(Layer.provideMerge(ThreadWorkflowEngine.layer)),
+    ThreadObject.layer([echoAgent, ...workflowAgents, ...edgeAgents, ...diffAgents]),
+    Layer.mergeAll(handlers, edgeHandlers, diffHandlers).pipe(Layer.provideMerge(ThreadWorkflowEngine.layer)),
   ),
   { namespaceBinding: "THREADS_WORKFLOW" },
 ) {}

@@ -4,7 +4,7 @@
  * workflow's exit, both encoded with the workflow's Schemas, so the agent's digest changes with
  * them and a binding wait guards an execution admitted under other Schemas.
  */
-import { Effect, Exit, Option, Schema } from "effect"
+import { Cause, Effect, Exit, Option, Schema } from "effect"
 import { type Workflow, WorkflowEngine } from "effect/workflow"
 import { Workflow as WorkflowModule } from "effect/workflow"
 import type { AgentContext } from "../../core/AgentContext.ts"
@@ -76,6 +76,13 @@ const runExecution = (
       const instance = WorkflowEngine.WorkflowInstance.initial(workflow, input.executionId)
       const run = yield* Effect.exit(
         handler(input.payload, input.executionId).pipe(
+          // A run the runtime stopped ends interrupted. One that ends otherwise was not stopped,
+          // even if its own code cut a call short (a timeout): its finalizers run.
+          Effect.onExit((exit) =>
+            Effect.sync(() => {
+              if (Exit.isSuccess(exit) || !Cause.hasInterruptsOnly(exit.cause)) instance.abandoned = false
+            }),
+          ),
           WorkflowModule.intoResult,
           Effect.provideService(WorkflowEngine.WorkflowInstance, instance),
           Effect.provideService(WorkflowEngine.WorkflowEngine, runEngine),

@@ -64,6 +64,23 @@ const unsupported = (operation: string) =>
 const orDie = <A>(effect: Effect.Effect<A, AgentFailure | { readonly _tag: string }>) => Effect.orDie(effect)
 
 /**
+ * A context call the runtime interrupts stops this run (a park, a yield, an abort, a cut): the
+ * run is abandoned for a later replay, as `Workflow.intoResult` knows it, so its scope closes
+ * without the workflow's finalizers (`Workflow.addFinalizer`, `withCompensation`): they run once,
+ * in the run that completes. A run that ends otherwise was not stopped: `runExecution` clears it.
+ */
+const stopsRun = <A, E, R>(call: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.serviceOption(WorkflowEngine.WorkflowInstance), (instance) =>
+    Option.isNone(instance)
+      ? call
+      : Effect.onInterrupt(call, () =>
+          Effect.sync(() => {
+            instance.value.abandoned = true
+          }),
+        ),
+  )
+
+/**
  * The fiber id of the interrupt that an aborted child's settlement stands for in its parent: a
  * parent that ends by it (its code did not handle it) was ended by its child, which tells it
  * from a run the runtime stopped or cut short. @internal
@@ -111,7 +128,9 @@ const retriedActivity = (
         : Effect.succeed(record),
     )
     const outcome = yield* Effect.result(
-      ctx.step(name, attempt as Effect.Effect<ActivityRecord & Schema.Json, AgentFailure>, { retry }),
+      stopsRun(
+        ctx.step(name, attempt as Effect.Effect<ActivityRecord & Schema.Json, AgentFailure>, { retry }),
+      ),
     )
     if (outcome._tag === "Success") return outcome.success as ActivityRecord
     const exit = exitOfFailure(outcome.failure.message)
@@ -152,7 +171,9 @@ export const makeRunEngine = (
       const retry = Context.get(activity.annotations, ActivityRetry)
       const record =
         retry === undefined
-          ? yield* orDie(ctx.step(`activity/${key}`, body as Effect.Effect<ActivityRecord & Schema.Json>))
+          ? yield* orDie(
+              stopsRun(ctx.step(`activity/${key}`, body as Effect.Effect<ActivityRecord & Schema.Json>)),
+            )
           : yield* retriedActivity(ctx, `activity/${key}`, body, retry)
       const decoded = Schema.decodeUnknownSync(ActivityRecord)(record)
       // Its cause (a failure under `SuspendOnFailure`) is the execution's, which `poll` reads.
@@ -177,7 +198,7 @@ export const makeRunEngine = (
       }
       // No completion yet parks the Submission: nothing runs until the event arrives.
       const event = yield* deferredEvent(deferred.name)
-      const json = yield* orDie(ctx.waitForEvent(event, Schema.Json))
+      const json = yield* orDie(stopsRun(ctx.waitForEvent(event, Schema.Json)))
       const exit = decodeDeferredExit(json)
       state.deferreds.set(deferred.name, exit)
       return Option.some(exit)
@@ -186,7 +207,7 @@ export const makeRunEngine = (
   const scheduleClock: WorkflowEngine.Encoded["scheduleClock"] = (_workflow, { clock }) =>
     state.clocks.has(clock.deferred.name)
       ? Effect.void
-      : Effect.map(ctx.sleep(`clock/${clock.name}`, clock.duration), () => {
+      : Effect.map(stopsRun(ctx.sleep(`clock/${clock.name}`, clock.duration)), () => {
           state.clocks.add(clock.deferred.name)
         })
 
@@ -204,7 +225,7 @@ export const makeRunEngine = (
       if (sender === undefined) return yield* unsupported("deferredDone")
       const key = `${options.executionId}/${options.deferredName}`
       if (state.sent.has(key)) return
-      yield* orDie(ctx.step(`deferred/${key}`, Effect.as(sender(options), null)))
+      yield* orDie(stopsRun(ctx.step(`deferred/${key}`, Effect.as(sender(options), null))))
       state.sent.add(key)
     })
 
@@ -224,19 +245,21 @@ export const makeRunEngine = (
       const handle =
         known ??
         (yield* orDie(
-          ctx.startChild({
-            agent: agentOf(workflow),
-            input: { executionId: options.executionId, payload: options.payload },
-            thread: { objectName: options.executionId, threadId: WORKFLOW_THREAD_ID },
-            // The key a Worker's execute admits it under: both reach the same Submission. One a
-            // Worker started that has settled answers its result, as a repeat execute would.
-            idempotencyKey: options.executionId,
-            joinSettled: true,
-          }),
+          stopsRun(
+            ctx.startChild({
+              agent: agentOf(workflow),
+              input: { executionId: options.executionId, payload: options.payload },
+              thread: { objectName: options.executionId, threadId: WORKFLOW_THREAD_ID },
+              // The key a Worker's execute admits it under: both reach the same Submission. One a
+              // Worker started that has settled answers its result, as a repeat execute would.
+              idempotencyKey: options.executionId,
+              joinSettled: true,
+            }),
+          ),
         ))
       state.children.set(options.executionId, handle)
       if (options.discard) return undefined
-      const settled = yield* orDie(ctx.awaitChild(handle))
+      const settled = yield* orDie(stopsRun(ctx.awaitChild(handle)))
       // An execution a Worker (or another parent) started that still runs reports its end to
       // them, not here: as in the in-memory engine, the parent is suspended, and a resume starts
       // it again (at a new call), which joins that execution once it has settled.
