@@ -181,12 +181,29 @@ const readBody = (request: Request) =>
 
 const noBody = { _tag: "Read" as const, value: undefined as unknown }
 
+/** A path segment decoded, or `undefined` when it is not valid percent-encoding (`%E0%A4%A`). */
+export const segmentOf = (segment: string): string | undefined => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return undefined
+  }
+}
+
 /** Serves `/threads/...`; `undefined` when the path is not a Thread route. */
 export const threadRoute = (request: Request, namespace: ThreadClient.ThreadNamespace) =>
   Effect.gen(function* () {
     const url = new URL(request.url)
     const parts = url.pathname.replace(/\/+$/, "").split("/")
     if (parts[1] !== "threads" || parts[2] === undefined || parts[2] === "") return undefined
+    // Ids are user data: one that does not decode is refused here, so the routes' decoding
+    // below cannot throw (a throw would answer 500 with a stack).
+    const undecodable = parts.find((part) => segmentOf(part) === undefined)
+    if (undecodable !== undefined)
+      return json(400, {
+        error: "InvalidRequest",
+        message: `the path segment ${JSON.stringify(undecodable)} is not valid percent-encoding`,
+      })
     const key = routeKey(request.method, parts)
     const route = key === undefined ? undefined : routes[key]
     if (route === undefined) return json(404, { error: `no route ${request.method} ${url.pathname}` })

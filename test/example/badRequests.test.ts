@@ -1,0 +1,75 @@
+/**
+ * The example Worker's routes given what an operator's typo or a hostile client sends: each
+ * answers a typed JSON error naming the problem, never a 500 with a stack, and remembers
+ * nothing for the console's front page.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { SELF } from "cloudflare:test"
+import { call, operatorToken, threadName } from "./support.ts"
+
+/** A raw request, for paths and bodies `call` would encode or serialize. */
+const raw = async (method: "GET" | "POST", path: string, body?: string, token?: string) => {
+  const response = await SELF.fetch(`http://example.test${path}`, {
+    method,
+    ...(body === undefined ? {} : { body }),
+    ...(token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } }),
+  })
+  const text = await response.text()
+  let json: Record<string, unknown> | undefined
+  try {
+    json = JSON.parse(text) as Record<string, unknown>
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, text, json }
+}
+
+// `%E0%A4%A` is cut short: `decodeURIComponent` throws on it.
+const malformed = "%E0%A4%A"
+
+describe("refund desk example: bad requests", () => {
+  it("refuses a Thread or Submission id that is not valid percent-encoding with a 400 naming it", async () => {
+    const thread = threadName("encoding")
+    const cases: Array<readonly ["GET" | "POST", string, string?]> = [
+      ["GET", `/threads/${malformed}/history`],
+      ["GET", `/threads/${malformed}`],
+      ["POST", `/threads/${malformed}/submissions`, JSON.stringify({ input: { orderId: "A", amount: 3 } })],
+      ["GET", `/threads/${thread}/submissions/${malformed}`],
+      ["GET", `/threads/${thread}/submissions/${malformed}/explain`],
+      ["POST", `/threads/${thread}/submissions/${malformed}/approve`, "{}"],
+    ]
+    for (const [method, path, body] of cases) {
+      const answer = await raw(method, path, body, operatorToken)
+      expect(answer.status, `${method} ${path}: ${answer.text}`).toBe(400)
+      expect(answer.json, `${method} ${path}: ${answer.text}`).toMatchObject({ error: "InvalidRequest" })
+      expect(String(answer.json?.["message"])).toContain("percent-encoding")
+    }
+  })
+
+  it("notes for the console only the Threads a submission could address", async () => {
+    const tooLong = "t".repeat(300)
+    const withControl = `bad%00${crypto.randomUUID()}`
+    for (const thread of [tooLong, withControl]) {
+      const answer = await raw(
+        "POST",
+        `/threads/${thread}/submissions`,
+        JSON.stringify({ input: { orderId: "A", amount: 3 } }),
+      )
+      expect(answer.status, answer.text).toBe(400)
+      expect(answer.json).toMatchObject({ error: "InvalidRequest" })
+    }
+    const listed = (await call("GET", "/threads", undefined, null)).body as unknown as Array<string>
+    expect(listed).not.toContain(tooLong)
+    expect(listed).not.toContain(decodeURIComponent(withControl))
+  })
+
+  it("refuses a relay refusal count that is not a small whole number", async () => {
+    for (const body of ["garbage", '{"count":1e300}', '{"count":-1}', '{"count":1.5}', '{"count":"2"}']) {
+      const answer = await raw("POST", "/relay/refuse", body)
+      expect(answer.status, `${body}: ${answer.text}`).toBe(400)
+      expect(answer.json).toMatchObject({ error: "InvalidRequest" })
+    }
+    // The count the docs show still works; 0 ends the refusals.
+    expect((await raw("POST", "/relay/refuse", '{"count":0}')).status).toBe(200)
+  })
+})
