@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { SELF } from "cloudflare:test"
-import { call, operatorToken, threadName } from "./support.ts"
+import { call, deliverUntil, operatorToken, stateOf, threadName } from "./support.ts"
 
 /** A raw request, for paths and bodies `call` would encode or serialize. */
 const raw = async (method: "GET" | "POST", path: string, body?: string, token?: string) => {
@@ -71,5 +71,21 @@ describe("refund desk example: bad requests", () => {
     }
     // The count the docs show still works; 0 ends the refusals.
     expect((await raw("POST", "/relay/refuse", '{"count":0}')).status).toBe(200)
+  })
+
+  it("refuses to forget an unsettled refund with 409 ForgetRefused, keeping it", async () => {
+    const thread = threadName("forget-early")
+    const submitted = await call("POST", `/threads/${thread}/submissions`, {
+      input: { orderId: "F1", amount: 180 },
+    })
+    const id = submitted.body["submissionId"] as string
+    await deliverUntil(thread, async () => ["waiting", "suspended"].includes(await stateOf(thread, id)))
+    const state = await stateOf(thread, id)
+    const refused = await call("POST", `/threads/${thread}/submissions/${id}/forget`, {})
+    expect(refused, JSON.stringify(refused.body)).toMatchObject({
+      status: 409,
+      body: { error: "ForgetRefused", reason: "not-settled" },
+    })
+    expect(await stateOf(thread, id)).toBe(state)
   })
 })

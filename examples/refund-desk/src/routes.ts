@@ -35,6 +35,7 @@ const statusOf = (error: ThreadClient.ThreadClientError): number => {
     case "NotPending":
     case "IdempotencyConflict":
     case "JoinRefused":
+    case "ForgetRefused":
       return 409
     case "ThreadObjectFailure":
       // A concurrent change won: the request may be repeated.
@@ -219,7 +220,13 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
     return yield* route(client, body.value, url).pipe(
       Effect.match({
         onSuccess: (value) => json(200, value ?? { ok: true }),
-        onFailure: (error) => json(statusOf(error), { error: error._tag, message: error.message }),
+        onFailure: (error) =>
+          json(statusOf(error), {
+            error: error._tag,
+            message: error.message,
+            // Why, where the error says (ForgetRefused's `not-settled`, AdmissionRefused's `queue-depth`…).
+            ...("reason" in error && typeof error.reason === "string" ? { reason: error.reason } : {}),
+          }),
       }),
     )
   })
