@@ -88,4 +88,26 @@ describe("refund desk example: bad requests", () => {
     })
     expect(await stateOf(thread, id)).toBe(state)
   })
+
+  it("answers a path that is no route 404 RouteNotFound, running nothing", async () => {
+    const thread = threadName("no-route")
+    const submitted = await call("POST", `/threads/${thread}/submissions`, {
+      input: { orderId: "N1", amount: 190 },
+    })
+    const id = submitted.body["submissionId"] as string
+    await deliverUntil(thread, async () => ["waiting", "suspended"].includes(await stateOf(thread, id)))
+    const state = await stateOf(thread, id)
+    for (const [method, path] of [
+      ["POST", `/threads/${thread}/submissions/${id}/approve/extra`],
+      ["POST", `/threads/${thread}/submissions/${id}/abort/`.concat("x")],
+      ["GET", "/threads//history"],
+      ["GET", `/threads/${thread}/nothing`],
+    ] as const) {
+      const answer = await call(method, path, method === "POST" ? {} : undefined)
+      expect(answer, `${method} ${path}`).toMatchObject({ status: 404, body: { error: "RouteNotFound" } })
+      expect(String(answer.body["message"])).toContain("no route")
+    }
+    // The refund still waits for its approval: nothing was decided or aborted.
+    expect(await stateOf(thread, id)).toBe(state)
+  })
 })

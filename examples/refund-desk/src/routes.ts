@@ -161,7 +161,8 @@ const routeKey = (method: string, parts: ReadonlyArray<string>): string | undefi
   const [, , , collection, , action] = parts
   if (parts.length === 3) return `${method} thread`
   if (parts.length === 4) return `${method} ${collection}`
-  if (collection !== "submissions") return undefined
+  // Nothing after the action: `…/approve/extra` is no route, not an approval.
+  if (collection !== "submissions" || parts.length > 6) return undefined
   return `${method} ${action ?? "submission"}`
 }
 
@@ -196,7 +197,11 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
   Effect.gen(function* () {
     const url = new URL(request.url)
     const parts = url.pathname.replace(/\/+$/, "").split("/")
-    if (parts[1] !== "threads" || parts[2] === undefined || parts[2] === "") return undefined
+    if (parts[1] !== "threads" || parts[2] === undefined) return undefined
+    const noRoute = () =>
+      json(404, { error: "RouteNotFound", message: `no route ${request.method} ${url.pathname}` })
+    // `/threads//history` names no Thread.
+    if (parts[2] === "") return parts.length === 3 ? undefined : noRoute()
     // Ids are user data: one that does not decode is refused here, so the routes' decoding
     // below cannot throw (a throw would answer 500 with a stack).
     const undecodable = parts.find((part) => segmentOf(part) === undefined)
@@ -207,7 +212,7 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
       })
     const key = routeKey(request.method, parts)
     const route = key === undefined ? undefined : routes[key]
-    if (route === undefined) return json(404, { error: `no route ${request.method} ${url.pathname}` })
+    if (route === undefined) return noRoute()
     const body = request.method === "POST" ? yield* readBody(request) : noBody
     if (body._tag === "NotJson")
       return json(400, { error: "InvalidRequest", message: `the request body is not JSON: ${body.problem}` })
