@@ -110,4 +110,13 @@ describe("refund desk example: bad requests", () => {
     // The refund still waits for its approval: nothing was decided or aborted.
     expect(await stateOf(thread, id)).toBe(state)
   })
+
+  it("refuses an input nested too deep to be sent with 400 InvalidRequest, not 503", async () => {
+    const thread = threadName("deep")
+    const body = `{"input":{"orderId":"D1","amount":3,"x":${"[".repeat(10_000)}${"]".repeat(10_000)}}}`
+    const answer = await raw("POST", `/threads/${thread}/submissions`, body)
+    expect(answer.status, answer.text).toBe(400)
+    expect(answer.json).toMatchObject({ error: "InvalidRequest" })
+    expect(String(answer.json?.["message"])).toContain("levels deep")
+  })
 })
