@@ -52,7 +52,7 @@ describe("ThreadObject: deeply nested input", () => {
           yield* Effect.exit(call as Effect.Effect<unknown, { readonly _tag: string }>),
         )
         expect(failure).toMatchObject({ _tag: "InvalidRequest" })
-        expect((failure as { message: string }).message).toContain("levels deep")
+        expect((failure as unknown as { message: string }).message).toContain("levels deep")
       }
       expect(yield* ledgerRows(thread)).toEqual(before)
     }),
