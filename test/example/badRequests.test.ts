@@ -119,4 +119,19 @@ describe("refund desk example: bad requests", () => {
     expect(answer.json).toMatchObject({ error: "InvalidRequest" })
     expect(String(answer.json?.["message"])).toContain("levels deep")
   })
+
+  it("takes the operator's bearer token whatever the scheme's case", async () => {
+    const thread = threadName("scheme")
+    const submitted = await call("POST", `/threads/${thread}/submissions`, {
+      input: { orderId: "L1", amount: 170 },
+    })
+    const id = submitted.body["submissionId"] as string
+    await deliverUntil(thread, async () => ["waiting", "suspended"].includes(await stateOf(thread, id)))
+    const response = await SELF.fetch(`http://example.test/threads/${thread}/submissions/${id}/approve`, {
+      method: "POST",
+      headers: { authorization: `bearer ${operatorToken}` },
+      body: JSON.stringify({ note: "lower case" }),
+    })
+    expect(response.status, await response.text()).toBe(200)
+  })
 })

@@ -217,7 +217,7 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
     if (body._tag === "NotJson")
       return json(400, { error: "InvalidRequest", message: `the request body is not JSON: ${body.problem}` })
     const object = url.searchParams.get("object")
-    const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
+    const token = /^Bearer (.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1]
     const client = ThreadClient.make(namespace, decodeURIComponent(parts[2]), {
       ...(object === null || object === "" ? {} : { objectName: object }),
       ...(token === undefined ? {} : { caller: { subject: "bearer", credential: token } }),
