@@ -236,7 +236,8 @@ export interface ThreadClient {
    * its records after that token. Records together over what one call carries (about 8 million
    * characters of JSON: large inputs, step results or events) come a part at a time: the answer
    * then has `more: true` and a token that continues after its last record, which is answered at
-   * once. A follower that stops at `state: "settled"` reads on while `more` is set.
+   * once. A follower that stops at `state: "settled"` reads on while `more` is set. An `after`
+   * that no answer gave (another shape) fails with `InvalidRequest` naming it.
    */
   readonly awaitProgress: (
     submissionId: string,
