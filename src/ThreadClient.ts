@@ -236,7 +236,8 @@ export interface ThreadClient {
    * its records after that token. Records together over what one call carries (about 8 million
    * characters of JSON: large inputs, step results or events) come a part at a time: the answer
    * then has `more: true` and a token that continues after its last record, which is answered at
-   * once. A follower that stops at `state: "settled"` reads on while `more` is set.
+   * once. A follower that stops at `state: "settled"` reads on while `more` is set. An `after`
+   * that no answer gave (another shape) fails with `InvalidRequest` naming it.
    */
   readonly awaitProgress: (
     submissionId: string,
@@ -332,14 +333,43 @@ const addressError = (threadId: string, objectName: string | undefined) => {
  * schedule with its input, `schedulePage` a bounded page) is `InvalidRequest`: calling again
  * cannot succeed.
  */
-const transportError = (entryPoint: string, cause: unknown) => {
+const transportError = (entryPoint: string, cause: unknown, request: unknown) => {
   const message = cause instanceof Error ? cause.message : "the Object could not be reached"
-  return message.startsWith("Serialized RPC arguments or return values are limited")
-    ? new InvalidRequest({
+  if (message.startsWith("Serialized RPC arguments or return values are limited"))
+    return new InvalidRequest({
+      entryPoint,
+      message: `the request or its answer is over the 32 MiB a call can carry: ${message}`,
+    })
+  // The structured clone of a call's arguments recurses: a value some 3,700 levels deep
+  // overflows the caller's stack before anything is sent. Measured only on this failure path.
+  if (cause instanceof RangeError && /call stack/i.test(message)) {
+    const depth = depthOf(request)
+    if (depth >= MIN_UNSENDABLE_DEPTH)
+      return new InvalidRequest({
         entryPoint,
-        message: `the request or its answer is over the 32 MiB a call can carry: ${message}`,
+        message: `the request nests ${depth} levels deep, too deep to be sent (${message})`,
       })
-    : new ThreadObjectUnavailable({ entryPoint, message })
+  }
+  return new ThreadObjectUnavailable({ entryPoint, message })
+}
+
+/**
+ * A request shallower than this does not overflow the clone (it carries some 3,700 levels): a
+ * stack overflow then came from the Object, which stays `ThreadObjectUnavailable`.
+ */
+const MIN_UNSENDABLE_DEPTH = 1_000
+
+/** How many levels of arrays and objects `value` nests, counted without recursion. */
+const depthOf = (value: unknown): number => {
+  let deepest = 0
+  const pending: Array<readonly [unknown, number]> = [[value, 1]]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [inner, depth] = next
+    if (typeof inner !== "object" || inner === null) continue
+    deepest = Math.max(deepest, depth)
+    for (const child of Object.values(inner)) pending.push([child, depth + 1])
+  }
+  return deepest
 }
 
 /** A client of the Thread `threadId` in `namespace`. */
@@ -372,7 +402,7 @@ export const make = (
             caller === undefined || caller instanceof Error
               ? stub()[name](request)
               : stub()[name](request, caller),
-          catch: (cause) => transportError(name, cause),
+          catch: (cause) => transportError(name, cause, request),
         })
     ).pipe(
       Effect.flatMap((result) => fromRpcResult(name, result)),

@@ -79,9 +79,12 @@ export interface ThreadConsoleHandler {
   readonly matches: (request: Request) => boolean
 }
 
-/** The default caller: the bearer token as the credential of the subject `"console"`. */
+/**
+ * The default caller: the bearer token as the credential of the subject `"console"` (the
+ * scheme in any case, `bearer` too, as HTTP reads it); none without one.
+ */
 export const bearerCaller = (request: Request): ConsoleCaller | undefined => {
-  const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
+  const token = /^Bearer (.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1]
   return token === undefined ? undefined : { subject: "console", credential: token }
 }
 

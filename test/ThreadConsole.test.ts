@@ -419,4 +419,17 @@ describe("ThreadConsole", () => {
         })
       }),
   )
+
+  it("reads the bearer token whatever the scheme's case, as HTTP's schemes are", () => {
+    const callerOf = (authorization: string) =>
+      ThreadConsole.bearerCaller(
+        new Request(`${ORIGIN}/ops/console/api/objects`, { headers: { authorization } }),
+      )
+    for (const scheme of ["Bearer", "bearer", "BEARER"])
+      expect(callerOf(`${scheme} ${operatorToken}`)).toEqual({
+        subject: "console",
+        credential: operatorToken,
+      })
+    expect(callerOf(`Basic ${operatorToken}`)).toBeUndefined()
+  })
 })

@@ -99,7 +99,7 @@ describe("ThreadObject forget", () => {
       const failures = yield* Effect.all(
         [
           client.awaitSettlement(id, 30_000),
-          client.awaitProgress(id, { after: "1.x", timeoutMillis: 30_000 }),
+          client.awaitProgress(id, { after: "1.0.settled.0", timeoutMillis: 30_000 }),
           client.sendEvent(id, "shipped", { tracking: "T" }),
           client.resolveApproval(id, { approved: true }),
           client.resolveUnknown(id, { _tag: "Failed", message: "no" }),

@@ -31,7 +31,7 @@ export default {
     if (thread === "follow-up")
       return Response.json(await Effect.runPromise(followUpRoute(request, env.THREADS, submission)))
     // The Worker vouches for the caller: the bearer token travels as its credential.
-    const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
+    const token = /^Bearer (.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1]
     const client = ThreadClient.make(
       env.THREADS,
       thread,

@@ -35,6 +35,7 @@ const statusOf = (error: ThreadClient.ThreadClientError): number => {
     case "NotPending":
     case "IdempotencyConflict":
     case "JoinRefused":
+    case "ForgetRefused":
       return 409
     case "ThreadObjectFailure":
       // A concurrent change won: the request may be repeated.
@@ -160,7 +161,8 @@ const routeKey = (method: string, parts: ReadonlyArray<string>): string | undefi
   const [, , , collection, , action] = parts
   if (parts.length === 3) return `${method} thread`
   if (parts.length === 4) return `${method} ${collection}`
-  if (collection !== "submissions") return undefined
+  // Nothing after the action: `…/approve/extra` is no route, not an approval.
+  if (collection !== "submissions" || parts.length > 6) return undefined
   return `${method} ${action ?? "submission"}`
 }
 
@@ -181,20 +183,41 @@ const readBody = (request: Request) =>
 
 const noBody = { _tag: "Read" as const, value: undefined as unknown }
 
+/** A path segment decoded, or `undefined` when it is not valid percent-encoding (`%E0%A4%A`). */
+export const segmentOf = (segment: string): string | undefined => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return undefined
+  }
+}
+
 /** Serves `/threads/...`; `undefined` when the path is not a Thread route. */
 export const threadRoute = (request: Request, namespace: ThreadClient.ThreadNamespace) =>
   Effect.gen(function* () {
     const url = new URL(request.url)
     const parts = url.pathname.replace(/\/+$/, "").split("/")
-    if (parts[1] !== "threads" || parts[2] === undefined || parts[2] === "") return undefined
+    if (parts[1] !== "threads" || parts[2] === undefined) return undefined
+    const noRoute = () =>
+      json(404, { error: "RouteNotFound", message: `no route ${request.method} ${url.pathname}` })
+    // `/threads//history` names no Thread.
+    if (parts[2] === "") return parts.length === 3 ? undefined : noRoute()
+    // Ids are user data: one that does not decode is refused here, so the routes' decoding
+    // below cannot throw (a throw would answer 500 with a stack).
+    const undecodable = parts.find((part) => segmentOf(part) === undefined)
+    if (undecodable !== undefined)
+      return json(400, {
+        error: "InvalidRequest",
+        message: `the path segment ${JSON.stringify(undecodable)} is not valid percent-encoding`,
+      })
     const key = routeKey(request.method, parts)
     const route = key === undefined ? undefined : routes[key]
-    if (route === undefined) return json(404, { error: `no route ${request.method} ${url.pathname}` })
+    if (route === undefined) return noRoute()
     const body = request.method === "POST" ? yield* readBody(request) : noBody
     if (body._tag === "NotJson")
       return json(400, { error: "InvalidRequest", message: `the request body is not JSON: ${body.problem}` })
     const object = url.searchParams.get("object")
-    const token = /^Bearer (.+)$/.exec(request.headers.get("authorization") ?? "")?.[1]
+    const token = /^Bearer (.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1]
     const client = ThreadClient.make(namespace, decodeURIComponent(parts[2]), {
       ...(object === null || object === "" ? {} : { objectName: object }),
       ...(token === undefined ? {} : { caller: { subject: "bearer", credential: token } }),
@@ -202,7 +225,13 @@ export const threadRoute = (request: Request, namespace: ThreadClient.ThreadName
     return yield* route(client, body.value, url).pipe(
       Effect.match({
         onSuccess: (value) => json(200, value ?? { ok: true }),
-        onFailure: (error) => json(statusOf(error), { error: error._tag, message: error.message }),
+        onFailure: (error) =>
+          json(statusOf(error), {
+            error: error._tag,
+            message: error.message,
+            // Why, where the error says (ForgetRefused's `not-settled`, AdmissionRefused's `queue-depth`…).
+            ...("reason" in error && typeof error.reason === "string" ? { reason: error.reason } : {}),
+          }),
       }),
     )
   })

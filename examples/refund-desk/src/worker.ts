@@ -25,8 +25,9 @@
  *
  * Operator routes need `Authorization: Bearer <OPERATOR_TOKEN>`; the Thread Object checks it.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { DurableObjectContext } from "@effect-agent/platform-cloudflare/CloudflareBindings"
+import { ThreadId } from "@effect-agent/platform-cloudflare/Identifiers"
 import * as ThreadClient from "@effect-agent/platform-cloudflare/ThreadClient"
 import { Unauthorized } from "@effect-agent/platform-cloudflare/ThreadClient"
 import * as ThreadConsole from "@effect-agent/platform-cloudflare/ThreadConsole"
@@ -37,7 +38,7 @@ import { fraudDeskObjects, fraudDeskShards } from "./fraudShards.ts"
 import { RefundOutbox } from "./outbox.ts"
 import { reconcileAgent, reconciliationThread, scheduleNightly } from "./reconcileAgent.ts"
 import { refundAgent } from "./refundAgent.ts"
-import { json, threadRoute } from "./routes.ts"
+import { json, segmentOf, threadRoute } from "./routes.ts"
 
 export { ThreadDirectory } from "./directory.ts"
 export { Payments } from "./payments.ts"
@@ -107,11 +108,27 @@ const usage = {
   ],
 }
 
+/** The most deliveries one request may have the relay inbox refuse. */
+const MAX_REFUSALS = 1_000
+
 const relayRoute = async (request: Request, env: Cloudflare.Env) => {
   const inbox = env.RELAY.getByName("relay")
   if (request.method === "POST") {
-    const body = (await request.json().catch(() => ({}))) as { count?: unknown }
-    await inbox.refuse(typeof body.count === "number" ? body.count : 1)
+    // An empty body refuses one delivery; anything else must say how many, a small whole number
+    // (a count of 1e300 would refuse every delivery for good).
+    const text = await request.text()
+    let count: unknown = 1
+    try {
+      if (text.trim() !== "") count = (JSON.parse(text) as { count?: unknown } | null)?.count ?? 1
+    } catch {
+      count = text
+    }
+    if (!(Number.isSafeInteger(count) && (count as number) >= 0 && (count as number) <= MAX_REFUSALS))
+      return json(400, {
+        error: "InvalidRequest",
+        message: `the body is {"count": n} with a whole n from 0 to ${MAX_REFUSALS}, not ${JSON.stringify(text.slice(0, 100))}`,
+      })
+    await inbox.refuse(count as number)
     return json(200, { ok: true })
   }
   return json(200, await inbox.received())
@@ -181,7 +198,11 @@ export default {
       parts[3] === "submissions" &&
       parts.length === 4
     ) {
-      await directory.note(decodeURIComponent(parts[2] ?? ""))
+      // Noted before the admission, so that a crash after it cannot hide an accepted refund's
+      // Thread from the console; only a name that can address a Thread (the route refuses the
+      // others), so the front page lists no Object that cannot exist.
+      const thread = segmentOf(parts[2] ?? "")
+      if (thread !== undefined && Schema.is(ThreadId)(thread)) await directory.note(thread)
     }
     const response = await Effect.runPromise(threadRoute(request, env.THREADS))
     return response ?? json(200, usage)

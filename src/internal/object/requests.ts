@@ -106,8 +106,18 @@ export const SubmissionsInput = ThreadPage(MAX_SUBMISSIONS_PAGE)
 export const ProgressInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
-  /** The token of a previous answer; without it the current progress returns at once. */
-  after: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
+  /**
+   * The token of a previous answer; without it the current progress returns at once. Only the
+   * shape answers have (`<sequence>.<epoch>.<state>.<0|1>`): another is refused, not read as
+   * "from the start".
+   */
+  after: Schema.optionalKey(
+    Schema.String.check(
+      Schema.isPattern(/^\d{1,16}\.\d{1,16}\.[a-z]{1,20}\.[01]$/, {
+        expected: "a token an answer gave (<sequence>.<epoch>.<state>.<0|1>)",
+      }),
+    ),
+  ),
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
 
