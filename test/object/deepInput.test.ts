@@ -43,6 +43,9 @@ describe("ThreadObject: deeply nested input", () => {
       const thread = threadName("deep-calls")
       const client = clientOf(thread)
       const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
+      // Settled first, so the alarm that runs it cannot move the row during the refused calls
+      // (their refusal is in the caller's clone of the request, whatever the row's state).
+      yield* client.awaitSettlement(receipt.submissionId, 10_000)
       const before = yield* ledgerRows(thread)
       for (const call of [
         client.sendEvent(receipt.submissionId, "shipped", nested(10_000) as never),
