@@ -8,6 +8,29 @@ import { Effect, Exit } from "effect"
 import { managerAgent, payoutAgent, userRuns } from "../worker/userObject.ts"
 import { deliverUntil, failureOf, stateIs, uniqueName, userClient } from "./support.ts"
 
+/**
+ * A manager's Submission whose payout child waits for approval in an Object of its own
+ * (`payouts-<name>`, not the parent's), once the child has parked.
+ */
+const parkedChild = (name: string, amount: number) =>
+  Effect.gen(function* () {
+    const parentThread = uniqueName(name)
+    const payoutObject = uniqueName(name.replace("manager", "payouts"))
+    const parent = userClient(parentThread)
+    const child = userClient("payouts", payoutObject)
+    const receipt = yield* parent
+      .agent(managerAgent)
+      .submit({ amount, payoutObject }, { idempotencyKey: "m" })
+    yield* deliverUntil(
+      [parentThread, payoutObject],
+      Effect.map(child.submissions(), (all) => all.some((s) => s.state === "suspended")),
+      200,
+      "child parked",
+    )
+    const childId = (yield* child.submissions())[0]!.submissionId
+    return { parentThread, payoutObject, parent, child, receipt, childId }
+  })
+
 describe("abort races", () => {
   it.live(
     "approve and abort sent together: one settlement, at most one payment, consistent answers",
@@ -57,20 +80,10 @@ describe("abort races", () => {
     "aborting a parent while its child waits in another Object aborts the child; nothing is paid",
     () =>
       Effect.gen(function* () {
-        const parentThread = uniqueName("manager")
-        const payoutObject = uniqueName("payouts")
-        const parent = userClient(parentThread)
-        const child = userClient("payouts", payoutObject)
-        const receipt = yield* parent
-          .agent(managerAgent)
-          .submit({ amount: 99, payoutObject }, { idempotencyKey: "m" })
-        yield* deliverUntil(
-          [parentThread, payoutObject],
-          Effect.map(child.submissions(), (all) => all.some((s) => s.state === "suspended")),
-          200,
-          "child parked",
+        const { parentThread, payoutObject, parent, child, receipt, childId } = yield* parkedChild(
+          "manager",
+          99,
         )
-        const childId = (yield* child.submissions())[0]!.submissionId
         yield* parent.abort(receipt.submissionId)
         yield* deliverUntil(
           [parentThread, payoutObject],
@@ -98,20 +111,10 @@ describe("abort races", () => {
     "the child approved while its parent is aborted: each settles once, the payment at most once",
     () =>
       Effect.gen(function* () {
-        const parentThread = uniqueName("manager-race")
-        const payoutObject = uniqueName("payouts-race")
-        const parent = userClient(parentThread)
-        const child = userClient("payouts", payoutObject)
-        const receipt = yield* parent
-          .agent(managerAgent)
-          .submit({ amount: 7, payoutObject }, { idempotencyKey: "m" })
-        yield* deliverUntil(
-          [parentThread, payoutObject],
-          Effect.map(child.submissions(), (all) => all.some((s) => s.state === "suspended")),
-          200,
-          "child parked",
+        const { parentThread, payoutObject, parent, child, receipt, childId } = yield* parkedChild(
+          "manager-race",
+          7,
         )
-        const childId = (yield* child.submissions())[0]!.submissionId
         yield* Effect.all(
           [
             Effect.exit(child.resolveApproval(childId, { approved: true })),
