@@ -13,7 +13,6 @@ import {
   type StepRunOptions,
   type UncertainStepFunction,
 } from "../../../AgentContext.ts"
-import { MAX_EVENT_NAME_LENGTH } from "../../../AgentEvent.ts"
 import { AgentFailure, type AnyAgentDefinition, type JsonCodec } from "../../../AgentRegistration.ts"
 import type { HistoryEntry, ReconcileAnswerRecord } from "../../history/model.ts"
 import type { NewMessage } from "../../outbox/model.ts"
@@ -41,6 +40,7 @@ import {
 } from "../shared/journal.ts"
 import { makeChildCalls } from "../children/agentContextChildren.ts"
 import type { ContextCalls, Kind, StepOutcome } from "./contextCalls.ts"
+import { kindOf, unfitName } from "./callKinds.ts"
 import { makeWaitCalls } from "./agentContextWaits.ts"
 import { makeEventCalls } from "./agentContextEvents.ts"
 import type { WaitRecord } from "../../ledger/model.ts"
@@ -66,39 +66,6 @@ const invalidReconcileOption = (
 
 const reconcileAttemptsOf = (options: ReconcileOptions<unknown>): number =>
   Math.max(1, Math.floor(options.reconcileAttempts ?? RECONCILE_DEFAULTS.attempts))
-
-const kindOf = (position: JournalPosition): Kind | undefined =>
-  position.approvalRequested !== undefined
-    ? "approval request"
-    : position.uncertainStarted !== undefined
-      ? "uncertain step"
-      : position.completed !== undefined || position.failed !== undefined
-        ? "step"
-        : position.childStarted !== undefined
-          ? "child start"
-          : position.childAwaited !== undefined
-            ? "child await"
-            : position.inputJoined !== undefined
-              ? "joined read"
-              : position.timerFired !== undefined
-                ? "sleep"
-                : position.attemptsFailed !== undefined
-                  ? "step"
-                  : position.eventConsumed !== undefined || position.eventTimedOut !== undefined
-                    ? "event wait"
-                    : undefined
-
-/**
- * Why a new call's name cannot be journaled, if it cannot: a wait for an event name no sender
- * may use (over `MAX_EVENT_NAME_LENGTH`), or a name over `maxStoredValueBytes`, which could
- * pass what one record's row holds and fail every pass.
- */
-const unfitName = (attempt: AttemptState, kind: Kind, name: string): string | undefined => {
-  if (kind === "event wait" && (name.length === 0 || name.length > MAX_EVENT_NAME_LENGTH))
-    return `waitForEvent: an event name has 1 to ${MAX_EVENT_NAME_LENGTH} characters, got ${name.length}`
-  const refusal = unstorable(attempt, `the name of the ${kind} at this call`, name)
-  return refusal === undefined ? undefined : `${kind}: ${refusal}`
-}
 
 /**
  * Builds the context of an Attempt over the journal read when it started and the wait its row
