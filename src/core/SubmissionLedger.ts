@@ -75,6 +75,7 @@ export {
 } from "./internal/ledger/model.ts"
 export type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
 export {
+  EarlyEventRefusalReason,
   EarlyEventRefused,
   EarlyEvents,
   EarlyKey,

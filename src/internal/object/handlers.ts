@@ -5,7 +5,6 @@
  * state. An addressed Submission must belong to the addressed Thread, or it is not found.
  */
 import { Clock, Effect, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
 import { EarlyEventRefused } from "../../core/internal/ledger/early.ts"
