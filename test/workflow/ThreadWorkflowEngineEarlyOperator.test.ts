@@ -34,6 +34,26 @@ const sendByKey = (
   })
 
 describe("ThreadWorkflowEngine early completions for operators", () => {
+  it.live("a completion for an agent whose admission takes none is refused, not kept for good", () =>
+    Effect.gen(function* () {
+      const executionId = uniqueId("not-a-workflow")
+      const invoke = invokeOf(executionClient(executionId))!
+      const refused = yield* Effect.flip(
+        invoke("sendEventByKey", {
+          threadId: WORKFLOW_THREAD_ID,
+          idempotencyKey: executionId,
+          agentId: "echo",
+          event: "workflow/deferred/a",
+          eventId: "a",
+          payload: null,
+        }),
+      )
+      expect(refused).toMatchObject({ _tag: "InvalidRequest", entryPoint: "sendEventByKey" })
+      expect(refused.message).toContain("echo")
+      expect((yield* executionClient(executionId).threadPage()).early).toBeUndefined()
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
   it.live("threadPage shows what an execution not yet started keeps: count, bytes, its id", () =>
     Effect.gen(function* () {
       const executionId = uniqueId("shown")

@@ -7,7 +7,7 @@
 import { Clock, Effect, Option } from "effect"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
-import { EarlyEventRefused } from "../../core/internal/ledger/early.ts"
+import { EarlyEventAgents, EarlyEventRefused } from "../../core/internal/ledger/early.ts"
 import { utf8ByteLength } from "../../core/internal/ledger/rules.ts"
 import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
@@ -128,6 +128,12 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
   // once the Submission is admitted, sent as any event: the store decides in one transaction.
   sendEventByKey: (request) =>
     Effect.gen(function* () {
+      // Kept for an agent whose admission takes none, it would stay for good.
+      if (!(yield* EarlyEventAgents).takes(request.agentId))
+        return yield* new InvalidRequest({
+          entryPoint: "sendEventByKey",
+          message: `agent ${request.agentId} is not a workflow's: its admission takes no event sent before it`,
+        })
       const limit = (yield* DurableRuntimeConfig).maxStoredValueBytes
       const payload = JSON.stringify(request.payload)
       const bytes = utf8ByteLength(payload)

@@ -155,6 +155,9 @@ export const platformLayer = (
     configLayers(options.config),
     failpoints,
     ProgressHub.layer,
+    // Only a workflow's admission takes deferred completions kept for it (any other runs no
+    // statement for them), and `sendEventByKey` keeps none for another agent.
+    Layer.succeed(EarlyEventAgents, { takes: (agentId) => agentId.startsWith(WORKFLOW_AGENT_PREFIX) }),
   )
   return Layer.mergeAll(
     ThreadMutationGate.layer,
@@ -162,11 +165,6 @@ export const platformLayer = (
     MessageOutbox.layer.pipe(
       Layer.provideMerge(ThreadHistory.layer),
       Layer.provideMerge(SubmissionLedger.layer),
-      // Only a workflow's admission takes deferred completions kept for it: any other runs no
-      // statement for them.
-      Layer.provide(
-        Layer.succeed(EarlyEventAgents, { takes: (agentId) => agentId.startsWith(WORKFLOW_AGENT_PREFIX) }),
-      ),
     ),
     routedPort,
     databaseCapacityLayer,
