@@ -268,7 +268,8 @@ export interface ThreadClient {
   }) => Effect.Effect<CallSuccess<"submissionPage">, ThreadClientError<"submissionPage">>
   /**
    * A page of the Threads of this Thread's Object with their counts and heads, and the Object's
-   * unsettled count (its lanes, like `threads`).
+   * unsettled count (its lanes, like `threads`); the first page also answers the workflow
+   * completions the Object keeps for executions not yet started (`early`), when it keeps any.
    */
   readonly threadPage: (options?: {
     readonly after?: string
@@ -288,7 +289,8 @@ export interface ThreadClient {
   /**
    * Admin: removes one settled Submission's data now (its row, records, sent messages and key),
    * without archiving; `ForgetRefused` while it is not settled or still needed. An id already
-   * forgotten, or unknown in this Thread, answers the same way.
+   * forgotten, or unknown in this Thread, answers the same way; the id a workflow execution not
+   * yet started will be admitted as (`threadPage`'s `early`) removes the completions kept for it.
    */
   readonly forget: (submissionId: string) => Effect.Effect<void, ThreadClientError<"forget">>
 }

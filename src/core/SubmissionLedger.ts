@@ -43,6 +43,7 @@ import type {
   WaitRecord,
 } from "./internal/ledger/model.ts"
 import type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
+import type { EarlyEvent, EarlyEventRefused, EarlyEvents, EarlyKeep } from "./internal/ledger/early.ts"
 import type { LaneCounts, LaneQuery, LaneQueryPage } from "./internal/ledger/pages.ts"
 import type { ScheduleMethods } from "./internal/schedule/methods.ts"
 import { makeMemoryLedger } from "./internal/ledger/memory.ts"
@@ -73,6 +74,15 @@ export {
   WaitRecord,
 } from "./internal/ledger/model.ts"
 export type { RetentionCandidate, RetentionItem } from "./internal/ledger/retention.ts"
+export {
+  EarlyEventRefusalReason,
+  EarlyEventRefused,
+  EarlyEvents,
+  EarlyKey,
+  MAX_EARLY_BYTES,
+  MAX_EARLY_EVENTS,
+} from "./internal/ledger/early.ts"
+export type { EarlyEvent, EarlyKeep } from "./internal/ledger/early.ts"
 export { COUNT_CAP, PAGE_WINDOW } from "./internal/ledger/pages.ts"
 export {
   MissedPolicy,
@@ -378,14 +388,34 @@ export class SubmissionLedger extends Context.Service<
       from: number,
     ) => Effect.Effect<void, LedgerError>
     /**
-     * Removes settled Submissions, in one transaction: each ledger row, its history records and
-     * its idempotency key. An item whose row is gone, not settled or admitted under another
+     * Removes settled Submissions, in one transaction: each ledger row, its history records, its
+     * idempotency key and any event still kept under that key (another agent's). An item whose row is gone, not settled or admitted under another
      * receipt is skipped. Sequences, lane tails and feed positions continue past what is
      * removed. Returns the ids removed.
      */
     readonly removeSettled: (
       items: ReadonlyArray<RetentionItem>,
     ) => Effect.Effect<ReadonlyArray<SubmissionId>, LedgerError>
+    /**
+     * Keeps an event for the Submission not yet admitted under its key (a workflow's deferred
+     * completed before its execution starts), in one transaction with the check: answers the
+     * Submission when it is admitted (the caller sends the event to it as any event), else keeps
+     * the event, once per event id under the key (a repeat answers `replayed`). The admission of
+     * that key by the event's agent takes what was kept, in its own transaction, and records it
+     * after its acceptance as `EventReceived` records. At most `MAX_EARLY_EVENTS` events and
+     * `MAX_EARLY_BYTES` of payloads per Object (`EarlyEventRefused`).
+     */
+    readonly keepEarly: (event: EarlyEvent) => Effect.Effect<EarlyKeep, EarlyEventRefused | LedgerError>
+    /** What the Object keeps for Submissions not yet admitted: totals, bounds, and each key. */
+    readonly earlyEvents: Effect.Effect<EarlyEvents, LedgerError>
+    /**
+     * Removes every event kept under a key, whatever its agent: a Submission's `forget` before it
+     * was admitted. `removeSettled` removes them with the Submission admitted under the key.
+     */
+    readonly forgetEarly: (
+      threadId: ThreadId,
+      idempotencyKey: IdempotencyKey,
+    ) => Effect.Effect<void, LedgerError>
     /**
      * One page of a lane's Submissions for operators, filtered by state and agent: in queue order
      * when the filter names unsettled states only, newest first otherwise. It examines at most

@@ -8,6 +8,7 @@
 import { describe } from "@effect/vitest"
 import { admissionCases } from "./SubmissionLedgerAdmissionCases.ts"
 import { delayedCases } from "./SubmissionLedgerDelayedCases.ts"
+import { earlyCases } from "./SubmissionLedgerEarlyCases.ts"
 import { fencingCases } from "./SubmissionLedgerFencingCases.ts"
 import { linkCases } from "./SubmissionLedgerLinkCases.ts"
 import { operatorReadCases } from "./SubmissionLedgerOperatorCases.ts"
@@ -34,4 +35,5 @@ export const ledgerConformance = (name: string, harness: LedgerHarness) =>
     timedCases(harness)
     delayedCases(harness)
     scheduleCases(harness)
+    earlyCases(harness)
   })

@@ -123,7 +123,7 @@ export const ThreadObjectCalls = {
     MaintenanceRecordDamaged,
   ]),
   // A workflow's deferred completion: sent to the Submission admitted under the key, or kept
-  // for its admission (`internal/workflow/earlyEvents.ts`).
+  // for its admission (`SubmissionLedger.keepEarly`).
   sendEventByKey: call("mutate", EarlyEventInput, EarlyEventAnswer, [
     EventRefused,
     EarlyEventRefused,

@@ -5,9 +5,9 @@
  * state. An addressed Submission must belong to the addressed Thread, or it is not found.
  */
 import { Clock, Effect, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { DurableAgentRuntime } from "../../core/DurableAgentRuntime.ts"
 import { DurableRuntimeConfig } from "../../core/DurableRuntimeConfig.ts"
+import { EarlyEventAgents, EarlyEventRefused } from "../../core/internal/ledger/early.ts"
 import { utf8ByteLength } from "../../core/internal/ledger/rules.ts"
 import { SubmissionLedger } from "../../core/SubmissionLedger.ts"
 import { ThreadHistory } from "../../core/ThreadHistory.ts"
@@ -25,7 +25,6 @@ import { scheduleHandlers } from "./scheduleHandlers.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
 import { HistoryPageView, inspection, submissionStatus, ThreadStatus } from "./statusViews.ts"
 import { type Address, addressed } from "./addressed.ts"
-import { makeEarlyEvents } from "../workflow/earlyEvents.ts"
 
 /**
  * Refuses an operator's value (a note, a resolution's result) larger than a stored value may be
@@ -129,9 +128,32 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
   // once the Submission is admitted, sent as any event: the store decides in one transaction.
   sendEventByKey: (request) =>
     Effect.gen(function* () {
+      // Kept for an agent whose admission takes none, it would stay for good.
+      if (!(yield* EarlyEventAgents).takes(request.agentId))
+        return yield* new InvalidRequest({
+          entryPoint: "sendEventByKey",
+          message: `agent ${request.agentId} is not a workflow's: its admission takes no event sent before it`,
+        })
       const limit = (yield* DurableRuntimeConfig).maxStoredValueBytes
-      const early = makeEarlyEvents(yield* SqlClient)
-      const outcome = yield* early.keep(yield* SubmissionLedger, request, limit)
+      const payload = JSON.stringify(request.payload)
+      const bytes = utf8ByteLength(payload)
+      if (bytes > limit)
+        return yield* new EarlyEventRefused({
+          threadId: request.threadId,
+          idempotencyKey: request.idempotencyKey,
+          event: request.event,
+          reason: "payload-bytes",
+          message: `the payload is ${bytes} bytes; the limit is ${limit}`,
+        })
+      const outcome = yield* (yield* SubmissionLedger).keepEarly({
+        threadId: request.threadId,
+        idempotencyKey: request.idempotencyKey,
+        agentId: request.agentId,
+        event: request.event,
+        eventId: request.eventId,
+        payload,
+        now: yield* Clock.currentTimeMillis,
+      })
       if (outcome._tag === "Kept") return { _tag: "Kept", replayed: outcome.replayed } as const
       const receipt = yield* threadHandlers.sendEvent({
         threadId: request.threadId,

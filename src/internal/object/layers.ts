@@ -44,7 +44,8 @@ import type { Authorization } from "./authorization.ts"
 import { cloudflareWakeScheduler } from "./wakeScheduler.ts"
 import { databaseCapacityLayer } from "./databaseCapacity.ts"
 import { sqlClientLayer } from "./sqlClient.ts"
-import { earlyArrivalsLayer } from "../workflow/earlyEvents.ts"
+import { EarlyEventAgents } from "../../core/internal/ledger/early.ts"
+import { WORKFLOW_AGENT_PREFIX } from "../workflow/codec.ts"
 
 /** The per-incarnation services a `ThreadObject` class provides to its application layer. */
 export type ThreadObjectPlatform =
@@ -154,6 +155,9 @@ export const platformLayer = (
     configLayers(options.config),
     failpoints,
     ProgressHub.layer,
+    // Only a workflow's admission takes deferred completions kept for it (any other runs no
+    // statement for them), and `sendEventByKey` keeps none for another agent.
+    Layer.succeed(EarlyEventAgents, { takes: (agentId) => agentId.startsWith(WORKFLOW_AGENT_PREFIX) }),
   )
   return Layer.mergeAll(
     ThreadMutationGate.layer,
@@ -161,8 +165,6 @@ export const platformLayer = (
     MessageOutbox.layer.pipe(
       Layer.provideMerge(ThreadHistory.layer),
       Layer.provideMerge(SubmissionLedger.layer),
-      // A workflow's admission records the deferred completions kept for it.
-      Layer.provide(earlyArrivalsLayer),
     ),
     routedPort,
     databaseCapacityLayer,

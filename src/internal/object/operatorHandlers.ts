@@ -278,11 +278,22 @@ export const operatorHandlers: { readonly [K in OperatorCall]: CallHandler<K> } 
 
   // A Submission of another Thread is answered as an unknown one: nothing is removed, and the
   // caller learns nothing about a Thread it was not authorized for.
+  // An id with no Submission may be the one an execution not yet started will be admitted as
+  // (`threadPage` lists it with its kept completions): they are removed, as the execution's
+  // would be. Outside the gate: no work for the pass depends on them.
   forget: (request) =>
     Effect.gen(function* () {
       const ledger = yield* SubmissionLedger
       const found = yield* ledger.lookup(request.submissionId)
-      if (Option.isNone(found) || found.value.threadId !== request.threadId) return
+      if (Option.isNone(found)) {
+        const kept = (yield* ledger.earlyEvents).keys.filter(
+          (key) => key.submissionId === request.submissionId && key.threadId === request.threadId,
+        )
+        for (const key of new Set(kept.map((key) => key.idempotencyKey)))
+          yield* ledger.forgetEarly(request.threadId, key)
+        return
+      }
+      if (found.value.threadId !== request.threadId) return
       yield* (yield* ThreadMaintenance).retention.forget(request.submissionId)
     }),
   repairMaintenance: () =>

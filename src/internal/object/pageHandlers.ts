@@ -112,9 +112,12 @@ export const pageHandlers: { readonly [K in PageCall]: CallHandler<K> } = {
         }),
       )
       const last = shown.at(-1)
+      // Object-wide, as `unsettled`: once, on the first page (no statement while none was ever kept).
+      const early = request.after === undefined ? yield* ledger.earlyEvents : undefined
       return ThreadPage.make({
         threads,
         unsettled: yield* ledger.countAllNonterminal,
+        ...(early === undefined || early.events === 0 ? {} : { early }),
         ...(found.length > limit && last !== undefined ? { next: last } : {}),
       })
     }),

@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { ThreadId } from "../../core/Identifiers.ts"
+import { EarlyEvents } from "../../core/internal/ledger/early.ts"
 import type { Journal } from "../../core/internal/runtime/shared/journal.ts"
 import {
   ScheduleId,
@@ -189,4 +190,10 @@ export class ThreadPage extends Schema.Class<ThreadPage>(
   next: Schema.optionalKey(ThreadId),
   /** Unsettled Submissions of the whole Object. */
   unsettled: Schema.Int,
+  /**
+   * On the first page, when the Object keeps any: the completions it keeps for workflow
+   * executions not yet started, against its bounds, by execution id. `forget` of a key's
+   * `submissionId` removes them.
+   */
+  early: Schema.optionalKey(EarlyEvents),
 }) {}

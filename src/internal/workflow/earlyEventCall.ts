@@ -36,18 +36,4 @@ export const EarlyEventAnswer = Schema.Union([
 /** @internal */
 export type EarlyEventAnswer = typeof EarlyEventAnswer.Type
 
-/** Why an event could not be kept for a Submission not yet admitted. @internal */
-export const EarlyEventRefusalReason = Schema.Literals(["early-count", "early-bytes", "payload-bytes"])
-
-/**
- * An event for a Submission not yet admitted that the Object will not keep: the Object keeps at
- * most `MAX_EARLY_EVENTS` of them (`early-count`) and `MAX_EARLY_BYTES` of payloads
- * (`early-bytes`), and no payload over `maxStoredValueBytes` (`payload-bytes`). @internal
- */
-export class EarlyEventRefused extends Schema.TaggedError<EarlyEventRefused>()("EarlyEventRefused", {
-  threadId: ThreadId,
-  idempotencyKey: IdempotencyKey,
-  event: Schema.String,
-  reason: EarlyEventRefusalReason,
-  message: Schema.String,
-}) {}
+export { EarlyEventRefusalReason, EarlyEventRefused } from "../../core/internal/ledger/early.ts"

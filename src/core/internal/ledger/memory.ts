@@ -34,7 +34,9 @@ import type {
   LedgerLimits,
   SubmissionNotFound,
 } from "./model.ts"
+import { EarlyEventAgents } from "./early.ts"
 import { makeMemoryAdmission } from "./memoryAdmission.ts"
+import { makeMemoryEarly } from "./memoryEarly.ts"
 import { makeMemoryPages } from "./memoryPages.ts"
 import { makeMemoryReads } from "./memoryReads.ts"
 import { makeMemoryRetention } from "./memoryRetention.ts"
@@ -82,6 +84,7 @@ const seededSalt = Effect.map(Effect.all(Array.from({ length: 4 }, () => Random.
 export const makeMemoryLedger = Effect.gen(function* () {
   const limits: LedgerLimits = yield* SubmissionLedgerLimits
   const store = makeMemoryStore(yield* seededSalt, (yield* SubmissionLedgerRetention).enabled)
+  const early = makeMemoryEarly(store, yield* EarlyEventAgents)
 
   const existing = <A, E>(
     operation: string,
@@ -132,10 +135,12 @@ export const makeMemoryLedger = Effect.gen(function* () {
       laneEmpty: target.nonterminal.length === 0,
       ...(host === undefined ? {} : { host }),
     })
+    // Taken first: a kept payload that does not parse throws out of the block before any write.
+    const arrived = early.takeNow(snapshot)
     target.lastSequence = snapshot.queueSequence
     target.nonterminal.push(snapshot.submissionId)
     put(store, snapshot)
-    appendNow(store, snapshot.threadId, snapshot.submissionId, [accepted(snapshot)], request.now)
+    appendNow(store, snapshot.threadId, snapshot.submissionId, [accepted(snapshot), ...arrived], request.now)
     return Result.succeed({ _tag: "Admitted", snapshot })
   }
 
@@ -187,6 +192,24 @@ export const makeMemoryLedger = Effect.gen(function* () {
     admit: spanned("SubmissionLedger.admit")(function* (request) {
       const block = yield* prepareAdmission(request)
       return yield* Effect.fromResult(block())
+    }),
+
+    keepEarly: spanned("SubmissionLedger.keepEarly")(function* (event) {
+      const operation = "SubmissionLedger.keepEarly"
+      return yield* atomically(operation, () =>
+        refuse(Rules.nonFinite(operation, { now: event.now }), () =>
+          early.keepNow(
+            event,
+            store.rows.get(submissionIdFor(store.salt, event.threadId, event.idempotencyKey)),
+          ),
+        ),
+      )
+    }),
+
+    earlyEvents: Effect.sync(() => early.viewNow()),
+
+    forgetEarly: spanned("SubmissionLedger.forgetEarly")(function* (threadId, idempotencyKey) {
+      yield* Effect.sync(() => early.forgetNow(threadId, idempotencyKey))
     }),
 
     markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {
@@ -401,7 +424,7 @@ export const makeMemoryLedger = Effect.gen(function* () {
     ...admissionReads,
     ...makeMemorySchedules(store.schedules, prepareAdmission),
     ...makeMemoryReads(store),
-    ...makeMemoryRetention(store),
+    ...makeMemoryRetention(store, early.forgetNow),
     ...makeMemoryPages(store),
   }
   attachStore(service, store)

@@ -4,13 +4,17 @@
  */
 import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
-import type { SubmissionId } from "../../Identifiers.ts"
+import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import type { MemoryStore } from "./memoryStore.ts"
 import type { RetentionOps } from "./parts.ts"
 import { namesSettled } from "./retention.ts"
 
 /** Builds the retention part over a store. @internal */
-export const makeMemoryRetention = (store: MemoryStore): RetentionOps => {
+export const makeMemoryRetention = (
+  store: MemoryStore,
+  /** Removes the events still kept under a removed Submission's key. */
+  forgetEarly: (threadId: ThreadId, idempotencyKey: IdempotencyKey) => void,
+): RetentionOps => {
   /** Settled rows by when their age counts from, then by id (as the SQLite index orders ties). */
   const settledByStart = () =>
     [...store.pruneAfter.entries()].sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0))
@@ -51,13 +55,14 @@ export const makeMemoryRetention = (store: MemoryStore): RetentionOps => {
         const removed: Array<SubmissionId> = []
         for (const item of items) {
           const row = store.rows.get(item.submissionId)
-          if (!namesSettled(item, row)) continue
+          if (row === undefined || !namesSettled(item, row)) continue
           for (const record of store.historyBySubmission.get(item.submissionId) ?? [])
             store.removed.add(record)
           store.historyBySubmission.delete(item.submissionId)
           store.eventIds.delete(item.submissionId)
           store.rows.delete(item.submissionId)
           store.pruneAfter.delete(item.submissionId)
+          forgetEarly(row.threadId, row.idempotencyKey)
           removed.push(item.submissionId)
         }
         return removed

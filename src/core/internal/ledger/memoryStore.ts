@@ -12,6 +12,7 @@ import type { AppendFence } from "./model.ts"
 import * as Rules from "./rules.ts"
 import { dueOrder } from "./timedRules.ts"
 import type { ScheduleInfo } from "../schedule/model.ts"
+import type { EarlyRow } from "./early.ts"
 
 /** @internal */
 export interface Lane {
@@ -54,6 +55,8 @@ export interface MemoryStore {
   readonly due: Array<DueEntry>
   /** Schedules by id. */
   readonly schedules: Map<string, ScheduleInfo>
+  /** Events kept for Submissions not yet admitted, as the SQLite ledger's table holds them. */
+  readonly early: Array<EarlyRow>
   /** How many incarnations have begun over the store (`SubmissionLedger.beginIncarnation`). */
   incarnations: number
 }
@@ -230,6 +233,7 @@ export const makeMemoryStore = (salt: string, dated: boolean): MemoryStore => ({
   removed: new Set(),
   due: [],
   schedules: new Map(),
+  early: [],
   incarnations: 0,
 })
 

@@ -24,7 +24,7 @@ import { incarnationId } from "./fences.ts"
 import { runMigrations } from "../migrations.ts"
 import { storageClock } from "../directRows.ts"
 import { freshStoreSchema, META_KEYS, META_TABLE, storeMigrations } from "../schema.ts"
-import { AdmissionArrivals } from "./arrivals.ts"
+import { EarlyEventAgents } from "./early.ts"
 import { makeSqlAdmission } from "./sqlAdmission.ts"
 import { encodeWait, makeSqlAdmit } from "./sqlAdmit.ts"
 import { makeSqlSchedules } from "../schedule/sql.ts"
@@ -32,6 +32,7 @@ import { makeSqlQueries, numberOr, storageError } from "./sqlQueries.ts"
 import { nothingStored } from "../nothingStored.ts"
 import { makeSqlPages } from "./sqlPages.ts"
 import { makeSqlReads } from "./sqlReads.ts"
+import { makeSqlEarly } from "./sqlEarly.ts"
 import { makeSqlRetention, openRetention } from "./sqlRetention.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
 import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites.ts"
@@ -40,7 +41,7 @@ import { claimFrom, makeSqlWrites, ownerFence, requireFinite } from "./sqlWrites
 export const makeSqlLedger = Effect.gen(function* () {
   const sql = yield* SqlClient
   const limits = yield* SubmissionLedgerLimits
-  const arrivals = yield* AdmissionArrivals
+  const earlyAgents = yield* EarlyEventAgents
   const retention = yield* SubmissionLedgerRetention
   yield* runMigrations(storeMigrations, freshStoreSchema).pipe(
     Effect.mapError(storageError("SubmissionLedger.migrate")),
@@ -126,6 +127,7 @@ export const makeSqlLedger = Effect.gen(function* () {
 
   const admission = makeSqlAdmission({ queries, limits, salt, legacyKeys, clock })
   const { admissionVerdict } = admission
+  const early = makeSqlEarly(sql, { salt, agents: earlyAgents })
 
   const service: typeof SubmissionLedger.Service = {
     beginIncarnation: Effect.map(meta(META_KEYS.incarnations), (stored) => {
@@ -133,7 +135,18 @@ export const makeSqlLedger = Effect.gen(function* () {
       return incarnationId(incarnations.issued)
     }),
 
-    admit: makeSqlAdmit({ queries, transaction, admissionVerdict, record, timers, arrivals }),
+    admit: makeSqlAdmit({ queries, transaction, admissionVerdict, record, timers, takeEarly: early.take }),
+
+    keepEarly: spanned("SubmissionLedger.keepEarly")(function* (event) {
+      yield* requireFinite("SubmissionLedger.keepEarly", { now: event.now })
+      return yield* early.keep((threadId, key) => service.lookupByKey(threadId, key), event)
+    }),
+
+    earlyEvents: early.view,
+
+    forgetEarly: spanned("SubmissionLedger.forgetEarly")(function* (threadId, idempotencyKey) {
+      yield* early.forgetKey("SubmissionLedger.forgetEarly", threadId, idempotencyKey)
+    }),
 
     markReady: spanned("SubmissionLedger.markReady")(function* (submissionId, now) {
       const operation = "SubmissionLedger.markReady"
@@ -460,7 +473,7 @@ export const makeSqlLedger = Effect.gen(function* () {
     ...admission.reads,
     ...makeSqlSchedules({ sql, queries, admit: (request) => service.admit(request) }),
     ...makeSqlReads(queries, countedBefore, timers),
-    ...makeSqlRetention(queries, { legacyKeys, transaction, clock }),
+    ...makeSqlRetention(queries, { legacyKeys, transaction, clock, forgetEarly: early.forgetKey }),
     ...makeSqlPages(queries),
   }
   return service

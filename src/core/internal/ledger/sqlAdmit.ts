@@ -10,7 +10,6 @@ import { admittedRow, delayedJoin } from "./admission.ts"
 import { type AdmissionRequest, LedgerError, type SubmissionSnapshot, WaitRecord } from "./model.ts"
 import * as Rules from "./rules.ts"
 import type { NothingStored } from "../nothingStored.ts"
-import type { AdmissionArrivalsService } from "./arrivals.ts"
 import type { makeSqlAdmission } from "./sqlAdmission.ts"
 import { type LedgerTransaction, type SqlQueries, storageError } from "./sqlQueries.ts"
 import { laneKey, statements } from "./sqlStatements.ts"
@@ -37,8 +36,13 @@ export interface SqlAdmitOptions {
   ) => Effect.Effect<ReadonlyArray<HistoryRecord>, LedgerError>
   /** The ledger's knowledge that no timed wait is stored; an admission with a due time clears it. */
   readonly timers: NothingStored
-  /** Records kept for a Submission before its admission, recorded with its acceptance. */
-  readonly arrivals: AdmissionArrivalsService
+  /**
+   * The events kept for the Submission before its admission, removed (`sqlEarly.ts`): recorded
+   * with its acceptance. Runs in the admission's transaction: its statements are synchronous.
+   */
+  readonly takeEarly: (
+    admitted: SubmissionSnapshot,
+  ) => Effect.Effect<ReadonlyArray<HistoryEntry>, LedgerError>
 }
 
 /** The ledger's `admit`. @internal */
@@ -48,7 +52,7 @@ export const makeSqlAdmit = ({
   admissionVerdict,
   record,
   timers,
-  arrivals,
+  takeEarly,
 }: SqlAdmitOptions) => {
   const { query, byId } = queries
   return spanned("SubmissionLedger.admit")(function* (request: AdmissionRequest) {
@@ -90,9 +94,9 @@ export const makeSqlAdmit = ({
               cause,
             }),
         })
-        // What arrived before it (kept by the host) is taken in this transaction: it is recorded
-        // with the acceptance, in the same history row, or stays kept if the admission fails.
-        const arrived = yield* arrivals.take(snapshot)
+        // What arrived before it is taken in this transaction: it is recorded with the
+        // acceptance, in the same history row, or stays kept if the admission fails.
+        const arrived = yield* takeEarly(snapshot)
         // The acceptance record first: its sequence is where the Submission's records start.
         const [accepted] = yield* record(
           operation,

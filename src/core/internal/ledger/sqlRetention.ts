@@ -13,7 +13,7 @@ import type { StorageClock } from "../directRows.ts"
 import { forgetEnds } from "../history/ends.ts"
 import { spanned } from "../spanned.ts"
 import { Effect, Option } from "effect"
-import type { SubmissionId } from "../../Identifiers.ts"
+import type { IdempotencyKey, SubmissionId, ThreadId } from "../../Identifiers.ts"
 import { eventIdStatements } from "../history/eventIds.ts"
 import { rowStatements } from "../history/sqlRows.ts"
 import {
@@ -108,6 +108,12 @@ export const makeSqlRetention = (
     /** The storage's clock, whose remembered history ends a removal drops. */
     readonly clock: StorageClock | undefined
     readonly transaction: LedgerTransaction
+    /** Removes the events still kept under a removed Submission's key. */
+    readonly forgetEarly: (
+      operation: string,
+      threadId: ThreadId,
+      idempotencyKey: IdempotencyKey,
+    ) => Effect.Effect<void, LedgerError>
   },
 ): RetentionOps => {
   /**
@@ -157,6 +163,11 @@ export const makeSqlRetention = (
         for (const row of group) {
           yield* query(operation, retentionStatements.deleteRow, [row.submission_id])
           yield* query(operation, eventIdStatements.forget, [row.submission_id])
+          yield* options.forgetEarly(
+            operation,
+            threadId as ThreadId,
+            String(row.idempotency_key) as IdempotencyKey,
+          )
           if (options.legacyKeys) {
             yield* query(operation, retentionStatements.deleteLegacyKey, [
               laneKey(threadId),

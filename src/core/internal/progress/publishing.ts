@@ -74,6 +74,10 @@ const ledgerMovements: Movements<Ledger> = {
   queryLane: "none",
   laneCounts: "none",
   threadPage: "none",
+  // Kept events move no Submission: the admission that takes them publishes.
+  keepEarly: "none",
+  earlyEvents: "none",
+  forgetEarly: "none",
   retentionStart: "none",
   retentionCandidates: "none",
   // Retention only touches settled Submissions: a waiter has had their settlement already.

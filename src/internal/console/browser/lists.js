@@ -223,8 +223,37 @@ export function objectView(object) {
 }
 
 /**
+ * The completions the Object keeps for workflow executions not yet started (the first page's
+ * `early`), against its bounds: a full Object refuses the next one.
+ * @param {{ events: number, bytes: number, maxEvents: number, maxBytes: number, keys: Array<any> }} early
+ */
+function renderEarly(early) {
+  const rows = early.keys.map((key) =>
+    h("tr", { "data-early-key": key.idempotencyKey }, [
+      h("td", { text: key.threadId }),
+      h("td", { text: key.idempotencyKey }),
+      h("td", { text: key.agentId }),
+      h("td", { class: "count", text: String(key.events) }),
+      h("td", { class: "count", text: String(key.bytes) }),
+      h("td", { text: formatTime(key.firstKeptAt) }),
+      h("td", {}, [shortId(key.submissionId, 12)]),
+    ]),
+  )
+  return h("div", { id: "early", "data-events": early.events }, [
+    h("p", {
+      text: `${early.events} of ${early.maxEvents} completion(s), ${early.bytes} of ${early.maxBytes} bytes, kept for executions not yet started (forget the submission id to remove them).`,
+    }),
+    table(
+      "Completions kept before their execution starts",
+      ["Thread", "execution id", "agent", "completions", "bytes", "first kept", "submission id"],
+      rows,
+    ),
+  ])
+}
+
+/**
  * @param {ObjectRef} object
- * @param {{ threads: Array<any>, next?: string, unsettled: number }} page
+ * @param {{ threads: Array<any>, next?: string, unsettled: number, early?: any }} page
  * @param {Array<string | undefined>} pages  the `after` of each page shown so far
  * @param {() => Promise<void>} redraw
  */
@@ -248,6 +277,7 @@ function renderThreads(object, page, pages, redraw) {
     h("p", { text: `${page.unsettled} unsettled Submission(s) in this Object.` }),
     table("Threads of this Object", ["Thread", "head", "open", "parked", "settled", "admitted"], rows),
     pager,
+    page.early === undefined ? undefined : renderEarly(page.early),
   ])
 }
 
