@@ -16,6 +16,8 @@ import type { ScheduleInfo } from "../schedule/model.ts"
 /** @internal */
 export interface Lane {
   lastSequence: number
+  /** Submissions removed (forgotten or by retention). */
+  removed: number
   /** Nonterminal Submissions in queue order. */
   readonly nonterminal: Array<SubmissionId>
 }
@@ -127,7 +129,7 @@ export const attachStore = (ledger: object, store: MemoryStore): void => void st
 export const laneOf = (store: MemoryStore, threadId: ThreadId): Lane => {
   let lane = store.lanes.get(threadId)
   if (lane === undefined) {
-    lane = { lastSequence: 0, nonterminal: [] }
+    lane = { lastSequence: 0, removed: 0, nonterminal: [] }
     store.lanes.set(threadId, lane)
   }
   return lane
