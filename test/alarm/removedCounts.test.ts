@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ThreadId, type SubmissionId } from "../../src/core/Identifiers.ts"
 import { MIGRATIONS_TABLE } from "../../src/core/internal/migrations.ts"
-import { THREAD_TAILS_TABLE } from "../../src/core/internal/schema.ts"
+import { storeMigrations, THREAD_TAILS_TABLE } from "../../src/core/internal/schema.ts"
 import { echo } from "../core/runtimeAgents.ts"
 import { incarnation, type Incarnation } from "../support/incarnation.ts"
 import { submit } from "./actionable/fixtures.ts"
@@ -92,6 +92,30 @@ describe("removed counts", () => {
         expect(yield* countsOf(after, "a")).toEqual({ admitted: 3, removed: 2 })
         expect(yield* countsOf(after, "b")).toEqual({ admitted: 1, removed: 1 })
         expect(yield* countsOf(after, "c")).toEqual({ admitted: 1, removed: 0 })
+      }),
+    ),
+  )
+
+  it.effect("reads only its mark on upgrade when the Object never removed anything", () =>
+    inObject(objectName("removed-never"), (ctx) =>
+      Effect.gen(function* () {
+        yield* dayAhead
+        const inc = yield* incarnation(ctx, { agents: [echo] })
+        yield* settle(
+          inc,
+          "a",
+          Array.from({ length: 20 }, (_, i) => `a${i}`),
+        )
+        yield* settle(inc, "b", ["b1"])
+        const counting = storeMigrations.find(
+          (migration) => migration.name === "thread-store/012-removed-counts",
+        )
+        const backfill = counting?.statements[1] ?? ""
+        expect(backfill).toContain("INSERT INTO")
+        const cursor = ctx.storage.sql.exec(backfill)
+        cursor.toArray()
+        // One row read (the mark's seek), whatever the Object holds.
+        expect({ read: cursor.rowsRead, written: cursor.rowsWritten }).toEqual({ read: 1, written: 0 })
       }),
     ),
   )

@@ -354,24 +354,25 @@ const eventIds: ReadonlyArray<string> = [
  * Removed counts: how many Submissions of each Thread were removed (forgotten or by retention),
  * so that a Thread's settled count leaves them out. A removal adds to its Thread's tails row, in
  * its own transaction. An Object that removed Submissions before this migration counts them once
- * here: a lane's admissions (its tail) less the rows it still holds, one row read per stored
- * Submission and one row written per Thread that lost any; an Object that never removed anything
- * reads and writes nothing.
+ * here: a lane's admissions (its tail) less the rows it still holds, once, reading each stored
+ * Submission twice and a few rows per Thread, and writing one row per Thread that lost any; an
+ * Object that never removed anything reads one row.
  */
 const removedCounts: ReadonlyArray<string> = [
   `ALTER TABLE ${THREAD_TAILS_TABLE} ADD COLUMN ${TAILS_REMOVED}`,
+  // Driven by the mark (CROSS JOIN keeps it the outer loop): without it nothing else is read. A
+  // Thread that lost Submissions holds rows still, or lost its newest and so has a tails row.
   `INSERT INTO ${THREAD_TAILS_TABLE} (thread_id, next_sequence, lane_tail, removed)
     SELECT ends.thread_id, 1, 0, ends.lane_end - coalesce(kept.rows, 0)
-    FROM (
+    FROM ${META_TABLE} AS mark CROSS JOIN (
       SELECT e.thread_id,
         max(coalesce((SELECT lane_tail FROM ${h} WHERE thread_id = e.thread_id ORDER BY sequence DESC LIMIT 1), 0),
           coalesce((SELECT lane_tail FROM ${THREAD_TAILS_TABLE} WHERE thread_id = e.thread_id), 0)) AS lane_end
-      FROM (SELECT DISTINCT thread_id FROM ${h} UNION SELECT thread_id FROM ${THREAD_TAILS_TABLE}) AS e
-      WHERE EXISTS (SELECT 1 FROM ${META_TABLE} WHERE key = '${META_KEYS.historyRemoved}')
+      FROM (SELECT thread_id FROM ${t} UNION SELECT thread_id FROM ${THREAD_TAILS_TABLE}) AS e
     ) AS ends
     LEFT JOIN (SELECT thread_id, count(*) AS rows FROM ${t} GROUP BY thread_id) AS kept
       ON kept.thread_id = ends.thread_id
-    WHERE ends.lane_end > coalesce(kept.rows, 0)
+    WHERE mark.key = '${META_KEYS.historyRemoved}' AND ends.lane_end > coalesce(kept.rows, 0)
     ON CONFLICT (thread_id) DO UPDATE SET removed = excluded.removed`,
 ]
 
