@@ -20,10 +20,39 @@ export const AuxiliaryDispatchMillis = Schema.Int.check(
 )
 export type AuxiliaryDispatchMillis = typeof AuxiliaryDispatchMillis.Type
 
-const PositiveMillis = Schema.Int.check(
-  Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer number of milliseconds" }),
-)
-const PositiveCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
+/**
+ * The longest timing setting: 2,147,483,647 ms (2^31 - 1, about 24.8 days), the longest delay
+ * `setTimeout` takes. Far below it, `now` plus any setting stays a valid `Date` for `setAlarm`
+ * (whose latest is 8.64e15 ms since the epoch).
+ */
+const MAX_SETTING_MILLIS = 2_147_483_647
+
+/** An integer number of milliseconds in [minimum, MAX_SETTING_MILLIS]. */
+const MillisFrom = (minimum: number) =>
+  Schema.Int.check(
+    Schema.isBetween(
+      { minimum, maximum: MAX_SETTING_MILLIS },
+      {
+        expected: `an integer number of milliseconds between ${minimum} and ${MAX_SETTING_MILLIS} (2^31 - 1, setTimeout's longest delay)`,
+      },
+    ),
+  )
+const PositiveMillis = MillisFrom(1)
+
+/** An integer count in [minimum, maximum]. */
+const CountBetween = (minimum: number, maximum: number) =>
+  Schema.Int.check(
+    Schema.isBetween({ minimum, maximum }, { expected: `an integer between ${minimum} and ${maximum}` }),
+  )
+
+/** The most heads one alarm event may serve. */
+const MAX_HEADS_PER_EVENT = 10_000
+/** The most Object kills a cap counts; a larger cap is `"never"` in practice. */
+const MAX_OBJECT_KILLS = 1_000
+/** The most Submissions `keepPerThread` keeps per Thread. */
+const MAX_KEEP_PER_THREAD = 1_000_000
+/** The longest retention that is not `"forever"`: 3,650 days (about ten years). */
+const MAX_RETENTION_MILLIS = 315_360_000_000
 
 /** Admission and storage limits of one Object: the ledger's, and the database's size. */
 export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimits>(
@@ -43,10 +72,6 @@ export class CloudflareRuntimeLimits extends Schema.Class<CloudflareRuntimeLimit
   ),
 }) {}
 
-const NonNegativeCount = Schema.Int.check(
-  Schema.isGreaterThanOrEqualTo(0, { expected: "a non-negative integer" }),
-)
-
 /**
  * How long settled Submissions are kept. Retention removes a settled Submission (its ledger row,
  * its history records, the messages it sent once acknowledged, and so its idempotency key) once
@@ -59,39 +84,57 @@ export class RetentionPolicy extends Schema.Class<RetentionPolicy>(
   /**
    * How long a settled Submission is kept, and so how long its idempotency key replays it;
    * `"forever"` (the default) keeps everything. A key used again after its Submission was
-   * removed admits a new Submission.
+   * removed admits a new Submission. 1 ms to 315,360,000,000 ms (3,650 days); keep longer with
+   * `"forever"`.
    */
-  settledForMillis: Schema.Union([PositiveMillis, Schema.Literal("forever")]),
-  /** The newest Submissions of each Thread (by queue order) kept whatever their age. */
-  keepPerThread: NonNegativeCount,
+  settledForMillis: Schema.Union([
+    Schema.Int.check(
+      Schema.isBetween(
+        { minimum: 1, maximum: MAX_RETENTION_MILLIS },
+        {
+          expected: `an integer number of milliseconds between 1 and ${MAX_RETENTION_MILLIS} (3,650 days; longer is "forever")`,
+        },
+      ),
+    ),
+    Schema.Literal("forever"),
+  ]),
+  /** The newest Submissions of each Thread (by queue order) kept whatever their age: 0 to 1,000,000. */
+  keepPerThread: CountBetween(0, MAX_KEEP_PER_THREAD),
   /**
    * Expiries are rounded up to a multiple of this, so an otherwise idle Object is woken for
    * retention at most once per window (which the Submissions it keeps, `keepPerThread`'s or
-   * those still needed, cost it for good). At least 1,000 ms.
+   * those still needed, cost it for good). 1,000 to 2,147,483,647 ms.
    */
-  windowMillis: Schema.Int.check(
-    Schema.isGreaterThanOrEqualTo(1_000, { expected: "an integer number of milliseconds of at least 1000" }),
-  ),
+  windowMillis: MillisFrom(1_000),
   /** How long one maintenance event may spend removing (and archiving) expired Submissions. */
   dispatchTimeoutMillis: AuxiliaryDispatchMillis,
 }) {}
 
-/** The decoded configuration value: the runtime's settings and the Cloudflare host's. */
+/**
+ * The decoded configuration value: the runtime's settings and the Cloudflare host's. Every
+ * duration is an integer from 1 to 2,147,483,647 ms (2^31 - 1, about 24.8 days, the longest
+ * delay `setTimeout` takes) unless its own range says otherwise, so that no alarm is set past
+ * what a `Date` holds.
+ */
 export class CloudflareDurableRuntimeConfigValue extends Schema.Class<CloudflareDurableRuntimeConfigValue>(
   "@effect-agent/platform-cloudflare/CloudflareConfig/CloudflareDurableRuntimeConfigValue",
 )({
   ...DurableRuntimeSettings.fields,
-  /** First maintenance backoff step; half of it is the minimum alarm delay. */
+  /** First maintenance backoff step; half of it is the minimum alarm delay. 1 to 2,147,483,647 ms. */
   alarmBackoffBase: PositiveMillis,
+  /** The longest maintenance backoff step: `alarmBackoffBase` to 2,147,483,647 ms. */
   alarmBackoffCap: PositiveMillis,
-  /** Native maintenance cadence while a generation is dirty without a matching retry. */
+  /**
+   * Native maintenance cadence while a generation is dirty without a matching retry: 1 to
+   * 2,147,483,647 ms.
+   */
   wakeScanInterval: PositiveMillis,
   /**
    * Head Attempts one alarm event may serve, lanes in round-robin order, each Submission at most
    * once; a further head starts only within the event's first second. 1 is beta.96's one head
-   * per event (`BETA96_PACING`).
+   * per event (`BETA96_PACING`). 1..10,000.
    */
-  maxHeadsPerEvent: PositiveCount,
+  maxHeadsPerEvent: CountBetween(1, MAX_HEADS_PER_EVENT),
   /**
    * Timed waits (sleeps, retry backoffs) one alarm event may resume, in due order, beside the
    * lane heads; also how many the finish looks at to place the next alarm. 1..1,000.
@@ -116,13 +159,18 @@ export class CloudflareDurableRuntimeConfigValue extends Schema.Class<Cloudflare
    * running it again. `"never"` (the default) serves it again at every event: a host killed
    * repeatedly while a long step runs counts the same, so a cap can fail work that would have
    * completed. Deaths are counted by the event after each, which notes its Attempts first.
+   * 1..1,000 or `"never"`.
    */
-  maxObjectKillsPerHead: Schema.Union([PositiveCount, Schema.Literal("never")]),
+  maxObjectKillsPerHead: Schema.Union([CountBetween(1, MAX_OBJECT_KILLS), Schema.Literal("never")]),
   projectionDispatchTimeoutMillis: AuxiliaryDispatchMillis,
   /** How long one delivery of a message to another Object may take before it is retried. */
   deliveryAttemptTimeoutMillis: AuxiliaryDispatchMillis,
-  /** First retry delay of a failed delivery; it doubles per attempt up to the cap. */
+  /**
+   * First retry delay of a failed delivery; it doubles per attempt up to the cap. 1 to
+   * 2,147,483,647 ms.
+   */
   deliveryRetryBaseMillis: PositiveMillis,
+  /** The longest retry delay of a failed delivery: `deliveryRetryBaseMillis` to 2,147,483,647 ms. */
   deliveryRetryCapMillis: PositiveMillis,
   limits: CloudflareRuntimeLimits,
   retention: RetentionPolicy,

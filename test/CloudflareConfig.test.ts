@@ -9,7 +9,11 @@ import {
   CloudflareRuntimeLimits,
   decodeCloudflareRuntimeConfig,
 } from "../src/CloudflareConfig.ts"
-import { DURABLE_RUNTIME_DEFAULTS, DurableRuntimeSettings } from "../src/core/DurableRuntimeConfig.ts"
+import {
+  DURABLE_RUNTIME_DEFAULTS,
+  DurableRuntimeConfig,
+  DurableRuntimeSettings,
+} from "../src/core/DurableRuntimeConfig.ts"
 import { LEDGER_LIMIT_DEFAULTS, LedgerLimits } from "../src/core/SubmissionLedger.ts"
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
@@ -151,6 +155,7 @@ describe("CloudflareDurableRuntimeConfig", () => {
       "limits.maxInputBytes",
     ],
     ["an input limit over a row", { limits: { maxInputBytes: 4_194_304 } }, "limits.maxInputBytes"],
+    ["a stored-value bound past any row", { maxStoredValueBytes: 9e15 }, "maxStoredValueBytes"],
     [
       "a stored-value bound that leaves the input no room in a row",
       { maxStoredValueBytes: 1_000_000 },
@@ -178,6 +183,75 @@ describe("CloudflareDurableRuntimeConfig", () => {
     ["retention that is not an object", { retention: "30d" }, "retention"],
     ["an unknown retention field", { retention: { keepDays: 30 } }, "retention.keepDays"],
   ]
+
+  /**
+   * Every duration and count with its largest accepted value. Past them alarm arithmetic breaks
+   * (`now + 9e15` is no `Date`, which `setAlarm` needs) or a single event, row or scan grows
+   * without bound; a duration is at most setTimeout's longest delay, 2^31 - 1 ms.
+   */
+  const TIMER_MAX = 2_147_483_647
+  const maxima: ReadonlyArray<readonly [string, number, CloudflareDurableRuntimeConfigOverrides]> = [
+    ["ownershipLeaseDuration", TIMER_MAX, {}],
+    ["leaseRenewalInterval", TIMER_MAX, {}],
+    ["settlementPollInterval", TIMER_MAX, {}],
+    ["abortPollInterval", TIMER_MAX, {}],
+    ["alarmBackoffBase", TIMER_MAX, { alarmBackoffCap: TIMER_MAX }],
+    ["alarmBackoffCap", TIMER_MAX, {}],
+    ["wakeScanInterval", TIMER_MAX, {}],
+    ["deliveryRetryBaseMillis", TIMER_MAX, { deliveryRetryCapMillis: TIMER_MAX }],
+    ["deliveryRetryCapMillis", TIMER_MAX, {}],
+    ["maxHeadsPerEvent", 10_000, {}],
+    ["maxObjectKillsPerHead", 1_000, {}],
+    ["limits.maxQueueDepthPerLane", 100_000, {}],
+    ["retention.settledForMillis", 315_360_000_000, {}],
+    ["retention.keepPerThread", 1_000_000, {}],
+    ["retention.windowMillis", TIMER_MAX, {}],
+  ]
+
+  /** `base` with `field` (a dotted path) set to `value`. */
+  const withField = (base: CloudflareDurableRuntimeConfigOverrides, field: string, value: unknown) => {
+    const [group, key] = field.split(".")
+    if (key === undefined) return { ...base, [field]: value } as CloudflareDurableRuntimeConfigOverrides
+    const groupName = group as "limits" | "retention"
+    return {
+      ...base,
+      [groupName]: { ...base[groupName], [key]: value },
+    } as CloudflareDurableRuntimeConfigOverrides
+  }
+
+  it.effect.each(maxima)(
+    "accepts %s up to %d and refuses one more, naming the field and the limit",
+    ([field, maximum, base]) =>
+      Effect.gen(function* () {
+        const config = yield* decodeCloudflareRuntimeConfig(withField(base, field, maximum))
+        const [group, key] = field.split(".")
+        const decoded: unknown =
+          key === undefined
+            ? config[field as keyof typeof config]
+            : Reflect.get(config[group as "limits" | "retention"], key)
+        expect(decoded).toBe(maximum)
+        for (const beyond of [maximum + 1, 9e15]) {
+          const failure = yield* Effect.flip(decodeCloudflareRuntimeConfig(withField(base, field, beyond)))
+          expect(failure).toMatchObject({ _tag: "CloudflareConfigError", field })
+          expect(failure.message).toContain(field)
+          expect(failure.message).toContain(String(maximum))
+        }
+      }),
+  )
+
+  it.effect("refuses a runtime setting beyond its maximum in the runtime's own layer too", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(
+        Layer.build(DurableRuntimeConfig.layer({ ownershipLeaseDuration: 9e15 })).pipe(Effect.scoped),
+      )
+      expect(failureOf(exit)?.message).toContain("2147483647")
+      // Without CloudflareConfig's check of input and output together, a value still fits one row.
+      const stored = yield* Effect.exit(
+        Layer.build(DurableRuntimeConfig.layer({ maxStoredValueBytes: 2_000_000 })).pipe(Effect.scoped),
+      )
+      expect(failureOf(stored)?.message).toContain("1934464")
+    }),
+  )
 
   it.effect.each(invalid)(
     "refuses %s with a CloudflareConfigError naming the field",

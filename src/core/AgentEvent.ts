@@ -12,6 +12,7 @@
 import { type Effect, Schema } from "effect"
 import type { JsonCodec } from "./AgentRegistration.ts"
 import { SubmissionId } from "./Identifiers.ts"
+import { EVENT_ID_LENGTH, EVENT_NAME_LENGTH, eventTextProblem } from "./internal/eventNames.ts"
 
 /** An event named `Name` whose payload is an `A`, stored as the JSON its Schema encodes. */
 export interface AgentEvent<Name extends string, A> {
@@ -27,21 +28,29 @@ export declare namespace AgentEvent {
   export type Payload<E> = E extends AgentEvent<string, infer A> ? A : never
 }
 
-/** Declares an event: its name (1 to 128 characters) and its payload's Schema. */
+/**
+ * Declares an event: its name (1 to 128 characters, no control character, no lone surrogate)
+ * and its payload's Schema. A name outside the rule throws a `TypeError` naming it.
+ */
 export const make = <const Name extends string, A>(
   name: Name,
   payload: JsonCodec<A>,
 ): AgentEvent<Name, A> => {
-  if (name.length === 0 || name.length > MAX_EVENT_NAME_LENGTH)
-    throw new TypeError(`an event name has 1 to ${MAX_EVENT_NAME_LENGTH} characters, got ${name.length}`)
+  const problem = eventTextProblem("an event name", name)
+  if (problem !== undefined) throw new TypeError(problem)
   return { _tag: "AgentEvent", name, payload }
 }
 
-/** The longest event name. */
-export const MAX_EVENT_NAME_LENGTH = 128
+/**
+ * The longest event name. Every event name (sent, waited for or declared) has 1 to this many
+ * UTF-16 code units, no control character (U+0000..U+001F, U+007F..U+009F) and no lone
+ * surrogate; a new send that breaks the rule is refused with `InvalidRequest`, a new wait is a
+ * defect naming it. Events and waits recorded before are replayed as they are.
+ */
+export const MAX_EVENT_NAME_LENGTH = EVENT_NAME_LENGTH
 
-/** The longest event id. */
-export const MAX_EVENT_ID_LENGTH = 256
+/** The longest event id; an id follows the rule of names (`MAX_EVENT_NAME_LENGTH`) otherwise. */
+export const MAX_EVENT_ID_LENGTH = EVENT_ID_LENGTH
 
 /** How long a wait for an event may last at most, in milliseconds (one year). */
 export const MAX_EVENT_TIMEOUT_MILLIS = 31_536_000_000

@@ -412,7 +412,7 @@ describe("the upgrade to the billed-rows schema", () => {
           .exec("SELECT name FROM effect_agent_migrations ORDER BY name")
           .toArray()
           .map((row) => String(row.name))
-        expect(applied.slice(-9)).toEqual([
+        expect(applied.slice(-10)).toEqual([
           "thread-store/003-billed-rows",
           "thread-store/004-subagent-links",
           "thread-store/005-durable-waits",
@@ -422,6 +422,7 @@ describe("the upgrade to the billed-rows schema", () => {
           "thread-store/009-retention-when-used",
           "thread-store/010-schedule-overlap",
           "thread-store/011-event-ids",
+          "thread-store/012-removed-counts",
         ])
         // The recovery index now takes joins in; the parked wait and the old Claim stay out of it.
         const [index] = ctx.storage.sql

@@ -56,6 +56,7 @@ describe("SubmissionLedger on SQLite", () => {
           "thread-store/009-retention-when-used",
           "thread-store/010-schedule-overlap",
           "thread-store/011-event-ids",
+          "thread-store/012-removed-counts",
         ]
         expect(names()).toEqual(all)
         const second = yield* Effect.provide(
@@ -389,7 +390,7 @@ describe("SubmissionLedger operator pages on SQLite", () => {
         ])
         expect(unsettled.rows).toBe(0)
         expect(unsettled.read).toBeLessThanOrEqual(PAGE_WINDOW + 10)
-        const counts = rowsRead(storage, pageStatements.laneCounts, [lane, lane, key, key])
+        const counts = rowsRead(storage, pageStatements.laneCounts, [lane, lane, lane, key, key])
         expect(counts.read).toBeLessThanOrEqual(COUNT_CAP + 10)
       }),
     ),

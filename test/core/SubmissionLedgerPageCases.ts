@@ -79,6 +79,7 @@ export const pageCases = (harness: LedgerHarness) => {
           expect(yield* ledger.laneCounts(lane)).toEqual({
             threadId: lane,
             admitted: 0,
+            removed: 0,
             open: 0,
             parked: 0,
             capped: false,
@@ -141,6 +142,7 @@ export const pageCases = (harness: LedgerHarness) => {
           expect(yield* ledger.laneCounts(lane)).toEqual({
             threadId: lane,
             admitted: 8,
+            removed: 0,
             open: 4,
             parked: 1,
             capped: false,

@@ -191,6 +191,33 @@ export const retentionCases = (harness: LedgerHarness) => {
       ),
     )
 
+    it.effect(
+      "counts the Submissions removed from each Thread, batch by batch, apart from the settled ones",
+      () =>
+        harness.run(
+          Effect.gen(function* () {
+            const ledger = yield* SubmissionLedger
+            yield* settled("a", "kept", 1_000)
+            const older = yield* settled("a", "older", 2_000)
+            const newest = yield* settled("a", "newest", 3_000)
+            const other = yield* settled("b", "other", 4_000)
+            yield* admitNew(request("a", "open", { now: 5_000 }))
+            // One batch across two Threads, then one more removal of the first.
+            yield* ledger.removeSettled([item(older), item(other)])
+            yield* ledger.removeSettled([item(newest)])
+            // Removing what is gone already counts nothing.
+            yield* ledger.removeSettled([item(newest)])
+            expect(yield* ledger.laneCounts(ThreadId.make("a"))).toMatchObject({
+              admitted: 4,
+              removed: 2,
+              open: 1,
+              parked: 0,
+            })
+            expect(yield* ledger.laneCounts(ThreadId.make("b"))).toMatchObject({ admitted: 1, removed: 1 })
+          }),
+        ),
+    )
+
     it.effect("removes only its own records from a span other Submissions' records interleave", () =>
       harness.run(
         Effect.gen(function* () {

@@ -206,6 +206,26 @@ export const courierAgent = define({
     }),
 })
 
+/**
+ * The event name `replayWaitAgent` waits for: a test names it, as the program of an older
+ * release did, so that a record stored under that release can be replayed.
+ */
+export const replayWaitName = { current: "shipped" }
+
+/** Waits for the event `replayWaitName` names (a string), then for an approval; answers the event. */
+export const replayWaitAgent = define({
+  id: "replay-wait",
+  version: "1",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  program: (_, ctx) =>
+    Effect.gen(function* () {
+      const value = yield* Effect.orDie(ctx.waitForEvent(replayWaitName.current, Schema.String))
+      yield* ctx.requestApproval({ after: value })
+      return value
+    }),
+})
+
 /** Asks for an approval that times out after `timeoutMillis`, and answers how the request ended. */
 export const deadlineAgent = define({
   id: "deadline",
@@ -499,6 +519,7 @@ export class TestThreadObject extends ThreadObject.make(
     napAgent,
     foreverAgent,
     courierAgent,
+    replayWaitAgent,
     deadlineAgent,
     tickerAgent,
     badSleepAgent,

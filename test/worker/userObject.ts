@@ -159,14 +159,21 @@ export const tickAgent = define({
   program: ({ source }) => count(`tick:${source}`),
 })
 
-/** Makes one call named by `size` characters: a step, a sleep, an uncertain step or an event wait. */
+/**
+ * Makes one call named by `size` characters (or by `name`): a step, a sleep, an uncertain step or
+ * an event wait.
+ */
 export const longNameAgent = define({
   id: "long-name",
   version: "1",
-  input: Schema.Struct({ size: Schema.Int, call: Schema.Literals(["step", "sleep", "uncertain", "wait"]) }),
+  input: Schema.Struct({
+    size: Schema.Int,
+    call: Schema.Literals(["step", "sleep", "uncertain", "wait"]),
+    name: Schema.optionalKey(Schema.String),
+  }),
   output: Schema.String,
-  program: ({ size, call }, ctx) => {
-    const name = "n".repeat(size)
+  program: ({ size, call, name: given }, ctx) => {
+    const name = given ?? "n".repeat(size)
     switch (call) {
       case "step":
         return ctx.step(name, Effect.succeed("stepped"))

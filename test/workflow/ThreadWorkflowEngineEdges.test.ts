@@ -1,10 +1,10 @@
 /**
  * What the engine does at the edges of `effect/workflow`: what it does not support fails by
  * name instead of parking forever, a completion it cannot store fails its caller, long deferred
- * names work, and an idempotency key joins its execution whatever the payload.
+ * names work (a name with a control character is refused), and an idempotency key joins its execution whatever the payload.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Exit, Option, Schema } from "effect"
 import { DurableDeferred } from "effect/workflow"
 import {
   BulkyWorkflow,
@@ -73,6 +73,25 @@ describe("ThreadWorkflowEngine edges", () => {
       yield* DurableDeferred.succeed(LongDeferred, { token: tokenOf(LongDeferred), value: "a" })
       yield* deliverUntil(executionId, polled(LongNameWorkflow, executionId, "Complete"))
       expect(completedExit(yield* LongNameWorkflow.poll(executionId))).toEqual(Exit.succeed("a+b+c"))
+    }).pipe(Effect.provide(clientEngine)),
+  )
+
+  it.live("a deferred whose name has a control character fails DurableDeferred.done by name", () =>
+    Effect.gen(function* () {
+      const Hidden = DurableDeferred.make("gate\u0007", { success: Schema.Number, error: Schema.String })
+      const executionId = yield* GateWorkflow.execute({ id: uniqueId("hidden") }, { discard: true })
+      yield* deliverUntil(executionId, polled(GateWorkflow, executionId, "Suspended"))
+      const token = DurableDeferred.tokenFromExecutionId(Hidden, { workflow: GateWorkflow, executionId })
+      const done = yield* Effect.exit(DurableDeferred.succeed(Hidden, { token, value: 1 }))
+      expect(defectMessage(done)).toContain("without control characters")
+      // Nor is it kept for an execution not started yet.
+      const later = yield* GateWorkflow.executionId({ id: uniqueId("hidden-early") })
+      const early = DurableDeferred.tokenFromExecutionId(Hidden, {
+        workflow: GateWorkflow,
+        executionId: later,
+      })
+      const kept = yield* Effect.exit(DurableDeferred.succeed(Hidden, { token: early, value: 1 }))
+      expect(defectMessage(kept)).toContain("without control characters")
     }).pipe(Effect.provide(clientEngine)),
   )
 

@@ -156,11 +156,14 @@ const THREAD_INDEX = `CREATE UNIQUE INDEX ${h}_thread ON ${h} (thread_id, sequen
 const RECOVERY_INDEX = `CREATE INDEX ${t}_recovery ON ${t} (lane_key, queue_sequence) WHERE ${RECOVERY_CANDIDATE}`
 const DUE_INDEX = `CREATE INDEX ${t}_due ON ${t} (due_at) WHERE lane_status = 'parked' AND due_at IS NOT NULL`
 const RETENTION_INDEX = `CREATE INDEX ${t}_retention ON ${t} (prune_after) WHERE ${RETENTION_CANDIDATE}`
-const TAILS_CREATE = `CREATE TABLE ${THREAD_TAILS_TABLE} (
+const tailsWith = (laterColumns: string) => `CREATE TABLE ${THREAD_TAILS_TABLE} (
     thread_id TEXT PRIMARY KEY NOT NULL,
     next_sequence INTEGER NOT NULL,
-    lane_tail INTEGER NOT NULL
+    lane_tail INTEGER NOT NULL${laterColumns}
   ) WITHOUT ROWID`
+const TAILS_CREATE = tailsWith("")
+/** The Submissions of a Thread removed so far (forgotten or by retention). */
+const TAILS_REMOVED = "removed INTEGER NOT NULL DEFAULT 0"
 const EVENT_IDS_CREATE = `CREATE TABLE ${EVENT_IDS_TABLE} (
     submission_id TEXT NOT NULL,
     event_id TEXT NOT NULL,
@@ -347,6 +350,32 @@ const eventIds: ReadonlyArray<string> = [
     ORDER BY r.position, e.key`,
 ]
 
+/**
+ * Removed counts: how many Submissions of each Thread were removed (forgotten or by retention),
+ * so that a Thread's settled count leaves them out. A removal adds to its Thread's tails row, in
+ * its own transaction. An Object that removed Submissions before this migration counts them once
+ * here: a lane's admissions (its tail) less the rows it still holds, once, reading each stored
+ * Submission twice and a few rows per Thread, and writing one row per Thread that lost any; an
+ * Object that never removed anything reads one row.
+ */
+const removedCounts: ReadonlyArray<string> = [
+  `ALTER TABLE ${THREAD_TAILS_TABLE} ADD COLUMN ${TAILS_REMOVED}`,
+  // Driven by the mark (CROSS JOIN keeps it the outer loop): without it nothing else is read. A
+  // Thread that lost Submissions holds rows still, or lost its newest and so has a tails row.
+  `INSERT INTO ${THREAD_TAILS_TABLE} (thread_id, next_sequence, lane_tail, removed)
+    SELECT ends.thread_id, 1, 0, ends.lane_end - coalesce(kept.rows, 0)
+    FROM ${META_TABLE} AS mark CROSS JOIN (
+      SELECT e.thread_id,
+        max(coalesce((SELECT lane_tail FROM ${h} WHERE thread_id = e.thread_id ORDER BY sequence DESC LIMIT 1), 0),
+          coalesce((SELECT lane_tail FROM ${THREAD_TAILS_TABLE} WHERE thread_id = e.thread_id), 0)) AS lane_end
+      FROM (SELECT thread_id FROM ${t} UNION SELECT thread_id FROM ${THREAD_TAILS_TABLE}) AS e
+    ) AS ends
+    LEFT JOIN (SELECT thread_id, count(*) AS rows FROM ${t} GROUP BY thread_id) AS kept
+      ON kept.thread_id = ends.thread_id
+    WHERE mark.key = '${META_KEYS.historyRemoved}' AND ends.lane_end > coalesce(kept.rows, 0)
+    ON CONFLICT (thread_id) DO UPDATE SET removed = excluded.removed`,
+]
+
 /** Every migration of the ledger and the history, in order; both services run the list. @internal */
 export const storeMigrations: ReadonlyArray<Migration> = [
   {
@@ -413,6 +442,7 @@ export const storeMigrations: ReadonlyArray<Migration> = [
   { name: "thread-store/009-retention-when-used", statements: retentionWhenUsed },
   { name: "thread-store/010-schedule-overlap", statements: scheduleOverlap },
   { name: "thread-store/011-event-ids", statements: eventIds },
+  { name: "thread-store/012-removed-counts", statements: removedCounts },
 ]
 
 /**
@@ -438,7 +468,7 @@ export const freshStore: ReadonlyArray<string> = [
   RECOVERY_INDEX,
   DUE_INDEX,
   RETENTION_INDEX,
-  TAILS_CREATE,
+  tailsWith(`,\n    ${TAILS_REMOVED}`),
   FLOOR_CREATE,
   // The columns later migrations add, in their order.
   ...schedulesWith(",\n    overlap TEXT"),

@@ -105,7 +105,7 @@ export const pageHandlers: { readonly [K in PageCall]: CallHandler<K> } = {
             admitted: counts.admitted,
             open: counts.open,
             parked: counts.parked,
-            settled: Math.max(0, counts.admitted - counts.open - counts.parked),
+            settled: Math.max(0, counts.admitted - counts.removed - counts.open - counts.parked),
             capped: counts.capped,
             ...(head === undefined ? {} : { head: yield* summarize(head, head, now) }),
           })

@@ -145,6 +145,7 @@ export class ThreadSummary extends Schema.Class<ThreadSummary>(
   open: Schema.Int,
   /** Unsettled Submissions parked in a wait (its head, when it waits). */
   parked: Schema.Int,
+  /** Settled Submissions the Thread still holds: forgotten ones, and those retention removed, are not counted. */
   settled: Schema.Int,
   /** The unsettled counts stopped at their cap: `settled` is then an upper bound. */
   capped: Schema.Boolean,

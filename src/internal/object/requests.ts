@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import { AgentId, IdempotencyKey, SubmissionId, ThreadId } from "../../core/Identifiers.ts"
 import { ApprovalDecision, UnknownResolution } from "../../core/DurableAgentRuntime.ts"
-import { MAX_EVENT_ID_LENGTH, MAX_EVENT_NAME_LENGTH } from "../../core/AgentEvent.ts"
+import { EventText } from "../../core/internal/eventNames.ts"
 import { ScheduleId, SubmissionState } from "../../core/SubmissionLedger.ts"
 import { WaitingKind } from "./pageViews.ts"
 
@@ -121,20 +121,13 @@ export const ProgressInput = Schema.Struct({
   timeoutMillis: Millis(MAX_AWAIT_MILLIS),
 })
 
-/** A string of 1 to `maximum` characters, described as `what`. @internal */
-export const Bounded = (maximum: number, what: string) =>
-  Schema.String.check(
-    Schema.isMinLength(1, { expected: `${what} of 1 to ${maximum} characters` }),
-    Schema.isMaxLength(maximum, { expected: `${what} of 1 to ${maximum} characters` }),
-  )
-
 /** @internal */
 export const EventInput = Schema.Struct({
   threadId: ThreadId,
   submissionId: SubmissionId,
-  event: Bounded(MAX_EVENT_NAME_LENGTH, "an event name"),
+  event: EventText("an event name"),
   /** The event's identity: a repeat of an id already recorded changes nothing. */
-  eventId: Bounded(MAX_EVENT_ID_LENGTH, "an event id"),
+  eventId: EventText("an event id"),
   /** The payload in its encoded (JSON) form. */
   payload: Schema.Json,
   /** The agent the caller expects; a Submission of another agent is not found. */

@@ -4,9 +4,9 @@
  * there, else kept until it is admitted. Schemas only: the Worker's client imports them.
  */
 import { Schema } from "effect"
-import { MAX_EVENT_ID_LENGTH, MAX_EVENT_NAME_LENGTH, EventReceipt } from "../../core/AgentEvent.ts"
+import { EventReceipt } from "../../core/AgentEvent.ts"
+import { EventText } from "../../core/internal/eventNames.ts"
 import { AgentId, IdempotencyKey, ThreadId } from "../../core/Identifiers.ts"
-import { Bounded } from "../object/requests.ts"
 
 /** @internal */
 export const EarlyEventInput = Schema.Struct({
@@ -15,9 +15,9 @@ export const EarlyEventInput = Schema.Struct({
   idempotencyKey: IdempotencyKey,
   /** The agent of that Submission: kept events reach only a Submission of this agent. */
   agentId: AgentId,
-  event: Bounded(MAX_EVENT_NAME_LENGTH, "an event name"),
+  event: EventText("an event name"),
   /** The event's identity: a repeat of an id already recorded or kept changes nothing. */
-  eventId: Bounded(MAX_EVENT_ID_LENGTH, "an event id"),
+  eventId: EventText("an event id"),
   /** The payload in its encoded (JSON) form. */
   payload: Schema.Json,
 })

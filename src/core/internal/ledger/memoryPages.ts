@@ -81,6 +81,7 @@ export const makeMemoryPages = (store: MemoryStore): Pages => {
         return {
           threadId,
           admitted: store.lanes.get(threadId)?.lastSequence ?? 0,
+          removed: store.lanes.get(threadId)?.removed ?? 0,
           open,
           parked,
           capped: open >= COUNT_CAP || parked >= COUNT_CAP,

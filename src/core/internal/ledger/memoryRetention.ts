@@ -61,6 +61,8 @@ export const makeMemoryRetention = (
           store.historyBySubmission.delete(item.submissionId)
           store.eventIds.delete(item.submissionId)
           store.rows.delete(item.submissionId)
+          const lane = row === undefined ? undefined : store.lanes.get(row.threadId)
+          if (lane !== undefined) lane.removed += 1
           store.pruneAfter.delete(item.submissionId)
           forgetEarly(row.threadId, row.idempotencyKey)
           removed.push(item.submissionId)

@@ -17,6 +17,8 @@ import type { EarlyRow } from "./early.ts"
 /** @internal */
 export interface Lane {
   lastSequence: number
+  /** Submissions removed (forgotten or by retention). */
+  removed: number
   /** Nonterminal Submissions in queue order. */
   readonly nonterminal: Array<SubmissionId>
 }
@@ -130,7 +132,7 @@ export const attachStore = (ledger: object, store: MemoryStore): void => void st
 export const laneOf = (store: MemoryStore, threadId: ThreadId): Lane => {
   let lane = store.lanes.get(threadId)
   if (lane === undefined) {
-    lane = { lastSequence: 0, nonterminal: [] }
+    lane = { lastSequence: 0, removed: 0, nonterminal: [] }
     store.lanes.set(threadId, lane)
   }
   return lane

@@ -13,6 +13,7 @@ import {
   ThreadId,
 } from "../../Identifiers.ts"
 import { ParentLink } from "../outbox/parentLink.ts"
+import { MAX_INPUT_BYTES_CEILING } from "../rowBytes.ts"
 
 /**
  * Lifecycle states of a Submission. `joining`: admitted as input of its lane's running head
@@ -326,14 +327,33 @@ export class SubmissionNotFound extends Schema.TaggedError<SubmissionNotFound>()
   message: Schema.String,
 }) {}
 
-const PositiveCount = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
+/** The deepest lane a limit allows: an admission to a full lane counts up to this many rows. */
+const MAX_QUEUE_DEPTH = 100_000
 
 /** Limits checked before admission writes anything. */
 export const LedgerLimits = Schema.Struct({
-  /** Unsettled Submissions per Thread. */
-  maxQueueDepthPerLane: PositiveCount,
-  /** The encoded input, in UTF-8 bytes of its canonical JSON. */
-  maxInputBytes: PositiveCount,
+  /**
+   * Unsettled Submissions per Thread: 1 to 100,000 (an admission to a lane that deep counts its
+   * rows, up to the limit, to refuse the next).
+   */
+  maxQueueDepthPerLane: Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 1, maximum: MAX_QUEUE_DEPTH },
+      { expected: `an integer between 1 and ${MAX_QUEUE_DEPTH}` },
+    ),
+  ),
+  /**
+   * The encoded input, in UTF-8 bytes of its canonical JSON: at most 1,934,464 (Cloudflare's
+   * 2 MB row less what a Submission's row holds besides).
+   */
+  maxInputBytes: Schema.Int.check(
+    Schema.isBetween(
+      { minimum: 1, maximum: MAX_INPUT_BYTES_CEILING },
+      {
+        expected: `an integer number of bytes between 1 and ${MAX_INPUT_BYTES_CEILING} (what one SQLite row holds besides a Submission's other columns)`,
+      },
+    ),
+  ),
 })
 export type LedgerLimits = typeof LedgerLimits.Type
 

@@ -58,6 +58,8 @@ export interface LaneCounts {
   readonly threadId: ThreadId
   /** Every Submission the lane admitted. */
   readonly admitted: number
+  /** Submissions of the lane removed since: forgotten, or by retention. */
+  readonly removed: number
   /** Unsettled rows that queue or run (counted up to `COUNT_CAP`). */
   readonly open: number
   /** Unsettled rows parked in a wait (counted up to `COUNT_CAP`). */

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import type { SubmissionLedger } from "../../SubmissionLedger.ts"
 import type { ThreadId } from "../../Identifiers.ts"
 import { spanned } from "../spanned.ts"
-import { HISTORY_TABLE, SUBMISSIONS_TABLE } from "../schema.ts"
+import { HISTORY_TABLE, SUBMISSIONS_TABLE, THREAD_TAILS_TABLE } from "../schema.ts"
 import { rowLimit } from "../sqlLimit.ts"
 import { threadEndFigure } from "../history/sqlRows.ts"
 import { COUNT_CAP, laneWalk, PAGE_WINDOW } from "./pages.ts"
@@ -45,10 +45,11 @@ export const pageStatements = {
       AND (? IS NULL OR s.state IN (SELECT value FROM json_each(?) AS e))
     ORDER BY a.sequence DESC LIMIT ${rowLimit(rows)}`,
   // A lane's admissions (its tail queue position, kept in its tails row once retention removed
-  // the row that carried it) and unsettled rows, counted up to the cap.
-  // Parameters: thread id ×2, lane key ×2.
+  // the row that carried it), its removed Submissions and unsettled rows, counted up to the cap.
+  // Parameters: thread id ×3, lane key ×2.
   laneCounts: `SELECT
       ${threadEndFigure("lane_tail")} AS admitted,
+      (SELECT removed FROM ${THREAD_TAILS_TABLE} WHERE thread_id = ?) AS removed,
       (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'open' LIMIT ${COUNT_CAP})) AS open,
       (SELECT count(*) FROM (SELECT 1 FROM ${t} WHERE lane_key = ? AND lane_status = 'parked' LIMIT ${COUNT_CAP})) AS parked`,
 } as const
@@ -117,6 +118,7 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
       const [row] = yield* query("SubmissionLedger.laneCounts", pageStatements.laneCounts, [
         threadId,
         threadId,
+        threadId,
         lane,
         lane,
       ])
@@ -125,6 +127,7 @@ export const makeSqlPages = ({ query }: SqlQueries): Pages => {
       return {
         threadId,
         admitted: numberOr(row?.admitted, 0),
+        removed: numberOr(row?.removed, 0),
         open,
         parked,
         capped: open >= COUNT_CAP || parked >= COUNT_CAP,

@@ -7,7 +7,9 @@
  *
  * A removal that takes a Thread's newest history row first records where the Thread continues
  * (its tails row), and one that takes the Object's newest row where the feed continues (the
- * floor), so no later append reuses a sequence, a queue sequence or a feed position.
+ * floor), so no later append reuses a sequence, a queue sequence or a feed position. Every
+ * removal adds the Submissions it takes to its Thread's removed count (the same tails row, one
+ * row written per Thread per batch), which the Thread's settled count leaves out.
  */
 import type { StorageClock } from "../directRows.ts"
 import { forgetEnds } from "../history/ends.ts"
@@ -49,8 +51,13 @@ export const retentionStatements = {
     WHERE thread_id = ? ORDER BY sequence DESC LIMIT 1`,
   objectNewest: `SELECT submission_id, position + records AS next_position, admitted, settled FROM ${h}
     WHERE position = (SELECT max(position) FROM ${h})`,
-  // Parameters: thread id, next sequence, lane tail.
-  keepTail: `INSERT OR REPLACE INTO ${THREAD_TAILS_TABLE} (thread_id, next_sequence, lane_tail) VALUES (?, ?, ?)`,
+  // The Thread's ends the removal takes with its newest row (NULL when it keeps that row; the
+  // figures only grow), and the Submissions it removes added to the Thread's count: one row.
+  // Parameters: thread id, next sequence, lane tail, removed.
+  keepTail: `INSERT INTO ${THREAD_TAILS_TABLE} (thread_id, next_sequence, lane_tail, removed)
+    VALUES (?1, coalesce(?2, 1), coalesce(?3, 0), ?4)
+    ON CONFLICT (thread_id) DO UPDATE SET next_sequence = max(next_sequence, excluded.next_sequence),
+      lane_tail = max(lane_tail, excluded.lane_tail), removed = removed + excluded.removed`,
   // Parameters: next position, admitted, settled.
   keepFloor: `INSERT OR REPLACE INTO ${HISTORY_FLOOR_TABLE} (id, next_position, admitted, settled) VALUES (1, ?, ?, ?)`,
   // The rows of some Submissions of one Thread, within the range their records span.
@@ -142,13 +149,13 @@ export const makeSqlRetention = (
       }
       for (const [threadId, group] of byThread) {
         const [threadNewest] = yield* query(operation, retentionStatements.threadNewest, [threadId])
-        if (threadNewest !== undefined && ids.has(String(threadNewest.submission_id))) {
-          yield* query(operation, retentionStatements.keepTail, [
-            threadId,
-            threadNewest.next_sequence,
-            threadNewest.lane_tail,
-          ])
-        }
+        const takesNewest = threadNewest !== undefined && ids.has(String(threadNewest.submission_id))
+        yield* query(operation, retentionStatements.keepTail, [
+          threadId,
+          takesNewest ? threadNewest.next_sequence : null,
+          takesNewest ? threadNewest.lane_tail : null,
+          group.length,
+        ])
         const from = Math.min(...group.map((row) => numberOr(row.history_from, 1)))
         // A row settled by an older release does not know where its records end.
         const to = group.some((row) => row.history_to === null || row.history_to === undefined)

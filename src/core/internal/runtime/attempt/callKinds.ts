@@ -2,7 +2,7 @@
  * What kind of call a journal position records, and whether a new call's name can be
  * journaled: the checks an Attempt's context makes on each call's position before it runs.
  */
-import { MAX_EVENT_NAME_LENGTH } from "../../../AgentEvent.ts"
+import { eventTextProblem } from "../../eventNames.ts"
 import type { JournalPosition } from "../shared/journal.ts"
 import { type AttemptState, unstorable } from "./attemptState.ts"
 import type { Kind } from "./contextCalls.ts"
@@ -31,12 +31,12 @@ export const kindOf = (position: JournalPosition): Kind | undefined =>
 
 /**
  * Why a new call's name cannot be journaled, if it cannot: a wait for an event name no sender
- * may use (over `MAX_EVENT_NAME_LENGTH`), or a name over `maxStoredValueBytes`, which could
+ * may use (`eventTextProblem`: empty, too long, a control character or a lone surrogate), or a name over `maxStoredValueBytes`, which could
  * pass what one record's row holds and fail every pass. @internal
  */
 export const unfitName = (attempt: AttemptState, kind: Kind, name: string): string | undefined => {
-  if (kind === "event wait" && (name.length === 0 || name.length > MAX_EVENT_NAME_LENGTH))
-    return `waitForEvent: an event name has 1 to ${MAX_EVENT_NAME_LENGTH} characters, got ${name.length}`
+  const eventProblem = kind === "event wait" ? eventTextProblem("an event name", name) : undefined
+  if (eventProblem !== undefined) return `waitForEvent: ${eventProblem}`
   const refusal = unstorable(attempt, `the name of the ${kind} at this call`, name)
   return refusal === undefined ? undefined : `${kind}: ${refusal}`
 }
