@@ -25,6 +25,14 @@ import { CALL_NAMES, type CallName } from "./internal/object/calls.ts"
 import type { DispatchedCalls, ThreadObjectServices } from "./internal/object/dispatch.ts"
 import { objectCalls } from "./internal/object/handlers.ts"
 import {
+  type ColdCalls,
+  coldCalls,
+  coldLayer,
+  type ColdServices,
+  isColdRead,
+  storageIsEmpty,
+} from "./internal/object/coldReads.ts"
+import {
   namespaceLayer,
   platformLayer,
   type ThreadLayerOptions,
@@ -42,6 +50,9 @@ import { objectSchedulerLayer } from "./internal/turns.ts"
 import { RoutedPort } from "./RoutedPort.ts"
 
 /** A dispatched call, whichever it is. */
+/** A cold read, loosely typed for the one runner of them all. */
+type AnyColdCall = (request: unknown, caller?: unknown) => Effect.Effect<unknown, unknown, ColdServices>
+
 type AnyDispatchedCall = (
   request: unknown,
   caller: unknown,
@@ -129,34 +140,65 @@ export function make<E>(
     constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
       super(ctx, env)
       this.#runtime = ManagedRuntime.make(incarnation(ctx, env))
-      // A failure here resets the Object; the next request builds a fresh incarnation. A damaged
-      // maintenance record is not such a failure: the Object stays reachable (reads and the
-      // repair answer; mutations and passes refuse) instead of breaking its input gate.
-      void ctx.blockConcurrencyWhile(() =>
-        this.#runtime
-          .runPromise(
-            Effect.gen(function* () {
-              yield* warnUnknownLogSetting(env)
-              const maintenance = yield* ThreadMaintenance
-              yield* maintenance.ensureAlarm.pipe(
-                Effect.catchTag("DurableAlarmError", (error) => {
-                  const damage = recordDamageOf(error)
-                  return damage === undefined
-                    ? Effect.fail(error)
-                    : Effect.logError("Maintenance record damaged; nothing runs until repairMaintenance", {
-                        field: damage.field,
-                        message: damage.message,
-                      })
-                }),
-              )
-              return objectCalls(options.authorization)
-            }),
-          )
-          .then((calls) => {
-            this.#calls = calls
-            return this.#noteAlarm()
+      // An Object whose storage holds nothing answers its reads as empty without building the
+      // incarnation, whose migrations and alarm would write and bill for nothing found; the
+      // first other call builds it. The check is synchronous in the constructor, before any
+      // event is let in, and every write of this class goes through the incarnation.
+      if (storageIsEmpty(ctx.storage)) {
+        const context = ManagedRuntime.make(coldLayer(ctx, env, options.config))
+        this.#cold = { runtime: context, calls: coldCalls(options.authorization) }
+        return
+      }
+      void ctx.blockConcurrencyWhile(() => this.#start())
+    }
+
+    /** Reads on a store that held nothing when this incarnation began, until it is built. */
+    readonly #cold:
+      | {
+          readonly runtime: ManagedRuntime.ManagedRuntime<ColdServices, unknown>
+          readonly calls: ColdCalls
+        }
+      | undefined
+    #starting: Promise<void> | undefined
+
+    /**
+     * Builds the incarnation (migrations, config) and ensures the alarm. A failure here resets
+     * the Object; the next request builds a fresh incarnation. A damaged maintenance record is
+     * not such a failure: the Object stays reachable (reads and the repair answer; mutations
+     * and passes refuse) instead of breaking its input gate.
+     */
+    #start(): Promise<void> {
+      const env = this.env
+      return this.#runtime
+        .runPromise(
+          Effect.gen(function* () {
+            yield* warnUnknownLogSetting(env)
+            const maintenance = yield* ThreadMaintenance
+            yield* maintenance.ensureAlarm.pipe(
+              Effect.catchTag("DurableAlarmError", (error) => {
+                const damage = recordDamageOf(error)
+                return damage === undefined
+                  ? Effect.fail(error)
+                  : Effect.logError("Maintenance record damaged; nothing runs until repairMaintenance", {
+                      field: damage.field,
+                      message: damage.message,
+                    })
+              }),
+            )
+            return objectCalls(options.authorization)
           }),
-      )
+        )
+        .then((calls) => {
+          this.#calls = calls
+          return this.#noteAlarm()
+        })
+    }
+
+    /** The built incarnation: on a cold Object, built once under the input gate. */
+    #warm(): Promise<void> {
+      if (this.#calls !== undefined) return Promise.resolve()
+      this.#starting ??= this.ctx.blockConcurrencyWhile(() => this.#start())
+      return this.#starting
     }
 
     /** The calls, set by the constructor gate before any request is let in. */
@@ -176,6 +218,7 @@ export function make<E>(
     }
 
     override async alarm(): Promise<void> {
+      await this.#warm()
       const expected = this.#expectedAlarm
       const exit = await this.#runtime.runPromiseExit(
         Effect.gen(function* () {
@@ -195,6 +238,17 @@ export function make<E>(
 
     /** Runs one call to its envelope; a defect or an interruption is logged and rejects. */
     async #call(name: CallName, request: unknown, caller: unknown): Promise<RpcResult> {
+      if (this.#calls === undefined && this.#cold !== undefined && isColdRead(name)) {
+        const cold = this.#cold
+        const call = cold.calls[name] as AnyColdCall
+        const exit = await cold.runtime.runPromiseExit(call(request, caller))
+        if (Exit.isFailure(exit) && declaredError(name, exit.cause) === undefined)
+          await cold.runtime.runPromise(
+            Effect.logError(`ThreadObject.${name} failed unexpectedly`, exit.cause),
+          )
+        return toRpcResult(name, exit)
+      }
+      await this.#warm()
       const call = this.#ready[name] as AnyDispatchedCall
       const exit = await this.#runtime.runPromiseExit(call(request, caller))
       await this.#noteAlarm()
@@ -221,6 +275,7 @@ export function make<E>(
     }
 
     async portCall(request: unknown): Promise<RpcResult> {
+      await this.#warm()
       const exit = await this.#runtime.runPromiseExit(portCall(request))
       await this.#noteAlarm()
       // The sender sees only that the call was rejected: the cause is logged here, as #call does.

@@ -120,7 +120,8 @@ const failureOf = (entryPoint: CallName, error: unknown): ThreadObjectFailure =>
   return new ThreadObjectFailure({ entryPoint, reason, message: `${entryPoint}: ${MESSAGES[reason]}` })
 }
 
-const dispatch = <K extends CallName>(
+/** @internal One call over `handler`: decoded, authorized, its errors declared or reported. */
+export const dispatch = <K extends CallName>(
   name: K,
   handler: CallHandler<K>,
   authorization: Authorization | undefined,
