@@ -149,7 +149,7 @@ export function make<E>(
         this.#cold = { runtime: context, calls: coldCalls(options.authorization) }
         return
       }
-      void ctx.blockConcurrencyWhile(() => this.#start())
+      void ctx.blockConcurrencyWhile(() => this.#start(false))
     }
 
     /** Reads on a store that held nothing when this incarnation began, until it is built. */
@@ -165,16 +165,19 @@ export function make<E>(
      * Builds the incarnation (migrations, config) and ensures the alarm. A failure here resets
      * the Object; the next request builds a fresh incarnation. A damaged maintenance record is
      * not such a failure: the Object stays reachable (reads and the repair answer; mutations
-     * and passes refuse) instead of breaking its input gate.
+     * and passes refuse) instead of breaking its input gate. On a store that holds nothing
+     * (`freshStore`) the record starts clean: the bootstrap's dirty generation is for stores
+     * older than the record, and its pass would find nothing.
      */
-    #start(): Promise<void> {
+    #start(freshStore: boolean): Promise<void> {
       const env = this.env
       return this.#runtime
         .runPromise(
           Effect.gen(function* () {
             yield* warnUnknownLogSetting(env)
             const maintenance = yield* ThreadMaintenance
-            yield* maintenance.ensureAlarm.pipe(
+            const ensure = freshStore ? maintenance.ensureAlarmOnFreshStore : maintenance.ensureAlarm
+            yield* ensure.pipe(
               Effect.catchTag("DurableAlarmError", (error) => {
                 const damage = recordDamageOf(error)
                 return damage === undefined
@@ -197,7 +200,9 @@ export function make<E>(
     /** The built incarnation: on a cold Object, built once under the input gate. */
     #warm(): Promise<void> {
       if (this.#calls !== undefined) return Promise.resolve()
-      this.#starting ??= this.ctx.blockConcurrencyWhile(() => this.#start())
+      // Checked again under the gate, before the migrations: a subclass may have written since
+      // the constructor. Only a store with nothing in it starts with a clean record.
+      this.#starting ??= this.ctx.blockConcurrencyWhile(() => this.#start(storageIsEmpty(this.ctx.storage)))
       return this.#starting
     }
 

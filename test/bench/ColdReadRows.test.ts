@@ -10,6 +10,7 @@ import { env, runInDurableObject } from "cloudflare:test"
 import { Effect, Exit } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import type { StorageMeter } from "../../bench/worker/meter.ts"
+import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
 
 interface Metered {
   readonly meter: StorageMeter
@@ -127,6 +128,31 @@ describe("reads of a never-written Object", () => {
       expect(coldRest).toEqual(warmRest)
       expect(coldRest).toMatchObject({ status: "SubmissionNotFound", threads: [], findSubmission: null })
       expect(coldInspection).toMatchObject({ alarm: null })
+    }),
+  )
+
+  it.live("a new Object built by a call that admits nothing starts at rest: no alarm to find nothing", () =>
+    Effect.gen(function* () {
+      const name = objectName("refused")
+      const client = clientOf(name)
+      const refused = yield* Effect.exit(
+        client.submit({ agentId: "no-such-agent", idempotencyKey: "k", input: {} }),
+      )
+      expect(Exit.isFailure(refused)).toBe(true)
+      const bill = yield* billOf(name)
+      console.log("a refused first submit:", JSON.stringify(bill), tagOf(refused))
+      // Built (schema and record), with a record that owes nothing and no alarm.
+      expect(bill).toMatchObject({ alarm: null, keys: 1 })
+      expect(bill.tables).toBeGreaterThan(0)
+      const record = yield* inside(name, (object) =>
+        object.raw.get<{ dirty: string; processed: string }>(MAINTENANCE_STATE_KEY),
+      )
+      expect(record?.dirty).toBe(record?.processed)
+      // A submit after it works and settles.
+      const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
+      expect(yield* client.awaitSettlement(receipt.submissionId, 10_000)).toMatchObject({
+        outcome: "completed",
+      })
     }),
   )
 

@@ -16,12 +16,13 @@ import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { catchUnlessInterrupted } from "../boundary.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
+import { freshRecord, readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
 export const makeEnsureAlarm = (
   env: MaintenanceEnv,
   earliestDue: Effect.Effect<number | undefined, unknown>,
+  options: { readonly freshStore?: boolean } = {},
 ): Effect.Effect<void, DurableAlarmError> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
@@ -36,7 +37,11 @@ export const makeEnsureAlarm = (
       ),
     )
     const record = yield* env.transact("ensure maintenance alarm", (txn) => {
-      const read = readMaintenanceState(txn)
+      const stored = readMaintenanceState(txn)
+      // A store that held nothing has no work older than the record: it starts clean, not with
+      // the bootstrap's dirty generation, whose pass would find nothing.
+      const read =
+        options.freshStore === true && !stored.initialized ? { ...stored, state: freshRecord } : stored
       const bounded = read.state.nextDueAt === undefined && due !== undefined
       const state = bounded ? ThreadMaintenanceState.make({ ...read.state, nextDueAt: due }) : read.state
       if (!read.initialized || bounded) writeMaintenanceState(txn, state)
