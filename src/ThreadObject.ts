@@ -23,9 +23,11 @@ import { recordDamageOf } from "./internal/maintenance/errors.ts"
 import { lastSeenAlarm } from "./internal/maintenance/transaction.ts"
 import { CALL_NAMES, type CallName } from "./internal/object/calls.ts"
 import type { DispatchedCalls, ThreadObjectServices } from "./internal/object/dispatch.ts"
-import { objectCalls } from "./internal/object/handlers.ts"
+import { objectAdmittedCalls, objectCalls } from "./internal/object/handlers.ts"
 import {
+  type ColdAdmissions,
   type ColdCalls,
+  coldAdmissions,
   coldCalls,
   coldLayer,
   type ColdServices,
@@ -43,16 +45,28 @@ import {
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
 import { warnUnknownLogSetting } from "./internal/observability/maintenanceLog.ts"
-import { isPortRefusal, toPortResult } from "./internal/object/portCall.ts"
+import { decodePortEnvelope, isPortRefusal, toPortResult } from "./internal/object/portCall.ts"
 import { portCall } from "./internal/object/portHandlers.ts"
 import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
 import { objectSchedulerLayer } from "./internal/turns.ts"
 import { RoutedPort } from "./RoutedPort.ts"
 
-/** A dispatched call, whichever it is. */
-/** A cold read, loosely typed for the one runner of them all. */
+/** A cold read or admission, loosely typed for the one runner of them all. */
 type AnyColdCall = (request: unknown, caller?: unknown) => Effect.Effect<unknown, unknown, ColdServices>
 
+/** An admitted call, loosely typed. */
+type AnyAdmittedCall = (request: unknown) => Effect.Effect<unknown, unknown, ThreadObjectServices>
+
+type AdmittedCalls = ReturnType<typeof objectAdmittedCalls>
+
+/** What an Object not yet built answers with: its reads and every call's admission. */
+interface Cold {
+  readonly runtime: ManagedRuntime.ManagedRuntime<ColdServices, unknown>
+  readonly reads: ColdCalls
+  readonly admissions: ColdAdmissions
+}
+
+/** A dispatched call, whichever it is. */
 type AnyDispatchedCall = (
   request: unknown,
   caller: unknown,
@@ -136,30 +150,33 @@ export function make<E>(
   class ThreadObject extends DurableObject<Cloudflare.Env> {
     readonly #runtime: ManagedRuntime.ManagedRuntime<ThreadObjectServices, unknown>
     #calls: DispatchedCalls | undefined
+    #admitted: AdmittedCalls | undefined
+    /** Until the incarnation is built, on a store that held nothing when it began. */
+    readonly #cold: Cold | undefined
+    #starting: Promise<void> | undefined
 
     constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
       super(ctx, env)
       this.#runtime = ManagedRuntime.make(incarnation(ctx, env))
-      // An Object whose storage holds nothing answers its reads as empty without building the
-      // incarnation, whose migrations and alarm would write and bill for nothing found; the
-      // first other call builds it. The check is synchronous in the constructor, before any
-      // event is let in, and every write of this class goes through the incarnation.
+      // An Object whose storage holds nothing is not built until a call needs it: its reads
+      // answer as an empty Object does, and every call is decoded and authorized first, so
+      // neither a read nor a refused request runs the migrations or arms the alarm. The check
+      // is synchronous, before any event is let in, and every write of this class goes through
+      // the built incarnation; see docs/operating.md.
       if (storageIsEmpty(ctx.storage)) {
-        const context = ManagedRuntime.make(coldLayer(ctx, env, options.config))
-        this.#cold = { runtime: context, calls: coldCalls(options.authorization) }
+        const runtime = ManagedRuntime.make(coldLayer(ctx, env, options))
+        this.#cold = {
+          runtime,
+          reads: coldCalls(options.authorization),
+          admissions: coldAdmissions(options.authorization),
+        }
+        // Fails as the built Object would (a misnamed binding, a bad configuration).
+        void ctx.blockConcurrencyWhile(() => runtime.runPromise(warnUnknownLogSetting(env)))
         return
       }
-      void ctx.blockConcurrencyWhile(() => this.#start(false))
+      this.#cold = undefined
+      void ctx.blockConcurrencyWhile(() => this.#start({ freshStore: false, warn: true }))
     }
-
-    /** Reads on a store that held nothing when this incarnation began, until it is built. */
-    readonly #cold:
-      | {
-          readonly runtime: ManagedRuntime.ManagedRuntime<ColdServices, unknown>
-          readonly calls: ColdCalls
-        }
-      | undefined
-    #starting: Promise<void> | undefined
 
     /**
      * Builds the incarnation (migrations, config) and ensures the alarm. A failure here resets
@@ -169,14 +186,14 @@ export function make<E>(
      * (`freshStore`) the record starts clean: the bootstrap's dirty generation is for stores
      * older than the record, and its pass would find nothing.
      */
-    #start(freshStore: boolean): Promise<void> {
+    #start(start: { readonly freshStore: boolean; readonly warn: boolean }): Promise<void> {
       const env = this.env
       return this.#runtime
         .runPromise(
           Effect.gen(function* () {
-            yield* warnUnknownLogSetting(env)
+            if (start.warn) yield* warnUnknownLogSetting(env)
             const maintenance = yield* ThreadMaintenance
-            const ensure = freshStore ? maintenance.ensureAlarmOnFreshStore : maintenance.ensureAlarm
+            const ensure = start.freshStore ? maintenance.ensureAlarmOnFreshStore : maintenance.ensureAlarm
             yield* ensure.pipe(
               Effect.catchTag("DurableAlarmError", (error) => {
                 const damage = recordDamageOf(error)
@@ -188,21 +205,23 @@ export function make<E>(
                     })
               }),
             )
-            return objectCalls(options.authorization)
           }),
         )
-        .then((calls) => {
-          this.#calls = calls
+        .then(() => {
+          this.#calls = objectCalls(options.authorization)
+          this.#admitted = objectAdmittedCalls()
           return this.#noteAlarm()
         })
     }
 
-    /** The built incarnation: on a cold Object, built once under the input gate. */
+    /** The built incarnation: on a cold Object, built once, under the input gate. */
     #warm(): Promise<void> {
       if (this.#calls !== undefined) return Promise.resolve()
-      // Checked again under the gate, before the migrations: a subclass may have written since
-      // the constructor. Only a store with nothing in it starts with a clean record.
-      this.#starting ??= this.ctx.blockConcurrencyWhile(() => this.#start(storageIsEmpty(this.ctx.storage)))
+      // Checked again under the gate, just before the migrations: a subclass may have written
+      // since the constructor. Only a store with nothing in it starts with a clean record.
+      this.#starting ??= this.ctx.blockConcurrencyWhile(() =>
+        this.#start({ freshStore: storageIsEmpty(this.ctx.storage), warn: false }),
+      )
       return this.#starting
     }
 
@@ -243,19 +262,42 @@ export function make<E>(
 
     /** Runs one call to its envelope; a defect or an interruption is logged and rejects. */
     async #call(name: CallName, request: unknown, caller: unknown): Promise<RpcResult> {
-      if (this.#calls === undefined && this.#cold !== undefined && isColdRead(name)) {
-        const cold = this.#cold
-        const call = cold.calls[name] as AnyColdCall
-        const exit = await cold.runtime.runPromiseExit(call(request, caller))
+      const cold = this.#calls === undefined ? this.#cold : undefined
+      if (cold !== undefined) return this.#coldCall(cold, name, request, caller)
+      const call = this.#ready[name] as AnyDispatchedCall
+      return this.#answer(name, await this.#runtime.runPromiseExit(call(request, caller)))
+    }
+
+    /**
+     * A call before the incarnation is built: a read answers from the empty store; any other
+     * call is admitted (decoded, authorized) first, and only then builds the incarnation.
+     */
+    async #coldCall(cold: Cold, name: CallName, request: unknown, caller: unknown): Promise<RpcResult> {
+      if (isColdRead(name)) {
+        const exit = await cold.runtime.runPromiseExit((cold.reads[name] as AnyColdCall)(request, caller))
         if (Exit.isFailure(exit) && declaredError(name, exit.cause) === undefined)
           await cold.runtime.runPromise(
             Effect.logError(`ThreadObject.${name} failed unexpectedly`, exit.cause),
           )
         return toRpcResult(name, exit)
       }
+      const admitted = await cold.runtime.runPromiseExit(
+        (cold.admissions[name] as AnyColdCall)(request, caller),
+      )
+      if (Exit.isFailure(admitted)) {
+        if (declaredError(name, admitted.cause) === undefined)
+          await cold.runtime.runPromise(
+            Effect.logError(`ThreadObject.${name} failed unexpectedly`, admitted.cause),
+          )
+        return toRpcResult(name, admitted)
+      }
       await this.#warm()
-      const call = this.#ready[name] as AnyDispatchedCall
-      const exit = await this.#runtime.runPromiseExit(call(request, caller))
+      const run = (this.#admitted as AdmittedCalls)[name] as AnyAdmittedCall
+      return this.#answer(name, await this.#runtime.runPromiseExit(run(admitted.value)))
+    }
+
+    /** A built incarnation's answer: the alarm noted, an unexpected failure logged. */
+    async #answer(name: CallName, exit: Exit.Exit<unknown, unknown>): Promise<RpcResult> {
       await this.#noteAlarm()
       if (Exit.isFailure(exit) && declaredError(name, exit.cause) === undefined) {
         await this.#runtime.runPromise(
@@ -280,7 +322,16 @@ export function make<E>(
     }
 
     async portCall(request: unknown): Promise<RpcResult> {
-      await this.#warm()
+      const cold = this.#calls === undefined ? this.#cold : undefined
+      if (cold !== undefined) {
+        // As a call: refused before the Object is built, and a description of a child that
+        // was never admitted answers from the empty store.
+        const decoded = await cold.runtime.runPromiseExit(decodePortEnvelope(request))
+        if (Exit.isFailure(decoded)) return toPortResult(decoded as Exit.Exit<never, unknown>)
+        if (decoded.value.request._tag === "DescribeChild")
+          return toPortResult(Exit.succeed({ _tag: "ChildDescribed" } as const))
+        await this.#warm()
+      }
       const exit = await this.#runtime.runPromiseExit(portCall(request))
       await this.#noteAlarm()
       // The sender sees only that the call was rejected: the cause is logged here, as #call does.

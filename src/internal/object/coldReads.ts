@@ -8,12 +8,11 @@
 import { Effect, Layer } from "effect"
 import { laneWalk } from "../../core/internal/ledger/pages.ts"
 import { notFound } from "./addressed.ts"
-import type { CallName } from "./calls.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
-import { configLayers, type ThreadObjectOptions } from "./layers.ts"
+import { configLayers, namespaceLayer, type ThreadObjectOptions } from "./layers.ts"
 import type { Authorization } from "./authorization.ts"
-import type { CallError, CallSuccess } from "./calls.ts"
-import { type CallHandler, dispatch } from "./dispatch.ts"
+import { CALL_NAMES, type CallError, type CallName, type CallRequest, type CallSuccess } from "./calls.ts"
+import { admission, type CallHandler, dispatch } from "./dispatch.ts"
 import { allowedStates } from "./pageHandlers.ts"
 import { SchedulePage, STATES_OF_KIND, SubmissionPage, ThreadPage } from "./pageViews.ts"
 import { metricsLayer, readCounters } from "./metrics.ts"
@@ -93,14 +92,21 @@ export const storageIsEmpty = (storage: DurableObjectStorage): boolean => {
 }
 
 /**
- * @internal What the cold reads need: the Object's context, its configuration (decoded once, no
- * storage) and a registry of its own for the counters `inspectMaintenance` reads.
+ * @internal What the cold calls need: the Object's context, its configuration (decoded once, no
+ * storage), its namespace and a registry of its own for the counters `inspectMaintenance` reads.
  */
 export const coldLayer = (
   ctx: DurableObjectState,
   env: Cloudflare.Env,
-  config: ThreadObjectOptions["config"],
-) => Layer.mergeAll(DurableObjectContext.layer(ctx, env), configLayers(config), metricsLayer)
+  options: Pick<ThreadObjectOptions, "config" | "namespaceBinding">,
+) =>
+  Layer.mergeAll(
+    DurableObjectContext.layer(ctx, env),
+    configLayers(options.config),
+    metricsLayer,
+    // Checked as the built Object checks it: a misnamed binding fails every call alike.
+    namespaceLayer(ctx, env, options.namespaceBinding),
+  )
 
 /** @internal */
 export type ColdServices = Layer.Success<ReturnType<typeof coldLayer>>
@@ -121,3 +127,17 @@ export const coldCalls = (authorization: Authorization | undefined): ColdCalls =
       dispatch(name as ColdRead, handler as CallHandler<ColdRead>, authorization),
     ]),
   ) as unknown as ColdCalls
+
+/** @internal Every call's admission (decode, authorization), run before the Object is built. */
+export type ColdAdmissions = {
+  readonly [K in CallName]: (
+    request: unknown,
+    caller?: unknown,
+  ) => Effect.Effect<CallRequest<K>, CallError<K>, ColdServices>
+}
+
+/** @internal */
+export const coldAdmissions = (authorization: Authorization | undefined): ColdAdmissions =>
+  Object.fromEntries(
+    CALL_NAMES.map((name) => [name, admission(name, authorization)]),
+  ) as unknown as ColdAdmissions
