@@ -191,4 +191,63 @@ describe("reads of a never-written Object", () => {
       expect(bill.read).toBeGreaterThan(0)
     }),
   )
+
+  it.live("refused requests (malformed, unauthorized, a malformed routed request) do not build it", () =>
+    Effect.gen(function* () {
+      const name = objectName("refusals")
+      const malformed = yield* Effect.exit(
+        clientOf(name).submit({ agentId: "echo", idempotencyKey: "", input: { text: "x" } }),
+      )
+      expect(tagOf(malformed)).toBe("InvalidRequest")
+      const routed = yield* Effect.promise(() =>
+        (
+          env.THREADS_METERED.getByName(name) as unknown as { portCall(r: unknown): Promise<unknown> }
+        ).portCall(null),
+      )
+      expect(routed).toMatchObject({ ok: false })
+      expect(yield* billOf(name)).toMatchObject({ written: 0, alarmSets: 0, alarm: null, tables: 0, keys: 0 })
+
+      // An Object whose policy refuses the caller: refused before anything is built.
+      const thread = `tenant:a:${crypto.randomUUID()}`
+      const intruder = ThreadClient.make(env.AUTHORIZED_TEST, thread, { caller: { subject: "b" } })
+      const refused = yield* Effect.exit(
+        intruder.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } }),
+      )
+      expect(tagOf(refused)).toBe("Unauthorized")
+      const stored = yield* Effect.promise(() =>
+        runInDurableObject(env.AUTHORIZED_TEST.getByName(thread), async (_instance, state) => ({
+          alarm: await state.storage.getAlarm(),
+          keys: [...state.storage.kv.list()].length,
+          tables: state.storage.sql
+            .exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'effect_agent%'")
+            .toArray().length,
+        })),
+      )
+      expect(stored).toEqual({ alarm: null, keys: 0, tables: 0 })
+    }),
+  )
+
+  it.live("concurrent first calls build it once: every submit is admitted and settles", () =>
+    Effect.gen(function* () {
+      const name = objectName("concurrent")
+      const client = clientOf(name)
+      const submits = ["a", "b", "c"].map((key) =>
+        client.submit({ agentId: "echo", idempotencyKey: key, input: { text: key } }),
+      )
+      const [receipts, statuses] = yield* Effect.all(
+        [
+          Effect.all(submits, { concurrency: "unbounded" }),
+          Effect.all([client.threadStatus, client.threads], { concurrency: "unbounded" }),
+        ],
+        { concurrency: "unbounded" },
+      )
+      expect(new Set(receipts.map((receipt) => receipt.submissionId)).size).toBe(3)
+      expect(statuses[0].nonterminal).toBeLessThanOrEqual(3)
+      for (const receipt of receipts)
+        expect(yield* client.awaitSettlement(receipt.submissionId, 10_000)).toMatchObject({
+          outcome: "completed",
+        })
+      expect((yield* client.threadStatus).nonterminal).toBe(0)
+    }),
+  )
 })
