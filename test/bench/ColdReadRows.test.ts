@@ -69,6 +69,7 @@ const everyRead = (client: ThreadClient.ThreadClient) => {
     schedules: Effect.exit(client.schedules),
     schedulePage: Effect.exit(client.schedulePage()),
     inspectMaintenance: Effect.exit(client.inspectMaintenance),
+    obligations: Effect.exit(client.obligations),
   })
 }
 
@@ -116,15 +117,31 @@ describe("reads of a never-written Object", () => {
   it.live("answer as a built, empty Object does", () =>
     Effect.gen(function* () {
       const cold = answers(yield* everyRead(clientOf(objectName("cold"))))
-      // Built by a write that admits nothing: the schema and the record exist, no Submission.
+      // Built by a submit it refuses: the schema and a clean record exist, no Submission, no alarm.
       const builtName = objectName("built")
       const built = clientOf(builtName)
-      yield* built.wake
+      yield* Effect.exit(built.submit({ agentId: "no-such-agent", idempotencyKey: "k", input: {} }))
       expect((yield* billOf(builtName)).tables).toBeGreaterThan(0)
       const warm = answers(yield* everyRead(built))
       // The maintenance view differs by design: the built Object has its record (and alarm).
-      const { inspectMaintenance: coldInspection, ...coldRest } = cold
-      const { inspectMaintenance: _warmInspection, ...warmRest } = warm
+      // So do the obligations' record fields (a clean record's generations) and their instant.
+      const { inspectMaintenance: coldInspection, obligations: coldOwed, ...coldRest } = cold
+      const { inspectMaintenance: _warmInspection, obligations: warmOwed, ...warmRest } = warm
+      const owed = ({
+        obligations,
+        impliedAlarm,
+        scheduledAlarm,
+        mismatch,
+        passRunning,
+      }: Record<string, unknown>) => ({
+        obligations,
+        impliedAlarm,
+        scheduledAlarm,
+        mismatch,
+        passRunning,
+      })
+      expect(owed(coldOwed)).toEqual(owed(warmOwed))
+      expect(coldOwed).toMatchObject({ obligations: [], impliedAlarm: null, scheduledAlarm: null })
       expect(coldRest).toEqual(warmRest)
       expect(coldRest).toMatchObject({ status: "SubmissionNotFound", threads: [], findSubmission: null })
       expect(coldInspection).toMatchObject({ alarm: null })

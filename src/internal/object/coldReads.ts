@@ -5,7 +5,10 @@
  * (test/object/coldReads.test.ts compares them with a built, empty Object). A read not listed
  * here builds the incarnation as any other call does.
  */
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
+import { CloudflareDurableRuntimeConfig } from "../../CloudflareConfig.ts"
+import { alarmTiming } from "../maintenance/alarmPolicy.ts"
+import { deriveObligations } from "../operator/obligations.ts"
 import { laneWalk } from "../../core/internal/ledger/pages.ts"
 import { notFound } from "./addressed.ts"
 import { DurableObjectContext } from "../../CloudflareBindings.ts"
@@ -35,6 +38,7 @@ type ColdRead =
   | "schedules"
   | "schedulePage"
   | "inspectMaintenance"
+  | "obligations"
 
 /** @internal */
 export const coldReads: { readonly [K in ColdRead]: CallHandler<K> } = {
@@ -65,6 +69,25 @@ export const coldReads: { readonly [K in ColdRead]: CallHandler<K> } = {
   findSubmission: () => Effect.succeed(null),
   schedules: () => Effect.succeed([]),
   schedulePage: () => Effect.succeed(SchedulePage.make({ schedules: [] })),
+  // Without a record nothing is owed and no hook's deadline applies (as `deriveObligations`
+  // answers a built Object without one); the alarm is the one workerd holds.
+  obligations: () =>
+    Effect.gen(function* () {
+      const config = yield* CloudflareDurableRuntimeConfig
+      return deriveObligations({
+        maintenance: yield* readMaintenanceView,
+        nonterminal: [],
+        reports: [],
+        hostDeadline: Option.none(),
+        publicationDeadline: Option.none(),
+        retentionDeadline: Option.none(),
+        now: yield* Clock.currentTimeMillis,
+        timing: alarmTiming(config),
+        timerCoalesceMillis: config.timerCoalesceMillis,
+        passRunning: false,
+        schedules: [],
+      })
+    }),
   // Read as the built Object reads it (no record, the alarm workerd holds), and no pass yet.
   inspectMaintenance: () =>
     Effect.gen(function* () {
