@@ -3,7 +3,10 @@
  *
  * The constructor does only O(1) local work under `blockConcurrencyWhile`: it builds the
  * incarnation's layers once (config decode, migrations) and runs `ThreadMaintenance.ensureAlarm`.
- * It never runs recovery and never calls another Object. `alarm()` runs one maintenance pass;
+ * It never runs recovery and never calls another Object. An Object whose storage holds nothing
+ * (no table, no key) is not built until a call needs it: its reads answer as an empty Object's
+ * do (`internal/object/coldReads.ts`), every call is decoded and authorized first, and the
+ * first call that needs the incarnation builds it under the same gate, its record clean. `alarm()` runs one maintenance pass;
  * a failed pass rejects, so workerd redelivers. Its call methods are derived from the one table
  * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
  * application's authorization with the call's kind, and runs the call's handler. Mutations go
