@@ -6,7 +6,7 @@
  * It never runs recovery and never calls another Object. An Object whose storage holds nothing
  * (no table, no key) is not built until a call needs it: its reads answer as an empty Object's
  * do (`internal/object/coldReads.ts`), every call is decoded and authorized first, and the
- * first call that needs the incarnation builds it under the same gate, its record clean. `alarm()` runs one maintenance pass;
+ * first call that needs the incarnation builds it under the same gate. `alarm()` runs one maintenance pass;
  * a failed pass rejects, so workerd redelivers. Its call methods are derived from the one table
  * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
  * application's authorization with the call's kind, and runs the call's handler. Mutations go
@@ -178,26 +178,23 @@ export function make<E>(
         return
       }
       this.#cold = undefined
-      void ctx.blockConcurrencyWhile(() => this.#start({ freshStore: false, warn: true }))
+      void ctx.blockConcurrencyWhile(() => this.#start({ warn: true }))
     }
 
     /**
      * Builds the incarnation (migrations, config) and ensures the alarm. A failure here resets
      * the Object; the next request builds a fresh incarnation. A damaged maintenance record is
      * not such a failure: the Object stays reachable (reads and the repair answer; mutations
-     * and passes refuse) instead of breaking its input gate. On a store that holds nothing
-     * (`freshStore`) the record starts clean: the bootstrap's dirty generation is for stores
-     * older than the record, and its pass would find nothing.
+     * and passes refuse) instead of breaking its input gate.
      */
-    #start(start: { readonly freshStore: boolean; readonly warn: boolean }): Promise<void> {
+    #start(start: { readonly warn: boolean }): Promise<void> {
       const env = this.env
       return this.#runtime
         .runPromise(
           Effect.gen(function* () {
             if (start.warn) yield* warnUnknownLogSetting(env)
             const maintenance = yield* ThreadMaintenance
-            const ensure = start.freshStore ? maintenance.ensureAlarmOnFreshStore : maintenance.ensureAlarm
-            yield* ensure.pipe(
+            yield* maintenance.ensureAlarm.pipe(
               Effect.catchTag("DurableAlarmError", (error) => {
                 const damage = recordDamageOf(error)
                 return damage === undefined
@@ -220,11 +217,7 @@ export function make<E>(
     /** The built incarnation: on a cold Object, built once, under the input gate. */
     #warm(): Promise<void> {
       if (this.#calls !== undefined) return Promise.resolve()
-      // Checked again under the gate, just before the migrations: a subclass may have written
-      // since the constructor. Only a store with nothing in it starts with a clean record.
-      this.#starting ??= this.ctx.blockConcurrencyWhile(() =>
-        this.#start({ freshStore: storageIsEmpty(this.ctx.storage), warn: false }),
-      )
+      this.#starting ??= this.ctx.blockConcurrencyWhile(() => this.#start({ warn: false }))
       return this.#starting
     }
 

@@ -16,13 +16,12 @@ import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { catchUnlessInterrupted } from "../boundary.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import { freshRecord, readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
+import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
 export const makeEnsureAlarm = (
   env: MaintenanceEnv,
   earliestDue: Effect.Effect<number | undefined, unknown>,
-  options: { readonly freshStore?: boolean } = {},
 ): Effect.Effect<void, DurableAlarmError> =>
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
@@ -37,11 +36,7 @@ export const makeEnsureAlarm = (
       ),
     )
     const record = yield* env.transact("ensure maintenance alarm", (txn) => {
-      const stored = readMaintenanceState(txn)
-      // A store that held nothing has no work older than the record: it starts clean, not with
-      // the bootstrap's dirty generation, whose pass would find nothing.
-      const read =
-        options.freshStore === true && !stored.initialized ? { ...stored, state: freshRecord } : stored
+      const read = readMaintenanceState(txn)
       const bounded = read.state.nextDueAt === undefined && due !== undefined
       const state = bounded ? ThreadMaintenanceState.make({ ...read.state, nextDueAt: due }) : read.state
       if (!read.initialized || bounded) writeMaintenanceState(txn, state)

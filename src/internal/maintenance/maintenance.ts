@@ -50,11 +50,6 @@ export class ThreadMaintenance extends Context.Service<
     /** Constructor gate: O(1) record inspection; a dirty generation or host deadline gets an alarm. */
     readonly ensureAlarm: Effect.Effect<void, MaintenancePassFailure>
     /**
-     * `ensureAlarm` for an incarnation whose store held nothing when it began (no table, no
-     * key): an absent record is written clean, as no work can predate it.
-     */
-    readonly ensureAlarmOnFreshStore: Effect.Effect<void, MaintenancePassFailure>
-    /**
      * A mutation (recovery-invalidating unless `options` say otherwise), then best-effort
      * publication inside the mutation window.
      */
@@ -158,9 +153,10 @@ export class ThreadMaintenance extends Context.Service<
         transactRecord: makeTransactRecord(ctx.storage),
         suspectMemory: makeSuspectMemory(),
       }
-      const earliestDue = Effect.map(ledger.earliestDue(1), (rows) => rows[0]?.dueAt)
-      const ensureAlarm = makeEnsureAlarm(env, earliestDue)
-      const ensureAlarmOnFreshStore = makeEnsureAlarm(env, earliestDue, { freshStore: true })
+      const ensureAlarm = makeEnsureAlarm(
+        env,
+        Effect.map(ledger.earliestDue(1), (rows) => rows[0]?.dueAt),
+      )
 
       return {
         pass: makePass({
@@ -179,7 +175,6 @@ export class ThreadMaintenance extends Context.Service<
           },
         }),
         ensureAlarm: gate.withSnapshot(() => ensureAlarm),
-        ensureAlarmOnFreshStore: gate.withSnapshot(() => ensureAlarmOnFreshStore),
         withMutation: <A, E, R>(body: Effect.Effect<A, E, R>, options?: MutationOptions) =>
           gate.withMutation(
             Effect.tap(body, () => publishCommitted(publication)),
