@@ -2,7 +2,7 @@
  * The reads of an Object whose storage holds nothing yet. Answering them from the full
  * incarnation would run the migrations and arm the alarm: dozens of billed rows written and a
  * billed alarm for a read that finds nothing. Each answers as the read does on an empty store
- * (test/object/coldReads.test.ts compares them with a built, empty Object). A read not listed
+ * (test/bench/ColdReadRows.test.ts compares them with a built, empty Object). A read not listed
  * here builds the incarnation as any other call does.
  */
 import { Clock, Effect, Layer, Option } from "effect"
