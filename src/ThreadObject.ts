@@ -3,7 +3,10 @@
  *
  * The constructor does only O(1) local work under `blockConcurrencyWhile`: it builds the
  * incarnation's layers once (config decode, migrations) and runs `ThreadMaintenance.ensureAlarm`.
- * It never runs recovery and never calls another Object. `alarm()` runs one maintenance pass;
+ * It never runs recovery and never calls another Object. An Object whose storage holds nothing
+ * (no table, no key) is not built until a call needs it: its reads answer as an empty Object's
+ * do (`internal/object/coldReads.ts`), every call is decoded and authorized first, and the
+ * first call that needs the incarnation builds it under the same gate. `alarm()` runs one maintenance pass;
  * a failed pass rejects, so workerd redelivers. Its call methods are derived from the one table
  * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
  * application's authorization with the call's kind, and runs the call's handler. Mutations go
@@ -23,7 +26,17 @@ import { recordDamageOf } from "./internal/maintenance/errors.ts"
 import { lastSeenAlarm } from "./internal/maintenance/transaction.ts"
 import { CALL_NAMES, type CallName } from "./internal/object/calls.ts"
 import type { DispatchedCalls, ThreadObjectServices } from "./internal/object/dispatch.ts"
-import { objectCalls } from "./internal/object/handlers.ts"
+import { objectAdmittedCalls, objectCalls } from "./internal/object/handlers.ts"
+import {
+  type ColdAdmissions,
+  type ColdCalls,
+  coldAdmissions,
+  coldCalls,
+  coldLayer,
+  type ColdServices,
+  isColdRead,
+  storageIsEmpty,
+} from "./internal/object/coldReads.ts"
 import {
   namespaceLayer,
   platformLayer,
@@ -35,11 +48,26 @@ import {
 } from "./internal/object/layers.ts"
 import { metricsLayer, recordPass } from "./internal/object/metrics.ts"
 import { warnUnknownLogSetting } from "./internal/observability/maintenanceLog.ts"
-import { isPortRefusal, toPortResult } from "./internal/object/portCall.ts"
+import { decodePortEnvelope, isPortRefusal, toPortResult } from "./internal/object/portCall.ts"
 import { portCall } from "./internal/object/portHandlers.ts"
 import { declaredError, type RpcResult, toRpcResult } from "./internal/object/rpc.ts"
 import { objectSchedulerLayer } from "./internal/turns.ts"
 import { RoutedPort } from "./RoutedPort.ts"
+
+/** A cold read or admission, loosely typed for the one runner of them all. */
+type AnyColdCall = (request: unknown, caller?: unknown) => Effect.Effect<unknown, unknown, ColdServices>
+
+/** An admitted call, loosely typed. */
+type AnyAdmittedCall = (request: unknown) => Effect.Effect<unknown, unknown, ThreadObjectServices>
+
+type AdmittedCalls = ReturnType<typeof objectAdmittedCalls>
+
+/** What an Object not yet built answers with: its reads and every call's admission. */
+interface Cold {
+  readonly runtime: ManagedRuntime.ManagedRuntime<ColdServices, unknown>
+  readonly reads: ColdCalls
+  readonly admissions: ColdAdmissions
+}
 
 /** A dispatched call, whichever it is. */
 type AnyDispatchedCall = (
@@ -125,38 +153,72 @@ export function make<E>(
   class ThreadObject extends DurableObject<Cloudflare.Env> {
     readonly #runtime: ManagedRuntime.ManagedRuntime<ThreadObjectServices, unknown>
     #calls: DispatchedCalls | undefined
+    #admitted: AdmittedCalls | undefined
+    /** Until the incarnation is built, on a store that held nothing when it began. */
+    readonly #cold: Cold | undefined
+    #starting: Promise<void> | undefined
 
     constructor(ctx: DurableObjectState, env: Cloudflare.Env) {
       super(ctx, env)
       this.#runtime = ManagedRuntime.make(incarnation(ctx, env))
-      // A failure here resets the Object; the next request builds a fresh incarnation. A damaged
-      // maintenance record is not such a failure: the Object stays reachable (reads and the
-      // repair answer; mutations and passes refuse) instead of breaking its input gate.
-      void ctx.blockConcurrencyWhile(() =>
-        this.#runtime
-          .runPromise(
-            Effect.gen(function* () {
-              yield* warnUnknownLogSetting(env)
-              const maintenance = yield* ThreadMaintenance
-              yield* maintenance.ensureAlarm.pipe(
-                Effect.catchTag("DurableAlarmError", (error) => {
-                  const damage = recordDamageOf(error)
-                  return damage === undefined
-                    ? Effect.fail(error)
-                    : Effect.logError("Maintenance record damaged; nothing runs until repairMaintenance", {
-                        field: damage.field,
-                        message: damage.message,
-                      })
-                }),
-              )
-              return objectCalls(options.authorization)
-            }),
-          )
-          .then((calls) => {
-            this.#calls = calls
-            return this.#noteAlarm()
+      // An Object whose storage holds nothing is not built until a call needs it: its reads
+      // answer as an empty Object does, and every call is decoded and authorized first, so
+      // neither a read nor a refused request runs the migrations or arms the alarm. The check
+      // is synchronous, before any event is let in, and every write of this class goes through
+      // the built incarnation; see docs/operating.md.
+      if (storageIsEmpty(ctx.storage)) {
+        const runtime = ManagedRuntime.make(coldLayer(ctx, env, options))
+        this.#cold = {
+          runtime,
+          reads: coldCalls(options.authorization),
+          admissions: coldAdmissions(options.authorization),
+        }
+        // Fails as the built Object would (a misnamed binding, a bad configuration).
+        void ctx.blockConcurrencyWhile(() => runtime.runPromise(warnUnknownLogSetting(env)))
+        return
+      }
+      this.#cold = undefined
+      void ctx.blockConcurrencyWhile(() => this.#start({ warn: true }))
+    }
+
+    /**
+     * Builds the incarnation (migrations, config) and ensures the alarm. A failure here resets
+     * the Object; the next request builds a fresh incarnation. A damaged maintenance record is
+     * not such a failure: the Object stays reachable (reads and the repair answer; mutations
+     * and passes refuse) instead of breaking its input gate.
+     */
+    #start(start: { readonly warn: boolean }): Promise<void> {
+      const env = this.env
+      return this.#runtime
+        .runPromise(
+          Effect.gen(function* () {
+            if (start.warn) yield* warnUnknownLogSetting(env)
+            const maintenance = yield* ThreadMaintenance
+            yield* maintenance.ensureAlarm.pipe(
+              Effect.catchTag("DurableAlarmError", (error) => {
+                const damage = recordDamageOf(error)
+                return damage === undefined
+                  ? Effect.fail(error)
+                  : Effect.logError("Maintenance record damaged; nothing runs until repairMaintenance", {
+                      field: damage.field,
+                      message: damage.message,
+                    })
+              }),
+            )
           }),
-      )
+        )
+        .then(() => {
+          this.#calls = objectCalls(options.authorization)
+          this.#admitted = objectAdmittedCalls()
+          return this.#noteAlarm()
+        })
+    }
+
+    /** The built incarnation: on a cold Object, built once, under the input gate. */
+    #warm(): Promise<void> {
+      if (this.#calls !== undefined) return Promise.resolve()
+      this.#starting ??= this.ctx.blockConcurrencyWhile(() => this.#start({ warn: false }))
+      return this.#starting
     }
 
     /** The calls, set by the constructor gate before any request is let in. */
@@ -176,6 +238,7 @@ export function make<E>(
     }
 
     override async alarm(): Promise<void> {
+      await this.#warm()
       const expected = this.#expectedAlarm
       const exit = await this.#runtime.runPromiseExit(
         Effect.gen(function* () {
@@ -195,8 +258,42 @@ export function make<E>(
 
     /** Runs one call to its envelope; a defect or an interruption is logged and rejects. */
     async #call(name: CallName, request: unknown, caller: unknown): Promise<RpcResult> {
+      const cold = this.#calls === undefined ? this.#cold : undefined
+      if (cold !== undefined) return this.#coldCall(cold, name, request, caller)
       const call = this.#ready[name] as AnyDispatchedCall
-      const exit = await this.#runtime.runPromiseExit(call(request, caller))
+      return this.#answer(name, await this.#runtime.runPromiseExit(call(request, caller)))
+    }
+
+    /**
+     * A call before the incarnation is built: a read answers from the empty store; any other
+     * call is admitted (decoded, authorized) first, and only then builds the incarnation.
+     */
+    async #coldCall(cold: Cold, name: CallName, request: unknown, caller: unknown): Promise<RpcResult> {
+      if (isColdRead(name)) {
+        const exit = await cold.runtime.runPromiseExit((cold.reads[name] as AnyColdCall)(request, caller))
+        if (Exit.isFailure(exit) && declaredError(name, exit.cause) === undefined)
+          await cold.runtime.runPromise(
+            Effect.logError(`ThreadObject.${name} failed unexpectedly`, exit.cause),
+          )
+        return toRpcResult(name, exit)
+      }
+      const admitted = await cold.runtime.runPromiseExit(
+        (cold.admissions[name] as AnyColdCall)(request, caller),
+      )
+      if (Exit.isFailure(admitted)) {
+        if (declaredError(name, admitted.cause) === undefined)
+          await cold.runtime.runPromise(
+            Effect.logError(`ThreadObject.${name} failed unexpectedly`, admitted.cause),
+          )
+        return toRpcResult(name, admitted)
+      }
+      await this.#warm()
+      const run = (this.#admitted as AdmittedCalls)[name] as AnyAdmittedCall
+      return this.#answer(name, await this.#runtime.runPromiseExit(run(admitted.value)))
+    }
+
+    /** A built incarnation's answer: the alarm noted, an unexpected failure logged. */
+    async #answer(name: CallName, exit: Exit.Exit<unknown, unknown>): Promise<RpcResult> {
       await this.#noteAlarm()
       if (Exit.isFailure(exit) && declaredError(name, exit.cause) === undefined) {
         await this.#runtime.runPromise(
@@ -221,6 +318,16 @@ export function make<E>(
     }
 
     async portCall(request: unknown): Promise<RpcResult> {
+      const cold = this.#calls === undefined ? this.#cold : undefined
+      if (cold !== undefined) {
+        // As a call: refused before the Object is built, and a description of a child that
+        // was never admitted answers from the empty store.
+        const decoded = await cold.runtime.runPromiseExit(decodePortEnvelope(request))
+        if (Exit.isFailure(decoded)) return toPortResult(decoded as Exit.Exit<never, unknown>)
+        if (decoded.value.request._tag === "DescribeChild")
+          return toPortResult(Exit.succeed({ _tag: "ChildDescribed" } as const))
+        await this.#warm()
+      }
       const exit = await this.#runtime.runPromiseExit(portCall(request))
       await this.#noteAlarm()
       // The sender sees only that the call was rejected: the cause is logged here, as #call does.

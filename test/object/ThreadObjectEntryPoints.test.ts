@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import type * as ThreadClient from "../../src/ThreadClient.ts"
 import {
+  built,
   clientOf,
   deliverUntil,
   inState,
@@ -44,6 +45,7 @@ describe("ThreadObject entry points", () => {
       Effect.gen(function* () {
         const thread = threadName("refusals")
         const client = clientOf(thread)
+        yield* built(client, thread)
         const before = yield* storedMaintenance(thread)
         const cases: Array<Effect.Effect<unknown, ThreadClient.ThreadClientError>> = [
           client.submit({ agentId: "echo", idempotencyKey: "", input: { text: "x" } }),

@@ -9,6 +9,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { Effect, Fiber } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import {
+  built,
   clientOf,
   deliverUntil,
   inState,
@@ -257,7 +258,7 @@ describe("ThreadObject operator entry points", () => {
     Effect.gen(function* () {
       const thread = threadName("wake")
       const client = clientOf(thread)
-      yield* client.threadStatus
+      yield* built(client, thread)
       yield* deliverUntil(thread, quiet(thread))
       const before = (yield* client.inspectMaintenance).counters.passes
       yield* client.wake

@@ -52,15 +52,30 @@ export const putMaintenanceRecord = (objectName: string, value: unknown) =>
     ),
   )
 
-/** Rows of the Object's ledger. */
+/** Rows of the Object's ledger: none when it was never built (a refused call does not build it). */
 export const ledgerRows = (objectName: string) =>
   Effect.promise(() =>
     runInDurableObject(stubOf(objectName), (_instance, state) =>
       state.storage.sql
-        .exec("SELECT submission_id, thread_id, state FROM effect_agent_submissions")
-        .toArray(),
+        .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'effect_agent_submissions'")
+        .toArray().length === 0
+        ? []
+        : state.storage.sql
+            .exec("SELECT submission_id, thread_id, state FROM effect_agent_submissions")
+            .toArray(),
     ),
   )
+
+/**
+ * Builds a new Object as a call that needs it does (a read does not): a submit it refuses (an
+ * unknown agent) runs the migrations and writes the bootstrap maintenance record, whose alarm
+ * is then delivered, so the Object is built and at rest.
+ */
+export const built = (client: Pick<ThreadClient.ThreadClient, "submit">, objectName: string) =>
+  Effect.gen(function* () {
+    yield* Effect.exit(client.submit({ agentId: "no-such-agent", idempotencyKey: "build", input: {} }))
+    yield* Effect.promise(() => runDurableObjectAlarm(stubOf(objectName)).catch(() => false))
+  })
 
 /** The typed failure of an exit, if it failed with one. */
 export const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
@@ -79,14 +94,15 @@ export const storedEverything = (stub: DurableObjectStub) =>
     })),
   )
 
-/** An Object at rest: no alarm, and its maintenance record owes nothing. */
+/** An Object at rest: no alarm, and its maintenance record (if it has one) owes nothing. */
 export const atRest = (stub: DurableObjectStub) =>
   Effect.promise(() =>
     runInDurableObject(stub, async (_instance, state) => {
       const record = (await state.storage.get(MAINTENANCE_STATE_KEY)) as
         { dirty: string; processed: string } | undefined
       const alarm = await state.storage.getAlarm()
-      return alarm === null && record !== undefined && record.dirty === record.processed
+      // No record at all: an Object never built (only read, or never reached) owes nothing.
+      return alarm === null && (record === undefined || record.dirty === record.processed)
     }),
   )
 

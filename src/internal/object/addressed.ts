@@ -23,10 +23,14 @@ export const addressed = (address: Address) =>
       row.value.threadId !== address.threadId ||
       (address.agentId !== undefined && row.value.agentId !== address.agentId)
     ) {
-      return yield* new SubmissionNotFound({
-        submissionId: address.submissionId,
-        message: `no submission ${address.submissionId}${address.agentId === undefined ? "" : ` of agent ${address.agentId}`} in thread ${address.threadId}`,
-      })
+      return yield* notFound(address)
     }
     return row.value
+  })
+
+/** @internal The error for an addressed Submission that is not in its Thread (or not at all). */
+export const notFound = (address: Address) =>
+  new SubmissionNotFound({
+    submissionId: address.submissionId,
+    message: `no submission ${address.submissionId}${address.agentId === undefined ? "" : ` of agent ${address.agentId}`} in thread ${address.threadId}`,
   })

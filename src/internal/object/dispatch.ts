@@ -120,48 +120,85 @@ const failureOf = (entryPoint: CallName, error: unknown): ThreadObjectFailure =>
   return new ThreadObjectFailure({ entryPoint, reason, message: `${entryPoint}: ${MESSAGES[reason]}` })
 }
 
-const dispatch = <K extends CallName>(
-  name: K,
-  handler: CallHandler<K>,
-  authorization: Authorization | undefined,
-): DispatchedCall<K> => {
-  const call = ThreadObjectCalls[name]
-  const decode = decodeRequest(name, call.request as unknown as Schema.Codec<CallRequest<K>, unknown>)
-  const declared = Schema.is(call.error as unknown as Schema.Codec<CallError<K>, unknown>)
-  // Untraced with its span built once: `Effect.fn` captures a stack trace on every call, and
-  // every submit passes here.
-  return Effect.fnUntraced(
-    function* (raw: unknown, rawCaller?: unknown) {
-      const caller = yield* decodeCaller(rawCaller).pipe(
-        Effect.mapError(
-          (error) => new InvalidRequest({ entryPoint: name, message: `caller: ${error.message}` }),
-        ),
-      )
-      const request = yield* decode(raw)
-      const { threadId, submissionId } = request as {
-        readonly threadId: ThreadId
-        readonly submissionId?: SubmissionId
-      }
-      yield* authorize(authorization, {
-        entryPoint: name,
-        kind: call.kind,
-        caller,
-        threadId,
-        ...(submissionId === undefined ? {} : { submissionId }),
-        objectWide: OBJECT_WIDE_CALLS.has(name),
-      })
-      return yield* handler(request)
-    },
-    Effect.catch((error: CallError<K> | InternalFailure) =>
+/** A failure a call does not declare, logged here and answered as a `ThreadObjectFailure`. */
+const reported =
+  <K extends CallName>(name: K) =>
+  <A, R>(effect: Effect.Effect<A, CallError<K> | InternalFailure, R>): Effect.Effect<A, CallError<K>, R> => {
+    const declared = Schema.is(
+      ThreadObjectCalls[name].error as unknown as Schema.Codec<CallError<K>, unknown>,
+    )
+    return Effect.catch(effect, (error: CallError<K> | InternalFailure) =>
       declared(error)
         ? Effect.fail(error)
         : Effect.logError(`ThreadObject.${name} failed inside the Object`, error).pipe(
             Effect.andThen(Effect.fail(failureOf(name, error) as CallError<K>)),
           ),
-    ),
+    )
+  }
+
+/**
+ * @internal A call's admission: its caller and request decoded, then the application's
+ * authorization. It reads no storage, so an Object not yet built refuses a request with it.
+ */
+export const admission = <K extends CallName>(name: K, authorization: Authorization | undefined) => {
+  const call = ThreadObjectCalls[name]
+  const decode = decodeRequest(name, call.request as unknown as Schema.Codec<CallRequest<K>, unknown>)
+  return Effect.fnUntraced(function* (raw: unknown, rawCaller?: unknown) {
+    const caller = yield* decodeCaller(rawCaller).pipe(
+      Effect.mapError(
+        (error) => new InvalidRequest({ entryPoint: name, message: `caller: ${error.message}` }),
+      ),
+    )
+    const request = yield* decode(raw)
+    const { threadId, submissionId } = request as {
+      readonly threadId: ThreadId
+      readonly submissionId?: SubmissionId
+    }
+    yield* authorize(authorization, {
+      entryPoint: name,
+      kind: call.kind,
+      caller,
+      threadId,
+      ...(submissionId === undefined ? {} : { submissionId }),
+      objectWide: OBJECT_WIDE_CALLS.has(name),
+    })
+    return request
+  })
+}
+
+/** @internal One call over `handler`: admitted, run, its errors declared or reported. */
+export const dispatch = <K extends CallName>(
+  name: K,
+  handler: CallHandler<K>,
+  authorization: Authorization | undefined,
+): DispatchedCall<K> => {
+  const admit = admission(name, authorization)
+  // Untraced with its span built once: `Effect.fn` captures a stack trace on every call, and
+  // every submit passes here.
+  return Effect.fnUntraced(
+    function* (raw: unknown, rawCaller?: unknown) {
+      return yield* handler(yield* admit(raw, rawCaller))
+    },
+    reported(name),
     withSpanFast(`ThreadObject.${name}`),
   )
 }
+
+/** @internal A call whose request an `admission` already decoded and authorized. */
+export type AdmittedCall<K extends CallName> = (
+  request: CallRequest<K>,
+) => Effect.Effect<CallSuccess<K>, CallError<K>, ThreadObjectServices>
+
+/** @internal Every call of the table over `handlers`, for requests already admitted. */
+export const admittedCalls = (handlers: CallHandlers): { readonly [K in CallName]: AdmittedCall<K> } =>
+  Object.fromEntries(
+    CALL_NAMES.map((name) => {
+      const handler = handlers[name] as CallHandler<CallName>
+      const report = reported(name)
+      const span = withSpanFast(`ThreadObject.${name}`)
+      return [name, (request: CallRequest<CallName>) => span(report(handler(request)))]
+    }),
+  ) as unknown as { readonly [K in CallName]: AdmittedCall<K> }
 
 /** @internal Every call of the table over `handlers`, checked by `authorization`. */
 export const dispatchCalls = (

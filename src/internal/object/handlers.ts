@@ -16,7 +16,13 @@ import { ThreadMaintenance } from "../maintenance/maintenance.ts"
 import type { Authorization } from "./authorization.ts"
 import { InvalidRequest } from "./callErrors.ts"
 import type { CallName } from "./calls.ts"
-import { type CallHandler, type DispatchedCalls, dispatchCalls } from "./dispatch.ts"
+import {
+  admittedCalls,
+  type CallHandler,
+  type CallHandlers,
+  type DispatchedCalls,
+  dispatchCalls,
+} from "./dispatch.ts"
 import { readCounters } from "./metrics.ts"
 import { operatorHandlers } from "./operatorHandlers.ts"
 import { pageHandlers } from "./pageHandlers.ts"
@@ -232,11 +238,17 @@ export const threadHandlers: { readonly [K in ThreadCall]: CallHandler<K> } = {
     }),
 }
 
+/** Every call's handler. */
+const objectHandlers: CallHandlers = {
+  ...threadHandlers,
+  ...operatorHandlers,
+  ...pageHandlers,
+  ...scheduleHandlers,
+}
+
 /** @internal Every call of a `ThreadObject`, dispatched over its handlers. */
 export const objectCalls = (authorization: Authorization | undefined): DispatchedCalls =>
-  dispatchCalls(
-    { ...threadHandlers, ...operatorHandlers, ...pageHandlers, ...scheduleHandlers } satisfies {
-      [K in CallName]: CallHandler<K>
-    },
-    authorization,
-  )
+  dispatchCalls(objectHandlers, authorization)
+
+/** @internal Every call of a `ThreadObject` over its handlers, for requests already admitted. */
+export const objectAdmittedCalls = () => admittedCalls(objectHandlers)

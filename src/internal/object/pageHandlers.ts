@@ -43,7 +43,8 @@ const summarize = (row: SubmissionSnapshot, head: SubmissionSnapshot | undefined
   })
 
 /** The states both filters allow; `undefined` when neither restricts them. */
-const allowedStates = (
+/** @internal The states a page may show: those asked for, within the waiting kind's. */
+export const allowedStates = (
   states: ReadonlyArray<SubmissionState> | undefined,
   kind: ReadonlyArray<SubmissionState> | undefined,
 ): ReadonlyArray<SubmissionState> | undefined =>

@@ -60,16 +60,20 @@ export type PortHandlers<R> = {
 const refusedAs = (reason: PortProtocolError["reason"]) => (error: { readonly message: string }) =>
   new PortProtocolError({ reason, message: error.message })
 
+/** @internal A routed request decoded, or refused as malformed; reads no storage. */
+export const decodePortEnvelope = (raw: unknown) =>
+  decodeRequest(
+    "portCall",
+    PortEnvelope,
+    ROUTED_REQUEST_MAX_CHARS,
+  )(raw).pipe(Effect.mapError(refusedAs("malformed-request")))
+
 /** @internal */
 export const makePortCall = <R>(handlers: PortHandlers<R>) =>
   spanned("ThreadObject.portCall")(function* (raw: unknown) {
     // Bounded by what an outbox row can hold, not by this Object's input limit: a child's
     // settlement carries an output its own Object's `maxStoredValueBytes` allowed.
-    const { messageId, request } = yield* decodeRequest(
-      "portCall",
-      PortEnvelope,
-      ROUTED_REQUEST_MAX_CHARS,
-    )(raw).pipe(Effect.mapError(refusedAs("malformed-request")))
+    const { messageId, request } = yield* decodePortEnvelope(raw)
     yield* Effect.annotateCurrentSpan({ kind: request._tag, messageId })
     const handler = handlers[request._tag] as (
       request: PortRequest,
