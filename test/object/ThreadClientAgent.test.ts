@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { echoAgent, ratioAgent, reviewAgent, verifierAgent } from "../worker/threadObject.ts"
+import { ratioAgent } from "../worker/edgeAgents.ts"
+import { echoAgent, reviewAgent, verifierAgent } from "../worker/threadObject.ts"
 import { clientOf, deliverUntil, failureOf, inState, ledgerRows, threadName } from "./support.ts"
 
 describe("ThreadClient.agent", () => {

@@ -9,7 +9,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as AgentEvent from "../../src/core/AgentEvent.ts"
 import { runInDurableObject } from "cloudflare:test"
-import { courierAgent, replayWaitAgent, replayWaitName } from "../worker/threadObject.ts"
+import { replayWaitAgent, replayWaitName } from "../worker/edgeAgents.ts"
+import { courierAgent } from "../worker/threadObject.ts"
 import {
   clientOf,
   deliverUntil,

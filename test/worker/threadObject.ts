@@ -9,6 +9,7 @@ import * as Testing from "../../src/Testing.ts"
 import * as ThreadObject from "../../src/ThreadObject.ts"
 import { Unauthorized } from "../../src/ThreadClient.ts"
 import { ObjectScheduler } from "../../src/internal/turns.ts"
+import { ratioAgent, replayWaitAgent } from "./edgeAgents.ts"
 
 /** How many times each agent effect ran, by Object id and effect name. */
 export const effectRuns = new Map<string, number>()
@@ -206,26 +207,6 @@ export const courierAgent = define({
     }),
 })
 
-/**
- * The event name `replayWaitAgent` waits for: a test names it, as the program of an older
- * release did, so that a record stored under that release can be replayed.
- */
-export const replayWaitName = { current: "shipped" }
-
-/** Waits for the event `replayWaitName` names (a string), then for an approval; answers the event. */
-export const replayWaitAgent = define({
-  id: "replay-wait",
-  version: "1",
-  input: Schema.Struct({}),
-  output: Schema.String,
-  program: (_, ctx) =>
-    Effect.gen(function* () {
-      const value = yield* Effect.orDie(ctx.waitForEvent(replayWaitName.current, Schema.String))
-      yield* ctx.requestApproval({ after: value })
-      return value
-    }),
-})
-
 /** Asks for an approval that times out after `timeoutMillis`, and answers how the request ended. */
 export const deadlineAgent = define({
   id: "deadline",
@@ -418,43 +399,6 @@ export const spawnerAgent: AgentDefinition<
         return yield* new AgentFailure({ message: `failed after ${reports.join(",")}` })
       }
       return reports
-    }),
-})
-
-/**
- * Divides `a` by `b`, in a step with a number result when `inStep`, or by a child (in the Thread
- * `child`) it gives the quotient and 1: 0/0 is NaN and 1/0 is Infinity, numbers `Schema.Number`
- * encodes but JSON cannot carry.
- */
-export const ratioAgent: AgentDefinition<
-  { readonly a: number; readonly b: number; readonly inStep?: boolean; readonly child?: string },
-  number
-> = define({
-  id: "ratio",
-  version: "1",
-  input: Schema.Struct({
-    a: Schema.Number,
-    b: Schema.Number,
-    inStep: Schema.optionalKey(Schema.Boolean),
-    child: Schema.optionalKey(Schema.String),
-  }),
-  output: Schema.Number,
-  program: ({ a, b, inStep, child }, ctx) =>
-    Effect.gen(function* () {
-      if (inStep === true)
-        return yield* ctx.step(
-          "divide",
-          Effect.sync(() => a / b),
-          { result: Schema.Number },
-        )
-      if (child === undefined) return a / b
-      const started = yield* ctx.startChild({
-        agent: ratioAgent,
-        input: { a: a / b, b: 1 },
-        thread: { objectName: child, threadId: child },
-      })
-      const settled = yield* ctx.awaitChild(started)
-      return settled.outcome === "completed" ? settled.output : -1
     }),
 })
 
