@@ -259,7 +259,12 @@ export function make<E>(
     /** Runs one call to its envelope; a defect or an interruption is logged and rejects. */
     async #call(name: CallName, request: unknown, caller: unknown): Promise<RpcResult> {
       const cold = this.#calls === undefined ? this.#cold : undefined
-      if (cold !== undefined) return this.#coldCall(cold, name, request, caller)
+      if (cold !== undefined) {
+        // Asked again on every call (one row read): a subclass may have written the storage
+        // itself since the constructor looked, and then the empty answers would be wrong.
+        if (storageIsEmpty(this.ctx.storage)) return this.#coldCall(cold, name, request, caller)
+        await this.#warm()
+      }
       const call = this.#ready[name] as AnyDispatchedCall
       return this.#answer(name, await this.#runtime.runPromiseExit(call(request, caller)))
     }
@@ -322,10 +327,12 @@ export function make<E>(
       if (cold !== undefined) {
         // As a call: refused before the Object is built, and a description of a child that
         // was never admitted answers from the empty store.
-        const decoded = await cold.runtime.runPromiseExit(decodePortEnvelope(request))
-        if (Exit.isFailure(decoded)) return toPortResult(decoded as Exit.Exit<never, unknown>)
-        if (decoded.value.request._tag === "DescribeChild")
-          return toPortResult(Exit.succeed({ _tag: "ChildDescribed" } as const))
+        if (storageIsEmpty(this.ctx.storage)) {
+          const decoded = await cold.runtime.runPromiseExit(decodePortEnvelope(request))
+          if (Exit.isFailure(decoded)) return toPortResult(decoded as Exit.Exit<never, unknown>)
+          if (decoded.value.request._tag === "DescribeChild")
+            return toPortResult(Exit.succeed({ _tag: "ChildDescribed" } as const))
+        }
         await this.#warm()
       }
       const exit = await this.#runtime.runPromiseExit(portCall(request))

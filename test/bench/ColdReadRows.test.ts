@@ -130,7 +130,21 @@ describe("reads of a never-written Object", () => {
       expect(coldRest).toEqual(warmRest)
       expect(coldOwed).toMatchObject({ obligations: [], impliedAlarm: null, scheduledAlarm: null })
       expect(coldRest).toMatchObject({ status: "SubmissionNotFound", threads: [], findSubmission: null })
-      expect(coldInspection).toMatchObject({ alarm: null })
+      // Nothing is owed where no call ever needed the Object (a caller waits for that).
+      expect(coldInspection).toMatchObject({ alarm: null, owed: false })
+    }),
+  )
+
+  it.live("read a store written beside the Object since its constructor as it is, not as empty", () =>
+    Effect.gen(function* () {
+      const name = objectName("beside")
+      const client = clientOf(name)
+      expect(yield* client.inspectMaintenance).not.toHaveProperty("record")
+      // A subclass's own method (or a test's fixture) writes the storage directly.
+      yield* inside(name, (object) => object.raw.kv.put("application-key", 1))
+      const inspection = yield* client.inspectMaintenance
+      expect(inspection).toHaveProperty("record")
+      expect((yield* billOf(name)).tables).toBeGreaterThan(0)
     }),
   )
 

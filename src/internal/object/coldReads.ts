@@ -20,7 +20,7 @@ import { allowedStates } from "./pageHandlers.ts"
 import { SchedulePage, STATES_OF_KIND, SubmissionPage, ThreadPage } from "./pageViews.ts"
 import { metricsLayer, readCounters } from "./metrics.ts"
 import { readMaintenanceView } from "./operatorReads.ts"
-import { HistoryPageView, inspection, ThreadStatus } from "./statusViews.ts"
+import { HistoryPageView, inspection, MaintenanceInspection, ThreadStatus } from "./statusViews.ts"
 
 type ColdRead =
   | "submissionStatus"
@@ -88,11 +88,13 @@ export const coldReads: { readonly [K in ColdRead]: CallHandler<K> } = {
         schedules: [],
       })
     }),
-  // Read as the built Object reads it (no record, the alarm workerd holds), and no pass yet.
+  // Read as the built Object reads it (the alarm workerd holds), and no pass yet. Nothing is
+  // owed: a built Object without a record is bootstrapping and owes a pass, but no call has
+  // needed this one, and a caller waiting for "nothing owed" must not wait for ever.
   inspectMaintenance: () =>
     Effect.gen(function* () {
       const view = yield* readMaintenanceView
-      return inspection(view, yield* readCounters)
+      return MaintenanceInspection.make({ ...inspection(view, yield* readCounters), owed: false })
     }),
 }
 
