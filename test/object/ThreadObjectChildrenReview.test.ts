@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { env, runDurableObjectAlarm } from "cloudflare:test"
 import { Effect, Exit } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
+import { switchboard } from "../worker/threadObject.ts"
 import { allAtRest, clientOf, deliverAll, failureOf, inState, stubOf, threadName } from "./support.ts"
 
 type Stub = DurableObjectStub
@@ -676,10 +677,21 @@ describe("subagents, reviewed", () => {
           children: [{ agentId: "review", input: { draft: "d" }, objectName: object, threadId: "reviews" }],
         },
       })
-      yield* deliverAll(stubs, inState(parent, receipt.submissionId, "suspended"))
-      const child = (yield* reviews.submissionPage({})).submissions.find(
-        (summary) => summary.submission.submissionId !== blocker.submissionId,
-      )!.submission
+      // With the blocker's lane runnable the parent parks at once, and the event sends its
+      // child's start only after the blocker's Attempt (the test after this one): a reader can
+      // see the parent suspended before the child is admitted. Wait for both.
+      const childOf = Effect.map(reviews.submissionPage({}), (page) =>
+        page.submissions.find((summary) => summary.submission.submissionId !== blocker.submissionId),
+      )
+      yield* deliverAll(
+        stubs,
+        Effect.zipWith(
+          inState(parent, receipt.submissionId, "suspended"),
+          childOf,
+          (parked, child) => parked && child !== undefined,
+        ),
+      )
+      const child = (yield* childOf)!.submission
       expect(child.state).toBe("ready")
       yield* parent.abort(receipt.submissionId)
       yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
@@ -689,6 +701,76 @@ describe("subagents, reviewed", () => {
       yield* reviews.abort(blocker.submissionId)
       yield* clean([parent, reviews], stubs)
     }),
+  )
+
+  it.live(
+    "a parent that parks at once is suspended before its child, queued in its own Object, is admitted; the same event admits it",
+    () =>
+      Effect.gen(function* () {
+        const object = threadName("so-seen")
+        const stubs = [stubOf(object)]
+        const parent = clientOf("desk", object)
+        const reviews = clientOf("reviews", object)
+        // No event runs until both Submissions are in: the first then serves the parent's lane
+        // ("desk") while the blocker's lane is runnable, so the parent parks at once. What the
+        // Object stores is read inside that event, before the blocker's Attempt and at its finish.
+        let held = true
+        let selections = 0
+        let beforeBlocker: unknown
+        let atFinish: unknown
+        const stored = (ctx: DurableObjectState) => ({
+          ledger: ctx.storage.sql
+            .exec("SELECT thread_id, state FROM effect_agent_submissions ORDER BY thread_id, queue_sequence")
+            .toArray()
+            .map((row) => `${row["thread_id"]}:${row["state"]}`),
+          unsent: ctx.storage.sql
+            .exec("SELECT count(*) AS n FROM effect_agent_outbox WHERE acknowledged_at IS NULL")
+            .one()["n"],
+        })
+        switchboard.install(stubs[0]!.id, {
+          maintenance: (location, ctx) => {
+            if (location === "maintenance:begin:before" && held) return Effect.die(new Error("held"))
+            if (location === "maintenance:select:before" && ++selections === 2)
+              return Effect.sync(() => (beforeBlocker = stored(ctx)))
+            if (location === "maintenance:finish:before" && atFinish === undefined)
+              return Effect.sync(() => (atFinish = stored(ctx)))
+            return Effect.void
+          },
+        })
+        yield* Effect.gen(function* () {
+          const blocker = yield* reviews.submit({
+            agentId: "review",
+            idempotencyKey: "blocker",
+            input: { draft: "b" },
+          })
+          const receipt = yield* parent.submit({
+            agentId: "spawner",
+            idempotencyKey: "so",
+            input: {
+              children: [
+                { agentId: "review", input: { draft: "d" }, objectName: object, threadId: "reviews" },
+              ],
+            },
+          })
+          held = false
+          yield* deliverAll(
+            stubs,
+            Effect.sync(() => atFinish !== undefined),
+          )
+          // The parent is parked and its child's start still unsent: a reader sees it suspended
+          // with no child yet.
+          expect(beforeBlocker).toEqual({ ledger: ["desk:suspended", "reviews:ready"], unsent: 1 })
+          // The event's last delivery wave sent it: the child queues behind the blocker.
+          expect(atFinish).toEqual({
+            ledger: ["desk:suspended", "reviews:suspended", "reviews:ready"],
+            unsent: 0,
+          })
+          yield* parent.abort(receipt.submissionId)
+          yield* deliverAll(stubs, inState(parent, receipt.submissionId, "settled"))
+          yield* reviews.abort(blocker.submissionId)
+          yield* clean([parent, reviews], stubs)
+        }).pipe(Effect.ensuring(Effect.sync(() => switchboard.remove(stubs[0]!.id))))
+      }),
   )
 
   it.live("a join that races its host's abort: accepted until the abort arrives, then run as its own", () =>
