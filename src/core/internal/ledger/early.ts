@@ -88,6 +88,15 @@ export const EarlyEvents = Schema.Struct({
 })
 export type EarlyEvents = typeof EarlyEvents.Type
 
+/** What an Object keeps, from its keys, against its bounds. @internal */
+export const earlyView = (keys: ReadonlyArray<EarlyKey>): EarlyEvents => ({
+  events: keys.reduce((sum, key) => sum + key.events, 0),
+  bytes: keys.reduce((sum, key) => sum + key.bytes, 0),
+  maxEvents: MAX_EARLY_EVENTS,
+  maxBytes: MAX_EARLY_BYTES,
+  keys,
+})
+
 /** The refusal of one more event of `bytes` beside `kept` events of `stored` bytes. @internal */
 export const earlyRefusal = (
   event: EarlyEvent,

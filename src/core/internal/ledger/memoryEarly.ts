@@ -16,8 +16,7 @@ import {
   type EarlyKey,
   type EarlyRow,
   earlyRefusal,
-  MAX_EARLY_BYTES,
-  MAX_EARLY_EVENTS,
+  earlyView,
   receivedEntry,
   takesEarly,
 } from "./early.ts"
@@ -124,13 +123,7 @@ export const makeMemoryEarly = (store: MemoryStore, agents: EarlyEventAgentsServ
           storedTextOrder(a.idempotencyKey, b.idempotencyKey) ||
           storedTextOrder(a.agentId, b.agentId),
       )
-    return {
-      events: keys.reduce((sum, key) => sum + key.events, 0),
-      bytes: keys.reduce((sum, key) => sum + key.bytes, 0),
-      maxEvents: MAX_EARLY_EVENTS,
-      maxBytes: MAX_EARLY_BYTES,
-      keys,
-    }
+    return earlyView(keys)
   }
 
   return { keepNow, takeNow, forgetNow, viewNow }

@@ -26,8 +26,7 @@ import {
   type EarlyEvents,
   type EarlyKeep,
   earlyRefusal,
-  MAX_EARLY_BYTES,
-  MAX_EARLY_EVENTS,
+  earlyView,
   noEarlyEvents,
   receivedEntry,
   takesEarly,
@@ -201,13 +200,7 @@ export const makeSqlEarly = (
         firstKeptAt: numberOr(row.first_kept_at, 0),
       }
     })
-    return {
-      events: keys.reduce((sum, key) => sum + key.events, 0),
-      bytes: keys.reduce((sum, key) => sum + key.bytes, 0),
-      maxEvents: MAX_EARLY_EVENTS,
-      maxBytes: MAX_EARLY_BYTES,
-      keys,
-    }
+    return earlyView(keys)
   })
 
   return { keep, take, forgetKey, view }
