@@ -6,7 +6,7 @@
  * It never runs recovery and never calls another Object. An Object whose storage holds nothing
  * (no table, no key) is not built until a call needs it: its reads answer as an empty Object's
  * do (`internal/object/coldReads.ts`), every call is decoded and authorized first, and the
- * first call that needs the incarnation builds it under the same gate. `alarm()` runs one maintenance pass;
+ * first call that needs the incarnation builds it under the same gate, its record clean. `alarm()` runs one maintenance pass;
  * a failed pass rejects, so workerd redelivers. Its call methods are derived from the one table
  * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
  * application's authorization with the call's kind, and runs the call's handler. Mutations go
@@ -23,6 +23,7 @@ import type { LedgerError } from "./core/SubmissionLedger.ts"
 import { safeCauseMessage } from "./internal/boundary.ts"
 import { ThreadMaintenance } from "./internal/maintenance/maintenance.ts"
 import { recordDamageOf } from "./internal/maintenance/errors.ts"
+import { FreshStore } from "./internal/maintenance/freshStore.ts"
 import { lastSeenAlarm } from "./internal/maintenance/transaction.ts"
 import { CALL_NAMES, type CallName } from "./internal/object/calls.ts"
 import type { DispatchedCalls, ThreadObjectServices } from "./internal/object/dispatch.ts"
@@ -178,16 +179,18 @@ export function make<E>(
         return
       }
       this.#cold = undefined
-      void ctx.blockConcurrencyWhile(() => this.#start({ warn: true }))
+      void ctx.blockConcurrencyWhile(() => this.#start({ warn: true, freshStore: false }))
     }
 
     /**
      * Builds the incarnation (migrations, config) and ensures the alarm. A failure here resets
      * the Object; the next request builds a fresh incarnation. A damaged maintenance record is
      * not such a failure: the Object stays reachable (reads and the repair answer; mutations
-     * and passes refuse) instead of breaking its input gate.
+     * and passes refuse) instead of breaking its input gate. On a store that held nothing
+     * (`freshStore`) an absent record is written clean: the bootstrap's dirty generation is for
+     * stores older than the record, and its pass would find nothing.
      */
-    #start(start: { readonly warn: boolean }): Promise<void> {
+    #start(start: { readonly warn: boolean; readonly freshStore: boolean }): Promise<void> {
       const env = this.env
       return this.#runtime
         .runPromise(
@@ -195,6 +198,7 @@ export function make<E>(
             if (start.warn) yield* warnUnknownLogSetting(env)
             const maintenance = yield* ThreadMaintenance
             yield* maintenance.ensureAlarm.pipe(
+              Effect.provideService(FreshStore, start.freshStore),
               Effect.catchTag("DurableAlarmError", (error) => {
                 const damage = recordDamageOf(error)
                 return damage === undefined
@@ -217,7 +221,12 @@ export function make<E>(
     /** The built incarnation: on a cold Object, built once, under the input gate. */
     #warm(): Promise<void> {
       if (this.#calls !== undefined) return Promise.resolve()
-      this.#starting ??= this.ctx.blockConcurrencyWhile(() => this.#start({ warn: false }))
+      // Checked again under the gate, before the migrations: a subclass may have written beside
+      // the Object since the constructor (or since the call's own check), and only a store with
+      // nothing in it starts with a clean record.
+      this.#starting ??= this.ctx.blockConcurrencyWhile(() =>
+        this.#start({ warn: false, freshStore: storageIsEmpty(this.ctx.storage) }),
+      )
       return this.#starting
     }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { DurableAlarmError } from "../../src/Alarm.ts"
+import { FreshStore } from "../../src/internal/maintenance/freshStore.ts"
 import { caughtUpRecord, encodedRetry, failureOf } from "./fixtures.ts"
 import { alarmOf, dayAhead, inObject, objectName, putRawState, rawState } from "./harness.ts"
 import { maintenanceSwitchboard } from "../support/switchboard.ts"
@@ -21,6 +22,34 @@ describe("the maintenance record", () => {
         expect(yield* alarmOf(ctx)).toBe(now + 1_000)
       }),
     ),
+  )
+
+  it.effect(
+    "is written clean by ensureAlarm on a store its Object found empty; an existing record is kept",
+    () =>
+      Effect.gen(function* () {
+        yield* inObject(objectName("fresh-ensure"), (ctx) =>
+          Effect.gen(function* () {
+            yield* dayAhead
+            const { maintenance } = yield* incarnation(ctx)
+            yield* maintenance.ensureAlarm.pipe(Effect.provideService(FreshStore, true))
+            // No work can predate the record: nothing owed, no alarm.
+            expect(yield* rawState(ctx)).toEqual({ ...bootstrap, dirty: "0" })
+            expect(yield* alarmOf(ctx)).toBeNull()
+          }),
+        )
+        yield* inObject(objectName("fresh-ensure-existing"), (ctx) =>
+          Effect.gen(function* () {
+            const now = yield* dayAhead
+            const { maintenance } = yield* incarnation(ctx)
+            yield* putRawState(ctx, { ...bootstrap, dirty: "3", processed: "2" })
+            yield* maintenance.ensureAlarm.pipe(Effect.provideService(FreshStore, true))
+            // A stored record is never reset: its owed generation keeps its alarm.
+            expect(yield* rawState(ctx)).toEqual({ ...bootstrap, dirty: "3", processed: "2" })
+            expect(yield* alarmOf(ctx)).toBe(now + 1_000)
+          }),
+        )
+      }),
   )
 
   it.effect("is bootstrapped and prearmed by the begin transaction of a pass", () =>

@@ -10,6 +10,7 @@ import { env, runInDurableObject } from "cloudflare:test"
 import { Effect, Exit } from "effect"
 import * as ThreadClient from "../../src/ThreadClient.ts"
 import type { StorageMeter } from "../../bench/worker/meter.ts"
+import { MAINTENANCE_STATE_KEY } from "../../src/internal/maintenance/state.ts"
 
 interface Metered {
   readonly meter: StorageMeter
@@ -117,18 +118,33 @@ describe("reads of a never-written Object", () => {
   it.live("answer as a built, empty Object does", () =>
     Effect.gen(function* () {
       const cold = answers(yield* everyRead(clientOf(objectName("cold"))))
-      // Built by a submit it refuses: the schema and the record exist, no Submission.
+      // Built by a submit it refuses: the schema and a clean record exist, no Submission, no alarm.
       const builtName = objectName("built")
       const built = clientOf(builtName)
       yield* Effect.exit(built.submit({ agentId: "no-such-agent", idempotencyKey: "k", input: {} }))
       expect((yield* billOf(builtName)).tables).toBeGreaterThan(0)
       const warm = answers(yield* everyRead(built))
-      // The maintenance view differs by design: the built Object has its record (and alarm).
-      // So do the obligations: the built Object's bootstrap record owes a pass, with its alarm.
+      // The maintenance view differs by design: the built Object has its record. So do the
+      // obligations' record fields (a clean record's generations); what is owed does not.
       const { inspectMaintenance: coldInspection, obligations: coldOwed, ...coldRest } = cold
-      const { inspectMaintenance: _warmInspection, obligations: _warmOwed, ...warmRest } = warm
+      const { inspectMaintenance: warmInspection, obligations: warmOwed, ...warmRest } = warm
+      const owed = ({
+        obligations,
+        impliedAlarm,
+        scheduledAlarm,
+        mismatch,
+        passRunning,
+      }: Record<string, unknown>) => ({
+        obligations,
+        impliedAlarm,
+        scheduledAlarm,
+        mismatch,
+        passRunning,
+      })
+      expect(owed(coldOwed)).toEqual(owed(warmOwed))
       expect(coldRest).toEqual(warmRest)
       expect(coldOwed).toMatchObject({ obligations: [], impliedAlarm: null, scheduledAlarm: null })
+      expect(warmInspection).toMatchObject({ alarm: null, owed: false })
       expect(coldRest).toMatchObject({ status: "SubmissionNotFound", threads: [], findSubmission: null })
       // Nothing is owed where no call ever needed the Object (a caller waits for that).
       expect(coldInspection).toMatchObject({ alarm: null, owed: false })
@@ -146,6 +162,56 @@ describe("reads of a never-written Object", () => {
       expect(inspection).toHaveProperty("record")
       expect((yield* billOf(name)).tables).toBeGreaterThan(0)
     }),
+  )
+
+  it.live("a new Object built by a call that admits nothing starts at rest: no alarm to find nothing", () =>
+    Effect.gen(function* () {
+      const name = objectName("refused")
+      const client = clientOf(name)
+      const refused = yield* Effect.exit(
+        client.submit({ agentId: "no-such-agent", idempotencyKey: "k", input: {} }),
+      )
+      expect(tagOf(refused)).toBe("AdmissionRefused")
+      const bill = yield* billOf(name)
+      console.log("a refused first submit:", JSON.stringify(bill))
+      // Built (schema and record), with a record that owes nothing and no alarm set or left.
+      expect(bill).toMatchObject({ alarmSets: 0, alarm: null, keys: 1 })
+      expect(bill.tables).toBeGreaterThan(0)
+      const record = yield* inside(name, (object) =>
+        object.raw.get<{ dirty: string; processed: string }>(MAINTENANCE_STATE_KEY),
+      )
+      expect(record).toMatchObject({ dirty: "0", processed: "0" })
+      // A submit after it is admitted, armed and settles.
+      const receipt = yield* client.submit({ agentId: "echo", idempotencyKey: "k", input: { text: "x" } })
+      expect(yield* client.awaitSettlement(receipt.submissionId, 10_000)).toMatchObject({
+        outcome: "completed",
+      })
+    }),
+  )
+
+  it.live(
+    "a store written beside the Object before its first build still gets the bootstrap's dirty record and an alarm",
+    () =>
+      Effect.gen(function* () {
+        const name = objectName("beside-record")
+        const client = clientOf(name)
+        // The constructor saw an empty store; a subclass's own method (or a test's fixture) then
+        // writes it directly, with no maintenance record, before any call builds the Object.
+        yield* inside(name, (object) => object.raw.kv.put("application-key", 1))
+        const refused = yield* Effect.exit(
+          client.submit({ agentId: "no-such-agent", idempotencyKey: "k", input: {} }),
+        )
+        expect(tagOf(refused)).toBe("AdmissionRefused")
+        const bill = yield* billOf(name)
+        console.log("a refused first submit beside a written key:", JSON.stringify(bill))
+        // The store was not empty: what it holds gets one pass, as an older store's does.
+        expect(bill.alarmSets).toBeGreaterThan(0)
+        const record = yield* inside(name, (object) =>
+          object.raw.get<{ dirty: string; processed: string }>(MAINTENANCE_STATE_KEY),
+        )
+        expect(record?.dirty).toBe("1")
+        expect(yield* inside(name, (object) => object.raw.get("application-key"))).toBe(1)
+      }),
   )
 
   it.live("first submit to a new Object: its cost, alone", () =>

@@ -230,8 +230,8 @@ describe("refund desk example", () => {
 
   it("refuses malformed input with a typed error and writes nothing", async () => {
     const thread = threadName("malformed")
-    // A read does not build a new Object; the first refused submit does (its schema and the
-    // bootstrap maintenance record). Nothing after it may write.
+    // A read does not build a new Object; the first refused submit does (its schema and a clean
+    // maintenance record, no alarm). Nothing after it may write.
     const refused = await submit(thread, { orderId: "", amount: -3 })
     expect(refused.status).toBe(400)
     expect(refused.body["error"]).toBe("AdmissionRefused")

@@ -19,9 +19,9 @@ describe("ThreadObject calls", () => {
     Effect.gen(function* () {
       const thread = threadName("malformed")
       const client = clientOf(thread)
-      // Built (a read no longer builds it) and its first pass run, so that the record and the
-      // alarm stand still however long the calls below take (the Object is then idle).
-      yield* built(client, thread)
+      // Built and at rest (a new Object starts with a clean record and no alarm), so that the
+      // record and the alarm stand still however long the calls below take.
+      yield* built(client)
       const before = yield* storedMaintenance(thread)
       expect(before.alarm).toBeNull()
       const rpc = stubOf(thread) as unknown as ThreadObjectRpc
@@ -43,7 +43,7 @@ describe("ThreadObject calls", () => {
     Effect.gen(function* () {
       const thread = threadName("unarmed")
       const client = clientOf(thread)
-      yield* built(client, thread)
+      yield* built(client)
       const id = stubOf(thread).id
       switchboard.install(id, {
         storage: (location, detail) => {

@@ -45,7 +45,7 @@ describe("ThreadObject entry points", () => {
       Effect.gen(function* () {
         const thread = threadName("refusals")
         const client = clientOf(thread)
-        yield* built(client, thread)
+        yield* built(client)
         const before = yield* storedMaintenance(thread)
         const cases: Array<Effect.Effect<unknown, ThreadClient.ThreadClientError>> = [
           client.submit({ agentId: "echo", idempotencyKey: "", input: { text: "x" } }),

@@ -258,7 +258,7 @@ describe("ThreadObject operator entry points", () => {
     Effect.gen(function* () {
       const thread = threadName("wake")
       const client = clientOf(thread)
-      yield* built(client, thread)
+      yield* built(client)
       yield* deliverUntil(thread, quiet(thread))
       const before = (yield* client.inspectMaintenance).counters.passes
       yield* client.wake

@@ -8,6 +8,9 @@
  * left due waits behind it (`thread-store/005` makes every parked Unknown Outcome due once). So
  * such a record takes the earliest stored due time as its bound: one seek of the due index,
  * which finds nothing unless a wait is there.
+ *
+ * An absent record is written as the bootstrap's (dirty, so one pass classifies what an older
+ * store holds), unless the caller says the store held nothing when it began (`FreshStore`).
  */
 import { withSpanFast } from "../../core/internal/spanned.ts"
 import { Clock, Effect, Option } from "effect"
@@ -16,7 +19,8 @@ import { writeAlarm } from "./alarmWrite.ts"
 import type { MaintenanceEnv } from "./maintenanceEnv.ts"
 import { catchUnlessInterrupted } from "../boundary.ts"
 import type { DurableAlarmError } from "./errors.ts"
-import { readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
+import { FreshStore } from "./freshStore.ts"
+import { freshRecord, readMaintenanceState, ThreadMaintenanceState, writeMaintenanceState } from "./state.ts"
 
 /** @internal */
 export const makeEnsureAlarm = (
@@ -26,6 +30,7 @@ export const makeEnsureAlarm = (
   Effect.gen(function* () {
     yield* env.hit("maintenance:ensure:before")
     const now = yield* Clock.currentTimeMillis
+    const fresh = yield* FreshStore
     // A read that fails leaves the record as it is: the next incarnation reads again.
     const due = yield* earliestDue.pipe(
       catchUnlessInterrupted((cause) =>
@@ -36,7 +41,10 @@ export const makeEnsureAlarm = (
       ),
     )
     const record = yield* env.transact("ensure maintenance alarm", (txn) => {
-      const read = readMaintenanceState(txn)
+      const stored = readMaintenanceState(txn)
+      // A store that held nothing has no work older than the record: it starts clean, not with
+      // the bootstrap's dirty generation, whose pass would find nothing.
+      const read = fresh && !stored.initialized ? { ...stored, state: freshRecord } : stored
       const bounded = read.state.nextDueAt === undefined && due !== undefined
       const state = bounded ? ThreadMaintenanceState.make({ ...read.state, nextDueAt: due }) : read.state
       if (!read.initialized || bounded) writeMaintenanceState(txn, state)

@@ -74,6 +74,12 @@ const bootstrap = ThreadMaintenanceState.make({
   nonterminal: 0,
 })
 
+/**
+ * @internal The record of a store that held nothing when its incarnation began (no table, no
+ * key): no work can predate it, so it starts clean and owes no pass.
+ */
+export const freshRecord = ThreadMaintenanceState.make({ ...bootstrap, dirty: 0n })
+
 const decodeExit = Schema.decodeUnknownExit(ThreadMaintenanceState)
 const encodeState = Schema.encodeSync(ThreadMaintenanceState)
 
