@@ -71,6 +71,7 @@ const everyRead = (client: ThreadClient.ThreadClient) => {
     schedulePage: Effect.exit(client.schedulePage()),
     inspectMaintenance: Effect.exit(client.inspectMaintenance),
     obligations: Effect.exit(client.obligations),
+    verify: Effect.exit(client.verify),
   })
 }
 
@@ -81,8 +82,8 @@ const answers = (exits: Record<string, Exit.Exit<unknown, unknown>>) =>
       name,
       Exit.isSuccess(exit)
         ? JSON.parse(
-            JSON.stringify(exit.value, (_key, value: unknown) =>
-              typeof value === "bigint" ? `${value}n` : value,
+            JSON.stringify(exit.value, (key, value: unknown) =>
+              typeof value === "bigint" ? `${value}n` : key === "verifiedAt" ? "now" : value,
             ),
           )
         : tagOf(exit),
