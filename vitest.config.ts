@@ -23,6 +23,12 @@ const sources = Object.entries(exports).flatMap(([subpath, target]) =>
     : [],
 )
 
+// The first group's files mostly wait: on real alarms, on the workerd processes they start and
+// kill. vitest's default (one worker fewer than the cores) runs them one at a time on 2 cores;
+// one per core overlaps those waits.
+// Every project of a group must name the same count.
+const waitingWorkers = Math.max(2, availableParallelism())
+
 export default defineConfig({
   test: {
     projects: [
@@ -36,6 +42,7 @@ export default defineConfig({
         ],
         test: {
           name: "workerd",
+          maxWorkers: waitingWorkers,
           include: ["test/**/*.test.ts"],
           exclude: ["test/node/**", "test/example/**"],
           isolate: false,
@@ -56,12 +63,14 @@ export default defineConfig({
         resolve: { alias: sources },
         test: {
           name: "example",
+          maxWorkers: waitingWorkers,
           include: ["test/example/**/*.test.ts"],
         },
       },
       {
         test: {
           name: "node-workerd",
+          maxWorkers: waitingWorkers,
           environment: "node",
           include: ["test/node/*.test.ts"],
           // Each test boots workerd (twice for a restart) and waits on real alarms.
