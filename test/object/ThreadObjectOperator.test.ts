@@ -89,66 +89,77 @@ describe("ThreadObject operator entry points", () => {
     }),
   )
 
-  it.live("explains a queued Submission from its lane's unsettled rows, not the Thread's whole history", () =>
-    Effect.gen(function* () {
-      // The default queue depth (256), so a Thread can carry a long settled history.
-      const thread = threadName("explain-history")
-      const stub = env.THREADS_WAKE.getByName(thread)
-      const client = ThreadClient.make(env.THREADS_WAKE, thread)
-      const deliverUntilSettled = (submissionId: string) =>
-        Effect.gen(function* () {
-          for (let round = 0; round < 60; round++) {
-            if ((yield* client.status(submissionId)).state === "settled") return
-            yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
-          }
-          return yield* Effect.die(new Error(`${submissionId} did not settle`))
+  it.live(
+    "explains a queued Submission from its lane's unsettled rows, not the Thread's whole history",
+    () =>
+      Effect.gen(function* () {
+        // The default queue depth (256), so a Thread can carry a long settled history.
+        const thread = threadName("explain-history")
+        const stub = env.THREADS_WAKE.getByName(thread)
+        const client = ThreadClient.make(env.THREADS_WAKE, thread)
+        const deliverUntilSettled = (submissionId: string) =>
+          Effect.gen(function* () {
+            for (let round = 0; round < 60; round++) {
+              if ((yield* client.status(submissionId)).state === "settled") return
+              yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
+            }
+            return yield* Effect.die(new Error(`${submissionId} did not settle`))
+          })
+        let last = ""
+        for (let index = 0; index < 200; index++)
+          last = (yield* client.submit({
+            agentId: "echo",
+            idempotencyKey: `s${index}`,
+            input: { text: "x" },
+          })).submissionId
+        yield* deliverUntilSettled(last)
+        const head = yield* client.submit({
+          agentId: "review",
+          idempotencyKey: "h",
+          input: { draft: "plan" },
         })
-      let last = ""
-      for (let index = 0; index < 200; index++)
-        last = (yield* client.submit({ agentId: "echo", idempotencyKey: `s${index}`, input: { text: "x" } }))
-          .submissionId
-      yield* deliverUntilSettled(last)
-      const head = yield* client.submit({ agentId: "review", idempotencyKey: "h", input: { draft: "plan" } })
-      const first = yield* client.submit({ agentId: "echo", idempotencyKey: "f1", input: { text: "a" } })
-      const second = yield* client.submit({ agentId: "echo", idempotencyKey: "f2", input: { text: "b" } })
-      for (
-        let round = 0;
-        round < 60 && (yield* client.status(head.submissionId)).state !== "suspended";
-        round++
-      )
-        yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
+        const first = yield* client.submit({ agentId: "echo", idempotencyKey: "f1", input: { text: "a" } })
+        const second = yield* client.submit({ agentId: "echo", idempotencyKey: "f2", input: { text: "b" } })
+        for (
+          let round = 0;
+          round < 60 && (yield* client.status(head.submissionId)).state !== "suspended";
+          round++
+        )
+          yield* Effect.promise(() => runDurableObjectAlarm(stub).catch(() => false))
 
-      // The rows SQLite reads for one explain, from a meter on the Object's SQL.
-      const explainMetered = (submissionId: string) =>
-        Effect.gen(function* () {
-          const cursors = yield* Effect.promise(() =>
-            runInDurableObject(stub, (_instance, state) => {
-              const sqlStorage = state.storage.sql
-              const original = sqlStorage.exec
-              const seen: Array<{ readonly rowsRead: number }> = []
-              sqlStorage.exec = ((query: string, ...bindings: Array<SqlStorageValue>) => {
-                const cursor = original.call(sqlStorage, query, ...bindings)
-                seen.push(cursor)
-                return cursor
-              }) as typeof sqlStorage.exec
-              return { seen, restore: () => (sqlStorage.exec = original) }
-            }),
-          )
-          const explained = yield* client.explain(submissionId)
-          cursors.restore()
-          return { explained, rowsRead: cursors.seen.reduce((sum, cursor) => sum + cursor.rowsRead, 0) }
+        // The rows SQLite reads for one explain, from a meter on the Object's SQL.
+        const explainMetered = (submissionId: string) =>
+          Effect.gen(function* () {
+            const cursors = yield* Effect.promise(() =>
+              runInDurableObject(stub, (_instance, state) => {
+                const sqlStorage = state.storage.sql
+                const original = sqlStorage.exec
+                const seen: Array<{ readonly rowsRead: number }> = []
+                sqlStorage.exec = ((query: string, ...bindings: Array<SqlStorageValue>) => {
+                  const cursor = original.call(sqlStorage, query, ...bindings)
+                  seen.push(cursor)
+                  return cursor
+                }) as typeof sqlStorage.exec
+                return { seen, restore: () => (sqlStorage.exec = original) }
+              }),
+            )
+            const explained = yield* client.explain(submissionId)
+            cursors.restore()
+            return { explained, rowsRead: cursors.seen.reduce((sum, cursor) => sum + cursor.rowsRead, 0) }
+          })
+        const behind = yield* explainMetered(second.submissionId)
+        expect(behind.explained.reason).toEqual({
+          _tag: "QueuedBehind",
+          head: head.submissionId,
+          headState: "suspended",
+          ahead: 2,
         })
-      const behind = yield* explainMetered(second.submissionId)
-      expect(behind.explained.reason).toEqual({
-        _tag: "QueuedBehind",
-        head: head.submissionId,
-        headState: "suspended",
-        ahead: 2,
-      })
-      // 200 settled Submissions came before the head: their records are not read.
-      expect(behind.rowsRead).toBeLessThan(60)
-      expect((yield* client.explain(first.submissionId)).reason).toMatchObject({ ahead: 1 })
-    }),
+        // 200 settled Submissions came before the head: their records are not read.
+        expect(behind.rowsRead).toBeLessThan(60)
+        expect((yield* client.explain(first.submissionId)).reason).toMatchObject({ ahead: 1 })
+      }),
+    // 200 submits and the deliveries that settle them: seconds on a loaded machine.
+    30_000,
   )
 
   it.live("explains a follow-up by the host it joined, not as queued behind it", () =>
