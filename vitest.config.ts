@@ -46,6 +46,9 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: ["test/node/**", "test/example/**"],
           isolate: false,
+          // These files share the machine with the node project's workerd processes: a timeout
+          // is for a test that hangs, not for one the machine slowed.
+          testTimeout: 20_000,
         },
       },
       {
