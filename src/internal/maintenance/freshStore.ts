@@ -12,6 +12,6 @@ import { Context } from "effect"
 
 /** @internal */
 export const FreshStore = Context.Reference<boolean>(
-  "@effect-agent/platform-cloudflare/internal/maintenance/FreshStore",
+  "@effect-agent/platform-cloudflare/Alarm/FreshStore",
   { defaultValue: () => false },
 )
