@@ -11,7 +11,6 @@
 import { Context } from "effect"
 
 /** @internal */
-export const FreshStore = Context.Reference<boolean>(
-  "@effect-agent/platform-cloudflare/Alarm/FreshStore",
-  { defaultValue: () => false },
-)
+export const FreshStore = Context.Reference<boolean>("@effect-agent/platform-cloudflare/Alarm/FreshStore", {
+  defaultValue: () => false,
+})
