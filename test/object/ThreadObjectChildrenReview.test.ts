@@ -30,6 +30,20 @@ const clean = (clients: ReadonlyArray<ThreadClient.ThreadClient>, stubs: Readonl
     for (const client of clients) expect((yield* client.verify).violations).toEqual([])
   })
 
+/**
+ * Until the parent's Attempt has started its child and waits for it in memory (up to 250 ms): a
+ * loaded machine starts the alarm event later than any fixed pause allows.
+ */
+const waitingInMemory = (parent: ThreadClient.ThreadClient, submissionId: string) =>
+  Effect.gen(function* () {
+    for (let round = 0; round < 1_000; round++) {
+      const started = (yield* parent.history()).records.some((record) => record.entry._tag === "ChildStarted")
+      if (started && (yield* parent.status(submissionId)).state === "running") return
+      yield* Effect.sleep(2)
+    }
+    return yield* Effect.die(new Error("the parent never waited in memory for its child"))
+  })
+
 const otherClient = (thread: string, objectName: string) =>
   ThreadClient.make(env.THREADS_OTHER, thread, { objectName })
 
@@ -555,7 +569,7 @@ describe("subagents, reviewed", () => {
       })
       // The parent's alarm runs its Attempt, which waits up to 250 ms in memory for the child.
       const running = runDurableObjectAlarm(stubs[0]!).catch(() => false)
-      yield* Effect.sleep(60)
+      yield* waitingInMemory(parent, receipt.submissionId)
       const retried = yield* Effect.exit(parent.retry(receipt.submissionId))
       expect(Exit.isSuccess(retried)).toBe(true)
       yield* parent.abort(receipt.submissionId)
@@ -604,7 +618,7 @@ describe("subagents, reviewed", () => {
         }
       yield* Effect.gen(function* () {
         const running = runDurableObjectAlarm(stubs[0]!).catch(() => false)
-        yield* Effect.sleep(60)
+        yield* waitingInMemory(parent, receipt.submissionId)
         expect((yield* parent.status(receipt.submissionId)).state).toBe("running")
         yield* parent.retry(receipt.submissionId)
         yield* Effect.promise(() => running)
