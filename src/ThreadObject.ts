@@ -6,14 +6,14 @@
  * It never runs recovery and never calls another Object. An Object whose storage holds nothing
  * (no table, no key) is not built until a call needs it: its reads answer as an empty Object's
  * do (`internal/object/coldReads.ts`), every call is decoded and authorized first, and the
- * first call that needs the incarnation builds it under the same gate, its record clean. `alarm()` runs one maintenance pass;
- * a failed pass rejects, so workerd redelivers. Its call methods are derived from the one table
- * of calls (`internal/object/calls.ts`): each decodes its request and caller, passes the
- * application's authorization with the call's kind, and runs the call's handler. Mutations go
- * through the shared mutation gate; reads never touch maintenance state. One physical Object
- * may host several Threads (lanes) that share its alarm and maintenance record. Its fibers run
- * on a scheduler that keeps a pass's or call's writes in one turn, and so one commit
- * (`internal/turns.ts`).
+ * first call that needs the incarnation builds it under the same gate, its maintenance record
+ * clean. `alarm()` runs one maintenance pass; a failed pass rejects, so workerd redelivers. Its
+ * call methods are derived from the one table of calls (`internal/object/calls.ts`): each
+ * decodes its request and caller, passes the application's authorization with the call's kind,
+ * and runs the call's handler. Mutations go through the shared mutation gate; reads never touch
+ * maintenance state. One physical Object may host several Threads (lanes) that share its alarm
+ * and maintenance record. Its fibers run on a scheduler that keeps a pass's or call's writes in
+ * one turn, and so one commit (`internal/turns.ts`).
  */
 import { DurableObject } from "cloudflare:workers"
 import { Cause, Clock, Effect, Exit, Layer, ManagedRuntime } from "effect"
