@@ -223,7 +223,9 @@ const awaitConvergence = (
   readyAt: number,
 ) =>
   Effect.gen(function* () {
-    const quiet = 2_500
+    // Generous: with another suite's workerd starting beside it, the restarted runtime's first
+    // deliveries came later than 2.5 s (an Object then looked quiet with its alarm still due).
+    const quiet = 6_000
     const until = deadline(30_000)
     while (Date.now() < until) {
       const signals = yield* driver.signals
